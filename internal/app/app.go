@@ -1,0 +1,247 @@
+// Package app is the kubegcd command: flag parsing, wiring and lifetime.
+// main stays thin so that end-to-end tests run exactly this code.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/klog/v2"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	kubehttp "github.com/kubegcd/kubegcd/internal/http"
+	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/web"
+)
+
+// Version is set at build time with -ldflags "-X ...app.Version=...".
+var Version = ""
+
+// version returns the build's version, falling back to the VCS revision.
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			return bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return "dev-" + s.Value[:12]
+			}
+		}
+	}
+	return "dev"
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+const usage = `kubegcd mirrors a Kubernetes cluster's object metadata and ownership graph
+into SQLite, finds garbage with SQL and collects it (or, in dry-run, records
+what it would do), keeping a durable audit history served over HTTP.
+
+Usage:
+  kubegcd run [flags]                    run the daemon
+  kubegcd migrate up|down|version --db PATH
+                                         manage the database schema
+  kubegcd version                        print the version
+  kubegcd help [command]                 show help
+
+Run 'kubegcd help run' for the daemon's flags.
+`
+
+// Main runs the kubegcd command line and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return runCommand(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		return migrateCommand(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "kubegcd", version())
+		return exitOK
+	case "help", "-h", "--help":
+		if len(args) > 1 {
+			return Main(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "kubegcd: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+}
+
+func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kubegcd migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dbPath := fs.String("db", "kubegcd.db", "path of the SQLite database")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: kubegcd migrate up|down|version [--db PATH]\n\n"+
+			"  up       apply every migration this binary carries\n"+
+			"  down     revert the newest applied migration\n"+
+			"  version  print the schema version\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	// Accept the command before or after the flags.
+	var command string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		command, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if command == "" && fs.NArg() > 0 {
+		command = fs.Arg(0)
+	}
+	if command == "" || fs.NArg() > 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	v, dirty, err := db.Migrate(ctx, *dbPath, command)
+	if err != nil {
+		fmt.Fprintln(stderr, "kubegcd:", err)
+		return exitError
+	}
+	state := ""
+	if dirty {
+		state = " (dirty)"
+	}
+	fmt.Fprintf(stdout, "schema version %d%s (this kubegcd supports up to %d)\n", v, state, db.LatestVersion())
+	return exitOK
+}
+
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseRunFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintln(stderr, "kubegcd:", err)
+		return exitUsage
+	}
+	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+	if err := run(ctx, cfg, logger); err != nil {
+		fmt.Fprintln(stderr, "kubegcd:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// run is the daemon: it returns when ctx ends (nil) or on a fatal error.
+func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
+	klog.SetSlogLogger(logger.With("source", "client-go"))
+	started := time.Now()
+
+	restCfg, err := cfg.restConfig()
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	store, err := db.Open(ctx, cfg.dbPath, db.Options{Registerer: reg})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.listen, err)
+	}
+	defer ln.Close()
+
+	if err := waitForServer(ctx, restCfg, cfg.startupTimeout); err != nil {
+		return err
+	}
+
+	ing, err := ingest.New(ingest.Options{
+		Config:            restCfg,
+		DB:                store,
+		Logger:            logger.With("component", "ingest"),
+		Registerer:        reg,
+		DiscoveryInterval: cfg.discoveryInterval,
+	})
+	if err != nil {
+		return err
+	}
+
+	handler, err := kubehttp.NewHandler(kubehttp.Options{
+		DB:        store,
+		Ingest:    ing,
+		Version:   version(),
+		StartedAt: started,
+		Logger:    logger.With("component", "http"),
+		Registry:  reg,
+		UI:        web.FS,
+	})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+
+	logger.Info("kubegcd starting", "version", version(), "server", restCfg.Host, "db", cfg.dbPath,
+		"listen", ln.Addr().String(), "dry_run", cfg.dryRun, "controllers", strings.Join(cfg.controllers, ","))
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ingestDone := make(chan error, 1)
+	go func() { ingestDone <- ing.Run(ctx) }()
+	go func() {
+		if err := ing.WaitForSync(ctx); err == nil {
+			logger.Info("mirror synced", "resources", len(ing.Resources()), "after", time.Since(started).Round(time.Millisecond))
+		}
+	}()
+
+	// Shutdown order: stop serving, then stop ingestion, then (deferred)
+	// close the database.
+	httpErr := kubehttp.Serve(ctx, srv, func() error { return srv.Serve(ln) })
+	cancel()
+	ingErr := <-ingestDone
+	if httpErr != nil && !errors.Is(httpErr, http.ErrServerClosed) {
+		return fmt.Errorf("http: %w", httpErr)
+	}
+	if ingErr != nil {
+		return ingErr
+	}
+	logger.Info("kubegcd stopped")
+	return nil
+}

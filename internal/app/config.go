@@ -1,0 +1,161 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// knownControllers are the controllers --controllers may name.
+var knownControllers = []string{"ownergc", "podgc", "ttl", "svgc"}
+
+type runConfig struct {
+	kubeconfig        string
+	kubeContext       string
+	dbPath            string
+	listen            string
+	logLevel          slog.Level
+	logFormat         string
+	dryRun            bool
+	controllers       []string
+	discoveryInterval time.Duration
+	startupTimeout    time.Duration
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
+	cfg := &runConfig{}
+	fs := flag.NewFlagSet("kubegcd run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "",
+		"path of the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster config)")
+	fs.StringVar(&cfg.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
+	fs.StringVar(&cfg.dbPath, "db", "kubegcd.db", "path of the SQLite database; created if missing")
+	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address of the HTTP API, metrics and web UI")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&cfg.dryRun, "dry-run", true,
+		"decide and record what would be done without writing to the cluster; --dry-run=false enforces")
+	controllers := fs.String("controllers", strings.Join(knownControllers, ","),
+		"comma-separated controllers to run: "+strings.Join(knownControllers, ", "))
+	fs.DurationVar(&cfg.discoveryInterval, "discovery-interval", 30*time.Second,
+		"how often to re-discover API resources, so CRDs added or removed later are watched or dropped")
+	fs.DurationVar(&cfg.startupTimeout, "startup-timeout", 30*time.Second,
+		"how long to keep trying to reach the API server at start before giving up")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: kubegcd run [flags]\n\nRuns the daemon until SIGINT or SIGTERM.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w (see 'kubegcd help run')", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (see 'kubegcd help run')", fs.Arg(0))
+	}
+
+	if err := cfg.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", *level)
+	}
+	if cfg.logFormat != "text" && cfg.logFormat != "json" {
+		return nil, fmt.Errorf("invalid --log-format %q: want text or json", cfg.logFormat)
+	}
+	for _, c := range strings.Split(*controllers, ",") {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		if !slices.Contains(knownControllers, c) {
+			return nil, fmt.Errorf("invalid --controllers: unknown controller %q (known: %s)", c, strings.Join(knownControllers, ", "))
+		}
+		if !slices.Contains(cfg.controllers, c) {
+			cfg.controllers = append(cfg.controllers, c)
+		}
+	}
+	if cfg.discoveryInterval < time.Second {
+		return nil, fmt.Errorf("invalid --discovery-interval %s: must be at least 1s", cfg.discoveryInterval)
+	}
+	if cfg.startupTimeout <= 0 {
+		return nil, fmt.Errorf("invalid --startup-timeout %s: must be positive", cfg.startupTimeout)
+	}
+	if _, _, err := net.SplitHostPort(cfg.listen); err != nil {
+		return nil, fmt.Errorf("invalid --listen %q: %v", cfg.listen, err)
+	}
+	if cfg.dbPath == "" {
+		return nil, errors.New("invalid --db: empty path")
+	}
+	return cfg, nil
+}
+
+// restConfig loads the client configuration: --kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config, else the in-cluster service account.
+func (c *runConfig) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if c.kubeconfig != "" {
+		if _, err := os.Stat(c.kubeconfig); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
+		}
+		rules.ExplicitPath = c.kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.kubeContext}
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := loader.ClientConfig()
+	if err == nil {
+		return withUserAgent(cfg), nil
+	}
+	if c.kubeconfig == "" && clientcmd.IsEmptyConfig(err) {
+		if inCluster, icErr := rest.InClusterConfig(); icErr == nil {
+			return withUserAgent(inCluster), nil
+		}
+		return nil, errors.New("no kubeconfig found: pass --kubeconfig, set $KUBECONFIG or create ~/.kube/config")
+	}
+	where := c.kubeconfig
+	if where == "" {
+		where = strings.Join(rules.GetLoadingPrecedence(), ":")
+	}
+	return nil, fmt.Errorf("kubeconfig %s: %w", where, err)
+}
+
+func withUserAgent(cfg *rest.Config) *rest.Config {
+	cfg.UserAgent = "kubegcd/" + version()
+	return cfg
+}
+
+// waitForServer checks that the API server answers, retrying until timeout
+// so a daemon started alongside its cluster does not fail needlessly.
+func waitForServer(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = 5 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(probe)
+	if err != nil {
+		return fmt.Errorf("API server %s: %w", cfg.Host, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		_, err := dc.ServerVersion()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cannot reach the API server at %s within %s: %w", cfg.Host, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}

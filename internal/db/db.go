@@ -1,0 +1,297 @@
+// Package db owns kubegcd's SQLite database: opening it (pragmas, lock,
+// migrations), batched writes from ingestion, and every query the rest of
+// the daemon runs.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/golang-migrate/migrate/v4"
+	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/prometheus/client_golang/prometheus"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/kubegcd/kubegcd/migrations"
+)
+
+// ErrLocked is returned by Open when another process holds the database.
+var ErrLocked = errors.New("database is in use by another kubegcd")
+
+// DB is an open kubegcd database. Writes go through a single connection, as
+// SQLite allows one writer; reads use a pool of read-only connections that WAL
+// lets run beside the writer.
+type DB struct {
+	Path string
+	// Now is the clock used for timestamps the database records.
+	Now func() time.Time
+
+	write *sql.DB
+	read  *sql.DB
+	lock  *os.File
+
+	writeSeconds *prometheus.HistogramVec
+}
+
+// Options tune Open.
+type Options struct {
+	// Registerer receives the database's metrics; nil means none.
+	Registerer prometheus.Registerer
+	// ReadOnly opens without migrating and without taking the write lock, for
+	// tools that only inspect a database.
+	ReadOnly bool
+}
+
+// Open locks the database at path against other kubegcd processes, applies
+// pragmas, and migrates the schema up. A schema newer than this binary knows
+// is refused rather than touched.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("database path is empty")
+	}
+	d := &DB{Path: path, Now: time.Now}
+	if !opts.ReadOnly {
+		lock, err := lockFile(path)
+		if err != nil {
+			return nil, err
+		}
+		d.lock = lock
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			d.Close()
+		}
+	}()
+
+	if !opts.ReadOnly {
+		if err := migrateUp(ctx, path); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if d.write, err = openPool(path, false); err != nil {
+		return nil, err
+	}
+	d.write.SetMaxOpenConns(1)
+	if d.read, err = openPool(path, true); err != nil {
+		return nil, err
+	}
+	d.read.SetMaxOpenConns(8)
+	if err := d.read.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+
+	d.writeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "kubegcd",
+		Subsystem: "db",
+		Name:      "write_duration_seconds",
+		Help:      "Time to apply one batched write transaction to SQLite.",
+		Buckets:   prometheus.ExponentialBuckets(0.0005, 2, 14),
+	}, []string{"operation"})
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(d.writeSeconds); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return d, nil
+}
+
+// Close releases the connections and the lock.
+func (d *DB) Close() error {
+	var errs []error
+	if d.read != nil {
+		errs = append(errs, d.read.Close())
+	}
+	if d.write != nil {
+		errs = append(errs, d.write.Close())
+	}
+	if d.lock != nil {
+		errs = append(errs, d.lock.Close())
+		d.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	// WAL with synchronous=NORMAL stays consistent after a crash; it may lose
+	// the last commits, which the next relist restores from the cluster.
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	}
+	q.Add("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+func openPool(path string, readOnly bool) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(path, readOnly))
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// lockFile takes an exclusive flock on PATH.lock so that two daemons never
+// share one database; the lock dies with the process, so a crash leaves
+// nothing to clean up.
+func lockFile(path string) (*os.File, error) {
+	lockPath := path + ".lock"
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: cannot create lock file: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(lockPath)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			if pid := strings.TrimSpace(string(holder)); pid != "" {
+				return nil, fmt.Errorf("%w (pid %s): %s", ErrLocked, pid, path)
+			}
+			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("database %s: cannot lock: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+// LatestVersion is the newest schema version this binary carries.
+func LatestVersion() uint {
+	entries, _ := fs.ReadDir(migrations.FS, ".")
+	var latest uint
+	for _, e := range entries {
+		n, _, ok := strings.Cut(e.Name(), "_")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseUint(n, 10, 32); err == nil && uint(v) > latest {
+			latest = uint(v)
+		}
+	}
+	return latest
+}
+
+func newMigrate(path string) (*migrate.Migrate, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("database %s: directory %s does not exist", path, dir)
+		}
+	}
+	conn, err := openPool(path, false)
+	if err != nil {
+		return nil, err
+	}
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	drv, err := migratesqlite.WithInstance(conn, &migratesqlite.Config{})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "sqlite", drv)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// checkVersion refuses a dirty database or one migrated by a newer kubegcd.
+func checkVersion(m *migrate.Migrate, path string) error {
+	v, dirty, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("database %s: reading schema version: %w", path, err)
+	}
+	if dirty {
+		return fmt.Errorf("database %s: schema version %d is dirty (a migration failed half-way); restore a backup or fix it with `kubegcd migrate`", path, v)
+	}
+	if latest := LatestVersion(); v > latest {
+		return fmt.Errorf("database %s: schema version %d is newer than this kubegcd supports (%d); use a newer kubegcd", path, v, latest)
+	}
+	return nil
+}
+
+func migrateUp(ctx context.Context, path string) error {
+	m, err := newMigrate(path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := checkVersion(m, path); err != nil {
+		return err
+	}
+	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("database %s: migrating: %w", path, err)
+	}
+	return ctx.Err()
+}
+
+// Migrate runs `kubegcd migrate` on the database at path: "up", "down" (one
+// step) or "version". It takes the same lock as the daemon. It returns the
+// schema version after the command.
+func Migrate(ctx context.Context, path, command string) (version uint, dirty bool, err error) {
+	lock, err := lockFile(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer lock.Close()
+	m, err := newMigrate(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer m.Close()
+	switch command {
+	case "up":
+		if err := checkVersion(m, path); err != nil {
+			return 0, false, err
+		}
+		if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+			return 0, false, fmt.Errorf("database %s: migrating up: %w", path, err)
+		}
+	case "down":
+		if err := checkVersion(m, path); err != nil {
+			return 0, false, err
+		}
+		if err := m.Steps(-1); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, false, fmt.Errorf("database %s: migrating down: %w", path, err)
+		}
+	case "version":
+	default:
+		return 0, false, fmt.Errorf("unknown migrate command %q: want up, down or version", command)
+	}
+	version, dirty, err = m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, false, nil
+	}
+	return version, dirty, err
+}
+
+// observe records how long a write took.
+func (d *DB) observe(op string, start time.Time) {
+	d.writeSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}

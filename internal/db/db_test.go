@@ -1,0 +1,227 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func openTemp(t *testing.T) *DB {
+	t.Helper()
+	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func tableNames(t *testing.T, path string) []string {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rows, err := conn.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'schema_migrations' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	return names
+}
+
+func TestMigrateUpDownUp(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+
+	v, dirty, err := Migrate(ctx, path, "up")
+	if err != nil || dirty || v != LatestVersion() {
+		t.Fatalf("up: version %d dirty %v err %v, want %d", v, dirty, err, LatestVersion())
+	}
+	up := tableNames(t, path)
+	if len(up) == 0 {
+		t.Fatal("no tables after migrating up")
+	}
+	for range LatestVersion() {
+		if _, _, err := Migrate(ctx, path, "down"); err != nil {
+			t.Fatalf("down: %v", err)
+		}
+	}
+	if got := tableNames(t, path); len(got) != 0 {
+		t.Fatalf("tables left after migrating all the way down: %v", got)
+	}
+	if v, _, err := Migrate(ctx, path, "version"); err != nil || v != 0 {
+		t.Fatalf("version after down: %d, %v", v, err)
+	}
+	if _, _, err := Migrate(ctx, path, "up"); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if got := tableNames(t, path); strings.Join(got, ",") != strings.Join(up, ",") {
+		t.Fatalf("tables after up/down/up = %v, want %v", got, up)
+	}
+	if _, _, err := Migrate(ctx, path, "sideways"); err == nil {
+		t.Fatal("unknown migrate command accepted")
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new.db")
+	if _, _, err := Migrate(ctx, path, "up"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(`UPDATE schema_migrations SET version = ?`, LatestVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	_, err = Open(ctx, path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "newer than this kubegcd supports") {
+		t.Fatalf("Open of a newer schema: err = %v, want refusal", err)
+	}
+	if _, _, err := Migrate(ctx, path, "down"); err == nil {
+		t.Fatal("migrate down of a newer schema was not refused")
+	}
+}
+
+func TestDirtySchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "dirty.db")
+	if _, _, err := Migrate(ctx, path, "up"); err != nil {
+		t.Fatal(err)
+	}
+	conn, _ := sql.Open("sqlite", "file:"+path)
+	if _, err := conn.Exec(`UPDATE schema_migrations SET dirty = 1`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if _, err := Open(ctx, path, Options{}); err == nil || !strings.Contains(err.Error(), "dirty") {
+		t.Fatalf("Open of a dirty schema: err = %v", err)
+	}
+}
+
+func TestLockedByAnotherOpen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "locked.db")
+	first, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, path, Options{})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: err = %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), "pid") {
+		t.Errorf("lock error does not name the holder: %v", err)
+	}
+	first.Close()
+	second, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	second.Close()
+}
+
+func TestUnwritablePath(t *testing.T) {
+	dir := t.TempDir()
+	for name, path := range map[string]string{
+		"missing dir": filepath.Join(dir, "nope", "x.db"),
+		"a directory": dir,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Open(context.Background(), path, Options{}); err == nil {
+				t.Fatalf("Open(%s) succeeded", path)
+			}
+		})
+	}
+	if os.Geteuid() != 0 { // root ignores permission bits
+		ro := filepath.Join(dir, "ro")
+		os.Mkdir(ro, 0o500)
+		if _, err := Open(context.Background(), filepath.Join(ro, "x.db"), Options{}); err == nil {
+			t.Fatal("Open in a read-only directory succeeded")
+		}
+	}
+}
+
+func boolp(b bool) *bool { return &b }
+
+func TestObjectRoundTripAndRelist(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	owner := &Object{UID: "owner", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "o", ResourceVersion: "1", CreationTimestamp: &created}
+	dep := &Object{UID: "dep", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "d", ResourceVersion: "2",
+		Finalizers: []string{"a/b"},
+		OwnerReferences: []OwnerRef{
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: "owner", Controller: boolp(true), BlockOwnerDeletion: boolp(false)},
+			{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "gone"},
+		}}
+	epoch, err := d.BeginList(ctx, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteListPage(ctx, rid, epoch, []*Object{owner, dep}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.FinishList(ctx, rid, epoch, "2"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.GetObject(ctx, "dep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.OwnerReferences) != 2 || *got.OwnerReferences[0].Controller != true || *got.OwnerReferences[0].BlockOwnerDeletion ||
+		got.OwnerReferences[1].Controller != nil || got.OwnerReferences[1].UID != "gone" || got.Finalizers[0] != "a/b" {
+		t.Fatalf("dependent read back wrong: %+v", got)
+	}
+	if o, _ := d.GetObject(ctx, "owner"); o == nil || !o.CreationTimestamp.Equal(created) {
+		t.Fatalf("owner read back wrong: %+v", o)
+	}
+
+	// A relist that no longer returns the owner removes it and reports it.
+	epoch, _ = d.BeginList(ctx, rid)
+	if err := d.WriteListPage(ctx, rid, epoch, []*Object{dep}); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := d.FinishList(ctx, rid, epoch, "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 2 || changes[0] != (Change{Type: ChangeDeleted, ResourceID: rid, UID: "owner"}) || changes[1].Type != ChangeRelisted {
+		t.Fatalf("relist changes = %+v", changes)
+	}
+	if _, err := d.GetObject(ctx, "owner"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("owner still mirrored after relist: %v", err)
+	}
+
+	// Watch events: delete cascades to owner refs.
+	if _, err := d.ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: &Object{UID: "dep"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var refs int
+	if err := d.read.QueryRow(`SELECT count(*) FROM owner_refs`).Scan(&refs); err != nil || refs != 0 {
+		t.Fatalf("owner refs left after delete: %d, %v", refs, err)
+	}
+}

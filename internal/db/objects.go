@@ -1,0 +1,451 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Resource identifies one API resource that kubegcd watches.
+type Resource struct {
+	ID         int64
+	Group      string
+	Version    string
+	Resource   string
+	Kind       string
+	Namespaced bool
+}
+
+// Object is the metadata kubegcd keeps of one cluster object.
+type Object struct {
+	UID                        string
+	APIVersion                 string
+	Kind                       string
+	Namespace                  string
+	Name                       string
+	ResourceVersion            string
+	CreationTimestamp          *time.Time
+	DeletionTimestamp          *time.Time
+	DeletionGracePeriodSeconds *int64
+	Finalizers                 []string
+	OwnerReferences            []OwnerRef
+
+	// Typed columns, set for the resources that have them.
+	Pod            *Pod
+	Node           *Node
+	Lease          *Lease
+	StorageVersion *StorageVersion
+}
+
+// OwnerRef mirrors metav1.OwnerReference field for field.
+type OwnerRef struct {
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Name               string `json:"name"`
+	UID                string `json:"uid"`
+	Controller         *bool  `json:"controller,omitempty"`
+	BlockOwnerDeletion *bool  `json:"blockOwnerDeletion,omitempty"`
+}
+
+// Pod holds the pod fields the pod garbage collector decides on.
+type Pod struct {
+	Phase    string
+	Reason   string
+	NodeName string
+}
+
+// Node holds the node fields PodGC and the TTL controller decide on.
+type Node struct {
+	Ready         string // status of the Ready condition, "" when absent
+	Taints        []Taint
+	TTLAnnotation *string
+}
+
+// Taint is a node taint.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// Lease holds a coordination.k8s.io Lease's spec.
+type Lease struct {
+	HolderIdentity       *string
+	LeaseDurationSeconds *int32
+	AcquireTime          *time.Time
+	RenewTime            *time.Time
+	LeaseTransitions     *int32
+	IdentityLabel        *string // apiserver.kubernetes.io/identity
+}
+
+// StorageVersion holds a StorageVersion's status.
+type StorageVersion struct {
+	CommonEncodingVersion *string
+	Entries               []StorageVersionEntry
+}
+
+// StorageVersionEntry is one API server's entry in status.storageVersions.
+type StorageVersionEntry struct {
+	APIServerID       string
+	EncodingVersion   string
+	DecodableVersions []string
+	ServedVersions    []string
+}
+
+// timeFormat sorts as text in time order.
+const timeFormat = "2006-01-02T15:04:05.000000Z"
+
+func formatTime(t *time.Time) any {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(timeFormat)
+}
+
+func parseTime(s sql.NullString) *time.Time {
+	if !s.Valid {
+		return nil
+	}
+	t, err := time.Parse(timeFormat, s.String)
+	if err != nil {
+		return nil
+	}
+	return &t
+}
+
+func jsonOrNull[T any](v []T) any {
+	if len(v) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T: %v", v, err)) // plain slices of strings and structs always marshal
+	}
+	return string(b)
+}
+
+func boolOrNull(b *bool) any {
+	if b == nil {
+		return nil
+	}
+	if *b {
+		return 1
+	}
+	return 0
+}
+
+func ptrOrNull[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// Change tells subscribers what a committed write did.
+type Change struct {
+	Type       ChangeType
+	ResourceID int64
+	UID        string // empty for ChangeRelisted
+}
+
+// ChangeType is the kind of a Change.
+type ChangeType int
+
+const (
+	// ChangeUpserted: an object was created or updated.
+	ChangeUpserted ChangeType = iota
+	// ChangeDeleted: an object left the mirror.
+	ChangeDeleted
+	// ChangeRelisted: a resource was listed again in full; anything about it may have changed.
+	ChangeRelisted
+)
+
+func (t ChangeType) String() string {
+	switch t {
+	case ChangeUpserted:
+		return "upserted"
+	case ChangeDeleted:
+		return "deleted"
+	case ChangeRelisted:
+		return "relisted"
+	}
+	return fmt.Sprintf("ChangeType(%d)", int(t))
+}
+
+// Event is one change from a watch, to be applied to the mirror.
+type Event struct {
+	ResourceID int64
+	Deleted    bool
+	Object     *Object // for a delete only UID is needed
+}
+
+// statements holds the write statements of one transaction.
+type statements struct {
+	touch, upsert, deleteObj, deleteRefs, insertRef       *sql.Stmt
+	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs *sql.Stmt
+	insertSVE                                             *sql.Stmt
+}
+
+func prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
+	s := &statements{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.touch, `UPDATE objects SET sync_epoch = ? WHERE uid = ? AND resource_id = ? AND resource_version = ?`},
+		{&s.upsert, `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
+				creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (uid) DO UPDATE SET resource_id = excluded.resource_id, api_version = excluded.api_version,
+				kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
+				resource_version = excluded.resource_version, creation_timestamp = excluded.creation_timestamp,
+				deletion_timestamp = excluded.deletion_timestamp,
+				deletion_grace_period_seconds = excluded.deletion_grace_period_seconds,
+				finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch`},
+		{&s.deleteObj, `DELETE FROM objects WHERE uid = ?`},
+		{&s.deleteRefs, `DELETE FROM owner_refs WHERE dependent_uid = ?`},
+		{&s.insertRef, `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, block_owner_deletion)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&s.upsertPod, `INSERT OR REPLACE INTO pods (uid, phase, reason, node_name) VALUES (?, ?, ?, ?)`},
+		{&s.upsertNode, `INSERT OR REPLACE INTO nodes (uid, ready, taints, ttl_annotation) VALUES (?, ?, ?, ?)`},
+		{&s.upsertLease, `INSERT OR REPLACE INTO leases (uid, holder_identity, lease_duration_seconds, acquire_time, renew_time,
+				lease_transitions, identity_label) VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&s.upsertSV, `INSERT INTO storage_versions (uid, common_encoding_version) VALUES (?, ?)
+			ON CONFLICT (uid) DO UPDATE SET common_encoding_version = excluded.common_encoding_version`},
+		{&s.delSVEs, `DELETE FROM storage_version_entries WHERE uid = ?`},
+		{&s.insertSVE, `INSERT OR REPLACE INTO storage_version_entries (uid, api_server_id, encoding_version, decodable_versions, served_versions)
+			VALUES (?, ?, ?, ?, ?)`},
+	} {
+		st, err := tx.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		*p.dst = st
+	}
+	return s, nil
+}
+
+// upsertObject writes o and everything hanging off it. When epoch is
+// non-zero and the stored row already has o's resourceVersion, only the epoch
+// is bumped: a relist of an unchanged object costs one UPDATE.
+func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (changed bool, err error) {
+	if epoch != 0 {
+		res, err := s.touch.ExecContext(ctx, epoch, o.UID, resourceID, o.ResourceVersion)
+		if err != nil {
+			return false, err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return false, nil
+		}
+	}
+	if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name, o.ResourceVersion,
+		formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp), ptrOrNull(o.DeletionGracePeriodSeconds),
+		jsonOrNull(o.Finalizers), epoch); err != nil {
+		return false, err
+	}
+	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
+		return false, err
+	}
+	for i, r := range o.OwnerReferences {
+		if _, err := s.insertRef.ExecContext(ctx, o.UID, i, r.APIVersion, r.Kind, r.Name, r.UID,
+			boolOrNull(r.Controller), boolOrNull(r.BlockOwnerDeletion)); err != nil {
+			return false, err
+		}
+	}
+	switch {
+	case o.Pod != nil:
+		_, err = s.upsertPod.ExecContext(ctx, o.UID, o.Pod.Phase, o.Pod.Reason, o.Pod.NodeName)
+	case o.Node != nil:
+		_, err = s.upsertNode.ExecContext(ctx, o.UID, o.Node.Ready, jsonOrNull(o.Node.Taints), ptrOrNull(o.Node.TTLAnnotation))
+	case o.Lease != nil:
+		l := o.Lease
+		_, err = s.upsertLease.ExecContext(ctx, o.UID, ptrOrNull(l.HolderIdentity), ptrOrNull(l.LeaseDurationSeconds),
+			formatTime(l.AcquireTime), formatTime(l.RenewTime), ptrOrNull(l.LeaseTransitions), ptrOrNull(l.IdentityLabel))
+	case o.StorageVersion != nil:
+		err = s.upsertStorageVersion(ctx, o.UID, o.StorageVersion)
+	}
+	return true, err
+}
+
+func (s *statements) upsertStorageVersion(ctx context.Context, uid string, sv *StorageVersion) error {
+	if _, err := s.upsertSV.ExecContext(ctx, uid, ptrOrNull(sv.CommonEncodingVersion)); err != nil {
+		return err
+	}
+	if _, err := s.delSVEs.ExecContext(ctx, uid); err != nil {
+		return err
+	}
+	for _, e := range sv.Entries {
+		if _, err := s.insertSVE.ExecContext(ctx, uid, e.APIServerID, e.EncodingVersion,
+			jsonOrNull(e.DecodableVersions), jsonOrNull(e.ServedVersions)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inWriteTx runs fn in one write transaction and records its duration.
+func (d *DB) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	defer d.observe(op, time.Now())
+	tx, err := d.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("database %s: begin: %w", op, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return fmt.Errorf("database %s: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("database %s: commit: %w", op, err)
+	}
+	return nil
+}
+
+// ApplyEvents writes a batch of watch events in one transaction and returns
+// what changed.
+func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) {
+	changes := make([]Change, 0, len(events))
+	err := d.inWriteTx(ctx, "events", func(tx *sql.Tx) error {
+		changes = changes[:0]
+		s, err := prepare(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, ev := range events {
+			if ev.Deleted {
+				res, err := s.deleteObj.ExecContext(ctx, ev.Object.UID)
+				if err != nil {
+					return err
+				}
+				if n, _ := res.RowsAffected(); n > 0 {
+					changes = append(changes, Change{Type: ChangeDeleted, ResourceID: ev.ResourceID, UID: ev.Object.UID})
+				}
+				continue
+			}
+			if _, err := s.upsertObject(ctx, ev.ResourceID, 0, ev.Object); err != nil {
+				return err
+			}
+			changes = append(changes, Change{Type: ChangeUpserted, ResourceID: ev.ResourceID, UID: ev.Object.UID})
+		}
+		return nil
+	})
+	return changes, err
+}
+
+// EnsureResource records a watched resource and returns its id. It starts
+// out unsynced.
+func (d *DB) EnsureResource(ctx context.Context, r Resource) (int64, error) {
+	var id int64
+	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `INSERT INTO resources (api_group, version, resource, kind, namespaced, synced)
+			VALUES (?, ?, ?, ?, ?, 0)
+			ON CONFLICT (api_group, version, resource) DO UPDATE SET kind = excluded.kind,
+				namespaced = excluded.namespaced, synced = 0
+			RETURNING id`, r.Group, r.Version, r.Resource, r.Kind, r.Namespaced).Scan(&id)
+	})
+	return id, err
+}
+
+// SetSynced records whether a resource's mirror is live.
+func (d *DB) SetSynced(ctx context.Context, resourceID int64, synced bool) error {
+	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE resources SET synced = ? WHERE id = ?`, synced, resourceID)
+		return err
+	})
+}
+
+// MarkAllUnsynced is called at start: nothing in the mirror is live until
+// its resource has been listed again.
+func (d *DB) MarkAllUnsynced(ctx context.Context) error {
+	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE resources SET synced = 0`)
+		return err
+	})
+}
+
+// BeginList starts a full list of a resource and returns its epoch: every
+// object written with it survives FinishList, every other one is removed.
+func (d *DB) BeginList(ctx context.Context, resourceID int64) (int64, error) {
+	var epoch int64
+	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `UPDATE resources SET sync_epoch = sync_epoch + 1 WHERE id = ? RETURNING sync_epoch`,
+			resourceID).Scan(&epoch)
+	})
+	return epoch, err
+}
+
+// WriteListPage writes one page of a list.
+func (d *DB) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*Object) error {
+	return d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
+		s, err := prepare(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if _, err := s.upsertObject(ctx, resourceID, epoch, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// FinishList removes the objects of a resource that the list at epoch did
+// not return, marks the resource synced, and returns the removed objects.
+func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]Change, error) {
+	var changes []Change
+	err := d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
+		changes = changes[:0]
+		rows, err := tx.QueryContext(ctx, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ? RETURNING uid`,
+			resourceID, epoch)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var uid string
+			if err := rows.Scan(&uid); err != nil {
+				rows.Close()
+				return err
+			}
+			changes = append(changes, Change{Type: ChangeDeleted, ResourceID: resourceID, UID: uid})
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE resources SET synced = 1, synced_at = ?, list_resource_version = ? WHERE id = ?`,
+			formatTime(ptr(d.Now())), resourceVersion, resourceID)
+		return err
+	})
+	changes = append(changes, Change{Type: ChangeRelisted, ResourceID: resourceID})
+	return changes, err
+}
+
+// DeleteResource forgets a resource that is no longer served, with all its
+// objects, and returns the removed objects.
+func (d *DB) DeleteResource(ctx context.Context, resourceID int64) ([]Change, error) {
+	var changes []Change
+	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+		changes = changes[:0]
+		rows, err := tx.QueryContext(ctx, `DELETE FROM objects WHERE resource_id = ? RETURNING uid`, resourceID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var uid string
+			if err := rows.Scan(&uid); err != nil {
+				rows.Close()
+				return err
+			}
+			changes = append(changes, Change{Type: ChangeDeleted, ResourceID: resourceID, UID: uid})
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM resources WHERE id = ?`, resourceID)
+		return err
+	})
+	return changes, err
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,250 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned when a looked-up row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ResourceStat is a watched resource with its sync state and object count.
+type ResourceStat struct {
+	Resource
+	Synced  bool
+	Objects int64
+}
+
+// ResourceStats lists every recorded resource with its object count.
+func (d *DB) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
+	rows, err := d.read.QueryContext(ctx, `
+		SELECT r.id, r.api_group, r.version, r.resource, r.kind, r.namespaced, r.synced,
+			(SELECT count(*) FROM objects o WHERE o.resource_id = r.id)
+		FROM resources r ORDER BY r.api_group, r.resource`)
+	if err != nil {
+		return nil, fmt.Errorf("resource stats: %w", err)
+	}
+	defer rows.Close()
+	var out []ResourceStat
+	for rows.Next() {
+		var s ResourceStat
+		if err := rows.Scan(&s.ID, &s.Group, &s.Version, &s.Resource.Resource, &s.Kind, &s.Namespaced, &s.Synced, &s.Objects); err != nil {
+			return nil, fmt.Errorf("resource stats: %w", err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Resources lists every recorded resource.
+func (d *DB) Resources(ctx context.Context) ([]Resource, error) {
+	rows, err := d.read.QueryContext(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources`)
+	if err != nil {
+		return nil, fmt.Errorf("resources: %w", err)
+	}
+	defer rows.Close()
+	var out []Resource
+	for rows.Next() {
+		var r Resource
+		if err := rows.Scan(&r.ID, &r.Group, &r.Version, &r.Resource, &r.Kind, &r.Namespaced); err != nil {
+			return nil, fmt.Errorf("resources: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+const objectColumns = `o.uid, o.api_version, o.kind, o.namespace, o.name, o.resource_version, o.creation_timestamp,
+	o.deletion_timestamp, o.deletion_grace_period_seconds, o.finalizers`
+
+func scanObject(sc interface{ Scan(...any) error }) (*Object, error) {
+	var (
+		o                Object
+		created, deleted sql.NullString
+		grace            sql.NullInt64
+		finalizers       sql.NullString
+	)
+	if err := sc.Scan(&o.UID, &o.APIVersion, &o.Kind, &o.Namespace, &o.Name, &o.ResourceVersion, &created, &deleted,
+		&grace, &finalizers); err != nil {
+		return nil, err
+	}
+	o.CreationTimestamp = parseTime(created)
+	o.DeletionTimestamp = parseTime(deleted)
+	if grace.Valid {
+		o.DeletionGracePeriodSeconds = &grace.Int64
+	}
+	if finalizers.Valid {
+		if err := json.Unmarshal([]byte(finalizers.String), &o.Finalizers); err != nil {
+			return nil, fmt.Errorf("object %s: finalizers: %w", o.UID, err)
+		}
+	}
+	return &o, nil
+}
+
+// GetObject returns the object with uid, its owner references and its typed
+// columns, or ErrNotFound.
+func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
+	o, err := scanObject(d.read.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", uid, err)
+	}
+	if o.OwnerReferences, err = d.ownerRefs(ctx, uid); err != nil {
+		return nil, err
+	}
+	if err := d.typedColumns(ctx, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (d *DB) ownerRefs(ctx context.Context, uid string) ([]OwnerRef, error) {
+	rows, err := d.read.QueryContext(ctx, `SELECT api_version, kind, name, owner_uid, controller, block_owner_deletion
+		FROM owner_refs WHERE dependent_uid = ? ORDER BY position`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("owner refs of %s: %w", uid, err)
+	}
+	defer rows.Close()
+	var refs []OwnerRef
+	for rows.Next() {
+		var r OwnerRef
+		var controller, block sql.NullBool
+		if err := rows.Scan(&r.APIVersion, &r.Kind, &r.Name, &r.UID, &controller, &block); err != nil {
+			return nil, fmt.Errorf("owner refs of %s: %w", uid, err)
+		}
+		if controller.Valid {
+			r.Controller = &controller.Bool
+		}
+		if block.Valid {
+			r.BlockOwnerDeletion = &block.Bool
+		}
+		refs = append(refs, r)
+	}
+	return refs, rows.Err()
+}
+
+func (d *DB) typedColumns(ctx context.Context, o *Object) error {
+	var pod Pod
+	err := d.read.QueryRowContext(ctx, `SELECT phase, reason, node_name FROM pods WHERE uid = ?`, o.UID).
+		Scan(&pod.Phase, &pod.Reason, &pod.NodeName)
+	if err == nil {
+		o.Pod = &pod
+		return nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("pod %s: %w", o.UID, err)
+	}
+
+	var node Node
+	var taints, ttl sql.NullString
+	err = d.read.QueryRowContext(ctx, `SELECT ready, taints, ttl_annotation FROM nodes WHERE uid = ?`, o.UID).
+		Scan(&node.Ready, &taints, &ttl)
+	if err == nil {
+		if taints.Valid {
+			if err := json.Unmarshal([]byte(taints.String), &node.Taints); err != nil {
+				return fmt.Errorf("node %s: taints: %w", o.UID, err)
+			}
+		}
+		if ttl.Valid {
+			node.TTLAnnotation = &ttl.String
+		}
+		o.Node = &node
+		return nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("node %s: %w", o.UID, err)
+	}
+
+	var l Lease
+	var holder, acquire, renew, identity sql.NullString
+	var duration, transitions sql.NullInt32
+	err = d.read.QueryRowContext(ctx, `SELECT holder_identity, lease_duration_seconds, acquire_time, renew_time,
+		lease_transitions, identity_label FROM leases WHERE uid = ?`, o.UID).
+		Scan(&holder, &duration, &acquire, &renew, &transitions, &identity)
+	if err == nil {
+		l.HolderIdentity = nullString(holder)
+		l.IdentityLabel = nullString(identity)
+		l.AcquireTime = parseTime(acquire)
+		l.RenewTime = parseTime(renew)
+		if duration.Valid {
+			l.LeaseDurationSeconds = &duration.Int32
+		}
+		if transitions.Valid {
+			l.LeaseTransitions = &transitions.Int32
+		}
+		o.Lease = &l
+		return nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("lease %s: %w", o.UID, err)
+	}
+
+	var common sql.NullString
+	err = d.read.QueryRowContext(ctx, `SELECT common_encoding_version FROM storage_versions WHERE uid = ?`, o.UID).Scan(&common)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("storage version %s: %w", o.UID, err)
+	}
+	sv := &StorageVersion{CommonEncodingVersion: nullString(common)}
+	rows, err := d.read.QueryContext(ctx, `SELECT api_server_id, encoding_version, decodable_versions, served_versions
+		FROM storage_version_entries WHERE uid = ? ORDER BY api_server_id`, o.UID)
+	if err != nil {
+		return fmt.Errorf("storage version %s: %w", o.UID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e StorageVersionEntry
+		var dec, served sql.NullString
+		if err := rows.Scan(&e.APIServerID, &e.EncodingVersion, &dec, &served); err != nil {
+			return fmt.Errorf("storage version %s: %w", o.UID, err)
+		}
+		for _, p := range []struct {
+			s   sql.NullString
+			dst *[]string
+		}{{dec, &e.DecodableVersions}, {served, &e.ServedVersions}} {
+			if p.s.Valid {
+				if err := json.Unmarshal([]byte(p.s.String), p.dst); err != nil {
+					return fmt.Errorf("storage version %s: %w", o.UID, err)
+				}
+			}
+		}
+		sv.Entries = append(sv.Entries, e)
+	}
+	o.StorageVersion = sv
+	return rows.Err()
+}
+
+func nullString(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+// ObjectKey names an object for comparisons in tests and tools.
+type ObjectKey struct {
+	UID             string
+	ResourceVersion string
+}
+
+// ObjectsOf lists the uid and resourceVersion of every mirrored object of a
+// resource.
+func (d *DB) ObjectsOf(ctx context.Context, resourceID int64) ([]ObjectKey, error) {
+	rows, err := d.read.QueryContext(ctx, `SELECT uid, resource_version FROM objects WHERE resource_id = ? ORDER BY uid`, resourceID)
+	if err != nil {
+		return nil, fmt.Errorf("objects of resource %d: %w", resourceID, err)
+	}
+	defer rows.Close()
+	var out []ObjectKey
+	for rows.Next() {
+		var k ObjectKey
+		if err := rows.Scan(&k.UID, &k.ResourceVersion); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}

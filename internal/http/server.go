@@ -1,0 +1,267 @@
+// Package http serves what kubegcd knows: status, health, metrics, the
+// read-only API over the database and the web UI. It never calls the cluster.
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/ingest"
+)
+
+// Ingest is what the server needs from ingestion.
+type Ingest interface {
+	Synced() bool
+	Resources() []ingest.ResourceStatus
+}
+
+// Options configure the handler.
+type Options struct {
+	DB        *db.DB
+	Ingest    Ingest
+	Version   string
+	StartedAt time.Time
+	Logger    *slog.Logger
+	Registry  *prometheus.Registry
+	// Gatherer serves /metrics; defaults to Registry.
+	Gatherer prometheus.Gatherer
+	// UI holds the web UI's static files.
+	UI fs.FS
+}
+
+type server struct {
+	Options
+	requests *prometheus.HistogramVec
+}
+
+// NewHandler returns the daemon's HTTP handler.
+func NewHandler(opts Options) (http.Handler, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Gatherer == nil {
+		opts.Gatherer = opts.Registry
+	}
+	s := &server{Options: opts}
+	s.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "kubegcd", Subsystem: "http", Name: "request_duration_seconds",
+		Help:    "HTTP request latency by route pattern, method and status code.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"route", "method", "code"})
+	if opts.Registry != nil {
+		if err := opts.Registry.Register(s.requests); err != nil {
+			return nil, err
+		}
+	}
+
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, middleware.RealIP, s.logRequests, s.recoverer,
+		middleware.Timeout(30*time.Second), s.instrument)
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	r.Get("/status", s.status)
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
+	})
+	return r, nil
+}
+
+// apiPrefixes are paths that belong to the JSON API: unknown paths under
+// them are JSON 404s instead of the UI.
+var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/healthz", "/readyz", "/metrics", "/api"}
+
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	for _, p := range apiPrefixes {
+		if r.URL.Path == p || strings.HasPrefix(r.URL.Path, p+"/") {
+			writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+			return
+		}
+	}
+	if s.UI == nil || r.Method != http.MethodGet {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+		return
+	}
+	// The UI is a single page: unknown paths get index.html.
+	name := strings.TrimPrefix(r.URL.Path, "/")
+	if name == "" {
+		name = "index.html"
+	}
+	if st, err := fs.Stat(s.UI, name); err != nil || st.IsDir() {
+		name = "index.html"
+	}
+	http.ServeFileFS(w, r, s.UI, name)
+}
+
+func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !s.Ingest.Synced() {
+		var waiting []string
+		for _, r := range s.Ingest.Resources() {
+			if !r.Synced {
+				waiting = append(waiting, resourceName(r.Resource))
+			}
+		}
+		msg := "mirror not synced"
+		if len(waiting) > 0 {
+			msg += ": waiting for " + strings.Join(waiting, ", ")
+		}
+		writeError(w, http.StatusServiceUnavailable, msg)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func resourceName(r db.Resource) string {
+	if r.Group == "" {
+		return r.Resource
+	}
+	return r.Resource + "." + r.Group
+}
+
+type resourceJSON struct {
+	Group      string `json:"group"`
+	Version    string `json:"version"`
+	Resource   string `json:"resource"`
+	Kind       string `json:"kind"`
+	Namespaced bool   `json:"namespaced"`
+	Synced     bool   `json:"synced"`
+	Objects    int64  `json:"objects"`
+}
+
+type statusJSON struct {
+	Version   string         `json:"version"`
+	StartedAt time.Time      `json:"startedAt"`
+	Synced    bool           `json:"synced"`
+	Objects   int64          `json:"objects"`
+	Resources []resourceJSON `json:"resources"`
+}
+
+func (s *server) status(w http.ResponseWriter, r *http.Request) {
+	stats, err := s.DB.ResourceStats(r.Context())
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	counts := make(map[int64]int64, len(stats))
+	for _, st := range stats {
+		counts[st.ID] = st.Objects
+	}
+	out := statusJSON{Version: s.Version, StartedAt: s.StartedAt.UTC(), Synced: s.Ingest.Synced(), Resources: []resourceJSON{}}
+	for _, res := range s.Ingest.Resources() {
+		n := counts[res.ID]
+		out.Objects += n
+		out.Resources = append(out.Resources, resourceJSON{
+			Group: res.Group, Version: res.Version, Resource: res.Resource.Resource, Kind: res.Kind,
+			Namespaced: res.Namespaced, Synced: res.Synced, Objects: n,
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// errorJSON is the one error shape of the whole API.
+type errorJSON struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorJSON{Error: msg})
+}
+
+// internalError logs the cause and tells the client only that it failed.
+func (s *server) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	s.Logger.Error("request failed", "path", r.URL.Path, "request_id", middleware.GetReqID(r.Context()), "err", err)
+	if r.Context().Err() != nil {
+		writeError(w, http.StatusServiceUnavailable, "request timed out")
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "internal error")
+}
+
+func (s *server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if rec := recover(); rec != nil {
+				if rec == http.ErrAbortHandler {
+					panic(rec)
+				}
+				s.Logger.Error("panic serving request", "path", r.URL.Path, "panic", rec)
+				writeError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		start := time.Now()
+		next.ServeHTTP(ww, r)
+		s.Logger.Debug("http request", "method", r.Method, "path", r.URL.Path, "status", ww.Status(),
+			"duration", time.Since(start), "request_id", middleware.GetReqID(r.Context()))
+	})
+}
+
+// instrument records latency by chi route pattern, never by raw path.
+func (s *server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		start := time.Now()
+		next.ServeHTTP(ww, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		code := ww.Status()
+		if code == 0 {
+			code = http.StatusOK
+		}
+		s.requests.WithLabelValues(route, r.Method, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+	})
+}
+
+// Serve runs srv until ctx ends, then shuts it down gracefully.
+func Serve(ctx context.Context, srv *http.Server, serve func() error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- serve() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,392 @@
+// Package ingest mirrors the cluster into the database: it discovers every
+// resource that supports list, watch and delete, lists and watches each one
+// straight into SQLite, and tells subscribers what changed.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// ignoredResources are never mirrored, as upstream's garbage collector
+// ignores them: events are numerous, short-lived and never owners.
+var ignoredResources = map[schema.GroupResource]bool{
+	{Group: "", Resource: "events"}:              true,
+	{Group: "events.k8s.io", Resource: "events"}: true,
+}
+
+// Options configure an Ingester.
+type Options struct {
+	Config            *rest.Config
+	DB                *db.DB
+	Logger            *slog.Logger
+	Registerer        prometheus.Registerer
+	DiscoveryInterval time.Duration // default 30s
+	PageSize          int64         // list page size, default 500
+}
+
+// ResourceStatus is a watched resource and whether its mirror is live.
+type ResourceStatus struct {
+	db.Resource
+	Synced bool
+}
+
+// Ingester runs discovery and one watcher per resource.
+type Ingester struct {
+	opts      Options
+	log       *slog.Logger
+	discovery discovery.DiscoveryInterface
+	metadata  metadata.Interface
+	dynamic   dynamic.Interface
+	metrics   *metrics
+
+	mu          sync.Mutex
+	watchers    map[schema.GroupVersionResource]*watcher
+	discovered  bool
+	subscribers []func([]db.Change)
+}
+
+// New prepares an Ingester; Run starts it.
+func New(opts Options) (*Ingester, error) {
+	if opts.DiscoveryInterval <= 0 {
+		opts.DiscoveryInterval = 30 * time.Second
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 500
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cfg := rest.CopyConfig(opts.Config)
+	// Lists and watches are few and long; they must not queue behind a
+	// client-side limiter meant for writes.
+	cfg.QPS, cfg.Burst = 200, 400
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Ingester{
+		opts:      opts,
+		log:       opts.Logger,
+		discovery: dc,
+		metadata:  mc,
+		dynamic:   dyn,
+		metrics:   m,
+		watchers:  map[schema.GroupVersionResource]*watcher{},
+	}, nil
+}
+
+// Subscribe registers fn to be called after every committed change. fn runs
+// on the writing goroutine and must not block (enqueue and return).
+func (i *Ingester) Subscribe(fn func([]db.Change)) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.subscribers = append(i.subscribers, fn)
+}
+
+func (i *Ingester) notify(changes []db.Change) {
+	if len(changes) == 0 {
+		return
+	}
+	i.mu.Lock()
+	subs := i.subscribers
+	i.mu.Unlock()
+	for _, fn := range subs {
+		fn(changes)
+	}
+}
+
+// Synced reports whether discovery has run and every watched resource's
+// mirror is live.
+func (i *Ingester) Synced() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.discovered {
+		return false
+	}
+	for _, w := range i.watchers {
+		if !w.synced.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitForSync blocks until Synced or ctx ends.
+func (i *Ingester) WaitForSync(ctx context.Context) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !i.Synced() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Resources lists the watched resources, sorted by group and resource.
+func (i *Ingester) Resources() []ResourceStatus {
+	i.mu.Lock()
+	out := make([]ResourceStatus, 0, len(i.watchers))
+	for _, w := range i.watchers {
+		out = append(out, ResourceStatus{Resource: w.res, Synced: w.synced.Load()})
+	}
+	i.mu.Unlock()
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Group != out[b].Group {
+			return out[a].Group < out[b].Group
+		}
+		return out[a].Resource.Resource < out[b].Resource.Resource
+	})
+	return out
+}
+
+// Run discovers resources now and every DiscoveryInterval, starting and
+// stopping watchers to match, until ctx ends.
+func (i *Ingester) Run(ctx context.Context) error {
+	if err := i.opts.DB.MarkAllUnsynced(ctx); err != nil {
+		return err
+	}
+	defer i.stopAll()
+	b := backoff{min: time.Second, max: i.opts.DiscoveryInterval}
+	for {
+		wait := i.opts.DiscoveryInterval
+		if err := i.resync(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			i.log.Warn("discovery failed", "err", err)
+			b.wait(ctx)
+			continue
+		}
+		b.reset()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+type resourceInfo struct {
+	kind       string
+	namespaced bool
+}
+
+// deletableResources returns the preferred version of every resource that
+// supports delete, list and watch, as upstream's GetDeletableResources does.
+// Groups whose discovery failed are returned separately so their watchers are
+// kept rather than torn down on a transient error.
+func deletableResources(dc discovery.DiscoveryInterface) (map[schema.GroupVersionResource]resourceInfo, map[schema.GroupVersion]bool, error) {
+	lists, err := dc.ServerPreferredResources()
+	failed := map[schema.GroupVersion]bool{}
+	if err != nil {
+		var gdf *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &gdf) {
+			return nil, nil, err
+		}
+		for gv := range gdf.Groups {
+			failed[gv] = true
+		}
+	}
+	out := map[schema.GroupVersionResource]resourceInfo{}
+	for _, l := range discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"delete", "list", "watch"}}, lists) {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			gvr := gv.WithResource(r.Name)
+			if ignoredResources[gvr.GroupResource()] {
+				continue
+			}
+			out[gvr] = resourceInfo{kind: r.Kind, namespaced: r.Namespaced}
+		}
+	}
+	return out, failed, nil
+}
+
+// resync brings the set of watchers in line with discovery.
+func (i *Ingester) resync(ctx context.Context) error {
+	found, failed, err := deletableResources(i.discovery)
+	if err != nil {
+		return err
+	}
+	for gv := range failed {
+		i.log.Warn("discovery failed for a group; keeping its watchers", "group", gv.String())
+	}
+
+	i.mu.Lock()
+	var stop []*watcher
+	for gvr, w := range i.watchers {
+		if _, ok := found[gvr]; !ok && !failed[gvr.GroupVersion()] {
+			stop = append(stop, w)
+			delete(i.watchers, gvr)
+		}
+	}
+	var start []schema.GroupVersionResource
+	for gvr := range found {
+		if _, ok := i.watchers[gvr]; !ok {
+			start = append(start, gvr)
+		}
+	}
+	i.mu.Unlock()
+
+	for _, w := range stop {
+		i.log.Info("resource no longer served; forgetting it", "resource", w.label)
+		w.cancel()
+		<-w.done
+		changes, err := i.opts.DB.DeleteResource(ctx, w.res.ID)
+		if err != nil {
+			return err
+		}
+		i.notify(changes)
+	}
+	for _, gvr := range start {
+		info := found[gvr]
+		if err := i.startWatcher(ctx, gvr, info, ""); err != nil {
+			return err
+		}
+	}
+
+	// Resources recorded by an earlier run and no longer served.
+	known, err := i.opts.DB.Resources(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range known {
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+		if _, ok := found[gvr]; ok || failed[gvr.GroupVersion()] {
+			continue
+		}
+		changes, err := i.opts.DB.DeleteResource(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		i.notify(changes)
+	}
+
+	i.mu.Lock()
+	i.discovered = true
+	i.mu.Unlock()
+	return nil
+}
+
+func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionResource, info resourceInfo, startRV string) error {
+	res := db.Resource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: info.kind, Namespaced: info.namespaced}
+	id, err := i.opts.DB.EnsureResource(ctx, res)
+	if err != nil {
+		return err
+	}
+	res.ID = id
+	label := gvr.Resource
+	if gvr.Group != "" {
+		label = gvr.Group + "/" + gvr.Resource
+	}
+	w := &watcher{
+		res:        res,
+		apiVersion: gvr.GroupVersion().String(),
+		label:      label,
+		pageSize:   i.opts.PageSize,
+		db:         i.opts.DB,
+		log:        i.log.With("resource", label),
+		notify:     i.notify,
+		metrics:    i.metrics,
+		done:       make(chan struct{}),
+	}
+	if typed, ok := typedResources[gvr.GroupResource()]; ok {
+		w.typed = typed
+		w.src = dynamicSource{c: i.dynamic.Resource(gvr)}
+	} else {
+		w.src = metadataSource{c: i.metadata.Resource(gvr)}
+	}
+	i.metrics.synced.WithLabelValues(label).Set(0)
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.cancel = cancel
+	i.mu.Lock()
+	i.watchers[gvr] = w
+	i.mu.Unlock()
+	go w.run(wctx, startRV)
+	return nil
+}
+
+func (i *Ingester) stopAll() {
+	i.mu.Lock()
+	ws := make([]*watcher, 0, len(i.watchers))
+	for _, w := range i.watchers {
+		ws = append(ws, w)
+	}
+	i.mu.Unlock()
+	for _, w := range ws {
+		w.cancel()
+	}
+	for _, w := range ws {
+		<-w.done
+	}
+}
+
+type metrics struct {
+	events  *prometheus.CounterVec
+	errors  *prometheus.CounterVec
+	relists *prometheus.CounterVec
+	synced  *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "kubegcd", Subsystem: "ingest", Name: "events_total",
+			Help: "Objects written to the mirror, by resource and event type (listed, added, modified, deleted).",
+		}, []string{"resource", "type"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "kubegcd", Subsystem: "ingest", Name: "errors_total",
+			Help: "List, watch and decode errors, by resource and operation.",
+		}, []string{"resource", "operation"}),
+		relists: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "kubegcd", Subsystem: "ingest", Name: "relists_total",
+			Help: "Full relists after the initial one, by resource and reason.",
+		}, []string{"resource", "reason"}),
+		synced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "kubegcd", Subsystem: "ingest", Name: "resource_synced",
+			Help: "1 when the resource's mirror is live, 0 while it is being listed or its watch is down.",
+		}, []string{"resource"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.events, m.errors, m.relists, m.synced} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,359 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// maxBatch bounds how many watch events go into one transaction.
+const maxBatch = 1000
+
+// source lists and watches one resource across all namespaces.
+type source interface {
+	list(ctx context.Context, opts metav1.ListOptions) (items []runtime.Object, rv, cont string, err error)
+	watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+type metadataSource struct{ c metadata.ResourceInterface }
+
+func (s metadataSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	l, err := s.c.List(ctx, opts)
+	if err != nil {
+		return nil, "", "", err
+	}
+	items := make([]runtime.Object, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items, l.ResourceVersion, l.Continue, nil
+}
+
+func (s metadataSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return s.c.Watch(ctx, opts)
+}
+
+type dynamicSource struct{ c dynamic.ResourceInterface }
+
+func (s dynamicSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	l, err := s.c.List(ctx, opts)
+	if err != nil {
+		return nil, "", "", err
+	}
+	items := make([]runtime.Object, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items, l.GetResourceVersion(), l.GetContinue(), nil
+}
+
+func (s dynamicSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return s.c.Watch(ctx, opts)
+}
+
+// watcher mirrors one resource: a paginated list written page by page, then
+// a watch from the list's resourceVersion, relisting when the watch expires.
+// Only one page or one batch of events is held in memory at a time.
+type watcher struct {
+	res        db.Resource
+	apiVersion string
+	label      string // metrics label: group/resource
+	src        source
+	typed      func(*unstructured.Unstructured, *db.Object)
+	pageSize   int64
+	db         *db.DB
+	log        *slog.Logger
+	notify     func([]db.Change)
+	metrics    *metrics
+
+	synced atomic.Bool
+	done   chan struct{}
+	cancel context.CancelFunc
+}
+
+func (w *watcher) gvr() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: w.res.Group, Version: w.res.Version, Resource: w.res.Resource}
+}
+
+func (w *watcher) setSynced(ctx context.Context, synced bool) {
+	if w.synced.Swap(synced) == synced {
+		return
+	}
+	w.metrics.synced.WithLabelValues(w.label).Set(boolFloat(synced))
+	if !synced {
+		// The row is only informational; the in-memory flag is what gates.
+		if err := w.db.SetSynced(context.WithoutCancel(ctx), w.res.ID, false); err != nil {
+			w.log.Warn("recording sync state", "err", err)
+		}
+	}
+}
+
+// run mirrors the resource until ctx ends. With startRV set it first tries
+// to resume watching from there, as after a broken watch.
+func (w *watcher) run(ctx context.Context, startRV string) {
+	defer close(w.done)
+	defer w.metrics.synced.DeleteLabelValues(w.label)
+	b := backoff{min: 200 * time.Millisecond, max: 30 * time.Second}
+	rv := startRV
+	for ctx.Err() == nil {
+		if rv == "" {
+			var err error
+			rv, err = w.list(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				w.setSynced(ctx, false)
+				w.metrics.errors.WithLabelValues(w.label, "list").Inc()
+				w.log.Warn("list failed", "err", err)
+				b.wait(ctx)
+				continue
+			}
+			w.setSynced(ctx, true)
+			b.reset()
+		}
+		var err error
+		rv, err = w.watch(ctx, rv)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case isExpired(err):
+			w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
+			w.log.Info("watch expired, relisting", "err", err)
+			rv = ""
+		case err != nil:
+			w.setSynced(ctx, false)
+			w.metrics.errors.WithLabelValues(w.label, "watch").Inc()
+			w.log.Warn("watch failed", "err", err)
+			b.wait(ctx)
+		default:
+			b.reset()
+		}
+	}
+}
+
+func isExpired(err error) bool {
+	return err != nil && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err))
+}
+
+// list reads the resource page by page into the mirror and returns the
+// resourceVersion to watch from.
+func (w *watcher) list(ctx context.Context) (string, error) {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		epoch, err := w.db.BeginList(ctx, w.res.ID)
+		if err != nil {
+			return "", err
+		}
+		opts := metav1.ListOptions{Limit: w.pageSize}
+		var rv string
+		count := 0
+		for {
+			items, pageRV, cont, err := w.src.list(ctx, opts)
+			if err != nil {
+				// A continue token outlives etcd's compaction only so long;
+				// start the list over.
+				if isExpired(err) && opts.Continue != "" && attempt < 3 {
+					break
+				}
+				return "", err
+			}
+			objs := make([]*db.Object, 0, len(items))
+			for _, it := range items {
+				if o := w.convert(it); o != nil {
+					objs = append(objs, o)
+				}
+			}
+			if err := w.db.WriteListPage(ctx, w.res.ID, epoch, objs); err != nil {
+				return "", err
+			}
+			count += len(objs)
+			rv = pageRV
+			if cont == "" {
+				changes, err := w.db.FinishList(ctx, w.res.ID, epoch, rv)
+				if err != nil {
+					return "", err
+				}
+				w.metrics.events.WithLabelValues(w.label, "listed").Add(float64(count))
+				w.notify(changes)
+				w.log.Debug("listed", "objects", count, "removed", len(changes)-1, "duration", time.Since(start))
+				return rv, nil
+			}
+			opts.Continue = cont
+		}
+	}
+}
+
+// watch applies events until the watch ends and returns the last
+// resourceVersion seen. A nil error means the server closed the watch
+// normally and it can be resumed.
+func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
+	timeout := int64(300 + rand.IntN(300))
+	wi, err := w.src.watch(ctx, metav1.ListOptions{
+		ResourceVersion:     rv,
+		AllowWatchBookmarks: true,
+		TimeoutSeconds:      &timeout,
+	})
+	if err != nil {
+		return rv, err
+	}
+	defer wi.Stop()
+	w.setSynced(ctx, true)
+	ch := wi.ResultChan()
+	batch := make([]db.Event, 0, 64)
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return rv, ctx.Err()
+		case ev, ok = <-ch:
+		}
+		if !ok {
+			return rv, nil
+		}
+		// Take whatever else is already waiting, so a burst of events costs
+		// one transaction instead of one each.
+		batch = batch[:0]
+		closed := false
+		for {
+			var err error
+			if rv, batch, err = w.collect(ev, rv, batch); err != nil {
+				if ferr := w.flush(ctx, batch); ferr != nil {
+					return rv, ferr
+				}
+				return rv, err
+			}
+			if len(batch) >= maxBatch {
+				break
+			}
+			more := false
+			select {
+			case ev, more = <-ch:
+				closed = !more
+			default:
+			}
+			if !more {
+				break
+			}
+		}
+		if err := w.flush(ctx, batch); err != nil {
+			return rv, err
+		}
+		if closed {
+			return rv, nil
+		}
+	}
+}
+
+// collect turns one watch event into a mirror event.
+func (w *watcher) collect(ev watch.Event, rv string, batch []db.Event) (string, []db.Event, error) {
+	switch ev.Type {
+	case watch.Error:
+		return rv, batch, apierrors.FromObject(ev.Object)
+	case watch.Bookmark:
+		if m, err := metaOf(ev.Object); err == nil {
+			rv = m.GetResourceVersion()
+		}
+		return rv, batch, nil
+	}
+	o := w.convert(ev.Object)
+	if o == nil {
+		return rv, batch, nil
+	}
+	w.metrics.events.WithLabelValues(w.label, eventType(ev.Type)).Inc()
+	return o.ResourceVersion, append(batch, db.Event{ResourceID: w.res.ID, Deleted: ev.Type == watch.Deleted, Object: o}), nil
+}
+
+func (w *watcher) flush(ctx context.Context, batch []db.Event) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	changes, err := w.db.ApplyEvents(ctx, batch)
+	if err != nil {
+		return err
+	}
+	w.notify(changes)
+	return nil
+}
+
+func eventType(t watch.EventType) string {
+	switch t {
+	case watch.Added:
+		return "added"
+	case watch.Modified:
+		return "modified"
+	case watch.Deleted:
+		return "deleted"
+	}
+	return "other"
+}
+
+func metaOf(obj runtime.Object) (metav1.Object, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("unexpected object type %T", obj)
+	}
+	return m, nil
+}
+
+// convert extracts what the mirror keeps; an object it cannot read is
+// logged and skipped rather than stopping the resource.
+func (w *watcher) convert(obj runtime.Object) *db.Object {
+	m, err := metaOf(obj)
+	if err != nil || m.GetUID() == "" {
+		w.log.Warn("skipping unreadable object", "err", err)
+		w.metrics.errors.WithLabelValues(w.label, "decode").Inc()
+		return nil
+	}
+	o := toObject(m, w.apiVersion, w.res.Kind)
+	if w.typed != nil {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			w.typed(u, o)
+		}
+	}
+	return o
+}
+
+// backoff is a capped exponential backoff with jitter.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+func (b *backoff) wait(ctx context.Context) {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else if b.cur *= 2; b.cur > b.max {
+		b.cur = b.max
+	}
+	d := b.cur/2 + rand.N(b.cur/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,67 @@
+// Package e2e runs kubegcd against a real etcd + kube-apiserver. One control
+// plane serves the whole package; each test works in its own namespace and
+// runs its own kubegcd (in-process through app.Main, or the built binary
+// where exit codes and signals matter).
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+
+	"github.com/kubegcd/kubegcd/internal/testcluster"
+)
+
+var (
+	cluster    *testcluster.Cluster
+	kube       kubernetes.Interface
+	dyn        dynamic.Interface
+	meta       metadata.Interface
+	kubegcdBin string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	cluster, err = testcluster.Start(ctx, testcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: starting the control plane:", err)
+		return 1
+	}
+	defer cluster.Stop()
+	kube = kubernetes.NewForConfigOrDie(cluster.Config)
+	dyn = dynamic.NewForConfigOrDie(cluster.Config)
+	meta = metadata.NewForConfigOrDie(cluster.Config)
+
+	binDir, err := os.MkdirTemp("", "kubegcd-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(binDir)
+	kubegcdBin = filepath.Join(binDir, "kubegcd")
+	build := exec.Command("go", "build", "-o", kubegcdBin, "github.com/kubegcd/kubegcd/cmd/kubegcd")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building kubegcd:", err)
+		return 1
+	}
+	if err := installWidgetCRD(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: installing the test CRD:", err)
+		return 1
+	}
+	return m.Run()
+}
