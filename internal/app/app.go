@@ -95,7 +95,6 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("kubegcd migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	dbPath := fs.String("db", "kubegcd.db", "path of the SQLite database")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: kubegcd migrate up|down|version [--db PATH]\n\n"+
@@ -109,14 +108,18 @@ func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		command, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		return parseExit(err)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "kubegcd: %v (see 'kubegcd help migrate')\n", err)
+		return exitUsage
 	}
 	if command == "" && fs.NArg() > 0 {
 		command = fs.Arg(0)
 	}
 	if command == "" || fs.NArg() > 1 {
-		fs.Usage()
+		fmt.Fprintln(stderr, "kubegcd: migrate needs exactly one of up, down or version (see 'kubegcd help migrate')")
 		return exitUsage
 	}
 	v, dirty, err := db.Migrate(ctx, *dbPath, command)
@@ -132,15 +135,8 @@ func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	return exitOK
 }
 
-func parseExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
-}
-
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseRunFlags(args, stderr)
+	cfg, err := parseRunFlags(args, stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK

@@ -34,10 +34,10 @@ type runConfig struct {
 	startupTimeout    time.Duration
 }
 
-func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
+// parseRunFlags parses `kubegcd run`'s flags; --help prints to helpOut.
+func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	cfg := &runConfig{}
 	fs := flag.NewFlagSet("kubegcd run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "",
 		"path of the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster config)")
 	fs.StringVar(&cfg.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
@@ -57,7 +57,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
 		fmt.Fprint(fs.Output(), "Usage: kubegcd run [flags]\n\nRuns the daemon until SIGINT or SIGTERM.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, helpOut); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
@@ -98,6 +98,18 @@ func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
 		return nil, errors.New("invalid --db: empty path")
 	}
 	return cfg, nil
+}
+
+// parseFlags parses quietly, so a bad flag costs one line of error rather
+// than the whole usage; --help prints the usage to helpOut.
+func parseFlags(fs *flag.FlagSet, args []string, helpOut io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(helpOut)
+		fs.Usage()
+	}
+	return err
 }
 
 // restConfig loads the client configuration: --kubeconfig, else

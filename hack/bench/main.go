@@ -1,0 +1,439 @@
+// Command bench measures kubegcd against a local control plane and prints the
+// figures. The ingest benchmark fills the cluster with ConfigMaps (10,000 then
+// 50,000 by default) and, at each size, times kubegcd's initial list→SQLite
+// sync on a fresh database and reads its resident memory once synced; for
+// comparison it measures kube-controller-manager's garbage collector too.
+//
+//	go run ./hack/bench [-sizes 10000,50000] [-workers 32] [-kcm=true]
+//
+// A figure that misses its target is marked FAIL; the exit status is non-zero
+// only when the benchmark itself breaks.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubegcd/kubegcd/internal/testcluster"
+)
+
+const (
+	mib = 1 << 20
+
+	readyPoll    = 50 * time.Millisecond
+	readyTimeout = 5 * time.Minute
+	settleDelay  = 3 * time.Second // after sync, before reading kubegcd's RSS
+	stopGrace    = 15 * time.Second
+
+	// kube-controller-manager has no readiness signal for its dependency
+	// graph: wait for its "monitors have synced" log line, then for RSS to
+	// stop growing by more than kcmGrowth for kcmStable.
+	kcmSyncedLog = "resource monitors have synced"
+	kcmGrowth    = 1 * mib
+	kcmStable    = 5 * time.Second
+	kcmTimeout   = 2 * time.Minute
+	kcmPoll      = 500 * time.Millisecond
+
+	// Targets: kubegcd's RSS may grow by at most targetGrowth per
+	// targetObjects objects (25 MB from 10k to 50k); upstream's garbage
+	// collector is quoted at ≈2.2 KB (2,200 bytes) per object.
+	targetGrowth      = 25 * mib
+	targetObjects     = 40000
+	kcmReferenceBytes = 2200
+)
+
+type config struct {
+	sizes   []int
+	workers int
+	kcm     bool
+}
+
+// result is one size's measurements.
+type result struct {
+	configMaps int           // ConfigMaps in the cluster
+	objects    int64         // objects kubegcd mirrored, all resources
+	sync       time.Duration // kubegcd start → /readyz 200
+	mem        memory        // kubegcd, settleDelay after sync
+	heap       uint64        // kubegcd's Go heap in use (0: unknown)
+	kcm        *kcmResult    // nil unless measured
+}
+
+type kcmResult struct {
+	mem     memory
+	elapsed time.Duration // start → settled (or gave up)
+	settled bool
+}
+
+func main() {
+	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
+	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
+	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager's garbage collector memory at each size")
+	flag.Parse()
+	cfg := config{workers: *workers, kcm: *kcm}
+	var err error
+	if cfg.sizes, err = parseSizes(*sizes); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -sizes:", err)
+		os.Exit(2)
+	}
+	if cfg.workers < 1 || flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, cfg)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseSizes(s string) ([]int, error) {
+	var sizes []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		if len(sizes) > 0 && n <= sizes[len(sizes)-1] {
+			return nil, errors.New("sizes must be ascending")
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+func run(ctx context.Context, cfg config) (err error) {
+	binDir, err := testcluster.BinDir()
+	if err != nil {
+		return err
+	}
+	kubegcd := filepath.Join(binDir, "kubegcd")
+	if _, err := os.Stat(kubegcd); err != nil {
+		return fmt.Errorf("%w (run `make build`)", err)
+	}
+	dir, err := os.MkdirTemp("", "kubegcd-bench-")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+
+	fmt.Printf("kubegcd ingest benchmark: sizes %v, %d workers, %d CPUs\n", cfg.sizes, cfg.workers, runtime.NumCPU())
+	cluster, err := testcluster.Start(ctx, testcluster.Options{
+		BinDir: binDir,
+		Dir:    filepath.Join(dir, "cluster"),
+		Logf:   func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) },
+		APIServerArgs: []string{
+			"--max-requests-inflight=3000",
+			"--max-mutating-requests-inflight=1500",
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, cluster.Stop()) }()
+
+	restCfg := rest.CopyConfig(cluster.Config)
+	restCfg.QPS, restCfg.Burst = 5000, 5000
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	c := &creator{kube: kube, workers: cfg.workers}
+	if err := c.createNamespaces(ctx); err != nil {
+		return err
+	}
+
+	var results []result
+	for _, n := range cfg.sizes {
+		fmt.Printf("\n== %s ConfigMaps\n", countLabel(n))
+		from, begin := len(c.uids), time.Now()
+		if err := c.createUpTo(ctx, n); err != nil {
+			return err
+		}
+		took := time.Since(begin)
+		fmt.Printf("  created %d ConfigMaps in %s: %.0f/s\n", n-from, took.Round(time.Millisecond), float64(n-from)/took.Seconds())
+
+		r, err := measureKubegcd(ctx, kubegcd, cluster.Kubeconfig, dir, n)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  kubegcd: synced %d objects (%d ConfigMaps) in %s: %.0f ConfigMaps/s; RSS %.1f MB, peak %.1f MB\n",
+			r.objects, n, r.sync.Round(time.Millisecond), float64(n)/r.sync.Seconds(), mb(r.mem.RSS), mb(r.mem.HWM))
+
+		if cfg.kcm {
+			if r.kcm, err = measureKCM(ctx, cluster); err != nil {
+				return err
+			}
+			state := "settled"
+			if !r.kcm.settled {
+				state = "NOT settled, gave up"
+			}
+			fmt.Printf("  kube-controller-manager (garbagecollector): RSS %.1f MB, peak %.1f MB (%s after %s)\n",
+				mb(r.kcm.mem.RSS), mb(r.kcm.mem.HWM), state, r.kcm.elapsed.Round(time.Second))
+		}
+		results = append(results, r)
+	}
+	report(results)
+	return nil
+}
+
+// measureKubegcd runs kubegcd on a fresh database with n ConfigMaps in the
+// cluster, times its initial sync and reads its memory.
+func measureKubegcd(ctx context.Context, bin, kubeconfig, dir string, n int) (r result, err error) {
+	r.configMaps = n
+	addr, err := freeAddr()
+	if err != nil {
+		return r, err
+	}
+	base := "http://" + addr
+	begin := time.Now()
+	d, err := startDaemon(bin, filepath.Join(dir, fmt.Sprintf("kubegcd-%d.log", n)),
+		"run", "--kubeconfig", kubeconfig, "--db", filepath.Join(dir, fmt.Sprintf("kubegcd-%d.db", n)),
+		"--listen", addr, "--log-level", "warn")
+	if err != nil {
+		return r, err
+	}
+	defer func() { err = errors.Join(err, d.stop(stopGrace)) }()
+
+	if err := d.waitReady(ctx, base+"/readyz", readyPoll, readyTimeout); err != nil {
+		return r, err
+	}
+	r.sync = time.Since(begin)
+
+	st, err := getStatus(ctx, base)
+	if err != nil {
+		return r, err
+	}
+	r.objects = st.Objects
+	var cms int64
+	for _, res := range st.Resources {
+		if res.Group == "" && res.Resource == "configmaps" {
+			cms = res.Objects
+		}
+	}
+	if cms < int64(n) {
+		return r, fmt.Errorf("kubegcd is ready but mirrors %d ConfigMaps; %d exist", cms, n)
+	}
+
+	if err := sleep(ctx, settleDelay); err != nil {
+		return r, err
+	}
+	if r.mem, err = readMemory(d.pid()); err != nil {
+		return r, err
+	}
+	r.heap, _ = goHeapInuse(ctx, base) // informative only
+	return r, nil
+}
+
+// measureKCM runs kube-controller-manager with only its garbage collector
+// until the dependency graph is built and its RSS stops growing.
+func measureKCM(ctx context.Context, cluster *testcluster.Cluster) (_ *kcmResult, err error) {
+	begin := time.Now()
+	stop, err := cluster.StartControllerManager(ctx, "--controllers=garbagecollector",
+		"--kube-api-qps=5000", "--kube-api-burst=5000")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, stop()) }()
+	pid, err := findProcess("kube-controller-manager", "--kubeconfig="+cluster.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	logPath, err := lastLog(cluster.Dir, "controller-manager")
+	if err != nil {
+		return nil, err
+	}
+
+	r := &kcmResult{}
+	var synced bool
+	var anchor uint64
+	var anchorAt time.Time
+	deadline := begin.Add(kcmTimeout)
+	for {
+		if r.mem, err = readMemory(pid); err != nil {
+			return nil, fmt.Errorf("kube-controller-manager: %w", err)
+		}
+		now := time.Now()
+		if anchorAt.IsZero() || r.mem.RSS > anchor+kcmGrowth {
+			anchor, anchorAt = r.mem.RSS, now
+		}
+		if !synced {
+			synced = fileContains(logPath, kcmSyncedLog)
+		}
+		r.elapsed = now.Sub(begin)
+		if synced && now.Sub(anchorAt) >= kcmStable {
+			r.settled = true
+			return r, nil
+		}
+		if now.After(deadline) {
+			return r, nil
+		}
+		if err := sleep(ctx, kcmPoll); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func report(results []result) {
+	fmt.Println("\nIngest: kubegcd initial list→SQLite sync on a fresh database (start → /readyz 200); MB = 2^20 bytes")
+	fmt.Printf("%10s %9s %8s %10s %12s %8s %9s %8s", "configmaps", "objects", "sync s", "objects/s", "configmaps/s", "RSS MB", "peak MB", "heap MB")
+	withKCM := results[0].kcm != nil
+	if withKCM {
+		fmt.Printf(" %12s", "kcm GC MB")
+	}
+	fmt.Println()
+	for _, r := range results {
+		s := r.sync.Seconds()
+		fmt.Printf("%10d %9d %8.2f %10.0f %12.0f %8.1f %9.1f %8.1f", r.configMaps, r.objects, s,
+			float64(r.objects)/s, float64(r.configMaps)/s, mb(r.mem.RSS), mb(r.mem.HWM), mb(r.heap))
+		if withKCM {
+			fmt.Printf(" %12.1f", mb(r.kcm.mem.RSS))
+		}
+		fmt.Println()
+	}
+	if len(results) < 2 {
+		return
+	}
+
+	first, last := results[0], results[len(results)-1]
+	span := countLabel(first.configMaps) + "→" + countLabel(last.configMaps)
+	added := last.configMaps - first.configMaps
+	objects := float64(last.objects - first.objects) // ≈ added
+	growth := float64(last.mem.RSS) - float64(first.mem.RSS)
+	target := float64(targetGrowth) * float64(added) / targetObjects
+	verdict := "ok"
+	if growth >= target {
+		verdict = "FAIL"
+	}
+	scaled := ""
+	if added != targetObjects {
+		scaled = fmt.Sprintf(", i.e. %d MB per %s objects", targetGrowth/mib, countLabel(targetObjects))
+	}
+	fmt.Printf("\nRSS growth %s: %.1f MB (target < %.1f MB%s) %s\n", span, growth/mib, target/mib, scaled, verdict)
+	fmt.Printf("per object: %.0f bytes\n", growth/objects)
+
+	fmt.Println("\nFor comparison, kube-controller-manager's garbage collector keeps its own graph in memory:")
+	fmt.Printf("  reference: ≈%d bytes/object: %.1f MB (%.0f decimal MB) for %s objects\n",
+		kcmReferenceBytes, kcmReferenceBytes*objects/mib, kcmReferenceBytes*objects/1e6, countLabel(added))
+	if withKCM {
+		kcmGrowth := float64(last.kcm.mem.RSS) - float64(first.kcm.mem.RSS)
+		note := ""
+		if !first.kcm.settled || !last.kcm.settled {
+			note = " (RSS had not settled within the time limit)"
+		}
+		fmt.Printf("  measured:  RSS growth %s: %.1f MB, per object: %.0f bytes%s\n", span, kcmGrowth/mib, kcmGrowth/objects, note)
+	}
+}
+
+type status struct {
+	Objects   int64 `json:"objects"`
+	Resources []struct {
+		Group    string `json:"group"`
+		Resource string `json:"resource"`
+		Objects  int64  `json:"objects"`
+	} `json:"resources"`
+}
+
+func getStatus(ctx context.Context, base string) (*status, error) {
+	body, err := get(ctx, base+"/status")
+	if err != nil {
+		return nil, err
+	}
+	var st status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("/status: %w", err)
+	}
+	return &st, nil
+}
+
+// goHeapInuse reads go_memstats_heap_inuse_bytes from kubegcd's /metrics.
+func goHeapInuse(ctx context.Context, base string) (uint64, error) {
+	body, err := get(ctx, base+"/metrics")
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return uint64(f), err
+		}
+	}
+	return 0, errors.New("/metrics: no go_memstats_heap_inuse_bytes")
+}
+
+func get(ctx context.Context, url string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(buf.Bytes()))
+	}
+	return buf.Bytes(), nil
+}
+
+// freeAddr returns a loopback address with a port that is free right now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func fileContains(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(bytes.ToLower(b), []byte(strings.ToLower(s)))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func mb(b uint64) float64 { return float64(b) / mib }
+
+// countLabel writes 10000 as "10k" and 2500 as "2.5k".
+func countLabel(n int) string {
+	if n < 1000 {
+		return strconv.Itoa(n)
+	}
+	return strconv.FormatFloat(float64(n)/1000, 'f', -1, 64) + "k"
+}

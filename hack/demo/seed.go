@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// holdFinalizer keeps the foreground-deleting owner in place however the
+// demo's kubegcd is run, so there is always a deletion to look at.
+const holdFinalizer = "demo.kubegcd.io/hold"
+
+// seeder creates the demo's objects and counts them.
+type seeder struct {
+	kube    kubernetes.Interface
+	created int
+}
+
+// seed creates a few dozen objects forming a realistic ownership graph and
+// returns how many it created:
+//   - nodes node-a (Ready) and node-b (NotReady, out-of-service), each owning
+//     its Lease in kube-node-lease, as kubelets do;
+//   - demo-shop: Deployment → ReplicaSet → two pods, a completed pod, a pod
+//     bound to a node that does not exist, and a ConfigMap owning two more;
+//   - demo-chain: ConfigMap → Secret → ConfigMap;
+//   - demo-garbage: dependents of an owner UID that never existed and of an
+//     owner that was deleted (nothing else collects them here);
+//   - demo-foreground: an owner deleted in the foreground, held by its
+//     blocking dependents and a finalizer.
+func seed(ctx context.Context, cfg *rest.Config) (int, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	s := &seeder{kube: kube}
+	for _, step := range []func(context.Context) error{s.nodes, s.shop, s.chain, s.garbage, s.foreground} {
+		if err := step(ctx); err != nil {
+			return s.created, err
+		}
+	}
+	return s.created, nil
+}
+
+func (s *seeder) nodes(ctx context.Context) error {
+	now := metav1.Now()
+	for _, n := range []struct {
+		name  string
+		ready corev1.ConditionStatus
+		taint bool
+	}{
+		{"node-a", corev1.ConditionTrue, false},
+		{"node-b", corev1.ConditionFalse, true},
+	} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name:   n.name,
+			Labels: map[string]string{"kubernetes.io/hostname": n.name, "kubernetes.io/os": "linux"},
+		}}
+		if n.taint {
+			node.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}}
+		}
+		node, err := s.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		s.created++
+		node.Status.Conditions = []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: n.ready, LastHeartbeatTime: now, LastTransitionTime: now,
+			Reason: "DemoNode", Message: "seeded by hack/demo",
+		}}
+		if _, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: n.name, Namespace: corev1.NamespaceNodeLease,
+				OwnerReferences: []metav1.OwnerReference{ownerRef("v1", "Node", node, false, false)},
+			},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       new(n.name),
+				LeaseDurationSeconds: new(int32(40)),
+				RenewTime:            &metav1.MicroTime{Time: now.Time},
+			},
+		}
+		if _, err := s.kube.CoordinationV1().Leases(lease.Namespace).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		s.created++
+	}
+	return nil
+}
+
+func (s *seeder) shop(ctx context.Context) error {
+	const ns = "demo-shop"
+	if err := s.namespace(ctx, ns); err != nil {
+		return err
+	}
+
+	appConfig, err := s.configMap(ctx, ns, "app-config", nil)
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{"app-config-frontend", "app-config-backend"} {
+		if _, err := s.configMap(ctx, ns, name, []metav1.OwnerReference{ownerRef("v1", "ConfigMap", appConfig, false, false)}); err != nil {
+			return err
+		}
+	}
+
+	labels := map[string]string{"app": "web"}
+	deploy, err := s.kube.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: new(int32(2)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: podTemplate(labels),
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	s.created++
+
+	// No controller-manager runs, so make what the deployment controller would.
+	rsLabels := map[string]string{"app": "web", "pod-template-hash": "7c9d8b5f4"}
+	rs, err := s.kube.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "web-7c9d8b5f4", Labels: rsLabels,
+			OwnerReferences: []metav1.OwnerReference{ownerRef("apps/v1", "Deployment", deploy, true, true)},
+		},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: new(int32(2)),
+			Selector: &metav1.LabelSelector{MatchLabels: rsLabels},
+			Template: podTemplate(rsLabels),
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	s.created++
+	for name, node := range map[string]string{"web-7c9d8b5f4-x2k9p": "node-a", "web-7c9d8b5f4-q8m4z": "node-b"} {
+		if _, err := s.pod(ctx, ns, name, node, rsLabels, ownerRef("apps/v1", "ReplicaSet", rs, true, true)); err != nil {
+			return err
+		}
+	}
+
+	// A finished job-like pod, and one bound to a node that is gone.
+	report, err := s.pod(ctx, ns, "report-28765", "node-a", map[string]string{"app": "report"})
+	if err != nil {
+		return err
+	}
+	report.Status.Phase = corev1.PodSucceeded
+	if _, err := s.kube.CoreV1().Pods(ns).UpdateStatus(ctx, report, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	_, err = s.pod(ctx, ns, "cache-0", "node-gone", map[string]string{"app": "cache"})
+	return err
+}
+
+func (s *seeder) chain(ctx context.Context) error {
+	const ns = "demo-chain"
+	if err := s.namespace(ctx, ns); err != nil {
+		return err
+	}
+	root, err := s.configMap(ctx, ns, "root", nil)
+	if err != nil {
+		return err
+	}
+	middle, err := s.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            "middle",
+			OwnerReferences: []metav1.OwnerReference{ownerRef("v1", "ConfigMap", root, false, true)},
+		},
+		StringData: map[string]string{"token": "not-a-secret"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	s.created++
+	_, err = s.configMap(ctx, ns, "leaf", []metav1.OwnerReference{ownerRef("v1", "Secret", middle, false, true)})
+	return err
+}
+
+func (s *seeder) garbage(ctx context.Context) error {
+	const ns = "demo-garbage"
+	if err := s.namespace(ctx, ns); err != nil {
+		return err
+	}
+	ghost := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: uuid.NewUUID()}
+	if _, err := s.configMap(ctx, ns, "child-of-ghost", []metav1.OwnerReference{ghost}); err != nil {
+		return err
+	}
+
+	parent, err := s.configMap(ctx, ns, "parent", nil)
+	if err != nil {
+		return err
+	}
+	ref := ownerRef("v1", "ConfigMap", parent, false, false)
+	if _, err := s.configMap(ctx, ns, "child-of-deleted", []metav1.OwnerReference{ref}); err != nil {
+		return err
+	}
+	if _, err := s.kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "secret-of-deleted", OwnerReferences: []metav1.OwnerReference{ref}},
+		StringData: map[string]string{"password": "hunter2"},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	s.created++
+	// With no garbage collector running, its dependents stay behind.
+	if err := s.kube.CoreV1().ConfigMaps(ns).Delete(ctx, parent.Name, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	s.created--
+
+	// One dependent keeps a live owner too, so it must not be deleted.
+	keeper, err := s.configMap(ctx, ns, "keeper", nil)
+	if err != nil {
+		return err
+	}
+	_, err = s.configMap(ctx, ns, "child-of-two", []metav1.OwnerReference{ref, ownerRef("v1", "ConfigMap", keeper, false, false)})
+	return err
+}
+
+func (s *seeder) foreground(ctx context.Context) error {
+	const ns = "demo-foreground"
+	if err := s.namespace(ctx, ns); err != nil {
+		return err
+	}
+	owner, err := s.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "held-owner", Finalizers: []string{holdFinalizer}},
+		Data:       map[string]string{"note": "deleted in the foreground; waits for its blocking dependents"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	s.created++
+	for i, block := range []bool{true, true, false} {
+		name := fmt.Sprintf("held-dep-%d", i+1)
+		if _, err := s.configMap(ctx, ns, name, []metav1.OwnerReference{ownerRef("v1", "ConfigMap", owner, false, block)}); err != nil {
+			return err
+		}
+	}
+	// The apiserver sets deletionTimestamp and adds the foregroundDeletion
+	// finalizer; the object stays until both finalizers are removed.
+	return s.kube.CoreV1().ConfigMaps(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{
+		PropagationPolicy: new(metav1.DeletePropagationForeground),
+	})
+}
+
+// namespace creates a namespace and its default ServiceAccount, which
+// nothing else creates here and which pods need.
+func (s *seeder) namespace(ctx context.Context, name string) error {
+	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := s.kube.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	s.created += 2
+	return nil
+}
+
+func (s *seeder) configMap(ctx context.Context, ns, name string, owners []metav1.OwnerReference) (*corev1.ConfigMap, error) {
+	cm, err := s.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
+		Data:       map[string]string{"seeded-at": time.Now().UTC().Format(time.RFC3339)},
+	}, metav1.CreateOptions{})
+	if err == nil {
+		s.created++
+	}
+	return cm, err
+}
+
+func (s *seeder) pod(ctx context.Context, ns, name, node string, labels map[string]string, owners ...metav1.OwnerReference) (*corev1.Pod, error) {
+	tmpl := podTemplate(labels)
+	tmpl.Spec.NodeName = node
+	pod, err := s.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, OwnerReferences: owners},
+		Spec:       tmpl.Spec,
+	}, metav1.CreateOptions{})
+	if err == nil {
+		s.created++
+	}
+	return pod, err
+}
+
+func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+}
+
+// ownerRef points at owner, an object of the given apiVersion and kind.
+func ownerRef(apiVersion, kind string, owner metav1.Object, controller, block bool) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         apiVersion,
+		Kind:               kind,
+		Name:               owner.GetName(),
+		UID:                owner.GetUID(),
+		Controller:         new(controller),
+		BlockOwnerDeletion: new(block),
+	}
+}

@@ -1,0 +1,155 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/testcluster"
+)
+
+var cluster *testcluster.Cluster
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	var err error
+	// Frequent compaction, and no watch cache for configmaps (which would
+	// otherwise serve old resourceVersions from its own window), let a test
+	// reach a resourceVersion etcd no longer has: a watch from it expires
+	// (410) as watches of a lagging client do in real clusters.
+	cluster, err = testcluster.Start(ctx, testcluster.Options{APIServerArgs: []string{"--etcd-compaction-interval=2s", "--watch-cache-sizes=configmaps#0"}})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ingest: starting the control plane:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cluster.Stop()
+	os.Exit(code)
+}
+
+// TestExpiredWatchRelists starts a watch from a resourceVersion the API
+// server no longer has (410 Gone): the watcher must relist and drop what
+// vanished meanwhile.
+func TestExpiredWatchRelists(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kube := kubernetes.NewForConfigOrDie(cluster.Config)
+	cm, err := kube.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Wait until resourceVersion 1 has been compacted away.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w, err := kube.CoreV1().ConfigMaps("").Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+		if err == nil {
+			ev := <-w.ResultChan()
+			w.Stop()
+			if ev.Type == watch.Error && apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+				break
+			}
+		} else if isExpired(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resourceVersion 1 was not compacted within 30s (last err %v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	reg := prometheus.NewRegistry()
+	ing, err := New(Options{Config: cluster.Config, DB: store, Registerer: reg,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost := &db.Object{UID: "ghost-uid", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "ghost", ResourceVersion: "1"}
+	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: ghost}}); err != nil {
+		t.Fatal(err)
+	}
+
+	var deleted []string
+	ing.Subscribe(func(changes []db.Change) {
+		for _, c := range changes {
+			if c.Type == db.ChangeDeleted {
+				deleted = append(deleted, c.UID)
+			}
+		}
+	})
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if err := ing.startWatcher(ctx, gvr, resourceInfo{kind: "ConfigMap", namespaced: true}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	defer ing.stopAll()
+
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		_, ghostErr := store.GetObject(ctx, "ghost-uid")
+		_, survivorErr := store.GetObject(ctx, string(cm.UID))
+		if errors.Is(ghostErr, db.ErrNotFound) && survivorErr == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after an expired watch: ghost err %v, survivor err %v", ghostErr, survivorErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := testutil.ToFloat64(ing.metrics.relists.WithLabelValues("configmaps", "expired")); n != 1 {
+		t.Errorf("relists{reason=expired} = %v, want 1", n)
+	}
+	ing.stopAll()
+	if len(deleted) != 1 || deleted[0] != "ghost-uid" {
+		t.Errorf("deletions notified: %v, want [ghost-uid]", deleted)
+	}
+}
+
+func TestMetricsLint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), db.Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ing, err := New(Options{Config: cluster.Config, DB: store, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing.metrics.events.WithLabelValues("configmaps", "added").Inc()
+	ing.metrics.errors.WithLabelValues("configmaps", "watch").Inc()
+	ing.metrics.relists.WithLabelValues("configmaps", "expired").Inc()
+	ing.metrics.synced.WithLabelValues("configmaps").Set(1)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("metric %s: %s", p.Metric, p.Text)
+	}
+}

@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// mirrorEqualsCluster compares, resource by resource, the uid and
+// resourceVersion of every mirrored object with a fresh list from the API.
+func mirrorEqualsCluster(ctx context.Context, store *db.DB) error {
+	resources, err := store.Resources(ctx)
+	if err != nil {
+		return err
+	}
+	if len(resources) < 20 {
+		return fmt.Errorf("only %d resources recorded", len(resources))
+	}
+	for _, r := range resources {
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+		list, err := meta.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", gvr, err)
+		}
+		want := make([]db.ObjectKey, 0, len(list.Items))
+		for _, it := range list.Items {
+			want = append(want, db.ObjectKey{UID: string(it.UID), ResourceVersion: it.ResourceVersion})
+		}
+		slices.SortFunc(want, func(a, b db.ObjectKey) int {
+			if a.UID < b.UID {
+				return -1
+			}
+			if a.UID > b.UID {
+				return 1
+			}
+			return 0
+		})
+		got, err := store.ObjectsOf(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%s: mirror has %d objects, cluster %d (or resourceVersions differ)", gvr, len(got), len(want))
+		}
+	}
+	return nil
+}
+
+func TestRestartOnSameDatabaseLeavesNoGhosts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t, "restart")
+	cms := kube.CoreV1().ConfigMaps(ns)
+	for i := range 20 {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before-" + strconv.Itoa(i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := startDaemon(t, "")
+	d.waitReady(t, 60*time.Second)
+	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d.db(t)) })
+	if code := d.stop(); code != 0 {
+		t.Fatalf("kubegcd exited with %d", code)
+	}
+
+	// While kubegcd is down: delete half, update some, create new ones.
+	for i := range 10 {
+		if err := cms.Delete(ctx, "before-"+strconv.Itoa(i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 10; i < 15; i++ {
+		cm, err := cms.Get(ctx, "before-"+strconv.Itoa(i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{"changed": "while stopped"}
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-" + strconv.Itoa(i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	d2 := startDaemon(t, d.dbPath)
+	d2.waitReady(t, 60*time.Second)
+	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d2.db(t)) })
+}
+
+// TestAPIServerRestart restarts the shared kube-apiserver, so it must not
+// run in parallel with other tests (no t.Parallel: it runs before them).
+func TestAPIServerRestart(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "apiserver-restart")
+	d := startDaemon(t, "")
+	d.waitReady(t, 60*time.Second)
+
+	if err := cluster.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		code, _, err := d.get("/readyz")
+		if err != nil {
+			return err
+		}
+		if code != http.StatusServiceUnavailable {
+			return fmt.Errorf("/readyz %d while the API server is down", code)
+		}
+		return nil
+	})
+	if code, _, err := d.get("/status"); err != nil || code != http.StatusOK {
+		t.Fatalf("/status while the API server is down: %d %v", code, err)
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := cluster.StartAPIServer(startCtx); err != nil {
+		t.Fatal(err)
+	}
+	d.waitReady(t, 60*time.Second)
+
+	cm, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-restart"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, "configmap after restart", func() error { return matchesMirror(d.db(t), cm, "v1", "ConfigMap") })
+	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d.db(t)) })
+	select {
+	case code := <-d.done:
+		t.Fatalf("kubegcd exited with %d during the API server restart", code)
+	default:
+	}
+}
