@@ -53,6 +53,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"how often to re-discover API resources, so CRDs added or removed later are watched or dropped")
 	fs.DurationVar(&cfg.startupTimeout, "startup-timeout", 30*time.Second,
 		"how long to keep trying to reach the API server at start before giving up")
+	configFile := fs.String("config", "",
+		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: kubegcd run [flags]\n\nRuns the daemon until SIGINT or SIGTERM.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -65,6 +67,11 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (see 'kubegcd help run')", fs.Arg(0))
+	}
+	if *configFile != "" {
+		if err := applyConfigFile(fs, *configFile); err != nil {
+			return nil, err
+		}
 	}
 
 	if err := cfg.logLevel.UnmarshalText([]byte(*level)); err != nil {
@@ -98,6 +105,39 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, errors.New("invalid --db: empty path")
 	}
 	return cfg, nil
+}
+
+// applyConfigFile sets every flag the file names that the command line did
+// not set.
+func applyConfigFile(fs *flag.FlagSet, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config %w", err)
+	}
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		name, value = strings.TrimSpace(name), strings.Trim(strings.TrimSpace(value), `"`)
+		name = strings.TrimLeft(name, "-")
+		if !ok || name == "" {
+			return fmt.Errorf("config %s:%d: want 'flag = value', got %q", path, i+1, line)
+		}
+		if name == "config" || fs.Lookup(name) == nil {
+			return fmt.Errorf("config %s:%d: unknown setting %q (see 'kubegcd help run')", path, i+1, name)
+		}
+		if onCommandLine[name] {
+			continue
+		}
+		if err := fs.Set(name, value); err != nil {
+			return fmt.Errorf("config %s:%d: invalid value %q for %s: %v", path, i+1, value, name, err)
+		}
+	}
+	return nil
 }
 
 // parseFlags parses quietly, so a bad flag costs one line of error rather

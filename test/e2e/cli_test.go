@@ -82,6 +82,8 @@ current-context: c
 		{"bad listen", base("--listen", "nohostport"), 2, "invalid --listen"},
 		{"listen in use", nil, 1, "--listen"},
 		{"unknown flag", base("--frobnicate"), 2, "frobnicate"},
+		{"malformed config file", base("--config", writeFile(t, "bad.conf", "listen 127.0.0.1:1\n")), 2, "bad.conf:1: want 'flag = value'"},
+		{"bad value in config file", base("--config", writeFile(t, "bad2.conf", "log-level = loud\n")), 2, `invalid --log-level "loud"`},
 		{"unknown command", []string{"explode"}, 2, `unknown command "explode"`},
 	}
 	if os.Geteuid() != 0 { // root reads and writes whatever the mode bits say

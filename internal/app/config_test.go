@@ -1,0 +1,85 @@
+package app
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRunFlags(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := func(content string) string {
+		p := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".conf")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name    string
+		args    func() []string
+		wantErr string
+		check   func(t *testing.T, c *runConfig)
+	}{
+		{name: "defaults", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
+			if !c.dryRun || c.dbPath != "kubegcd.db" || c.listen != "127.0.0.1:8080" || c.discoveryInterval != 30*time.Second ||
+				strings.Join(c.controllers, ",") != "ownergc,podgc,ttl,svgc" || c.logFormat != "text" {
+				t.Errorf("defaults: %+v", c)
+			}
+		}},
+		{name: "config file, command line wins", args: func() []string {
+			return []string{"--config", cfgFile("# kubegcd\ndb = /var/lib/kubegcd/k.db\n--dry-run=false\nlisten = \"0.0.0.0:9000\"\n\ncontrollers=podgc\n"),
+				"--listen", "127.0.0.1:1"}
+		}, check: func(t *testing.T, c *runConfig) {
+			if c.dbPath != "/var/lib/kubegcd/k.db" || c.dryRun || c.listen != "127.0.0.1:1" || strings.Join(c.controllers, ",") != "podgc" {
+				t.Errorf("config: %+v", c)
+			}
+		}},
+		{name: "config unknown setting", args: func() []string { return []string{"--config", cfgFile("colour = blue\n")} },
+			wantErr: `:1: unknown setting "colour"`},
+		{name: "config without =", args: func() []string { return []string{"--config", cfgFile("db\n")} },
+			wantErr: ":1: want 'flag = value'"},
+		{name: "config bad value", args: func() []string { return []string{"--config", cfgFile("\ndry-run = perhaps\n")} },
+			wantErr: `:2: invalid value "perhaps" for dry-run`},
+		{name: "config missing", args: func() []string { return []string{"--config", filepath.Join(dir, "none")} },
+			wantErr: "no such file"},
+		{name: "duplicate controllers collapse", args: func() []string { return []string{"--controllers", "ttl, ttl,svgc"} },
+			check: func(t *testing.T, c *runConfig) {
+				if strings.Join(c.controllers, ",") != "ttl,svgc" {
+					t.Errorf("controllers %v", c.controllers)
+				}
+			}},
+		{name: "short discovery interval", args: func() []string { return []string{"--discovery-interval", "10ms"} },
+			wantErr: "at least 1s"},
+		{name: "stray argument", args: func() []string { return []string{"now"} }, wantErr: `unexpected argument "now"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseRunFlags(tc.args(), io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+// The example config shipped for systemd must stay valid.
+func TestExampleConfigParses(t *testing.T) {
+	c, err := parseRunFlags([]string{"--config", "../../deploy/kubegcd.conf"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.dbPath != "/var/lib/kubegcd/kubegcd.db" || !c.dryRun || c.logFormat != "json" {
+		t.Errorf("example config read as %+v", c)
+	}
+}
