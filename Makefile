@@ -27,7 +27,7 @@ $(BIN)/kube-apiserver: hack/kube/go.mod hack/kube/go.sum
 $(BIN)/kube-controller-manager: hack/kube/go.mod hack/kube/go.sum
 	cd hack/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/kube-controller-manager
 
-test: kube-bins ## run every test, end-to-end tests against a real kube-apiserver included
+test: build kube-bins ## run every test, end-to-end tests against a real kube-apiserver included
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m $(TEST_FLAGS) ./...
 
