@@ -396,21 +396,10 @@ func (d *DB) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []
 func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]Change, error) {
 	var changes []Change
 	err := d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
-		changes = changes[:0]
-		rows, err := tx.QueryContext(ctx, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ? RETURNING uid`,
+		var err error
+		changes, err = deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ? RETURNING uid`,
 			resourceID, epoch)
 		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var uid string
-			if err := rows.Scan(&uid); err != nil {
-				rows.Close()
-				return err
-			}
-			changes = append(changes, Change{Type: ChangeDeleted, ResourceID: resourceID, UID: uid})
-		}
-		if err := rows.Close(); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE resources SET synced = 1, synced_at = ?, list_resource_version = ? WHERE id = ?`,
@@ -426,26 +415,34 @@ func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVe
 func (d *DB) DeleteResource(ctx context.Context, resourceID int64) ([]Change, error) {
 	var changes []Change
 	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
-		changes = changes[:0]
-		rows, err := tx.QueryContext(ctx, `DELETE FROM objects WHERE resource_id = ? RETURNING uid`, resourceID)
+		var err error
+		changes, err = deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? RETURNING uid`, resourceID)
 		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var uid string
-			if err := rows.Scan(&uid); err != nil {
-				rows.Close()
-				return err
-			}
-			changes = append(changes, Change{Type: ChangeDeleted, ResourceID: resourceID, UID: uid})
-		}
-		if err := rows.Close(); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM resources WHERE id = ?`, resourceID)
 		return err
 	})
 	return changes, err
+}
+
+// deleteObjects runs a DELETE … RETURNING uid and reports each removed
+// object of the resource as a deletion.
+func deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) ([]Change, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var changes []Change
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return nil, err
+		}
+		changes = append(changes, Change{Type: ChangeDeleted, ResourceID: resourceID, UID: uid})
+	}
+	return changes, rows.Err()
 }
 
 func ptr[T any](v T) *T { return &v }
