@@ -14,12 +14,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -123,13 +121,9 @@ func parseSizes(s string) ([]int, error) {
 }
 
 func run(ctx context.Context, cfg config) (err error) {
-	binDir, err := testcluster.BinDir()
+	kubegcd, err := testcluster.KubegcdBin()
 	if err != nil {
 		return err
-	}
-	kubegcd := filepath.Join(binDir, "kubegcd")
-	if _, err := os.Stat(kubegcd); err != nil {
-		return fmt.Errorf("%w (run `make build`)", err)
 	}
 	dir, err := os.MkdirTemp("", "kubegcd-bench-")
 	if err != nil {
@@ -139,9 +133,8 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	fmt.Printf("kubegcd ingest benchmark: sizes %v, %d workers, %d CPUs\n", cfg.sizes, cfg.workers, runtime.NumCPU())
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
-		BinDir: binDir,
-		Dir:    filepath.Join(dir, "cluster"),
-		Logf:   func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) },
+		Dir:  filepath.Join(dir, "cluster"),
+		Logf: func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) },
 		APIServerArgs: []string{
 			"--max-requests-inflight=3000",
 			"--max-mutating-requests-inflight=1500",
@@ -207,20 +200,20 @@ func measureKubegcd(ctx context.Context, bin, kubeconfig, dir string, n int) (r 
 	}
 	base := "http://" + addr
 	begin := time.Now()
-	d, err := startDaemon(bin, filepath.Join(dir, fmt.Sprintf("kubegcd-%d.log", n)),
+	d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, fmt.Sprintf("kubegcd-%d.log", n)),
 		"run", "--kubeconfig", kubeconfig, "--db", filepath.Join(dir, fmt.Sprintf("kubegcd-%d.db", n)),
 		"--listen", addr, "--log-level", "warn")
 	if err != nil {
 		return r, err
 	}
-	defer func() { err = errors.Join(err, d.stop(stopGrace)) }()
+	defer func() { err = errors.Join(err, d.Stop(stopGrace)) }()
 
-	if err := d.waitReady(ctx, base+"/readyz", readyPoll, readyTimeout); err != nil {
+	if err := d.WaitReady(ctx, base+"/readyz", readyPoll, readyTimeout); err != nil {
 		return r, err
 	}
 	r.sync = time.Since(begin)
 
-	st, err := getStatus(ctx, base)
+	st, err := testcluster.GetKubegcdStatus(ctx, base)
 	if err != nil {
 		return r, err
 	}
@@ -238,7 +231,7 @@ func measureKubegcd(ctx context.Context, bin, kubeconfig, dir string, n int) (r 
 	if err := sleep(ctx, settleDelay); err != nil {
 		return r, err
 	}
-	if r.mem, err = readMemory(d.pid()); err != nil {
+	if r.mem, err = readMemory(d.Pid()); err != nil {
 		return r, err
 	}
 	r.heap, _ = goHeapInuse(ctx, base) // informative only
@@ -345,30 +338,9 @@ func report(results []result) {
 	}
 }
 
-type status struct {
-	Objects   int64 `json:"objects"`
-	Resources []struct {
-		Group    string `json:"group"`
-		Resource string `json:"resource"`
-		Objects  int64  `json:"objects"`
-	} `json:"resources"`
-}
-
-func getStatus(ctx context.Context, base string) (*status, error) {
-	body, err := get(ctx, base+"/status")
-	if err != nil {
-		return nil, err
-	}
-	var st status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return nil, fmt.Errorf("/status: %w", err)
-	}
-	return &st, nil
-}
-
 // goHeapInuse reads go_memstats_heap_inuse_bytes from kubegcd's /metrics.
 func goHeapInuse(ctx context.Context, base string) (uint64, error) {
-	body, err := get(ctx, base+"/metrics")
+	body, err := testcluster.HTTPGet(ctx, base+"/metrics")
 	if err != nil {
 		return 0, err
 	}
@@ -380,28 +352,6 @@ func goHeapInuse(ctx context.Context, base string) (uint64, error) {
 		}
 	}
 	return 0, errors.New("/metrics: no go_memstats_heap_inuse_bytes")
-}
-
-func get(ctx context.Context, url string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(buf.Bytes()))
-	}
-	return buf.Bytes(), nil
 }
 
 // freeAddr returns a loopback address with a port that is free right now.

@@ -3,100 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
-
-// daemon is a child process whose output goes to a log file.
-type daemon struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed when the process has exited; waitErr is then set
-	waitErr error
-}
-
-func startDaemon(bin, logPath string, args ...string) (*daemon, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Die with the benchmark; own process group so Ctrl-C reaches only the
-	// benchmark, which then stops the child in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", filepath.Base(bin), err)
-	}
-	d := &daemon{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		d.waitErr = cmd.Wait()
-		logFile.Close()
-		close(d.done)
-	}()
-	return d, nil
-}
-
-func (d *daemon) pid() int { return d.cmd.Process.Pid }
-
-// waitReady polls url every interval until it answers 200, the process exits,
-// ctx ends or timeout passes.
-func (d *daemon) waitReady(ctx context.Context, url string, interval, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil); err == nil {
-			if resp, err := client.Do(req); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-d.done:
-			return fmt.Errorf("kubegcd exited before it was ready (%v); see %s", d.waitErr, d.logPath)
-		case <-ctx.Done():
-			return fmt.Errorf("kubegcd not ready at %s: %w; see %s", url, ctx.Err(), d.logPath)
-		case <-tick.C:
-		}
-	}
-}
-
-// stop sends SIGTERM, escalates to SIGKILL after grace, and waits. An exit
-// before stop was called, or a failing exit status, is an error.
-func (d *daemon) stop(grace time.Duration) error {
-	select {
-	case <-d.done:
-		return fmt.Errorf("kubegcd had exited (%v); see %s", d.waitErr, d.logPath)
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-		if d.waitErr != nil {
-			return fmt.Errorf("kubegcd: %w; see %s", d.waitErr, d.logPath)
-		}
-		return nil
-	case <-time.After(grace):
-	}
-	_ = d.cmd.Process.Kill()
-	<-d.done
-	return fmt.Errorf("kubegcd did not stop within %s of SIGTERM; killed", grace)
-}
 
 // memory is a process's resident set size now and at its peak, in bytes.
 type memory struct {

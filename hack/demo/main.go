@@ -11,9 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -23,6 +21,7 @@ import (
 )
 
 const (
+	readyPoll    = 100 * time.Millisecond
 	readyTimeout = 2 * time.Minute
 	stopGrace    = 15 * time.Second
 )
@@ -37,7 +36,7 @@ func main() {
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *listen, *exitAfter)
+	err := run(ctx, *listen, *exitAfter, nil)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -45,14 +44,21 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, listen string, exitAfter time.Duration) (err error) {
-	binDir, err := testcluster.BinDir()
+// demo is what run has set up once kubegcd is ready.
+type demo struct {
+	URL     string // kubegcd's base URL
+	Dir     string // the temporary directory holding everything; removed on exit
+	Cluster *testcluster.Cluster
+	Seeded  int // objects seed created
+}
+
+// run starts the demo and keeps it up until ctx ends or exitAfter passes.
+// onReady, if not nil, is called once kubegcd is ready; an error from it ends
+// the demo with that error.
+func run(ctx context.Context, listen string, exitAfter time.Duration, onReady func(demo) error) (err error) {
+	kubegcdBin, err := testcluster.KubegcdBin()
 	if err != nil {
 		return err
-	}
-	kubegcdBin := filepath.Join(binDir, "kubegcd")
-	if _, err := os.Stat(kubegcdBin); err != nil {
-		return fmt.Errorf("%w (run `make build`)", err)
 	}
 
 	dir, err := os.MkdirTemp("", "kubegcd-demo-")
@@ -66,9 +72,8 @@ func run(ctx context.Context, listen string, exitAfter time.Duration) (err error
 
 	fmt.Println("Starting a local control plane (etcd + kube-apiserver)…")
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
-		BinDir: binDir,
-		Dir:    filepath.Join(dir, "cluster"),
-		Logf:   func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) },
+		Dir:  filepath.Join(dir, "cluster"),
+		Logf: func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) },
 	})
 	if err != nil {
 		return err
@@ -91,7 +96,7 @@ func run(ctx context.Context, listen string, exitAfter time.Duration) (err error
 	}
 	logPath := filepath.Join(dir, "kubegcd.log")
 	fmt.Printf("Starting kubegcd (log: %s)…\n", logPath)
-	d, err := startDaemon(kubegcdBin, logPath,
+	d, err := testcluster.StartKubegcd(kubegcdBin, logPath,
 		"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, "kubegcd.db"),
 		"--listen", addr, "--log-level", "info")
 	if err != nil {
@@ -99,12 +104,17 @@ func run(ctx context.Context, listen string, exitAfter time.Duration) (err error
 	}
 	defer func() {
 		fmt.Println("Stopping kubegcd…")
-		err = errors.Join(err, d.stop(stopGrace))
+		err = errors.Join(err, d.Stop(stopGrace))
 	}()
 
 	base := "http://" + addr
-	if err := d.waitReady(ctx, base+"/readyz", readyTimeout); err != nil {
+	if err := d.WaitReady(ctx, base+"/readyz", readyPoll, readyTimeout); err != nil {
 		return err
+	}
+	if onReady != nil {
+		if err := onReady(demo{URL: base, Dir: dir, Cluster: cluster, Seeded: n}); err != nil {
+			return err
+		}
 	}
 
 	fmt.Printf(`
@@ -126,8 +136,8 @@ kubegcd is running against a local control plane.
 	case <-ctx.Done():
 		fmt.Println()
 	case <-timeout:
-	case <-d.done:
-		return fmt.Errorf("kubegcd exited unexpectedly (%v); see %s", d.waitErr, logPath)
+	case <-d.Done():
+		return fmt.Errorf("kubegcd exited unexpectedly (%v); see %s", d.Err(), logPath)
 	}
 	return nil
 }
@@ -151,87 +161,4 @@ func listenAddr(addr string) (string, error) {
 	free := l.Addr().String()
 	fmt.Printf("  %s is not available (%v); using %s\n", addr, err, free)
 	return free, nil
-}
-
-// daemon is a kubegcd child process whose output goes to a log file.
-type daemon struct {
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the process has exited; waitErr is then set
-	waitErr error
-}
-
-func startDaemon(bin, logPath string, args ...string) (*daemon, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Die with the demo, and stay out of the terminal's process group so
-		// Ctrl-C reaches only the demo, which then stops kubegcd in order.
-		Pdeathsig: syscall.SIGKILL,
-		Setpgid:   true,
-	}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start kubegcd: %w", err)
-	}
-	d := &daemon{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		d.waitErr = cmd.Wait()
-		logFile.Close()
-		close(d.done)
-	}()
-	return d, nil
-}
-
-// waitReady polls url until it answers 200, the daemon exits, ctx ends or
-// timeout passes.
-func (d *daemon) waitReady(ctx context.Context, url string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil); err == nil {
-			if resp, err := client.Do(req); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-d.done:
-			return fmt.Errorf("kubegcd exited before it was ready (%v)", d.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("kubegcd not ready at %s: %w", url, ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
-// stop sends SIGTERM, escalates to SIGKILL after grace, and waits. An exit
-// before stop was called is reported as an error.
-func (d *daemon) stop(grace time.Duration) error {
-	select {
-	case <-d.done:
-		return fmt.Errorf("kubegcd had exited (%v)", d.waitErr)
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-		var exitErr *exec.ExitError
-		if errors.As(d.waitErr, &exitErr) {
-			return fmt.Errorf("kubegcd: %w", d.waitErr)
-		}
-		return nil
-	case <-time.After(grace):
-	}
-	_ = d.cmd.Process.Kill()
-	<-d.done
-	return fmt.Errorf("kubegcd did not stop within %s after SIGTERM; killed", grace)
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubegcd/kubegcd/internal/testcluster"
+)
+
+// mirrorTimeout bounds how long the demo's kubegcd may take, once ready, to
+// mirror exactly what the apiserver holds.
+const mirrorTimeout = time.Minute
+
+// TestDemo runs the demo end to end (control plane, seed, bin/kubegcd) and
+// checks, while it is up, that kubegcd mirrors the seeded cluster, and after it
+// has exited, that nothing is left behind.
+func TestDemo(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // run's os.MkdirTemp goes here, so leftovers show
+
+	// Hold the requested address so that run must fall back to a free port.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var up *demo
+	err = run(ctx, taken.Addr().String(), 100*time.Millisecond, func(d demo) error {
+		up = &d
+		if d.URL == "http://"+taken.Addr().String() {
+			return fmt.Errorf("kubegcd was given the taken address %s", d.URL)
+		}
+		if d.Seeded == 0 {
+			return errors.New("seed created no objects")
+		}
+		return checkMirror(ctx, d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up == nil {
+		t.Fatal("run returned without calling onReady")
+	}
+	if _, err := os.Stat(up.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("demo dir %s still there after run (stat: %v)", up.Dir, err)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left behind in TMPDIR: %s", filepath.Join(tmp, e.Name()))
+	}
+}
+
+// seededResources are the resources seed creates objects of.
+var seededResources = []string{"nodes", "leases.coordination.k8s.io", "namespaces", "serviceaccounts",
+	"deployments.apps", "replicasets.apps", "pods", "configmaps", "secrets"}
+
+// checkMirror polls kubegcd's /status until it is synced, mirrors at least
+// the seeded objects and, for every resource it lists, as many objects as the
+// apiserver holds, or mirrorTimeout passes.
+func checkMirror(ctx context.Context, d demo) error {
+	cfg := rest.CopyConfig(d.Cluster.Config)
+	cfg.WarningHandler = rest.NoWarnings{} // listing every resource lists deprecated ones too
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, mirrorTimeout)
+	defer cancel()
+	var last error
+	for {
+		err := compareMirror(ctx, d, meta)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err // not the deadline cutting a comparison short
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kubegcd's mirror does not match the cluster: %w", last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func compareMirror(ctx context.Context, d demo, meta metadata.Interface) error {
+	st, err := testcluster.GetKubegcdStatus(ctx, d.URL)
+	if err != nil {
+		return err
+	}
+	if !st.Synced {
+		return errors.New("/status: not synced")
+	}
+	if st.Objects < int64(d.Seeded) {
+		return fmt.Errorf("/status: %d objects, but seed created %d", st.Objects, d.Seeded)
+	}
+	var mismatches []string
+	mirrored := map[string]int64{}
+	for _, r := range st.Resources {
+		name := r.Resource
+		if r.Group != "" {
+			name += "." + r.Group
+		}
+		mirrored[name] = r.Objects
+		if !r.Synced {
+			mismatches = append(mismatches, name+" not synced")
+			continue
+		}
+		list, err := meta.Resource(schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}).
+			List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list %s: %w", name, err)
+		}
+		if n := int64(len(list.Items)); n != r.Objects {
+			mismatches = append(mismatches, fmt.Sprintf("%s: kubegcd %d, apiserver %d", name, r.Objects, n))
+		}
+	}
+	for _, name := range seededResources {
+		if mirrored[name] == 0 {
+			mismatches = append(mismatches, name+": none mirrored")
+		}
+	}
+	if len(mismatches) > 0 {
+		return errors.New(strings.Join(mismatches, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,2 @@
+DROP TABLE pending;
+DROP TABLE audit;
