@@ -200,9 +200,15 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 		return err
 	}
 
+	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger)
+	if err != nil {
+		return err
+	}
+
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
 		DB:        store,
 		Ingest:    ing,
+		Applier:   ctrls.applier,
 		Version:   version(),
 		StartedAt: started,
 		Logger:    logger.With("component", "http"),
@@ -221,16 +227,22 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 	defer cancel()
 	ingestDone := make(chan error, 1)
 	go func() { ingestDone <- ing.Run(ctx) }()
+	ctrlDone := make(chan struct{})
+	go func() {
+		ctrls.run(ctx, store, cfg.auditRetention, logger)
+		close(ctrlDone)
+	}()
 	go func() {
 		if err := ing.WaitForSync(ctx); err == nil {
 			logger.Info("mirror synced", "resources", len(ing.Resources()), "after", time.Since(started).Round(time.Millisecond))
 		}
 	}()
 
-	// Shutdown order: stop serving, then stop ingestion, then (deferred)
-	// close the database.
+	// Shutdown order: stop serving, then stop the controllers and
+	// ingestion, then (deferred) close the database.
 	httpErr := kubehttp.Serve(ctx, srv, func() error { return srv.Serve(ln) })
 	cancel()
+	<-ctrlDone
 	ingErr := <-ingestDone
 	if httpErr != nil && !errors.Is(httpErr, http.ErrServerClosed) {
 		return fmt.Errorf("http: %w", httpErr)

@@ -32,6 +32,13 @@ type runConfig struct {
 	controllers       []string
 	discoveryInterval time.Duration
 	startupTimeout    time.Duration
+
+	kubeAPIQPS            float64
+	kubeAPIBurst          int
+	gcWorkers             int
+	maxDeletionsPerMinute int
+	auditRetention        time.Duration
+	resyncPeriod          time.Duration
 }
 
 // parseRunFlags parses `kubegcd run`'s flags; --help prints to helpOut.
@@ -53,6 +60,14 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"how often to re-discover API resources, so CRDs added or removed later are watched or dropped")
 	fs.DurationVar(&cfg.startupTimeout, "startup-timeout", 30*time.Second,
 		"how long to keep trying to reach the API server at start before giving up")
+	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 20, "queries per second of the controllers' writes and live checks to the API server")
+	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 30, "burst above --kube-api-qps")
+	fs.IntVar(&cfg.gcWorkers, "gc-workers", 20, "objects the ownership garbage collector works on at once")
+	fs.IntVar(&cfg.maxDeletionsPerMinute, "max-deletions-per-minute", 6000,
+		"blast-radius cap: deletions beyond this many in a minute pause enforcement until the rate falls (0: no cap)")
+	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
+	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
+		"how often controllers look at every candidate again, beside reacting to changes")
 	configFile := fs.String("config", "",
 		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
 	fs.Usage = func() {
@@ -97,6 +112,20 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	}
 	if cfg.startupTimeout <= 0 {
 		return nil, fmt.Errorf("invalid --startup-timeout %s: must be positive", cfg.startupTimeout)
+	}
+	switch {
+	case cfg.kubeAPIQPS <= 0:
+		return nil, fmt.Errorf("invalid --kube-api-qps %v: must be positive", cfg.kubeAPIQPS)
+	case cfg.kubeAPIBurst < 1:
+		return nil, fmt.Errorf("invalid --kube-api-burst %d: must be at least 1", cfg.kubeAPIBurst)
+	case cfg.gcWorkers < 1:
+		return nil, fmt.Errorf("invalid --gc-workers %d: must be at least 1", cfg.gcWorkers)
+	case cfg.maxDeletionsPerMinute < 0:
+		return nil, fmt.Errorf("invalid --max-deletions-per-minute %d: must be 0 (no cap) or more", cfg.maxDeletionsPerMinute)
+	case cfg.auditRetention < time.Hour:
+		return nil, fmt.Errorf("invalid --audit-retention %s: must be at least 1h", cfg.auditRetention)
+	case cfg.resyncPeriod < time.Second:
+		return nil, fmt.Errorf("invalid --resync-period %s: must be at least 1s", cfg.resyncPeriod)
 	}
 	if _, _, err := net.SplitHostPort(cfg.listen); err != nil {
 		return nil, fmt.Errorf("invalid --listen %q: %v", cfg.listen, err)

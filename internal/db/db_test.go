@@ -209,7 +209,7 @@ func TestObjectRoundTripAndRelist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(changes) != 2 || changes[0] != (Change{Type: ChangeDeleted, ResourceID: rid, UID: "owner"}) || changes[1].Type != ChangeRelisted {
+	if len(changes) != 2 || changes[0].Type != ChangeDeleted || changes[0].UID != "owner" || changes[0].ResourceID != rid || changes[1].Type != ChangeRelisted {
 		t.Fatalf("relist changes = %+v", changes)
 	}
 	if _, err := d.GetObject(ctx, "owner"); !errors.Is(err, ErrNotFound) {

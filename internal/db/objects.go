@@ -148,6 +148,9 @@ type Change struct {
 	Type       ChangeType
 	ResourceID int64
 	UID        string // empty for ChangeRelisted
+	// Owners of a deleted object, as its last state named them (watch
+	// deletions only).
+	Owners []string
 }
 
 // ChangeType is the kind of a Change.
@@ -319,7 +322,11 @@ func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) 
 					return err
 				}
 				if n, _ := res.RowsAffected(); n > 0 {
-					changes = append(changes, Change{Type: ChangeDeleted, ResourceID: ev.ResourceID, UID: ev.Object.UID})
+					c := Change{Type: ChangeDeleted, ResourceID: ev.ResourceID, UID: ev.Object.UID}
+					for _, r := range ev.Object.OwnerReferences {
+						c.Owners = append(c.Owners, r.UID)
+					}
+					changes = append(changes, c)
 				}
 				continue
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 // Ingest is what the server needs from ingestion.
@@ -27,10 +28,16 @@ type Ingest interface {
 	Resources() []ingest.ResourceStatus
 }
 
+// Enforcement is what the server shows of the applier.
+type Enforcement interface {
+	Status() reconcile.Status
+}
+
 // Options configure the handler.
 type Options struct {
 	DB        *db.DB
 	Ingest    Ingest
+	Applier   Enforcement
 	Version   string
 	StartedAt time.Time
 	Logger    *slog.Logger
@@ -74,6 +81,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/readyz", s.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
 	r.Get("/status", s.status)
+	r.Get("/pending", s.pending)
+	r.Get("/audit", s.audit)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
@@ -147,11 +156,12 @@ type resourceJSON struct {
 }
 
 type statusJSON struct {
-	Version   string         `json:"version"`
-	StartedAt time.Time      `json:"startedAt"`
-	Synced    bool           `json:"synced"`
-	Objects   int64          `json:"objects"`
-	Resources []resourceJSON `json:"resources"`
+	Version     string            `json:"version"`
+	StartedAt   time.Time         `json:"startedAt"`
+	Synced      bool              `json:"synced"`
+	Enforcement *reconcile.Status `json:"enforcement,omitempty"`
+	Objects     int64             `json:"objects"`
+	Resources   []resourceJSON    `json:"resources"`
 }
 
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
@@ -165,6 +175,10 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 		counts[st.ID] = st.Objects
 	}
 	out := statusJSON{Version: s.Version, StartedAt: s.StartedAt.UTC(), Synced: s.Ingest.Synced(), Resources: []resourceJSON{}}
+	if s.Applier != nil {
+		st := s.Applier.Status()
+		out.Enforcement = &st
+	}
 	for _, res := range s.Ingest.Resources() {
 		n := counts[res.ID]
 		out.Objects += n

@@ -147,7 +147,7 @@ func TestMigrateCommand(t *testing.T) {
 	}{
 		{[]string{"migrate", "version", "--db", path}, "schema version 0"},
 		{[]string{"migrate", "up", "--db", path}, "schema version 2 "},
-		{[]string{"migrate", "--db", path, "down"}, "schema version 0"},
+		{[]string{"migrate", "--db", path, "down"}, "schema version 1 "},
 		{[]string{"migrate", "up", "--db", path}, "schema version 2 "},
 	} {
 		code, stdout, stderr := runBinary(t, 30*time.Second, step.args...)

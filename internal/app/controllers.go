@@ -1,0 +1,118 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/reconcile"
+	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
+)
+
+// instanceID names this process in audit rows and (later) its Lease:
+// hostname_<random>, as leader election identities are.
+func instanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "kubegcd"
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return host + "_" + hex.EncodeToString(b)
+}
+
+// controllers are the running reconcilers and what they share.
+type controllers struct {
+	applier *reconcile.Applier
+	runs    []func(context.Context) error
+	stop    func()
+}
+
+func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *ingest.Ingester, reg prometheus.Registerer,
+	logger *slog.Logger) (*controllers, error) {
+	writeCfg := rest.CopyConfig(restCfg)
+	writeCfg.QPS, writeCfg.Burst = float32(cfg.kubeAPIQPS), cfg.kubeAPIBurst
+	mc, err := metadata.NewForConfig(writeCfg)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(writeCfg)
+	if err != nil {
+		return nil, err
+	}
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{
+		DB: store, DryRun: cfg.dryRun, Instance: instanceID(), Logger: logger.With("component", "applier"),
+		MaxDeletionsPerMinute: cfg.maxDeletionsPerMinute, Registerer: reg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubegcd"})
+
+	c := &controllers{applier: applier, stop: broadcaster.Shutdown}
+	if slices.Contains(cfg.controllers, ownergc.Name) {
+		gc, err := ownergc.New(ownergc.Options{
+			DB: store, Applier: applier, Client: mc, Recorder: recorder, Logger: logger.With("controller", ownergc.Name),
+			Synced: ing.Synced, Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod,
+			UnknownKindRetry: cfg.discoveryInterval, Registerer: reg,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ing.Subscribe(gc.OnChange)
+		c.runs = append(c.runs, gc.Run)
+	}
+	return c, nil
+}
+
+// run runs every controller and the audit pruner until ctx ends.
+func (c *controllers) run(ctx context.Context, store *db.DB, retention time.Duration, logger *slog.Logger) {
+	var wg sync.WaitGroup
+	for _, run := range c.runs {
+		wg.Go(func() {
+			if err := run(ctx); err != nil {
+				logger.Error("controller stopped", "err", err)
+			}
+		})
+	}
+	wg.Go(func() { pruneAudit(ctx, store, retention, logger) })
+	wg.Wait()
+	c.stop()
+}
+
+// pruneAudit drops audit rows past the retention, at start and hourly.
+func pruneAudit(ctx context.Context, store *db.DB, retention time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		n, err := store.PruneAudit(ctx, time.Now().Add(-retention))
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("pruning audit history", "err", err)
+		} else if n > 0 {
+			logger.Info("pruned audit history", "rows", n, "older_than", retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,278 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Target names the object a decision is about.
+type Target struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+}
+
+// TargetOf returns the Target of a mirrored object.
+func TargetOf(o *Object) Target {
+	return Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
+}
+
+// Outcomes of a decision.
+const (
+	OutcomeApplied  = "applied"
+	OutcomeDryRun   = "dry-run"
+	OutcomeFailed   = "failed"
+	OutcomeConflict = "conflict"
+	OutcomeNotFound = "not-found"
+	OutcomeSkipped  = "skipped"
+)
+
+// AuditEntry is one decision in the history.
+type AuditEntry struct {
+	ID         int64           `json:"id"`
+	Time       time.Time       `json:"time"`
+	Instance   string          `json:"instance"`
+	Controller string          `json:"controller"`
+	Rule       string          `json:"rule"`
+	Action     string          `json:"action"`
+	Target     Target          `json:"target"`
+	Facts      json.RawMessage `json:"facts,omitempty"`
+	Reason     string          `json:"reason"`
+	DryRun     bool            `json:"dryRun"`
+	Outcome    string          `json:"outcome"`
+	Error      string          `json:"error"`
+}
+
+// InsertAudit appends an entry and returns its id.
+func (d *DB) InsertAudit(ctx context.Context, e *AuditEntry) error {
+	if e.Time.IsZero() {
+		e.Time = d.Now()
+	}
+	var facts any
+	if len(e.Facts) > 0 {
+		facts = string(e.Facts)
+	}
+	return d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `INSERT INTO audit (time, instance, controller, rule, action, api_version, kind, namespace,
+				name, uid, facts, reason, dry_run, outcome, error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion, e.Target.Kind,
+			e.Target.Namespace, e.Target.Name, e.Target.UID, facts, e.Reason, e.DryRun, e.Outcome, e.Error).Scan(&e.ID)
+	})
+}
+
+// AuditFilter selects audit entries. Zero fields match everything. Entries
+// come newest first; Before pages backwards from a cursor (an id).
+type AuditFilter struct {
+	Controller string
+	Namespace  string
+	UID        string
+	Outcome    string
+	Since      time.Time
+	Until      time.Time
+	Before     int64
+	Limit      int
+}
+
+// ListAudit returns entries matching f, newest first, and the cursor of the
+// next page (0 when there is none).
+func (d *DB) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if f.Controller != "" {
+		add("controller = ?", f.Controller)
+	}
+	if f.Namespace != "" {
+		add("namespace = ?", f.Namespace)
+	}
+	if f.UID != "" {
+		add("uid = ?", f.UID)
+	}
+	if f.Outcome != "" {
+		add("outcome = ?", f.Outcome)
+	}
+	if !f.Since.IsZero() {
+		add("time >= ?", formatTime(&f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("time < ?", formatTime(&f.Until))
+	}
+	if f.Before > 0 {
+		add("id < ?", f.Before)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT id, time, instance, controller, rule, action, api_version, kind, namespace, name, uid, facts, reason,
+		dry_run, outcome, error FROM audit`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, f.Limit+1)
+	rows, err := d.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	defer rows.Close()
+	out := []AuditEntry{}
+	for rows.Next() {
+		var e AuditEntry
+		var ts string
+		var facts sql.NullString
+		if err := rows.Scan(&e.ID, &ts, &e.Instance, &e.Controller, &e.Rule, &e.Action, &e.Target.APIVersion, &e.Target.Kind,
+			&e.Target.Namespace, &e.Target.Name, &e.Target.UID, &facts, &e.Reason, &e.DryRun, &e.Outcome, &e.Error); err != nil {
+			return nil, 0, fmt.Errorf("audit: %w", err)
+		}
+		if t := parseTime(sql.NullString{String: ts, Valid: true}); t != nil {
+			e.Time = *t
+		}
+		if facts.Valid {
+			e.Facts = json.RawMessage(facts.String)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	var next int64
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		next = out[len(out)-1].ID
+	}
+	return out, next, nil
+}
+
+// PruneAudit deletes entries older than cutoff and returns how many.
+func (d *DB) PruneAudit(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE time < ?`, formatTime(&cutoff))
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n, err
+}
+
+// Pending is a decision a controller holds and has not (yet) applied.
+type Pending struct {
+	Controller      string    `json:"controller"`
+	Rule            string    `json:"rule"`
+	Action          string    `json:"action"`
+	Reason          string    `json:"reason"`
+	Since           time.Time `json:"since"`
+	Target          Target    `json:"target"`
+	ResourceVersion string    `json:"-"`
+}
+
+// UpsertPending records p and reports whether it is a new decision: not
+// pending before, or pending for another rule, reason or resourceVersion.
+// An unchanged decision keeps its original Since.
+func (d *DB) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
+	var isNew bool
+	err := d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
+		var rule, reason, rv, since string
+		err := tx.QueryRowContext(ctx, `SELECT rule, reason, resource_version, since FROM pending
+			WHERE controller = ? AND uid = ? AND action = ?`, p.Controller, p.Target.UID, p.Action).Scan(&rule, &reason, &rv, &since)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			isNew = true
+		case err != nil:
+			return err
+		default:
+			isNew = rule != p.Rule || reason != p.Reason || rv != p.ResourceVersion
+			if t := parseTime(sql.NullString{String: since, Valid: true}); t != nil && !isNew {
+				p.Since = *t
+			}
+		}
+		if p.Since.IsZero() {
+			p.Since = d.Now()
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO pending (controller, uid, action, rule, reason, api_version, kind, namespace,
+				name, resource_version, since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (controller, uid, action) DO UPDATE SET rule = excluded.rule, reason = excluded.reason,
+				api_version = excluded.api_version, kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
+				resource_version = excluded.resource_version, since = excluded.since`,
+			p.Controller, p.Target.UID, p.Action, p.Rule, p.Reason, p.Target.APIVersion, p.Target.Kind, p.Target.Namespace,
+			p.Target.Name, p.ResourceVersion, formatTime(&p.Since))
+		return err
+	})
+	return isNew, err
+}
+
+// ClearPending forgets the decisions a controller held about uid, except
+// the action named in keep (if any).
+func (d *DB) ClearPending(ctx context.Context, controller, uid string, keep ...string) error {
+	return d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
+		q := `DELETE FROM pending WHERE controller = ? AND uid = ?`
+		args := []any{controller, uid}
+		for _, k := range keep {
+			q += ` AND action <> ?`
+			args = append(args, k)
+		}
+		_, err := tx.ExecContext(ctx, q, args...)
+		return err
+	})
+}
+
+// PendingFilter selects pending decisions.
+type PendingFilter struct {
+	Controller string
+	Namespace  string
+	Kind       string
+	Limit      int
+}
+
+// ListPending returns pending decisions, oldest first.
+func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error) {
+	var where []string
+	var args []any
+	for _, c := range []struct{ col, v string }{{"controller", f.Controller}, {"namespace", f.Namespace}, {"kind", f.Kind}} {
+		if c.v != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.v)
+		}
+	}
+	q := `SELECT controller, rule, action, reason, since, api_version, kind, namespace, name, uid, resource_version FROM pending`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	if f.Limit <= 0 {
+		f.Limit = 1000
+	}
+	q += " ORDER BY since, uid LIMIT ?"
+	args = append(args, f.Limit)
+	rows, err := d.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pending: %w", err)
+	}
+	defer rows.Close()
+	out := []Pending{}
+	for rows.Next() {
+		var p Pending
+		var since string
+		if err := rows.Scan(&p.Controller, &p.Rule, &p.Action, &p.Reason, &since, &p.Target.APIVersion, &p.Target.Kind,
+			&p.Target.Namespace, &p.Target.Name, &p.Target.UID, &p.ResourceVersion); err != nil {
+			return nil, fmt.Errorf("pending: %w", err)
+		}
+		if t := parseTime(sql.NullString{String: since, Valid: true}); t != nil {
+			p.Since = *t
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,122 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ObjectMeta returns an object's metadata without its owner references or
+// typed columns, or ErrNotFound.
+func (d *DB) ObjectMeta(ctx context.Context, uid string) (*Object, error) {
+	o, err := scanObject(d.read.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", uid, err)
+	}
+	return o, nil
+}
+
+// Dependent is an object whose ownerReferences name a given owner.
+type Dependent struct {
+	UID                string
+	Namespace          string
+	BlockOwnerDeletion bool // on its reference to the owner
+	Deleting           bool
+	Finalizers         []string
+}
+
+// DependentsOf lists the objects that name ownerUID as an owner.
+func (d *DB) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent, error) {
+	rows, err := d.read.QueryContext(ctx, `SELECT o.uid, o.namespace, coalesce(max(r.block_owner_deletion), 0),
+			o.deletion_timestamp IS NOT NULL, o.finalizers
+		FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid
+		WHERE r.owner_uid = ? GROUP BY o.uid`, ownerUID)
+	if err != nil {
+		return nil, fmt.Errorf("dependents of %s: %w", ownerUID, err)
+	}
+	defer rows.Close()
+	var out []Dependent
+	for rows.Next() {
+		var dep Dependent
+		var fin sql.NullString
+		if err := rows.Scan(&dep.UID, &dep.Namespace, &dep.BlockOwnerDeletion, &dep.Deleting, &fin); err != nil {
+			return nil, fmt.Errorf("dependents of %s: %w", ownerUID, err)
+		}
+		if fin.Valid {
+			if err := json.Unmarshal([]byte(fin.String), &dep.Finalizers); err != nil {
+				return nil, fmt.Errorf("dependents of %s: %w", ownerUID, err)
+			}
+		}
+		out = append(out, dep)
+	}
+	return out, rows.Err()
+}
+
+// HasDependents reports whether any object names uid as an owner.
+func (d *DB) HasDependents(ctx context.Context, uid string) (bool, error) {
+	var n int
+	err := d.read.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM owner_refs WHERE owner_uid = ? LIMIT 1)`, uid).Scan(&n)
+	return n > 0, err
+}
+
+// OwnerGCCandidates lists the objects the ownership garbage collector must
+// look at: dependents with an owner that is not in the mirror (or not under
+// that name) or is being deleted, and owners being deleted with the orphan or
+// foregroundDeletion finalizer. Everything else has only solid owners or
+// none, and needs nothing.
+func (d *DB) OwnerGCCandidates(ctx context.Context) ([]string, error) {
+	rows, err := d.read.QueryContext(ctx, `
+		SELECT DISTINCT r.dependent_uid FROM owner_refs r LEFT JOIN objects o ON o.uid = r.owner_uid
+		WHERE o.uid IS NULL OR o.name <> r.name OR o.deletion_timestamp IS NOT NULL
+		UNION
+		SELECT o.uid FROM objects o, json_each(o.finalizers) f
+		WHERE o.deletion_timestamp IS NOT NULL AND f.value IN ('orphan', 'foregroundDeletion')`)
+	if err != nil {
+		return nil, fmt.Errorf("ownergc candidates: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return nil, fmt.Errorf("ownergc candidates: %w", err)
+		}
+		out = append(out, uid)
+	}
+	return out, rows.Err()
+}
+
+// ResourceForKind finds the watched resource serving group/kind.
+func (d *DB) ResourceForKind(ctx context.Context, group, kind string) (*Resource, error) {
+	var r Resource
+	err := d.read.QueryRowContext(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources
+		WHERE api_group = ? AND kind = ? ORDER BY id LIMIT 1`, group, kind).
+		Scan(&r.ID, &r.Group, &r.Version, &r.Resource, &r.Kind, &r.Namespaced)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resource for %s/%s: %w", group, kind, err)
+	}
+	return &r, nil
+}
+
+// ResourceOf returns the resource an object is mirrored from.
+func (d *DB) ResourceOf(ctx context.Context, uid string) (*Resource, error) {
+	var r Resource
+	err := d.read.QueryRowContext(ctx, `SELECT r.id, r.api_group, r.version, r.resource, r.kind, r.namespaced
+		FROM objects o JOIN resources r ON r.id = o.resource_id WHERE o.uid = ?`, uid).
+		Scan(&r.ID, &r.Group, &r.Version, &r.Resource, &r.Kind, &r.Namespaced)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resource of %s: %w", uid, err)
+	}
+	return &r, nil
+}

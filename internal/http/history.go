@@ -1,0 +1,153 @@
+package http
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// knownControllers are the values ?controller= accepts.
+var knownControllers = map[string]bool{"ownergc": true, "podgc": true, "ttl": true, "svgc": true}
+
+var knownOutcomes = map[string]bool{
+	db.OutcomeApplied: true, db.OutcomeDryRun: true, db.OutcomeFailed: true, db.OutcomeConflict: true,
+	db.OutcomeNotFound: true, db.OutcomeSkipped: true,
+}
+
+// query reads and validates query parameters; the first problem wins.
+type query struct {
+	v   url.Values
+	err error
+}
+
+func (q *query) fail(format string, args ...any) {
+	if q.err == nil {
+		q.err = fmt.Errorf(format, args...)
+	}
+}
+
+// only rejects parameters the endpoint does not know, so a typo is an error
+// rather than a silently ignored filter.
+func (q *query) only(names ...string) {
+	allowed := map[string]bool{}
+	for _, n := range names {
+		allowed[n] = true
+	}
+	for k := range q.v {
+		if !allowed[k] {
+			q.fail("unknown query parameter %q", k)
+		}
+	}
+}
+
+func (q *query) str(name string) string {
+	if len(q.v[name]) > 1 {
+		q.fail("query parameter %q given more than once", name)
+	}
+	return q.v.Get(name)
+}
+
+func (q *query) oneOf(name string, allowed map[string]bool) string {
+	s := q.str(name)
+	if s != "" && !allowed[s] {
+		q.fail("invalid %s %q", name, s)
+	}
+	return s
+}
+
+func (q *query) limit(def, max int) int {
+	s := q.str("limit")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > max {
+		q.fail("invalid limit %q: want a number from 1 to %d", s, max)
+	}
+	return n
+}
+
+func (q *query) time(name string) time.Time {
+	s := q.str(name)
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		q.fail("invalid %s %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", name, s)
+	}
+	return t
+}
+
+type pendingJSON struct {
+	Items []db.Pending `json:"items"`
+}
+
+func (s *server) pending(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	q.only("controller", "namespace", "kind", "limit")
+	f := db.PendingFilter{
+		Controller: q.oneOf("controller", knownControllers),
+		Namespace:  q.str("namespace"),
+		Kind:       q.str("kind"),
+		Limit:      q.limit(1000, 10000),
+	}
+	if q.err != nil {
+		writeError(w, http.StatusBadRequest, q.err.Error())
+		return
+	}
+	items, err := s.DB.ListPending(r.Context(), f)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, pendingJSON{Items: items})
+}
+
+type auditJSON struct {
+	Items []db.AuditEntry `json:"items"`
+	// Next is the cursor of the following (older) page; empty at the end.
+	Next string `json:"next,omitempty"`
+}
+
+func (s *server) audit(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	q.only("controller", "namespace", "uid", "outcome", "since", "until", "limit", "cursor")
+	f := db.AuditFilter{
+		Controller: q.oneOf("controller", knownControllers),
+		Namespace:  q.str("namespace"),
+		UID:        q.str("uid"),
+		Outcome:    q.oneOf("outcome", knownOutcomes),
+		Since:      q.time("since"),
+		Until:      q.time("until"),
+		Limit:      q.limit(100, 1000),
+	}
+	if c := q.str("cursor"); c != "" {
+		n, err := strconv.ParseInt(c, 10, 64)
+		if err != nil || n < 1 {
+			q.fail("invalid cursor %q", c)
+		}
+		f.Before = n
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		q.fail("until must be after since")
+	}
+	if q.err != nil {
+		writeError(w, http.StatusBadRequest, q.err.Error())
+		return
+	}
+	items, next, err := s.DB.ListAudit(r.Context(), f)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	out := auditJSON{Items: items}
+	if next > 0 {
+		out.Next = strconv.FormatInt(next, 10)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

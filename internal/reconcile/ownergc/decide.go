@@ -1,0 +1,487 @@
+package ownergc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/reconcile"
+)
+
+// Classification of one ownerReference.
+const (
+	stateSolid    = "solid"    // the owner exists
+	stateDangling = "dangling" // no object with that UID at that name
+	stateWaiting  = "waiting"  // the owner is being deleted in the foreground
+)
+
+// refFact is what a decision records about each ownerReference.
+type refFact struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	State      string `json:"state"`
+	// Via says how the state was established: mirror, live (a GET),
+	// absent-cache, or dry-run (an earlier dry-run decision).
+	Via string `json:"via"`
+}
+
+// errInvalidNamespace: a cluster-scoped dependent names a namespaced owner
+// kind, which can never resolve (BR-21-07).
+var errInvalidNamespace = errors.New("cluster-scoped object names a namespaced owner kind")
+
+// classify decides the state of one of obj's ownerReferences: from the
+// mirror when it shows the owner, else by a live GET (an owner missing from
+// the mirror is only suspected absent), remembering confirmed absences.
+func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerRef) (refFact, error) {
+	fact := refFact{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
+	gvr, namespaced, err := c.gvrFor(ctx, ref.APIVersion, ref.Kind)
+	if err != nil {
+		return fact, err
+	}
+	if obj.Namespace == "" && namespaced {
+		return fact, errInvalidNamespace
+	}
+	ns := ""
+	if namespaced {
+		ns = obj.Namespace
+	}
+	if c.overlay.isDeleted(ref.UID) {
+		fact.State, fact.Via = stateDangling, "dry-run"
+		return fact, nil
+	}
+	owner, err := c.opts.DB.ObjectMeta(ctx, ref.UID)
+	switch {
+	case err == nil && owner.Name == ref.Name && owner.Namespace == ns && owner.Kind == ref.Kind && sameGroup(owner.APIVersion, ref.APIVersion):
+		fact.State, fact.Via = c.ownerState(owner.UID, owner.DeletionTimestamp != nil, owner.Finalizers), "mirror"
+		return fact, nil
+	case err == nil && owner.Namespace != ns && namespaced:
+		// The UID exists, but in another namespace: an invalid
+		// cross-namespace reference, which upstream reports too.
+		c.warnInvalidNamespace(obj, ref, fmt.Sprintf("ownerRef %s/%s %s does not exist in namespace %q", ref.Kind, ref.Name, ref.UID, obj.Namespace))
+	case err != nil && !errors.Is(err, db.ErrNotFound):
+		return fact, err
+	}
+
+	key := absentKey{group: gvr.Group, kind: ref.Kind, namespace: ns, name: ref.Name, uid: ref.UID}
+	if c.absent.has(key) {
+		c.metrics.verifications.WithLabelValues("cache-hit").Inc()
+		fact.State, fact.Via = stateDangling, "absent-cache"
+		return fact, nil
+	}
+	live, err := c.opts.Client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.metrics.verifications.WithLabelValues("absent").Inc()
+		c.absent.add(key)
+		fact.State, fact.Via = stateDangling, "live"
+	case err != nil:
+		c.metrics.verifications.WithLabelValues("error").Inc()
+		return fact, fmt.Errorf("verifying owner %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
+	case string(live.UID) != ref.UID:
+		c.metrics.verifications.WithLabelValues("absent").Inc()
+		c.absent.add(key)
+		fact.State, fact.Via = stateDangling, "live"
+	default:
+		// The mirror lags; the live object decides.
+		c.metrics.verifications.WithLabelValues("present").Inc()
+		fact.State, fact.Via = c.ownerState(string(live.UID), live.DeletionTimestamp != nil, live.Finalizers), "live"
+	}
+	return fact, nil
+}
+
+func (c *Controller) ownerState(uid string, deleting bool, finalizers []string) string {
+	if c.overlay.isForeground(uid) {
+		return stateWaiting
+	}
+	if deleting && containsUnremoved(finalizers, finalizerForeground, func(f string) bool { return c.overlay.finalizerRemoved(uid, f) }) {
+		return stateWaiting
+	}
+	return stateSolid
+}
+
+func containsUnremoved(list []string, want string, removed func(string) bool) bool {
+	for _, f := range list {
+		if f == want && !removed(f) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameGroup(a, b string) bool {
+	ga, _ := schema.ParseGroupVersion(a)
+	gb, _ := schema.ParseGroupVersion(b)
+	return ga.Group == gb.Group
+}
+
+func (c *Controller) warnInvalidNamespace(obj *db.Object, ref db.OwnerRef, msg string) {
+	if c.opts.Applier.DryRun() || c.opts.Recorder == nil {
+		return
+	}
+	c.opts.Recorder.Event(involved(obj), corev1.EventTypeWarning, "OwnerRefInvalidNamespace", msg)
+}
+
+// attemptToDelete decides about a dependent that is not being deleted.
+func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error {
+	decided := time.Now()
+	refs := c.refs(obj)
+	facts := make([]refFact, 0, len(refs))
+	var solid, dangling, waiting []string
+	for _, ref := range refs {
+		fact, err := c.classify(ctx, obj, ref)
+		switch {
+		case errors.Is(err, errInvalidNamespace):
+			return c.keepInvalidNamespace(ctx, obj, ref)
+		case isUnknownKind(err):
+			// Never treated as absent: retried after discovery may have
+			// learnt the kind.
+			c.log.Debug("owner kind not served; retrying later", "uid", obj.UID, "err", err)
+			return retryAfter{after: c.opts.UnknownKindRetry, reason: err.Error()}
+		case err != nil:
+			return err
+		}
+		facts = append(facts, fact)
+		switch fact.State {
+		case stateSolid:
+			solid = append(solid, ref.UID)
+		case stateDangling:
+			dangling = append(dangling, ref.UID)
+		case stateWaiting:
+			waiting = append(waiting, ref.UID)
+		}
+	}
+	target := db.TargetOf(obj)
+	d := reconcile.Decision{Controller: Name, Target: target, ResourceVersion: obj.ResourceVersion, Facts: facts, DecidedAt: decided}
+
+	switch {
+	case len(solid) > 0:
+		if len(dangling)+len(waiting) == 0 {
+			return c.opts.DB.ClearPending(ctx, Name, obj.UID)
+		}
+		// Keep the object; drop only the references that would hold it or
+		// its owners (a waiting reference left in place would block its
+		// owner's foreground deletion forever).
+		remove := append(dangling, waiting...)
+		d.Rule, d.Action = ruleCascade, actionRemoveOwnerRefs
+		d.Reason = fmt.Sprintf("%d owner(s) still exist; removing %d reference(s) to owners that are gone or being deleted", len(solid), len(remove))
+		return c.apply(ctx, d, func(ctx context.Context) error { return c.removeOwnerRefs(ctx, obj, remove) }, func() {
+			c.overlay.removeRefs(obj.UID, remove)
+		})
+
+	case len(waiting) > 0:
+		hasDeps, err := c.hasDependents(ctx, obj.UID)
+		if err != nil {
+			return err
+		}
+		if hasDeps {
+			if err := c.unblockIfCycle(ctx, obj, d); err != nil {
+				return err
+			}
+			d.Rule, d.Action = ruleForeground, actionDelete
+			d.Destructive = true
+			d.Reason = "every owner is gone or being deleted in the foreground, and the object has dependents of its own: deleting it in the foreground"
+			return c.apply(ctx, d, func(ctx context.Context) error {
+				return c.deleteObject(ctx, obj, metav1.DeletePropagationForeground)
+			}, func() { c.overlay.deleteForeground(obj.UID) })
+		}
+	}
+
+	// No solid owner: the object is garbage. Its own finalizers choose how
+	// its dependents go (BR-21-01, -04).
+	policy := metav1.DeletePropagationBackground
+	switch {
+	case c.hasFinalizer(obj, finalizerOrphan):
+		policy = metav1.DeletePropagationOrphan
+	case c.hasFinalizer(obj, finalizerForeground):
+		policy = metav1.DeletePropagationForeground
+	}
+	d.Rule, d.Action, d.Destructive = ruleCascade, actionDelete, true
+	d.Reason = fmt.Sprintf("no owner exists (%d gone, %d being deleted in the foreground): deleting with propagation %s",
+		len(dangling), len(waiting), policy)
+	return c.apply(ctx, d, func(ctx context.Context) error { return c.deleteObject(ctx, obj, policy) }, func() {
+		if policy == metav1.DeletePropagationForeground {
+			c.overlay.deleteForeground(obj.UID)
+		} else {
+			c.overlay.delete(obj.UID)
+		}
+	})
+}
+
+// apply hands d to the applier; in dry-run, dryRun records what enforce
+// would have changed, and what it affects is looked at again.
+func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(context.Context) error, dryRun func()) error {
+	outcome, err := c.opts.Applier.Apply(ctx, d, do)
+	if outcome == db.OutcomeDryRun {
+		dryRun()
+		c.requeueRelated(ctx, d.Target.UID)
+		return nil
+	}
+	if outcome == db.OutcomeConflict {
+		// The mirror was behind: decide again once it has caught up.
+		return retryAfter{after: 200 * time.Millisecond, reason: "conflict"}
+	}
+	return err
+}
+
+// requeueRelated wakes what a dry-run change affects: the object's
+// dependents and owners.
+func (c *Controller) requeueRelated(ctx context.Context, uid string) {
+	c.queue.Add(uid)
+	if deps, err := c.opts.DB.DependentsOf(ctx, uid); err == nil {
+		for _, d := range deps {
+			c.queue.Add(d.UID)
+		}
+	}
+	if obj, err := c.opts.DB.GetObject(ctx, uid); err == nil {
+		for _, r := range obj.OwnerReferences {
+			c.queue.Add(r.UID)
+		}
+	}
+}
+
+func (c *Controller) hasDependents(ctx context.Context, uid string) (bool, error) {
+	deps, err := c.opts.DB.DependentsOf(ctx, uid)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range deps {
+		if !c.overlay.isDeleted(d.UID) && !c.overlay.refRemoved(d.UID, uid) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unblockIfCycle makes obj's references non-blocking when one of its own
+// dependents is itself deleting dependents: otherwise two foreground
+// deletions could wait for each other forever.
+func (c *Controller) unblockIfCycle(ctx context.Context, obj *db.Object, d reconcile.Decision) error {
+	deps, err := c.opts.DB.DependentsOf(ctx, obj.UID)
+	if err != nil {
+		return err
+	}
+	for _, dep := range deps {
+		depObj, err := c.opts.DB.ObjectMeta(ctx, dep.UID)
+		if err != nil || !c.beingDeleted(depObj) || !c.hasFinalizer(depObj, finalizerForeground) {
+			continue
+		}
+		var blocking []string
+		for _, r := range c.refs(obj) {
+			if r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
+				blocking = append(blocking, r.UID)
+			}
+		}
+		if len(blocking) == 0 {
+			return nil
+		}
+		d.Rule, d.Action = ruleForeground, actionUnblockRefs
+		d.Reason = fmt.Sprintf("dependent %s/%s is itself deleting its dependents: making this object's owner references non-blocking to break the cycle",
+			depObj.Kind, depObj.Name)
+		return c.apply(ctx, d, func(ctx context.Context) error { return c.unblockOwnerRefs(ctx, obj) }, func() {
+			c.overlay.unblockRefs(obj.UID, blocking)
+		})
+	}
+	return nil
+}
+
+// keepInvalidNamespace records that a cluster-scoped object naming a
+// namespaced owner kind is kept, and warns on it, once per version.
+func (c *Controller) keepInvalidNamespace(ctx context.Context, obj *db.Object, ref db.OwnerRef) error {
+	d := reconcile.Decision{
+		Controller: Name, Rule: ruleNamespace, Action: actionKeep, Target: db.TargetOf(obj), ResourceVersion: obj.ResourceVersion,
+		Reason: fmt.Sprintf("cluster-scoped object names namespaced owner kind %s (%s %s): the reference can never resolve, so the object is kept",
+			ref.Kind, ref.Name, ref.UID),
+		Facts: []refFact{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID, State: "invalid", Via: "mirror"}},
+	}
+	isNew, err := c.opts.Applier.Record(ctx, d)
+	if err != nil {
+		return err
+	}
+	if isNew {
+		c.warnInvalidNamespace(obj, ref, fmt.Sprintf("ownerRef %s/%s %s is namespaced, but this object is cluster-scoped", ref.Kind, ref.Name, ref.UID))
+	}
+	return nil
+}
+
+// deleteDependents handles an owner being deleted in the foreground
+// (BR-21-03): its dependents go first; once no dependent with
+// blockOwnerDeletion remains, the foregroundDeletion finalizer is removed.
+func (c *Controller) deleteDependents(ctx context.Context, owner *db.Object) error {
+	deps, err := c.opts.DB.DependentsOf(ctx, owner.UID)
+	if err != nil {
+		return err
+	}
+	blocking := 0
+	for _, dep := range deps {
+		if c.overlay.isDeleted(dep.UID) || c.overlay.refRemoved(dep.UID, owner.UID) {
+			continue
+		}
+		if dep.BlockOwnerDeletion && !c.overlay.refUnblocked(dep.UID, owner.UID) {
+			blocking++
+		}
+		if !dep.Deleting {
+			c.queue.Add(dep.UID)
+		}
+	}
+	if blocking > 0 {
+		return c.opts.DB.ClearPending(ctx, Name, owner.UID)
+	}
+	d := reconcile.Decision{Controller: Name, Rule: ruleForeground, Action: actionRemoveFinalizer, Target: db.TargetOf(owner),
+		ResourceVersion: owner.ResourceVersion, DecidedAt: time.Now(),
+		Reason: "no dependent with blockOwnerDeletion remains: removing the foregroundDeletion finalizer"}
+	return c.apply(ctx, d, func(ctx context.Context) error { return c.removeFinalizer(ctx, owner, finalizerForeground) }, func() {
+		c.overlay.removeFinalizer(owner, finalizerForeground)
+	})
+}
+
+// orphanDependents handles an owner deleted with the orphan policy
+// (BR-21-02): every dependent loses its reference to it, then the orphan
+// finalizer is removed.
+func (c *Controller) orphanDependents(ctx context.Context, owner *db.Object) error {
+	deps, err := c.opts.DB.DependentsOf(ctx, owner.UID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, dep := range deps {
+		if c.overlay.isDeleted(dep.UID) || c.overlay.refRemoved(dep.UID, owner.UID) {
+			continue
+		}
+		depObj, err := c.opts.DB.GetObject(ctx, dep.UID)
+		if errors.Is(err, db.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d := reconcile.Decision{Controller: Name, Rule: ruleOrphan, Action: actionRemoveOwnerRefs, Target: db.TargetOf(depObj),
+			ResourceVersion: depObj.ResourceVersion, DecidedAt: time.Now(),
+			Reason: fmt.Sprintf("owner %s/%s is deleted with the orphan policy: removing the reference to it", owner.Kind, owner.Name)}
+		if err := c.apply(ctx, d, func(ctx context.Context) error {
+			return c.removeOwnerRefs(ctx, depObj, []string{owner.UID})
+		}, func() { c.overlay.removeRefs(dep.UID, []string{owner.UID}) }); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	d := reconcile.Decision{Controller: Name, Rule: ruleOrphan, Action: actionRemoveFinalizer, Target: db.TargetOf(owner),
+		ResourceVersion: owner.ResourceVersion, DecidedAt: time.Now(),
+		Reason: fmt.Sprintf("%d dependent(s) orphaned: removing the orphan finalizer", len(deps))}
+	return c.apply(ctx, d, func(ctx context.Context) error { return c.removeFinalizer(ctx, owner, finalizerOrphan) }, func() {
+		c.overlay.removeFinalizer(owner, finalizerOrphan)
+	})
+}
+
+// --- writes: every one carries the UID and resourceVersion it was decided on.
+
+func (c *Controller) client(ctx context.Context, o *db.Object) (metadata.ResourceInterface, error) {
+	gvr, namespaced, err := c.gvrFor(ctx, o.APIVersion, o.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if namespaced {
+		return c.opts.Client.Resource(gvr).Namespace(o.Namespace), nil
+	}
+	return c.opts.Client.Resource(gvr), nil
+}
+
+func (c *Controller) deleteObject(ctx context.Context, o *db.Object, policy metav1.DeletionPropagation) error {
+	rc, err := c.client(ctx, o)
+	if err != nil {
+		return err
+	}
+	uid := types.UID(o.UID)
+	rv := o.ResourceVersion
+	return rc.Delete(ctx, o.Name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
+		PropagationPolicy: &policy,
+	})
+}
+
+// patchMeta sends a JSON merge patch of metadata that also names the
+// object's UID and resourceVersion, so it applies only to the version the
+// decision was made on (409 otherwise).
+func (c *Controller) patchMeta(ctx context.Context, o *db.Object, fields map[string]any) error {
+	rc, err := c.client(ctx, o)
+	if err != nil {
+		return err
+	}
+	fields["uid"] = o.UID
+	fields["resourceVersion"] = o.ResourceVersion
+	body, err := json.Marshal(map[string]any{"metadata": fields})
+	if err != nil {
+		return err
+	}
+	_, err = rc.Patch(ctx, o.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	return err
+}
+
+func ownerRefsJSON(refs []db.OwnerRef) []metav1.OwnerReference {
+	out := make([]metav1.OwnerReference, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, metav1.OwnerReference{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: types.UID(r.UID),
+			Controller: r.Controller, BlockOwnerDeletion: r.BlockOwnerDeletion})
+	}
+	return out
+}
+
+func (c *Controller) removeOwnerRefs(ctx context.Context, o *db.Object, owners []string) error {
+	var keep []db.OwnerRef
+	for _, r := range o.OwnerReferences {
+		if !slices.Contains(owners, r.UID) {
+			keep = append(keep, r)
+		}
+	}
+	var refs any = ownerRefsJSON(keep)
+	if len(keep) == 0 {
+		refs = nil
+	}
+	return c.patchMeta(ctx, o, map[string]any{"ownerReferences": refs})
+}
+
+func (c *Controller) unblockOwnerRefs(ctx context.Context, o *db.Object) error {
+	refs := make([]db.OwnerRef, len(o.OwnerReferences))
+	copy(refs, o.OwnerReferences)
+	for i := range refs {
+		if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {
+			refs[i].BlockOwnerDeletion = new(false)
+		}
+	}
+	return c.patchMeta(ctx, o, map[string]any{"ownerReferences": ownerRefsJSON(refs)})
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, o *db.Object, finalizer string) error {
+	var keep []string
+	for _, f := range o.Finalizers {
+		if f != finalizer {
+			keep = append(keep, f)
+		}
+	}
+	var fin any = keep
+	if len(keep) == 0 {
+		fin = nil
+	}
+	return c.patchMeta(ctx, o, map[string]any{"finalizers": fin})
+}
+
+// involved is the Event's involvedObject.
+func involved(o *db.Object) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
+		UID: types.UID(o.UID), ResourceVersion: o.ResourceVersion}
+}

@@ -1,0 +1,202 @@
+package ownergc
+
+import (
+	"container/list"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// absentKey identifies an owner confirmed absent: the coordinates it was
+// looked up by, and the UID that was not found there.
+type absentKey struct {
+	group, kind, namespace, name, uid string
+}
+
+// absentCache remembers owners confirmed absent (BR-21-06), so that many
+// dependents of one deleted owner cost one GET, not one each. It is a
+// bounded LRU: a UID never comes back, so entries never go stale.
+type absentCache struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List
+	items map[absentKey]*list.Element
+}
+
+func newAbsentCache(max int) *absentCache {
+	return &absentCache{max: max, order: list.New(), items: map[absentKey]*list.Element{}}
+}
+
+func (a *absentCache) has(k absentKey) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.items[k]
+	if ok {
+		a.order.MoveToFront(e)
+	}
+	return ok
+}
+
+func (a *absentCache) add(k absentKey) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.items[k]; ok {
+		a.order.MoveToFront(e)
+		return
+	}
+	a.items[k] = a.order.PushFront(k)
+	if a.order.Len() > a.max {
+		last := a.order.Back()
+		a.order.Remove(last)
+		delete(a.items, last.Value.(absentKey))
+	}
+}
+
+// overlay is dry-run's memory of what enforce would already have done:
+// objects deleted, deletions begun in the foreground, references removed or
+// made non-blocking, finalizers removed. Classification reads through it, so
+// a dry-run cascade reaches the same decisions, level after level, as an
+// enforced one. A nil overlay (enforce) answers false to everything.
+type overlay struct {
+	mu                sync.Mutex
+	deleted           map[string]bool
+	foreground        map[string]bool
+	removedRefs       map[[2]string]bool // dependent, owner
+	unblockedRefs     map[[2]string]bool
+	removedFinalizers map[[2]string]bool // object, finalizer
+}
+
+func newOverlay() *overlay {
+	return &overlay{deleted: map[string]bool{}, foreground: map[string]bool{}, removedRefs: map[[2]string]bool{},
+		unblockedRefs: map[[2]string]bool{}, removedFinalizers: map[[2]string]bool{}}
+}
+
+func (o *overlay) isDeleted(uid string) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.deleted[uid]
+}
+
+func (o *overlay) isForeground(uid string) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.foreground[uid] && !o.removedFinalizers[[2]string{uid, finalizerForeground}]
+}
+
+func (o *overlay) refRemoved(dependent, owner string) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.removedRefs[[2]string{dependent, owner}]
+}
+
+func (o *overlay) refUnblocked(dependent, owner string) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.unblockedRefs[[2]string{dependent, owner}]
+}
+
+func (o *overlay) finalizerRemoved(uid, finalizer string) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.removedFinalizers[[2]string{uid, finalizer}]
+}
+
+func (o *overlay) delete(uid string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.deleted[uid] = true
+}
+
+func (o *overlay) deleteForeground(uid string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.foreground[uid] = true
+}
+
+func (o *overlay) removeRefs(dependent string, owners []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, ow := range owners {
+		o.removedRefs[[2]string{dependent, ow}] = true
+	}
+}
+
+func (o *overlay) unblockRefs(dependent string, owners []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, ow := range owners {
+		o.unblockedRefs[[2]string{dependent, ow}] = true
+	}
+}
+
+// removeFinalizer records a removed finalizer; an object being deleted
+// whose last finalizer goes is gone.
+func (o *overlay) removeFinalizer(obj *db.Object, finalizer string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.removedFinalizers[[2]string{obj.UID, finalizer}] = true
+	left := 0
+	for _, f := range obj.Finalizers {
+		if !o.removedFinalizers[[2]string{obj.UID, f}] {
+			left++
+		}
+	}
+	if o.foreground[obj.UID] || obj.DeletionTimestamp != nil {
+		if left == 0 {
+			o.deleted[obj.UID] = true
+		}
+	}
+}
+
+type metrics struct {
+	verifications *prometheus.CounterVec
+	errors        prometheus.Counter
+	depth         prometheus.Gauge
+	candidates    prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		verifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "kubegcd", Subsystem: "ownergc", Name: "owner_verifications_total",
+			Help: "Owners missing from the mirror, by result: absent and present (a live GET), cache-hit (known absent), error.",
+		}, []string{"result"}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "kubegcd", Subsystem: "ownergc", Name: "sync_errors_total",
+			Help: "Items that failed and were queued again with backoff.",
+		}),
+		depth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "kubegcd", Subsystem: "ownergc", Name: "queue_depth",
+			Help: "Objects waiting to be looked at.",
+		}),
+		candidates: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "kubegcd", Subsystem: "ownergc", Name: "candidates",
+			Help: "Objects the last full pass found with an owner missing or being deleted.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.verifications, m.errors, m.depth, m.candidates} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
