@@ -71,8 +71,12 @@ func (d *DB) HasDependents(ctx context.Context, uid string) (bool, error) {
 // none, and needs nothing.
 func (d *DB) OwnerGCCandidates(ctx context.Context) ([]string, error) {
 	rows, err := d.read.QueryContext(ctx, `
-		SELECT DISTINCT r.dependent_uid FROM owner_refs r LEFT JOIN objects o ON o.uid = r.owner_uid
-		WHERE o.uid IS NULL OR o.name <> r.name OR o.deletion_timestamp IS NOT NULL
+		SELECT DISTINCT r.dependent_uid FROM owner_refs r
+			JOIN objects d ON d.uid = r.dependent_uid
+			LEFT JOIN objects o ON o.uid = r.owner_uid
+		WHERE o.uid IS NULL OR o.name <> r.name OR o.kind <> r.kind OR o.deletion_timestamp IS NOT NULL
+			-- a namespaced owner outside the dependent's namespace is not its owner
+			OR (o.namespace <> '' AND o.namespace <> d.namespace)
 		UNION
 		SELECT o.uid FROM objects o, json_each(o.finalizers) f
 		WHERE o.deletion_timestamp IS NOT NULL AND f.value IN ('orphan', 'foregroundDeletion')`)

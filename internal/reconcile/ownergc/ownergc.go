@@ -84,8 +84,6 @@ type Controller struct {
 	overlay *overlay
 
 	resync chan struct{}
-	mu     sync.Mutex
-	ready  bool
 }
 
 // New returns a controller; Run starts it.
@@ -123,14 +121,9 @@ func New(opts Options) (*Controller, error) {
 }
 
 // OnChange is the ingest subscription: enqueue what a committed change may
-// have affected. It never blocks.
+// have affected. It never blocks. Before the mirror has synced, items only
+// wait in the queue: no worker runs until then.
 func (c *Controller) OnChange(changes []db.Change) {
-	c.mu.Lock()
-	ready := c.ready
-	c.mu.Unlock()
-	if !ready {
-		return // the first full pass covers everything
-	}
 	for _, ch := range changes {
 		switch ch.Type {
 		case db.ChangeRelisted:
@@ -160,9 +153,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return nil
 	}
-	c.mu.Lock()
-	c.ready = true
-	c.mu.Unlock()
 	c.log.Info("starting", "workers", c.opts.Workers, "dry_run", c.opts.Applier.DryRun())
 
 	var wg sync.WaitGroup
