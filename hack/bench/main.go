@@ -59,9 +59,12 @@ const (
 )
 
 type config struct {
-	sizes   []int
-	workers int
-	kcm     bool
+	sizes      []int
+	workers    int
+	kcm        bool
+	runIngest  bool
+	runOwnerGC bool
+	dependents int
 }
 
 // result is one size's measurements.
@@ -84,8 +87,21 @@ func main() {
 	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager's garbage collector memory at each size")
+	which := flag.String("run", "ingest,ownergc", "benchmarks to run: ingest, ownergc")
+	dependents := flag.Int("dependents", 20000, "ownergc: dependents of the one owner that is deleted")
 	flag.Parse()
-	cfg := config{workers: *workers, kcm: *kcm}
+	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents}
+	for b := range strings.SplitSeq(*which, ",") {
+		switch strings.TrimSpace(b) {
+		case "ingest":
+			cfg.runIngest = true
+		case "ownergc":
+			cfg.runOwnerGC = true
+		default:
+			fmt.Fprintf(os.Stderr, "bench: -run: unknown benchmark %q\n", b)
+			os.Exit(2)
+		}
+	}
 	var err error
 	if cfg.sizes, err = parseSizes(*sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: -sizes:", err)
@@ -131,7 +147,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 
-	fmt.Printf("kubegcd ingest benchmark: sizes %v, %d workers, %d CPUs\n", cfg.sizes, cfg.workers, runtime.NumCPU())
+	fmt.Printf("kubegcd benchmarks: %d CPUs, %d client workers\n", runtime.NumCPU(), cfg.workers)
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
 		Dir:  filepath.Join(dir, "cluster"),
 		Logf: func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) },
@@ -151,6 +167,15 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err != nil {
 		return err
 	}
+	if cfg.runOwnerGC {
+		if err := runOwnerGC(ctx, cfg, cluster, kube, dir); err != nil {
+			return err
+		}
+	}
+	if !cfg.runIngest {
+		return nil
+	}
+	fmt.Printf("\n== ingest: sizes %v\n", cfg.sizes)
 	c := &creator{kube: kube, workers: cfg.workers}
 	if err := c.createNamespaces(ctx); err != nil {
 		return err

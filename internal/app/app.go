@@ -214,6 +214,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 		Logger:    logger.With("component", "http"),
 		Registry:  reg,
 		UI:        web.FS,
+		Profiling: cfg.profiling,
 	})
 	if err != nil {
 		return err

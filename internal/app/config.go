@@ -39,6 +39,7 @@ type runConfig struct {
 	maxDeletionsPerMinute int
 	auditRetention        time.Duration
 	resyncPeriod          time.Duration
+	profiling             bool
 }
 
 // parseRunFlags parses `kubegcd run`'s flags; --help prints to helpOut.
@@ -68,6 +69,7 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
 		"how often controllers look at every candidate again, beside reacting to changes")
+	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen")
 	configFile := fs.String("config", "",
 		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
 	fs.Usage = func() {

@@ -50,22 +50,33 @@ type AuditEntry struct {
 	Error      string          `json:"error"`
 }
 
-// InsertAudit appends an entry and returns its id.
+// InsertAudit appends an entry and sets its id.
 func (d *DB) InsertAudit(ctx context.Context, e *AuditEntry) error {
 	if e.Time.IsZero() {
 		e.Time = d.Now()
 	}
+	return d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error { return d.insertAudit(ctx, tx, e) })
+}
+
+const (
+	sqlInsertAudit = `INSERT INTO audit (time, instance, controller, rule, action, api_version, kind, namespace,
+			name, uid, facts, reason, dry_run, outcome, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	sqlDeletePending = `DELETE FROM pending WHERE controller = ? AND uid = ?`
+)
+
+func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error {
 	var facts any
 	if len(e.Facts) > 0 {
 		facts = string(e.Facts)
 	}
-	return d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `INSERT INTO audit (time, instance, controller, rule, action, api_version, kind, namespace,
-				name, uid, facts, reason, dry_run, outcome, error)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion, e.Target.Kind,
-			e.Target.Namespace, e.Target.Name, e.Target.UID, facts, e.Reason, e.DryRun, e.Outcome, e.Error).Scan(&e.ID)
-	})
+	st, err := d.txStmt(ctx, tx, sqlInsertAudit)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(ctx,
+		formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion, e.Target.Kind,
+		e.Target.Namespace, e.Target.Name, e.Target.UID, facts, e.Reason, e.DryRun, e.Outcome, e.Error).Scan(&e.ID)
 }
 
 // AuditFilter selects audit entries. Zero fields match everything. Entries
@@ -121,7 +132,7 @@ func (d *DB) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64,
 	}
 	q += " ORDER BY id DESC LIMIT ?"
 	args = append(args, f.Limit+1)
-	rows, err := d.read.QueryContext(ctx, q, args...)
+	rows, err := d.query(ctx, q, args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("audit: %w", err)
 	}
@@ -214,18 +225,45 @@ func (d *DB) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
 	return isNew, err
 }
 
-// ClearPending forgets the decisions a controller held about uid, except
-// the action named in keep (if any).
-func (d *DB) ClearPending(ctx context.Context, controller, uid string, keep ...string) error {
+// ClearPending forgets the decisions a controller held about uid. Most
+// calls find nothing to forget, so it looks before it takes the writer.
+func (d *DB) ClearPending(ctx context.Context, controller, uid string) error {
+	var n int
+	if err := d.queryRow(ctx, `SELECT count(*) FROM pending WHERE controller = ? AND uid = ?`, controller, uid).Scan(&n); err != nil {
+		return fmt.Errorf("pending: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
 	return d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
-		q := `DELETE FROM pending WHERE controller = ? AND uid = ?`
-		args := []any{controller, uid}
-		for _, k := range keep {
-			q += ` AND action <> ?`
-			args = append(args, k)
-		}
-		_, err := tx.ExecContext(ctx, q, args...)
+		_, err := tx.ExecContext(ctx, `DELETE FROM pending WHERE controller = ? AND uid = ?`, controller, uid)
 		return err
+	})
+}
+
+// RecordApplied queues the audit entry of an applied decision, and the
+// removal of what was pending about its target, as one transaction, without
+// waiting for it: the write to the cluster is done, and the worker need not
+// wait for the disk before taking the next one. Close commits what is
+// queued; onErr (if set) hears of a failure.
+func (d *DB) RecordApplied(e *AuditEntry, onErr func(error)) {
+	if e.Time.IsZero() {
+		e.Time = d.Now()
+	}
+	d.inWriteTxAsync("audit", func(tx *sql.Tx) error {
+		if err := d.insertAudit(context.Background(), tx, e); err != nil {
+			return err
+		}
+		st, err := d.txStmt(context.Background(), tx, sqlDeletePending)
+		if err != nil {
+			return err
+		}
+		_, err = st.ExecContext(context.Background(), e.Controller, e.Target.UID)
+		return err
+	}, func(err error) {
+		if err != nil && onErr != nil {
+			onErr(err)
+		}
 	})
 }
 
@@ -256,7 +294,7 @@ func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error
 	}
 	q += " ORDER BY since, uid LIMIT ?"
 	args = append(args, f.Limit)
-	rows, err := d.read.QueryContext(ctx, q, args...)
+	rows, err := d.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pending: %w", err)
 	}

@@ -42,6 +42,13 @@ type DB struct {
 	lock  *os.File
 
 	writeSeconds *prometheus.HistogramVec
+
+	readStmts, writeStmts stmtCache
+
+	// The writer goroutine (see writer.go) and its queue.
+	writes     chan *writeReq
+	stopWriter chan struct{}
+	writerDone chan struct{}
 }
 
 // Options tune Open.
@@ -60,7 +67,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("database path is empty")
 	}
-	d := &DB{Path: path, Now: time.Now}
+	d := &DB{Path: path, Now: time.Now, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
+		writerDone: make(chan struct{})}
+	if opts.ReadOnly {
+		close(d.writerDone) // writes fail at once
+	} else {
+		// It touches d.write only for a request, which comes after Open.
+		go d.runWriter()
+	}
 	if !opts.ReadOnly {
 		lock, err := lockFile(path)
 		if err != nil {
@@ -92,6 +106,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := d.read.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
+	if !opts.ReadOnly {
+		if err := d.warmWrites(ctx); err != nil {
+			return nil, fmt.Errorf("database %s: %w", path, err)
+		}
+	}
 
 	d.writeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "kubegcd",
@@ -112,6 +131,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // Close releases the connections and the lock.
 func (d *DB) Close() error {
 	var errs []error
+	select {
+	case <-d.writerDone:
+	default:
+		close(d.stopWriter)
+		<-d.writerDone
+	}
+	d.readStmts.close()
+	d.writeStmts.close()
 	if d.read != nil {
 		errs = append(errs, d.read.Close())
 	}

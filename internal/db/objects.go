@@ -191,37 +191,49 @@ type statements struct {
 	insertSVE                                             *sql.Stmt
 }
 
-func prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
+// Write statements of the ingest path, prepared once (see warmWrites).
+const (
+	sqlTouch  = `UPDATE objects SET sync_epoch = ? WHERE uid = ? AND resource_id = ? AND resource_version = ?`
+	sqlUpsert = `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
+			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (uid) DO UPDATE SET resource_id = excluded.resource_id, api_version = excluded.api_version,
+			kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
+			resource_version = excluded.resource_version, creation_timestamp = excluded.creation_timestamp,
+			deletion_timestamp = excluded.deletion_timestamp,
+			deletion_grace_period_seconds = excluded.deletion_grace_period_seconds,
+			finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch`
+	sqlDeleteObject = `DELETE FROM objects WHERE uid = ?`
+	sqlDeleteRefs   = `DELETE FROM owner_refs WHERE dependent_uid = ?`
+	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, block_owner_deletion)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlUpsertPod   = `INSERT OR REPLACE INTO pods (uid, phase, reason, node_name) VALUES (?, ?, ?, ?)`
+	sqlUpsertNode  = `INSERT OR REPLACE INTO nodes (uid, ready, taints, ttl_annotation) VALUES (?, ?, ?, ?)`
+	sqlUpsertLease = `INSERT OR REPLACE INTO leases (uid, holder_identity, lease_duration_seconds, acquire_time, renew_time,
+			lease_transitions, identity_label) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlUpsertSV = `INSERT INTO storage_versions (uid, common_encoding_version) VALUES (?, ?)
+		ON CONFLICT (uid) DO UPDATE SET common_encoding_version = excluded.common_encoding_version`
+	sqlDeleteSVEntries = `DELETE FROM storage_version_entries WHERE uid = ?`
+	sqlInsertSVEntry   = `INSERT OR REPLACE INTO storage_version_entries (uid, api_server_id, encoding_version, decodable_versions, served_versions)
+		VALUES (?, ?, ?, ?, ?)`
+)
+
+// writeQueries are prepared at Open.
+var writeQueries = []string{sqlTouch, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
+	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlInsertAudit, sqlDeletePending}
+
+func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 	s := &statements{}
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&s.touch, `UPDATE objects SET sync_epoch = ? WHERE uid = ? AND resource_id = ? AND resource_version = ?`},
-		{&s.upsert, `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
-				creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (uid) DO UPDATE SET resource_id = excluded.resource_id, api_version = excluded.api_version,
-				kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
-				resource_version = excluded.resource_version, creation_timestamp = excluded.creation_timestamp,
-				deletion_timestamp = excluded.deletion_timestamp,
-				deletion_grace_period_seconds = excluded.deletion_grace_period_seconds,
-				finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch`},
-		{&s.deleteObj, `DELETE FROM objects WHERE uid = ?`},
-		{&s.deleteRefs, `DELETE FROM owner_refs WHERE dependent_uid = ?`},
-		{&s.insertRef, `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, block_owner_deletion)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&s.upsertPod, `INSERT OR REPLACE INTO pods (uid, phase, reason, node_name) VALUES (?, ?, ?, ?)`},
-		{&s.upsertNode, `INSERT OR REPLACE INTO nodes (uid, ready, taints, ttl_annotation) VALUES (?, ?, ?, ?)`},
-		{&s.upsertLease, `INSERT OR REPLACE INTO leases (uid, holder_identity, lease_duration_seconds, acquire_time, renew_time,
-				lease_transitions, identity_label) VALUES (?, ?, ?, ?, ?, ?, ?)`},
-		{&s.upsertSV, `INSERT INTO storage_versions (uid, common_encoding_version) VALUES (?, ?)
-			ON CONFLICT (uid) DO UPDATE SET common_encoding_version = excluded.common_encoding_version`},
-		{&s.delSVEs, `DELETE FROM storage_version_entries WHERE uid = ?`},
-		{&s.insertSVE, `INSERT OR REPLACE INTO storage_version_entries (uid, api_server_id, encoding_version, decodable_versions, served_versions)
-			VALUES (?, ?, ?, ?, ?)`},
+		{&s.touch, sqlTouch}, {&s.upsert, sqlUpsert}, {&s.deleteObj, sqlDeleteObject}, {&s.deleteRefs, sqlDeleteRefs},
+		{&s.insertRef, sqlInsertRef}, {&s.upsertPod, sqlUpsertPod}, {&s.upsertNode, sqlUpsertNode},
+		{&s.upsertLease, sqlUpsertLease}, {&s.upsertSV, sqlUpsertSV}, {&s.delSVEs, sqlDeleteSVEntries},
+		{&s.insertSVE, sqlInsertSVEntry},
 	} {
-		st, err := tx.PrepareContext(ctx, p.sql)
+		st, err := d.txStmt(ctx, tx, p.sql)
 		if err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
@@ -288,30 +300,13 @@ func (s *statements) upsertStorageVersion(ctx context.Context, uid string, sv *S
 	return nil
 }
 
-// inWriteTx runs fn in one write transaction and records its duration.
-func (d *DB) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	defer d.observe(op, time.Now())
-	tx, err := d.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("database %s: begin: %w", op, err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return fmt.Errorf("database %s: %w", op, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("database %s: commit: %w", op, err)
-	}
-	return nil
-}
-
 // ApplyEvents writes a batch of watch events in one transaction and returns
 // what changed.
 func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) {
 	changes := make([]Change, 0, len(events))
 	err := d.inWriteTx(ctx, "events", func(tx *sql.Tx) error {
 		changes = changes[:0]
-		s, err := prepare(ctx, tx)
+		s, err := d.prepare(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -385,7 +380,7 @@ func (d *DB) BeginList(ctx context.Context, resourceID int64) (int64, error) {
 // WriteListPage writes one page of a list.
 func (d *DB) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*Object) error {
 	return d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
-		s, err := prepare(ctx, tx)
+		s, err := d.prepare(ctx, tx)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 // ObjectMeta returns an object's metadata without its owner references or
 // typed columns, or ErrNotFound.
 func (d *DB) ObjectMeta(ctx context.Context, uid string) (*Object, error) {
-	o, err := scanObject(d.read.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
+	o, err := scanObject(d.queryRow(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -32,7 +32,7 @@ type Dependent struct {
 
 // DependentsOf lists the objects that name ownerUID as an owner.
 func (d *DB) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent, error) {
-	rows, err := d.read.QueryContext(ctx, `SELECT o.uid, o.namespace, coalesce(max(r.block_owner_deletion), 0),
+	rows, err := d.query(ctx, `SELECT o.uid, o.namespace, coalesce(max(r.block_owner_deletion), 0),
 			o.deletion_timestamp IS NOT NULL, o.finalizers
 		FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid
 		WHERE r.owner_uid = ? GROUP BY o.uid`, ownerUID)
@@ -60,7 +60,7 @@ func (d *DB) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent, er
 // HasDependents reports whether any object names uid as an owner.
 func (d *DB) HasDependents(ctx context.Context, uid string) (bool, error) {
 	var n int
-	err := d.read.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM owner_refs WHERE owner_uid = ? LIMIT 1)`, uid).Scan(&n)
+	err := d.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM owner_refs WHERE owner_uid = ? LIMIT 1)`, uid).Scan(&n)
 	return n > 0, err
 }
 
@@ -70,7 +70,7 @@ func (d *DB) HasDependents(ctx context.Context, uid string) (bool, error) {
 // foregroundDeletion finalizer. Everything else has only solid owners or
 // none, and needs nothing.
 func (d *DB) OwnerGCCandidates(ctx context.Context) ([]string, error) {
-	rows, err := d.read.QueryContext(ctx, `
+	rows, err := d.query(ctx, `
 		SELECT DISTINCT r.dependent_uid FROM owner_refs r
 			JOIN objects d ON d.uid = r.dependent_uid
 			LEFT JOIN objects o ON o.uid = r.owner_uid
@@ -98,7 +98,7 @@ func (d *DB) OwnerGCCandidates(ctx context.Context) ([]string, error) {
 // ResourceForKind finds the watched resource serving group/kind.
 func (d *DB) ResourceForKind(ctx context.Context, group, kind string) (*Resource, error) {
 	var r Resource
-	err := d.read.QueryRowContext(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources
+	err := d.queryRow(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources
 		WHERE api_group = ? AND kind = ? ORDER BY id LIMIT 1`, group, kind).
 		Scan(&r.ID, &r.Group, &r.Version, &r.Resource, &r.Kind, &r.Namespaced)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -113,7 +113,7 @@ func (d *DB) ResourceForKind(ctx context.Context, group, kind string) (*Resource
 // ResourceOf returns the resource an object is mirrored from.
 func (d *DB) ResourceOf(ctx context.Context, uid string) (*Resource, error) {
 	var r Resource
-	err := d.read.QueryRowContext(ctx, `SELECT r.id, r.api_group, r.version, r.resource, r.kind, r.namespaced
+	err := d.queryRow(ctx, `SELECT r.id, r.api_group, r.version, r.resource, r.kind, r.namespaced
 		FROM objects o JOIN resources r ON r.id = o.resource_id WHERE o.uid = ?`, uid).
 		Scan(&r.ID, &r.Group, &r.Version, &r.Resource, &r.Kind, &r.Namespaced)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrNotFound is returned when a looked-up row does not exist.
@@ -20,7 +21,7 @@ type ResourceStat struct {
 
 // ResourceStats lists every recorded resource with its object count.
 func (d *DB) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
-	rows, err := d.read.QueryContext(ctx, `
+	rows, err := d.query(ctx, `
 		SELECT r.id, r.api_group, r.version, r.resource, r.kind, r.namespaced, r.synced,
 			(SELECT count(*) FROM objects o WHERE o.resource_id = r.id)
 		FROM resources r ORDER BY r.api_group, r.resource`)
@@ -41,7 +42,7 @@ func (d *DB) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
 
 // Resources lists every recorded resource.
 func (d *DB) Resources(ctx context.Context) ([]Resource, error) {
-	rows, err := d.read.QueryContext(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources`)
+	rows, err := d.query(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources`)
 	if err != nil {
 		return nil, fmt.Errorf("resources: %w", err)
 	}
@@ -87,7 +88,7 @@ func scanObject(sc interface{ Scan(...any) error }) (*Object, error) {
 // GetObject returns the object with uid, its owner references and its typed
 // columns, or ErrNotFound.
 func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
-	o, err := scanObject(d.read.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
+	o, err := scanObject(d.queryRow(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -104,7 +105,7 @@ func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
 }
 
 func (d *DB) ownerRefs(ctx context.Context, uid string) ([]OwnerRef, error) {
-	rows, err := d.read.QueryContext(ctx, `SELECT api_version, kind, name, owner_uid, controller, block_owner_deletion
+	rows, err := d.query(ctx, `SELECT api_version, kind, name, owner_uid, controller, block_owner_deletion
 		FROM owner_refs WHERE dependent_uid = ? ORDER BY position`, uid)
 	if err != nil {
 		return nil, fmt.Errorf("owner refs of %s: %w", uid, err)
@@ -128,68 +129,95 @@ func (d *DB) ownerRefs(ctx context.Context, uid string) ([]OwnerRef, error) {
 	return refs, rows.Err()
 }
 
+// typedColumns loads the typed columns of the kinds that have them.
 func (d *DB) typedColumns(ctx context.Context, o *Object) error {
+	switch {
+	case o.APIVersion == "v1" && o.Kind == "Pod":
+		return d.podColumns(ctx, o)
+	case o.APIVersion == "v1" && o.Kind == "Node":
+		return d.nodeColumns(ctx, o)
+	case o.Kind == "Lease" && strings.HasPrefix(o.APIVersion, "coordination.k8s.io/"):
+		return d.leaseColumns(ctx, o)
+	case o.Kind == "StorageVersion" && strings.HasPrefix(o.APIVersion, "internal.apiserver.k8s.io/"):
+		return d.storageVersionColumns(ctx, o)
+	}
+	return nil
+}
+
+func (d *DB) podColumns(ctx context.Context, o *Object) error {
 	var pod Pod
-	err := d.read.QueryRowContext(ctx, `SELECT phase, reason, node_name FROM pods WHERE uid = ?`, o.UID).
+	err := d.queryRow(ctx, `SELECT phase, reason, node_name FROM pods WHERE uid = ?`, o.UID).
 		Scan(&pod.Phase, &pod.Reason, &pod.NodeName)
-	if err == nil {
-		o.Pod = &pod
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil
-	} else if !errors.Is(err, sql.ErrNoRows) {
+	}
+	if err != nil {
 		return fmt.Errorf("pod %s: %w", o.UID, err)
 	}
+	o.Pod = &pod
+	return nil
+}
 
+func (d *DB) nodeColumns(ctx context.Context, o *Object) error {
 	var node Node
 	var taints, ttl sql.NullString
-	err = d.read.QueryRowContext(ctx, `SELECT ready, taints, ttl_annotation FROM nodes WHERE uid = ?`, o.UID).
+	err := d.queryRow(ctx, `SELECT ready, taints, ttl_annotation FROM nodes WHERE uid = ?`, o.UID).
 		Scan(&node.Ready, &taints, &ttl)
-	if err == nil {
-		if taints.Valid {
-			if err := json.Unmarshal([]byte(taints.String), &node.Taints); err != nil {
-				return fmt.Errorf("node %s: taints: %w", o.UID, err)
-			}
-		}
-		if ttl.Valid {
-			node.TTLAnnotation = &ttl.String
-		}
-		o.Node = &node
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil
-	} else if !errors.Is(err, sql.ErrNoRows) {
+	}
+	if err != nil {
 		return fmt.Errorf("node %s: %w", o.UID, err)
 	}
+	if taints.Valid {
+		if err := json.Unmarshal([]byte(taints.String), &node.Taints); err != nil {
+			return fmt.Errorf("node %s: taints: %w", o.UID, err)
+		}
+	}
+	if ttl.Valid {
+		node.TTLAnnotation = &ttl.String
+	}
+	o.Node = &node
+	return nil
+}
 
+func (d *DB) leaseColumns(ctx context.Context, o *Object) error {
 	var l Lease
 	var holder, acquire, renew, identity sql.NullString
 	var duration, transitions sql.NullInt32
-	err = d.read.QueryRowContext(ctx, `SELECT holder_identity, lease_duration_seconds, acquire_time, renew_time,
+	err := d.queryRow(ctx, `SELECT holder_identity, lease_duration_seconds, acquire_time, renew_time,
 		lease_transitions, identity_label FROM leases WHERE uid = ?`, o.UID).
 		Scan(&holder, &duration, &acquire, &renew, &transitions, &identity)
-	if err == nil {
-		l.HolderIdentity = nullString(holder)
-		l.IdentityLabel = nullString(identity)
-		l.AcquireTime = parseTime(acquire)
-		l.RenewTime = parseTime(renew)
-		if duration.Valid {
-			l.LeaseDurationSeconds = &duration.Int32
-		}
-		if transitions.Valid {
-			l.LeaseTransitions = &transitions.Int32
-		}
-		o.Lease = &l
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil
-	} else if !errors.Is(err, sql.ErrNoRows) {
+	}
+	if err != nil {
 		return fmt.Errorf("lease %s: %w", o.UID, err)
 	}
+	l.HolderIdentity = nullString(holder)
+	l.IdentityLabel = nullString(identity)
+	l.AcquireTime = parseTime(acquire)
+	l.RenewTime = parseTime(renew)
+	if duration.Valid {
+		l.LeaseDurationSeconds = &duration.Int32
+	}
+	if transitions.Valid {
+		l.LeaseTransitions = &transitions.Int32
+	}
+	o.Lease = &l
+	return nil
+}
 
+func (d *DB) storageVersionColumns(ctx context.Context, o *Object) error {
 	var common sql.NullString
-	err = d.read.QueryRowContext(ctx, `SELECT common_encoding_version FROM storage_versions WHERE uid = ?`, o.UID).Scan(&common)
+	err := d.queryRow(ctx, `SELECT common_encoding_version FROM storage_versions WHERE uid = ?`, o.UID).Scan(&common)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("storage version %s: %w", o.UID, err)
 	}
 	sv := &StorageVersion{CommonEncodingVersion: nullString(common)}
-	rows, err := d.read.QueryContext(ctx, `SELECT api_server_id, encoding_version, decodable_versions, served_versions
+	rows, err := d.query(ctx, `SELECT api_server_id, encoding_version, decodable_versions, served_versions
 		FROM storage_version_entries WHERE uid = ? ORDER BY api_server_id`, o.UID)
 	if err != nil {
 		return fmt.Errorf("storage version %s: %w", o.UID, err)
@@ -233,7 +261,7 @@ type ObjectKey struct {
 // ObjectsOf lists the uid and resourceVersion of every mirrored object of a
 // resource.
 func (d *DB) ObjectsOf(ctx context.Context, resourceID int64) ([]ObjectKey, error) {
-	rows, err := d.read.QueryContext(ctx, `SELECT uid, resource_version FROM objects WHERE resource_id = ? ORDER BY uid`, resourceID)
+	rows, err := d.query(ctx, `SELECT uid, resource_version FROM objects WHERE resource_id = ? ORDER BY uid`, resourceID)
 	if err != nil {
 		return nil, fmt.Errorf("objects of resource %d: %w", resourceID, err)
 	}

@@ -46,6 +46,8 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// UI holds the web UI's static files.
 	UI fs.FS
+	// Profiling serves Go's pprof handlers under /debug/pprof/.
+	Profiling bool
 }
 
 type server struct {
@@ -80,9 +82,14 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	if opts.Profiling {
+		r.Mount("/debug", middleware.Profiler())
+	}
 	r.Get("/status", s.status)
 	r.Get("/pending", s.pending)
 	r.Get("/audit", s.audit)
+	r.Get("/graph", s.graph)
+	r.Get("/objects/{uid}", s.object)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
@@ -92,7 +99,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 // apiPrefixes are paths that belong to the JSON API: unknown paths under
 // them are JSON 404s instead of the UI.
-var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/healthz", "/readyz", "/metrics", "/api"}
+var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/healthz", "/readyz", "/metrics", "/api", "/debug"}
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	for _, p := range apiPrefixes {

@@ -145,30 +145,27 @@ func (a *Applier) admit() bool {
 	return true
 }
 
-// Apply records d as pending and, unless dry-run, runs do. A decision seen
-// before (same rule, reason and resourceVersion) is not audited again in
-// dry-run, so a standing decision costs one audit row, not one per pass.
-// It returns the outcome; a conflict or failure also returns the error, so
-// the caller can retry.
+// Apply carries out d. In dry-run it records d as pending and audits it
+// once: a decision seen before (same rule, reason and resourceVersion) is
+// not audited again, so a standing decision costs one row, not one per
+// pass. Enforcing, it runs do and audits the outcome; what failed or was
+// held back by the blast-radius cap stays pending. It returns the outcome;
+// a conflict or failure also returns the error, so the caller can retry.
 func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Context) error) (string, error) {
-	p := &db.Pending{Controller: d.Controller, Rule: d.Rule, Action: d.Action, Reason: d.Reason, Target: d.Target,
-		ResourceVersion: d.ResourceVersion}
-	isNew, err := a.opts.DB.UpsertPending(ctx, p)
-	if err != nil {
-		return "", err
-	}
 	if a.opts.DryRun {
-		if isNew {
-			if err := a.audit(ctx, d, db.OutcomeDryRun, nil); err != nil {
-				return "", err
-			}
+		isNew, err := a.pend(ctx, d, d.Reason)
+		if err != nil || !isNew {
+			return db.OutcomeDryRun, err
 		}
-		return db.OutcomeDryRun, nil
+		return db.OutcomeDryRun, a.opts.DB.InsertAudit(ctx, a.entry(d, db.OutcomeDryRun, nil))
 	}
 	if d.Destructive && !a.admit() {
+		if _, err := a.pend(ctx, d, "paused by the blast-radius cap: "+d.Reason); err != nil {
+			return "", err
+		}
 		return "", ErrPaused
 	}
-	err = do(ctx)
+	err := do(ctx)
 	outcome := db.OutcomeApplied
 	switch {
 	case err == nil:
@@ -182,52 +179,59 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	if !d.DecidedAt.IsZero() {
 		a.metrics.latency.WithLabelValues(d.Controller).Observe(time.Since(d.DecidedAt).Seconds())
 	}
-	if aerr := a.audit(ctx, d, outcome, err); aerr != nil {
-		return outcome, errors.Join(err, aerr)
-	}
+	e := a.entry(d, outcome, err)
 	if err == nil {
-		if cerr := a.opts.DB.ClearPending(ctx, d.Controller, d.Target.UID); cerr != nil {
-			return outcome, cerr
-		}
+		a.opts.DB.RecordApplied(e, func(err error) {
+			a.log.Error("recording an applied decision in the audit history", "uid", d.Target.UID, "err", err)
+		})
+		return outcome, nil
 	}
-	return outcome, err
+	if _, perr := a.pend(ctx, d, d.Reason); perr != nil {
+		return outcome, errors.Join(err, perr)
+	}
+	return outcome, errors.Join(err, a.opts.DB.InsertAudit(ctx, e))
 }
 
 // Record audits a decision that needs no write (a kept object), once per
 // version of the object, and reports whether it was new.
 func (a *Applier) Record(ctx context.Context, d Decision) (bool, error) {
-	p := &db.Pending{Controller: d.Controller, Rule: d.Rule, Action: d.Action, Reason: d.Reason, Target: d.Target,
-		ResourceVersion: d.ResourceVersion}
-	isNew, err := a.opts.DB.UpsertPending(ctx, p)
+	isNew, err := a.pend(ctx, d, d.Reason)
 	if err != nil || !isNew {
 		return false, err
 	}
-	return true, a.audit(ctx, d, db.OutcomeSkipped, nil)
+	return true, a.opts.DB.InsertAudit(ctx, a.entry(d, db.OutcomeSkipped, nil))
 }
 
-func (a *Applier) audit(ctx context.Context, d Decision, outcome string, applyErr error) error {
+func (a *Applier) pend(ctx context.Context, d Decision, reason string) (bool, error) {
+	return a.opts.DB.UpsertPending(ctx, &db.Pending{Controller: d.Controller, Rule: d.Rule, Action: d.Action, Reason: reason,
+		Target: d.Target, ResourceVersion: d.ResourceVersion})
+}
+
+// entry builds the audit row of d and counts and logs it.
+func (a *Applier) entry(d Decision, outcome string, applyErr error) *db.AuditEntry {
 	e := &db.AuditEntry{
 		Instance: a.opts.Instance, Controller: d.Controller, Rule: d.Rule, Action: d.Action, Target: d.Target,
 		Reason: d.Reason, DryRun: a.opts.DryRun, Outcome: outcome,
 	}
 	if d.Facts != nil {
-		b, err := json.Marshal(d.Facts)
-		if err != nil {
-			return fmt.Errorf("audit facts: %w", err)
+		if b, err := json.Marshal(d.Facts); err == nil {
+			e.Facts = b
+		} else {
+			e.Facts, _ = json.Marshal(map[string]string{"error": "facts not encodable: " + err.Error()})
 		}
-		e.Facts = b
 	}
 	if applyErr != nil {
 		e.Error = applyErr.Error()
 	}
 	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, d.Action, outcome).Inc()
-	if err := a.opts.DB.InsertAudit(ctx, e); err != nil {
-		return err
+	level := slog.LevelInfo
+	if applyErr != nil {
+		level = slog.LevelWarn
 	}
-	a.log.Info("decision", "controller", d.Controller, "rule", d.Rule, "action", d.Action, "kind", d.Target.Kind,
-		"namespace", d.Target.Namespace, "name", d.Target.Name, "uid", d.Target.UID, "dry_run", a.opts.DryRun,
-		"outcome", outcome, "reason", d.Reason, "err", applyErr)
-	return nil
+	a.log.Log(context.Background(), level, "decision", "controller", d.Controller, "rule", d.Rule, "action", d.Action,
+		"kind", d.Target.Kind, "namespace", d.Target.Namespace, "name", d.Target.Name, "uid", d.Target.UID,
+		"dry_run", a.opts.DryRun, "outcome", outcome, "reason", d.Reason, "err", applyErr)
+	return e
 }
 
 type applierMetrics struct {

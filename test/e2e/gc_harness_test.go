@@ -52,72 +52,129 @@ func (o obj) ref(block bool) metav1.OwnerReference {
 	return r
 }
 
+// gcMode says who collects the garbage in a scenario.
+type gcMode string
+
+const (
+	// modeEnforce: kubegcd decides and acts.
+	modeEnforce gcMode = "enforce"
+	// modeDry: kubegcd decides and only records; the cluster stays as it was.
+	modeDry gcMode = "dry"
+	// modeKCM: no kubegcd; upstream kube-controller-manager's garbage
+	// collector acts, for parity with enforce mode.
+	modeKCM gcMode = "kcm"
+)
+
 // scenario is one ownership-GC situation run against a kubegcd in enforce
-// or dry-run mode, in a namespace of its own.
+// or dry-run mode, or against kube-controller-manager's garbage collector,
+// in a namespace of its own.
 type scenario struct {
-	t       *testing.T
-	ctx     context.Context
-	ns      string
-	dry     bool
-	d       *daemon
+	t    *testing.T
+	ctx  context.Context
+	ns   string
+	mode gcMode
+	// dry is mode == modeDry. Scenario bodies branch on it, so kcm mode
+	// takes the enforce path, whose waits double as assertions.
+	dry bool
+	// d is the kubegcd deciding, nil in kcm mode.
+	d *daemon
+	// kcm is the running kube-controller-manager in kcm mode.
+	kcm     *controllerManager
 	objects []obj
 	// snapshot holds resourceVersions taken after the test's own writes; in
 	// dry-run the cluster must still match it at the end.
 	snapshot map[types.UID]string
 }
 
+// kubegcd reports whether a kubegcd makes the decisions (so that its audit
+// can be checked): false in kcm mode.
+func (s *scenario) kubegcd() bool { return s.d != nil }
+
 type auditKey struct{ Rule, Action, Kind, Name string }
 
-// bothModes runs fn in enforce mode, then in dry-run on a fresh namespace,
-// and requires dry-run to record the same decisions, marked dry-run, while
-// leaving the cluster as it was. These tests enforce, so they must not run
-// in parallel with others (no t.Parallel: they run before the parallel
-// tests, one at a time).
+// bothModes runs fn in enforce mode, then in dry-run, then with
+// kube-controller-manager as the garbage collector (kcm), each on a fresh
+// namespace. Dry-run must record the same decisions as enforce, marked
+// dry-run, while leaving the cluster as it was; kcm must leave the
+// scenario's objects in the same state as enforce did (see parity_test.go).
+// These tests enforce, so they must not run in parallel with others (no
+// t.Parallel: they run before the parallel tests, one at a time); that also
+// keeps kube-controller-manager from ever running beside a kubegcd.
 func bothModes(t *testing.T, name string, fn func(s *scenario)) {
 	var enforced map[auditKey]bool
-	for _, dry := range []bool{false, true} {
-		mode := "enforce"
-		if dry {
-			mode = "dry"
-		}
-		t.Run(mode, func(t *testing.T) {
-			s := newScenario(t, name+"-"+mode, dry)
+	var enforcedState clusterState
+	for _, mode := range []gcMode{modeEnforce, modeDry, modeKCM} {
+		t.Run(string(mode), func(t *testing.T) {
+			s := newScenarioIn(t, name+"-"+string(mode), mode)
 			fn(s)
-			if !dry {
+			switch mode {
+			case modeEnforce:
 				enforced = s.decisions(false)
 				if len(enforced) == 0 {
 					t.Fatal("enforce mode audited no decision")
 				}
 				t.Logf("decisions: %v", keys(enforced))
-				return
-			}
-			if enforced == nil {
-				t.Fatal("enforce mode did not run")
-			}
-			// Dry-run reaches the same decisions, then stays quiet.
-			eventually(t, gcTimeout, func() error {
-				if got := s.decisions(true); !mapsEqual(got, enforced) {
-					return fmt.Errorf("dry-run decisions %v, enforce %v", keys(got), keys(enforced))
+				enforcedState = s.settled()
+				t.Logf("end state:\n%s", enforcedState)
+			case modeKCM:
+				got := s.settled()
+				if enforcedState == nil {
+					t.Fatalf("enforce mode did not run to the end: nothing to compare with; kcm ends in:\n%s", got)
 				}
-				return nil
-			})
-			s.stable(3*time.Second, func() error {
-				if got := s.decisions(true); !mapsEqual(got, enforced) {
-					return fmt.Errorf("dry-run decisions changed to %v", keys(got))
+				s.requireParity(enforcedState, got)
+			case modeDry:
+				if enforced == nil {
+					t.Fatal("enforce mode did not run")
 				}
-				return nil
-			})
-			s.unchanged()
+				// Dry-run reaches the same decisions, then stays quiet.
+				eventually(t, gcTimeout, func() error {
+					if got := s.decisions(true); !mapsEqual(got, enforced) {
+						return fmt.Errorf("dry-run decisions %v, enforce %v", keys(got), keys(enforced))
+					}
+					return nil
+				})
+				s.stable(3*time.Second, func() error {
+					if got := s.decisions(true); !mapsEqual(got, enforced) {
+						return fmt.Errorf("dry-run decisions changed to %v", keys(got))
+					}
+					return nil
+				})
+				s.unchanged()
+			}
 		})
 	}
 }
 
 func newScenario(t *testing.T, ns string, dry bool, extraArgs ...string) *scenario {
 	t.Helper()
-	s := &scenario{t: t, ctx: context.Background(), ns: newNamespace(t, ns), dry: dry}
-	s.d = startDaemon(t, "", append(append([]string{fmt.Sprintf("--dry-run=%v", dry)}, gcArgs...), extraArgs...)...)
-	s.d.waitReady(t, 60*time.Second)
+	mode := modeEnforce
+	if dry {
+		mode = modeDry
+	}
+	return newScenarioIn(t, ns, mode, extraArgs...)
+}
+
+// newScenarioIn makes a scenario in a new namespace ns with its garbage
+// collector running and ready: a kubegcd (given extraArgs) in enforce or dry
+// mode, or kube-controller-manager in kcm mode.
+func newScenarioIn(t *testing.T, ns string, mode gcMode, extraArgs ...string) *scenario {
+	t.Helper()
+	s := &scenario{t: t, ctx: context.Background(), ns: newNamespace(t, ns), mode: mode, dry: mode == modeDry}
+	s.startCollector(extraArgs...)
 	return s
+}
+
+// startCollector starts the scenario's garbage collector and waits until it
+// is ready.
+func (s *scenario) startCollector(extraArgs ...string) {
+	s.t.Helper()
+	if s.mode == modeKCM {
+		s.kcm = startControllerManager(s.t)
+		s.kcm.waitCollecting(s)
+		return
+	}
+	s.d = startDaemon(s.t, "", append(append([]string{fmt.Sprintf("--dry-run=%v", s.dry)}, gcArgs...), extraArgs...)...)
+	s.d.waitReady(s.t, 60*time.Second)
 }
 
 func mapsEqual[K comparable](a, b map[K]bool) bool {
@@ -216,7 +273,7 @@ func (s *scenario) removeFinalizers(o obj) {
 	}
 }
 
-// waitGone waits until every object is deleted (enforce only).
+// waitGone waits until every object is deleted (not in dry-run).
 func (s *scenario) waitGone(objs ...obj) {
 	s.t.Helper()
 	eventually(s.t, gcTimeout, func() error {
@@ -306,6 +363,7 @@ func (s *scenario) decisions(dry bool) map[auditKey]bool {
 // audit lists the ownergc audit rows about the scenario's objects.
 func (s *scenario) audit() []db.AuditEntry {
 	s.t.Helper()
+	s.needKubegcd()
 	mine := map[string]bool{}
 	for _, o := range s.objects {
 		mine[string(o.uid)] = true
@@ -326,15 +384,32 @@ func (s *scenario) audit() []db.AuditEntry {
 // auditFor lists the rows about one object.
 func (s *scenario) auditFor(o obj) []db.AuditEntry {
 	s.t.Helper()
+	s.needKubegcd()
 	var page struct{ Items []db.AuditEntry }
 	s.d.getJSON(s.t, "/audit?uid="+url.QueryEscape(string(o.uid)), 200, &page)
 	return page.Items
 }
 
-// restart stops kubegcd, runs meanwhile, and starts it again on the same
-// database.
+// needKubegcd fails a kcm-mode scenario that asks for kubegcd's audit.
+func (s *scenario) needKubegcd() {
+	s.t.Helper()
+	if !s.kubegcd() {
+		s.t.Fatal("no kubegcd runs in kcm mode: guard kubegcd-only checks with s.kubegcd()")
+	}
+}
+
+// restart stops the garbage collector (kubegcd, or kube-controller-manager
+// in kcm mode), runs meanwhile, and starts it again (kubegcd on the same
+// database).
 func (s *scenario) restart(meanwhile func()) {
 	s.t.Helper()
+	if s.mode == modeKCM {
+		s.kcm.stop()
+		meanwhile()
+		s.kcm = startControllerManager(s.t)
+		s.kcm.waitCollecting(s)
+		return
+	}
 	if code := s.d.stop(); code != 0 {
 		s.t.Fatalf("kubegcd exited with %d", code)
 	}

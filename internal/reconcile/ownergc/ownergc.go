@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,6 +83,8 @@ type Controller struct {
 	// overlay tracks, in dry-run, what enforce would already have changed,
 	// so dry-run reaches the same decisions; nil when enforcing.
 	overlay *overlay
+	applied appliedWrites
+	kinds   kindCache
 
 	resync chan struct{}
 }
@@ -135,7 +138,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 			c.queue.Add(ch.UID)
 			// Owners in foreground deletion may have been waiting for it.
 			for _, o := range ch.Owners {
-				c.queue.Add(o)
+				c.queue.Add(wakePrefix + o)
 			}
 		default:
 			c.queue.Add(ch.UID)
@@ -231,7 +234,11 @@ type retryAfter struct {
 func (r retryAfter) Error() string { return fmt.Sprintf("retry in %s: %s", r.after, r.reason) }
 
 // sync is level-based: it looks at uid as the mirror shows it now.
-func (c *Controller) sync(ctx context.Context, uid string) error {
+func (c *Controller) sync(ctx context.Context, key string) error {
+	if uid, ok := strings.CutPrefix(key, wakePrefix); ok {
+		return c.wakeOwner(ctx, uid)
+	}
+	uid := key
 	obj, err := c.opts.DB.GetObject(ctx, uid)
 	if errors.Is(err, db.ErrNotFound) {
 		return c.gone(ctx, uid)
@@ -257,6 +264,27 @@ func (c *Controller) sync(ctx context.Context, uid string) error {
 		return c.opts.DB.ClearPending(ctx, Name, uid)
 	}
 	return c.attemptToDelete(ctx, obj)
+}
+
+// wakePrefix marks a queue key that only asks an owner to look again at
+// its foreground deletion because one of its dependents went. Unlike a
+// plain key, it never fans out to the owner's remaining dependents: a
+// thousand dependents going one by one must not queue the rest a thousand
+// times.
+const wakePrefix = "wake:"
+
+func (c *Controller) wakeOwner(ctx context.Context, uid string) error {
+	obj, err := c.opts.DB.GetObject(ctx, uid)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if c.beingDeleted(obj) && c.hasFinalizer(obj, finalizerForeground) && !c.hasFinalizer(obj, finalizerOrphan) {
+		return c.deleteDependents(ctx, obj)
+	}
+	return nil
 }
 
 // gone handles an object that left the mirror: its dependents may now be
@@ -309,7 +337,7 @@ func (c *Controller) gvrFor(ctx context.Context, apiVersion, kind string) (schem
 	if err != nil {
 		return schema.GroupVersionResource{}, false, errUnknownKind{apiVersion: apiVersion, kind: kind}
 	}
-	r, err := c.opts.DB.ResourceForKind(ctx, gv.Group, kind)
+	r, err := c.kinds.lookup(ctx, c.opts.DB, gv.Group, kind)
 	if errors.Is(err, db.ErrNotFound) {
 		return schema.GroupVersionResource{}, false, errUnknownKind{apiVersion: apiVersion, kind: kind}
 	}
@@ -317,6 +345,42 @@ func (c *Controller) gvrFor(ctx context.Context, apiVersion, kind string) (schem
 		return schema.GroupVersionResource{}, false, err
 	}
 	return schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}, r.Namespaced, nil
+}
+
+// kindCache maps group/kind to the resource serving it for a few seconds:
+// the mapping changes only with discovery, and every decision needs it.
+type kindCache struct {
+	mu sync.Mutex
+	m  map[[2]string]kindEntry
+}
+
+type kindEntry struct {
+	r   *db.Resource
+	err error
+	at  time.Time
+}
+
+const kindCacheTTL = 2 * time.Second
+
+func (k *kindCache) lookup(ctx context.Context, store *db.DB, group, kind string) (*db.Resource, error) {
+	key := [2]string{group, kind}
+	k.mu.Lock()
+	e, ok := k.m[key]
+	k.mu.Unlock()
+	if ok && time.Since(e.at) < kindCacheTTL {
+		return e.r, e.err
+	}
+	r, err := store.ResourceForKind(ctx, group, kind)
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return nil, err
+	}
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[[2]string]kindEntry{}
+	}
+	k.m[key] = kindEntry{r: r, err: err, at: time.Now()}
+	k.mu.Unlock()
+	return r, err
 }
 
 type errUnknownKind struct{ apiVersion, kind string }

@@ -1,0 +1,507 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// GraphFilter selects part of the ownership graph. Zero fields match
+// everything; set fields intersect.
+type GraphFilter struct {
+	// Namespace keeps objects in that namespace, plus the cluster-scoped and
+	// missing owners they reference.
+	Namespace string
+	// UIDs keeps these objects with their transitive owners and transitive
+	// dependents.
+	UIDs []string
+	// Limit bounds the number of nodes; 0 means 10000.
+	Limit int
+}
+
+// GraphNode is one vertex of the ownership graph: a mirrored object that
+// has owners or dependents, or an owner known only from references to it.
+type GraphNode struct {
+	UID                string `json:"uid"`
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Namespace          string `json:"namespace"`
+	Name               string `json:"name"`
+	Missing            bool   `json:"missing"`
+	BeingDeleted       bool   `json:"beingDeleted"`
+	DeletingDependents bool   `json:"deletingDependents"`
+	// Virtual, in upstream's sense: known only from an ownerReference, not
+	// observed. For kubegcd that is the same as Missing.
+	Virtual bool `json:"virtual"`
+}
+
+// GraphEdge is one ownerReference, from the dependent to the owner's UID.
+type GraphEdge struct {
+	Dependent          string `json:"dependent"`
+	Owner              string `json:"owner"`
+	Controller         bool   `json:"controller"`
+	BlockOwnerDeletion bool   `json:"blockOwnerDeletion"`
+}
+
+// Graph is a part of the ownership graph, nodes ordered by UID and edges by
+// dependent, then owner.
+type Graph struct {
+	Nodes []GraphNode `json:"nodes"`
+	Edges []GraphEdge `json:"edges"`
+	// Truncated: more nodes matched than the limit allowed.
+	Truncated bool `json:"truncated"`
+}
+
+// UnknownUIDError names a UID that is neither mirrored nor named by any
+// ownerReference. It matches ErrNotFound.
+type UnknownUIDError struct{ UID string }
+
+func (e *UnknownUIDError) Error() string {
+	return fmt.Sprintf("uid %q is not in the mirror and no object names it as an owner", e.UID)
+}
+
+func (e *UnknownUIDError) Is(target error) bool { return target == ErrNotFound }
+
+// querier is what both *sql.DB and *sql.Tx offer for reading.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// readTx runs fn in one read transaction, so that its queries see one
+// snapshot of the mirror while ingestion keeps writing. A read-only
+// transaction begins DEFERRED: it never takes the write lock.
+func (d *DB) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+// participates is true for a UID that names an object with owners or is
+// named as an owner.
+const participates = `(EXISTS (SELECT 1 FROM owner_refs p WHERE p.dependent_uid = s.uid)
+	OR EXISTS (SELECT 1 FROM owner_refs p WHERE p.owner_uid = s.uid))`
+
+// Graph returns the part of the ownership graph f selects. A UID in f.UIDs
+// that the graph does not know gives an *UnknownUIDError.
+func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
+	if f.Limit <= 0 {
+		f.Limit = 10000
+	}
+	g := &Graph{Nodes: []GraphNode{}, Edges: []GraphEdge{}}
+	err := d.readTx(ctx, func(tx *sql.Tx) error {
+		for _, uid := range f.UIDs {
+			var known bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM objects WHERE uid = ?1)
+				OR EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1)`, uid).Scan(&known); err != nil {
+				return err
+			}
+			if !known {
+				return &UnknownUIDError{UID: uid}
+			}
+		}
+		uids, err := graphUIDs(ctx, tx, f)
+		if err != nil {
+			return err
+		}
+		if len(uids) > f.Limit {
+			uids, g.Truncated = uids[:f.Limit], true
+		}
+		if len(uids) == 0 {
+			return nil
+		}
+		set := jsonOrNull(uids)
+		if g.Nodes, err = graphNodes(ctx, tx, set, f.Namespace); err != nil {
+			return err
+		}
+		g.Edges, err = graphEdges(ctx, tx, set)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("graph: %w", err)
+	}
+	return g, nil
+}
+
+// graphUIDs returns the UIDs of the nodes f selects, ordered, at most
+// f.Limit+1 of them (one more tells that the limit cut).
+func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, error) {
+	var ctes, sets []string
+	var args []any
+	if len(f.UIDs) > 0 {
+		// Walk up through owner_refs' primary key and down through its
+		// owner index; UNION (not UNION ALL) stops at cycles.
+		ctes = append(ctes, `seed(uid) AS (SELECT value FROM json_each(?)),
+			up(uid) AS (SELECT uid FROM seed
+				UNION SELECT r.owner_uid FROM owner_refs r JOIN up ON r.dependent_uid = up.uid),
+			down(uid) AS (SELECT uid FROM seed
+				UNION SELECT r.dependent_uid FROM owner_refs r JOIN down ON r.owner_uid = down.uid),
+			closure(uid) AS (SELECT uid FROM up UNION SELECT uid FROM down)`)
+		args = append(args, jsonOrNull(f.UIDs))
+		// Only a seed can fail to take part: every other member was reached
+		// through an ownerReference.
+		sets = append(sets, `SELECT s.uid FROM closure s WHERE `+participates)
+	}
+	if f.Namespace != "" {
+		// Objects of the namespace that take part, and the owners outside any
+		// namespace (cluster-scoped, or not mirrored) that they name. An owner
+		// mirrored in another namespace is not theirs (BR-21-07) and is left out.
+		sets = append(sets, `SELECT s.uid FROM objects s WHERE s.namespace = ? AND `+participates+`
+			UNION SELECT r.owner_uid FROM objects d JOIN owner_refs r ON r.dependent_uid = d.uid
+				LEFT JOIN objects o ON o.uid = r.owner_uid
+			WHERE d.namespace = ? AND (o.uid IS NULL OR o.namespace = '')`)
+		args = append(args, f.Namespace, f.Namespace)
+	}
+	if len(sets) == 0 {
+		sets = append(sets, `SELECT dependent_uid AS uid FROM owner_refs UNION SELECT owner_uid FROM owner_refs`)
+	}
+	query := ""
+	if len(ctes) > 0 {
+		query = "WITH RECURSIVE " + strings.Join(ctes, ", ") + " "
+	}
+	// Each set is wrapped so that its own UNION does not mix with INTERSECT.
+	for i, s := range sets {
+		if i > 0 {
+			query += " INTERSECT "
+		}
+		query += "SELECT uid FROM (" + s + ")"
+	}
+	query += " ORDER BY uid LIMIT ?"
+	args = append(args, f.Limit+1)
+
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return nil, err
+		}
+		out = append(out, uid)
+	}
+	return out, rows.Err()
+}
+
+// graphNodes reads the nodes whose UIDs the JSON array set holds. Owners that
+// are not mirrored take their identity from their first reference (in
+// owner_refs_by_owner order, so no sort however many dependents they have).
+// With a namespace filter, every such owner kept is named from that
+// namespace.
+func graphNodes(ctx context.Context, q querier, set any, namespace string) ([]GraphNode, error) {
+	namespaced, err := namespacedKinds(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, `
+		SELECT k.value, o.uid IS NULL,
+			coalesce(o.api_version, r.api_version, ''), coalesce(o.kind, r.kind, ''),
+			coalesce(o.namespace, d.namespace, ''), coalesce(o.name, r.name, ''),
+			o.deletion_timestamp IS NOT NULL, o.finalizers
+		FROM json_each(?1) k
+			LEFT JOIN objects o ON o.uid = k.value
+			LEFT JOIN owner_refs r ON o.uid IS NULL AND (r.dependent_uid, r.position) = (
+				SELECT r2.dependent_uid, r2.position FROM owner_refs r2
+				WHERE r2.owner_uid = k.value ORDER BY r2.dependent_uid, r2.position LIMIT 1)
+			LEFT JOIN objects d ON d.uid = r.dependent_uid
+		ORDER BY k.value`, set)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []GraphNode{}
+	for rows.Next() {
+		var n GraphNode
+		var finalizers sql.NullString
+		if err := rows.Scan(&n.UID, &n.Missing, &n.APIVersion, &n.Kind, &n.Namespace, &n.Name, &n.BeingDeleted, &finalizers); err != nil {
+			return nil, err
+		}
+		if n.Missing {
+			n.Virtual = true
+			// The reference gives no namespace: a namespaced owner can only
+			// be in its dependent's, and a cluster-scoped or unknown kind has
+			// none we can tell.
+			switch {
+			case !namespaced[groupKind{groupOf(n.APIVersion), n.Kind}]:
+				n.Namespace = ""
+			case namespace != "":
+				n.Namespace = namespace
+			}
+		}
+		if n.BeingDeleted {
+			fins, err := decodeFinalizers(finalizers)
+			if err != nil {
+				return nil, fmt.Errorf("object %s: %w", n.UID, err)
+			}
+			n.DeletingDependents = slices.Contains(fins, "foregroundDeletion")
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// graphEdges reads the ownerReferences between nodes of the set.
+func graphEdges(ctx context.Context, q querier, set any) ([]GraphEdge, error) {
+	rows, err := q.QueryContext(ctx, `
+		SELECT dependent_uid, owner_uid, coalesce(controller, 0), coalesce(block_owner_deletion, 0)
+		FROM owner_refs
+		WHERE dependent_uid IN (SELECT value FROM json_each(?1)) AND owner_uid IN (SELECT value FROM json_each(?1))
+		ORDER BY dependent_uid, owner_uid, position`, set)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []GraphEdge{}
+	for rows.Next() {
+		var e GraphEdge
+		if err := rows.Scan(&e.Dependent, &e.Owner, &e.Controller, &e.BlockOwnerDeletion); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+type groupKind struct{ group, kind string }
+
+// namespacedKinds maps every discovered kind to whether it is namespaced.
+func namespacedKinds(ctx context.Context, q querier) (map[groupKind]bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT api_group, kind, namespaced FROM resources`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[groupKind]bool{}
+	for rows.Next() {
+		var gk groupKind
+		var ns bool
+		if err := rows.Scan(&gk.group, &gk.kind, &ns); err != nil {
+			return nil, err
+		}
+		out[gk] = out[gk] || ns
+	}
+	return out, rows.Err()
+}
+
+// groupOf returns the group of an apiVersion ("" for the core group).
+func groupOf(apiVersion string) string {
+	group, _, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		return ""
+	}
+	return group
+}
+
+func decodeFinalizers(s sql.NullString) ([]string, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var out []string
+	if err := json.Unmarshal([]byte(s.String), &out); err != nil {
+		return nil, fmt.Errorf("finalizers: %w", err)
+	}
+	return out, nil
+}
+
+// How the mirror shows an object's owner. Only present and being-deleted
+// hold the dependent (ownergc calls them solid); the others make the
+// reference dangling or waiting.
+const (
+	OwnerPresent            = "present"
+	OwnerMissing            = "missing" // suspected absent; ownergc confirms with a live GET before acting
+	OwnerBeingDeleted       = "being-deleted"
+	OwnerDeletingDependents = "deleting-dependents" // being deleted in the foreground
+	OwnerOtherNamespace     = "other-namespace"     // the UID is mirrored in another namespace
+	OwnerNameMismatch       = "name-mismatch"       // the UID is mirrored under another kind or name
+)
+
+// OwnerStatus is one of an object's ownerReferences with what the mirror
+// shows of that owner. Identity is the reference's; Namespace is where the
+// owner is (or, when missing, where it would have to be).
+type OwnerStatus struct {
+	UID        string `json:"uid"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	State      string `json:"state"`
+}
+
+// DependentInfo is an object that names a given owner.
+type DependentInfo struct {
+	UID                string `json:"uid"`
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Namespace          string `json:"namespace"`
+	Name               string `json:"name"`
+	BlockOwnerDeletion bool   `json:"blockOwnerDeletion"` // on any of its references to the owner
+}
+
+// ObjectDetail is what the mirror knows around one object.
+type ObjectDetail struct {
+	Object              *Object
+	Owners              []OwnerStatus
+	Dependents          []DependentInfo
+	DependentsTruncated bool
+	Pending             []Pending
+}
+
+// ObjectDetail returns an object with its owners' states, up to
+// maxDependents of its dependents, and the decisions pending about it, from
+// one snapshot; ErrNotFound when it is not mirrored.
+func (d *DB) ObjectDetail(ctx context.Context, uid string, maxDependents int) (*ObjectDetail, error) {
+	var out *ObjectDetail
+	err := d.readTx(ctx, func(tx *sql.Tx) error {
+		o, err := scanObject(tx.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if o.OwnerReferences, err = ownerRefsOf(ctx, tx, uid); err != nil {
+			return err
+		}
+		out = &ObjectDetail{Object: o}
+		if out.Owners, err = ownerStatuses(ctx, tx, o); err != nil {
+			return err
+		}
+		if out.Dependents, err = dependentsOf(ctx, tx, uid, maxDependents+1); err != nil {
+			return err
+		}
+		if len(out.Dependents) > maxDependents {
+			out.Dependents, out.DependentsTruncated = out.Dependents[:maxDependents], true
+		}
+		out.Pending, err = pendingFor(ctx, tx, uid)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", uid, err)
+	}
+	return out, nil
+}
+
+func ownerRefsOf(ctx context.Context, q querier, uid string) ([]OwnerRef, error) {
+	rows, err := q.QueryContext(ctx, `SELECT api_version, kind, name, owner_uid, controller, block_owner_deletion
+		FROM owner_refs WHERE dependent_uid = ? ORDER BY position`, uid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var refs []OwnerRef
+	for rows.Next() {
+		var r OwnerRef
+		var controller, block sql.NullBool
+		if err := rows.Scan(&r.APIVersion, &r.Kind, &r.Name, &r.UID, &controller, &block); err != nil {
+			return nil, err
+		}
+		if controller.Valid {
+			r.Controller = &controller.Bool
+		}
+		if block.Valid {
+			r.BlockOwnerDeletion = &block.Bool
+		}
+		refs = append(refs, r)
+	}
+	return refs, rows.Err()
+}
+
+// ownerStatuses classifies o's owners the way ownergc reads the mirror
+// (decide.go's classify), without the live GET it adds before acting.
+func ownerStatuses(ctx context.Context, q querier, o *Object) ([]OwnerStatus, error) {
+	out := []OwnerStatus{}
+	if len(o.OwnerReferences) == 0 {
+		return out, nil
+	}
+	namespaced, err := namespacedKinds(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range o.OwnerReferences {
+		st := OwnerStatus{UID: ref.UID, APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name}
+		owner, err := scanObject(q.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, ref.UID))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			st.State = OwnerMissing
+			if namespaced[groupKind{groupOf(ref.APIVersion), ref.Kind}] {
+				st.Namespace = o.Namespace
+			}
+		case err != nil:
+			return nil, err
+		default:
+			st.Namespace = owner.Namespace
+			switch {
+			case owner.Namespace != "" && owner.Namespace != o.Namespace:
+				st.State = OwnerOtherNamespace
+			case owner.Name != ref.Name || owner.Kind != ref.Kind || groupOf(owner.APIVersion) != groupOf(ref.APIVersion):
+				st.State = OwnerNameMismatch
+			case owner.DeletionTimestamp != nil && slices.Contains(owner.Finalizers, "foregroundDeletion"):
+				st.State = OwnerDeletingDependents
+			case owner.DeletionTimestamp != nil:
+				st.State = OwnerBeingDeleted
+			default:
+				st.State = OwnerPresent
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func dependentsOf(ctx context.Context, q querier, uid string, limit int) ([]DependentInfo, error) {
+	rows, err := q.QueryContext(ctx, `SELECT o.uid, o.api_version, o.kind, o.namespace, o.name, coalesce(max(r.block_owner_deletion), 0)
+		FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid
+		WHERE r.owner_uid = ? GROUP BY o.uid ORDER BY o.namespace, o.kind, o.name, o.uid LIMIT ?`, uid, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []DependentInfo{}
+	for rows.Next() {
+		var dep DependentInfo
+		if err := rows.Scan(&dep.UID, &dep.APIVersion, &dep.Kind, &dep.Namespace, &dep.Name, &dep.BlockOwnerDeletion); err != nil {
+			return nil, err
+		}
+		out = append(out, dep)
+	}
+	return out, rows.Err()
+}
+
+func pendingFor(ctx context.Context, q querier, uid string) ([]Pending, error) {
+	rows, err := q.QueryContext(ctx, `SELECT controller, rule, action, reason, since, api_version, kind, namespace, name,
+			uid, resource_version
+		FROM pending WHERE uid = ? ORDER BY since, controller, action`, uid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Pending{}
+	for rows.Next() {
+		var p Pending
+		var since string
+		if err := rows.Scan(&p.Controller, &p.Rule, &p.Action, &p.Reason, &since, &p.Target.APIVersion, &p.Target.Kind,
+			&p.Target.Namespace, &p.Target.Name, &p.Target.UID, &p.ResourceVersion); err != nil {
+			return nil, err
+		}
+		if t := parseTime(sql.NullString{String: since, Valid: true}); t != nil {
+			p.Since = *t
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}

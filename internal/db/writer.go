@@ -1,0 +1,154 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// maxGroup bounds how many writes share one transaction.
+const maxGroup = 256
+
+// errClosed is returned for writes after Close.
+var errClosed = errors.New("database is closed")
+
+// writeReq is one caller's write, waiting for its turn on the writer.
+type writeReq struct {
+	ctx    context.Context
+	op     string
+	fn     func(*sql.Tx) error
+	start  time.Time
+	done   chan error
+	onDone func(error)
+}
+
+// inWriteTx runs fn in a write transaction and returns once it is committed
+// (or failed). Writes from concurrent callers are group-committed: the
+// writer takes every request already waiting and runs them in one
+// transaction, each in a savepoint of its own, so that a burst of small
+// writes costs one commit, not one each, while a failing write still rolls
+// back only itself.
+func (d *DB) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	req := &writeReq{ctx: ctx, op: op, fn: fn, start: time.Now(), done: make(chan error, 1)}
+	select {
+	case d.writes <- req:
+	case <-ctx.Done():
+		return fmt.Errorf("database %s: %w", op, ctx.Err())
+	case <-d.writerDone:
+		return fmt.Errorf("database %s: %w", op, errClosed)
+	}
+	// Wait even if ctx ends: fn may be running and still touching the
+	// caller's variables.
+	return <-req.done
+}
+
+// inWriteTxAsync queues fn like inWriteTx but does not wait for it;
+// onDone, if set, gets the result on the writer's goroutine. Close commits
+// whatever is still queued.
+func (d *DB) inWriteTxAsync(op string, fn func(tx *sql.Tx) error, onDone func(error)) {
+	req := &writeReq{ctx: context.Background(), op: op, fn: fn, start: time.Now(), done: make(chan error, 1), onDone: onDone}
+	select {
+	case d.writes <- req:
+	case <-d.writerDone:
+		if onDone != nil {
+			onDone(fmt.Errorf("database %s: %w", op, errClosed))
+		}
+	}
+}
+
+// runWriter owns the write connection until Close, then commits what is
+// still queued.
+func (d *DB) runWriter() {
+	defer close(d.writerDone)
+	for {
+		var first *writeReq
+		select {
+		case first = <-d.writes:
+		case <-d.stopWriter:
+			for {
+				select {
+				case r := <-d.writes:
+					d.commitGroup([]*writeReq{r})
+				default:
+					return
+				}
+			}
+		}
+		batch := []*writeReq{first}
+	drain:
+		for len(batch) < maxGroup {
+			select {
+			case r := <-d.writes:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		d.commitGroup(batch)
+	}
+}
+
+func (d *DB) commitGroup(batch []*writeReq) {
+	results := make([]error, len(batch))
+	finish := func() {
+		for i, r := range batch {
+			d.observe(r.op, r.start)
+			r.done <- results[i]
+			if r.onDone != nil {
+				r.onDone(results[i])
+			}
+		}
+	}
+	defer finish()
+	fail := func(err error) {
+		for i, r := range batch {
+			if results[i] == nil {
+				results[i] = fmt.Errorf("database %s: %w", r.op, err)
+			}
+		}
+	}
+	tx, err := d.write.BeginTx(context.Background(), nil)
+	if err != nil {
+		fail(fmt.Errorf("begin: %w", err))
+		return
+	}
+	grouped := len(batch) > 1
+	ok := 0
+	for i, r := range batch {
+		if grouped {
+			if _, err := tx.Exec("SAVEPOINT w"); err != nil {
+				tx.Rollback()
+				fail(err)
+				return
+			}
+		}
+		if err := r.fn(tx); err != nil {
+			results[i] = fmt.Errorf("database %s: %w", r.op, err)
+			if grouped {
+				if _, rerr := tx.Exec("ROLLBACK TO w"); rerr != nil {
+					tx.Rollback()
+					fail(rerr)
+					return
+				}
+			}
+		} else {
+			ok++
+		}
+		if grouped {
+			if _, err := tx.Exec("RELEASE w"); err != nil {
+				tx.Rollback()
+				fail(err)
+				return
+			}
+		}
+	}
+	if ok == 0 {
+		tx.Rollback()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		fail(fmt.Errorf("commit: %w", err))
+	}
+}

@@ -1,0 +1,326 @@
+package http
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+const (
+	graphDefaultLimit = 10000
+	graphMaxLimit     = 100000
+	// graphMaxUIDs bounds ?uid=: each one is a recursive walk.
+	graphMaxUIDs = 1000
+	// objectMaxDependents bounds /objects/{uid}'s dependents; the graph
+	// shows them all.
+	objectMaxDependents = 1000
+	objectRecentAudit   = 20
+)
+
+var graphFormats = map[string]bool{"json": true, "dot": true}
+
+// graph serves GET /graph: the ownership graph as JSON, or as GraphViz DOT
+// in the format of kube-controller-manager's
+// /debug/controllers/garbagecollector/graph.
+func (s *server) graph(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	q.only("namespace", "uid", "limit", "format")
+	f := db.GraphFilter{Namespace: q.str("namespace"), Limit: q.limit(graphDefaultLimit, graphMaxLimit)}
+	format := q.oneOf("format", graphFormats)
+	uids := q.v["uid"]
+	if len(uids) > graphMaxUIDs {
+		q.fail("too many uid parameters: at most %d", graphMaxUIDs)
+	}
+	seen := map[string]bool{}
+	for _, u := range uids {
+		if u == "" {
+			q.fail("empty uid")
+		}
+		if !seen[u] {
+			seen[u] = true
+			f.UIDs = append(f.UIDs, u)
+		}
+	}
+	if q.err != nil {
+		writeError(w, http.StatusBadRequest, q.err.Error())
+		return
+	}
+	g, err := s.DB.Graph(r.Context(), f)
+	if errors.Is(err, db.ErrNotFound) {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	if format != "dot" {
+		writeJSON(w, http.StatusOK, g)
+		return
+	}
+	w.Header().Set("Content-Type", "text/vnd.graphviz; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(marshalDOT(g, f.Limit))
+}
+
+// marshalDOT renders g as upstream's garbage collector dumps its graph
+// (pkg/controller/garbagecollector/dump.go): a strict digraph named full,
+// vertices keyed by UID with the same attributes in the same order, edges
+// from dependent to owner, both sorted, so that tools reading upstream's
+// dump read ours.
+func marshalDOT(g *db.Graph, limit int) []byte {
+	var b bytes.Buffer
+	b.WriteString("strict digraph full {\n")
+	if g.Truncated {
+		// A comment keeps the output valid DOT and upstream-shaped.
+		fmt.Fprintf(&b, "  // Truncated to the first %d vertices by UID; raise ?limit= (at most %d) or filter.\n", limit, graphMaxLimit)
+	}
+	nodes := append([]db.GraphNode(nil), g.Nodes...)
+	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].UID < nodes[j].UID })
+	if len(nodes) > 0 {
+		b.WriteString("  // Node definitions.\n")
+	}
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "  %s [\n", dotQuote(n.UID))
+		for _, a := range dotAttributes(n) {
+			fmt.Fprintf(&b, "    %s=%s\n", a[0], dotQuote(a[1]))
+		}
+		b.WriteString("  ];\n")
+	}
+	edges := append([]db.GraphEdge(nil), g.Edges...)
+	sort.SliceStable(edges, func(i, j int) bool {
+		if edges[i].Dependent != edges[j].Dependent {
+			return edges[i].Dependent < edges[j].Dependent
+		}
+		return edges[i].Owner < edges[j].Owner
+	})
+	if len(edges) > 0 {
+		b.WriteString("  // Edge definitions.\n")
+	}
+	for _, e := range edges {
+		fmt.Fprintf(&b, "  %s -> %s;\n", dotQuote(e.Dependent), dotQuote(e.Owner))
+	}
+	b.WriteString("}\n")
+	return b.Bytes()
+}
+
+// dotAttributes lists a vertex's attributes as upstream does: a label of
+// uid, namespace, Kind.version[.group]/name and the conditions that hold,
+// then the same facts as separate attributes (which renderers ignore).
+func dotAttributes(n db.GraphNode) [][2]string {
+	group, version := splitAPIVersion(n.APIVersion)
+	kind := n.Kind + "." + version
+	if group != "" {
+		kind += "." + group
+	}
+	label := fmt.Sprintf("uid=%s\nnamespace=%s\n%s/%s\n", n.UID, n.Namespace, kind, n.Name)
+	var conditions []string
+	for _, c := range []struct {
+		holds bool
+		name  string
+	}{
+		{n.BeingDeleted, "beingDeleted"}, {n.DeletingDependents, "deletingDependents"},
+		{n.Virtual, "virtual"}, {n.Missing, "missingFromGraph"},
+	} {
+		if c.holds {
+			conditions = append(conditions, c.name)
+		}
+	}
+	if len(conditions) > 0 {
+		label += strings.Join(conditions, ",") + "\n"
+	}
+	return [][2]string{
+		{"label", label},
+		{"group", group},
+		{"version", version},
+		{"kind", n.Kind},
+		{"namespace", n.Namespace},
+		{"name", n.Name},
+		{"uid", n.UID},
+		{"missing", fmt.Sprint(n.Missing)},
+		{"beingDeleted", fmt.Sprint(n.BeingDeleted)},
+		{"deletingDependents", fmt.Sprint(n.DeletingDependents)},
+		{"virtual", fmt.Sprint(n.Virtual)},
+	}
+}
+
+func splitAPIVersion(apiVersion string) (group, version string) {
+	if g, v, ok := strings.Cut(apiVersion, "/"); ok {
+		return g, v
+	}
+	return "", apiVersion
+}
+
+// dotQuote makes a DOT quoted string. A newline becomes \n, which GraphViz
+// draws as a line break in a label (upstream's Go %q gives the same bytes
+// for the printable text Kubernetes names are made of).
+func dotQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r < 0x20 || r == 0x7f:
+			b.WriteByte(' ') // control characters have no DOT spelling
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+type ownerRefJSON struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	// null when the reference leaves them unset, as the API does.
+	Controller         *bool `json:"controller"`
+	BlockOwnerDeletion *bool `json:"blockOwnerDeletion"`
+}
+
+type objectJSON struct {
+	UID               string         `json:"uid"`
+	APIVersion        string         `json:"apiVersion"`
+	Kind              string         `json:"kind"`
+	Namespace         string         `json:"namespace"`
+	Name              string         `json:"name"`
+	ResourceVersion   string         `json:"resourceVersion"`
+	CreationTimestamp *time.Time     `json:"creationTimestamp"`
+	DeletionTimestamp *time.Time     `json:"deletionTimestamp"`
+	Finalizers        []string       `json:"finalizers"`
+	OwnerReferences   []ownerRefJSON `json:"ownerReferences"`
+}
+
+type objectDetailJSON struct {
+	Object     objectJSON         `json:"object"`
+	Owners     []db.OwnerStatus   `json:"owners"`
+	Dependents []db.DependentInfo `json:"dependents"`
+	// DependentsTruncated: there are more dependents than listed; /graph
+	// lists them all.
+	DependentsTruncated bool            `json:"dependentsTruncated,omitempty"`
+	Pending             []db.Pending    `json:"pending"`
+	RecentAudit         []db.AuditEntry `json:"recentAudit"`
+	Why                 string          `json:"why"`
+}
+
+// object serves GET /objects/{uid}: what the mirror knows around one object
+// and why it is, or is not, pending.
+func (s *server) object(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	q.only()
+	if q.err != nil {
+		writeError(w, http.StatusBadRequest, q.err.Error())
+		return
+	}
+	uid := chi.URLParam(r, "uid")
+	det, err := s.DB.ObjectDetail(r.Context(), uid, objectMaxDependents)
+	if errors.Is(err, db.ErrNotFound) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no object with uid %q in the mirror", uid))
+		return
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	audit, _, err := s.DB.ListAudit(r.Context(), db.AuditFilter{UID: uid, Limit: objectRecentAudit})
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	o := det.Object
+	out := objectDetailJSON{
+		Object: objectJSON{
+			UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
+			ResourceVersion: o.ResourceVersion, CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp,
+			Finalizers: o.Finalizers, OwnerReferences: []ownerRefJSON{},
+		},
+		Owners: det.Owners, Dependents: det.Dependents, DependentsTruncated: det.DependentsTruncated,
+		Pending: det.Pending, RecentAudit: audit, Why: why(det),
+	}
+	if out.Object.Finalizers == nil {
+		out.Object.Finalizers = []string{}
+	}
+	for _, ref := range o.OwnerReferences {
+		out.Object.OwnerReferences = append(out.Object.OwnerReferences, ownerRefJSON{APIVersion: ref.APIVersion, Kind: ref.Kind,
+			Name: ref.Name, UID: ref.UID, Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// actionPhrases say what a pending action does to the object.
+var actionPhrases = map[string]string{
+	"delete":             "delete it",
+	"remove-owner-refs":  "remove owner references from it",
+	"unblock-owner-refs": "make its owner references non-blocking",
+	"remove-finalizer":   "remove a finalizer from it",
+	"keep":               "keep it",
+}
+
+// why explains, from the mirror alone, why an object is or is not pending.
+// It follows ownergc's order: a decision recorded wins; an object being
+// deleted is left to its finalizers; then its owners decide.
+func why(det *db.ObjectDetail) string {
+	o := det.Object
+	if len(det.Pending) > 0 {
+		var parts []string
+		for _, p := range det.Pending {
+			phrase, ok := actionPhrases[p.Action]
+			if !ok {
+				phrase = "act on it (" + p.Action + ")"
+			}
+			parts = append(parts, fmt.Sprintf("%s would %s (rule %s): %s", p.Controller, phrase, p.Rule, p.Reason))
+		}
+		return "It is pending: " + strings.Join(parts, "; and ") + "."
+	}
+	if o.DeletionTimestamp != nil {
+		if len(o.Finalizers) == 0 {
+			return "It is not pending: it is being deleted and no finalizer holds it, so the API server removes it."
+		}
+		return fmt.Sprintf("It is not pending: it is being deleted and waits for finalizers %s.", strings.Join(o.Finalizers, ", "))
+	}
+	if len(det.Owners) == 0 {
+		return "It is not pending: it has no owner references."
+	}
+	var holding, other []string
+	missing := false
+	for _, st := range det.Owners {
+		name := st.Kind + "/" + st.Name
+		switch st.State {
+		case db.OwnerPresent:
+			holding = append(holding, name)
+		case db.OwnerBeingDeleted:
+			// Being deleted without foregroundDeletion still holds it.
+			holding = append(holding, name+", itself being deleted")
+		default:
+			missing = missing || st.State == db.OwnerMissing
+			other = append(other, name+": "+st.State)
+		}
+	}
+	if len(holding) > 0 {
+		s := fmt.Sprintf("It is not pending: at least one owner exists (%s)", holding[0])
+		if len(other) > 0 {
+			s += fmt.Sprintf("; its other references (%s) would be removed, but ownergc has not decided about them yet", strings.Join(other, "; "))
+		}
+		return s + "."
+	}
+	s := fmt.Sprintf("It is not pending yet, though no owner holds it in the mirror (%s)", strings.Join(other, "; "))
+	if missing {
+		return s + ": a missing owner is only suspected absent, and ownergc confirms with a live GET before it decides."
+	}
+	return s + ": ownergc has not recorded a decision yet."
+}

@@ -1,0 +1,385 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/ingest"
+)
+
+type fakeIngest struct{}
+
+func (fakeIngest) Synced() bool                       { return true }
+func (fakeIngest) Resources() []ingest.ResourceStatus { return nil }
+
+func boolp(b bool) *bool { return &b }
+
+// testServer serves a database holding, in namespace a, A ← B (controller,
+// blocking), G → a Deployment that was never mirrored, D (being deleted in
+// the foreground) ← E, and L with no owners.
+func testServer(t *testing.T) (*httptest.Server, *db.DB) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.EnsureResource(ctx, db.Resource{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cm := func(name string, refs ...db.OwnerRef) *db.Object {
+		return &db.Object{UID: "uid-" + name, APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: name,
+			ResourceVersion: "7", CreationTimestamp: &created, OwnerReferences: refs}
+	}
+	ref := func(name string) db.OwnerRef {
+		return db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: "uid-" + name}
+	}
+	b := cm("B", db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "uid-A", Controller: boolp(true), BlockOwnerDeletion: boolp(true)})
+	d := cm("D")
+	d.DeletionTimestamp, d.Finalizers = &created, []string{"foregroundDeletion", "example.com/hold"}
+	var evs []db.Event
+	for _, o := range []*db.Object{cm("A"), b, cm("G", db.OwnerRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-ghost"}),
+		d, cm("E", ref("D")), cm("L")} {
+		evs = append(evs, db.Event{ResourceID: rid, Object: o})
+	}
+	if _, err := store.ApplyEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, store
+}
+
+func get(t *testing.T, srv *httptest.Server, path string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+func getJSON(t *testing.T, srv *httptest.Server, path string, want int, v any) {
+	t.Helper()
+	resp, body := get(t, srv, path)
+	if resp.StatusCode != want {
+		t.Fatalf("GET %s: %d, want %d: %s", path, resp.StatusCode, want, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("GET %s: Content-Type %q", path, ct)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, body)
+	}
+}
+
+func TestGraphJSON(t *testing.T) {
+	srv, _ := testServer(t)
+	var g struct {
+		Nodes     []map[string]any `json:"nodes"`
+		Edges     []map[string]any `json:"edges"`
+		Truncated *bool            `json:"truncated"`
+	}
+	getJSON(t, srv, "/graph?namespace=a", 200, &g)
+	var uids []string
+	for _, n := range g.Nodes {
+		uids = append(uids, n["uid"].(string))
+		if len(n) != 9 {
+			t.Errorf("node %v has %d fields, want 9", n, len(n))
+		}
+	}
+	if got := strings.Join(uids, ","); got != "uid-A,uid-B,uid-D,uid-E,uid-G,uid-ghost" {
+		t.Fatalf("nodes = %s", got)
+	}
+	ghost := g.Nodes[5]
+	if ghost["missing"] != true || ghost["virtual"] != true || ghost["namespace"] != "a" || ghost["kind"] != "Deployment" ||
+		ghost["apiVersion"] != "apps/v1" || ghost["name"] != "web" {
+		t.Errorf("missing owner node = %v", ghost)
+	}
+	if dn := g.Nodes[2]; dn["beingDeleted"] != true || dn["deletingDependents"] != true || dn["missing"] != false {
+		t.Errorf("node D = %v", dn)
+	}
+	if len(g.Edges) != 3 || g.Truncated == nil || *g.Truncated {
+		t.Fatalf("edges = %v, truncated %v", g.Edges, g.Truncated)
+	}
+	want := map[string]any{"dependent": "uid-B", "owner": "uid-A", "controller": true, "blockOwnerDeletion": true}
+	for k, v := range want {
+		if g.Edges[0][k] != v {
+			t.Errorf("edge B→A = %v, want %v", g.Edges[0], want)
+		}
+	}
+
+	getJSON(t, srv, "/graph?uid=uid-B&format=json", 200, &g)
+	if len(g.Nodes) != 2 || len(g.Edges) != 1 {
+		t.Fatalf("?uid=uid-B: %+v", g)
+	}
+	getJSON(t, srv, "/graph?limit=2", 200, &g)
+	if len(g.Nodes) != 2 || !*g.Truncated || len(g.Edges) != 1 {
+		t.Fatalf("?limit=2: %+v", g)
+	}
+	// A namespace with nothing in it is an empty graph, with arrays.
+	resp, body := get(t, srv, "/graph?namespace=empty")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"nodes": []`) || !strings.Contains(string(body), `"edges": []`) {
+		t.Fatalf("empty graph: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestGraphDOT(t *testing.T) {
+	srv, _ := testServer(t)
+	resp, body := get(t, srv, "/graph?format=dot&uid=uid-G&uid=uid-E&uid=uid-G")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/vnd.graphviz; charset=utf-8" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	// Upstream's layout (pkg/controller/garbagecollector/dump.go and its
+	// testdata/*.dot), vertex for vertex.
+	want := `strict digraph full {
+  // Node definitions.
+  "uid-D" [
+    label="uid=uid-D\nnamespace=a\nConfigMap.v1/D\nbeingDeleted,deletingDependents\n"
+    group=""
+    version="v1"
+    kind="ConfigMap"
+    namespace="a"
+    name="D"
+    uid="uid-D"
+    missing="false"
+    beingDeleted="true"
+    deletingDependents="true"
+    virtual="false"
+  ];
+  "uid-E" [
+    label="uid=uid-E\nnamespace=a\nConfigMap.v1/E\n"
+    group=""
+    version="v1"
+    kind="ConfigMap"
+    namespace="a"
+    name="E"
+    uid="uid-E"
+    missing="false"
+    beingDeleted="false"
+    deletingDependents="false"
+    virtual="false"
+  ];
+  "uid-G" [
+    label="uid=uid-G\nnamespace=a\nConfigMap.v1/G\n"
+    group=""
+    version="v1"
+    kind="ConfigMap"
+    namespace="a"
+    name="G"
+    uid="uid-G"
+    missing="false"
+    beingDeleted="false"
+    deletingDependents="false"
+    virtual="false"
+  ];
+  "uid-ghost" [
+    label="uid=uid-ghost\nnamespace=a\nDeployment.v1.apps/web\nvirtual,missingFromGraph\n"
+    group="apps"
+    version="v1"
+    kind="Deployment"
+    namespace="a"
+    name="web"
+    uid="uid-ghost"
+    missing="true"
+    beingDeleted="false"
+    deletingDependents="false"
+    virtual="true"
+  ];
+  // Edge definitions.
+  "uid-E" -> "uid-D";
+  "uid-G" -> "uid-ghost";
+}
+`
+	if string(body) != want {
+		t.Fatalf("DOT:\n%s\nwant:\n%s", body, want)
+	}
+
+	resp, body = get(t, srv, "/graph?format=dot&namespace=empty")
+	if resp.StatusCode != 200 || string(body) != "strict digraph full {\n}\n" {
+		t.Fatalf("empty DOT: %d %q", resp.StatusCode, body)
+	}
+	_, body = get(t, srv, "/graph?format=dot&limit=1")
+	if !strings.HasPrefix(string(body), "strict digraph full {\n  // Truncated to the first 1 vertices") {
+		t.Fatalf("truncated DOT does not say so:\n%s", body)
+	}
+}
+
+func TestDOTQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		`plain`:             `"plain"`,
+		"a\"b\\c\nd":        `"a\"b\\c\nd"`,
+		"ünï🐹":              `"ünï🐹"`,
+		"tab\there\x00\xff": "\"tab here \uFFFD\"",
+	} {
+		if got := dotQuote(in); got != want {
+			t.Errorf("dotQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestGraphBadRequests(t *testing.T) {
+	srv, _ := testServer(t)
+	for path, want := range map[string]int{
+		"/graph?format=xml":              400,
+		"/graph?format=dot&format=json":  400,
+		"/graph?limit=0":                 400,
+		"/graph?limit=100001":            400,
+		"/graph?limit=ten":               400,
+		"/graph?colour=red":              400,
+		"/graph?uid=":                    400,
+		"/graph?namespace=a&namespace=b": 400,
+		"/graph?uid=nope":                404,
+		"/graph?uid=uid-A&uid=nope":      404,
+		"/graph?uid=nope&format=dot":     404,
+		"/objects/nope":                  404,
+		"/objects/uid-A?verbose=1":       400,
+	} {
+		var e map[string]any
+		getJSON(t, srv, path, want, &e)
+		if msg, ok := e["error"].(string); !ok || msg == "" || len(e) != 1 {
+			t.Errorf("GET %s: body %v, want {\"error\": ...}", path, e)
+		}
+	}
+	var ok map[string]any
+	getJSON(t, srv, "/graph?limit=100000&uid=uid-ghost", 200, &ok)
+}
+
+type objectResponse struct {
+	Object struct {
+		UID               string     `json:"uid"`
+		ResourceVersion   string     `json:"resourceVersion"`
+		CreationTimestamp *time.Time `json:"creationTimestamp"`
+		DeletionTimestamp *time.Time `json:"deletionTimestamp"`
+		Finalizers        []string   `json:"finalizers"`
+		OwnerReferences   []map[string]any
+	} `json:"object"`
+	Owners      []db.OwnerStatus   `json:"owners"`
+	Dependents  []db.DependentInfo `json:"dependents"`
+	Pending     []db.Pending       `json:"pending"`
+	RecentAudit []db.AuditEntry    `json:"recentAudit"`
+	Why         string             `json:"why"`
+}
+
+func TestObject(t *testing.T) {
+	srv, store := testServer(t)
+	ctx := context.Background()
+
+	var b objectResponse
+	getJSON(t, srv, "/objects/uid-B", 200, &b)
+	if b.Object.UID != "uid-B" || b.Object.ResourceVersion != "7" || b.Object.CreationTimestamp == nil ||
+		b.Object.DeletionTimestamp != nil || b.Object.Finalizers == nil || len(b.Object.OwnerReferences) != 1 {
+		t.Fatalf("object = %+v", b.Object)
+	}
+	if r := b.Object.OwnerReferences[0]; len(r) != 6 || r["controller"] != true || r["blockOwnerDeletion"] != true || r["uid"] != "uid-A" {
+		t.Errorf("ownerReference = %v, want all six fields", r)
+	}
+	if len(b.Owners) != 1 || b.Owners[0].State != db.OwnerPresent || b.Dependents == nil || len(b.Dependents) != 0 ||
+		b.Pending == nil || b.RecentAudit == nil {
+		t.Fatalf("B: %+v", b)
+	}
+	if b.Why != "It is not pending: at least one owner exists (ConfigMap/A)." {
+		t.Errorf("why = %q", b.Why)
+	}
+
+	var a objectResponse
+	getJSON(t, srv, "/objects/uid-A", 200, &a)
+	if len(a.Dependents) != 1 || a.Dependents[0].UID != "uid-B" || !a.Dependents[0].BlockOwnerDeletion || a.Why != "It is not pending: it has no owner references." {
+		t.Fatalf("A: %+v", a)
+	}
+
+	var d objectResponse
+	getJSON(t, srv, "/objects/uid-D", 200, &d)
+	if !strings.Contains(d.Why, "being deleted and waits for finalizers foregroundDeletion, example.com/hold") {
+		t.Errorf("why of D = %q", d.Why)
+	}
+
+	var g objectResponse
+	getJSON(t, srv, "/objects/uid-G", 200, &g)
+	if g.Owners[0].State != db.OwnerMissing || g.Owners[0].Namespace != "a" || !strings.Contains(g.Why, "live GET") {
+		t.Fatalf("G before a decision: %+v", g)
+	}
+
+	// Once ownergc records a decision, the object is pending, with its reason
+	// and its history.
+	target := db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "G", UID: "uid-G"}
+	p := &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: target, ResourceVersion: "7",
+		Reason: "no owner exists (1 gone, 0 being deleted in the foreground): deleting with propagation Background"}
+	if _, err := store.UpsertPending(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for range 25 {
+		if err := store.InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
+			Target: target, DryRun: true, Outcome: db.OutcomeDryRun, Reason: p.Reason}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	getJSON(t, srv, "/objects/uid-G", 200, &g)
+	if len(g.Pending) != 1 || g.Pending[0].Action != "delete" || len(g.RecentAudit) != 20 || g.RecentAudit[0].ID <= g.RecentAudit[19].ID {
+		t.Fatalf("G after a decision: pending %+v, %d audit rows", g.Pending, len(g.RecentAudit))
+	}
+	if want := "It is pending: ownergc would delete it (rule BR-21-01): " + p.Reason + "."; g.Why != want {
+		t.Errorf("why = %q, want %q", g.Why, want)
+	}
+}
+
+func TestWhy(t *testing.T) {
+	now := time.Now()
+	obj := &db.Object{OwnerReferences: []db.OwnerRef{{}}}
+	owner := func(kind, name, state string) db.OwnerStatus {
+		return db.OwnerStatus{Kind: kind, Name: name, State: state}
+	}
+	for _, tc := range []struct {
+		name   string
+		det    db.ObjectDetail
+		wanted string
+	}{
+		{"being deleted, no finalizers", db.ObjectDetail{Object: &db.Object{DeletionTimestamp: &now}},
+			"It is not pending: it is being deleted and no finalizer holds it, so the API server removes it."},
+		{"owner being deleted still holds", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{
+			owner("Deployment", "gone", db.OwnerMissing), owner("ReplicaSet", "rs", db.OwnerBeingDeleted)}},
+			"It is not pending: at least one owner exists (ReplicaSet/rs, itself being deleted); its other references " +
+				"(Deployment/gone: missing) would be removed, but ownergc has not decided about them yet."},
+		{"owners deleting dependents", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{
+			owner("Job", "j", db.OwnerDeletingDependents), owner("ConfigMap", "c", db.OwnerOtherNamespace)}},
+			"It is not pending yet, though no owner holds it in the mirror (Job/j: deleting-dependents; ConfigMap/c: " +
+				"other-namespace): ownergc has not recorded a decision yet."},
+		{"two decisions", db.ObjectDetail{Object: obj, Pending: []db.Pending{
+			{Controller: "ownergc", Action: "unblock-owner-refs", Rule: "BR-21-03", Reason: "cycle"},
+			{Controller: "ownergc", Action: "delete", Rule: "BR-21-03", Reason: "foreground"}}},
+			"It is pending: ownergc would make its owner references non-blocking (rule BR-21-03): cycle; and " +
+				"ownergc would delete it (rule BR-21-03): foreground."},
+	} {
+		if got := why(&tc.det); got != tc.wanted {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.wanted)
+		}
+	}
+}
