@@ -83,6 +83,9 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 	r, err = gcContender(ctx, kube, "gc-raw", n, cfg.workers, nil, func(ctx context.Context, owner *corev1.ConfigMap) error {
 		return rawDeletes(ctx, kube, owner.Namespace, cfg.workers)
 	})
+	// The watch of this process lags while its own 32 workers delete, so
+	// raw deletes are timed by the calls: the last one returned is the end.
+	r.last, r.first = rawLast, rawFirst
 	if err != nil {
 		return err
 	}
@@ -180,11 +183,12 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 	if err != nil {
 		return r, err
 	}
-	w, err := kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	lastRV := list.ResourceVersion
+	w, err := kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: lastRV})
 	if err != nil {
 		return r, err
 	}
-	defer w.Stop()
+	defer func() { w.Stop() }()
 
 	t0 := time.Now()
 	if err := act(ctx, owner); err != nil {
@@ -196,14 +200,23 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return r, fmt.Errorf("%s: watch closed after %d of %d deletions", ns, gone, n)
+				// The API server drops a watcher that falls behind; pick up
+				// where it stopped.
+				w.Stop()
+				if w, err = kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: lastRV}); err != nil {
+					return r, fmt.Errorf("%s: rewatch after %d of %d deletions: %w", ns, gone, n, err)
+				}
+				continue
 			}
-			if ev.Type == watch.Deleted {
-				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && cm.Name != owner.Name {
-					gone++
-					if gone == 1 {
-						r.first = time.Since(t0)
-					}
+			cm, isCM := ev.Object.(*corev1.ConfigMap)
+			if !isCM {
+				continue
+			}
+			lastRV = cm.ResourceVersion
+			if ev.Type == watch.Deleted && cm.Name != owner.Name {
+				gone++
+				if gone == 1 {
+					r.first = time.Since(t0)
 				}
 			}
 		case <-deadline:
@@ -218,6 +231,10 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 		r.last.Round(time.Millisecond), r.rate())
 	return r, nil
 }
+
+// rawFirst and rawLast time rawDeletes from its start to its first and
+// last completed delete.
+var rawFirst, rawLast time.Duration
 
 // rawDeletes deletes every dependent in ns with parallel clients: the
 // floor any collector works against.
@@ -238,6 +255,8 @@ func rawDeletes(ctx context.Context, kube kubernetes.Interface, ns string, worke
 			break
 		}
 	}
+	t0 := time.Now() // after listing: only the deletions are timed
+	var firstOnce sync.Once
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -252,10 +271,12 @@ func rawDeletes(ctx context.Context, kube kubernetes.Interface, ns string, worke
 					errs <- err
 					return
 				}
+				firstOnce.Do(func() { rawFirst = time.Since(t0) })
 			}
 		})
 	}
 	wg.Wait()
+	rawLast = time.Since(t0)
 	close(errs)
 	return <-errs
 }

@@ -135,7 +135,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 			default:
 			}
 		case db.ChangeDeleted:
-			c.queue.Add(ch.UID)
+			c.queue.Add(gonePrefix + ch.UID)
 			// Owners in foreground deletion may have been waiting for it.
 			for _, o := range ch.Owners {
 				c.queue.Add(wakePrefix + o)
@@ -238,6 +238,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if uid, ok := strings.CutPrefix(key, wakePrefix); ok {
 		return c.wakeOwner(ctx, uid)
 	}
+	if uid, ok := strings.CutPrefix(key, gonePrefix); ok {
+		return c.gone(ctx, uid)
+	}
 	uid := key
 	obj, err := c.opts.DB.GetObject(ctx, uid)
 	if errors.Is(err, db.ErrNotFound) {
@@ -272,6 +275,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // thousand dependents going one by one must not queue the rest a thousand
 // times.
 const wakePrefix = "wake:"
+
+// gonePrefix marks an object the mirror saw deleted: only its dependents
+// need a look.
+const gonePrefix = "gone:"
 
 func (c *Controller) wakeOwner(ctx context.Context, uid string) error {
 	obj, err := c.opts.DB.GetObject(ctx, uid)
