@@ -5,7 +5,7 @@ BIN        := bin
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS    := -X github.com/kubegcd/kubegcd/internal/app.Version=$(VERSION)
 KUBE_BINS  := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
-GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2
+GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 TEST_FLAGS ?=
 
 .PHONY: help build test unit e2e demo bench lint kube-bins clean

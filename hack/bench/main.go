@@ -65,6 +65,7 @@ type config struct {
 	runIngest  bool
 	runOwnerGC bool
 	dependents int
+	gcWorkers  int
 }
 
 // result is one size's measurements.
@@ -89,8 +90,9 @@ func main() {
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager's garbage collector memory at each size")
 	which := flag.String("run", "ingest,ownergc", "benchmarks to run: ingest, ownergc")
 	dependents := flag.Int("dependents", 20000, "ownergc: dependents of the one owner that is deleted")
+	gcWorkers := flag.Int("gc-workers", 64, "ownergc: kubegcd's --gc-workers")
 	flag.Parse()
-	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents}
+	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":

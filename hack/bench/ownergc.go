@@ -41,8 +41,8 @@ func (r gcResult) rate() float64 { return float64(r.n) / r.last.Seconds() }
 // the other on one control plane, at the same API rate limits.
 func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube kubernetes.Interface, dir string) error {
 	n := cfg.dependents
-	fmt.Printf("\n== ownership GC: %s dependents of one owner; every contender at QPS/burst 5000 and %d requests in flight\n",
-		countLabel(n), cfg.workers)
+	fmt.Printf("\n== ownership GC: %s dependents of one owner; QPS/burst 5000 for all; kubegcd --gc-workers=%d, "+
+		"kube-controller-manager --concurrent-gc-syncs=%d, raw deletes %d workers\n", countLabel(n), cfg.gcWorkers, cfg.workers, cfg.workers)
 	var results []gcResult
 
 	bin, err := testcluster.KubegcdBin()
@@ -58,7 +58,7 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 		d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, "kubegcd-gc.log"),
 			"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, "kubegcd-gc.db"), "--listen", addr,
 			"--log-level", "warn", "--dry-run=false", "--kube-api-qps=5000", "--kube-api-burst=5000",
-			"--max-deletions-per-minute=0", "--controllers=ownergc", "--profiling", fmt.Sprintf("--gc-workers=%d", workers))
+			"--max-deletions-per-minute=0", "--controllers=ownergc", "--profiling", fmt.Sprintf("--gc-workers=%d", cfg.gcWorkers))
 		if err != nil {
 			return nil, err
 		}

@@ -137,7 +137,7 @@ kubegcd is running against a local control plane.
 		fmt.Println()
 	case <-timeout:
 	case <-d.Done():
-		return fmt.Errorf("kubegcd exited unexpectedly (%v); see %s", d.Err(), logPath)
+		return fmt.Errorf("kubegcd exited unexpectedly (%w); see %s", d.Err(), logPath)
 	}
 	return nil
 }

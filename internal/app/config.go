@@ -130,7 +130,7 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --resync-period %s: must be at least 1s", cfg.resyncPeriod)
 	}
 	if _, _, err := net.SplitHostPort(cfg.listen); err != nil {
-		return nil, fmt.Errorf("invalid --listen %q: %v", cfg.listen, err)
+		return nil, fmt.Errorf("invalid --listen %q: %w", cfg.listen, err)
 	}
 	if cfg.dbPath == "" {
 		return nil, errors.New("invalid --db: empty path")
@@ -165,7 +165,7 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 			continue
 		}
 		if err := fs.Set(name, value); err != nil {
-			return fmt.Errorf("config %s:%d: invalid value %q for %s: %v", path, i+1, value, name, err)
+			return fmt.Errorf("config %s:%d: invalid value %q for %s: %w", path, i+1, value, name, err)
 		}
 	}
 	return nil

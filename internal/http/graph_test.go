@@ -70,7 +70,14 @@ func testServer(t *testing.T) (*httptest.Server, *db.DB) {
 	return srv, store
 }
 
-func get(t *testing.T, srv *httptest.Server, path string) (*http.Response, []byte) {
+// reply is what a test needs of a response, whose body get has read and
+// closed.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func get(t *testing.T, srv *httptest.Server, path string) (reply, []byte) {
 	t.Helper()
 	resp, err := http.Get(srv.URL + path)
 	if err != nil {
@@ -81,7 +88,7 @@ func get(t *testing.T, srv *httptest.Server, path string) (*http.Response, []byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, body
+	return reply{StatusCode: resp.StatusCode, Header: resp.Header}, body
 }
 
 func getJSON(t *testing.T, srv *httptest.Server, path string, want int, v any) {

@@ -5,6 +5,7 @@ package http
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -76,7 +77,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	}
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, middleware.RealIP, s.logRequests, s.recoverer,
+	r.Use(middleware.RequestID, s.logRequests, s.recoverer,
 		middleware.Timeout(30*time.Second), s.instrument)
 
 	r.Get("/healthz", s.healthz)
@@ -228,7 +229,7 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if rec := recover(); rec != nil {
-				if rec == http.ErrAbortHandler {
+				if err, ok := rec.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 					panic(rec)
 				}
 				s.Logger.Error("panic serving request", "path", r.URL.Path, "panic", rec)
@@ -281,7 +282,7 @@ func Serve(ctx context.Context, srv *http.Server, serve func() error) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return err
 	}
-	if err := <-errc; err != nil && err != http.ErrServerClosed {
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
@@ -83,10 +82,6 @@ type watcher struct {
 	synced atomic.Bool
 	done   chan struct{}
 	cancel context.CancelFunc
-}
-
-func (w *watcher) gvr() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: w.res.Group, Version: w.res.Version, Resource: w.res.Resource}
 }
 
 func (w *watcher) setSynced(ctx context.Context, synced bool) {

@@ -86,7 +86,7 @@ func (k *Kubegcd) WaitReady(ctx context.Context, url string, interval, timeout t
 		}
 		select {
 		case <-k.p.done:
-			return fmt.Errorf("kubegcd exited before it was ready (%v); see %s", k.p.waitErr, k.LogPath)
+			return fmt.Errorf("kubegcd exited before it was ready (%w); see %s", k.p.waitErr, k.LogPath)
 		case <-ctx.Done():
 			return fmt.Errorf("kubegcd not ready at %s: %w; see %s", url, ctx.Err(), k.LogPath)
 		case <-tick.C:
@@ -128,7 +128,7 @@ func (k *Kubegcd) Kill() error {
 
 func (k *Kubegcd) exitedEarly() error {
 	if k.p.exited() {
-		return fmt.Errorf("kubegcd had exited (%v); see %s", k.p.waitErr, k.LogPath)
+		return fmt.Errorf("kubegcd had exited (%w); see %s", k.p.waitErr, k.LogPath)
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ func (p *process) exited() bool {
 // component crashed while a test relied on it.
 func (p *process) terminate() error {
 	if p.exited() {
-		return fmt.Errorf("%s exited unexpectedly (%v); log tail:\n%s", p.name, p.waitErr, tailFile(p.logPath, 20))
+		return fmt.Errorf("%s exited unexpectedly (%w); log tail:\n%s", p.name, p.waitErr, tailFile(p.logPath, 20))
 	}
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)

@@ -367,9 +367,9 @@ func poll(ctx context.Context, p *process, timeout time.Duration, check func(con
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited (%v); last check: %v", p.name, p.waitErr, err)
+			return fmt.Errorf("%s exited (%w); last check: %w", p.name, p.waitErr, err)
 		case <-ctx.Done():
-			return fmt.Errorf("%w; last check: %v", ctx.Err(), err)
+			return fmt.Errorf("%w; last check: %w", ctx.Err(), err)
 		case <-time.After(pollInterval):
 		}
 	}

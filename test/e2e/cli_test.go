@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,8 @@ func runBinary(t *testing.T, timeout time.Duration, args ...string) (code int, s
 		t.Fatalf("kubegcd %v did not exit within %s; stderr:\n%s", args, timeout, errb.String())
 	}
 	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			return ee.ExitCode(), out.String(), errb.String()
 		}
 		t.Fatal(err)

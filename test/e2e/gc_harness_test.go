@@ -211,9 +211,10 @@ func (s *scenario) stable(d time.Duration, fn func() error) {
 // cluster-scoped when namespace is "-") with the given owners and finalizers.
 func (s *scenario) create(gvr schema.GroupVersionResource, namespace, name string, finalizers []string, owners ...metav1.OwnerReference) obj {
 	s.t.Helper()
-	if namespace == "" {
+	switch namespace {
+	case "":
 		namespace = s.ns
-	} else if namespace == "-" {
+	case "-":
 		namespace = ""
 	}
 	apiVersion := gvr.GroupVersion().String()

@@ -86,7 +86,7 @@ func TestGraphAndObjects(t *testing.T) {
 	eventually(t, 60*time.Second, func() error {
 		code, body, err := d.get(nsPath)
 		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("GET %s: %d %s %v", nsPath, code, body, err)
+			return fmt.Errorf("GET %s: %d %s %w", nsPath, code, body, err)
 		}
 		g = graphJSON{}
 		if err := json.Unmarshal(body, &g); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -180,7 +181,8 @@ func eventually(t *testing.T, timeout time.Duration, fn func() error) time.Durat
 		if err == nil {
 			return time.Since(start)
 		}
-		if se, ok := err.(stopError); ok {
+		var se stopError
+		if errors.As(err, &se) {
 			t.Fatal(se.error)
 		}
 		if time.Now().After(deadline) {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -399,8 +398,4 @@ func (e errUnknownKind) Error() string {
 func isUnknownKind(err error) bool {
 	var u errUnknownKind
 	return errors.As(err, &u)
-}
-
-func isConflictOrGone(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsNotFound(err)
 }
