@@ -285,7 +285,7 @@ func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error
 			args = append(args, c.v)
 		}
 	}
-	q := `SELECT controller, rule, action, reason, since, api_version, kind, namespace, name, uid, resource_version FROM pending`
+	q := `SELECT ` + pendingColumns + ` FROM pending`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -298,6 +298,17 @@ func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error
 	if err != nil {
 		return nil, fmt.Errorf("pending: %w", err)
 	}
+	out, err := scanPending(rows)
+	if err != nil {
+		return nil, fmt.Errorf("pending: %w", err)
+	}
+	return out, nil
+}
+
+const pendingColumns = `controller, rule, action, reason, since, api_version, kind, namespace, name, uid, resource_version`
+
+// scanPending reads and closes rows of pendingColumns.
+func scanPending(rows *sql.Rows) ([]Pending, error) {
 	defer rows.Close()
 	out := []Pending{}
 	for rows.Next() {
@@ -305,7 +316,7 @@ func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error
 		var since string
 		if err := rows.Scan(&p.Controller, &p.Rule, &p.Action, &p.Reason, &since, &p.Target.APIVersion, &p.Target.Kind,
 			&p.Target.Namespace, &p.Target.Name, &p.Target.UID, &p.ResourceVersion); err != nil {
-			return nil, fmt.Errorf("pending: %w", err)
+			return nil, err
 		}
 		if t := parseTime(sql.NullString{String: since, Valid: true}); t != nil {
 			p.Since = *t

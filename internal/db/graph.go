@@ -397,28 +397,11 @@ func (d *DB) ObjectDetail(ctx context.Context, uid string, maxDependents int) (*
 }
 
 func ownerRefsOf(ctx context.Context, q querier, uid string) ([]OwnerRef, error) {
-	rows, err := q.QueryContext(ctx, `SELECT api_version, kind, name, owner_uid, controller, block_owner_deletion
-		FROM owner_refs WHERE dependent_uid = ? ORDER BY position`, uid)
+	rows, err := q.QueryContext(ctx, sqlOwnerRefsOf, uid)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var refs []OwnerRef
-	for rows.Next() {
-		var r OwnerRef
-		var controller, block sql.NullBool
-		if err := rows.Scan(&r.APIVersion, &r.Kind, &r.Name, &r.UID, &controller, &block); err != nil {
-			return nil, err
-		}
-		if controller.Valid {
-			r.Controller = &controller.Bool
-		}
-		if block.Valid {
-			r.BlockOwnerDeletion = &block.Bool
-		}
-		refs = append(refs, r)
-	}
-	return refs, rows.Err()
+	return scanOwnerRefs(rows)
 }
 
 // ownerStatuses classifies o's owners the way ownergc reads the mirror
@@ -483,25 +466,9 @@ func dependentsOf(ctx context.Context, q querier, uid string, limit int) ([]Depe
 }
 
 func pendingFor(ctx context.Context, q querier, uid string) ([]Pending, error) {
-	rows, err := q.QueryContext(ctx, `SELECT controller, rule, action, reason, since, api_version, kind, namespace, name,
-			uid, resource_version
-		FROM pending WHERE uid = ? ORDER BY since, controller, action`, uid)
+	rows, err := q.QueryContext(ctx, `SELECT `+pendingColumns+` FROM pending WHERE uid = ? ORDER BY since, controller, action`, uid)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []Pending{}
-	for rows.Next() {
-		var p Pending
-		var since string
-		if err := rows.Scan(&p.Controller, &p.Rule, &p.Action, &p.Reason, &since, &p.Target.APIVersion, &p.Target.Kind,
-			&p.Target.Namespace, &p.Target.Name, &p.Target.UID, &p.ResourceVersion); err != nil {
-			return nil, err
-		}
-		if t := parseTime(sql.NullString{String: since, Valid: true}); t != nil {
-			p.Since = *t
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return scanPending(rows)
 }

@@ -105,18 +105,29 @@ func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
 }
 
 func (d *DB) ownerRefs(ctx context.Context, uid string) ([]OwnerRef, error) {
-	rows, err := d.query(ctx, `SELECT api_version, kind, name, owner_uid, controller, block_owner_deletion
-		FROM owner_refs WHERE dependent_uid = ? ORDER BY position`, uid)
+	rows, err := d.query(ctx, sqlOwnerRefsOf, uid)
 	if err != nil {
 		return nil, fmt.Errorf("owner refs of %s: %w", uid, err)
 	}
+	refs, err := scanOwnerRefs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("owner refs of %s: %w", uid, err)
+	}
+	return refs, nil
+}
+
+const sqlOwnerRefsOf = `SELECT api_version, kind, name, owner_uid, controller, block_owner_deletion
+	FROM owner_refs WHERE dependent_uid = ? ORDER BY position`
+
+// scanOwnerRefs reads and closes rows of sqlOwnerRefsOf's columns.
+func scanOwnerRefs(rows *sql.Rows) ([]OwnerRef, error) {
 	defer rows.Close()
 	var refs []OwnerRef
 	for rows.Next() {
 		var r OwnerRef
 		var controller, block sql.NullBool
 		if err := rows.Scan(&r.APIVersion, &r.Kind, &r.Name, &r.UID, &controller, &block); err != nil {
-			return nil, fmt.Errorf("owner refs of %s: %w", uid, err)
+			return nil, err
 		}
 		if controller.Valid {
 			r.Controller = &controller.Bool
