@@ -28,10 +28,13 @@ const (
 
 // gcResult is one contender's collection of n dependents.
 type gcResult struct {
-	name  string
-	first time.Duration // owner deleted → first dependent gone
-	last  time.Duration // owner deleted → last dependent gone
-	n     int
+	name string
+	// CPU seconds spent during the collection by the contender and by the
+	// control plane (kube-apiserver + etcd).
+	cpu, controlPlaneCPU float64
+	first                time.Duration // owner deleted → first dependent gone
+	last                 time.Duration // owner deleted → last dependent gone
+	n                    int
 }
 
 func (r gcResult) rate() float64 { return float64(r.n) / r.last.Seconds() }
@@ -50,7 +53,7 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 		return err
 	}
 	workers := cfg.workers
-	r, err := gcContender(ctx, kube, "gc-kubegcd", n, cfg.workers, func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+	r, err := gcContender(ctx, kube, "gc-kubegcd", "kubegcd", n, cfg.workers, func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
 		addr, err := freeAddr()
 		if err != nil {
 			return nil, err
@@ -80,7 +83,7 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 	}
 	results = append(results, r)
 
-	r, err = gcContender(ctx, kube, "gc-raw", n, cfg.workers, nil, func(ctx context.Context, owner *corev1.ConfigMap) error {
+	r, err = gcContender(ctx, kube, "gc-raw", "bench", n, cfg.workers, nil, func(ctx context.Context, owner *corev1.ConfigMap) error {
 		return rawDeletes(ctx, kube, owner.Namespace, cfg.workers)
 	})
 	// The watch of this process lags while its own 32 workers delete, so
@@ -92,7 +95,7 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 	r.name = fmt.Sprintf("raw deletes (%d workers)", cfg.workers)
 	results = append(results, r)
 
-	r, err = gcContender(ctx, kube, "gc-kcm", n, cfg.workers, func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+	r, err = gcContender(ctx, kube, "gc-kcm", "kube-controller-manager", n, cfg.workers, func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
 		stop, err := cluster.StartControllerManager(ctx, "--controllers=garbagecollector", "--kube-api-qps=5000", "--kube-api-burst=5000",
 			fmt.Sprintf("--concurrent-gc-syncs=%d", workers))
 		if err != nil {
@@ -117,9 +120,11 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 	results[0].name = "kubegcd"
 
 	fmt.Printf("\nOwnership GC: %s dependents of one owner, owner deleted (background) → last dependent gone\n", countLabel(n))
-	fmt.Printf("%-28s %10s %10s %12s\n", "contender", "first s", "last s", "deletions/s")
+	fmt.Printf("%-28s %10s %10s %12s %14s %18s\n", "contender", "first s", "last s", "deletions/s", "own CPU ms/del",
+		"apiserver+etcd ms/del")
 	for _, r := range results {
-		fmt.Printf("%-28s %10.3f %10.2f %12.0f\n", r.name, r.first.Seconds(), r.last.Seconds(), r.rate())
+		fmt.Printf("%-28s %10.3f %10.2f %12.0f %14.2f %18.2f\n", r.name, r.first.Seconds(), r.last.Seconds(), r.rate(),
+			1000*r.cpu/float64(r.n), 1000*r.controlPlaneCPU/float64(r.n))
 	}
 	k, raw, kcm := results[0], results[1], results[2]
 	verdict := func(ok bool) string {
@@ -134,6 +139,16 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 	return nil
 }
 
+// cpuOf returns the CPU seconds used so far by the processes named name
+// ("bench" is this process).
+func cpuOf(name string) float64 {
+	if name == "bench" {
+		name = filepath.Base(os.Args[0])
+	}
+	t, _ := cpuTicks(name)
+	return float64(t) / 100
+}
+
 func deleteOwner(kube kubernetes.Interface) func(context.Context, *corev1.ConfigMap) error {
 	return func(ctx context.Context, owner *corev1.ConfigMap) error {
 		bg := metav1.DeletePropagationBackground
@@ -143,7 +158,7 @@ func deleteOwner(kube kubernetes.Interface) func(context.Context, *corev1.Config
 
 // gcContender creates an owner and n dependents in namespace ns, starts the
 // contender, then runs act and times the dependents' deletions from a watch.
-func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, workers int,
+func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string, n, workers int,
 	start func(context.Context, *corev1.ConfigMap) (stop func() error, err error),
 	act func(context.Context, *corev1.ConfigMap) error) (r gcResult, err error) {
 	r.n = n
@@ -190,6 +205,7 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 	}
 	defer func() { w.Stop() }()
 
+	cpu0, cp0 := cpuOf(proc), cpuOf("kube-apiserver")+cpuOf("etcd")
 	t0 := time.Now()
 	if err := act(ctx, owner); err != nil {
 		return r, err
@@ -226,6 +242,7 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 		}
 	}
 	r.last = time.Since(t0)
+	r.cpu, r.controlPlaneCPU = cpuOf(proc)-cpu0, cpuOf("kube-apiserver")+cpuOf("etcd")-cp0
 	r.name = ns
 	fmt.Printf("  %s: first dependent gone after %s, last after %s (%.0f/s)\n", ns, r.first.Round(time.Millisecond),
 		r.last.Round(time.Millisecond), r.rate())

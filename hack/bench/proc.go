@@ -101,3 +101,37 @@ func lastLog(dir, prefix string) (string, error) {
 	}
 	return last, nil
 }
+
+// cpuTicks sums user and system CPU time, in clock ticks (1/100 s on
+// Linux), of every running process whose executable is named name.
+func cpuTicks(name string) (uint64, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var total uint64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid … utime stime: fields 14 and 15, counted
+		// after the ")" that ends comm, which may contain spaces.
+		s := string(stat)
+		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || close < open || s[open+1:close] != name[:min(len(name), 15)] {
+			continue
+		}
+		fields := strings.Fields(s[close+1:])
+		if len(fields) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseUint(fields[11], 10, 64)
+		st, _ := strconv.ParseUint(fields[12], 10, 64)
+		total += u + st
+	}
+	return total, nil
+}
