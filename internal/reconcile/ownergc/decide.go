@@ -62,6 +62,14 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 		fact.State, fact.Via = stateDangling, "dry-run"
 		return fact, nil
 	}
+	// A UID confirmed absent at these coordinates can never come back:
+	// asking the mirror again would only cost a query per dependent.
+	key := absentKey{group: gvr.Group, kind: ref.Kind, namespace: ns, name: ref.Name, uid: ref.UID}
+	if c.absent.has(key) {
+		c.metrics.verifications.WithLabelValues("cache-hit").Inc()
+		fact.State, fact.Via = stateDangling, "absent-cache"
+		return fact, nil
+	}
 	owner, err := c.opts.DB.ObjectMeta(ctx, ref.UID)
 	switch {
 	case err == nil && owner.Name == ref.Name && owner.Namespace == ns && owner.Kind == ref.Kind && sameGroup(owner.APIVersion, ref.APIVersion):
@@ -75,12 +83,6 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 		return fact, err
 	}
 
-	key := absentKey{group: gvr.Group, kind: ref.Kind, namespace: ns, name: ref.Name, uid: ref.UID}
-	if c.absent.has(key) {
-		c.metrics.verifications.WithLabelValues("cache-hit").Inc()
-		fact.State, fact.Via = stateDangling, "absent-cache"
-		return fact, nil
-	}
 	live, err := c.opts.Client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
