@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -194,6 +195,9 @@ type Pending struct {
 // pending before, or pending for another rule, reason or resourceVersion.
 // An unchanged decision keeps its original Since.
 func (d *DB) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
+	// Known before the row is written: the set may name a key without a
+	// row (a harmless extra look), never the other way round.
+	d.pendingKeys.add(p.Controller, p.Target.UID)
 	var isNew bool
 	err := d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
 		var rule, reason, rv, since string
@@ -226,19 +230,20 @@ func (d *DB) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
 }
 
 // ClearPending forgets the decisions a controller held about uid. Most
-// calls find nothing to forget, so it looks before it takes the writer.
+// calls find nothing to forget, so it looks at the in-memory set of keys
+// with pending rows before it takes the writer.
 func (d *DB) ClearPending(ctx context.Context, controller, uid string) error {
-	var n int
-	if err := d.queryRow(ctx, `SELECT count(*) FROM pending WHERE controller = ? AND uid = ?`, controller, uid).Scan(&n); err != nil {
-		return fmt.Errorf("pending: %w", err)
-	}
-	if n == 0 {
+	if !d.pendingKeys.has(controller, uid) {
 		return nil
 	}
-	return d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM pending WHERE controller = ? AND uid = ?`, controller, uid)
+	err := d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, sqlDeletePending, controller, uid)
 		return err
 	})
+	if err == nil {
+		d.pendingKeys.remove(controller, uid)
+	}
+	return err
 }
 
 // RecordApplied queues the audit entry of an applied decision, and the
@@ -250,9 +255,13 @@ func (d *DB) RecordApplied(e *AuditEntry, onErr func(error)) {
 	if e.Time.IsZero() {
 		e.Time = d.Now()
 	}
+	hadPending := d.pendingKeys.has(e.Controller, e.Target.UID)
 	d.inWriteTxAsync("audit", func(tx *sql.Tx) error {
 		if err := d.insertAudit(context.Background(), tx, e); err != nil {
 			return err
+		}
+		if !hadPending {
+			return nil
 		}
 		st, err := d.txStmt(context.Background(), tx, sqlDeletePending)
 		if err != nil {
@@ -261,10 +270,59 @@ func (d *DB) RecordApplied(e *AuditEntry, onErr func(error)) {
 		_, err = st.ExecContext(context.Background(), e.Controller, e.Target.UID)
 		return err
 	}, func(err error) {
+		if err == nil && hadPending {
+			d.pendingKeys.remove(e.Controller, e.Target.UID)
+		}
 		if err != nil && onErr != nil {
 			onErr(err)
 		}
 	})
+}
+
+// keySet is the set of (controller, uid) that have pending rows, kept in
+// memory so that the common "nothing pending" case costs no query.
+type keySet struct {
+	mu sync.Mutex
+	m  map[[2]string]struct{}
+}
+
+func (k *keySet) has(controller, uid string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.m[[2]string{controller, uid}]
+	return ok
+}
+
+func (k *keySet) add(controller, uid string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[[2]string]struct{}{}
+	}
+	k.m[[2]string{controller, uid}] = struct{}{}
+}
+
+func (k *keySet) remove(controller, uid string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, [2]string{controller, uid})
+}
+
+// loadPendingKeys fills the set from the table at Open.
+func (d *DB) loadPendingKeys(ctx context.Context) error {
+	rows, err := d.read.QueryContext(ctx, `SELECT DISTINCT controller, uid FROM pending`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c, u string
+		if err := rows.Scan(&c, &u); err != nil {
+			return err
+		}
+		d.pendingKeys.add(c, u)
+	}
+	return rows.Err()
 }
 
 // PendingFilter selects pending decisions.

@@ -44,6 +44,7 @@ type DB struct {
 	writeSeconds *prometheus.HistogramVec
 
 	readStmts, writeStmts stmtCache
+	pendingKeys           keySet
 
 	// The writer goroutine (see writer.go) and its queue.
 	writes     chan *writeReq
@@ -108,6 +109,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	if !opts.ReadOnly {
 		if err := d.warmWrites(ctx); err != nil {
+			return nil, fmt.Errorf("database %s: %w", path, err)
+		}
+		if err := d.loadPendingKeys(ctx); err != nil {
 			return nil, fmt.Errorf("database %s: %w", path, err)
 		}
 	}

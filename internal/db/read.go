@@ -61,15 +61,17 @@ func (d *DB) Resources(ctx context.Context) ([]Resource, error) {
 const objectColumns = `o.uid, o.api_version, o.kind, o.namespace, o.name, o.resource_version, o.creation_timestamp,
 	o.deletion_timestamp, o.deletion_grace_period_seconds, o.finalizers`
 
-func scanObject(sc interface{ Scan(...any) error }) (*Object, error) {
+// scanObject reads objectColumns, then any extra columns into extra.
+func scanObject(sc interface{ Scan(...any) error }, extra ...any) (*Object, error) {
 	var (
 		o                Object
 		created, deleted sql.NullString
 		grace            sql.NullInt64
 		finalizers       sql.NullString
 	)
-	if err := sc.Scan(&o.UID, &o.APIVersion, &o.Kind, &o.Namespace, &o.Name, &o.ResourceVersion, &created, &deleted,
-		&grace, &finalizers); err != nil {
+	dest := append([]any{&o.UID, &o.APIVersion, &o.Kind, &o.Namespace, &o.Name, &o.ResourceVersion, &created, &deleted,
+		&grace, &finalizers}, extra...)
+	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
 	o.CreationTimestamp = parseTime(created)
@@ -86,34 +88,49 @@ func scanObject(sc interface{ Scan(...any) error }) (*Object, error) {
 }
 
 // GetObject returns the object with uid, its owner references and its typed
-// columns, or ErrNotFound.
+// columns, or ErrNotFound. Metadata and references come in one query: the
+// controllers read an object per decision.
 func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
-	o, err := scanObject(d.queryRow(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
+	rows, err := d.query(ctx, `SELECT `+objectColumns+`, r.api_version, r.kind, r.name, r.owner_uid, r.controller,
+			r.block_owner_deletion
+		FROM objects o LEFT JOIN owner_refs r ON r.dependent_uid = o.uid
+		WHERE o.uid = ? ORDER BY r.position`, uid)
 	if err != nil {
 		return nil, fmt.Errorf("object %s: %w", uid, err)
 	}
-	if o.OwnerReferences, err = d.ownerRefs(ctx, uid); err != nil {
-		return nil, err
+	defer rows.Close()
+	var o *Object
+	for rows.Next() {
+		var refAPIVersion, refKind, refName, refUID sql.NullString
+		var controller, block sql.NullBool
+		got, err := scanObject(rows, &refAPIVersion, &refKind, &refName, &refUID, &controller, &block)
+		if err != nil {
+			return nil, fmt.Errorf("object %s: %w", uid, err)
+		}
+		if o == nil {
+			o = got
+		}
+		if refUID.Valid {
+			r := OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String, Name: refName.String, UID: refUID.String}
+			if controller.Valid {
+				r.Controller = &controller.Bool
+			}
+			if block.Valid {
+				r.BlockOwnerDeletion = &block.Bool
+			}
+			o.OwnerReferences = append(o.OwnerReferences, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("object %s: %w", uid, err)
+	}
+	if o == nil {
+		return nil, ErrNotFound
 	}
 	if err := d.typedColumns(ctx, o); err != nil {
 		return nil, err
 	}
 	return o, nil
-}
-
-func (d *DB) ownerRefs(ctx context.Context, uid string) ([]OwnerRef, error) {
-	rows, err := d.query(ctx, sqlOwnerRefsOf, uid)
-	if err != nil {
-		return nil, fmt.Errorf("owner refs of %s: %w", uid, err)
-	}
-	refs, err := scanOwnerRefs(rows)
-	if err != nil {
-		return nil, fmt.Errorf("owner refs of %s: %w", uid, err)
-	}
-	return refs, nil
 }
 
 const sqlOwnerRefsOf = `SELECT api_version, kind, name, owner_uid, controller, block_owner_deletion
