@@ -24,7 +24,9 @@ func (d *DB) ObjectMeta(ctx context.Context, uid string) (*Object, error) {
 // Dependent is an object whose ownerReferences name a given owner.
 type Dependent struct {
 	UID                string
+	Kind               string
 	Namespace          string
+	Name               string
 	BlockOwnerDeletion bool // on its reference to the owner
 	Deleting           bool
 	Finalizers         []string
@@ -32,7 +34,7 @@ type Dependent struct {
 
 // DependentsOf lists the objects that name ownerUID as an owner.
 func (d *DB) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent, error) {
-	rows, err := d.query(ctx, `SELECT o.uid, o.namespace, coalesce(max(r.block_owner_deletion), 0),
+	rows, err := d.query(ctx, `SELECT o.uid, o.kind, o.namespace, o.name, coalesce(max(r.block_owner_deletion), 0),
 			o.deletion_timestamp IS NOT NULL, o.finalizers
 		FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid
 		WHERE r.owner_uid = ? GROUP BY o.uid`, ownerUID)
@@ -44,7 +46,7 @@ func (d *DB) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent, er
 	for rows.Next() {
 		var dep Dependent
 		var fin sql.NullString
-		if err := rows.Scan(&dep.UID, &dep.Namespace, &dep.BlockOwnerDeletion, &dep.Deleting, &fin); err != nil {
+		if err := rows.Scan(&dep.UID, &dep.Kind, &dep.Namespace, &dep.Name, &dep.BlockOwnerDeletion, &dep.Deleting, &fin); err != nil {
 			return nil, fmt.Errorf("dependents of %s: %w", ownerUID, err)
 		}
 		if fin.Valid {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/promutil"
 )
 
 // ignoredResources are never mirrored, as upstream's garbage collector
@@ -381,12 +382,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 when the resource's mirror is live, 0 while it is being listed or its watch is down.",
 		}, []string{"resource"}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.events, m.errors, m.relists, m.synced} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promutil.Register(reg, m.events, m.errors, m.relists, m.synced); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/promutil"
 )
 
 // ErrPaused is returned by Apply while the blast-radius cap holds
@@ -256,12 +257,8 @@ func newApplierMetrics(reg prometheus.Registerer) (*applierMetrics, error) {
 			Help: "1 while the blast-radius cap holds deletions back.",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.actions, m.latency, m.paused} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promutil.Register(reg, m.actions, m.latency, m.paused); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

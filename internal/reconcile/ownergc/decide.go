@@ -184,12 +184,12 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 		})
 
 	case len(waiting) > 0:
-		hasDeps, err := c.hasDependents(ctx, obj.UID)
+		deps, err := c.dependents(ctx, obj.UID)
 		if err != nil {
 			return err
 		}
-		if hasDeps {
-			if err := c.unblockIfCycle(ctx, obj, d); err != nil {
+		if len(deps) > 0 {
+			if err := c.unblockIfCycle(ctx, obj, deps, d); err != nil {
 				return err
 			}
 			d.Rule, d.Action = ruleForeground, actionDelete
@@ -263,30 +263,29 @@ func (c *Controller) requeueRelated(ctx context.Context, uid string) {
 	}
 }
 
-func (c *Controller) hasDependents(ctx context.Context, uid string) (bool, error) {
+// dependents lists the objects that name uid as an owner, less those
+// dry-run has already deleted or detached.
+func (c *Controller) dependents(ctx context.Context, uid string) ([]db.Dependent, error) {
 	deps, err := c.opts.DB.DependentsOf(ctx, uid)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
+	out := deps[:0]
 	for _, d := range deps {
 		if !c.overlay.isDeleted(d.UID) && !c.overlay.refRemoved(d.UID, uid) {
-			return true, nil
+			out = append(out, d)
 		}
 	}
-	return false, nil
+	return out, nil
 }
 
 // unblockIfCycle makes obj's references non-blocking when one of its own
 // dependents is itself deleting dependents: otherwise two foreground
 // deletions could wait for each other forever.
-func (c *Controller) unblockIfCycle(ctx context.Context, obj *db.Object, d reconcile.Decision) error {
-	deps, err := c.opts.DB.DependentsOf(ctx, obj.UID)
-	if err != nil {
-		return err
-	}
+func (c *Controller) unblockIfCycle(ctx context.Context, obj *db.Object, deps []db.Dependent, d reconcile.Decision) error {
 	for _, dep := range deps {
-		depObj, err := c.opts.DB.ObjectMeta(ctx, dep.UID)
-		if err != nil || !c.beingDeleted(depObj) || !c.hasFinalizer(depObj, finalizerForeground) {
+		depMeta := &db.Object{UID: dep.UID, Finalizers: dep.Finalizers}
+		if !dep.Deleting && !c.overlay.isForeground(dep.UID) || !c.hasFinalizer(depMeta, finalizerForeground) {
 			continue
 		}
 		var blocking []string
@@ -300,7 +299,7 @@ func (c *Controller) unblockIfCycle(ctx context.Context, obj *db.Object, d recon
 		}
 		d.Rule, d.Action = ruleForeground, actionUnblockRefs
 		d.Reason = fmt.Sprintf("dependent %s/%s is itself deleting its dependents: making this object's owner references non-blocking to break the cycle",
-			depObj.Kind, depObj.Name)
+			dep.Kind, dep.Name)
 		return c.apply(ctx, d, func(ctx context.Context) error { return c.unblockOwnerRefs(ctx, obj) }, func() {
 			c.overlay.unblockRefs(obj.UID, blocking)
 		})

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/promutil"
 )
 
 // absentKey identifies an owner confirmed absent: the coordinates it was
@@ -238,12 +239,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Objects the last full pass found with an owner missing or being deleted.",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.verifications, m.errors, m.depth, m.candidates} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promutil.Register(reg, m.verifications, m.errors, m.depth, m.candidates); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
