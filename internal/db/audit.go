@@ -182,13 +182,16 @@ func (d *DB) PruneAudit(ctx context.Context, cutoff time.Time) (int64, error) {
 
 // Pending is a decision a controller holds and has not (yet) applied.
 type Pending struct {
-	Controller      string    `json:"controller"`
-	Rule            string    `json:"rule"`
-	Action          string    `json:"action"`
-	Reason          string    `json:"reason"`
-	Since           time.Time `json:"since"`
-	Target          Target    `json:"target"`
-	ResourceVersion string    `json:"-"`
+	Controller string    `json:"controller"`
+	Rule       string    `json:"rule"`
+	Action     string    `json:"action"`
+	Reason     string    `json:"reason"`
+	Since      time.Time `json:"since"`
+	// NotBefore, when set, is the earliest time the decision may be acted
+	// on: the end of a quarantine or of a back-off.
+	NotBefore       *time.Time `json:"notBefore,omitempty"`
+	Target          Target     `json:"target"`
+	ResourceVersion string     `json:"-"`
 }
 
 // UpsertPending records p and reports whether it is a new decision: not
@@ -218,12 +221,12 @@ func (d *DB) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
 			p.Since = d.Now()
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO pending (controller, uid, action, rule, reason, api_version, kind, namespace,
-				name, resource_version, since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				name, resource_version, since, not_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (controller, uid, action) DO UPDATE SET rule = excluded.rule, reason = excluded.reason,
 				api_version = excluded.api_version, kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
-				resource_version = excluded.resource_version, since = excluded.since`,
+				resource_version = excluded.resource_version, since = excluded.since, not_before = excluded.not_before`,
 			p.Controller, p.Target.UID, p.Action, p.Rule, p.Reason, p.Target.APIVersion, p.Target.Kind, p.Target.Namespace,
-			p.Target.Name, p.ResourceVersion, formatTime(&p.Since))
+			p.Target.Name, p.ResourceVersion, formatTime(&p.Since), formatTime(p.NotBefore))
 		return err
 	})
 	return isNew, err
@@ -247,36 +250,92 @@ func (d *DB) ClearPending(ctx context.Context, controller, uid string) error {
 }
 
 // RecordApplied queues the audit entry of an applied decision, and the
-// removal of what was pending about its target, as one transaction, without
-// waiting for it: the write to the cluster is done, and the worker need not
-// wait for the disk before taking the next one. Close commits what is
-// queued; onErr (if set) hears of a failure.
+// removal of what was pending about its target, without waiting for it:
+// the write to the cluster is done, and the worker need not wait for the
+// disk before taking the next one. Entries queued while the writer is busy
+// are written together, in one request. Close commits what is queued;
+// onErr (if set) hears of a failure.
 func (d *DB) RecordApplied(e *AuditEntry, onErr func(error)) {
 	if e.Time.IsZero() {
 		e.Time = d.Now()
 	}
-	hadPending := d.pendingKeys.has(e.Controller, e.Target.UID)
+	q := &d.appliedQueue
+	q.mu.Lock()
+	q.entries = append(q.entries, appliedEntry{e: e, hadPending: d.pendingKeys.has(e.Controller, e.Target.UID), onErr: onErr})
+	queued := q.queued
+	q.queued = true
+	q.mu.Unlock()
+	if queued {
+		return
+	}
+	var written []appliedEntry
 	d.inWriteTxAsync("audit", func(tx *sql.Tx) error {
-		if err := d.insertAudit(context.Background(), tx, e); err != nil {
-			return err
-		}
-		if !hadPending {
-			return nil
-		}
-		st, err := d.txStmt(context.Background(), tx, sqlDeletePending)
-		if err != nil {
-			return err
-		}
-		_, err = st.ExecContext(context.Background(), e.Controller, e.Target.UID)
-		return err
+		written = d.writeApplied(tx)
+		return nil
 	}, func(err error) {
-		if err == nil && hadPending {
-			d.pendingKeys.remove(e.Controller, e.Target.UID)
+		if err != nil && written == nil {
+			// The request never ran (the database is closing): whatever
+			// is queued is lost, and its callers hear of it.
+			q.mu.Lock()
+			written, q.entries, q.queued = q.entries, nil, false
+			q.mu.Unlock()
 		}
-		if err != nil && onErr != nil {
-			onErr(err)
+		for _, a := range written {
+			switch {
+			case err == nil && a.hadPending:
+				d.pendingKeys.remove(a.e.Controller, a.e.Target.UID)
+			case err != nil && a.onErr != nil:
+				a.onErr(err)
+			}
 		}
 	})
+}
+
+// appliedQueue holds audit entries of applied decisions until the writer
+// takes them.
+type appliedQueue struct {
+	mu      sync.Mutex
+	entries []appliedEntry
+	queued  bool // a writer request that will take entries is queued
+}
+
+type appliedEntry struct {
+	e          *AuditEntry
+	hadPending bool
+	onErr      func(error)
+}
+
+// writeApplied runs on the writer: it takes every queued entry and writes
+// them, each in a savepoint of its own so that one failure loses only its
+// own row, and returns those written.
+func (d *DB) writeApplied(tx *sql.Tx) []appliedEntry {
+	q := &d.appliedQueue
+	q.mu.Lock()
+	entries := q.entries
+	q.entries, q.queued = nil, false
+	q.mu.Unlock()
+	ctx := context.Background()
+	written := entries[:0]
+	for _, a := range entries {
+		err := d.inSavepoint(ctx, tx, "a", func() error {
+			if err := d.insertAudit(ctx, tx, a.e); err != nil || !a.hadPending {
+				return err
+			}
+			st, err := d.txStmt(ctx, tx, sqlDeletePending)
+			if err != nil {
+				return err
+			}
+			_, err = st.ExecContext(ctx, a.e.Controller, a.e.Target.UID)
+			return err
+		})
+		switch {
+		case err == nil:
+			written = append(written, a)
+		case a.onErr != nil:
+			a.onErr(fmt.Errorf("database audit: %w", err))
+		}
+	}
+	return written
 }
 
 // keySet is the set of (controller, uid) that have pending rows, kept in
@@ -306,6 +365,22 @@ func (k *keySet) remove(controller, uid string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.m, [2]string{controller, uid})
+}
+
+// PendingUIDs returns the uids a controller has pending decisions about, from
+// memory: a controller that decides in full passes forgets, after each pass,
+// those it no longer holds.
+func (d *DB) PendingUIDs(controller string) []string {
+	k := &d.pendingKeys
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for key := range k.m {
+		if key[0] == controller {
+			out = append(out, key[1])
+		}
+	}
+	return out
 }
 
 // loadPendingKeys fills the set from the table at Open.
@@ -363,7 +438,7 @@ func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error
 	return out, nil
 }
 
-const pendingColumns = `controller, rule, action, reason, since, api_version, kind, namespace, name, uid, resource_version`
+const pendingColumns = `controller, rule, action, reason, since, not_before, api_version, kind, namespace, name, uid, resource_version`
 
 // scanPending reads and closes rows of pendingColumns.
 func scanPending(rows *sql.Rows) ([]Pending, error) {
@@ -372,13 +447,15 @@ func scanPending(rows *sql.Rows) ([]Pending, error) {
 	for rows.Next() {
 		var p Pending
 		var since string
-		if err := rows.Scan(&p.Controller, &p.Rule, &p.Action, &p.Reason, &since, &p.Target.APIVersion, &p.Target.Kind,
+		var notBefore sql.NullString
+		if err := rows.Scan(&p.Controller, &p.Rule, &p.Action, &p.Reason, &since, &notBefore, &p.Target.APIVersion, &p.Target.Kind,
 			&p.Target.Namespace, &p.Target.Name, &p.Target.UID, &p.ResourceVersion); err != nil {
 			return nil, err
 		}
 		if t := parseTime(sql.NullString{String: since, Valid: true}); t != nil {
 			p.Since = *t
 		}
+		p.NotBefore = parseTime(notBefore)
 		out = append(out, p)
 	}
 	return out, rows.Err()

@@ -45,6 +45,7 @@ type DB struct {
 
 	readStmts, writeStmts stmtCache
 	pendingKeys           keySet
+	appliedQueue          appliedQueue
 
 	// The writer goroutine (see writer.go) and its queue.
 	writes     chan *writeReq

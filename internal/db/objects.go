@@ -51,9 +51,10 @@ type OwnerRef struct {
 
 // Pod holds the pod fields the pod garbage collector decides on.
 type Pod struct {
-	Phase    string
-	Reason   string
-	NodeName string
+	Phase      string
+	Reason     string
+	NodeName   string
+	Generation int64
 }
 
 // Node holds the node fields PodGC and the TTL controller decide on.
@@ -207,7 +208,7 @@ const (
 	sqlDeleteRefs   = `DELETE FROM owner_refs WHERE dependent_uid = ?`
 	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, block_owner_deletion)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlUpsertPod   = `INSERT OR REPLACE INTO pods (uid, phase, reason, node_name) VALUES (?, ?, ?, ?)`
+	sqlUpsertPod   = `INSERT OR REPLACE INTO pods (uid, phase, reason, node_name, generation) VALUES (?, ?, ?, ?, ?)`
 	sqlUpsertNode  = `INSERT OR REPLACE INTO nodes (uid, ready, taints, ttl_annotation) VALUES (?, ?, ?, ?)`
 	sqlUpsertLease = `INSERT OR REPLACE INTO leases (uid, holder_identity, lease_duration_seconds, acquire_time, renew_time,
 			lease_transitions, identity_label) VALUES (?, ?, ?, ?, ?, ?, ?)`
@@ -220,7 +221,8 @@ const (
 
 // writeQueries are prepared at Open.
 var writeQueries = []string{sqlTouch, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
-	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlInsertAudit, sqlDeletePending}
+	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlInsertAudit, sqlDeletePending,
+	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}
 
 func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 	s := &statements{}
@@ -271,7 +273,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 	}
 	switch {
 	case o.Pod != nil:
-		_, err = s.upsertPod.ExecContext(ctx, o.UID, o.Pod.Phase, o.Pod.Reason, o.Pod.NodeName)
+		_, err = s.upsertPod.ExecContext(ctx, o.UID, o.Pod.Phase, o.Pod.Reason, o.Pod.NodeName, o.Pod.Generation)
 	case o.Node != nil:
 		_, err = s.upsertNode.ExecContext(ctx, o.UID, o.Node.Ready, jsonOrNull(o.Node.Taints), ptrOrNull(o.Node.TTLAnnotation))
 	case o.Lease != nil:
@@ -306,13 +308,16 @@ func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) 
 	changes := make([]Change, 0, len(events))
 	err := d.inWriteTx(ctx, "events", func(tx *sql.Tx) error {
 		changes = changes[:0]
-		s, err := d.prepare(ctx, tx)
+		// A batch of deletions needs one statement; bind the others only
+		// when an upsert comes.
+		var s *statements
+		deleteObj, err := d.txStmt(ctx, tx, sqlDeleteObject)
 		if err != nil {
 			return err
 		}
 		for _, ev := range events {
 			if ev.Deleted {
-				res, err := s.deleteObj.ExecContext(ctx, ev.Object.UID)
+				res, err := deleteObj.ExecContext(ctx, ev.Object.UID)
 				if err != nil {
 					return err
 				}
@@ -324,6 +329,11 @@ func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) 
 					changes = append(changes, c)
 				}
 				continue
+			}
+			if s == nil {
+				if s, err = d.prepare(ctx, tx); err != nil {
+					return err
+				}
 			}
 			if _, err := s.upsertObject(ctx, ev.ResourceID, 0, ev.Object); err != nil {
 				return err

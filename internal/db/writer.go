@@ -117,31 +117,23 @@ func (d *DB) commitGroup(batch []*writeReq) {
 	grouped := len(batch) > 1
 	ok := 0
 	for i, r := range batch {
+		run := func() error { return r.fn(tx) }
+		var err error
 		if grouped {
-			if _, err := tx.Exec("SAVEPOINT w"); err != nil {
-				tx.Rollback()
-				fail(err)
-				return
-			}
-		}
-		if err := r.fn(tx); err != nil {
-			results[i] = fmt.Errorf("database %s: %w", r.op, err)
-			if grouped {
-				if _, rerr := tx.Exec("ROLLBACK TO w"); rerr != nil {
-					tx.Rollback()
-					fail(rerr)
-					return
-				}
-			}
+			err = d.inSavepoint(r.ctx, tx, "w", run)
 		} else {
-			ok++
+			err = run()
 		}
-		if grouped {
-			if _, err := tx.Exec("RELEASE w"); err != nil {
-				tx.Rollback()
-				fail(err)
-				return
-			}
+		var sp savepointError
+		switch {
+		case errors.As(err, &sp):
+			tx.Rollback()
+			fail(sp.err)
+			return
+		case err != nil:
+			results[i] = fmt.Errorf("database %s: %w", r.op, err)
+		default:
+			ok++
 		}
 	}
 	if ok == 0 {
@@ -151,4 +143,38 @@ func (d *DB) commitGroup(batch []*writeReq) {
 	if err := tx.Commit(); err != nil {
 		fail(fmt.Errorf("commit: %w", err))
 	}
+}
+
+// savepointError is a failure of the savepoint machinery itself, which
+// leaves the whole transaction unusable.
+type savepointError struct{ err error }
+
+func (e savepointError) Error() string { return e.err.Error() }
+
+// inSavepoint runs fn inside savepoint name: a failing fn rolls back only
+// its own writes and its error is returned as is.
+func (d *DB) inSavepoint(ctx context.Context, tx *sql.Tx, name string, fn func() error) error {
+	exec := func(q string) error {
+		st, err := d.txStmt(ctx, tx, q)
+		if err == nil {
+			_, err = st.ExecContext(ctx)
+		}
+		if err != nil {
+			return savepointError{err}
+		}
+		return nil
+	}
+	if err := exec("SAVEPOINT " + name); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		if rerr := exec("ROLLBACK TO " + name); rerr != nil {
+			return rerr
+		}
+		if rerr := exec("RELEASE " + name); rerr != nil {
+			return rerr
+		}
+		return err
+	}
+	return exec("RELEASE " + name)
 }

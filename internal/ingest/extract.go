@@ -70,9 +70,10 @@ func str(u map[string]any, fields ...string) string {
 
 func extractPod(u *unstructured.Unstructured, o *db.Object) {
 	o.Pod = &db.Pod{
-		Phase:    str(u.Object, "status", "phase"),
-		Reason:   str(u.Object, "status", "reason"),
-		NodeName: str(u.Object, "spec", "nodeName"),
+		Phase:      str(u.Object, "status", "phase"),
+		Reason:     str(u.Object, "status", "reason"),
+		NodeName:   str(u.Object, "spec", "nodeName"),
+		Generation: u.GetGeneration(),
 	}
 }
 
