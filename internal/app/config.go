@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -40,6 +44,45 @@ type runConfig struct {
 	auditRetention        time.Duration
 	resyncPeriod          time.Duration
 	profiling             bool
+
+	podgcPeriod         time.Duration
+	podgcQuarantine     time.Duration
+	terminatedThreshold int
+	terminatedMaxAge    time.Duration
+	namespaceThresholds namespaceThresholds
+}
+
+// namespaceThresholds is the repeatable --terminated-pod-gc-threshold-namespace.
+type namespaceThresholds map[string]int
+
+func (n *namespaceThresholds) String() string {
+	if n == nil || len(*n) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, ns := range slices.Sorted(maps.Keys(*n)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", ns, (*n)[ns]))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (n *namespaceThresholds) Set(v string) error {
+	ns, count, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("want NAMESPACE=COUNT, got %q", v)
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+	c, err := strconv.Atoi(count)
+	if err != nil || c < 0 {
+		return fmt.Errorf("count %q of namespace %s: want a whole number, 0 or more", count, ns)
+	}
+	if *n == nil {
+		*n = namespaceThresholds{}
+	}
+	(*n)[ns] = c
+	return nil
 }
 
 // parseRunFlags parses `kubegcd run`'s flags; --help prints to helpOut.
@@ -63,12 +106,21 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"how long to keep trying to reach the API server at start before giving up")
 	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 20, "queries per second of the controllers' writes and live checks to the API server")
 	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 30, "burst above --kube-api-qps")
-	fs.IntVar(&cfg.gcWorkers, "gc-workers", 20, "objects the ownership garbage collector works on at once")
+	fs.IntVar(&cfg.gcWorkers, "gc-workers", 20, "objects each controller works on at once")
 	fs.IntVar(&cfg.maxDeletionsPerMinute, "max-deletions-per-minute", 6000,
 		"blast-radius cap: deletions beyond this many in a minute pause enforcement until the rate falls (0: no cap)")
 	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
 		"how often controllers look at every candidate again, beside reacting to changes")
+	fs.DurationVar(&cfg.podgcPeriod, "podgc-period", 20*time.Second, "time between PodGC passes")
+	fs.IntVar(&cfg.terminatedThreshold, "terminated-pod-gc-threshold", 12500,
+		"terminated pods the cluster keeps before PodGC deletes the excess, Evicted and oldest first (0: never)")
+	fs.DurationVar(&cfg.podgcQuarantine, "podgc-quarantine", 40*time.Second,
+		"how long a node must be missing before PodGC checks it live and deletes its pods")
+	fs.DurationVar(&cfg.terminatedMaxAge, "terminated-pod-max-age", 0,
+		"delete terminated pods created longer ago than this, however many there are (0: off)")
+	fs.Var(&cfg.namespaceThresholds, "terminated-pod-gc-threshold-namespace",
+		"NAMESPACE=COUNT: terminated pods that namespace keeps before PodGC deletes its excess; repeatable (default: none)")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen")
 	configFile := fs.String("config", "",
 		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
@@ -128,6 +180,14 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --audit-retention %s: must be at least 1h", cfg.auditRetention)
 	case cfg.resyncPeriod < time.Second:
 		return nil, fmt.Errorf("invalid --resync-period %s: must be at least 1s", cfg.resyncPeriod)
+	case cfg.podgcPeriod < time.Second:
+		return nil, fmt.Errorf("invalid --podgc-period %s: must be at least 1s", cfg.podgcPeriod)
+	case cfg.terminatedThreshold < 0:
+		return nil, fmt.Errorf("invalid --terminated-pod-gc-threshold %d: must be 0 (never) or more", cfg.terminatedThreshold)
+	case cfg.podgcQuarantine < 0:
+		return nil, fmt.Errorf("invalid --podgc-quarantine %s: must not be negative", cfg.podgcQuarantine)
+	case cfg.terminatedMaxAge < 0:
+		return nil, fmt.Errorf("invalid --terminated-pod-max-age %s: must be 0 (off) or positive", cfg.terminatedMaxAge)
 	}
 	if _, _, err := net.SplitHostPort(cfg.listen); err != nil {
 		return nil, fmt.Errorf("invalid --listen %q: %w", cfg.listen, err)

@@ -23,6 +23,8 @@ import (
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
+	"github.com/kubegcd/kubegcd/internal/reconcile/podgc"
+	"github.com/kubegcd/kubegcd/internal/reconcile/ttl"
 )
 
 // instanceID names this process in audit rows and (later) its Lease:
@@ -79,6 +81,28 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 		}
 		ing.Subscribe(gc.OnChange)
 		c.runs = append(c.runs, gc.Run)
+	}
+	if slices.Contains(cfg.controllers, podgc.Name) {
+		pg, err := podgc.New(podgc.Options{
+			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", podgc.Name), Synced: ing.Synced,
+			Period: cfg.podgcPeriod, TerminatedThreshold: cfg.terminatedThreshold, NamespaceThresholds: cfg.namespaceThresholds,
+			MaxAge: cfg.terminatedMaxAge, Quarantine: cfg.podgcQuarantine, Workers: cfg.gcWorkers, Registerer: reg,
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.runs = append(c.runs, pg.Run)
+	}
+	if slices.Contains(cfg.controllers, ttl.Name) {
+		tc, err := ttl.New(ttl.Options{
+			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", ttl.Name), Synced: ing.Synced,
+			Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod, Registerer: reg,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ing.Subscribe(tc.OnChange)
+		c.runs = append(c.runs, tc.Run)
 	}
 	return c, nil
 }

@@ -84,7 +84,14 @@ func (q *query) time(name string) time.Time {
 }
 
 type pendingJSON struct {
-	Items []db.Pending `json:"items"`
+	Items []pendingItem `json:"items"`
+}
+
+// pendingItem is a pending decision; one that waits (a quarantine, a
+// back-off) says until when and how long that is from now.
+type pendingItem struct {
+	db.Pending
+	TimeLeft string `json:"timeLeft,omitempty"`
 }
 
 func (s *server) pending(w http.ResponseWriter, r *http.Request) {
@@ -105,7 +112,14 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pendingJSON{Items: items})
+	out := pendingJSON{Items: make([]pendingItem, len(items))}
+	for i, p := range items {
+		out.Items[i].Pending = p
+		if p.NotBefore != nil {
+			out.Items[i].TimeLeft = max(time.Until(*p.NotBefore), 0).Round(time.Second).String()
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 type auditJSON struct {

@@ -203,9 +203,21 @@ func (a *Applier) Record(ctx context.Context, d Decision) (bool, error) {
 	return true, a.opts.DB.InsertAudit(ctx, a.entry(d, db.OutcomeSkipped, nil))
 }
 
+// Defer records d as pending, to be acted on no sooner than notBefore,
+// without applying or auditing it: a decision that waits out a quarantine
+// or a back-off.
+func (a *Applier) Defer(ctx context.Context, d Decision, notBefore time.Time) error {
+	_, err := a.opts.DB.UpsertPending(ctx, a.pending(d, d.Reason, &notBefore))
+	return err
+}
+
 func (a *Applier) pend(ctx context.Context, d Decision, reason string) (bool, error) {
-	return a.opts.DB.UpsertPending(ctx, &db.Pending{Controller: d.Controller, Rule: d.Rule, Action: d.Action, Reason: reason,
-		Target: d.Target, ResourceVersion: d.ResourceVersion})
+	return a.opts.DB.UpsertPending(ctx, a.pending(d, reason, nil))
+}
+
+func (a *Applier) pending(d Decision, reason string, notBefore *time.Time) *db.Pending {
+	return &db.Pending{Controller: d.Controller, Rule: d.Rule, Action: d.Action, Reason: reason,
+		Target: d.Target, ResourceVersion: d.ResourceVersion, NotBefore: notBefore}
 }
 
 // entry builds the audit row of d and counts and logs it.

@@ -31,7 +31,7 @@ func TestPendingAndAuditAPI(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "api-history")
 	d := startDaemon(t, "", "--resync-period=1s")
-	d.waitReady(t, 60*time.Second)
+	d.WaitReady(t, 60*time.Second)
 
 	const n = 5
 	var uids []types.UID
@@ -49,7 +49,7 @@ func TestPendingAndAuditAPI(t *testing.T) {
 
 	var pending pendingPage
 	eventually(t, 20*time.Second, func() error {
-		d.getJSON(t, "/pending?controller=ownergc&namespace="+ns, http.StatusOK, &pending)
+		d.GetJSON(t, "/pending?controller=ownergc&namespace="+ns, http.StatusOK, &pending)
 		if len(pending.Items) != n {
 			return fmt.Errorf("%d pending, want %d", len(pending.Items), n)
 		}
@@ -61,11 +61,11 @@ func TestPendingAndAuditAPI(t *testing.T) {
 			t.Errorf("pending item %+v", p)
 		}
 	}
-	d.getJSON(t, "/pending?namespace="+ns+"&kind=Secret", http.StatusOK, &pending)
+	d.GetJSON(t, "/pending?namespace="+ns+"&kind=Secret", http.StatusOK, &pending)
 	if len(pending.Items) != 0 {
 		t.Errorf("kind filter kept %d items", len(pending.Items))
 	}
-	d.getJSON(t, "/pending?namespace="+ns+"&limit=2", http.StatusOK, &pending)
+	d.GetJSON(t, "/pending?namespace="+ns+"&limit=2", http.StatusOK, &pending)
 	if len(pending.Items) != 2 {
 		t.Errorf("limit=2 gave %d items", len(pending.Items))
 	}
@@ -79,7 +79,7 @@ func TestPendingAndAuditAPI(t *testing.T) {
 		if cursor != "" {
 			q += "&cursor=" + cursor
 		}
-		d.getJSON(t, q, http.StatusOK, &p)
+		d.GetJSON(t, q, http.StatusOK, &p)
 		seen = append(seen, p.Items...)
 		if p.Next == "" {
 			break
@@ -101,16 +101,16 @@ func TestPendingAndAuditAPI(t *testing.T) {
 		}
 	}
 	var one auditPage
-	d.getJSON(t, "/audit?uid="+string(uids[0]), http.StatusOK, &one)
+	d.GetJSON(t, "/audit?uid="+string(uids[0]), http.StatusOK, &one)
 	if len(one.Items) != 1 || one.Items[0].Target.UID != string(uids[0]) || !strings.Contains(string(one.Items[0].Facts), `"dangling"`) {
 		t.Errorf("audit by uid: %+v", one.Items)
 	}
 	future := url.QueryEscape(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
-	d.getJSON(t, "/audit?namespace="+ns+"&since="+future, http.StatusOK, &one)
+	d.GetJSON(t, "/audit?namespace="+ns+"&since="+future, http.StatusOK, &one)
 	if len(one.Items) != 0 {
 		t.Errorf("since in the future gave %d rows", len(one.Items))
 	}
-	d.getJSON(t, "/audit?namespace="+ns+"&until="+future+"&outcome=dry-run&controller=ownergc", http.StatusOK, &one)
+	d.GetJSON(t, "/audit?namespace="+ns+"&until="+future+"&outcome=dry-run&controller=ownergc", http.StatusOK, &one)
 	if len(one.Items) != n {
 		t.Errorf("until/outcome/controller filters gave %d rows, want %d", len(one.Items), n)
 	}
@@ -121,14 +121,14 @@ func TestPendingAndAuditAPI(t *testing.T) {
 		"/audit?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", "/audit?uid=a&uid=b",
 	} {
 		var e struct{ Error string }
-		d.getJSON(t, bad, http.StatusBadRequest, &e)
+		d.GetJSON(t, bad, http.StatusBadRequest, &e)
 		if e.Error == "" {
 			t.Errorf("%s: 400 without an error message", bad)
 		}
 	}
 	// Dry-run: nothing was deleted.
 	for _, uid := range uids {
-		if _, err := d.db(t).GetObject(ctx, string(uid)); err != nil {
+		if _, err := d.DB(t).GetObject(ctx, string(uid)); err != nil {
 			t.Errorf("dry-run garbage %s left the mirror: %v", uid, err)
 		}
 	}
@@ -153,7 +153,7 @@ func TestBlastRadiusCapPausesEnforcement(t *testing.T) {
 		}
 	}
 	eventually(t, gcTimeout, func() error {
-		s.d.getJSON(t, "/status", http.StatusOK, &st)
+		s.d.GetJSON(t, "/status", http.StatusOK, &st)
 		if !st.Enforcement.Paused {
 			return fmt.Errorf("not paused: %+v", st.Enforcement)
 		}
@@ -164,7 +164,7 @@ func TestBlastRadiusCapPausesEnforcement(t *testing.T) {
 	}
 	var p pendingPage
 	eventually(t, gcTimeout, func() error {
-		s.d.getJSON(t, "/pending?namespace="+s.ns, http.StatusOK, &p)
+		s.d.GetJSON(t, "/pending?namespace="+s.ns, http.StatusOK, &p)
 		if len(p.Items) != 3 {
 			return fmt.Errorf("%d pending, want 3 held back", len(p.Items))
 		}
@@ -184,7 +184,7 @@ func TestBlastRadiusCapPausesEnforcement(t *testing.T) {
 	if left != 3 {
 		t.Fatalf("%d of 5 dependents left, want 3 (the cap is 2 a minute)", left)
 	}
-	if !strings.Contains(s.d.logs.String(), "enforcement paused") {
+	if !strings.Contains(s.d.Logs.String(), "enforcement paused") {
 		t.Error("the pause was not logged")
 	}
 }

@@ -108,7 +108,7 @@ current-context: c
 			args := tc.args
 			if tc.name == "listen in use" {
 				d := startDaemon(t, "")
-				args = base("--listen", strings.TrimPrefix(d.url, "http://"))
+				args = base("--listen", strings.TrimPrefix(d.URL, "http://"))
 			}
 			code, _, stderr := runBinary(t, 30*time.Second, args...)
 			if code != tc.code {
@@ -128,13 +128,13 @@ current-context: c
 func TestDatabaseLockedByAnotherKubegcd(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, "")
-	code, _, stderr := runBinary(t, 30*time.Second, "run", "--kubeconfig", cluster.Kubeconfig, "--db", d.dbPath, "--listen", freeAddr(t))
+	code, _, stderr := runBinary(t, 30*time.Second, "run", "--kubeconfig", cluster.Kubeconfig, "--db", d.DBPath, "--listen", freeAddr(t))
 	if code != 1 || !strings.Contains(stderr, "database is in use by another kubegcd") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Fatalf("second kubegcd on one database: exit %d, stderr %q", code, stderr)
 	}
 	// The first one is untouched.
-	d.waitReady(t, 60*time.Second)
-	code, _, stderr = runBinary(t, 30*time.Second, "migrate", "up", "--db", d.dbPath)
+	d.WaitReady(t, 60*time.Second)
+	code, _, stderr = runBinary(t, 30*time.Second, "migrate", "up", "--db", d.DBPath)
 	if code != 1 || !strings.Contains(stderr, "in use") {
 		t.Fatalf("migrate under a running daemon: exit %d, stderr %q", code, stderr)
 	}
@@ -148,9 +148,9 @@ func TestMigrateCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"migrate", "version", "--db", path}, "schema version 0"},
-		{[]string{"migrate", "up", "--db", path}, "schema version 2 "},
-		{[]string{"migrate", "--db", path, "down"}, "schema version 1 "},
-		{[]string{"migrate", "up", "--db", path}, "schema version 2 "},
+		{[]string{"migrate", "up", "--db", path}, "schema version 3 "},
+		{[]string{"migrate", "--db", path, "down"}, "schema version 2 "},
+		{[]string{"migrate", "up", "--db", path}, "schema version 3 "},
 	} {
 		code, stdout, stderr := runBinary(t, 30*time.Second, step.args...)
 		if code != 0 || !strings.Contains(stdout, step.want) {

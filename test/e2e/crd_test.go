@@ -18,10 +18,10 @@ type statusResource struct {
 	Objects                  int64
 }
 
-func (d *daemon) statusResource(t *testing.T, group, resource string) *statusResource {
+func statusResourceOf(t *testing.T, d *daemon, group, resource string) *statusResource {
 	t.Helper()
 	var st struct{ Resources []statusResource }
-	d.getJSON(t, "/status", 200, &st)
+	d.GetJSON(t, "/status", 200, &st)
 	for _, r := range st.Resources {
 		if r.Group == group && r.Resource == resource {
 			return &r
@@ -37,7 +37,7 @@ func TestCRDAddedAndRemovedWhileRunning(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "crd-lifecycle")
 	d := startDaemon(t, "")
-	d.waitReady(t, 60*time.Second)
+	d.WaitReady(t, 60*time.Second)
 
 	const group = "late.kubegcd.io"
 	if err := createCRD(ctx, group, "gadgets", "Gadget", "Namespaced"); err != nil {
@@ -57,7 +57,7 @@ func TestCRDAddedAndRemovedWhileRunning(t *testing.T) {
 	}
 
 	eventually(t, 35*time.Second-time.Since(created), func() error {
-		r := d.statusResource(t, group, "gadgets")
+		r := statusResourceOf(t, d, group, "gadgets")
 		if r == nil || !r.Synced || r.Objects != 2 {
 			return fmt.Errorf("gadgets in /status: %+v", r)
 		}
@@ -65,7 +65,7 @@ func TestCRDAddedAndRemovedWhileRunning(t *testing.T) {
 	})
 	t.Logf("CRD watched %v after its creation", time.Since(created).Round(time.Millisecond))
 	for _, uid := range uids {
-		if _, err := d.db(t).GetObject(ctx, uid); err != nil {
+		if _, err := d.DB(t).GetObject(ctx, uid); err != nil {
 			t.Fatalf("gadget %s not mirrored: %v", uid, err)
 		}
 	}
@@ -75,14 +75,14 @@ func TestCRDAddedAndRemovedWhileRunning(t *testing.T) {
 	}
 	eventually(t, 40*time.Second, func() error {
 		for _, uid := range uids {
-			if err := absentFromMirror(d.db(t), types.UID(uid)); err != nil {
+			if err := absentFromMirror(d.DB(t), types.UID(uid)); err != nil {
 				return err
 			}
 		}
-		if r := d.statusResource(t, group, "gadgets"); r != nil {
+		if r := statusResourceOf(t, d, group, "gadgets"); r != nil {
 			return fmt.Errorf("gadgets still listed in /status: %+v", r)
 		}
 		return nil
 	})
-	d.waitReady(t, 5*time.Second)
+	d.WaitReady(t, 5*time.Second)
 }

@@ -174,7 +174,7 @@ func (s *scenario) startCollector(extraArgs ...string) {
 		return
 	}
 	s.d = startDaemon(s.t, "", append(append([]string{fmt.Sprintf("--dry-run=%v", s.dry)}, gcArgs...), extraArgs...)...)
-	s.d.waitReady(s.t, 60*time.Second)
+	s.d.WaitReady(s.t, 60*time.Second)
 }
 
 func mapsEqual[K comparable](a, b map[K]bool) bool {
@@ -372,7 +372,7 @@ func (s *scenario) audit() []db.AuditEntry {
 	var page struct {
 		Items []db.AuditEntry
 	}
-	s.d.getJSON(s.t, "/audit?controller=ownergc&limit=1000", 200, &page)
+	s.d.GetJSON(s.t, "/audit?controller=ownergc&limit=1000", 200, &page)
 	var out []db.AuditEntry
 	for _, e := range page.Items {
 		if mine[e.Target.UID] {
@@ -387,7 +387,7 @@ func (s *scenario) auditFor(o obj) []db.AuditEntry {
 	s.t.Helper()
 	s.needKubegcd()
 	var page struct{ Items []db.AuditEntry }
-	s.d.getJSON(s.t, "/audit?uid="+url.QueryEscape(string(o.uid)), 200, &page)
+	s.d.GetJSON(s.t, "/audit?uid="+url.QueryEscape(string(o.uid)), 200, &page)
 	return page.Items
 }
 
@@ -411,12 +411,12 @@ func (s *scenario) restart(meanwhile func()) {
 		s.kcm.waitCollecting(s)
 		return
 	}
-	if code := s.d.stop(); code != 0 {
+	if code := s.d.Stop(); code != 0 {
 		s.t.Fatalf("kubegcd exited with %d", code)
 	}
 	meanwhile()
-	s.d = startDaemon(s.t, s.d.dbPath, append([]string{fmt.Sprintf("--dry-run=%v", s.dry)}, gcArgs...)...)
-	s.d.waitReady(s.t, 60*time.Second)
+	s.d = startDaemon(s.t, s.d.DBPath, append([]string{fmt.Sprintf("--dry-run=%v", s.dry)}, gcArgs...)...)
+	s.d.WaitReady(s.t, 60*time.Second)
 }
 
 // patchOwners replaces an object's ownerReferences.

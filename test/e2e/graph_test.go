@@ -84,13 +84,13 @@ func TestGraphAndObjects(t *testing.T) {
 	nsPath := "/graph?namespace=" + url.QueryEscape(ns)
 	var g graphJSON
 	eventually(t, 60*time.Second, func() error {
-		code, body, err := d.get(nsPath)
+		code, body, err := d.Get(nsPath)
 		if err != nil || code != http.StatusOK {
 			return fmt.Errorf("GET %s: %d %s %w", nsPath, code, body, err)
 		}
 		g = graphJSON{}
 		if err := json.Unmarshal(body, &g); err != nil {
-			return stopError{fmt.Errorf("GET %s: %v: %s", nsPath, err, body)}
+			return stopError{Err: fmt.Errorf("GET %s: %v: %s", nsPath, err, body)}
 		}
 		if len(g.Nodes) < 7 {
 			return fmt.Errorf("mirror shows %d of 7 nodes", len(g.Nodes))
@@ -141,7 +141,7 @@ func TestGraphAndObjects(t *testing.T) {
 	t.Run("uid", func(t *testing.T) {
 		// Transitive owners and dependents of the middle: the chain, exactly.
 		var chain graphJSON
-		d.getJSON(t, "/graph?uid="+string(mid), http.StatusOK, &chain)
+		d.GetJSON(t, "/graph?uid="+string(mid), http.StatusOK, &chain)
 		if got, want := graphNodeUIDs(chain), graphSortedUIDs(top, mid, leaf); !slices.Equal(got, want) {
 			t.Fatalf("?uid=mid nodes %v, want %v", got, want)
 		}
@@ -150,13 +150,13 @@ func TestGraphAndObjects(t *testing.T) {
 		}
 		// Intersected with another namespace, nothing is left.
 		var none graphJSON
-		d.getJSON(t, "/graph?namespace=kube-system&uid="+string(mid), http.StatusOK, &none)
+		d.GetJSON(t, "/graph?namespace=kube-system&uid="+string(mid), http.StatusOK, &none)
 		if len(none.Nodes)+len(none.Edges) != 0 {
 			t.Fatalf("?uid=mid in kube-system: %+v", none)
 		}
 		// A missing owner can be asked about too.
 		var ghostGraph graphJSON
-		d.getJSON(t, "/graph?uid="+string(ghost), http.StatusOK, &ghostGraph)
+		d.GetJSON(t, "/graph?uid="+string(ghost), http.StatusOK, &ghostGraph)
 		if got, want := graphNodeUIDs(ghostGraph), graphSortedUIDs(garbage, ghost); !slices.Equal(got, want) {
 			t.Fatalf("?uid=ghost nodes %v, want %v", got, want)
 		}
@@ -164,7 +164,7 @@ func TestGraphAndObjects(t *testing.T) {
 
 	t.Run("dot", func(t *testing.T) {
 		c := http.Client{Timeout: 10 * time.Second}
-		resp, err := c.Get(d.url + "/graph?format=dot&uid=" + string(mid) + "&uid=" + string(garbage))
+		resp, err := c.Get(d.URL + "/graph?format=dot&uid=" + string(mid) + "&uid=" + string(garbage))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,13 +210,13 @@ func TestGraphAndObjects(t *testing.T) {
 		var det graphObjectDetail
 		path := "/objects/" + string(garbage)
 		eventually(t, 60*time.Second, func() error {
-			code, body, err := d.get(path)
+			code, body, err := d.Get(path)
 			if err != nil || code != http.StatusOK {
 				return fmt.Errorf("GET %s: %d %s %v", path, code, body, err)
 			}
 			det = graphObjectDetail{}
 			if err := json.Unmarshal(body, &det); err != nil {
-				return stopError{err}
+				return stopError{Err: err}
 			}
 			if len(det.Pending) == 0 {
 				return fmt.Errorf("not pending yet: %s", det.Why)
@@ -238,7 +238,7 @@ func TestGraphAndObjects(t *testing.T) {
 		// The dry-run decision is audited once.
 		eventually(t, 10*time.Second, func() error {
 			var again graphObjectDetail
-			d.getJSON(t, path, http.StatusOK, &again)
+			d.GetJSON(t, path, http.StatusOK, &again)
 			if len(again.RecentAudit) == 0 || !again.RecentAudit[0].DryRun || again.RecentAudit[0].Action != "delete" {
 				return fmt.Errorf("recentAudit %+v", again.RecentAudit)
 			}
@@ -246,7 +246,7 @@ func TestGraphAndObjects(t *testing.T) {
 		})
 
 		var healthy graphObjectDetail
-		d.getJSON(t, "/objects/"+string(mid), http.StatusOK, &healthy)
+		d.GetJSON(t, "/objects/"+string(mid), http.StatusOK, &healthy)
 		if len(healthy.Pending) != 0 || healthy.Why != "It is not pending: at least one owner exists (ConfigMap/top)." {
 			t.Errorf("mid: pending %+v, why %q", healthy.Pending, healthy.Why)
 		}
@@ -257,7 +257,7 @@ func TestGraphAndObjects(t *testing.T) {
 		if r := healthy.Object.OwnerReferences; len(r) != 1 || r[0].Controller == nil || !*r[0].Controller || r[0].BlockOwnerDeletion == nil {
 			t.Errorf("mid: ownerReferences %+v", r)
 		}
-		d.getJSON(t, "/objects/"+string(top), http.StatusOK, &healthy)
+		d.GetJSON(t, "/objects/"+string(top), http.StatusOK, &healthy)
 		if healthy.Why != "It is not pending: it has no owner references." {
 			t.Errorf("top: why %q", healthy.Why)
 		}
@@ -276,7 +276,7 @@ func TestGraphAndObjects(t *testing.T) {
 			"/objects/" + string(mid) + "?full=1": http.StatusBadRequest,
 		} {
 			var e map[string]string
-			d.getJSON(t, path, code, &e)
+			d.GetJSON(t, path, code, &e)
 			if e["error"] == "" || len(e) != 1 {
 				t.Errorf("GET %s: %v, want {\"error\": ...}", path, e)
 			}

@@ -89,8 +89,8 @@ func TestMirrorFollowsCluster(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "mirror")
 	d := startDaemon(t, "")
-	d.waitReady(t, 60*time.Second)
-	store := d.db(t)
+	d.WaitReady(t, 60*time.Second)
+	store := d.DB(t)
 
 	t.Run("configmaps with owner references", func(t *testing.T) {
 		cms := kube.CoreV1().ConfigMaps(ns)
@@ -283,7 +283,7 @@ func TestMirrorFollowsCluster(t *testing.T) {
 				Objects                        int64
 			} `json:"resources"`
 		}
-		d.getJSON(t, "/status", http.StatusOK, &st)
+		d.GetJSON(t, "/status", http.StatusOK, &st)
 		if st.Version == "" || st.StartedAt.IsZero() || !st.Synced {
 			t.Fatalf("status header wrong: %+v", st)
 		}
@@ -312,11 +312,11 @@ func TestMirrorFollowsCluster(t *testing.T) {
 
 	t.Run("http errors and metrics", func(t *testing.T) {
 		var e struct{ Error string }
-		d.getJSON(t, "/status/nope", http.StatusNotFound, &e)
+		d.GetJSON(t, "/status/nope", http.StatusNotFound, &e)
 		if e.Error == "" {
 			t.Error("404 without an error message")
 		}
-		code, body, err := d.get("/metrics")
+		code, body, err := d.Get("/metrics")
 		if err != nil || code != http.StatusOK {
 			t.Fatalf("/metrics: %d %v", code, err)
 		}
@@ -326,7 +326,7 @@ func TestMirrorFollowsCluster(t *testing.T) {
 				t.Errorf("/metrics lacks %s", want)
 			}
 		}
-		code, body, _ = d.get("/")
+		code, body, _ = d.Get("/")
 		if code != http.StatusOK || !strings.Contains(string(body), "<title>kubegcd</title>") {
 			t.Errorf("UI: %d %.100s", code, body)
 		}

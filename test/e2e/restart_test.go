@@ -67,9 +67,9 @@ func TestRestartOnSameDatabaseLeavesNoGhosts(t *testing.T) {
 		}
 	}
 	d := startDaemon(t, "")
-	d.waitReady(t, 60*time.Second)
-	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d.db(t)) })
-	if code := d.stop(); code != 0 {
+	d.WaitReady(t, 60*time.Second)
+	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d.DB(t)) })
+	if code := d.Stop(); code != 0 {
 		t.Fatalf("kubegcd exited with %d", code)
 	}
 
@@ -95,9 +95,9 @@ func TestRestartOnSameDatabaseLeavesNoGhosts(t *testing.T) {
 		}
 	}
 
-	d2 := startDaemon(t, d.dbPath)
-	d2.waitReady(t, 60*time.Second)
-	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d2.db(t)) })
+	d2 := startDaemon(t, d.DBPath)
+	d2.WaitReady(t, 60*time.Second)
+	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d2.DB(t)) })
 }
 
 // TestAPIServerRestart restarts the shared kube-apiserver, so it must not
@@ -106,13 +106,13 @@ func TestAPIServerRestart(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "apiserver-restart")
 	d := startDaemon(t, "")
-	d.waitReady(t, 60*time.Second)
+	d.WaitReady(t, 60*time.Second)
 
 	if err := cluster.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() error {
-		code, _, err := d.get("/readyz")
+		code, _, err := d.Get("/readyz")
 		if err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func TestAPIServerRestart(t *testing.T) {
 		}
 		return nil
 	})
-	if code, _, err := d.get("/status"); err != nil || code != http.StatusOK {
+	if code, _, err := d.Get("/status"); err != nil || code != http.StatusOK {
 		t.Fatalf("/status while the API server is down: %d %v", code, err)
 	}
 
@@ -130,17 +130,15 @@ func TestAPIServerRestart(t *testing.T) {
 	if err := cluster.StartAPIServer(startCtx); err != nil {
 		t.Fatal(err)
 	}
-	d.waitReady(t, 60*time.Second)
+	d.WaitReady(t, 60*time.Second)
 
 	cm, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-restart"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	within(t, "configmap after restart", func() error { return matchesMirror(d.db(t), cm, "v1", "ConfigMap") })
-	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d.db(t)) })
-	select {
-	case code := <-d.done:
+	within(t, "configmap after restart", func() error { return matchesMirror(d.DB(t), cm, "v1", "ConfigMap") })
+	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d.DB(t)) })
+	if code, exited := d.Exited(); exited {
 		t.Fatalf("kubegcd exited with %d during the API server restart", code)
-	default:
 	}
 }

@@ -1,0 +1,231 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Queries of the podgc and ttl controllers.
+//
+// A pod is terminated when its phase is neither Pending, Running nor Unknown
+// (so, as upstream counts, an empty phase is terminated too). Pods are
+// deleted in upstream's order: Evicted first, then the oldest
+// creationTimestamp, then by name (the uid breaks the last ties, so the
+// order is total and pages never overlap).
+
+const (
+	podColumns      = objectColumns + `, p.phase, p.reason, p.node_name, p.generation`
+	podFrom         = ` FROM pods p JOIN objects o ON o.uid = p.uid`
+	terminatedWhere = `p.phase NOT IN ('Pending', 'Running', 'Unknown')`
+	evictedRank     = `(CASE WHEN p.phase = 'Failed' AND p.reason = 'Evicted' THEN 0 ELSE 1 END)`
+	podOrderKey     = evictedRank + `, coalesce(o.creation_timestamp, ''), o.name, o.uid`
+	// nodeInMirror matches the v1 Node a pod's spec.nodeName names.
+	nodeInMirror = `SELECT 1 FROM objects no WHERE no.kind = 'Node' AND no.namespace = '' AND no.name = p.node_name
+		AND no.api_version = 'v1'`
+)
+
+// PodCursor is a position in the deletion order.
+type PodCursor struct {
+	evictedRank int
+	created     string
+	name, uid   string
+}
+
+func cursorOf(o *Object) *PodCursor {
+	c := &PodCursor{rank(o.Pod), "", o.Name, o.UID}
+	if t := formatTime(o.CreationTimestamp); t != nil {
+		c.created = t.(string)
+	}
+	return c
+}
+
+func rank(p *Pod) int {
+	if p.Evicted() {
+		return 0
+	}
+	return 1
+}
+
+// Evicted reports whether the kubelet evicted the pod (upstream's
+// eviction.PodIsEvicted).
+func (p *Pod) Evicted() bool { return p.Phase == "Failed" && p.Reason == "Evicted" }
+
+// Terminated reports whether the pod has finished (upstream's
+// isPodTerminated).
+func (p *Pod) Terminated() bool {
+	return p.Phase != "Pending" && p.Phase != "Running" && p.Phase != "Unknown"
+}
+
+func scanPods(rows *sql.Rows) ([]*Object, error) {
+	defer rows.Close()
+	var out []*Object
+	for rows.Next() {
+		p := &Pod{}
+		o, err := scanObject(rows, &p.Phase, &p.Reason, &p.NodeName, &p.Generation)
+		if err != nil {
+			return nil, err
+		}
+		o.Pod = p
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// queryPods runs a query of podColumns.
+func (d *DB) queryPods(ctx context.Context, what, where string, args ...any) ([]*Object, error) {
+	rows, err := d.query(ctx, `SELECT `+podColumns+podFrom+` WHERE `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	pods, err := scanPods(rows)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return pods, nil
+}
+
+// TerminatedFilter narrows the terminated pods looked at.
+type TerminatedFilter struct {
+	// Namespace, when set, limits to one namespace.
+	Namespace string
+	// CreatedBefore, when set, keeps only pods created before it.
+	CreatedBefore *time.Time
+}
+
+func (f TerminatedFilter) where() (string, []any) {
+	conds, args := []string{terminatedWhere}, []any{}
+	if f.Namespace != "" {
+		conds = append(conds, "o.namespace = ?")
+		args = append(args, f.Namespace)
+	}
+	if f.CreatedBefore != nil {
+		conds = append(conds, "o.creation_timestamp < ?")
+		args = append(args, formatTime(f.CreatedBefore))
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// CountTerminatedPods counts the terminated pods f selects.
+func (d *DB) CountTerminatedPods(ctx context.Context, f TerminatedFilter) (int, error) {
+	where, args := f.where()
+	var n int
+	if err := d.queryRow(ctx, `SELECT count(*)`+podFrom+` WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting terminated pods: %w", err)
+	}
+	return n, nil
+}
+
+// TerminatedPods returns up to limit terminated pods f selects, in deletion
+// order, starting after the cursor (nil: from the first), and the cursor of
+// the last one returned.
+func (d *DB) TerminatedPods(ctx context.Context, f TerminatedFilter, after *PodCursor, limit int) ([]*Object, *PodCursor, error) {
+	where, args := f.where()
+	if after != nil {
+		where += ` AND (` + podOrderKey + `) > (?, ?, ?, ?)`
+		args = append(args, after.evictedRank, after.created, after.name, after.uid)
+	}
+	pods, err := d.queryPods(ctx, "terminated pods", where+` ORDER BY `+podOrderKey+` LIMIT ?`, append(args, limit)...)
+	if err != nil || len(pods) == 0 {
+		return pods, after, err
+	}
+	return pods, cursorOf(pods[len(pods)-1]), nil
+}
+
+// TerminatingPodsOnOutOfServiceNodes returns the pods being deleted on
+// nodes that are not Ready and carry the taint key outOfService, in
+// deletion order.
+func (d *DB) TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfService string) ([]*Object, error) {
+	return d.queryPods(ctx, "terminating pods on out-of-service nodes", `o.deletion_timestamp IS NOT NULL AND p.node_name != ''
+		AND EXISTS (SELECT 1 FROM objects no JOIN nodes n ON n.uid = no.uid
+			WHERE no.kind = 'Node' AND no.namespace = '' AND no.name = p.node_name AND no.api_version = 'v1'
+				AND n.ready != 'True'
+				AND EXISTS (SELECT 1 FROM json_each(n.taints) t WHERE json_extract(t.value, '$.key') = ?))
+		ORDER BY `+podOrderKey, outOfService)
+}
+
+// MissingNodes returns the node names pods are bound to that the mirror
+// does not hold.
+func (d *DB) MissingNodes(ctx context.Context) ([]string, error) {
+	rows, err := d.query(ctx, `SELECT DISTINCT p.node_name FROM pods p WHERE p.node_name != '' AND NOT EXISTS (`+nodeInMirror+`)
+		ORDER BY p.node_name`)
+	if err != nil {
+		return nil, fmt.Errorf("missing nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("missing nodes: %w", err)
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// PodsOnNode returns the pods bound to node, in deletion order.
+func (d *DB) PodsOnNode(ctx context.Context, node string) ([]*Object, error) {
+	return d.queryPods(ctx, "pods on node "+node, `p.node_name = ? ORDER BY `+podOrderKey, node)
+}
+
+// UnscheduledTerminatingPods returns the pods being deleted that are bound
+// to no node.
+func (d *DB) UnscheduledTerminatingPods(ctx context.Context) ([]*Object, error) {
+	return d.queryPods(ctx, "unscheduled terminating pods", `o.deletion_timestamp IS NOT NULL AND p.node_name = ''
+		ORDER BY `+podOrderKey)
+}
+
+// NodeTTL is a node and its node.alpha.kubernetes.io/ttl annotation.
+type NodeTTL struct {
+	Object
+	TTL *string // nil when the annotation is absent
+}
+
+// Nodes returns every v1 Node with its TTL annotation, by name.
+func (d *DB) Nodes(ctx context.Context) ([]NodeTTL, error) {
+	rows, err := d.query(ctx, `SELECT `+objectColumns+`, n.ttl_annotation FROM nodes n JOIN objects o ON o.uid = n.uid
+		WHERE o.kind = 'Node' AND o.api_version = 'v1' ORDER BY o.name`)
+	if err != nil {
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []NodeTTL
+	for rows.Next() {
+		var ttl sql.NullString
+		o, err := scanObject(rows, &ttl)
+		if err != nil {
+			return nil, fmt.Errorf("nodes: %w", err)
+		}
+		n := NodeTTL{Object: *o}
+		if ttl.Valid {
+			n.TTL = &ttl.String
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// ResourceSynced reports whether the mirror of a resource (group "" is the
+// core group) is live: listed, and its watch running.
+func (d *DB) ResourceSynced(ctx context.Context, group, resource string) (bool, error) {
+	var synced bool
+	err := d.queryRow(ctx, `SELECT coalesce(max(synced), 0) FROM resources WHERE api_group = ? AND resource = ?`, group, resource).Scan(&synced)
+	if err != nil {
+		return false, fmt.Errorf("resource %s: %w", resource, err)
+	}
+	return synced, nil
+}
+
+// ResourceID returns the mirror's id of a resource, or ErrNotFound.
+func (d *DB) ResourceID(ctx context.Context, group, version, resource string) (int64, error) {
+	var id int64
+	err := d.queryRow(ctx, `SELECT id FROM resources WHERE api_group = ? AND version = ? AND resource = ?`, group, version, resource).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return id, err
+}

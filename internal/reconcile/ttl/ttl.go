@@ -1,0 +1,297 @@
+// Package ttl is kube-controller-manager's TTL controller re-done on the
+// SQLite mirror: it sets the node.alpha.kubernetes.io/ttl annotation (how
+// long kubelets may cache objects) on every node from the size of the
+// cluster, in five bands that overlap so a cluster near a boundary does not
+// flap. Unlike upstream, which re-annotates a node only on that node's next
+// update, a change of the desired TTL reaches every node at once, and the
+// band survives a restart.
+package ttl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/promutil"
+	"github.com/kubegcd/kubegcd/internal/reconcile"
+)
+
+// Name is the controller's name in flags, audit rows and metrics.
+const Name = "ttl"
+
+const actionAnnotate = "annotate"
+
+// boundary is one band of cluster sizes and its TTL (seed 003, BR-19-01…05).
+type boundary struct {
+	sizeMin, sizeMax int
+	ttlSeconds       int
+}
+
+var boundaries = []boundary{
+	{sizeMin: 0, sizeMax: 100, ttlSeconds: 0},
+	{sizeMin: 90, sizeMax: 500, ttlSeconds: 15},
+	{sizeMin: 450, sizeMax: 1000, ttlSeconds: 30},
+	{sizeMin: 900, sizeMax: 2000, ttlSeconds: 60},
+	{sizeMin: 1800, sizeMax: 1<<31 - 1, ttlSeconds: 300},
+}
+
+// rule is the id of a band's rule: BR-19-01 … BR-19-05.
+func rule(step int) string { return fmt.Sprintf("BR-19-%02d", step+1) }
+
+// nextStep moves step by the hysteresis rule (BR-19-06): up while the
+// cluster is larger than the band's sizeMax, down while it is smaller than
+// its sizeMin.
+func nextStep(step, nodes int) int {
+	for step < len(boundaries)-1 && nodes > boundaries[step].sizeMax {
+		step++
+	}
+	for step > 0 && nodes < boundaries[step].sizeMin {
+		step--
+	}
+	return step
+}
+
+// initialStep recovers the band after a start. Where two bands overlap the
+// cluster's size, the one whose TTL most nodes already carry wins: it is
+// the band an uninterrupted controller would be in. With no such evidence,
+// the lowest band, where upstream's count from zero would stop.
+func initialStep(nodes []db.NodeTTL) int {
+	n := len(nodes)
+	carried := map[int]int{}
+	for _, node := range nodes {
+		if v, ok := parseTTL(node.TTL); ok {
+			carried[v]++
+		}
+	}
+	best, bestCount := -1, 0
+	for step, b := range boundaries {
+		if n < b.sizeMin || n > b.sizeMax {
+			continue
+		}
+		if best < 0 || carried[b.ttlSeconds] > bestCount {
+			best, bestCount = step, carried[b.ttlSeconds]
+		}
+	}
+	return best
+}
+
+// parseTTL reads the annotation as upstream does (strconv.Atoi).
+func parseTTL(v *string) (int, bool) {
+	if v == nil {
+		return 0, false
+	}
+	i, err := strconv.Atoi(*v)
+	return i, err == nil
+}
+
+// Options configure the controller.
+type Options struct {
+	DB      *db.DB
+	Applier *reconcile.Applier
+	Client  kubernetes.Interface
+	Logger  *slog.Logger
+	// Synced reports whether the mirror is complete; nothing is decided before.
+	Synced  func() bool
+	Workers int
+	// ResyncPeriod is how often every node is looked at without a change.
+	ResyncPeriod time.Duration
+	Registerer   prometheus.Registerer
+}
+
+// Controller is the TTL controller.
+type Controller struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+	wake    chan struct{}
+	// nodesResource is the mirror's id of the nodes resource, once known;
+	// until then every change wakes the controller.
+	nodesResource atomic.Int64
+
+	step        int
+	initialized bool
+}
+
+// New returns a controller; Run starts it.
+func New(opts Options) (*Controller, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 20
+	}
+	if opts.ResyncPeriod <= 0 {
+		opts.ResyncPeriod = time.Minute
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{opts: opts, log: opts.Logger, metrics: m, wake: make(chan struct{}, 1)}, nil
+}
+
+// OnChange is the ingest subscription: a change to a node wakes the
+// controller. It never blocks.
+func (c *Controller) OnChange(changes []db.Change) {
+	id := c.nodesResource.Load()
+	for _, ch := range changes {
+		if id == 0 || ch.ResourceID == id || ch.Type == db.ChangeRelisted {
+			select {
+			case c.wake <- struct{}{}:
+			default:
+			}
+			return
+		}
+	}
+}
+
+// Run reconciles on node changes and every resync period until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return c.opts.Synced(), nil
+	}); err != nil {
+		return nil
+	}
+	if id, err := c.opts.DB.ResourceID(ctx, "", "v1", "nodes"); err == nil {
+		c.nodesResource.Store(id)
+	}
+	c.log.Info("starting", "dry_run", c.opts.Applier.DryRun())
+	t := time.NewTicker(c.opts.ResyncPeriod)
+	defer t.Stop()
+	for {
+		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error("reconcile failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.wake:
+			// Let a burst of node changes settle into one reconcile.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(100 * time.Millisecond):
+			}
+		case <-t.C:
+		}
+	}
+}
+
+// Reconcile brings the band up to date with the node count and every node's
+// annotation to the band's TTL.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	synced, err := c.opts.DB.ResourceSynced(ctx, "", "nodes")
+	if err != nil || !synced {
+		return err
+	}
+	nodes, err := c.opts.DB.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	prev := c.step
+	if !c.initialized {
+		c.step, c.initialized = initialStep(nodes), true
+		c.log.Info("band recovered from the mirror", "nodes", len(nodes), "step", c.step, "ttl_seconds", boundaries[c.step].ttlSeconds)
+	} else {
+		c.step = nextStep(c.step, len(nodes))
+	}
+	b := boundaries[c.step]
+	if c.step != prev {
+		c.log.Info("cluster size band changed", "nodes", len(nodes), "from_step", prev, "to_step", c.step, "ttl_seconds", b.ttlSeconds)
+	}
+	c.metrics.ttl.Set(float64(b.ttlSeconds))
+	c.metrics.nodes.Set(float64(len(nodes)))
+
+	want := strconv.Itoa(b.ttlSeconds)
+	reason := fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), whose TTL is %ss", c.step,
+		b.sizeMin, b.sizeMax, want)
+	work := make(chan db.NodeTTL)
+	var wg sync.WaitGroup
+	for range min(c.opts.Workers, len(nodes)) {
+		wg.Go(func() {
+			for n := range work {
+				c.reconcileNode(ctx, n, len(nodes), want, reason)
+			}
+		})
+	}
+	for _, n := range nodes {
+		if v, ok := parseTTL(n.TTL); ok && v == b.ttlSeconds {
+			// Already right (BR-19-07): no patch.
+			if err := c.opts.DB.ClearPending(ctx, Name, n.UID); err != nil {
+				c.log.Warn("clearing a pending decision", "node", n.Name, "err", err)
+			}
+			continue
+		}
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) reconcileNode(ctx context.Context, n db.NodeTTL, count int, want, reason string) {
+	has := "no annotation"
+	if n.TTL != nil {
+		has = strconv.Quote(*n.TTL)
+	}
+	d := reconcile.Decision{Controller: Name, Rule: rule(c.step), Action: actionAnnotate, Target: db.TargetOf(&n.Object),
+		ResourceVersion: n.ResourceVersion, Reason: reason + "; the node has " + has,
+		Facts:     map[string]any{"nodes": count, "step": c.step, "want": want, "has": n.TTL},
+		DecidedAt: time.Now()}
+	outcome, err := c.opts.Applier.Apply(ctx, d, func(ctx context.Context) error {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"uid": n.UID, "annotations": map[string]string{corev1.ObjectTTLAnnotationKey: want}}})
+		if err != nil {
+			return err
+		}
+		_, err = c.opts.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if outcome == db.OutcomeApplied {
+		c.metrics.patches.Inc()
+	}
+	if err != nil && ctx.Err() == nil {
+		c.log.Warn("annotating a node failed; retried at the next reconcile", "node", n.Name, "err", err)
+	}
+}
+
+type metrics struct {
+	ttl, nodes prometheus.Gauge
+	patches    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		ttl: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "kubegcd", Subsystem: "ttl", Name: "seconds",
+			Help: "The node.alpha.kubernetes.io/ttl every node should carry, from the cluster's size band.",
+		}),
+		nodes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "kubegcd", Subsystem: "ttl", Name: "nodes",
+			Help: "Nodes the TTL controller counted at its last reconcile.",
+		}),
+		patches: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "kubegcd", Subsystem: "ttl", Name: "patches_total",
+			Help: "Nodes whose node.alpha.kubernetes.io/ttl annotation was patched.",
+		}),
+	}
+	if err := promutil.Register(reg, m.ttl, m.nodes, m.patches); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,271 @@
+package e2enodes
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
+)
+
+const holdFinalizer = "e2e.kubegcd.io/hold"
+
+func startDaemon(t *testing.T, dbPath string, args ...string) *e2eutil.Daemon {
+	t.Helper()
+	d := e2eutil.StartDaemon(t, cluster.Kubeconfig, dbPath, args...)
+	d.WaitReady(t, 60*time.Second)
+	return d
+}
+
+var eventually = e2eutil.Eventually
+
+// newNamespace creates a namespace with the default ServiceAccount pods
+// need; cleanup force-removes its pods at the end of the test, so that no
+// terminated or orphaned pod is left for the next test's controllers.
+func newNamespace(t *testing.T, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removePods(t, name) })
+	return name
+}
+
+// removePods force-deletes every pod of a namespace, finalizers and all.
+func removePods(t *testing.T, ns string) {
+	ctx := context.Background()
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Errorf("cleanup: listing pods of %s: %v", ns, err)
+		return
+	}
+	zero := int64(0)
+	for _, p := range pods.Items {
+		if len(p.Finalizers) > 0 {
+			_, _ = kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+		_ = kube.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}
+}
+
+// podSpec is a pod no kubelet will run; node binds it directly.
+type podSpec struct {
+	name, node string
+	phase      corev1.PodPhase // set through the status subresource
+	reason     string
+	finalizer  bool
+}
+
+func createPod(t *testing.T, ns string, s podSpec) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: s.name},
+		Spec: corev1.PodSpec{NodeName: s.node, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+			TerminationGracePeriodSeconds: ptr(int64(30))},
+	}
+	if s.finalizer {
+		p.Finalizers = []string{holdFinalizer}
+	}
+	p, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.phase != "" && s.phase != corev1.PodPending {
+		p.Status.Phase, p.Status.Reason = s.phase, s.reason
+		if p, err = kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// nextSecond waits until the wall clock is past the second of ts, so that
+// objects created next have a later creationTimestamp (it has second
+// precision).
+func nextSecond(t *testing.T, ts metav1.Time) {
+	t.Helper()
+	eventually(t, 3*time.Second, func() error {
+		if time.Now().Truncate(time.Second).After(ts.Time) {
+			return nil
+		}
+		return fmt.Errorf("still in the second of %s", ts.UTC().Format(time.RFC3339))
+	})
+}
+
+// nodeSpec is a node with a Ready condition of the given status and taints.
+type nodeSpec struct {
+	name   string
+	ready  corev1.ConditionStatus
+	taints []corev1.Taint
+}
+
+// createNode creates a node and removes it at the end of the test.
+func createNode(t *testing.T, s nodeSpec) *corev1.Node {
+	t.Helper()
+	ctx := context.Background()
+	n, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: s.name},
+		Spec: corev1.NodeSpec{Taints: s.taints}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), s.name, metav1.DeleteOptions{}) })
+	if s.ready != "" {
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: s.ready, LastHeartbeatTime: metav1.Now(),
+			LastTransitionTime: metav1.Now(), Reason: "e2e"}}
+		if n, err = kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+func getPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	p, err := kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// podNames lists the names of the pods in ns.
+func podNames(t *testing.T, ns string) map[string]bool {
+	t.Helper()
+	pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		out[p.Name] = true
+	}
+	return out
+}
+
+func setOf(names ...string) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
+func sameSet(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// metric returns the sum of the samples of a metric family whose labels
+// contain every label given ("k=v"), from a Prometheus text exposition.
+func metric(body []byte, name string, labels ...string) float64 {
+	var sum float64
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
+			continue
+		}
+		rest := line[len(name):]
+		if rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			k, v, _ := strings.Cut(l, "=")
+			if !strings.Contains(rest, k+`="`+v+`"`) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
+		if len(f) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// daemonMetric reads one of kubegcd's metrics.
+func daemonMetric(t *testing.T, d *e2eutil.Daemon, name string, labels ...string) float64 {
+	t.Helper()
+	code, body, err := d.Get("/metrics")
+	if err != nil || code != 200 {
+		t.Fatalf("/metrics: %d %v", code, err)
+	}
+	return metric(body, name, labels...)
+}
+
+// apiDeletes counts the DELETE calls on pods the API server has served.
+func apiDeletes(t *testing.T) float64 {
+	t.Helper()
+	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return metric(body, "apiserver_request_total", "verb=DELETE", "resource=pods")
+}
+
+// waitPasses waits until kubegcd has finished n more PodGC passes.
+func waitPasses(t *testing.T, d *e2eutil.Daemon, n int) {
+	t.Helper()
+	start := daemonMetric(t, d, "kubegcd_podgc_pass_duration_seconds_count")
+	eventually(t, time.Duration(n)*5*time.Second+10*time.Second, func() error {
+		if got := daemonMetric(t, d, "kubegcd_podgc_pass_duration_seconds_count"); got < start+float64(n) {
+			return fmt.Errorf("%v passes of %d", got-start, n)
+		}
+		return nil
+	})
+}
+
+type pendingItem struct {
+	db.Pending
+	TimeLeft string `json:"timeLeft"`
+}
+
+func pending(t *testing.T, d *e2eutil.Daemon, controller string) []pendingItem {
+	t.Helper()
+	var out struct{ Items []pendingItem }
+	d.GetJSON(t, "/pending?controller="+controller, 200, &out)
+	return out.Items
+}
+
+func audit(t *testing.T, d *e2eutil.Daemon, query string) []db.AuditEntry {
+	t.Helper()
+	var out struct{ Items []db.AuditEntry }
+	d.GetJSON(t, "/audit?limit=1000&"+query, 200, &out)
+	return out.Items
+}

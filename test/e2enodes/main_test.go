@@ -1,0 +1,43 @@
+// Package e2enodes runs the node-wide controllers, podgc and ttl, against a
+// real etcd + kube-apiserver of their own: both act on the whole cluster
+// (every terminated pod counts against the threshold, every node against
+// the size band), so they cannot share a control plane with other tests.
+// The tests run one after the other, and each removes the pods and nodes
+// it made.
+package e2enodes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubegcd/kubegcd/internal/testcluster"
+)
+
+var (
+	cluster *testcluster.Cluster
+	kube    kubernetes.Interface
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	cluster, err = testcluster.Start(ctx, testcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2enodes: starting the control plane:", err)
+		return 1
+	}
+	defer cluster.Stop()
+	kube = kubernetes.NewForConfigOrDie(cluster.Config)
+	return m.Run()
+}

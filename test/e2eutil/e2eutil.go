@@ -1,0 +1,218 @@
+// Package e2eutil holds what the end-to-end test packages share: a kubegcd
+// run in-process against a test control plane, and waiting on conditions
+// with deadlines.
+package e2eutil
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/app"
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// SyncBuffer collects a daemon's log output.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Daemon is a kubegcd running in-process through app.Main.
+type Daemon struct {
+	t      *testing.T
+	URL    string
+	DBPath string
+	Logs   *SyncBuffer
+	cancel context.CancelFunc
+	done   chan int
+	store  *db.DB
+}
+
+// FreeAddr returns a local address nothing listens on.
+func FreeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// StartDaemon runs `kubegcd run` against the cluster of kubeconfig with the
+// database at dbPath (a new one when empty) and waits until it serves
+// /healthz. It is stopped when the test ends.
+func StartDaemon(t *testing.T, kubeconfig, dbPath string, args ...string) *Daemon {
+	t.Helper()
+	if dbPath == "" {
+		dbPath = filepath.Join(t.TempDir(), "kubegcd.db")
+	}
+	addr := FreeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Daemon{t: t, URL: "http://" + addr, DBPath: dbPath, Logs: &SyncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	full := append([]string{"run", "--kubeconfig", kubeconfig, "--db", dbPath, "--listen", addr,
+		"--log-level", "debug"}, args...)
+	go func() { d.done <- app.Main(ctx, full, io.Discard, d.Logs) }()
+	t.Cleanup(func() {
+		d.Stop()
+		if t.Failed() {
+			t.Logf("kubegcd log:\n%s", Tail(d.Logs.String(), 60))
+		}
+	})
+	Eventually(t, 30*time.Second, func() error {
+		select {
+		case code := <-d.done:
+			d.done <- code
+			return StopError{fmt.Errorf("kubegcd exited with %d:\n%s", code, d.Logs.String())}
+		default:
+		}
+		code, _, err := d.Get("/healthz")
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("/healthz: %d %w", code, err)
+		}
+		return nil
+	})
+	return d
+}
+
+// Stop ends the daemon and returns its exit code; later calls return the same.
+func (d *Daemon) Stop() int {
+	d.cancel()
+	if d.store != nil {
+		d.store.Close()
+		d.store = nil
+	}
+	select {
+	case code := <-d.done:
+		d.done <- code
+		return code
+	case <-time.After(30 * time.Second):
+		d.t.Errorf("kubegcd did not stop within 30s")
+		return -1
+	}
+}
+
+// Exited reports whether the daemon has exited, and its exit code.
+func (d *Daemon) Exited() (int, bool) {
+	select {
+	case code := <-d.done:
+		d.done <- code
+		return code, true
+	default:
+		return 0, false
+	}
+}
+
+// Get fetches path from the daemon's HTTP server.
+func (d *Daemon) Get(path string) (int, []byte, error) {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(d.URL + path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+// GetJSON fetches path, requires want as the status code and decodes into v.
+func (d *Daemon) GetJSON(t *testing.T, path string, want int, v any) {
+	t.Helper()
+	code, body, err := d.Get(path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	if code != want {
+		t.Fatalf("GET %s: status %d, want %d: %s", path, code, want, body)
+	}
+	if v != nil {
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatalf("GET %s: decoding %s: %v", path, body, err)
+		}
+	}
+}
+
+// WaitReady waits until /readyz answers 200.
+func (d *Daemon) WaitReady(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	Eventually(t, timeout, func() error {
+		code, body, err := d.Get("/readyz")
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("/readyz: %d %s %w", code, body, err)
+		}
+		return nil
+	})
+}
+
+// DB opens the daemon's database read-only, beside the running daemon.
+func (d *Daemon) DB(t *testing.T) *db.DB {
+	t.Helper()
+	if d.store == nil {
+		s, err := db.Open(context.Background(), d.DBPath, db.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.store = s
+	}
+	return d.store
+}
+
+// StopError ends Eventually at once.
+type StopError struct{ Err error }
+
+func (e StopError) Error() string { return e.Err.Error() }
+func (e StopError) Unwrap() error { return e.Err }
+
+// Eventually polls fn until it returns nil, failing the test at the
+// deadline, and returns how long it took.
+func Eventually(t *testing.T, timeout time.Duration, fn func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		err := fn()
+		if err == nil {
+			return time.Since(start)
+		}
+		var se StopError
+		if errors.As(err, &se) {
+			t.Fatal(se.Err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not true within %s: %v", timeout, err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// Tail returns the last n lines of s.
+func Tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
