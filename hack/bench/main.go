@@ -66,6 +66,11 @@ type config struct {
 	runOwnerGC bool
 	dependents int
 	gcWorkers  int
+
+	runPodGC       bool
+	runTTL         bool
+	terminatedPods int
+	podgcQPS       int
 }
 
 // result is one size's measurements.
@@ -88,17 +93,23 @@ func main() {
 	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager's garbage collector memory at each size")
-	which := flag.String("run", "ingest,ownergc", "benchmarks to run: ingest, ownergc")
+	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl")
 	dependents := flag.Int("dependents", 20000, "ownergc: dependents of the one owner that is deleted")
-	gcWorkers := flag.Int("gc-workers", 64, "ownergc: kubegcd's --gc-workers")
+	gcWorkers := flag.Int("gc-workers", 64, "ownergc, podgc, ttl: kubegcd's --gc-workers")
+	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
+	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
 	flag.Parse()
-	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers}
+	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":
 			cfg.runIngest = true
 		case "ownergc":
 			cfg.runOwnerGC = true
+		case "podgc":
+			cfg.runPodGC = true
+		case "ttl":
+			cfg.runTTL = true
 		default:
 			fmt.Fprintf(os.Stderr, "bench: -run: unknown benchmark %q\n", b)
 			os.Exit(2)
@@ -147,7 +158,13 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	defer func() {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: logs kept in %s\n", dir)
+			return
+		}
+		err = os.RemoveAll(dir)
+	}()
 
 	fmt.Printf("kubegcd benchmarks: %d CPUs, %d client workers\n", runtime.NumCPU(), cfg.workers)
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
@@ -171,6 +188,16 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	if cfg.runOwnerGC {
 		if err := runOwnerGC(ctx, cfg, cluster, kube, dir); err != nil {
+			return err
+		}
+	}
+	if cfg.runPodGC {
+		if err := runPodGC(ctx, cfg, cluster, kube, dir); err != nil {
+			return err
+		}
+	}
+	if cfg.runTTL {
+		if err := runTTL(ctx, cfg, cluster, kube, dir); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -54,7 +55,12 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(writeCfg)
+	// Typed calls speak protobuf: cheaper for the API server to encode and
+	// for kubegcd to decode than JSON.
+	protoCfg := rest.CopyConfig(writeCfg)
+	protoCfg.ContentType = runtime.ContentTypeProtobuf
+	protoCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfig(protoCfg)
 	if err != nil {
 		return nil, err
 	}

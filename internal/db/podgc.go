@@ -185,24 +185,56 @@ type NodeTTL struct {
 	TTL *string // nil when the annotation is absent
 }
 
-// Nodes returns every v1 Node with its TTL annotation, by name.
-func (d *DB) Nodes(ctx context.Context) ([]NodeTTL, error) {
-	rows, err := d.query(ctx, `SELECT `+objectColumns+`, n.ttl_annotation FROM nodes n JOIN objects o ON o.uid = n.uid
-		WHERE o.kind = 'Node' AND o.api_version = 'v1' ORDER BY o.name`)
+const nodesWhere = ` FROM nodes n JOIN objects o ON o.uid = n.uid WHERE o.kind = 'Node' AND o.api_version = 'v1'`
+
+// NodeCount counts the v1 Nodes.
+func (d *DB) NodeCount(ctx context.Context) (int, error) {
+	var n int
+	if err := d.queryRow(ctx, `SELECT count(*)`+nodesWhere).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting nodes: %w", err)
+	}
+	return n, nil
+}
+
+// NodeTTLs counts the nodes by the value of their TTL annotation (nodes
+// without one are not counted).
+func (d *DB) NodeTTLs(ctx context.Context) (map[string]int, error) {
+	rows, err := d.query(ctx, `SELECT n.ttl_annotation, count(*)`+nodesWhere+` AND n.ttl_annotation IS NOT NULL GROUP BY n.ttl_annotation`)
+	if err != nil {
+		return nil, fmt.Errorf("node ttl annotations: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var v string
+		var n int
+		if err := rows.Scan(&v, &n); err != nil {
+			return nil, fmt.Errorf("node ttl annotations: %w", err)
+		}
+		out[v] = n
+	}
+	return out, rows.Err()
+}
+
+// NodesWithoutTTL returns the v1 Nodes whose TTL annotation is not exactly
+// ttl (absent or another string), by name.
+func (d *DB) NodesWithoutTTL(ctx context.Context, ttl string) ([]NodeTTL, error) {
+	rows, err := d.query(ctx, `SELECT `+objectColumns+`, n.ttl_annotation`+nodesWhere+
+		` AND (n.ttl_annotation IS NULL OR n.ttl_annotation != ?) ORDER BY o.name`, ttl)
 	if err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	defer rows.Close()
 	var out []NodeTTL
 	for rows.Next() {
-		var ttl sql.NullString
-		o, err := scanObject(rows, &ttl)
+		var v sql.NullString
+		o, err := scanObject(rows, &v)
 		if err != nil {
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
 		n := NodeTTL{Object: *o}
-		if ttl.Valid {
-			n.TTL = &ttl.String
+		if v.Valid {
+			n.TTL = &v.String
 		}
 		out = append(out, n)
 	}

@@ -146,8 +146,32 @@ func TestNodeQueriesOfPodGC(t *testing.T) {
 	if got := names(d.PodsOnNode(ctx, "gone-1")); got != "[orphan-1 orphan-2]" {
 		t.Errorf("pods on gone-1: %s", got)
 	}
-	all, err := d.Nodes(ctx)
-	if err != nil || len(all) != 5 {
-		t.Errorf("nodes %d %v", len(all), err)
+	if n, err := d.NodeCount(ctx); err != nil || n != 5 {
+		t.Errorf("node count %d %v", n, err)
+	}
+	// TTL annotations: two nodes at "15", one at "015", two without.
+	var annotated []*Object
+	for i, v := range []string{"15", "15", "015"} {
+		o := node([]string{"oos", "ready-oos", "notready"}[i], "True")
+		o.ResourceVersion = "2"
+		o.Node.TTLAnnotation = &v
+		annotated = append(annotated, o)
+	}
+	if _, err := d.ApplyEvents(ctx, eventsOf(nodes, annotated...)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.NodeTTLs(ctx); err != nil || fmt.Sprint(got) != "map[015:1 15:2]" {
+		t.Errorf("ttl histogram %v %v", got, err)
+	}
+	without, err := d.NodesWithoutTTL(ctx, "15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range without {
+		got = append(got, n.Name)
+	}
+	if fmt.Sprint(got) != "[no-condition notready other-taint]" {
+		t.Errorf("nodes without ttl 15: %v", got)
 	}
 }

@@ -280,7 +280,11 @@ func Serve(ctx context.Context, srv *http.Server, serve func() error) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return err
+		// Requests still running after the grace period (a long profile,
+		// a stuck client) are cut: stopping is not a failure.
+		if cerr := srv.Close(); cerr != nil {
+			return cerr
+		}
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -3,8 +3,10 @@ package ingest
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -12,19 +14,42 @@ import (
 
 // Label and annotation keys kubegcd keeps typed columns for.
 const (
-	ttlAnnotation      = "node.alpha.kubernetes.io/ttl"
-	apiserverIdentity  = "apiserver.kubernetes.io/identity"
-	readyConditionType = "Ready"
+	ttlAnnotation     = "node.alpha.kubernetes.io/ttl"
+	apiserverIdentity = "apiserver.kubernetes.io/identity"
 )
 
-// typedResources are read in full (through the dynamic client) because
-// kubegcd keeps some of their spec/status in typed columns; every other
-// resource is read as metadata only.
-var typedResources = map[schema.GroupResource]func(*unstructured.Unstructured, *db.Object){
-	{Group: "", Resource: "pods"}:                                     extractPod,
-	{Group: "", Resource: "nodes"}:                                    extractNode,
-	{Group: "coordination.k8s.io", Resource: "leases"}:                extractLease,
-	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}: extractStorageVersion,
+// typedResource is how a resource whose spec/status kubegcd keeps typed
+// columns of is read in full, and what is kept of it. Pods and nodes, the
+// busy ones, come as typed protobuf (cheap to decode); the rest through the
+// dynamic client. Every other resource is read as metadata only.
+type typedResource struct {
+	source  func(i *Ingester, gvr schema.GroupVersionResource) source
+	extract func(runtime.Object, *db.Object)
+}
+
+var typedResources = map[schema.GroupResource]typedResource{
+	{Group: "", Resource: "pods"}: {
+		source:  func(i *Ingester, _ schema.GroupVersionResource) source { return podSource{i.typed.CoreV1().Pods("")} },
+		extract: extractPod,
+	},
+	{Group: "", Resource: "nodes"}: {
+		source:  func(i *Ingester, _ schema.GroupVersionResource) source { return nodeSource{i.typed.CoreV1().Nodes()} },
+		extract: extractNode,
+	},
+	{Group: "coordination.k8s.io", Resource: "leases"}:                {source: dynamicSourceOf, extract: unstructuredExtractor(extractLease)},
+	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}: {source: dynamicSourceOf, extract: unstructuredExtractor(extractStorageVersion)},
+}
+
+func dynamicSourceOf(i *Ingester, gvr schema.GroupVersionResource) source {
+	return dynamicSource{c: i.dynamic.Resource(gvr)}
+}
+
+func unstructuredExtractor(fn func(*unstructured.Unstructured, *db.Object)) func(runtime.Object, *db.Object) {
+	return func(obj runtime.Object, o *db.Object) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			fn(u, o)
+		}
+	}
 }
 
 // toObject copies what kubegcd keeps of an object's metadata.
@@ -68,30 +93,29 @@ func str(u map[string]any, fields ...string) string {
 	return s
 }
 
-func extractPod(u *unstructured.Unstructured, o *db.Object) {
-	o.Pod = &db.Pod{
-		Phase:      str(u.Object, "status", "phase"),
-		Reason:     str(u.Object, "status", "reason"),
-		NodeName:   str(u.Object, "spec", "nodeName"),
-		Generation: u.GetGeneration(),
+func extractPod(obj runtime.Object, o *db.Object) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
 	}
+	o.Pod = &db.Pod{Phase: string(p.Status.Phase), Reason: p.Status.Reason, NodeName: p.Spec.NodeName, Generation: p.Generation}
 }
 
-func extractNode(u *unstructured.Unstructured, o *db.Object) {
+func extractNode(obj runtime.Object, o *db.Object) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
 	n := &db.Node{}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && str(m, "type") == readyConditionType {
-			n.Ready = str(m, "status")
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			n.Ready = string(c.Status)
 		}
 	}
-	taints, _, _ := unstructured.NestedSlice(u.Object, "spec", "taints")
-	for _, t := range taints {
-		if m, ok := t.(map[string]any); ok {
-			n.Taints = append(n.Taints, db.Taint{Key: str(m, "key"), Value: str(m, "value"), Effect: str(m, "effect")})
-		}
+	for _, t := range node.Spec.Taints {
+		n.Taints = append(n.Taints, db.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
-	if v, ok := u.GetAnnotations()[ttlAnnotation]; ok {
+	if v, ok := node.Annotations[ttlAnnotation]; ok {
 		n.TTLAnnotation = &v
 	}
 	o.Node = n

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -53,6 +55,7 @@ type Ingester struct {
 	discovery discovery.DiscoveryInterface
 	metadata  metadata.Interface
 	dynamic   dynamic.Interface
+	typed     kubernetes.Interface // protobuf
 	metrics   *metrics
 
 	mu          sync.Mutex
@@ -88,11 +91,19 @@ func New(opts Options) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
+	pcfg := rest.CopyConfig(cfg)
+	pcfg.ContentType = runtime.ContentTypeProtobuf
+	pcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	typed, err := kubernetes.NewForConfig(pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("typed client: %w", err)
+	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	return &Ingester{
+		typed:     typed,
 		opts:      opts,
 		log:       opts.Logger,
 		discovery: dc,
@@ -326,8 +337,8 @@ func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionReso
 		done:       make(chan struct{}),
 	}
 	if typed, ok := typedResources[gvr.GroupResource()]; ok {
-		w.typed = typed
-		w.src = dynamicSource{c: i.dynamic.Resource(gvr)}
+		w.typed = typed.extract
+		w.src = typed.source(i, gvr)
 	} else {
 		w.src = metadataSource{c: i.metadata.Resource(gvr)}
 	}

@@ -10,10 +10,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -64,6 +64,43 @@ func (s dynamicSource) watch(ctx context.Context, opts metav1.ListOptions) (watc
 	return s.c.Watch(ctx, opts)
 }
 
+// podSource and nodeSource read pods and nodes as typed protobuf.
+type podSource struct{ c typedcorev1.PodInterface }
+
+func (s podSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	l, err := s.c.List(ctx, opts)
+	if err != nil {
+		return nil, "", "", err
+	}
+	items := make([]runtime.Object, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items, l.ResourceVersion, l.Continue, nil
+}
+
+func (s podSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return s.c.Watch(ctx, opts)
+}
+
+type nodeSource struct{ c typedcorev1.NodeInterface }
+
+func (s nodeSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	l, err := s.c.List(ctx, opts)
+	if err != nil {
+		return nil, "", "", err
+	}
+	items := make([]runtime.Object, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items, l.ResourceVersion, l.Continue, nil
+}
+
+func (s nodeSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return s.c.Watch(ctx, opts)
+}
+
 // watcher mirrors one resource: a paginated list written page by page, then
 // a watch from the list's resourceVersion, relisting when the watch expires.
 // Only one page or one batch of events is held in memory at a time.
@@ -72,7 +109,7 @@ type watcher struct {
 	apiVersion string
 	label      string // metrics label: group/resource
 	src        source
-	typed      func(*unstructured.Unstructured, *db.Object)
+	typed      func(runtime.Object, *db.Object)
 	pageSize   int64
 	db         *db.DB
 	log        *slog.Logger
@@ -317,9 +354,7 @@ func (w *watcher) convert(obj runtime.Object) *db.Object {
 	}
 	o := toObject(m, w.apiVersion, w.res.Kind)
 	if w.typed != nil {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			w.typed(u, o)
-		}
+		w.typed(obj, o)
 	}
 	return o
 }

@@ -225,7 +225,7 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 // apply hands d to the applier; in dry-run, dryRun records what enforce
 // would have changed, and what it affects is looked at again.
 func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(context.Context) error, dryRun func()) error {
-	if c.applied.done(d.Target.UID, d.ResourceVersion) {
+	if c.applied.Done(d.Target.UID, d.ResourceVersion) {
 		// Already written; the mirror has not caught up yet and will wake
 		// the object again when it does. Deciding again now would only
 		// send a write bound to fail on its precondition.
@@ -233,7 +233,7 @@ func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(co
 	}
 	outcome, err := c.opts.Applier.Apply(ctx, d, do)
 	if outcome == db.OutcomeApplied {
-		c.applied.record(d.Target.UID, d.ResourceVersion)
+		c.applied.Record(d.Target.UID, d.ResourceVersion)
 	}
 	if outcome == db.OutcomeDryRun {
 		dryRun()

@@ -82,7 +82,7 @@ type Controller struct {
 	// overlay tracks, in dry-run, what enforce would already have changed,
 	// so dry-run reaches the same decisions; nil when enforcing.
 	overlay *overlay
-	applied appliedWrites
+	applied reconcile.AppliedWrites
 	kinds   kindCache
 
 	resync chan struct{}

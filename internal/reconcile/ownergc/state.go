@@ -3,7 +3,6 @@ package ownergc
 import (
 	"container/list"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -165,52 +164,6 @@ func (o *overlay) removeFinalizer(obj *db.Object, finalizer string) {
 			o.deleted[obj.UID] = true
 		}
 	}
-}
-
-// appliedWrites remembers the version of each object kubegcd last wrote to,
-// until the mirror shows a newer one (or a minute passes, in case the
-// change never arrives).
-type appliedWrites struct {
-	mu sync.Mutex
-	m  map[string]appliedWrite
-}
-
-type appliedWrite struct {
-	rv string
-	at time.Time
-}
-
-const appliedMemory = time.Minute
-
-func (a *appliedWrites) record(uid, rv string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = map[string]appliedWrite{}
-	}
-	a.m[uid] = appliedWrite{rv: rv, at: time.Now()}
-	if len(a.m) > 100000 { // bound it: forget the stale entries
-		for k, v := range a.m {
-			if time.Since(v.at) > appliedMemory {
-				delete(a.m, k)
-			}
-		}
-	}
-}
-
-// done reports whether uid was already written at version rv.
-func (a *appliedWrites) done(uid, rv string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	w, ok := a.m[uid]
-	if !ok {
-		return false
-	}
-	if w.rv != rv || time.Since(w.at) > appliedMemory {
-		delete(a.m, uid)
-		return false
-	}
-	return true
 }
 
 type metrics struct {

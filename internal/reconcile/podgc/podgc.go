@@ -99,6 +99,7 @@ type Controller struct {
 
 	mu      sync.Mutex
 	backoff map[string]*backoff // pod uid → deletes sent that left it in place
+	applied reconcile.AppliedWrites
 }
 
 type backoff struct {
@@ -252,6 +253,10 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 		held = &cp
 	}
 	c.mu.Unlock()
+	if held == nil && c.applied.Done(pod.UID, pod.ResourceVersion) {
+		// Deleted already; the mirror has not caught up yet.
+		return
+	}
 	if held != nil {
 		d.Reason = fmt.Sprintf("held by finalizers %v after %d delete(s); the next is not sent before %s: %s",
 			pod.Finalizers, held.sent, held.next.UTC().Format(time.RFC3339), j.why)
@@ -274,6 +279,9 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 		}
 	}
 	c.metrics.deletes.WithLabelValues(j.reason).Inc()
+	if outcome == db.OutcomeApplied {
+		c.applied.Record(pod.UID, pod.ResourceVersion)
+	}
 	if outcome == db.OutcomeApplied && len(pod.Finalizers) > 0 {
 		c.mu.Lock()
 		b := c.backoff[pod.UID]

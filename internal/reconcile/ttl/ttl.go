@@ -65,16 +65,16 @@ func nextStep(step, nodes int) int {
 	return step
 }
 
-// initialStep recovers the band after a start. Where two bands overlap the
-// cluster's size, the one whose TTL most nodes already carry wins: it is
-// the band an uninterrupted controller would be in. With no such evidence,
-// the lowest band, where upstream's count from zero would stop.
-func initialStep(nodes []db.NodeTTL) int {
-	n := len(nodes)
-	carried := map[int]int{}
-	for _, node := range nodes {
-		if v, ok := parseTTL(node.TTL); ok {
-			carried[v]++
+// initialStep recovers the band of a cluster of n nodes after a start,
+// from carried, the count of nodes by TTL annotation value. Where two bands
+// overlap n, the one whose TTL most nodes already carry wins: it is the band
+// an uninterrupted controller would be in. With no such evidence, the lowest
+// band, where upstream's count from zero would stop.
+func initialStep(n int, carried map[string]int) int {
+	byTTL := map[int]int{}
+	for v, k := range carried {
+		if ttl, ok := parseTTL(&v); ok {
+			byTTL[ttl] += k
 		}
 	}
 	best, bestCount := -1, 0
@@ -82,8 +82,8 @@ func initialStep(nodes []db.NodeTTL) int {
 		if n < b.sizeMin || n > b.sizeMax {
 			continue
 		}
-		if best < 0 || carried[b.ttlSeconds] > bestCount {
-			best, bestCount = step, carried[b.ttlSeconds]
+		if best < 0 || byTTL[b.ttlSeconds] > bestCount {
+			best, bestCount = step, byTTL[b.ttlSeconds]
 		}
 	}
 	return best
@@ -124,6 +124,7 @@ type Controller struct {
 
 	step        int
 	initialized bool
+	applied     reconcile.AppliedWrites
 }
 
 // New returns a controller; Run starts it.
@@ -199,42 +200,64 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err != nil || !synced {
 		return err
 	}
-	nodes, err := c.opts.DB.Nodes(ctx)
+	count, err := c.opts.DB.NodeCount(ctx)
 	if err != nil {
 		return err
 	}
 	prev := c.step
 	if !c.initialized {
-		c.step, c.initialized = initialStep(nodes), true
-		c.log.Info("band recovered from the mirror", "nodes", len(nodes), "step", c.step, "ttl_seconds", boundaries[c.step].ttlSeconds)
+		carried, err := c.opts.DB.NodeTTLs(ctx)
+		if err != nil {
+			return err
+		}
+		c.step, c.initialized = initialStep(count, carried), true
+		c.log.Info("band recovered from the mirror", "nodes", count, "step", c.step, "ttl_seconds", boundaries[c.step].ttlSeconds)
 	} else {
-		c.step = nextStep(c.step, len(nodes))
+		c.step = nextStep(c.step, count)
 	}
 	b := boundaries[c.step]
 	if c.step != prev {
-		c.log.Info("cluster size band changed", "nodes", len(nodes), "from_step", prev, "to_step", c.step, "ttl_seconds", b.ttlSeconds)
+		c.log.Info("cluster size band changed", "nodes", count, "from_step", prev, "to_step", c.step, "ttl_seconds", b.ttlSeconds)
 	}
 	c.metrics.ttl.Set(float64(b.ttlSeconds))
-	c.metrics.nodes.Set(float64(len(nodes)))
+	c.metrics.nodes.Set(float64(count))
 
 	want := strconv.Itoa(b.ttlSeconds)
 	reason := fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), whose TTL is %ss", c.step,
 		b.sizeMin, b.sizeMax, want)
+	nodes, err := c.opts.DB.NodesWithoutTTL(ctx, want)
+	if err != nil {
+		return err
+	}
+	// Nodes already at the TTL get no patch (BR-19-07), nor a pending row.
+	wrong := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		if v, ok := parseTTL(n.TTL); !ok || v != b.ttlSeconds {
+			wrong[n.UID] = true
+		}
+	}
+	for _, uid := range c.opts.DB.PendingUIDs(Name) {
+		if !wrong[uid] {
+			if err := c.opts.DB.ClearPending(ctx, Name, uid); err != nil {
+				return err
+			}
+		}
+	}
 	work := make(chan db.NodeTTL)
 	var wg sync.WaitGroup
 	for range min(c.opts.Workers, len(nodes)) {
 		wg.Go(func() {
 			for n := range work {
-				c.reconcileNode(ctx, n, len(nodes), want, reason)
+				c.reconcileNode(ctx, n, count, want, reason)
 			}
 		})
 	}
 	for _, n := range nodes {
-		if v, ok := parseTTL(n.TTL); ok && v == b.ttlSeconds {
-			// Already right (BR-19-07): no patch.
-			if err := c.opts.DB.ClearPending(ctx, Name, n.UID); err != nil {
-				c.log.Warn("clearing a pending decision", "node", n.Name, "err", err)
-			}
+		if !wrong[n.UID] {
+			continue // "015" is 15, as upstream's strconv.Atoi reads it
+		}
+		if c.applied.Done(n.UID, n.ResourceVersion) {
+			// Patched already; the mirror has not caught up yet.
 			continue
 		}
 		work <- n
@@ -263,6 +286,7 @@ func (c *Controller) reconcileNode(ctx context.Context, n db.NodeTTL, count int,
 		return err
 	})
 	if outcome == db.OutcomeApplied {
+		c.applied.Record(n.UID, n.ResourceVersion)
 		c.metrics.patches.Inc()
 	}
 	if err != nil && ctx.Err() == nil {

@@ -1,10 +1,6 @@
 package ttl
 
-import (
-	"testing"
-
-	"github.com/kubegcd/kubegcd/internal/db"
-)
+import "testing"
 
 func TestNextStepHysteresis(t *testing.T) {
 	// A walk up from 0 to 2500 nodes and back down, with the step expected
@@ -22,37 +18,28 @@ func TestNextStepHysteresis(t *testing.T) {
 	}
 }
 
-func nodes(n int, ttl string) []db.NodeTTL {
-	out := make([]db.NodeTTL, n)
-	for i := range out {
-		if ttl != "" {
-			v := ttl
-			out[i].TTL = &v
-		}
-	}
-	return out
-}
-
 func TestInitialStepKeepsTheBandNodesCarry(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		nodes []db.NodeTTL
-		want  int
+		name    string
+		nodes   int
+		carried map[string]int
+		want    int
 	}{
-		{"empty cluster", nil, 0},
-		{"95 nodes carrying 15: band 1", nodes(95, "15"), 1},
-		{"95 nodes carrying 0: band 0", nodes(95, "0"), 0},
-		{"95 nodes without annotations: the lowest band, as upstream counts up", nodes(95, ""), 0},
-		{"95 nodes with garbage: the lowest band", nodes(95, "x"), 0},
-		{"120 nodes: only band 1 fits", nodes(120, "0"), 1},
-		{"950 nodes carrying 60: band 3", nodes(950, "60"), 3},
-		{"950 nodes carrying 30: band 2", nodes(950, "30"), 2},
-		{"1900 nodes carrying 300: band 4", nodes(1900, "300"), 4},
-		{"3000 nodes: band 4", nodes(3000, ""), 4},
-		{"mixed, the majority wins", append(nodes(50, "0"), nodes(45, "15")...), 0},
-		{"mixed, the majority wins (2)", append(nodes(40, "0"), nodes(55, "15")...), 1},
+		{"empty cluster", 0, nil, 0},
+		{"95 nodes carrying 15: band 1", 95, map[string]int{"15": 95}, 1},
+		{"95 nodes carrying 015 (read as upstream's Atoi does): band 1", 95, map[string]int{"015": 95}, 1},
+		{"95 nodes carrying 0: band 0", 95, map[string]int{"0": 95}, 0},
+		{"95 nodes without annotations: the lowest band, as upstream counts up", 95, nil, 0},
+		{"95 nodes with garbage: the lowest band", 95, map[string]int{"x": 95}, 0},
+		{"120 nodes: only band 1 fits", 120, map[string]int{"0": 120}, 1},
+		{"950 nodes carrying 60: band 3", 950, map[string]int{"60": 950}, 3},
+		{"950 nodes carrying 30: band 2", 950, map[string]int{"30": 950}, 2},
+		{"1900 nodes carrying 300: band 4", 1900, map[string]int{"300": 1900}, 4},
+		{"3000 nodes: band 4", 3000, nil, 4},
+		{"mixed, the majority wins", 95, map[string]int{"0": 50, "15": 45}, 0},
+		{"mixed, the majority wins (2)", 95, map[string]int{"0": 40, "15": 55}, 1},
 	} {
-		if got := initialStep(c.nodes); got != c.want {
+		if got := initialStep(c.nodes, c.carried); got != c.want {
 			t.Errorf("%s: step %d, want %d", c.name, got, c.want)
 		}
 	}
