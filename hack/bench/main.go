@@ -1,10 +1,15 @@
 // Command bench measures kubegcd against a local control plane and prints the
-// figures. The ingest benchmark fills the cluster with ConfigMaps (10,000 then
-// 50,000 by default) and, at each size, times kubegcd's initial list→SQLite
-// sync on a fresh database and reads its resident memory once synced; for
-// comparison it measures kube-controller-manager's garbage collector too.
+// figures, each beside kube-controller-manager's on the same control plane:
+//   - ingest: fills the cluster with ConfigMaps (10,000 then 50,000 by
+//     default) and, at each size, times kubegcd's initial list→SQLite sync on a
+//     fresh database and reads its resident memory once synced;
+//   - ownergc: 20,000 dependents of one owner, owner deleted → last gone, also
+//     against raw parallel deletes;
+//   - podgc: 20,000 terminated pods, threshold 1,000: collector start → 1,000
+//     left;
+//   - ttl: 2,000 nodes without the annotation: controller start → all at 60.
 //
-//	go run ./hack/bench [-sizes 10000,50000] [-workers 32] [-kcm=true]
+//	go run ./hack/bench [-run ingest,ownergc,podgc,ttl] [-sizes 10000,50000] [-workers 32] [-kcm=true]
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
@@ -92,7 +97,7 @@ type kcmResult struct {
 func main() {
 	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
-	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager's garbage collector memory at each size")
+	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
 	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl")
 	dependents := flag.Int("dependents", 20000, "ownergc: dependents of the one owner that is deleted")
 	gcWorkers := flag.Int("gc-workers", 64, "ownergc, podgc, ttl: kubegcd's --gc-workers")

@@ -39,7 +39,7 @@ type contender struct {
 func contenders(cfg config, cluster *testcluster.Cluster, dir, controller, kcmController string) []contender {
 	qps := strconv.Itoa(cfg.podgcQPS)
 	kubegcdControllers := controller
-	return []contender{
+	all := []contender{
 		{name: "kubegcd", proc: "kubegcd", start: func(ctx context.Context, extra ...string) (func() error, error) {
 			bin, err := testcluster.KubegcdBin()
 			if err != nil {
@@ -70,6 +70,10 @@ func contenders(cfg config, cluster *testcluster.Cluster, dir, controller, kcmCo
 				"--kube-api-burst=" + qps}, extra...)...)
 		}},
 	}
+	if !cfg.kcm {
+		return all[:1]
+	}
+	return all
 }
 
 // profileKubegcd writes a CPU profile of kubegcd's first seconds after it
@@ -101,6 +105,9 @@ func printPhaseResults(title, unit string, rs []phaseResult) {
 	fmt.Printf("%-26s %10s %10s %10s %14s %18s\n", "contender", "first s", "done s", unit, "own CPU s", "apiserver+etcd CPU s")
 	for _, r := range rs {
 		fmt.Printf("%-26s %10.2f %10.2f %10d %14.2f %18.2f\n", r.name, r.first.Seconds(), r.last.Seconds(), r.writes, r.cpu, r.cpCPU)
+	}
+	if len(rs) < 2 {
+		return
 	}
 	k, u := rs[0], rs[1]
 	ratio := u.last.Seconds() / k.last.Seconds()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -49,7 +50,10 @@ func TestDemo(t *testing.T) {
 		if d.Seeded == 0 {
 			return errors.New("seed created no objects")
 		}
-		return checkMirror(ctx, d)
+		if err := checkMirror(ctx, d); err != nil {
+			return err
+		}
+		return checkPending(ctx, d)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,4 +147,45 @@ func compareMirror(ctx context.Context, d demo, meta metadata.Interface) error {
 		return errors.New(strings.Join(mismatches, "; "))
 	}
 	return nil
+}
+
+// checkPending polls /pending until every PodGC pass and the TTL controller
+// show a decision about the seeded objects, or mirrorTimeout passes.
+func checkPending(ctx context.Context, d demo) error {
+	want := map[string]bool{"podgc BR-24-01": true, "podgc BR-24-02": true, "podgc BR-24-03": true, "podgc KG-24-01": true,
+		"ttl BR-19-01": true, "ownergc BR-21-01": true}
+	deadline := time.Now().Add(mirrorTimeout)
+	for {
+		b, err := testcluster.HTTPGet(ctx, d.URL+"/pending")
+		if err != nil {
+			return err
+		}
+		var out struct {
+			Items []struct{ Controller, Rule string }
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			return fmt.Errorf("/pending: %w", err)
+		}
+		seen := map[string]bool{}
+		for _, it := range out.Items {
+			seen[it.Controller+" "+it.Rule] = true
+		}
+		var missing []string
+		for k := range want {
+			if !seen[k] {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("/pending lacks %v: %s", missing, b)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -98,7 +98,7 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 	fmt.Printf("Starting kubegcd (log: %s)…\n", logPath)
 	d, err := testcluster.StartKubegcd(kubegcdBin, logPath,
 		"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, "kubegcd.db"),
-		"--listen", addr, "--log-level", "info")
+		"--listen", addr, "--log-level", "info", fmt.Sprintf("--terminated-pod-gc-threshold=%d", demoTerminatedThreshold))
 	if err != nil {
 		return err
 	}

@@ -34,14 +34,19 @@ type seeder struct {
 //   - demo-garbage: dependents of an owner UID that never existed and of an
 //     owner that was deleted (nothing else collects them here);
 //   - demo-foreground: an owner deleted in the foreground, held by its
-//     blocking dependents and a finalizer.
+//     blocking dependents and a finalizer;
+//   - demo-batch: pods for every PodGC pass — finished ones beyond the
+//     demo's threshold (one Evicted), one terminating on the out-of-service
+//     node, one terminating that was never scheduled (held by a finalizer);
+//     with cache-0 in demo-shop, bound to a node that is gone, and two nodes
+//     without a TTL annotation, each controller has something to show.
 func seed(ctx context.Context, cfg *rest.Config) (int, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return 0, err
 	}
 	s := &seeder{kube: kube}
-	for _, step := range []func(context.Context) error{s.nodes, s.shop, s.chain, s.garbage, s.foreground} {
+	for _, step := range []func(context.Context) error{s.nodes, s.shop, s.chain, s.garbage, s.foreground, s.batch} {
 		if err := step(ctx); err != nil {
 			return s.created, err
 		}
@@ -161,6 +166,50 @@ func (s *seeder) shop(ctx context.Context) error {
 	}
 	_, err = s.pod(ctx, ns, "cache-0", "node-gone", map[string]string{"app": "cache"})
 	return err
+}
+
+// demoTerminatedThreshold is the demo's --terminated-pod-gc-threshold:
+// batch creates more finished pods than that.
+const demoTerminatedThreshold = 3
+
+func (s *seeder) batch(ctx context.Context) error {
+	const ns = "demo-batch"
+	if err := s.namespace(ctx, ns); err != nil {
+		return err
+	}
+	labels := map[string]string{"app": "nightly"}
+	for i, status := range []corev1.PodStatus{
+		{Phase: corev1.PodSucceeded}, {Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."},
+		{Phase: corev1.PodSucceeded}, {Phase: corev1.PodFailed}, {Phase: corev1.PodSucceeded},
+	} {
+		p, err := s.pod(ctx, ns, fmt.Sprintf("nightly-%d", 28760+i), "node-a", labels)
+		if err != nil {
+			return err
+		}
+		p.Status = status
+		if _, err := s.kube.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	// Pods bound to a node stay Terminating until a kubelet confirms: none
+	// runs here. An unscheduled pod goes at once, unless a finalizer holds it.
+	if _, err := s.pod(ctx, ns, "ingest-0", "node-b", labels); err != nil {
+		return err
+	}
+	unbound, err := s.pod(ctx, ns, "ingest-unscheduled", "", labels)
+	if err != nil {
+		return err
+	}
+	unbound.Finalizers = []string{holdFinalizer}
+	if _, err := s.kube.CoreV1().Pods(ns).Update(ctx, unbound, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	for _, name := range []string{"ingest-0", "ingest-unscheduled"} {
+		if err := s.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *seeder) chain(ctx context.Context) error {

@@ -416,10 +416,15 @@ func TestPodGCDryRun(t *testing.T) {
 	if len(items) != 5 {
 		t.Errorf("pending %d items, want the 5 pods: %+v", len(items), items)
 	}
-	// ttl in dry-run: the nodes would be annotated, and are not.
+	// ttl in dry-run: the node would be annotated, and is not.
 	eventually(t, 10*time.Second, func() error {
-		if n := len(pending(t, d, "ttl")); n < 1 {
-			return fmt.Errorf("%d ttl decisions pending", n)
+		items := pending(t, d, "ttl")
+		if len(items) != 1 || items[0].Target.Name != "dry-oos" || items[0].Action != "annotate" {
+			return fmt.Errorf("ttl pending %+v, want dry-oos to be annotated", items)
+		}
+		rows := audit(t, d, "controller=ttl")
+		if len(rows) != 1 || !rows[0].DryRun || rows[0].Outcome != db.OutcomeDryRun || rows[0].Rule != "BR-19-01" {
+			return fmt.Errorf("ttl audit %+v, want one dry-run BR-19-01 row", rows)
 		}
 		return nil
 	})
@@ -449,4 +454,42 @@ func snapshot(t *testing.T, ns string) map[string]string {
 		out["node/"+n.Name] = n.ResourceVersion
 	}
 	return out
+}
+
+func TestPodGCBlastRadiusCap(t *testing.T) {
+	ns := newNamespace(t, "podgc-cap")
+	for i := range 6 {
+		createPod(t, ns, podSpec{name: fmt.Sprintf("done-%d", i), phase: corev1.PodSucceeded})
+	}
+	d := startDaemon(t, "", podgcArgs("--terminated-pod-gc-threshold=1", "--max-deletions-per-minute=2")...)
+	// Five over the threshold, two allowed a minute: two go, three wait.
+	eventually(t, 20*time.Second, func() error {
+		if n := len(podNames(t, ns)); n != 4 {
+			return fmt.Errorf("%d pods left, want 4", n)
+		}
+		var st struct {
+			Enforcement struct {
+				Paused       bool
+				PausedReason string
+			}
+		}
+		d.GetJSON(t, "/status", 200, &st)
+		if !st.Enforcement.Paused || !strings.Contains(st.Enforcement.PausedReason, "--max-deletions-per-minute=2") {
+			return fmt.Errorf("/status enforcement %+v, want paused", st.Enforcement)
+		}
+		items := pending(t, d, "podgc")
+		if len(items) != 3 {
+			return fmt.Errorf("%d pending, want the 3 held back", len(items))
+		}
+		for _, p := range items {
+			if !strings.HasPrefix(p.Reason, "paused by the blast-radius cap") {
+				return fmt.Errorf("pending reason %q", p.Reason)
+			}
+		}
+		return nil
+	})
+	waitPasses(t, d, 3)
+	if n := len(podNames(t, ns)); n != 4 {
+		t.Fatalf("%d pods left while paused, want 4", n)
+	}
 }

@@ -509,7 +509,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Pods PodGC force-deleted (attempts, as upstream counts them), by reason: terminated, out-of-service, orphaned, unscheduled.",
 		}, []string{"reason"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "podgc", Name: "force_delete_pod_errors_total",
+			Namespace: "kubegcd", Subsystem: "podgc", Name: "force_delete_pods_errors_total",
 			Help: "Force deletions by PodGC that failed, by reason.",
 		}, []string{"reason"}),
 		nodeChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
