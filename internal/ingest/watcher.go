@@ -28,6 +28,18 @@ type source interface {
 	watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
+// objects returns pointers to a list's items as runtime.Objects.
+func objects[T any, PT interface {
+	*T
+	runtime.Object
+}](items []T) []runtime.Object {
+	out := make([]runtime.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
 type metadataSource struct{ c metadata.ResourceInterface }
 
 func (s metadataSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
@@ -35,11 +47,7 @@ func (s metadataSource) list(ctx context.Context, opts metav1.ListOptions) ([]ru
 	if err != nil {
 		return nil, "", "", err
 	}
-	items := make([]runtime.Object, len(l.Items))
-	for i := range l.Items {
-		items[i] = &l.Items[i]
-	}
-	return items, l.ResourceVersion, l.Continue, nil
+	return objects(l.Items), l.ResourceVersion, l.Continue, nil
 }
 
 func (s metadataSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -53,11 +61,7 @@ func (s dynamicSource) list(ctx context.Context, opts metav1.ListOptions) ([]run
 	if err != nil {
 		return nil, "", "", err
 	}
-	items := make([]runtime.Object, len(l.Items))
-	for i := range l.Items {
-		items[i] = &l.Items[i]
-	}
-	return items, l.GetResourceVersion(), l.GetContinue(), nil
+	return objects(l.Items), l.GetResourceVersion(), l.GetContinue(), nil
 }
 
 func (s dynamicSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -72,11 +76,7 @@ func (s podSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime
 	if err != nil {
 		return nil, "", "", err
 	}
-	items := make([]runtime.Object, len(l.Items))
-	for i := range l.Items {
-		items[i] = &l.Items[i]
-	}
-	return items, l.ResourceVersion, l.Continue, nil
+	return objects(l.Items), l.ResourceVersion, l.Continue, nil
 }
 
 func (s podSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -90,11 +90,7 @@ func (s nodeSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtim
 	if err != nil {
 		return nil, "", "", err
 	}
-	items := make([]runtime.Object, len(l.Items))
-	for i := range l.Items {
-		items[i] = &l.Items[i]
-	}
-	return items, l.ResourceVersion, l.Continue, nil
+	return objects(l.Items), l.ResourceVersion, l.Continue, nil
 }
 
 func (s nodeSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {

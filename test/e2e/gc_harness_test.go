@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"strings"
 	"testing"
@@ -19,8 +20,10 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
-// gcArgs make the controllers quick for tests.
-var gcArgs = []string{"--resync-period=1s", "--kube-api-qps=500", "--kube-api-burst=1000", "--discovery-interval=2s"}
+// gcArgs run the ownership GC alone (PodGC and TTL act on the whole
+// cluster; they have a control plane of their own in test/e2enodes) and make
+// it quick for tests.
+var gcArgs = []string{"--controllers=ownergc", "--resync-period=1s", "--kube-api-qps=500", "--kube-api-burst=1000", "--discovery-interval=2s"}
 
 // gcTimeout bounds how long one collection step may take.
 const gcTimeout = 20 * time.Second
@@ -128,13 +131,13 @@ func bothModes(t *testing.T, name string, fn func(s *scenario)) {
 				}
 				// Dry-run reaches the same decisions, then stays quiet.
 				eventually(t, gcTimeout, func() error {
-					if got := s.decisions(true); !mapsEqual(got, enforced) {
+					if got := s.decisions(true); !maps.Equal(got, enforced) {
 						return fmt.Errorf("dry-run decisions %v, enforce %v", keys(got), keys(enforced))
 					}
 					return nil
 				})
 				s.stable(3*time.Second, func() error {
-					if got := s.decisions(true); !mapsEqual(got, enforced) {
+					if got := s.decisions(true); !maps.Equal(got, enforced) {
 						return fmt.Errorf("dry-run decisions changed to %v", keys(got))
 					}
 					return nil
@@ -175,18 +178,6 @@ func (s *scenario) startCollector(extraArgs ...string) {
 	}
 	s.d = startDaemon(s.t, "", append(append([]string{fmt.Sprintf("--dry-run=%v", s.dry)}, gcArgs...), extraArgs...)...)
 	s.d.WaitReady(s.t, 60*time.Second)
-}
-
-func mapsEqual[K comparable](a, b map[K]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 func keys[K comparable](m map[K]bool) []K {

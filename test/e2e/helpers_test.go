@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,14 +42,7 @@ func tail(s string, n int) string { return e2eutil.Tail(s, n) }
 // else creates it here, and pods need it) and deletes it at the end.
 func newNamespace(t *testing.T, name string) string {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	return name
+	return e2eutil.NewNamespace(t, kube, name)
 }
 
 var widgetGVR = schema.GroupVersionResource{Group: "e2e.kubegcd.io", Version: "v1", Resource: "widgets"}

@@ -35,13 +35,7 @@ var eventually = e2eutil.Eventually
 // terminated or orphaned pod is left for the next test's controllers.
 func newNamespace(t *testing.T, name string) string {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	e2eutil.NewNamespace(t, kube, name)
 	t.Cleanup(func() { removePods(t, name) })
 	return name
 }
@@ -169,18 +163,6 @@ func setOf(names ...string) map[string]bool {
 		out[n] = true
 	}
 	return out
-}
-
-func sameSet(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // metric returns the sum of the samples of a metric family whose labels

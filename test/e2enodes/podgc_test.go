@@ -51,13 +51,13 @@ func samePair(t *testing.T, ns string, a, b podSpec) (*corev1.Pod, *corev1.Pod) 
 func waitPods(t *testing.T, d *e2eutil.Daemon, ns string, want map[string]bool) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
-		if got := podNames(t, ns); !sameSet(got, want) {
+		if got := podNames(t, ns); !maps.Equal(got, want) {
 			return fmt.Errorf("pods %v, want %v", got, want)
 		}
 		return nil
 	})
 	waitPasses(t, d, 3)
-	if got := podNames(t, ns); !sameSet(got, want) {
+	if got := podNames(t, ns); !maps.Equal(got, want) {
 		t.Fatalf("after three more passes: pods %v, want %v", got, want)
 	}
 }
@@ -231,7 +231,7 @@ func TestPodGCOrphanedAfterQuarantine(t *testing.T) {
 		}
 		return nil
 	})
-	if got := podNames(t, ns); !sameSet(got, setOf("o1", "o2", "b1")) {
+	if got := podNames(t, ns); !maps.Equal(got, setOf("o1", "o2", "b1")) {
 		t.Fatalf("pods %v deleted during the quarantine", got)
 	}
 	// The node comes back within its quarantine: its pod is saved.
@@ -329,7 +329,7 @@ func TestPodGCMaxAgeAndNamespaceThresholds(t *testing.T) {
 	d := startDaemon(t, "", podgcArgs()...)
 	waitPasses(t, d, 3)
 	for ns, want := range map[string][]string{aged: {"old", "running"}, limited: {"t1", "t2", "t3"}, other: {"q1", "q2", "q3"}} {
-		if got := podNames(t, ns); !sameSet(got, setOf(want...)) {
+		if got := podNames(t, ns); !maps.Equal(got, setOf(want...)) {
 			t.Fatalf("%s: pods %v with the defaults, want %v", ns, got, want)
 		}
 	}
@@ -339,7 +339,7 @@ func TestPodGCMaxAgeAndNamespaceThresholds(t *testing.T) {
 	d = startDaemon(t, "", podgcArgs("--terminated-pod-gc-threshold-namespace", limited+"=1")...)
 	waitPods(t, d, limited, setOf("t3"))
 	for ns, want := range map[string][]string{aged: {"old", "running"}, other: {"q1", "q2", "q3"}} {
-		if got := podNames(t, ns); !sameSet(got, setOf(want...)) {
+		if got := podNames(t, ns); !maps.Equal(got, setOf(want...)) {
 			t.Fatalf("%s: pods %v, want %v", ns, got, want)
 		}
 	}

@@ -18,6 +18,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubegcd/kubegcd/internal/app"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
@@ -206,6 +211,21 @@ func Eventually(t *testing.T, timeout time.Duration, fn func() error) time.Durat
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// NewNamespace creates a namespace with the default ServiceAccount that
+// pods need (no controller-manager creates it in a test cluster).
+func NewNamespace(t *testing.T, kube kubernetes.Interface, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := kube.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return name
 }
 
 // Tail returns the last n lines of s.

@@ -1,0 +1,34 @@
+package podgc
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+func TestFailedPatch(t *testing.T) {
+	pod := &db.Object{UID: "u-1", Pod: &db.Pod{Phase: "Running", Generation: 3}}
+	now := time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)
+	for _, c := range []struct {
+		condition bool
+		want      string
+	}{
+		{false, `{"metadata":{"uid":"u-1"},"status":{"observedGeneration":3,"phase":"Failed"}}`},
+		{true, `{"metadata":{"uid":"u-1"},"status":{"conditions":[{"lastTransitionTime":"2026-11-22T01:02:03Z",` +
+			`"message":"PodGC: node no longer exists","observedGeneration":3,"reason":"DeletionByPodGC","status":"True",` +
+			`"type":"DisruptionTarget"}],"observedGeneration":3,"phase":"Failed"}}`},
+	} {
+		b, err := failedPatch(pod, c.condition, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != c.want {
+			t.Errorf("condition %v:\n got %s\nwant %s", c.condition, b, c.want)
+		}
+		if !json.Valid(b) {
+			t.Errorf("invalid JSON %s", b)
+		}
+	}
+}
