@@ -1,15 +1,19 @@
 // Command bench measures kubegcd against a local control plane and prints the
 // figures, each beside kube-controller-manager's on the same control plane:
+//
 //   - ingest: fills the cluster with ConfigMaps (10,000 then 50,000 by
 //     default) and, at each size, times kubegcd's initial list→SQLite sync on a
 //     fresh database and reads its resident memory once synced;
+//
 //   - ownergc: 20,000 dependents of one owner, owner deleted → last gone, also
 //     against raw parallel deletes;
+//
 //   - podgc: 20,000 terminated pods, threshold 1,000: collector start → 1,000
 //     left;
+//
 //   - ttl: 2,000 nodes without the annotation: controller start → all at 60.
 //
-//	go run ./hack/bench [-run ingest,ownergc,podgc,ttl] [-sizes 10000,50000] [-workers 32] [-kcm=true]
+//     go run ./hack/bench [-run ingest,ownergc,podgc,ttl] [-sizes 10000,50000] [-workers 32] [-kcm=true]
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
