@@ -13,7 +13,9 @@
 //
 //   - ttl: 2,000 nodes without the annotation: controller start → all at 60.
 //
-//     go run ./hack/bench [-run ingest,ownergc,podgc,ttl] [-sizes 10000,50000] [-workers 32] [-kcm=true]
+// Usage:
+//
+//	go run ./hack/bench [-run ingest,ownergc,podgc,ttl] [-sizes 10000,50000] [-workers 32] [-kcm=true]
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
