@@ -153,7 +153,7 @@ func compareMirror(ctx context.Context, d demo, meta metadata.Interface) error {
 // show a decision about the seeded objects, or mirrorTimeout passes.
 func checkPending(ctx context.Context, d demo) error {
 	want := map[string]bool{"podgc BR-24-01": true, "podgc BR-24-02": true, "podgc BR-24-03": true, "podgc KG-24-01": true,
-		"ttl BR-19-01": true, "ownergc BR-21-01": true}
+		"ttl BR-19-01": true, "ownergc BR-21-01": true, "svgc KG-06-01": true, "svgc KG-06-02": true}
 	deadline := time.Now().Add(mirrorTimeout)
 	for {
 		b, err := testcluster.HTTPGet(ctx, d.URL+"/pending")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,14 +40,16 @@ type seeder struct {
 //     demo's threshold (one Evicted), one terminating on the out-of-service
 //     node, one terminating that was never scheduled (held by a finalizer);
 //     with cache-0 in demo-shop, bound to a node that is gone, and two nodes
-//     without a TTL annotation, each controller has something to show.
+//     without a TTL annotation, each controller has something to show;
+//   - a second, fake kube-apiserver identity that is gone (its Lease deleted)
+//     but still named in two StorageVersions, for svgc.
 func seed(ctx context.Context, cfg *rest.Config) (int, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return 0, err
 	}
 	s := &seeder{kube: kube}
-	for _, step := range []func(context.Context) error{s.nodes, s.shop, s.chain, s.garbage, s.foreground, s.batch} {
+	for _, step := range []func(context.Context) error{s.nodes, s.shop, s.chain, s.garbage, s.foreground, s.batch, s.storageVersions} {
 		if err := step(ctx); err != nil {
 			return s.created, err
 		}
@@ -210,6 +213,54 @@ func (s *seeder) batch(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// storageVersions records, as a second kube-apiserver would, StorageVersion
+// entries of a fake identity, then removes that server's identity Lease, as
+// happens when an API server goes away for good.
+func (s *seeder) storageVersions(ctx context.Context) error {
+	const fake = "kube-apiserver-demo-gone"
+	now := metav1.NewMicroTime(time.Now())
+	leases := s.kube.CoordinationV1().Leases(metav1.NamespaceSystem)
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: fake, Labels: map[string]string{"apiserver.kubernetes.io/identity": "kube-apiserver"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: new(fake), LeaseDurationSeconds: new(int32(3600)), RenewTime: &now},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	svs := s.kube.InternalV1alpha1().StorageVersions()
+	for name, versions := range map[string][]string{
+		"demo.kubegcd.io.widgets": {"demo.kubegcd.io/v1"},
+		"demo.kubegcd.io.gizmos":  {"demo.kubegcd.io/v1", "demo.kubegcd.io/v2"},
+	} {
+		sv, err := svs.Create(ctx, &apiserverinternalv1alpha1.StorageVersion{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		s.created++
+		entries := []apiserverinternalv1alpha1.ServerStorageVersion{{APIServerID: fake, EncodingVersion: versions[0],
+			DecodableVersions: []string{versions[0]}, ServedVersions: []string{versions[0]}}}
+		if len(versions) > 1 {
+			// A second fake server whose lease is alive: it keeps its entry.
+			entries = append(entries, apiserverinternalv1alpha1.ServerStorageVersion{APIServerID: "kube-apiserver-demo-live",
+				EncodingVersion: versions[1], DecodableVersions: versions, ServedVersions: versions})
+		} else {
+			sv.Status.CommonEncodingVersion = &versions[0]
+		}
+		sv.Status.StorageVersions = entries
+		if _, err := svs.UpdateStatus(ctx, sv, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	live := "kube-apiserver-demo-live"
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: live, Labels: map[string]string{"apiserver.kubernetes.io/identity": "kube-apiserver"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: new(live), LeaseDurationSeconds: new(int32(3600)), RenewTime: &now},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	s.created++
+	return leases.Delete(ctx, fake, metav1.DeleteOptions{})
 }
 
 func (s *seeder) chain(ctx context.Context) error {

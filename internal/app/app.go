@@ -200,7 +200,20 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 		return err
 	}
 
-	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger)
+	instance := instanceID()
+	lead := &leadership{enabled: cfg.leader.enabled && !cfg.dryRun, identity: instance, ns: cfg.leader.namespace,
+		name: cfg.leader.name, store: store}
+	switch {
+	case cfg.dryRun:
+		lead.reason = "dry-run writes nothing to the cluster, a Lease included: every dry-run instance decides on its own"
+	case !cfg.leader.enabled:
+		lead.reason = "--leader-elect=false: this instance writes without a lease"
+	}
+	mayWrite := lead.mayWrite
+	if !lead.enabled {
+		lead.leading.Store(true)
+	}
+	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger, instance, mayWrite)
 	if err != nil {
 		return err
 	}
@@ -209,6 +222,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 		DB:        store,
 		Ingest:    ing,
 		Applier:   ctrls.applier,
+		Leader:    lead,
 		Version:   version(),
 		StartedAt: started,
 		Logger:    logger.With("component", "http"),
@@ -228,10 +242,27 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 	defer cancel()
 	ingestDone := make(chan error, 1)
 	go func() { ingestDone <- ing.Run(ctx) }()
-	ctrlDone := make(chan struct{})
+	ctrlDone := make(chan error, 1)
 	go func() {
-		ctrls.run(ctx, store, cfg.auditRetention, logger)
-		close(ctrlDone)
+		if !lead.enabled {
+			ctrls.run(ctx, logger)
+			ctrlDone <- nil
+			return
+		}
+		err := lead.lead(ctx, cfg.leader, restCfg, logger.With("component", "leader-election"), func(lctx context.Context) {
+			ctrls.run(lctx, logger)
+		})
+		ctrls.stop() // a follower never ran them
+		if err != nil {
+			logger.Error("leader election", "err", err)
+			cancel() // stop serving and exit: losing the lease ends the daemon
+		}
+		ctrlDone <- err
+	}()
+	pruneDone := make(chan struct{})
+	go func() {
+		pruneAudit(ctx, store, cfg.auditRetention, logger)
+		close(pruneDone)
 	}()
 	go func() {
 		if err := ing.WaitForSync(ctx); err == nil {
@@ -243,8 +274,12 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 	// ingestion, then (deferred) close the database.
 	httpErr := kubehttp.Serve(ctx, srv, func() error { return srv.Serve(ln) })
 	cancel()
-	<-ctrlDone
+	ctrlErr := <-ctrlDone
+	<-pruneDone
 	ingErr := <-ingestDone
+	if ctrlErr != nil {
+		return ctrlErr
+	}
 	if httpErr != nil && !errors.Is(httpErr, http.ErrServerClosed) {
 		return fmt.Errorf("http: %w", httpErr)
 	}

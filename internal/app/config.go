@@ -50,6 +50,8 @@ type runConfig struct {
 	terminatedThreshold int
 	terminatedMaxAge    time.Duration
 	namespaceThresholds namespaceThresholds
+
+	leader leaderConfig
 }
 
 // namespaceThresholds is the repeatable --terminated-pod-gc-threshold-namespace.
@@ -121,6 +123,16 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"delete terminated pods created longer ago than this, however many there are (0: off)")
 	fs.Var(&cfg.namespaceThresholds, "terminated-pod-gc-threshold-namespace",
 		"NAMESPACE=COUNT: terminated pods that namespace keeps before PodGC deletes its excess; repeatable (default: none)")
+	fs.BoolVar(&cfg.leader.enabled, "leader-elect", true,
+		"run for a Lease so that, of several kubegcd instances, only the holder writes to the cluster (not in dry-run, which writes nothing)")
+	fs.StringVar(&cfg.leader.namespace, "leader-elect-namespace", "kube-system", "namespace of the leader-election Lease")
+	fs.StringVar(&cfg.leader.name, "leader-elect-name", "kubegcd", "name of the leader-election Lease")
+	fs.DurationVar(&cfg.leader.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"how long followers wait after the last renewal before taking the lease")
+	fs.DurationVar(&cfg.leader.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"how long the leader keeps retrying to renew before it gives the lease up (and stops writing)")
+	fs.DurationVar(&cfg.leader.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"how often to try to acquire or renew the lease")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen")
 	configFile := fs.String("config", "",
 		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
@@ -188,6 +200,20 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --podgc-quarantine %s: must not be negative", cfg.podgcQuarantine)
 	case cfg.terminatedMaxAge < 0:
 		return nil, fmt.Errorf("invalid --terminated-pod-max-age %s: must be 0 (off) or positive", cfg.terminatedMaxAge)
+	}
+	if l := cfg.leader; l.enabled {
+		switch {
+		case l.namespace == "" || l.name == "":
+			return nil, errors.New("invalid --leader-elect-namespace/--leader-elect-name: must not be empty")
+		case l.retryPeriod <= 0:
+			return nil, fmt.Errorf("invalid --leader-elect-retry-period %s: must be positive", l.retryPeriod)
+		case float64(l.renewDeadline) <= 1.2*float64(l.retryPeriod):
+			return nil, fmt.Errorf("invalid --leader-elect-renew-deadline %s: must be more than 1.2 × --leader-elect-retry-period (%s)",
+				l.renewDeadline, l.retryPeriod)
+		case l.leaseDuration <= l.renewDeadline:
+			return nil, fmt.Errorf("invalid --leader-elect-lease-duration %s: must be more than --leader-elect-renew-deadline (%s)",
+				l.leaseDuration, l.renewDeadline)
+		}
 	}
 	if _, _, err := net.SplitHostPort(cfg.listen); err != nil {
 		return nil, fmt.Errorf("invalid --listen %q: %w", cfg.listen, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
 	"github.com/kubegcd/kubegcd/internal/reconcile/podgc"
+	"github.com/kubegcd/kubegcd/internal/reconcile/svgc"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ttl"
 )
 
@@ -48,7 +49,7 @@ type controllers struct {
 }
 
 func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *ingest.Ingester, reg prometheus.Registerer,
-	logger *slog.Logger) (*controllers, error) {
+	logger *slog.Logger, instance string, mayWrite func() error) (*controllers, error) {
 	writeCfg := rest.CopyConfig(restCfg)
 	writeCfg.QPS, writeCfg.Burst = float32(cfg.kubeAPIQPS), cfg.kubeAPIBurst
 	mc, err := metadata.NewForConfig(writeCfg)
@@ -65,7 +66,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 		return nil, err
 	}
 	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{
-		DB: store, DryRun: cfg.dryRun, Instance: instanceID(), Logger: logger.With("component", "applier"),
+		DB: store, DryRun: cfg.dryRun, Instance: instance, MayWrite: mayWrite, Logger: logger.With("component", "applier"),
 		MaxDeletionsPerMinute: cfg.maxDeletionsPerMinute, Registerer: reg,
 	})
 	if err != nil {
@@ -75,7 +76,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubegcd"})
 
-	c := &controllers{applier: applier, stop: broadcaster.Shutdown}
+	c := &controllers{applier: applier, stop: sync.OnceFunc(broadcaster.Shutdown)}
 	if slices.Contains(cfg.controllers, ownergc.Name) {
 		gc, err := ownergc.New(ownergc.Options{
 			DB: store, Applier: applier, Client: mc, Recorder: recorder, Logger: logger.With("controller", ownergc.Name),
@@ -110,11 +111,23 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 		ing.Subscribe(tc.OnChange)
 		c.runs = append(c.runs, tc.Run)
 	}
+	if slices.Contains(cfg.controllers, svgc.Name) {
+		sc, err := svgc.New(svgc.Options{
+			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", svgc.Name), Synced: ing.Synced,
+			ResyncPeriod: cfg.resyncPeriod, Registerer: reg,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ing.Subscribe(sc.OnChange)
+		c.runs = append(c.runs, sc.Run)
+	}
 	return c, nil
 }
 
-// run runs every controller and the audit pruner until ctx ends.
-func (c *controllers) run(ctx context.Context, store *db.DB, retention time.Duration, logger *slog.Logger) {
+// run runs every controller until ctx ends. It runs once: a leader that
+// loses its lease exits.
+func (c *controllers) run(ctx context.Context, logger *slog.Logger) {
 	var wg sync.WaitGroup
 	for _, run := range c.runs {
 		wg.Go(func() {
@@ -123,7 +136,6 @@ func (c *controllers) run(ctx context.Context, store *db.DB, retention time.Dura
 			}
 		})
 	}
-	wg.Go(func() { pruneAudit(ctx, store, retention, logger) })
 	wg.Wait()
 	c.stop()
 }

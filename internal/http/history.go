@@ -165,3 +165,31 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+type leasesJSON struct {
+	Items []db.LeaseInfo `json:"items"`
+}
+
+func (s *server) leases(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	q.only("namespace", "expired")
+	f := db.LeaseFilter{Namespace: q.str("namespace")}
+	switch v := q.str("expired"); v {
+	case "":
+	case "true", "false":
+		expired := v == "true"
+		f.Expired = &expired
+	default:
+		q.fail("invalid expired %q: want true or false", v)
+	}
+	if q.err != nil {
+		writeError(w, http.StatusBadRequest, q.err.Error())
+		return
+	}
+	items, err := s.DB.Leases(r.Context(), f, time.Now())
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leasesJSON{Items: items})
+}

@@ -34,11 +34,33 @@ type Enforcement interface {
 	Status() reconcile.Status
 }
 
+// Leadership is what the server shows of leader election.
+type Leadership interface {
+	Status(ctx context.Context) LeaderStatus
+}
+
+// LeaderStatus is this instance's part in leader election.
+type LeaderStatus struct {
+	// Enabled is false when --leader-elect=false or in dry-run (which
+	// writes nothing, a Lease included); Reason then says which.
+	Enabled bool   `json:"enabled"`
+	Reason  string `json:"reason,omitempty"`
+	// Leader: this instance writes to the cluster.
+	Leader   bool   `json:"leader"`
+	Identity string `json:"identity"`
+	Lease    string `json:"lease,omitempty"`
+	// Holder is the identity holding the lease, and HolderSince when it
+	// acquired it.
+	Holder      string     `json:"holder,omitempty"`
+	HolderSince *time.Time `json:"holderSince,omitempty"`
+}
+
 // Options configure the handler.
 type Options struct {
 	DB        *db.DB
 	Ingest    Ingest
 	Applier   Enforcement
+	Leader    Leadership
 	Version   string
 	StartedAt time.Time
 	Logger    *slog.Logger
@@ -74,6 +96,11 @@ func NewHandler(opts Options) (http.Handler, error) {
 		if err := opts.Registry.Register(s.requests); err != nil {
 			return nil, err
 		}
+		if opts.DB != nil {
+			if err := opts.Registry.Register(newLeaseCollector(opts.DB)); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	r := chi.NewRouter()
@@ -91,6 +118,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/audit", s.audit)
 	r.Get("/graph", s.graph)
 	r.Get("/objects/{uid}", s.object)
+	r.Get("/leases", s.leases)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
@@ -168,8 +196,12 @@ type statusJSON struct {
 	StartedAt   time.Time         `json:"startedAt"`
 	Synced      bool              `json:"synced"`
 	Enforcement *reconcile.Status `json:"enforcement,omitempty"`
-	Objects     int64             `json:"objects"`
-	Resources   []resourceJSON    `json:"resources"`
+	// Leader says whether this instance writes to the cluster;
+	// LeaderElection says more.
+	Leader         bool           `json:"leader"`
+	LeaderElection *LeaderStatus  `json:"leaderElection,omitempty"`
+	Objects        int64          `json:"objects"`
+	Resources      []resourceJSON `json:"resources"`
 }
 
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
@@ -186,6 +218,10 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	if s.Applier != nil {
 		st := s.Applier.Status()
 		out.Enforcement = &st
+	}
+	if s.Leader != nil {
+		st := s.Leader.Status(r.Context())
+		out.Leader, out.LeaderElection = st.Leader, &st
 	}
 	for _, res := range s.Ingest.Resources() {
 		n := counts[res.ID]

@@ -46,6 +46,9 @@ type ApplierOptions struct {
 	DryRun   bool
 	Instance string
 	Logger   *slog.Logger
+	// MayWrite, if set, is asked before every write: an error (this
+	// instance does not hold the leader-election lease) holds it back.
+	MayWrite func() error
 	// MaxDeletionsPerMinute caps destructive actions; 0 means no cap.
 	MaxDeletionsPerMinute int
 	Registerer            prometheus.Registerer
@@ -159,6 +162,11 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 			return db.OutcomeDryRun, err
 		}
 		return db.OutcomeDryRun, a.opts.DB.InsertAudit(ctx, a.entry(d, db.OutcomeDryRun, nil))
+	}
+	if a.opts.MayWrite != nil {
+		if err := a.opts.MayWrite(); err != nil {
+			return "", err
+		}
 	}
 	if d.Destructive && !a.admit() {
 		if _, err := a.pend(ctx, d, "paused by the blast-radius cap: "+d.Reason); err != nil {

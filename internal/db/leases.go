@@ -1,0 +1,147 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Queries of the svgc controller and of the lease inventory.
+
+// identityLease matches, for a server id in column col, the kube-apiserver
+// identity Lease of that name in kube-system.
+const identityLease = `SELECT 1 FROM objects lo JOIN leases l ON l.uid = lo.uid
+	WHERE lo.kind = 'Lease' AND lo.namespace = 'kube-system' AND lo.name = %s AND l.identity_label = 'kube-apiserver'`
+
+// ServersWithoutLease returns the API server ids that StorageVersion entries
+// name and that have no identity Lease in the mirror.
+func (d *DB) ServersWithoutLease(ctx context.Context) ([]string, error) {
+	return d.strings(ctx, "servers without a lease", `SELECT DISTINCT e.api_server_id FROM storage_version_entries e
+		WHERE NOT EXISTS (`+fmt.Sprintf(identityLease, "e.api_server_id")+`) ORDER BY 1`)
+}
+
+// StorageVersionsOf returns the names of the StorageVersions with an entry
+// of server id.
+func (d *DB) StorageVersionsOf(ctx context.Context, serverID string) ([]string, error) {
+	return d.strings(ctx, "storage versions of "+serverID, `SELECT o.name FROM storage_version_entries e JOIN objects o ON o.uid = e.uid
+		WHERE e.api_server_id = ? ORDER BY o.name`, serverID)
+}
+
+// StorageVersionsWithoutLease returns the names of the StorageVersions with
+// an entry of a server that has no identity Lease in the mirror.
+func (d *DB) StorageVersionsWithoutLease(ctx context.Context) ([]string, error) {
+	return d.strings(ctx, "storage versions with entries of servers without a lease", `SELECT DISTINCT o.name
+		FROM storage_version_entries e JOIN objects o ON o.uid = e.uid
+		WHERE NOT EXISTS (`+fmt.Sprintf(identityLease, "e.api_server_id")+`) ORDER BY 1`)
+}
+
+func (d *DB) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
+	rows, err := d.query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Lease roles in the inventory.
+const (
+	LeaseRoleLeaderElection    = "leader-election"
+	LeaseRoleNodeHeartbeat     = "node-heartbeat"
+	LeaseRoleAPIServerIdentity = "apiserver-identity"
+)
+
+// LeaseInfo is one Lease of the inventory.
+type LeaseInfo struct {
+	Namespace            string     `json:"namespace"`
+	Name                 string     `json:"name"`
+	UID                  string     `json:"uid"`
+	Role                 string     `json:"role"`
+	HolderIdentity       *string    `json:"holderIdentity"`
+	LeaseDurationSeconds *int32     `json:"leaseDurationSeconds"`
+	AcquireTime          *time.Time `json:"acquireTime"`
+	RenewTime            *time.Time `json:"renewTime"`
+	// RenewAgeSeconds is how long ago the Lease was renewed.
+	RenewAgeSeconds *float64 `json:"renewAgeSeconds"`
+	// Expired: renewTime + leaseDurationSeconds is past. A Lease never
+	// renewed, or without a duration, counts as expired.
+	Expired          bool   `json:"expired"`
+	LeaseTransitions *int32 `json:"leaseTransitions"`
+}
+
+// LeaseFilter selects Leases. Zero fields match everything.
+type LeaseFilter struct {
+	Namespace string
+	Expired   *bool
+}
+
+// Leases returns the Leases of the mirror, by namespace and name, with
+// their role and expiry as of now.
+func (d *DB) Leases(ctx context.Context, f LeaseFilter, now time.Time) ([]LeaseInfo, error) {
+	where := []string{`o.kind = 'Lease' AND o.api_version = 'coordination.k8s.io/v1'`}
+	var args []any
+	if f.Namespace != "" {
+		where = append(where, "o.namespace = ?")
+		args = append(args, f.Namespace)
+	}
+	rows, err := d.query(ctx, `SELECT o.namespace, o.name, o.uid, l.holder_identity, l.lease_duration_seconds, l.acquire_time,
+			l.renew_time, l.lease_transitions, coalesce(l.identity_label, '')
+		FROM leases l JOIN objects o ON o.uid = l.uid WHERE `+strings.Join(where, " AND ")+` ORDER BY o.namespace, o.name`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("leases: %w", err)
+	}
+	defer rows.Close()
+	out := []LeaseInfo{}
+	for rows.Next() {
+		var l LeaseInfo
+		var holder, acquire, renew sql.NullString
+		var duration, transitions sql.NullInt64
+		var identity string
+		if err := rows.Scan(&l.Namespace, &l.Name, &l.UID, &holder, &duration, &acquire, &renew, &transitions, &identity); err != nil {
+			return nil, fmt.Errorf("leases: %w", err)
+		}
+		if holder.Valid {
+			l.HolderIdentity = &holder.String
+		}
+		if duration.Valid {
+			v := int32(duration.Int64)
+			l.LeaseDurationSeconds = &v
+		}
+		if transitions.Valid {
+			v := int32(transitions.Int64)
+			l.LeaseTransitions = &v
+		}
+		l.AcquireTime, l.RenewTime = parseTime(acquire), parseTime(renew)
+		switch {
+		case l.Namespace == "kube-node-lease":
+			l.Role = LeaseRoleNodeHeartbeat
+		case l.Namespace == "kube-system" && identity == "kube-apiserver":
+			l.Role = LeaseRoleAPIServerIdentity
+		default:
+			l.Role = LeaseRoleLeaderElection
+		}
+		l.Expired = true
+		if l.RenewTime != nil {
+			age := now.Sub(*l.RenewTime).Seconds()
+			l.RenewAgeSeconds = &age
+			if l.LeaseDurationSeconds != nil {
+				l.Expired = l.RenewTime.Add(time.Duration(*l.LeaseDurationSeconds) * time.Second).Before(now)
+			}
+		}
+		if f.Expired != nil && *f.Expired != l.Expired {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}

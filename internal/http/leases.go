@@ -1,0 +1,54 @@
+package http
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// leaseCollector exports the lease inventory at every scrape: how many
+// Leases there are, and how many have expired, by role.
+type leaseCollector struct {
+	db             *db.DB
+	total, expired *prometheus.Desc
+}
+
+func newLeaseCollector(store *db.DB) *leaseCollector {
+	return &leaseCollector{
+		db: store,
+		total: prometheus.NewDesc("kubegcd_leases", "Leases in the cluster, by role: leader-election, node-heartbeat, apiserver-identity.",
+			[]string{"role"}, nil),
+		expired: prometheus.NewDesc("kubegcd_leases_expired", "Leases whose renewTime + leaseDurationSeconds is past, by role.",
+			[]string{"role"}, nil),
+	}
+}
+
+func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.total
+	ch <- c.expired
+}
+
+func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	leases, err := c.db.Leases(ctx, db.LeaseFilter{}, time.Now())
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.total, err)
+		return
+	}
+	roles := []string{db.LeaseRoleLeaderElection, db.LeaseRoleNodeHeartbeat, db.LeaseRoleAPIServerIdentity}
+	total, expired := map[string]int{}, map[string]int{}
+	for _, l := range leases {
+		total[l.Role]++
+		if l.Expired {
+			expired[l.Role]++
+		}
+	}
+	for _, r := range roles {
+		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(total[r]), r)
+		ch <- prometheus.MustNewConstMetric(c.expired, prometheus.GaugeValue, float64(expired[r]), r)
+	}
+}
