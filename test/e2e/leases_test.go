@@ -389,6 +389,17 @@ func TestLeaderElection(t *testing.T) {
 	if by := collected(t, ns, "garbage-1", a, b); by != id {
 		t.Fatalf("garbage-1 collected by %s, not by the leader %s", by, id)
 	}
+	// The follower sent nothing: no action of its applier reached the API.
+	for _, in := range []*instance{leader, follower} {
+		body, err := testcluster.HTTPGet(context.Background(), in.url+"/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrote := strings.Contains(string(body), `outcome="applied"`)
+		if wrote != (in == leader) {
+			t.Errorf("%s: applied actions in /metrics: %v, want %v", in.url, wrote, in == leader)
+		}
+	}
 
 	// kill -9: the follower takes over once the lease expires.
 	if err := leader.k.Kill(); err != nil {
