@@ -174,8 +174,8 @@ func (d *DB) typedColumns(ctx context.Context, o *Object) error {
 
 func (d *DB) podColumns(ctx context.Context, o *Object) error {
 	var pod Pod
-	err := d.queryRow(ctx, `SELECT phase, reason, node_name FROM pods WHERE uid = ?`, o.UID).
-		Scan(&pod.Phase, &pod.Reason, &pod.NodeName)
+	err := d.queryRow(ctx, `SELECT phase, reason, node_name, generation FROM pods WHERE uid = ?`, o.UID).
+		Scan(&pod.Phase, &pod.Reason, &pod.NodeName, &pod.Generation)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
