@@ -129,10 +129,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 	for _, ch := range changes {
 		switch ch.Type {
 		case db.ChangeRelisted:
-			select {
-			case c.resync <- struct{}{}:
-			default:
-			}
+			reconcile.Wake(c.resync)
 		case db.ChangeDeleted:
 			c.queue.Add(gonePrefix + ch.UID)
 			// Owners in foreground deletion may have been waiting for it.
@@ -150,9 +147,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
 	c.log.Info("waiting for the mirror to sync")
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		return c.opts.Synced(), nil
-	}); err != nil {
+	if !reconcile.WaitSynced(ctx, c.opts.Synced) {
 		return nil
 	}
 	c.log.Info("starting", "workers", c.opts.Workers, "dry_run", c.opts.Applier.DryRun())

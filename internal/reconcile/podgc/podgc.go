@@ -132,9 +132,7 @@ func New(opts Options) (*Controller, error) {
 // Run makes a pass every period until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		return c.opts.Synced(), nil
-	}); err != nil {
+	if !reconcile.WaitSynced(ctx, c.opts.Synced) {
 		return nil
 	}
 	c.log.Info("starting", "period", c.opts.Period, "terminated_pod_gc_threshold", c.opts.TerminatedThreshold,

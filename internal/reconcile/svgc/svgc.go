@@ -20,7 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
@@ -96,10 +95,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 	leases, svs := c.resources.leases.Load(), c.resources.storageVersions.Load()
 	for _, ch := range changes {
 		if leases == 0 || ch.ResourceID == leases || ch.ResourceID == svs || ch.Type == db.ChangeRelisted {
-			select {
-			case c.rescan <- struct{}{}:
-			default:
-			}
+			reconcile.Wake(c.rescan)
 			return
 		}
 	}
@@ -110,9 +106,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.leases.ShutDown()
 	defer c.storageVersions.ShutDown()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		return c.opts.Synced(), nil
-	}); err != nil {
+	if !reconcile.WaitSynced(ctx, c.opts.Synced) {
 		return nil
 	}
 	if id, err := c.opts.DB.ResourceID(ctx, "coordination.k8s.io", "v1", "leases"); err == nil {

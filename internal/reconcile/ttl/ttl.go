@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -151,10 +150,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 	id := c.nodesResource.Load()
 	for _, ch := range changes {
 		if id == 0 || ch.ResourceID == id || ch.Type == db.ChangeRelisted {
-			select {
-			case c.wake <- struct{}{}:
-			default:
-			}
+			reconcile.Wake(c.wake)
 			return
 		}
 	}
@@ -163,9 +159,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 // Run reconciles on node changes and every resync period until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		return c.opts.Synced(), nil
-	}); err != nil {
+	if !reconcile.WaitSynced(ctx, c.opts.Synced) {
 		return nil
 	}
 	if id, err := c.opts.DB.ResourceID(ctx, "", "v1", "nodes"); err == nil {
