@@ -91,12 +91,41 @@ func scanObject(sc interface{ Scan(...any) error }, extra ...any) (*Object, erro
 // columns, or ErrNotFound. Metadata and references come in one query: the
 // controllers read an object per decision.
 func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
+	var o *Object
+	err := d.objectsWithRefs(ctx, func(got *Object) error { o = got; return nil }, `o.uid = ?`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", uid, err)
+	}
+	if o == nil {
+		return nil, ErrNotFound
+	}
+	if err := d.typedColumns(ctx, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// DependentObjects calls fn with each object that names ownerUID as an
+// owner, with its owner references but without typed columns, as the rows
+// come: what the ownership GC decides on when an owner goes, read in one
+// query instead of one each, and never all held at once.
+func (d *DB) DependentObjects(ctx context.Context, ownerUID string, fn func(*Object) error) error {
+	err := d.objectsWithRefs(ctx, fn, `o.uid IN (SELECT dependent_uid FROM owner_refs WHERE owner_uid = ?)`, ownerUID)
+	if err != nil {
+		return fmt.Errorf("dependents of %s: %w", ownerUID, err)
+	}
+	return nil
+}
+
+// objectsWithRefs calls fn with each object where selects, with its owner
+// references in order, once they are all read.
+func (d *DB) objectsWithRefs(ctx context.Context, fn func(*Object) error, where string, args ...any) error {
 	rows, err := d.query(ctx, `SELECT `+objectColumns+`, r.api_version, r.kind, r.name, r.owner_uid, r.controller,
 			r.block_owner_deletion
 		FROM objects o LEFT JOIN owner_refs r ON r.dependent_uid = o.uid
-		WHERE o.uid = ? ORDER BY r.position`, uid)
+		WHERE `+where+` ORDER BY o.uid, r.position`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("object %s: %w", uid, err)
+		return err
 	}
 	defer rows.Close()
 	var o *Object
@@ -105,9 +134,14 @@ func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
 		var controller, block sql.NullBool
 		got, err := scanObject(rows, &refAPIVersion, &refKind, &refName, &refUID, &controller, &block)
 		if err != nil {
-			return nil, fmt.Errorf("object %s: %w", uid, err)
+			return err
 		}
-		if o == nil {
+		if o == nil || o.UID != got.UID {
+			if o != nil {
+				if err := fn(o); err != nil {
+					return err
+				}
+			}
 			o = got
 		}
 		if refUID.Valid {
@@ -122,15 +156,12 @@ func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("object %s: %w", uid, err)
+		return err
 	}
-	if o == nil {
-		return nil, ErrNotFound
+	if o != nil {
+		return fn(o)
 	}
-	if err := d.typedColumns(ctx, o); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return nil
 }
 
 const sqlOwnerRefsOf = `SELECT api_version, kind, name, owner_uid, controller, block_owner_deletion

@@ -83,6 +83,8 @@ type Controller struct {
 	// so dry-run reaches the same decisions; nil when enforcing.
 	overlay *overlay
 	applied reconcile.AppliedWrites
+	// snapshots: dependents read with their owner's departure (enforcing).
+	snapshots snapshots
 	kinds   kindCache
 
 	resync chan struct{}
@@ -236,7 +238,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.gone(ctx, uid)
 	}
 	uid := key
-	obj, err := c.opts.DB.GetObject(ctx, uid)
+	obj, ok := c.snapshots.take(uid)
+	var err error
+	if !ok {
+		obj, err = c.opts.DB.GetObject(ctx, uid)
+	}
 	if errors.Is(err, db.ErrNotFound) {
 		return c.gone(ctx, uid)
 	}
@@ -294,6 +300,18 @@ func (c *Controller) gone(ctx context.Context, uid string) error {
 	if err := c.opts.DB.ClearPending(ctx, Name, uid); err != nil {
 		return err
 	}
+	if c.overlay == nil {
+		// Enforcing: read the dependents whole, in one query, and hand
+		// each to its worker. A copy that turns stale meanwhile costs one
+		// write refused by its resourceVersion precondition, then a fresh
+		// read; dry-run, which has no precondition to catch that, reads
+		// each dependent when it decides.
+		return c.opts.DB.DependentObjects(ctx, uid, func(d *db.Object) error {
+			c.snapshots.put(d)
+			c.queue.Add(d.UID)
+			return nil
+		})
+	}
 	deps, err := c.opts.DB.DependentsOf(ctx, uid)
 	if err != nil {
 		return err
@@ -302,6 +320,37 @@ func (c *Controller) gone(ctx context.Context, uid string) error {
 		c.queue.Add(d.UID)
 	}
 	return nil
+}
+
+// snapshots holds dependents read together when their owner went, until a
+// worker takes each; bounded, so that memory does not grow with the number
+// of dependents (beyond the bound, workers read them one by one).
+type snapshots struct {
+	mu sync.Mutex
+	m  map[string]*db.Object
+}
+
+const maxSnapshots = 20000
+
+func (s *snapshots) put(o *db.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*db.Object{}
+	}
+	if len(s.m) < maxSnapshots {
+		s.m[o.UID] = o
+	}
+}
+
+func (s *snapshots) take(uid string) (*db.Object, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.m[uid]
+	if ok {
+		delete(s.m, uid)
+	}
+	return o, ok
 }
 
 func (c *Controller) beingDeleted(o *db.Object) bool {
