@@ -85,7 +85,7 @@ type Controller struct {
 	applied reconcile.AppliedWrites
 	// snapshots: dependents read with their owner's departure (enforcing).
 	snapshots snapshots
-	kinds   kindCache
+	kinds     kindCache
 
 	resync chan struct{}
 }
