@@ -83,3 +83,35 @@ func TestExampleConfigParses(t *testing.T) {
 		t.Errorf("example config read as %+v", c)
 	}
 }
+
+// A repeatable flag may be given on several lines of the config file, and
+// leader election's timings are read and checked.
+func TestConfigRepeatableAndLeaderFlags(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "k.conf")
+	if err := os.WriteFile(p, []byte(
+		"terminated-pod-gc-threshold-namespace = ci=200\nterminated-pod-gc-threshold-namespace = nightly=0\n"+
+			"leader-elect-lease-duration = 30s\nleader-elect-renew-deadline = 20s\nleader-elect-retry-period = 5s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseRunFlags([]string{"--config", p}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.namespaceThresholds) != 2 || c.namespaceThresholds["ci"] != 200 || c.namespaceThresholds["nightly"] != 0 {
+		t.Errorf("namespace thresholds %v", c.namespaceThresholds)
+	}
+	if l := c.leader; !l.enabled || l.leaseDuration != 30*time.Second || l.renewDeadline != 20*time.Second || l.retryPeriod != 5*time.Second {
+		t.Errorf("leader config %+v", l)
+	}
+	for _, bad := range [][]string{
+		{"--terminated-pod-gc-threshold-namespace", "ci"},
+		{"--terminated-pod-gc-threshold-namespace", "ci=-1"},
+		{"--leader-elect-retry-period", "0s"},
+		{"--podgc-period", "100ms"},
+		{"--terminated-pod-max-age", "-1h"},
+	} {
+		if _, err := parseRunFlags(bad, io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
