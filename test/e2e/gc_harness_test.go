@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -112,10 +113,23 @@ func bothModes(t *testing.T, name string, fn func(s *scenario)) {
 			fn(s)
 			switch mode {
 			case modeEnforce:
-				enforced = s.decisions(false)
-				if len(enforced) == 0 {
-					t.Fatal("enforce mode audited no decision")
-				}
+				// Audit rows of applied writes are committed just after the
+				// writes: wait until there are some and they have not changed
+				// for a second.
+				var since time.Time
+				eventually(t, gcTimeout, func() error {
+					got := s.decisions(false)
+					switch {
+					case len(got) == 0:
+						return errors.New("enforce mode audited no decision")
+					case !maps.Equal(got, enforced):
+						enforced, since = got, time.Now()
+						return errors.New("enforce decisions settling")
+					case time.Since(since) < time.Second:
+						return errors.New("enforce decisions settling")
+					}
+					return nil
+				})
 				t.Logf("decisions: %v", keys(enforced))
 				enforcedState = s.settled()
 				t.Logf("end state:\n%s", enforcedState)
