@@ -38,7 +38,7 @@ type contender struct {
 // running its counterpart kcmController, at the same API rate limits.
 func contenders(cfg config, cluster *testcluster.Cluster, dir, controller, kcmController string) []contender {
 	qps := strconv.Itoa(cfg.podgcQPS)
-	kubegcdControllers := controller
+
 	all := []contender{
 		{name: "kubegcd", proc: "kubegcd", start: func(ctx context.Context, extra ...string) (func() error, error) {
 			bin, err := testcluster.KubegcdBin()
@@ -49,14 +49,14 @@ func contenders(cfg config, cluster *testcluster.Cluster, dir, controller, kcmCo
 			if err != nil {
 				return nil, err
 			}
-			args := append([]string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, "kubegcd-"+kubegcdControllers+".db"),
+			args := append([]string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, "kubegcd-"+controller+".db"),
 				"--listen", addr, "--log-level", "warn", "--dry-run=false", "--kube-api-qps=" + qps, "--kube-api-burst=" + qps,
-				"--max-deletions-per-minute=0", "--controllers=" + kubegcdControllers, fmt.Sprintf("--gc-workers=%d", cfg.gcWorkers)}, extra...)
+				"--max-deletions-per-minute=0", "--controllers=" + controller, fmt.Sprintf("--gc-workers=%d", cfg.gcWorkers)}, extra...)
 			profile := os.Getenv("KUBEGCD_BENCH_CPUPROFILE")
 			if profile != "" {
 				args = append(args, "--profiling")
 			}
-			d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, "kubegcd-"+kubegcdControllers+".log"), args...)
+			d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, "kubegcd-"+controller+".log"), args...)
 			if err != nil {
 				return nil, err
 			}

@@ -201,19 +201,8 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 	}
 
 	instance := instanceID()
-	lead := &leadership{enabled: cfg.leader.enabled && !cfg.dryRun, identity: instance, ns: cfg.leader.namespace,
-		name: cfg.leader.name, store: store}
-	switch {
-	case cfg.dryRun:
-		lead.reason = "dry-run writes nothing to the cluster, a Lease included: every dry-run instance decides on its own"
-	case !cfg.leader.enabled:
-		lead.reason = "--leader-elect=false: this instance writes without a lease"
-	}
-	mayWrite := lead.mayWrite
-	if !lead.enabled {
-		lead.leading.Store(true)
-	}
-	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger, instance, mayWrite)
+	lead := newLeadership(cfg, instance, store)
+	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger, instance, lead.mayWrite)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,24 @@ type leadership struct {
 	seen   time.Time // when this instance saw the holder take the lease
 }
 
+// newLeadership sets up this instance's part: it runs for the lease when
+// enforcing with --leader-elect, and otherwise writes freely (enforcing) or
+// not at all (dry-run, whose applier writes nothing anyway).
+func newLeadership(cfg *runConfig, identity string, store *db.DB) *leadership {
+	l := &leadership{enabled: cfg.leader.enabled && !cfg.dryRun, identity: identity, ns: cfg.leader.namespace,
+		name: cfg.leader.name, store: store}
+	switch {
+	case cfg.dryRun:
+		l.reason = "dry-run writes nothing to the cluster, a Lease included: every dry-run instance decides on its own"
+	case !cfg.leader.enabled:
+		l.reason = "--leader-elect=false: this instance writes without a lease"
+	}
+	if !l.enabled {
+		l.leading.Store(true)
+	}
+	return l
+}
+
 // mayWrite is the applier's guard: only the leader writes.
 func (l *leadership) mayWrite() error {
 	if l.leading.Load() {
@@ -63,9 +81,9 @@ func (l *leadership) Status(ctx context.Context) kubehttp.LeaderStatus {
 	}
 	l.mu.Unlock()
 	// The Lease's own acquireTime, from the mirror, is the better "since".
-	if leases, err := l.store.Leases(ctx, db.LeaseFilter{Namespace: l.ns}, time.Now()); err == nil {
+	if leases, err := l.store.Leases(ctx, db.LeaseFilter{Namespace: l.ns, Name: l.name}, time.Now()); err == nil {
 		for _, lease := range leases {
-			if lease.Name == l.name && lease.HolderIdentity != nil && *lease.HolderIdentity == st.Holder && lease.AcquireTime != nil {
+			if lease.HolderIdentity != nil && *lease.HolderIdentity == st.Holder && lease.AcquireTime != nil {
 				st.HolderSince = lease.AcquireTime
 			}
 		}

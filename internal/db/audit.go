@@ -367,20 +367,25 @@ func (k *keySet) remove(controller, uid string) {
 	delete(k.m, [2]string{controller, uid})
 }
 
-// PendingUIDs returns the uids a controller has pending decisions about, from
-// memory: a controller that decides in full passes forgets, after each pass,
-// those it no longer holds.
-func (d *DB) PendingUIDs(controller string) []string {
+// ClearPendingExcept forgets the decisions a controller held about every
+// uid that keep rejects: a controller that decides in full passes calls it
+// after each pass with what that pass still holds. The uids come from
+// memory; only those with rows cost a write.
+func (d *DB) ClearPendingExcept(ctx context.Context, controller string, keep func(uid string) bool) error {
 	k := &d.pendingKeys
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	var out []string
+	var stale []string
 	for key := range k.m {
-		if key[0] == controller {
-			out = append(out, key[1])
+		if key[0] == controller && !keep(key[1]) {
+			stale = append(stale, key[1])
 		}
 	}
-	return out
+	k.mu.Unlock()
+	var errs []error
+	for _, uid := range stale {
+		errs = append(errs, d.ClearPending(ctx, controller, uid))
+	}
+	return errors.Join(errs...)
 }
 
 // loadPendingKeys fills the set from the table at Open.

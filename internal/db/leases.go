@@ -82,6 +82,7 @@ type LeaseInfo struct {
 // LeaseFilter selects Leases. Zero fields match everything.
 type LeaseFilter struct {
 	Namespace string
+	Name      string
 	Expired   *bool
 }
 
@@ -90,9 +91,11 @@ type LeaseFilter struct {
 func (d *DB) Leases(ctx context.Context, f LeaseFilter, now time.Time) ([]LeaseInfo, error) {
 	where := []string{`o.kind = 'Lease' AND o.api_version = 'coordination.k8s.io/v1'`}
 	var args []any
-	if f.Namespace != "" {
-		where = append(where, "o.namespace = ?")
-		args = append(args, f.Namespace)
+	for _, c := range []struct{ col, v string }{{"o.namespace", f.Namespace}, {"o.name", f.Name}} {
+		if c.v != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.v)
+		}
 	}
 	rows, err := d.query(ctx, `SELECT o.namespace, o.name, o.uid, l.holder_identity, l.lease_duration_seconds, l.acquire_time,
 			l.renew_time, l.lease_transitions, coalesce(l.identity_label, '')

@@ -140,10 +140,8 @@ func (d *DB) TerminatedPods(ctx context.Context, f TerminatedFilter, after *PodC
 // deletion order.
 func (d *DB) TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfService string) ([]*Object, error) {
 	return d.queryPods(ctx, "terminating pods on out-of-service nodes", `o.deletion_timestamp IS NOT NULL AND p.node_name != ''
-		AND EXISTS (SELECT 1 FROM objects no JOIN nodes n ON n.uid = no.uid
-			WHERE no.kind = 'Node' AND no.namespace = '' AND no.name = p.node_name AND no.api_version = 'v1'
-				AND n.ready != 'True'
-				AND EXISTS (SELECT 1 FROM json_each(n.taints) t WHERE json_extract(t.value, '$.key') = ?))
+		AND EXISTS (`+nodeInMirror+` AND EXISTS (SELECT 1 FROM nodes n WHERE n.uid = no.uid AND n.ready != 'True'
+			AND EXISTS (SELECT 1 FROM json_each(n.taints) t WHERE json_extract(t.value, '$.key') = ?)))
 		ORDER BY `+podOrderKey, outOfService)
 }
 

@@ -32,3 +32,20 @@ func TestFailedPatch(t *testing.T) {
 		}
 	}
 }
+
+func TestDeleteBackoffDoublesUpToItsCap(t *testing.T) {
+	c := &Controller{backoff: map[string]*backoff{}}
+	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	want := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute, 30 * time.Minute}
+	for i := range 200 {
+		c.deleteSent("u", now)
+		w := want[min(i, len(want)-1)]
+		held, ok := c.heldUntil("u", now)
+		if !ok || held.next.Sub(now) != w || held.sent != i+1 {
+			t.Fatalf("after %d deletes: held %v until %s, want %s", i+1, ok, held.next.Sub(now), w)
+		}
+		if _, ok := c.heldUntil("u", now.Add(w)); ok {
+			t.Fatalf("after %d deletes: still held once the back-off ran out", i+1)
+		}
+	}
+}

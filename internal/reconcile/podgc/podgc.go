@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -170,16 +171,10 @@ func (c *Controller) Pass(ctx context.Context) error {
 // forgetStale clears pending rows and back-offs of pods this pass did not
 // look at: they were deleted, or no longer qualify.
 func (c *Controller) forgetStale(ctx context.Context, p *pass) error {
-	var errs []error
-	for _, uid := range c.opts.DB.PendingUIDs(Name) {
-		if !p.seen[uid] {
-			errs = append(errs, c.opts.DB.ClearPending(ctx, Name, uid))
-		}
-	}
 	c.mu.Lock()
 	maps.DeleteFunc(c.backoff, func(uid string, _ *backoff) bool { return !p.seen[uid] })
 	c.mu.Unlock()
-	return errors.Join(errs...)
+	return c.opts.DB.ClearPendingExcept(ctx, Name, func(uid string) bool { return p.seen[uid] })
 }
 
 // job is one pod a collection chose, and why.
@@ -243,24 +238,16 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 	pod := j.pod
 	d := reconcile.Decision{Controller: Name, Rule: j.rule, Action: actionDelete, Target: db.TargetOf(pod),
 		ResourceVersion: pod.ResourceVersion, Reason: j.why, Facts: j.facts, Destructive: true, DecidedAt: now}
-	c.mu.Lock()
-	b := c.backoff[pod.UID]
-	var held *backoff
-	if b != nil && now.Before(b.next) {
-		cp := *b
-		held = &cp
-	}
-	c.mu.Unlock()
-	if held == nil && c.applied.Done(pod.UID, pod.ResourceVersion) {
-		// Deleted already; the mirror has not caught up yet.
-		return
-	}
-	if held != nil {
+	if held, ok := c.heldUntil(pod.UID, now); ok {
 		d.Reason = fmt.Sprintf("held by finalizers %v after %d delete(s); the next is not sent before %s: %s",
 			pod.Finalizers, held.sent, held.next.UTC().Format(time.RFC3339), j.why)
 		if err := c.opts.Applier.Defer(ctx, d, held.next); err != nil && ctx.Err() == nil {
 			c.log.Error("recording a held pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		}
+		return
+	}
+	if c.applied.Done(pod.UID, pod.ResourceVersion) {
+		// Deleted already; the mirror has not caught up yet.
 		return
 	}
 	j.facts["finalizers"] = pod.Finalizers
@@ -279,18 +266,39 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 	c.metrics.deletes.WithLabelValues(j.reason).Inc()
 	if outcome == db.OutcomeApplied {
 		c.applied.Record(pod.UID, pod.ResourceVersion)
-	}
-	if outcome == db.OutcomeApplied && len(pod.Finalizers) > 0 {
-		c.mu.Lock()
-		b := c.backoff[pod.UID]
-		if b == nil {
-			b = &backoff{}
-			c.backoff[pod.UID] = b
+		if len(pod.Finalizers) > 0 {
+			c.deleteSent(pod.UID, now)
 		}
-		b.sent++
-		b.next = now.Add(min(backoffBase<<(b.sent-1), backoffMax))
-		c.mu.Unlock()
 	}
+}
+
+// heldUntil reports whether a pod's back-off still holds its next delete.
+func (c *Controller) heldUntil(uid string, now time.Time) (backoff, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.backoff[uid]
+	if b == nil || !now.Before(b.next) {
+		return backoff{}, false
+	}
+	return *b, true
+}
+
+// deleteSent starts or doubles the back-off of a pod a finalizer holds:
+// backoffBase, twice that, … up to backoffMax.
+func (c *Controller) deleteSent(uid string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.backoff[uid]
+	if b == nil {
+		b = &backoff{}
+		c.backoff[uid] = b
+	}
+	b.sent++
+	wait := backoffBase
+	for i := 1; i < b.sent && wait < backoffMax; i++ {
+		wait *= 2
+	}
+	b.next = now.Add(min(wait, backoffMax))
 }
 
 // collect pages through the terminated pods f selects, in deletion order,
@@ -338,7 +346,7 @@ func (c *Controller) gcTerminated(ctx context.Context, p *pass) error {
 		cutoff := p.now.Add(-c.opts.MaxAge)
 		f := db.TerminatedFilter{CreatedBefore: &cutoff}
 		why := fmt.Sprintf("terminated, and created more than --terminated-pod-max-age=%s ago", c.opts.MaxAge)
-		errs = append(errs, c.collect(ctx, p, f, int(^uint(0)>>1), func(pod *db.Object) job {
+		errs = append(errs, c.collect(ctx, p, f, math.MaxInt, func(pod *db.Object) job {
 			return job{pod: pod, rule: ruleMaxAge, reason: reasonTerminated, why: why,
 				facts: podFacts(pod, map[string]any{"maxAge": c.opts.MaxAge.String()})}
 		}))

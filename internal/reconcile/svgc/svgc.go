@@ -88,13 +88,18 @@ func New(opts Options) (*Controller, error) {
 		storageVersions: queue("svgc_storageversions"), rescan: make(chan struct{}, 1)}, nil
 }
 
-// OnChange is the ingest subscription. A change to a Lease or a
-// StorageVersion asks for a rescan of the mirror, which finds the servers
-// without a lease and the StorageVersions naming them. It never blocks.
+// OnChange is the ingest subscription. A Lease deleted, or a StorageVersion
+// created or changed, asks for a rescan of the mirror, which finds the
+// servers without a lease and the StorageVersions naming them (as upstream,
+// which watches lease deletions and StorageVersion adds and updates). Lease
+// renewals, the busiest changes of a large cluster, wake nothing. It never
+// blocks.
 func (c *Controller) OnChange(changes []db.Change) {
 	leases, svs := c.resources.leases.Load(), c.resources.storageVersions.Load()
 	for _, ch := range changes {
-		if leases == 0 || ch.ResourceID == leases || ch.ResourceID == svs || ch.Type == db.ChangeRelisted {
+		if leases == 0 || ch.Type == db.ChangeRelisted ||
+			ch.ResourceID == leases && ch.Type == db.ChangeDeleted ||
+			ch.ResourceID == svs && ch.Type == db.ChangeUpserted {
 			reconcile.Wake(c.rescan)
 			return
 		}

@@ -219,23 +219,23 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	want := strconv.Itoa(b.ttlSeconds)
 	reason := fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), whose TTL is %ss", c.step,
 		b.sizeMin, b.sizeMax, want)
-	nodes, err := c.opts.DB.NodesWithoutTTL(ctx, want)
+	candidates, err := c.opts.DB.NodesWithoutTTL(ctx, want)
 	if err != nil {
 		return err
 	}
-	// Nodes already at the TTL get no patch (BR-19-07), nor a pending row.
-	wrong := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
+	// Nodes already at the TTL get no patch (BR-19-07), nor a pending row;
+	// the query compares strings, and "015" is 15 to upstream's
+	// strconv.Atoi.
+	wrong := map[string]bool{}
+	var nodes []db.NodeTTL
+	for _, n := range candidates {
 		if v, ok := parseTTL(n.TTL); !ok || v != b.ttlSeconds {
 			wrong[n.UID] = true
+			nodes = append(nodes, n)
 		}
 	}
-	for _, uid := range c.opts.DB.PendingUIDs(Name) {
-		if !wrong[uid] {
-			if err := c.opts.DB.ClearPending(ctx, Name, uid); err != nil {
-				return err
-			}
-		}
+	if err := c.opts.DB.ClearPendingExcept(ctx, Name, func(uid string) bool { return wrong[uid] }); err != nil {
+		return err
 	}
 	work := make(chan db.NodeTTL)
 	var wg sync.WaitGroup
@@ -247,9 +247,6 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		})
 	}
 	for _, n := range nodes {
-		if !wrong[n.UID] {
-			continue // "015" is 15, as upstream's strconv.Atoi reads it
-		}
 		if c.applied.Done(n.UID, n.ResourceVersion) {
 			// Patched already; the mirror has not caught up yet.
 			continue
