@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -117,18 +118,33 @@ type watcher struct {
 	cancel context.CancelFunc
 }
 
-func (w *watcher) setSynced(ctx context.Context, synced bool) {
-	if w.synced.Swap(synced) == synced {
+// markUnsynced takes the resource out of sync. The row only mirrors the flag
+// (nothing gates on it); when it cannot be written the database is failing,
+// and the relist or resume that follows writes it again.
+func (w *watcher) markUnsynced(ctx context.Context) {
+	if !w.synced.Swap(false) {
 		return
 	}
-	w.metrics.synced.WithLabelValues(w.label).Set(boolFloat(synced))
-	if !synced {
-		// The row is only informational; the in-memory flag is what gates.
-		if err := w.db.SetSynced(context.WithoutCancel(ctx), w.res.ID, false); err != nil {
-			w.log.Warn("recording sync state", "err", err)
-		}
+	w.metrics.synced.WithLabelValues(w.label).Set(0)
+	if err := w.db.SetSynced(context.WithoutCancel(ctx), w.res.ID, false); err != nil {
+		w.log.Warn("recording sync state", "err", err)
 	}
 }
+
+// markSynced puts the resource back in sync once its row says so: callers
+// have committed synced = 1 first.
+func (w *watcher) markSynced() {
+	if !w.synced.Swap(true) {
+		w.metrics.synced.WithLabelValues(w.label).Set(1)
+	}
+}
+
+// writeError is a failed write to the mirror: the events read since the
+// last commit are not in it.
+type writeError struct{ err error }
+
+func (e writeError) Error() string { return e.err.Error() }
+func (e writeError) Unwrap() error { return e.err }
 
 // run mirrors the resource until ctx ends. With startRV set it first tries
 // to resume watching from there, as after a broken watch.
@@ -145,13 +161,12 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 				if ctx.Err() != nil {
 					return
 				}
-				w.setSynced(ctx, false)
+				w.markUnsynced(ctx)
 				w.metrics.errors.WithLabelValues(w.label, "list").Inc()
 				w.log.Warn("list failed", "err", err)
 				b.wait(ctx)
 				continue
 			}
-			w.setSynced(ctx, true)
 			b.reset()
 		}
 		var err error
@@ -159,12 +174,23 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 		switch {
 		case ctx.Err() != nil:
 			return
+		case errors.As(err, new(writeError)):
+			// A relist, not a resume: synced then means what it means at
+			// start (a complete list committed, then a live watch), and
+			// while the database still fails the list's first write fails
+			// before anything is asked of the API server.
+			w.markUnsynced(ctx)
+			w.metrics.errors.WithLabelValues(w.label, "write").Inc()
+			w.metrics.relists.WithLabelValues(w.label, "write-failed").Inc()
+			w.log.Warn("writing to the mirror failed; relisting", "err", err)
+			rv = ""
+			b.wait(ctx)
 		case isExpired(err):
 			w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
 			w.log.Info("watch expired, relisting", "err", err)
 			rv = ""
 		case err != nil:
-			w.setSynced(ctx, false)
+			w.markUnsynced(ctx)
 			w.metrics.errors.WithLabelValues(w.label, "watch").Inc()
 			w.log.Warn("watch failed", "err", err)
 			b.wait(ctx)
@@ -217,6 +243,9 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 					return "", err
 				}
 				w.metrics.events.WithLabelValues(w.label, "listed").Add(float64(count))
+				// Synced before the notification, so that a controller it
+				// wakes finds the resource live.
+				w.markSynced()
 				w.notify(changes)
 				w.log.Debug("listed", "objects", count, "removed", len(changes)-1, "duration", time.Since(start))
 				return rv, nil
@@ -226,9 +255,10 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 	}
 }
 
-// watch applies events until the watch ends and returns the last
-// resourceVersion seen. A nil error means the server closed the watch
-// normally and it can be resumed.
+// watch applies events until the watch ends. It returns the
+// resourceVersion up to which every event is committed to the mirror, the
+// only point it may resume from, and nil when the server closed the watch
+// normally. A failed write is a writeError.
 func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 	timeout := int64(300 + rand.IntN(300))
 	wi, err := w.src.watch(ctx, metav1.ListOptions{
@@ -240,7 +270,14 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 		return rv, err
 	}
 	defer wi.Stop()
-	w.setSynced(ctx, true)
+	if !w.synced.Load() {
+		// Resuming after a broken watch: the row first, so a database that
+		// takes no writes keeps the resource out of sync.
+		if err := w.db.SetSynced(ctx, w.res.ID, true); err != nil {
+			return rv, writeError{err}
+		}
+		w.markSynced()
+	}
 	ch := wi.ResultChan()
 	batch := make([]db.Event, 0, 64)
 	for {
@@ -255,16 +292,15 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 			return rv, nil
 		}
 		// Take whatever else is already waiting, so a burst of events costs
-		// one transaction instead of one each.
+		// one transaction instead of one each. next, the resourceVersion
+		// of the batch (a bookmark's included), counts only once the batch
+		// is committed.
 		batch = batch[:0]
-		closed := false
+		next, closed := rv, false
+		var evErr error
 		for {
-			var err error
-			if rv, batch, err = w.collect(ev, rv, batch); err != nil {
-				if ferr := w.flush(ctx, batch); ferr != nil {
-					return rv, ferr
-				}
-				return rv, err
+			if next, batch, evErr = w.collect(ev, next, batch); evErr != nil {
+				break
 			}
 			if len(batch) >= maxBatch {
 				break
@@ -280,7 +316,11 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 			}
 		}
 		if err := w.flush(ctx, batch); err != nil {
-			return rv, err
+			return rv, writeError{err}
+		}
+		rv = next
+		if evErr != nil {
+			return rv, evErr
 		}
 		if closed {
 			return rv, nil
@@ -375,11 +415,4 @@ func (b *backoff) wait(ctx context.Context) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-}
-
-func boolFloat(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
