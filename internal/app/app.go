@@ -218,6 +218,8 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 		Registry:  reg,
 		UI:        web.FS,
 		Profiling: cfg.profiling,
+
+		Controllers: ctrls,
 	})
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
@@ -44,8 +45,27 @@ func instanceID() string {
 // controllers are the running reconcilers and what they share.
 type controllers struct {
 	applier *reconcile.Applier
+	passes  *reconcile.Passes
 	runs    []func(context.Context) error
 	stop    func()
+}
+
+// Controllers shows the controllers' passes in /status.
+func (c *controllers) Controllers() []kubehttp.ControllerStatus {
+	st := c.passes.Status()
+	out := make([]kubehttp.ControllerStatus, 0, len(st))
+	for _, p := range st {
+		cs := kubehttp.ControllerStatus{Name: p.Controller, Skipping: p.Skipping, SkipReason: p.SkipReason,
+			SkipDetail: p.SkipDetail, SkippedPasses: p.SkippedPasses}
+		if last := p.LastPass.UTC(); !last.IsZero() {
+			cs.LastPass = &last
+		}
+		if since := p.SkippingSince.UTC(); p.Skipping {
+			cs.SkippingSince = &since
+		}
+		out = append(out, cs)
+	}
+	return out
 }
 
 func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *ingest.Ingester, reg prometheus.Registerer,
@@ -72,11 +92,15 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if err != nil {
 		return nil, err
 	}
+	passes, err := reconcile.NewPasses(reg)
+	if err != nil {
+		return nil, err
+	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubegcd"})
 
-	c := &controllers{applier: applier, stop: sync.OnceFunc(broadcaster.Shutdown)}
+	c := &controllers{applier: applier, passes: passes, stop: sync.OnceFunc(broadcaster.Shutdown)}
 	if slices.Contains(cfg.controllers, ownergc.Name) {
 		gc, err := ownergc.New(ownergc.Options{
 			DB: store, Applier: applier, Client: mc, Recorder: recorder, Logger: logger.With("controller", ownergc.Name),
@@ -92,7 +116,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if slices.Contains(cfg.controllers, podgc.Name) {
 		pg, err := podgc.New(podgc.Options{
 			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", podgc.Name), Synced: ing.Synced,
-			Period: cfg.podgcPeriod, TerminatedThreshold: cfg.terminatedThreshold, NamespaceThresholds: cfg.namespaceThresholds,
+			ResourceSynced: ing.ResourceSynced, Passes: passes, Period: cfg.podgcPeriod, TerminatedThreshold: cfg.terminatedThreshold, NamespaceThresholds: cfg.namespaceThresholds,
 			MaxAge: cfg.terminatedMaxAge, Quarantine: cfg.podgcQuarantine, Workers: cfg.gcWorkers, Registerer: reg,
 		})
 		if err != nil {
@@ -103,7 +127,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if slices.Contains(cfg.controllers, ttl.Name) {
 		tc, err := ttl.New(ttl.Options{
 			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", ttl.Name), Synced: ing.Synced,
-			Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod, Registerer: reg,
+			ResourceSynced: ing.ResourceSynced, Passes: passes, Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod, Registerer: reg,
 		})
 		if err != nil {
 			return nil, err

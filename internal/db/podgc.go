@@ -239,17 +239,6 @@ func (d *DB) NodesWithoutTTL(ctx context.Context, ttl string) ([]NodeTTL, error)
 	return out, rows.Err()
 }
 
-// ResourceSynced reports whether the mirror of a resource (group "" is the
-// core group) is live: listed, and its watch running.
-func (d *DB) ResourceSynced(ctx context.Context, group, resource string) (bool, error) {
-	var synced bool
-	err := d.queryRow(ctx, `SELECT coalesce(max(synced), 0) FROM resources WHERE api_group = ? AND resource = ?`, group, resource).Scan(&synced)
-	if err != nil {
-		return false, fmt.Errorf("resource %s: %w", resource, err)
-	}
-	return synced, nil
-}
-
 // ResourceID returns the mirror's id of a resource, or ErrNotFound.
 func (d *DB) ResourceID(ctx context.Context, group, version, resource string) (int64, error) {
 	var id int64

@@ -34,6 +34,25 @@ type Enforcement interface {
 	Status() reconcile.Status
 }
 
+// Controllers is what the server shows of the controllers that work in
+// passes.
+type Controllers interface {
+	Controllers() []ControllerStatus
+}
+
+// ControllerStatus is one controller's passes: when it last made one, and
+// whether it is skipping them (a resource it reads is not live) and why.
+type ControllerStatus struct {
+	Name string `json:"name"`
+	// LastPass is when the last pass made started; null before the first.
+	LastPass      *time.Time `json:"lastPass"`
+	Skipping      bool       `json:"skipping"`
+	SkipReason    string     `json:"skipReason,omitempty"`
+	SkipDetail    string     `json:"skipDetail,omitempty"`
+	SkippingSince *time.Time `json:"skippingSince,omitempty"`
+	SkippedPasses int64      `json:"skippedPasses"`
+}
+
 // Leadership is what the server shows of leader election.
 type Leadership interface {
 	Status(ctx context.Context) LeaderStatus
@@ -71,6 +90,10 @@ type Options struct {
 	UI fs.FS
 	// Profiling serves Go's pprof handlers under /debug/pprof/.
 	Profiling bool
+
+	// Controllers shows which controllers make their passes and which
+	// skip them.
+	Controllers Controllers
 }
 
 type server struct {
@@ -202,6 +225,8 @@ type statusJSON struct {
 	LeaderElection *LeaderStatus  `json:"leaderElection,omitempty"`
 	Objects        int64          `json:"objects"`
 	Resources      []resourceJSON `json:"resources"`
+
+	Controllers []ControllerStatus `json:"controllers"`
 }
 
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
@@ -214,7 +239,8 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	for _, st := range stats {
 		counts[st.ID] = st.Objects
 	}
-	out := statusJSON{Version: s.Version, StartedAt: s.StartedAt.UTC(), Synced: s.Ingest.Synced(), Resources: []resourceJSON{}}
+	out := statusJSON{Version: s.Version, StartedAt: s.StartedAt.UTC(), Synced: s.Ingest.Synced(), Resources: []resourceJSON{},
+		Controllers: []ControllerStatus{}}
 	if s.Applier != nil {
 		st := s.Applier.Status()
 		out.Enforcement = &st
@@ -222,6 +248,9 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	if s.Leader != nil {
 		st := s.Leader.Status(r.Context())
 		out.Leader, out.LeaderElection = st.Leader, &st
+	}
+	if s.Controllers != nil {
+		out.Controllers = append(out.Controllers, s.Controllers.Controllers()...)
 	}
 	for _, res := range s.Ingest.Resources() {
 		n := counts[res.ID]

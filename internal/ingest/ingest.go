@@ -150,6 +150,21 @@ func (i *Ingester) Synced() bool {
 	return true
 }
 
+// ResourceSynced reports whether the mirror of one resource (group "" is
+// the core group) is live: false while it is not watched, is being listed,
+// or its watch or its writes to the mirror fail. Controllers, /readyz and
+// /status all read this state; the resources.synced column only mirrors it.
+func (i *Ingester) ResourceSynced(group, resource string) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for gvr, w := range i.watchers {
+		if gvr.Group == group && gvr.Resource == resource {
+			return w.synced.Load()
+		}
+	}
+	return false
+}
+
 // WaitForSync blocks until Synced or ctx ends.
 func (i *Ingester) WaitForSync(ctx context.Context) error {
 	t := time.NewTicker(100 * time.Millisecond)

@@ -72,6 +72,11 @@ type Options struct {
 	Logger  *slog.Logger
 	// Synced reports whether the mirror is complete; no pass runs before.
 	Synced func() bool
+	// ResourceSynced reports whether one resource's mirror is live; a pass
+	// is skipped while pods or nodes are not.
+	ResourceSynced func(group, resource string) bool
+	// Passes records passes made and skipped; nil keeps them to itself.
+	Passes *reconcile.Passes
 	// Period between passes (upstream: 20s).
 	Period time.Duration
 	// TerminatedThreshold is how many terminated pods the cluster keeps;
@@ -94,6 +99,7 @@ type Controller struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *metrics
+	passes  *reconcile.PassRecorder
 
 	// missingSince: node name → when the mirror was first seen without it.
 	missingSince map[string]time.Time
@@ -122,12 +128,15 @@ func New(opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 20
 	}
+	if opts.Passes == nil {
+		opts.Passes, _ = reconcile.NewPasses(nil) // registers nothing, cannot fail
+	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{opts: opts, log: opts.Logger, metrics: m, missingSince: map[string]time.Time{},
-		backoff: map[string]*backoff{}}, nil
+	return &Controller{opts: opts, log: opts.Logger, metrics: m, passes: opts.Passes.For(Name, opts.Logger),
+		missingSince: map[string]time.Time{}, backoff: map[string]*backoff{}}, nil
 }
 
 // Run makes a pass every period until ctx ends.
@@ -148,20 +157,18 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // Pass runs the four collections once, then forgets pending decisions no
-// longer held.
+// longer held. It is skipped, and says so, while the mirror of pods or
+// nodes is not live: a node missing from a stale mirror is not gone.
 func (c *Controller) Pass(ctx context.Context) error {
 	start := c.opts.Now()
-	defer func() { c.metrics.passSeconds.Observe(time.Since(start).Seconds()) }()
 	for _, r := range []string{"pods", "nodes"} {
-		synced, err := c.opts.DB.ResourceSynced(ctx, "", r)
-		if err != nil {
-			return err
-		}
-		if !synced {
-			c.log.Info("skipping a pass: the mirror of " + r + " is not live")
+		if !c.opts.ResourceSynced("", r) {
+			c.passes.Skipped(start, reconcile.SkipMirrorNotSynced, "the mirror of "+r+" is not live")
 			return nil
 		}
 	}
+	c.passes.Ran(start)
+	defer func() { c.metrics.passSeconds.Observe(time.Since(start).Seconds()) }()
 	p := c.newPass(ctx, start)
 	err := errors.Join(c.gcTerminated(ctx, p), c.gcTerminating(ctx, p), c.gcOrphaned(ctx, p), c.gcUnscheduledTerminating(ctx, p))
 	p.wait()

@@ -104,7 +104,12 @@ type Options struct {
 	Client  kubernetes.Interface
 	Logger  *slog.Logger
 	// Synced reports whether the mirror is complete; nothing is decided before.
-	Synced  func() bool
+	Synced func() bool
+	// ResourceSynced reports whether one resource's mirror is live; a
+	// reconcile is skipped while nodes are not.
+	ResourceSynced func(group, resource string) bool
+	// Passes records reconciles made and skipped; nil keeps them to itself.
+	Passes  *reconcile.Passes
 	Workers int
 	// ResyncPeriod is how often every node is looked at without a change.
 	ResyncPeriod time.Duration
@@ -116,6 +121,7 @@ type Controller struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *metrics
+	passes  *reconcile.PassRecorder
 	wake    chan struct{}
 	// nodesResource is the mirror's id of the nodes resource, once known;
 	// until then every change wakes the controller.
@@ -137,11 +143,15 @@ func New(opts Options) (*Controller, error) {
 	if opts.ResyncPeriod <= 0 {
 		opts.ResyncPeriod = time.Minute
 	}
+	if opts.Passes == nil {
+		opts.Passes, _ = reconcile.NewPasses(nil) // registers nothing, cannot fail
+	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{opts: opts, log: opts.Logger, metrics: m, wake: make(chan struct{}, 1)}, nil
+	return &Controller{opts: opts, log: opts.Logger, metrics: m, passes: opts.Passes.For(Name, opts.Logger),
+		wake: make(chan struct{}, 1)}, nil
 }
 
 // OnChange is the ingest subscription: a change to a node wakes the
@@ -188,12 +198,14 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // Reconcile brings the band up to date with the node count and every node's
-// annotation to the band's TTL.
+// annotation to the band's TTL. It is skipped, and says so, while the
+// mirror of nodes is not live: a stale count could move the band.
 func (c *Controller) Reconcile(ctx context.Context) error {
-	synced, err := c.opts.DB.ResourceSynced(ctx, "", "nodes")
-	if err != nil || !synced {
-		return err
+	if !c.opts.ResourceSynced("", "nodes") {
+		c.passes.Skipped(time.Now(), reconcile.SkipMirrorNotSynced, "the mirror of nodes is not live")
+		return nil
 	}
+	c.passes.Ran(time.Now())
 	count, err := c.opts.DB.NodeCount(ctx)
 	if err != nil {
 		return err
