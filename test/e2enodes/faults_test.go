@@ -96,6 +96,13 @@ func TestPassesResumeAfterMirrorWriteFault(t *testing.T) {
 	release()
 	released := time.Now()
 
+	// PodGC collects again: two terminated pods made after the fault,
+	// threshold 1.
+	older := createPod(t, ns, podSpec{name: "older", phase: corev1.PodSucceeded})
+	nextSecond(t, older.CreationTimestamp)
+	createPod(t, ns, podSpec{name: "newer", phase: corev1.PodSucceeded})
+	waitPods(t, d, ns, setOf("newer"))
+
 	// TTL annotates the node whose event the failed write carried.
 	eventually(t, 60*time.Second, func() error {
 		n, err := kube.CoreV1().Nodes().Get(ctx, "added-during-fault", metav1.GetOptions{})
@@ -107,11 +114,6 @@ func TestPassesResumeAfterMirrorWriteFault(t *testing.T) {
 		}
 		return nil
 	})
-	// PodGC collects again: two terminated pods, threshold 1.
-	older := createPod(t, ns, podSpec{name: "older", phase: corev1.PodSucceeded})
-	nextSecond(t, older.CreationTimestamp)
-	createPod(t, ns, podSpec{name: "newer", phase: corev1.PodSucceeded})
-	waitPods(t, d, ns, setOf("newer"))
 
 	cs := controllers(t, d)
 	for _, name := range []string{"podgc", "ttl"} {
