@@ -78,9 +78,26 @@ func TestPassesResumeAfterMirrorWriteFault(t *testing.T) {
 
 	release := e2eutil.HoldWriteLock(t, d.DBPath)
 	createNode(t, nodeSpec{name: "added-during-fault"})
-	// The node's batch fails once the busy timeout (10 s) runs out; hold on
-	// until both controllers have skipped a few passes for it.
-	skipping := waitUntil(60*time.Second, func() error {
+	// The node's batch fails once the busy timeout (10 s) runs out.
+	eventually(t, 60*time.Second, func() error {
+		var st struct {
+			Resources []struct {
+				Group, Resource string
+				Synced          bool
+			}
+		}
+		d.GetJSON(t, "/status", http.StatusOK, &st)
+		for _, r := range st.Resources {
+			if r.Group == "" && r.Resource == "nodes" && !r.Synced {
+				return nil
+			}
+		}
+		return fmt.Errorf("/status: nodes still synced")
+	})
+	// Both controllers skip their passes, and say so. The lock is released
+	// before the daemon's next write could time out as well (a short fault,
+	// as in the field): its record of nodes being unsynced then commits.
+	skipping := waitUntil(8*time.Second, func() error {
 		cs := controllers(t, d)
 		for _, name := range []string{"podgc", "ttl"} {
 			c := cs[name]
