@@ -116,7 +116,8 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if slices.Contains(cfg.controllers, podgc.Name) {
 		pg, err := podgc.New(podgc.Options{
 			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", podgc.Name), Synced: ing.Synced,
-			ResourceSynced: ing.ResourceSynced, Passes: passes, Period: cfg.podgcPeriod, TerminatedThreshold: cfg.terminatedThreshold, NamespaceThresholds: cfg.namespaceThresholds,
+			ResourceSynced: ing.ResourceSynced, Passes: passes,
+			Period: cfg.podgcPeriod, TerminatedThreshold: cfg.terminatedThreshold, NamespaceThresholds: cfg.namespaceThresholds,
 			MaxAge: cfg.terminatedMaxAge, Quarantine: cfg.podgcQuarantine, Workers: cfg.gcWorkers, Registerer: reg,
 		})
 		if err != nil {
@@ -127,7 +128,8 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if slices.Contains(cfg.controllers, ttl.Name) {
 		tc, err := ttl.New(ttl.Options{
 			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", ttl.Name), Synced: ing.Synced,
-			ResourceSynced: ing.ResourceSynced, Passes: passes, Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod, Registerer: reg,
+			ResourceSynced: ing.ResourceSynced, Passes: passes,
+			Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod, Registerer: reg,
 		})
 		if err != nil {
 			return nil, err

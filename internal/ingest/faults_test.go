@@ -60,8 +60,9 @@ func fill(t *testing.T, path string) (free func()) {
 	}
 	if os.Geteuid() != 0 {
 		// Not root, so no tmpfs: a file size limit of 0 fails every write
-		// of this process as ENOSPC would. Go ignores SIGXFSZ already; say
-		// so here, as the limit depends on it.
+		// of this process as ENOSPC would. SIGXFSZ would kill the process at
+		// the first such write; Go ignores it by default, and the test must
+		// not depend on that default.
 		signal.Ignore(syscall.SIGXFSZ)
 		var old syscall.Rlimit
 		if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
