@@ -75,7 +75,7 @@ type Options struct {
 	// ResourceSynced reports whether one resource's mirror is live; a pass
 	// is skipped while pods or nodes are not.
 	ResourceSynced func(group, resource string) bool
-	// Passes records passes made and skipped; nil keeps them to itself.
+	// Passes records passes made and skipped (/status, the log, a metric).
 	Passes *reconcile.Passes
 	// Period between passes (upstream: 20s).
 	Period time.Duration
@@ -127,9 +127,6 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 20
-	}
-	if opts.Passes == nil {
-		opts.Passes, _ = reconcile.NewPasses(nil) // registers nothing, cannot fail
 	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {

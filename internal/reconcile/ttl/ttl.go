@@ -108,7 +108,7 @@ type Options struct {
 	// ResourceSynced reports whether one resource's mirror is live; a
 	// reconcile is skipped while nodes are not.
 	ResourceSynced func(group, resource string) bool
-	// Passes records reconciles made and skipped; nil keeps them to itself.
+	// Passes records reconciles made and skipped (/status, the log, a metric).
 	Passes  *reconcile.Passes
 	Workers int
 	// ResyncPeriod is how often every node is looked at without a change.
@@ -142,9 +142,6 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.ResyncPeriod <= 0 {
 		opts.ResyncPeriod = time.Minute
-	}
-	if opts.Passes == nil {
-		opts.Passes, _ = reconcile.NewPasses(nil) // registers nothing, cannot fail
 	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
