@@ -67,11 +67,10 @@ func TestOwnerGCUnservedOwnerPath(t *testing.T) {
 		}
 		return nil
 	})
+	// No row, so none says the owner is absent. (The metric of absent
+	// owners would not do: this kubegcd collects the whole cluster.)
 	if rows := s.auditFor(dep); len(rows) != 0 {
 		t.Fatalf("decisions about the dependent of an owner whose path is not served: %+v", rows)
-	}
-	if n := s.verifications("absent"); n != 0 {
-		t.Fatalf("%v owners confirmed absent, want none", n)
 	}
 }
 
