@@ -43,7 +43,8 @@ type errUnservedPath struct {
 }
 
 func (e errUnservedPath) Error() string {
-	return fmt.Sprintf("the API server does not serve %s (looking up %q): %v", e.gvr.String(), e.name, e.err)
+	return fmt.Sprintf("the API server does not serve %s/%s (its 404 for %q names no object): %v",
+		e.gvr.GroupVersion(), e.gvr.Resource, e.name, e.err)
 }
 
 // unservedPath turns a 404 for the path into errUnservedPath, which the
