@@ -84,7 +84,11 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 	}
 
 	live, err := c.opts.Client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+	err = unservedPath(err, gvr, ref.Name)
 	switch {
+	case isUnknownKind(err): // the path, not the owner, is missing
+		c.metrics.verifications.WithLabelValues("unserved").Inc()
+		return fact, err
 	case apierrors.IsNotFound(err):
 		c.metrics.verifications.WithLabelValues("absent").Inc()
 		c.absent.add(key)
@@ -147,11 +151,6 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 		switch {
 		case errors.Is(err, errInvalidNamespace):
 			return c.keepInvalidNamespace(ctx, obj, ref)
-		case isUnknownKind(err):
-			// Never treated as absent: retried after discovery may have
-			// learnt the kind.
-			c.log.Debug("owner kind not served; retrying later", "uid", obj.UID, "err", err)
-			return retryAfter{after: c.opts.UnknownKindRetry, reason: err.Error()}
 		case err != nil:
 			return err
 		}
@@ -241,8 +240,11 @@ func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(co
 		return nil
 	}
 	if outcome == db.OutcomeConflict {
-		// The mirror was behind: decide again once it has caught up.
-		return retryAfter{after: 200 * time.Millisecond, reason: "conflict"}
+		// The cluster is past this version: the next attempt decides on a
+		// newer copy, from the mirror if it has caught up, else read live.
+		c.stale.add(d.Target.UID, d.ResourceVersion)
+		return fmt.Errorf("%s %s/%s at resourceVersion %s: %w", d.Target.Kind, d.Target.Namespace, d.Target.Name,
+			d.ResourceVersion, errConflict)
 	}
 	return err
 }
@@ -370,12 +372,12 @@ func (c *Controller) orphanDependents(ctx context.Context, owner *db.Object) err
 		if c.overlay.isDeleted(dep.UID) || c.overlay.refRemoved(dep.UID, owner.UID) {
 			continue
 		}
-		depObj, err := c.opts.DB.GetObject(ctx, dep.UID)
-		if errors.Is(err, db.ErrNotFound) {
-			continue
-		}
+		depObj, err := c.object(ctx, dep.UID)
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if depObj == nil {
 			continue
 		}
 		d := reconcile.Decision{Controller: Name, Rule: ruleOrphan, Action: actionRemoveOwnerRefs, Target: db.TargetOf(depObj),
@@ -400,35 +402,36 @@ func (c *Controller) orphanDependents(ctx context.Context, owner *db.Object) err
 
 // --- writes: every one carries the UID and resourceVersion it was decided on.
 
-func (c *Controller) client(ctx context.Context, o *db.Object) (metadata.ResourceInterface, error) {
+func (c *Controller) client(ctx context.Context, o *db.Object) (metadata.ResourceInterface, schema.GroupVersionResource, error) {
 	gvr, namespaced, err := c.gvrFor(ctx, o.APIVersion, o.Kind)
 	if err != nil {
-		return nil, err
+		return nil, gvr, err
 	}
 	if namespaced {
-		return c.opts.Client.Resource(gvr).Namespace(o.Namespace), nil
+		return c.opts.Client.Resource(gvr).Namespace(o.Namespace), gvr, nil
 	}
-	return c.opts.Client.Resource(gvr), nil
+	return c.opts.Client.Resource(gvr), gvr, nil
 }
 
 func (c *Controller) deleteObject(ctx context.Context, o *db.Object, policy metav1.DeletionPropagation) error {
-	rc, err := c.client(ctx, o)
+	rc, gvr, err := c.client(ctx, o)
 	if err != nil {
 		return err
 	}
 	uid := types.UID(o.UID)
 	rv := o.ResourceVersion
-	return rc.Delete(ctx, o.Name, metav1.DeleteOptions{
+	// A 404 for an unserved path must not pass for a deleted object.
+	return unservedPath(rc.Delete(ctx, o.Name, metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
 		PropagationPolicy: &policy,
-	})
+	}), gvr, o.Name)
 }
 
 // patchMeta sends a JSON merge patch of metadata that also names the
 // object's UID and resourceVersion, so it applies only to the version the
 // decision was made on (409 otherwise).
 func (c *Controller) patchMeta(ctx context.Context, o *db.Object, fields map[string]any) error {
-	rc, err := c.client(ctx, o)
+	rc, gvr, err := c.client(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -439,7 +442,7 @@ func (c *Controller) patchMeta(ctx context.Context, o *db.Object, fields map[str
 		return err
 	}
 	_, err = rc.Patch(ctx, o.Name, types.MergePatchType, body, metav1.PatchOptions{})
-	return err
+	return unservedPath(err, gvr, o.Name)
 }
 
 func ownerRefsJSON(refs []db.OwnerRef) []metav1.OwnerReference {

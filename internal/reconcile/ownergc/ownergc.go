@@ -67,7 +67,8 @@ type Options struct {
 	// ResyncPeriod is how often every candidate is looked at again.
 	ResyncPeriod time.Duration
 	// UnknownKindRetry is how long to wait before retrying an owner kind
-	// the API does not serve (the next discovery refresh).
+	// the API does not serve, or a resource path it answers 404 for (the
+	// next discovery refresh).
 	UnknownKindRetry time.Duration
 	Registerer       prometheus.Registerer
 }
@@ -86,6 +87,10 @@ type Controller struct {
 	// snapshots: dependents read with their owner's departure (enforcing).
 	snapshots snapshots
 	kinds     kindCache
+	// conflicts spaces out the retries of an item whose write was refused
+	// (409); stale knows the versions refused, to read those objects live.
+	conflicts workqueue.TypedRateLimiter[string]
+	stale     staleVersions
 
 	resync chan struct{}
 }
@@ -109,11 +114,12 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		opts:    opts,
-		log:     opts.Logger,
-		absent:  newAbsentCache(10000),
-		metrics: m,
-		resync:  make(chan struct{}, 1),
+		opts:      opts,
+		log:       opts.Logger,
+		absent:    newAbsentCache(10000),
+		metrics:   m,
+		resync:    make(chan struct{}, 1),
+		conflicts: newConflictBackoff(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
@@ -201,13 +207,22 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(uid)
 	err := c.sync(ctx, uid)
-	var retry retryAfter
 	switch {
 	case err == nil:
 		c.queue.Forget(uid)
-	case errors.As(err, &retry):
+		c.conflicts.Forget(uid)
+	case errors.Is(err, errConflict):
+		// Not a failure: the cluster is ahead of the copy decided on. The
+		// delay gives the watch time to catch up; the next attempt reads the
+		// object live if the mirror has not (see current).
+		c.log.Debug("write refused: the object changed; retrying", "uid", uid, "err", err)
+		c.queue.AddAfter(uid, c.conflicts.When(uid))
+	case isUnknownKind(err):
+		// Never taken for an absent owner or a gone object: retried after
+		// discovery may have caught up.
+		c.log.Debug("kind or resource not served; retrying later", "uid", uid, "err", err)
 		c.queue.Forget(uid)
-		c.queue.AddAfter(uid, retry.after)
+		c.queue.AddAfter(uid, c.opts.UnknownKindRetry)
 	case errors.Is(err, reconcile.ErrPaused):
 		c.queue.AddAfter(uid, 5*time.Second)
 	default:
@@ -221,15 +236,23 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// retryAfter asks for the item again after a delay, not as a failure.
-type retryAfter struct {
-	after  time.Duration
-	reason string
+// errConflict: a write was refused because the object changed since the
+// copy it was decided on (409).
+var errConflict = errors.New("the object changed since the copy decided on")
+
+// Retries of an item whose writes keep being refused: 200 ms (the watch is
+// almost always caught up by then), doubling to at most 5 minutes.
+const (
+	conflictBaseDelay = 200 * time.Millisecond
+	conflictMaxDelay  = 5 * time.Minute
+)
+
+func newConflictBackoff() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](conflictBaseDelay, conflictMaxDelay)
 }
 
-func (r retryAfter) Error() string { return fmt.Sprintf("retry in %s: %s", r.after, r.reason) }
-
-// sync is level-based: it looks at uid as the mirror shows it now.
+// sync is level-based: it looks at uid as the mirror shows it now (or as
+// the cluster does, when the mirror is known to be behind).
 func (c *Controller) sync(ctx context.Context, key string) error {
 	if uid, ok := strings.CutPrefix(key, wakePrefix); ok {
 		return c.wakeOwner(ctx, uid)
@@ -251,6 +274,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if c.overlay.isDeleted(uid) {
 		return nil
+	}
+	obj, err = c.current(ctx, obj)
+	if err != nil {
+		return err
+	}
+	if obj == nil {
+		// Gone from the cluster; the mirror will follow.
+		return c.opts.DB.ClearPending(ctx, Name, uid)
 	}
 	if c.beingDeleted(obj) {
 		switch {
@@ -281,11 +312,8 @@ const wakePrefix = "wake:"
 const gonePrefix = "gone:"
 
 func (c *Controller) wakeOwner(ctx context.Context, uid string) error {
-	obj, err := c.opts.DB.GetObject(ctx, uid)
-	if errors.Is(err, db.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	obj, err := c.object(ctx, uid)
+	if err != nil || obj == nil {
 		return err
 	}
 	if c.beingDeleted(obj) && c.hasFinalizer(obj, finalizerForeground) && !c.hasFinalizer(obj, finalizerOrphan) {
@@ -297,6 +325,7 @@ func (c *Controller) wakeOwner(ctx context.Context, uid string) error {
 // gone handles an object that left the mirror: its dependents may now be
 // garbage.
 func (c *Controller) gone(ctx context.Context, uid string) error {
+	c.stale.forget(uid)
 	if err := c.opts.DB.ClearPending(ctx, Name, uid); err != nil {
 		return err
 	}
@@ -439,7 +468,10 @@ func (e errUnknownKind) Error() string {
 	return fmt.Sprintf("the API does not serve kind %s in %s", e.kind, e.apiVersion)
 }
 
+// isUnknownKind reports whether err says the API does not serve a kind or
+// its resource path.
 func isUnknownKind(err error) bool {
 	var u errUnknownKind
-	return errors.As(err, &u)
+	var p errUnservedPath
+	return errors.As(err, &u) || errors.As(err, &p)
 }

@@ -168,6 +168,7 @@ func (o *overlay) removeFinalizer(obj *db.Object, finalizer string) {
 
 type metrics struct {
 	verifications *prometheus.CounterVec
+	rereads       *prometheus.CounterVec
 	errors        prometheus.Counter
 	depth         prometheus.Gauge
 	candidates    prometheus.Gauge
@@ -177,7 +178,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		verifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "kubegcd", Subsystem: "ownergc", Name: "owner_verifications_total",
-			Help: "Owners missing from the mirror, by result: absent and present (a live GET), cache-hit (known absent), error.",
+			Help: "Owners missing from the mirror, by result: absent and present (a live GET), unserved (a 404 for the resource path, not the object), cache-hit (known absent), error.",
+		}, []string{"result"}),
+		rereads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "kubegcd", Subsystem: "ownergc", Name: "live_rereads_total",
+			Help: "Objects read live because the mirror still showed a version a write had been refused at, by result: found, gone, error.",
 		}, []string{"result"}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "kubegcd", Subsystem: "ownergc", Name: "sync_errors_total",
@@ -192,7 +197,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Objects the last full pass found with an owner missing or being deleted.",
 		}),
 	}
-	if err := promutil.Register(reg, m.verifications, m.errors, m.depth, m.candidates); err != nil {
+	if err := promutil.Register(reg, m.verifications, m.rereads, m.errors, m.depth, m.candidates); err != nil {
 		return nil, err
 	}
 	return m, nil
