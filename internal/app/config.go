@@ -141,7 +141,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	configFile := fs.String("config", "",
 		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: kubegcd run [flags]\n\nRuns the daemon until SIGINT or SIGTERM.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "Usage: kubegcd run [flags]\n\nRuns the daemon until SIGINT or SIGTERM (exit 0), or until a failure leaves it\n"+
+			"unable to do its job: one line on stderr, exit 1.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, helpOut); err != nil {
