@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -240,4 +242,46 @@ current-context: c
 			t.Fatalf("the password is in the log:\n%s", logs)
 		}
 	})
+}
+
+// As before the run became a group: a leader whose lease another holder
+// took stops every write and exits 1 with one line saying so.
+func TestLostLeaseEndsTheRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "kubegcd-e2e-lost"
+	leases := kube.CoordinationV1().Leases("kube-system")
+	t.Cleanup(func() { _ = leases.Delete(ctx, name, metav1.DeleteOptions{}) })
+	in := startInstance(t, "lost", "--controllers=ownergc", "--leader-elect-name="+name,
+		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s")
+	leaderOf(t, 30*time.Second, in)
+
+	eventually(t, 10*time.Second, func() error {
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		thief, now, hour := "thief", metav1.NewMicroTime(time.Now()), int32(3600)
+		l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &thief, &now, &now, &hour
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err // a conflict with a renewal: again
+	})
+	eventually(t, 30*time.Second, func() error {
+		select {
+		case <-in.k.Done():
+			return nil
+		default:
+			return fmt.Errorf("still running without its lease")
+		}
+	})
+	logs, err := os.ReadFile(in.k.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ee *exec.ExitError
+	last := tail(string(logs), 1)
+	want := "kubegcd: lost the leader-election lease; stopped every write and exiting so that a restart rejoins as a follower"
+	if !errors.As(in.k.Err(), &ee) || ee.ExitCode() != 1 || last != want {
+		t.Fatalf("exit %v, last line %q; want exit status 1 and %q", in.k.Err(), last, want)
+	}
 }
