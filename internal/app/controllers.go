@@ -50,6 +50,7 @@ type controllers struct {
 	stop    func()
 }
 
+// namedRun is a controller's Run and the name its error carries.
 type namedRun struct {
 	name string
 	run  func(context.Context) error
