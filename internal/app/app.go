@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
 
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -161,7 +162,7 @@ func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
 }
 
 // run is the daemon: it returns when ctx ends (nil) or on a fatal error.
-func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
+func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	klog.SetSlogLogger(logger.With("source", "client-go"))
 	started := time.Now()
 
@@ -169,6 +170,18 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// A password in the server's URL must not reach the log or stderr.
+	redact := func(err error) error {
+		if msg := hidePassword(err.Error(), restCfg.Host); msg != err.Error() {
+			return errors.New(msg)
+		}
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = redact(err)
+		}
+	}()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -208,74 +221,87 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 	}
 
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
-		DB:        store,
-		Ingest:    ing,
-		Applier:   ctrls.applier,
-		Leader:    lead,
-		Version:   version(),
-		StartedAt: started,
-		Logger:    logger.With("component", "http"),
-		Registry:  reg,
-		UI:        web.FS,
-		Profiling: cfg.profiling,
-
-		Controllers: ctrls,
+		DB:           store,
+		Ingest:       ing,
+		Applier:      ctrls.applier,
+		Leader:       lead,
+		Version:      version(),
+		StartedAt:    started,
+		Logger:       logger.With("component", "http"),
+		Registry:     reg,
+		UI:           web.FS,
+		Profiling:    cfg.profiling,
+		AllowedHosts: cfg.allowedHosts,
+		Controllers:  ctrls,
 	})
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 
-	logger.Info("kubegcd starting", "version", version(), "server", restCfg.Host, "db", cfg.dbPath,
+	logger.Info("kubegcd starting", "version", version(), "server", hidePassword(restCfg.Host, restCfg.Host), "db", store.Path,
 		"listen", ln.Addr().String(), "dry_run", cfg.dryRun, "controllers", strings.Join(cfg.controllers, ","))
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ingestDone := make(chan error, 1)
-	go func() { ingestDone <- ing.Run(ctx) }()
-	ctrlDone := make(chan error, 1)
-	go func() {
-		if !lead.enabled {
-			ctrls.run(ctx, logger)
-			ctrlDone <- nil
-			return
-		}
-		err := lead.lead(ctx, cfg.leader, restCfg, logger.With("component", "leader-election"), func(lctx context.Context) {
-			ctrls.run(lctx, logger)
+	// Each part of the daemon runs in one group, and the first to fail ends
+	// the run: a daemon that can no longer mirror, decide or serve must exit,
+	// for systemd to restart it, rather than stay up looking healthy.
+	// Shutdown order: stop serving, then stop the controllers and ingestion
+	// (work ends when serving has stopped), then (deferred) close the
+	// database.
+	g, gctx := errgroup.WithContext(ctx)
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	part := func(name string, fn func() error) {
+		g.Go(func() error {
+			err := fn()
+			if err != nil {
+				err = redact(err)
+				logger.Error("stopping: a part of kubegcd failed", "part", name, "err", err)
+			}
+			return err
 		})
-		ctrls.stop() // a follower never ran them
-		if err != nil {
-			logger.Error("leader election", "err", err)
-			cancel() // stop serving and exit: losing the lease ends the daemon
+	}
+	part("http", func() error {
+		defer stopWork()
+		if err := kubehttp.Serve(gctx, srv, func() error { return srv.Serve(ln) }); err != nil {
+			return fmt.Errorf("http: %w", err)
 		}
-		ctrlDone <- err
-	}()
-	pruneDone := make(chan struct{})
-	go func() {
-		pruneAudit(ctx, store, cfg.auditRetention, logger)
-		close(pruneDone)
-	}()
-	go func() {
-		if err := ing.WaitForSync(ctx); err == nil {
+		return nil
+	})
+	part("database", func() error {
+		select {
+		case <-store.Corrupt():
+			return store.CorruptErr()
+		case <-work.Done():
+			return nil
+		}
+	})
+	part("ingest", func() error {
+		if err := ing.Run(work); err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+		return nil
+	})
+	if lead.enabled {
+		part("leader election", func() error {
+			defer ctrls.stop() // a follower never ran them
+			return lead.lead(work, cfg.leader, restCfg, logger.With("component", "leader-election"), ctrls.run)
+		})
+	} else {
+		part("controllers", func() error { return ctrls.run(work) })
+	}
+	part("audit pruning", func() error {
+		pruneAudit(work, store, cfg.auditRetention, logger)
+		return nil
+	})
+	part("sync report", func() error {
+		if err := ing.WaitForSync(work); err == nil {
 			logger.Info("mirror synced", "resources", len(ing.Resources()), "after", time.Since(started).Round(time.Millisecond))
 		}
-	}()
-
-	// Shutdown order: stop serving, then stop the controllers and
-	// ingestion, then (deferred) close the database.
-	httpErr := kubehttp.Serve(ctx, srv, func() error { return srv.Serve(ln) })
-	cancel()
-	ctrlErr := <-ctrlDone
-	<-pruneDone
-	ingErr := <-ingestDone
-	if ctrlErr != nil {
-		return ctrlErr
-	}
-	if httpErr != nil && !errors.Is(httpErr, http.ErrServerClosed) {
-		return fmt.Errorf("http: %w", httpErr)
-	}
-	if ingErr != nil {
-		return ingErr
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	logger.Info("kubegcd stopped")
 	return nil

@@ -30,6 +30,7 @@ type runConfig struct {
 	kubeContext       string
 	dbPath            string
 	listen            string
+	allowedHosts      []string
 	logLevel          slog.Level
 	logFormat         string
 	dryRun            bool
@@ -96,6 +97,9 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	fs.StringVar(&cfg.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
 	fs.StringVar(&cfg.dbPath, "db", "kubegcd.db", "path of the SQLite database; created if missing")
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address of the HTTP API, metrics and web UI")
+	allowedHosts := fs.String("allowed-hosts", "",
+		"comma-separated host names the HTTP API answers to, besides IP addresses, localhost and the --listen host; "+
+			"other names in a request's Host are refused, so that a web page cannot reach the API through DNS rebinding ('*': any)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&cfg.dryRun, "dry-run", true,
@@ -137,7 +141,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	configFile := fs.String("config", "",
 		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: kubegcd run [flags]\n\nRuns the daemon until SIGINT or SIGTERM.\n\nFlags:\n")
+		fmt.Fprint(fs.Output(), "Usage: kubegcd run [flags]\n\nRuns the daemon until SIGINT or SIGTERM (exit 0), or until a failure leaves it\n"+
+			"unable to do its job: one line on stderr, exit 1.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, helpOut); err != nil {
@@ -215,8 +220,22 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 				l.leaseDuration, l.renewDeadline)
 		}
 	}
-	if _, _, err := net.SplitHostPort(cfg.listen); err != nil {
+	listenHost, _, err := net.SplitHostPort(cfg.listen)
+	if err != nil {
 		return nil, fmt.Errorf("invalid --listen %q: %w", cfg.listen, err)
+	}
+	if listenHost != "" {
+		cfg.allowedHosts = append(cfg.allowedHosts, listenHost)
+	}
+	for _, h := range strings.Split(*allowedHosts, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err == nil || strings.ContainsAny(h, "/ ") {
+			return nil, fmt.Errorf("invalid --allowed-hosts: %q is not a host name (no scheme, port or path)", h)
+		}
+		cfg.allowedHosts = append(cfg.allowedHosts, h)
 	}
 	if cfg.dbPath == "" {
 		return nil, errors.New("invalid --db: empty path")
@@ -301,6 +320,29 @@ func (c *runConfig) restConfig() (*rest.Config, error) {
 func withUserAgent(cfg *rest.Config) *rest.Config {
 	cfg.UserAgent = "kubegcd/" + version()
 	return cfg
+}
+
+// hidePassword replaces the password in the user info of the API server's
+// URL ("https://user:secret@host" becomes "https://user:xxxxx@host")
+// wherever s quotes that URL: kubegcd's own messages, and those of client-go
+// and net/url, which quote it as given, malformed or not.
+func hidePassword(s, server string) string {
+	rest := server // client-go takes a server without a scheme too
+	if _, after, ok := strings.Cut(server, "://"); ok {
+		rest = after
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	i := strings.LastIndex(rest, "@")
+	if i < 0 {
+		return s
+	}
+	user, password, ok := strings.Cut(rest[:i], ":")
+	if !ok || password == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, user+":"+password+"@", user+":xxxxx@")
 }
 
 // waitForServer checks that the API server answers, retrying until timeout

@@ -115,3 +115,59 @@ func TestConfigRepeatableAndLeaderFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestAllowedHosts(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{nil, "127.0.0.1", ""},
+		{[]string{"--listen", ":8080"}, "", ""},
+		{[]string{"--listen", "kubegcd.internal:8080", "--allowed-hosts", " a.example, B.example ,"}, "kubegcd.internal,a.example,B.example", ""},
+		{[]string{"--allowed-hosts", "*"}, "127.0.0.1,*", ""},
+		{[]string{"--allowed-hosts", "::1"}, "127.0.0.1,::1", ""},
+		{[]string{"--allowed-hosts", "a.example:8080"}, "", `"a.example:8080" is not a host name`},
+		{[]string{"--allowed-hosts", "http://a.example"}, "", `"http://a.example" is not a host name`},
+	}
+	for _, tc := range tests {
+		c, err := parseRunFlags(tc.args, io.Discard)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: err = %v, want %q", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		if got := strings.Join(c.allowedHosts, ","); got != tc.want {
+			t.Errorf("%v: allowed hosts %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestHidePassword(t *testing.T) {
+	tests := []struct {
+		name, server, s, want string
+	}{
+		{"the URL", "https://kube:s3cret@api.example:6443", "https://kube:s3cret@api.example:6443",
+			"https://kube:xxxxx@api.example:6443"},
+		{"in an error", "https://kube:s3cret@api.example:6443/prefix",
+			`Get "https://kube:s3cret@api.example:6443/prefix/version": EOF`, `Get "https://kube:xxxxx@api.example:6443/prefix/version": EOF`},
+		{"malformed", "https://kube:s3cret@api.example:port", `parse "https://kube:s3cret@api.example:port": invalid port`,
+			`parse "https://kube:xxxxx@api.example:port": invalid port`},
+		{"an @ in the password", "https://kube:s3c@ret@api.example", "https://kube:s3c@ret@api.example", "https://kube:xxxxx@api.example"},
+		{"user only", "https://kube@api.example", "https://kube@api.example", "https://kube@api.example"},
+		{"no user info", "https://api.example", "https://api.example", "https://api.example"},
+		{"an @ in the path", "https://api.example/a:b@c", "https://api.example/a:b@c", "https://api.example/a:b@c"},
+		{"no scheme", "api.example:6443", "api.example:6443", "api.example:6443"},
+		{"no scheme, a password", "kube:s3cret@api.example:6443", `"https://kube:s3cret@api.example:6443"`, `"https://kube:xxxxx@api.example:6443"`},
+	}
+	for _, tc := range tests {
+		if got := hidePassword(tc.s, tc.server); got != tc.want {
+			t.Errorf("%s: hidePassword(%q, %q) = %q, want %q", tc.name, tc.s, tc.server, got, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -46,8 +48,14 @@ func instanceID() string {
 type controllers struct {
 	applier *reconcile.Applier
 	passes  *reconcile.Passes
-	runs    []func(context.Context) error
+	runs    []namedRun
 	stop    func()
+}
+
+// namedRun is a controller's Run and the name its error carries.
+type namedRun struct {
+	name string
+	run  func(context.Context) error
 }
 
 // Controllers shows the controllers' passes in /status.
@@ -111,7 +119,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 			return nil, err
 		}
 		ing.Subscribe(gc.OnChange)
-		c.runs = append(c.runs, gc.Run)
+		c.runs = append(c.runs, namedRun{ownergc.Name, gc.Run})
 	}
 	if slices.Contains(cfg.controllers, podgc.Name) {
 		pg, err := podgc.New(podgc.Options{
@@ -123,7 +131,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 		if err != nil {
 			return nil, err
 		}
-		c.runs = append(c.runs, pg.Run)
+		c.runs = append(c.runs, namedRun{podgc.Name, pg.Run})
 	}
 	if slices.Contains(cfg.controllers, ttl.Name) {
 		tc, err := ttl.New(ttl.Options{
@@ -135,7 +143,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 			return nil, err
 		}
 		ing.Subscribe(tc.OnChange)
-		c.runs = append(c.runs, tc.Run)
+		c.runs = append(c.runs, namedRun{ttl.Name, tc.Run})
 	}
 	if slices.Contains(cfg.controllers, svgc.Name) {
 		sc, err := svgc.New(svgc.Options{
@@ -146,24 +154,26 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 			return nil, err
 		}
 		ing.Subscribe(sc.OnChange)
-		c.runs = append(c.runs, sc.Run)
+		c.runs = append(c.runs, namedRun{svgc.Name, sc.Run})
 	}
 	return c, nil
 }
 
-// run runs every controller until ctx ends. It runs once: a leader that
-// loses its lease exits.
-func (c *controllers) run(ctx context.Context, logger *slog.Logger) {
-	var wg sync.WaitGroup
-	for _, run := range c.runs {
-		wg.Go(func() {
-			if err := run(ctx); err != nil {
-				logger.Error("controller stopped", "err", err)
+// run runs every controller until ctx ends or one fails, which stops the
+// others: the daemon cannot do its job without it. It runs once: a leader
+// that loses its lease exits.
+func (c *controllers) run(ctx context.Context) error {
+	defer c.stop()
+	g, ctx := errgroup.WithContext(ctx)
+	for _, r := range c.runs {
+		g.Go(func() error {
+			if err := r.run(ctx); err != nil {
+				return fmt.Errorf("controller %s: %w", r.name, err)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	c.stop()
+	return g.Wait()
 }
 
 // pruneAudit drops audit rows past the retention, at start and hourly.

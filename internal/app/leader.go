@@ -100,8 +100,10 @@ type leaderConfig struct {
 
 // lead runs leader election until ctx ends, running work (the controllers)
 // while this instance holds the lease. It returns nil when ctx ended (the
-// lease is released), errLostLease when another instance took it.
-func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.Config, logger *slog.Logger, work func(context.Context)) error {
+// lease is released), errLostLease when another instance took it, and
+// work's error when work failed (the lease is released too, for another
+// instance to take).
+func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.Config, logger *slog.Logger, work func(context.Context) error) error {
 	client, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(restCfg), "kubegcd-leader-election"))
 	if err != nil {
 		return err
@@ -111,7 +113,10 @@ func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.C
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: l.identity},
 	}
+	electing, stopElecting := context.WithCancel(ctx)
+	defer stopElecting()
 	var worked sync.WaitGroup
+	var workErr error
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   cfg.leaseDuration,
@@ -123,7 +128,12 @@ func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.C
 			OnStartedLeading: func(lctx context.Context) {
 				l.leading.Store(true)
 				logger.Info("leading: this instance now writes to the cluster", "identity", l.identity)
-				worked.Go(func() { work(lctx) })
+				worked.Go(func() {
+					if err := work(lctx); err != nil {
+						workErr = err
+						stopElecting()
+					}
+				})
 			},
 			OnStoppedLeading: func() {
 				// First of all: no write from here on.
@@ -143,10 +153,13 @@ func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.C
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
-	elector.Run(ctx) // returns when ctx ends or the lease is lost
+	elector.Run(electing) // returns when electing ends or the lease is lost
 	l.leading.Store(false)
 	worked.Wait()
-	if ctx.Err() != nil {
+	switch {
+	case workErr != nil:
+		return workErr
+	case ctx.Err() != nil:
 		return nil
 	}
 	return errLostLease

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ var ErrLocked = errors.New("database is in use by another kubegcd")
 // SQLite allows one writer; reads use a pool of read-only connections that WAL
 // lets run beside the writer.
 type DB struct {
+	// Path is the database file's absolute path.
 	Path string
 	// Now is the clock used for timestamps the database records.
 	Now func() time.Time
@@ -51,6 +53,11 @@ type DB struct {
 	writes     chan *writeReq
 	stopWriter chan struct{}
 	writerDone chan struct{}
+
+	// Closed when a write found the file corrupt (see corrupt.go).
+	corrupt     chan struct{}
+	corruptErr  error
+	corruptOnce sync.Once
 }
 
 // Options tune Open.
@@ -62,27 +69,28 @@ type Options struct {
 	ReadOnly bool
 }
 
-// Open locks the database at path against other kubegcd processes, applies
-// pragmas, and migrates the schema up. A schema newer than this binary knows
-// is refused rather than touched.
+// Open locks the database at path against other kubegcd processes, checks
+// that the file is not corrupt, applies pragmas, and migrates the schema up.
+// A schema newer than this binary knows is refused rather than touched.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
-	if path == "" {
-		return nil, errors.New("database path is empty")
+	path, err := resolve(path)
+	if err != nil {
+		return nil, err
 	}
 	d := &DB{Path: path, Now: time.Now, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
-		writerDone: make(chan struct{})}
+		writerDone: make(chan struct{}), corrupt: make(chan struct{})}
 	if opts.ReadOnly {
 		close(d.writerDone) // writes fail at once
 	} else {
-		// It touches d.write only for a request, which comes after Open.
-		go d.runWriter()
-	}
-	if !opts.ReadOnly {
 		lock, err := lockFile(path)
 		if err != nil {
 			return nil, err
 		}
 		d.lock = lock
+		// Started once the lock is held, so that a refused Open leaves no
+		// goroutine behind; from here on Close stops it. It touches d.write
+		// only for a request, which comes after Open.
+		go d.runWriter()
 	}
 	ok := false
 	defer func() {
@@ -91,16 +99,20 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}()
 
-	if !opts.ReadOnly {
-		if err := migrateUp(ctx, path); err != nil {
-			return nil, err
-		}
-	}
-	var err error
 	if d.write, err = openPool(path, false); err != nil {
 		return nil, err
 	}
 	d.write.SetMaxOpenConns(1)
+	if !opts.ReadOnly {
+		// Before migrating: a damaged file must stop the daemon at start
+		// with one clear line, not fail it later, half-running.
+		if err := quickCheck(ctx, d.write, path); err != nil {
+			return nil, err
+		}
+		if err := migrateUp(ctx, path); err != nil {
+			return nil, err
+		}
+	}
 	if d.read, err = openPool(path, true); err != nil {
 		return nil, err
 	}
@@ -157,6 +169,22 @@ func (d *DB) Close() error {
 	return errors.Join(errs...)
 }
 
+// resolve makes path absolute, so that the lock file and the database are
+// one file whatever the working directory.
+func resolve(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("database path is empty")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("database %s: %w", path, err)
+	}
+	return abs, nil
+}
+
+// dsn is the connection string of the database at the absolute path. The
+// path is URI-escaped: SQLite would end it at a '#' and the driver at a '?',
+// opening another file than the one locked.
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -169,7 +197,8 @@ func dsn(path string, readOnly bool) string {
 		q.Add("_pragma", "query_only(1)")
 	}
 	q.Add("_txlock", "immediate")
-	return "file:" + path + "?" + q.Encode()
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return u.String()
 }
 
 func openPool(path string, readOnly bool) (*sql.DB, error) {
@@ -287,11 +316,17 @@ func migrateUp(ctx context.Context, path string) error {
 // step) or "version". It takes the same lock as the daemon. It returns the
 // schema version after the command.
 func Migrate(ctx context.Context, path, command string) (version uint, dirty bool, err error) {
+	if path, err = resolve(path); err != nil {
+		return 0, false, err
+	}
 	lock, err := lockFile(path)
 	if err != nil {
 		return 0, false, err
 	}
 	defer lock.Close()
+	if err := checkFile(ctx, path); err != nil {
+		return 0, false, err
+	}
 	m, err := newMigrate(path)
 	if err != nil {
 		return 0, false, err

@@ -95,6 +95,7 @@ func (d *DB) commitGroup(batch []*writeReq) {
 	finish := func() {
 		for i, r := range batch {
 			d.observe(r.op, r.start)
+			d.noteCorrupt(r.op, results[i])
 			r.done <- results[i]
 			if r.onDone != nil {
 				r.onDone(results[i])

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -94,11 +96,16 @@ type Options struct {
 	// Controllers shows which controllers make their passes and which
 	// skip them.
 	Controllers Controllers
+	// AllowedHosts are the host names a request's Host may carry besides
+	// IP addresses and localhost; "*" allows any.
+	AllowedHosts []string
 }
 
 type server struct {
 	Options
 	requests *prometheus.HistogramVec
+	// allowedHosts holds AllowedHosts, lower case; nil allows any host.
+	allowedHosts map[string]bool
 }
 
 // NewHandler returns the daemon's HTTP handler.
@@ -109,7 +116,14 @@ func NewHandler(opts Options) (http.Handler, error) {
 	if opts.Gatherer == nil {
 		opts.Gatherer = opts.Registry
 	}
-	s := &server{Options: opts}
+	s := &server{Options: opts, allowedHosts: map[string]bool{}}
+	for _, h := range opts.AllowedHosts {
+		if h == "*" {
+			s.allowedHosts = nil
+			break
+		}
+		s.allowedHosts[normalizeHost(h)] = true
+	}
 	s.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "kubegcd", Subsystem: "http", Name: "request_duration_seconds",
 		Help:    "HTTP request latency by route pattern, method and status code.",
@@ -128,15 +142,17 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, s.logRequests, s.recoverer,
-		middleware.Timeout(30*time.Second), s.instrument)
+		middleware.Timeout(30*time.Second), s.instrument, s.checkHost)
 
-	r.Get("/healthz", s.healthz)
-	r.Get("/readyz", s.readyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	// Endpoints without parameters refuse any, as the others refuse those
+	// they do not know: a typo is an error, not a silently ignored filter.
+	r.With(noQuery).Get("/healthz", s.healthz)
+	r.With(noQuery).Get("/readyz", s.readyz)
+	r.With(noQuery).Method(http.MethodGet, "/metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
 	if opts.Profiling {
 		r.Mount("/debug", middleware.Profiler())
 	}
-	r.Get("/status", s.status)
+	r.With(noQuery).Get("/status", s.status)
 	r.Get("/pending", s.pending)
 	r.Get("/audit", s.audit)
 	r.Get("/graph", s.graph)
@@ -173,6 +189,49 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 		name = "index.html"
 	}
 	http.ServeFileFS(w, r, s.UI, name)
+}
+
+// noQuery refuses every query parameter.
+func noQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := &query{v: r.URL.Query()}
+		q.only()
+		if q.err != nil {
+			writeError(w, http.StatusBadRequest, q.err.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkHost refuses requests whose Host is a name not allowed. Against DNS
+// rebinding: a web page can point a name it controls at 127.0.0.1 and then
+// read the API on loopback as its own origin, but its requests carry that
+// name. An IP address or localhost is always allowed, because a browser
+// sends one only to that very address, and so is an empty Host (HTTP/1.0),
+// which no browser sends.
+func (s *server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := normalizeHost(r.Host)
+		if s.allowedHosts != nil && host != "" && host != "localhost" && net.ParseIP(host) == nil && !s.allowedHosts[host] {
+			// 403 rather than 421 Misdirected Request, which invites a
+			// client to retry on another connection, for the same answer.
+			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q is not allowed (see --allowed-hosts)", r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// normalizeHost returns a Host header's host name: without port or IPv6
+// brackets, lower case, without a trailing dot (which names the same host).
+func normalizeHost(hostport string) string {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimPrefix(strings.TrimSuffix(host, "]"), "[")
+	return strings.TrimSuffix(strings.ToLower(host), ".")
 }
 
 func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -1,0 +1,114 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// IsCorrupt reports whether err says the database file itself is damaged
+// (SQLITE_CORRUPT, SQLITE_NOTADB): unlike a busy, locked or full database,
+// no retry can succeed.
+func IsCorrupt(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff { // the primary code of an extended one
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return true
+	}
+	return false
+}
+
+// corruptError is the one line a corrupt database gets, at start or when a
+// write finds it later.
+func corruptError(path, cause string) error {
+	return fmt.Errorf("database %s is corrupt (%s); restore it from a backup or move it away to start afresh", path, cause)
+}
+
+// quickCheck runs PRAGMA quick_check: it reads every page, so it finds
+// damage anywhere in the file, but skips the index-against-table
+// comparison that makes integrity_check several times slower.
+func quickCheck(ctx context.Context, pool *sql.DB, path string) error {
+	failed := func(err error) error {
+		if IsCorrupt(err) {
+			return corruptError(path, err.Error())
+		}
+		return fmt.Errorf("database %s: %w", path, err)
+	}
+	rows, err := pool.QueryContext(ctx, "PRAGMA quick_check")
+	if err != nil {
+		return failed(err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return failed(err)
+		}
+		// A row may hold several lines, under a "*** in database main ***".
+		for _, line := range strings.Split(s, "\n") {
+			if line != "ok" && line != "" && !strings.HasPrefix(line, "*** ") {
+				problems = append(problems, line)
+			}
+		}
+	}
+	// Having listed problems, SQLite may also fail the statement itself;
+	// the problems say more.
+	if len(problems) == 0 {
+		if err := rows.Err(); err != nil {
+			return failed(err)
+		}
+		return nil
+	}
+	const shown = 3
+	summary := strings.Join(problems[:min(len(problems), shown)], "; ")
+	if len(problems) > shown {
+		summary += fmt.Sprintf("; and %d more", len(problems)-shown)
+	}
+	return corruptError(path, "PRAGMA quick_check: "+summary)
+}
+
+// checkFile runs quickCheck on its own connection.
+func checkFile(ctx context.Context, path string) error {
+	pool, err := openPool(path, false)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return quickCheck(ctx, pool, path)
+}
+
+// Corrupt is closed once a write has found the database file corrupt: no
+// later write can succeed, so the mirror can no longer be kept and the
+// daemon must stop. CorruptErr says what was found.
+func (d *DB) Corrupt() <-chan struct{} { return d.corrupt }
+
+// CorruptErr is the corruption found, once Corrupt is closed; nil before.
+func (d *DB) CorruptErr() error {
+	select {
+	case <-d.corrupt:
+		return d.corruptErr
+	default:
+		return nil
+	}
+}
+
+// noteCorrupt records the first write that found the file corrupt.
+func (d *DB) noteCorrupt(op string, err error) {
+	var se *sqlite.Error
+	if !IsCorrupt(err) || !errors.As(err, &se) {
+		return
+	}
+	d.corruptOnce.Do(func() {
+		d.corruptErr = corruptError(d.Path, op+": "+se.Error())
+		close(d.corrupt)
+	})
+}

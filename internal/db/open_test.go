@@ -1,0 +1,186 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// fillDB writes n ConfigMaps into d, so that the file has pages to damage.
+func fillDB(t *testing.T, d *DB, n int) int64 {
+	t.Helper()
+	ctx := context.Background()
+	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := make([]*Object, n)
+	for i := range objs {
+		objs[i] = &Object{UID: fmt.Sprintf("uid-%05d", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns",
+			Name: fmt.Sprintf("cm-%05d", i), ResourceVersion: "1"}
+	}
+	epoch, err := d.BeginList(ctx, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteListPage(ctx, rid, epoch, objs); err != nil {
+		t.Fatal(err)
+	}
+	return rid
+}
+
+// garble overwrites the file at path from offset to its end (at most size
+// bytes when size > 0) with garbage, leaving the header page intact.
+func garble(t *testing.T, path string, offset, size int64) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := st.Size()
+	if size > 0 {
+		end = min(end, offset+size)
+	}
+	if end <= offset {
+		t.Fatalf("%s has %d bytes, nothing past %d to damage", path, st.Size(), offset)
+	}
+	junk := make([]byte, end-offset)
+	for i := range junk {
+		junk[i] = byte(i*131 + 7)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(junk, offset); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenRefusesCorruptFile(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, path string)
+		want   string
+	}{
+		{"pages after a valid header", func(t *testing.T, path string) { garble(t, path, 4096, 12288) }, "PRAGMA quick_check: "},
+		{"not a database at all", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(strings.Repeat("this is no SQLite file. ", 400)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "file is not a database"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "k.db")
+			d, err := Open(ctx, path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fillDB(t, d, 2000)
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tc.damage(t, path)
+
+			prefix := "database " + path + " is corrupt ("
+			suffix := "); restore it from a backup or move it away to start afresh"
+			_, err = Open(ctx, path, Options{})
+			if err == nil {
+				t.Fatal("Open of a corrupt database succeeded")
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, suffix) ||
+				!strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+				t.Errorf("Open: %q, want one line %q…%q…%q", msg, prefix, tc.want, suffix)
+			}
+			if _, _, err := Migrate(ctx, path, "up"); err == nil || !strings.HasPrefix(err.Error(), prefix) {
+				t.Errorf("Migrate up: %v, want %q…", err, prefix)
+			}
+		})
+	}
+}
+
+// writers counts the goroutines running a DB's writer.
+func writers() int {
+	buf := make([]byte, 1<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "db.(*DB).runWriter(")
+}
+
+func TestRefusedOpenLeavesNoWriter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "k.db")
+	first, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	before := writers()
+	for range 3 {
+		if _, err := Open(ctx, path, Options{}); err == nil {
+			t.Fatal("second Open of a locked database succeeded")
+		}
+	}
+	if after := writers(); after != before {
+		t.Fatalf("writer goroutines: %d before three refused Opens, %d after", before, after)
+	}
+}
+
+func TestOpenNamesExactlyThatFile(t *testing.T) {
+	ctx := context.Background()
+	// Not the subtests' own temporary directories: their names hold the
+	// characters under test.
+	base := t.TempDir()
+	for i, name := range []string{"k#1.db", "a?b.db", "50%.db", "sp ace&x=y.db"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(base, strconv.Itoa(i))
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, name)
+			d, err := Open(ctx, path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fillDB(t, d, 10)
+			if _, err := Open(ctx, path, Options{}); !errors.Is(err, ErrLocked) {
+				t.Errorf("second Open of %s: %v, want ErrLocked", name, err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range entries {
+				got = append(got, e.Name())
+			}
+			if want := []string{name, name + ".lock"}; strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("files in the directory: %q, want %q", got, want)
+			}
+			// The file named is the database, with its rows.
+			conn, err := sql.Open("sqlite", dsn(path, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			var n int
+			if err := conn.QueryRow(`SELECT count(*) FROM objects`).Scan(&n); err != nil || n != 10 {
+				t.Errorf("objects in %s: %d, %v; want 10", name, n, err)
+			}
+			if v, _, err := Migrate(ctx, path, "version"); err != nil || v != LatestVersion() {
+				t.Errorf("Migrate version of %s: %d, %v; want %d", name, v, err, LatestVersion())
+			}
+		})
+	}
+}
