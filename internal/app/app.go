@@ -61,6 +61,9 @@ Usage:
   kubegcd run [flags]                    run the daemon
   kubegcd migrate up|down|version --db PATH
                                          manage the database schema
+  kubegcd release [--server URL] [--reason TEXT]
+                                         resume enforcement the blast-radius
+                                         cap holds (--blast-radius-resume=manual)
   kubegcd version                        print the version
   kubegcd help [command]                 show help
 
@@ -78,6 +81,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCommand(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCommand(ctx, args[1:], stdout, stderr)
+	case "release":
+		return releaseCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "kubegcd", version())
 		return exitOK
@@ -211,6 +216,8 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 		DB:        store,
 		Ingest:    ing,
 		Applier:   ctrls.applier,
+		Ledger:    ctrls.applier,
+		Releaser:  ctrls.applier,
 		Leader:    lead,
 		Version:   version(),
 		StartedAt: started,

@@ -67,7 +67,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	}
 	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{
 		DB: store, DryRun: cfg.dryRun, Instance: instance, MayWrite: mayWrite, Logger: logger.With("component", "applier"),
-		MaxDeletionsPerMinute: cfg.maxDeletionsPerMinute, Registerer: reg,
+		MaxDeletionsPerMinute: cfg.maxDeletionsPerMinute, ManualResume: cfg.blastRadiusResume == "manual", Registerer: reg,
 	})
 	if err != nil {
 		return nil, err
@@ -128,6 +128,29 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 // run runs every controller until ctx ends. It runs once: a leader that
 // loses its lease exits.
 func (c *controllers) run(ctx context.Context, logger *slog.Logger) {
+	defer c.stop()
+	// The blast-radius window and a manual hold come back from the audit
+	// history before the first write.
+	for {
+		err := c.applier.Restore(ctx)
+		if err == nil {
+			break
+		}
+		logger.Error("restoring the blast-radius state from the audit history; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	// The applier outlives the controllers, to settle the audit rows of
+	// their last writes.
+	applierCtx, stopApplier := context.WithCancel(context.WithoutCancel(ctx))
+	applierDone := make(chan struct{})
+	go func() {
+		c.applier.Run(applierCtx)
+		close(applierDone)
+	}()
 	var wg sync.WaitGroup
 	for _, run := range c.runs {
 		wg.Go(func() {
@@ -137,7 +160,8 @@ func (c *controllers) run(ctx context.Context, logger *slog.Logger) {
 		})
 	}
 	wg.Wait()
-	c.stop()
+	stopApplier()
+	<-applierDone
 }
 
 // pruneAudit drops audit rows past the retention, at start and hourly.
