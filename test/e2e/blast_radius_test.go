@@ -12,9 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 // waitCapPaused waits until the blast-radius cap (limit writes a minute)
@@ -22,12 +19,12 @@ import (
 // one): the daemon decided, and the cap refused the writes. Every write
 // counts, wherever it goes, so the cap is checked on all the daemon's
 // rows (an earlier test may have left garbage elsewhere).
-func waitCapPaused(t *testing.T, d *daemon, ns string, limit int, left func() int) reconcile.Status {
+func waitCapPaused(t *testing.T, d *daemon, ns string, limit int, left func() int) enforcement {
 	t.Helper()
-	var st reconcile.Status
+	var st enforcement
 	eventually(t, 30*time.Second, func() error {
 		st = enforcementOf(t, d)
-		if !st.Paused || len(st.PausedBy) != 1 || st.PausedBy[0] != "blast-radius" {
+		if !st.Paused || !strings.Contains(st.PausedReason, "--max-deletions-per-minute=") {
 			return fmt.Errorf("not paused by the cap: %+v", st)
 		}
 		if n := len(appliedRows(t, d, "")); n != limit {
@@ -137,7 +134,8 @@ func TestBlastRadiusManualResume(t *testing.T) {
 	uids := garbage(t, ns, 4)
 	left := func() int { return remaining(t, ns, uids) }
 	st := waitCapPaused(t, d, ns, 2, left)
-	if st.BlastRadiusResume != "manual" || !strings.Contains(st.PausedReason, "kubegcd release") {
+	if st.BlastRadiusResume != "manual" || len(st.PausedBy) != 1 || st.PausedBy[0] != "blast-radius" ||
+		!strings.Contains(st.PausedReason, "kubegcd release") {
 		t.Errorf("status while held: %+v", st)
 	}
 	rows := appliedRows(t, d, "")
@@ -173,7 +171,7 @@ func TestBlastRadiusManualResume(t *testing.T) {
 	eventually(t, 30*time.Second, func() error { return oneRowPerWrite(t, d, ns, uids) })
 	var page auditPage
 	d.GetJSON(t, "/audit?controller=operator", http.StatusOK, &page)
-	if len(page.Items) != 1 || page.Items[0].Action != db.ActionRelease || page.Items[0].Reason != "e2e: checked the garbage" {
+	if len(page.Items) != 1 || page.Items[0].Action != "release" || page.Items[0].Reason != "e2e: checked the garbage" {
 		t.Fatalf("release in /audit: %+v", page.Items)
 	}
 	var facts struct{ By string }
@@ -181,7 +179,7 @@ func TestBlastRadiusManualResume(t *testing.T) {
 		t.Errorf("release facts %s: who released is not recorded", page.Items[0].Facts)
 	}
 	d.GetJSON(t, "/audit?controller=kubegcd", http.StatusOK, &page)
-	if len(page.Items) != 1 || page.Items[0].Action != db.ActionPause {
+	if len(page.Items) != 1 || page.Items[0].Action != "pause" {
 		t.Errorf("hold in /audit: %+v", page.Items)
 	}
 	if !strings.Contains(d.Logs.String(), "enforcement released by an operator") {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/dbfault"
-	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 // The tests of this file and blast_radius_test.go enforce the ownership GC
@@ -146,13 +145,19 @@ func consistently(t *testing.T, d time.Duration, fn func() error) {
 	}
 }
 
-type enforcementStatus struct {
-	Enforcement reconcile.Status
+// enforcement is the enforcement section of /status, as a client reads it.
+type enforcement struct {
+	Paused            bool
+	PausedBy          []string
+	PausedReason      string
+	WritesLastMinute  int
+	BlastRadiusResume string
+	AuditBacklog      int
 }
 
-func enforcementOf(t *testing.T, d *daemon) reconcile.Status {
+func enforcementOf(t *testing.T, d *daemon) enforcement {
 	t.Helper()
-	var st enforcementStatus
+	var st struct{ Enforcement enforcement }
 	d.GetJSON(t, "/status", http.StatusOK, &st)
 	return st.Enforcement
 }
@@ -160,9 +165,9 @@ func enforcementOf(t *testing.T, d *daemon) reconcile.Status {
 // waitLedgerPaused waits until the daemon reports, in /status, /readyz and
 // its metrics, that enforcement is paused because the audit history
 // cannot be written.
-func waitLedgerPaused(t *testing.T, d *daemon, timeout time.Duration) reconcile.Status {
+func waitLedgerPaused(t *testing.T, d *daemon, timeout time.Duration) enforcement {
 	t.Helper()
-	var st reconcile.Status
+	var st enforcement
 	eventually(t, timeout, func() error {
 		st = enforcementOf(t, d)
 		if !st.Paused || len(st.PausedBy) == 0 || st.PausedBy[0] != "audit-store" ||
@@ -196,7 +201,7 @@ func waitResumed(t *testing.T, d *daemon, ns string, uids map[types.UID]bool) {
 	})
 	var resumed auditPage
 	d.GetJSON(t, "/audit?controller=kubegcd", http.StatusOK, &resumed)
-	if len(resumed.Items) == 0 || resumed.Items[0].Action != db.ActionResume {
+	if len(resumed.Items) == 0 || resumed.Items[0].Action != "resume" {
 		t.Errorf("no audit row of the recovery: %+v", resumed.Items)
 	}
 	if !strings.Contains(d.Logs.String(), "enforcement resumed") {
