@@ -25,7 +25,7 @@ func waitCapPaused(t *testing.T, d *daemon, ns string, limit int, left func() in
 	eventually(t, 30*time.Second, func() error {
 		st = enforcementOf(t, d)
 		if !st.Paused || !strings.Contains(st.PausedReason, "--max-deletions-per-minute=") {
-			return fmt.Errorf("not paused by the cap: %+v", st)
+			return fmt.Errorf("not paused by the cap, %d of the namespace's decisions left to carry out: %+v", left(), st)
 		}
 		if n := len(appliedRows(t, d, "")); n != limit {
 			return fmt.Errorf("%d writes recorded, want the cap, %d", n, limit)
