@@ -223,6 +223,7 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	}
 	e := a.entry(d, outcome, err)
 	if err == nil {
+		a.logDecision(e, slog.LevelInfo)
 		a.recordApplied(e)
 		return outcome, nil
 	}
@@ -231,9 +232,13 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	isNew, perr := a.pend(wctx, d, d.Reason)
 	switch {
 	case perr != nil:
+		a.logDecision(e, slog.LevelWarn)
 		a.keep(e)
 	case isNew:
+		a.logDecision(e, slog.LevelWarn)
 		perr = a.audit(wctx, e)
+	default:
+		a.logDecision(e, slog.LevelDebug) // a retry of a failure already recorded
 	}
 	return outcome, errors.Join(err, perr)
 }
@@ -266,7 +271,9 @@ func (a *Applier) recordOnce(ctx context.Context, d Decision, outcome string) (b
 	if err != nil || !isNew {
 		return false, err
 	}
-	return true, a.audit(ctx, a.entry(d, outcome, nil))
+	e := a.entry(d, outcome, nil)
+	a.logDecision(e, slog.LevelInfo)
+	return true, a.audit(ctx, e)
 }
 
 func (a *Applier) pend(ctx context.Context, d Decision, reason string) (bool, error) {
@@ -291,7 +298,7 @@ func (a *Applier) pending(d Decision, reason string, notBefore *time.Time) *db.P
 		Target: d.Target, ResourceVersion: d.ResourceVersion, NotBefore: notBefore}
 }
 
-// entry builds the audit row of d and counts and logs it.
+// entry builds the audit row of d and counts it.
 func (a *Applier) entry(d Decision, outcome string, applyErr error) *db.AuditEntry {
 	e := &db.AuditEntry{
 		Time: a.opts.Now(), Instance: a.opts.Instance, Controller: d.Controller, Rule: d.Rule, Action: d.Action, Target: d.Target,
@@ -302,14 +309,19 @@ func (a *Applier) entry(d Decision, outcome string, applyErr error) *db.AuditEnt
 		e.Error = applyErr.Error()
 	}
 	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, d.Action, outcome).Inc()
-	level := slog.LevelInfo
-	if applyErr != nil {
-		level = slog.LevelWarn
-	}
-	a.log.Log(context.Background(), level, "decision", "controller", d.Controller, "rule", d.Rule, "action", d.Action,
-		"kind", d.Target.Kind, "namespace", d.Target.Namespace, "name", d.Target.Name, "uid", d.Target.UID,
-		"dry_run", a.opts.DryRun, "outcome", outcome, "reason", d.Reason, "err", applyErr)
 	return e
+}
+
+// logDecision logs e: the log keeps every decision, whatever becomes of
+// its row.
+func (a *Applier) logDecision(e *db.AuditEntry, level slog.Level) {
+	var err any
+	if e.Error != "" {
+		err = e.Error
+	}
+	a.log.Log(context.Background(), level, "decision", "controller", e.Controller, "rule", e.Rule, "action", e.Action,
+		"kind", e.Target.Kind, "namespace", e.Target.Namespace, "name", e.Target.Name, "uid", e.Target.UID,
+		"dry_run", e.DryRun, "outcome", e.Outcome, "reason", e.Reason, "err", err)
 }
 
 // event builds an audit row about enforcement itself (no target).
