@@ -134,6 +134,26 @@ func oneRowPerWrite(t *testing.T, d *daemon, ns string, uids map[types.UID]bool)
 	return nil
 }
 
+// settledDeletions waits until no object of uids has been deleted for 2 s
+// (the writes under way when enforcement paused have ended) and returns
+// how many are gone.
+func settledDeletions(t *testing.T, ns string, uids map[types.UID]bool) int {
+	t.Helper()
+	var gone int
+	var since time.Time
+	eventually(t, 10*time.Second, func() error {
+		now := len(uids) - remaining(t, ns, uids)
+		if now != gone || since.IsZero() {
+			gone, since = now, time.Now()
+		}
+		if time.Since(since) < 2*time.Second {
+			return fmt.Errorf("deletions settling at %d", gone)
+		}
+		return nil
+	})
+	return gone
+}
+
 // consistently requires fn to hold for d: something that must not happen
 // while it is watched.
 func consistently(t *testing.T, d time.Duration, fn func() error) {
@@ -237,18 +257,7 @@ func TestFullDiskPausesEnforcement(t *testing.T) {
 	waitLedgerPaused(t, d, 20*time.Second)
 	// The writes admitted before the store failed (one per worker at most;
 	// they may still wait on the client's rate limiter) go out; then none.
-	var gone int
-	var since time.Time
-	eventually(t, 10*time.Second, func() error {
-		now := len(deps) - remaining(t, ns, deps)
-		if now != gone || since.IsZero() {
-			gone, since = now, time.Now()
-		}
-		if time.Since(since) < 2*time.Second {
-			return fmt.Errorf("deletions settling at %d", gone)
-		}
-		return nil
-	})
+	gone := settledDeletions(t, ns, deps)
 	committed := len(appliedRows(t, d, ns))
 	st := enforcementOf(t, d)
 	t.Logf("paused with %d of %d dependents deleted, %d rows committed, backlog %d", gone, len(deps), committed, st.AuditBacklog)
@@ -275,7 +284,7 @@ func TestFullDiskPausesEnforcement(t *testing.T) {
 func TestLockedDatabasePausesEnforcement(t *testing.T) {
 	ns := newNamespace(t, "ledger-locked")
 	leaveNoGarbage(t, ns)
-	d := startDaemon(t, "", enforcing("--gc-workers=4", "--kube-api-qps=10", "--kube-api-burst=1")...)
+	d := startDaemon(t, "", enforcing("--gc-workers=4", "--kube-api-qps=5", "--kube-api-burst=1")...)
 	owner, deps := ownerWithDependents(t, ns, 150)
 	d.WaitReady(t, 60*time.Second)
 	d.DB(t)
@@ -291,10 +300,22 @@ func TestLockedDatabasePausesEnforcement(t *testing.T) {
 	})
 	unlock := dbfault.HoldWriteLock(t, d.DBPath)
 	st := waitLedgerPaused(t, d, 30*time.Second)
-	t.Logf("paused with %d of %d dependents deleted; %d rows in the backlog", len(deps)-remaining(t, ns, deps), len(deps), st.AuditBacklog)
 	if !strings.Contains(st.PausedReason, "database is locked") {
 		t.Errorf("pause reason %q does not name the lock", st.PausedReason)
 	}
+	// Until the busy timeout ran out, writes went on with their rows
+	// queued; now those rows wait in the backlog, and no write goes out.
+	gone := settledDeletions(t, ns, deps)
+	t.Logf("paused with %d of %d dependents deleted; %d rows in the backlog", gone, len(deps), enforcementOf(t, d).AuditBacklog)
+	if gone == len(deps) {
+		t.Fatal("every dependent was deleted before the pause: nothing shows that writes stop")
+	}
+	consistently(t, 3*time.Second, func() error {
+		if now := len(deps) - remaining(t, ns, deps); now != gone {
+			return fmt.Errorf("%d dependents deleted while paused, was %d", now, gone)
+		}
+		return nil
+	})
 	unlock()
 	waitResumed(t, d, ns, deps)
 }
