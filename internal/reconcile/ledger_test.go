@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -133,4 +136,55 @@ func TestUncommittedRowsBoundTheWrites(t *testing.T) {
 	if rows := audit(t, a.store, maxInflight+1); len(rows) != maxInflight+1 {
 		t.Fatalf("%d rows, want %d", len(rows), maxInflight+1)
 	}
+}
+
+// At exit, rows the database still refuses are logged in full: the log
+// keeps what the database could not.
+func TestRowsStillRefusedAtExitAreLogged(t *testing.T) {
+	ctx := context.Background()
+	disk := dbfault.NewFullDisk(t, 16<<20)
+	clock := newFakeClock()
+	store := openStore(t, filepath.Join(disk.Dir, "k.db"), clock)
+	logs := &syncBuffer{}
+	a, err := NewApplier(ApplierOptions{DB: store, Instance: "test", Now: clock.Now, Registerer: prometheus.NewRegistry(),
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a.Run(runCtx); close(done) }()
+	disk.Fill(t, store.Path)
+	if _, err := a.Apply(ctx, decision("written-in-the-log"), ok); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the refused row pauses enforcement", func() bool { return a.LedgerError() != nil })
+	stop()
+	<-done
+	disk.Free(t)
+	if got := testutil.ToFloat64(a.metrics.lost); got != 1 {
+		t.Errorf("audit_rows_lost_total = %v, want 1", got)
+	}
+	if !strings.Contains(logs.String(), `msg="audit row lost: the database did not take it before exit"`) ||
+		!strings.Contains(logs.String(), "uid=written-in-the-log") {
+		t.Fatalf("the lost row is not in the log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer collects log lines written from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
