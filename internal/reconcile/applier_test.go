@@ -278,6 +278,36 @@ func TestBlastRadiusManualResume(t *testing.T) {
 	}
 }
 
+// A hold is not taken up by a run with auto resume, nor, once that run
+// released it, by a later run with manual resume.
+func TestBlastRadiusHoldReleasedByAutoResume(t *testing.T) {
+	ctx := context.Background()
+	manual := ApplierOptions{MaxDeletionsPerMinute: 1, ManualResume: true}
+	a := newTestApplier(t, manual)
+	for _, uid := range []string{"a", "b"} {
+		_, _ = a.Apply(ctx, decision(uid), ok)
+	}
+	a.clock.advance(2 * time.Minute)
+	a = a.restart(t, ApplierOptions{MaxDeletionsPerMinute: 1})
+	if _, err := a.Apply(ctx, decision("b"), ok); err != nil {
+		t.Fatalf("with auto resume after a manual hold: %v", err)
+	}
+	a.clock.advance(2 * time.Minute)
+	a = a.restart(t, manual)
+	if st := a.Status(); st.Paused {
+		t.Fatalf("the released hold came back: %+v", st)
+	}
+	want := []row{
+		{"ownergc", "delete", "a", db.OutcomeApplied},
+		{db.ControllerKubegcd, db.ActionPause, "", db.OutcomeApplied},
+		{db.ControllerKubegcd, db.ActionRelease, "", db.OutcomeApplied},
+		{"ownergc", "delete", "b", db.OutcomeApplied},
+	}
+	if diff := cmp.Diff(want, rowsOf(audit(t, a.store, len(want)))); diff != "" {
+		t.Fatalf("audit (-want +got):\n%s", diff)
+	}
+}
+
 // Without ManualResume the cap resumes by itself: there is nothing to
 // release.
 func TestBlastRadiusAutoHasNothingToRelease(t *testing.T) {

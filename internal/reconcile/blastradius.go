@@ -130,8 +130,9 @@ func (a *Applier) unreserve(at time.Time) {
 // Restore recovers the cap's state from the audit history, so that a
 // restart does not reset it: the writes applied in the last minute (by any
 // run of kubegcd on this database) since the last release, and, with
-// ManualResume, a hold no operator has released. Call it before the first
-// Apply, when this instance starts to write.
+// ManualResume, a hold no operator has released (without it, such a hold
+// is released, and that recorded). Call it before the first Apply, when
+// this instance starts to write.
 func (a *Applier) Restore(ctx context.Context) error {
 	if a.opts.DryRun {
 		return nil
@@ -151,17 +152,22 @@ func (a *Applier) Restore(ctx context.Context) error {
 		}
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.cap.window = times
-	a.log.Info("blast-radius window restored from the audit history", "writes_last_minute", len(times))
-	switch {
-	case action != db.ActionPause:
-	case a.opts.ManualResume:
+	held := action == db.ActionPause && a.opts.ManualResume
+	if held {
 		a.cap.held, a.cap.pausedSince = true, at
 		a.metrics.paused.WithLabelValues(pauseBlastRadius).Set(1)
 		a.log.Warn("enforcement paused", "reason", a.capReasonLocked())
-	default:
-		a.log.Info("not keeping the manual hold of an earlier run: --blast-radius-resume=auto", "held_since", at)
+	}
+	a.mu.Unlock()
+	a.log.Info("blast-radius window restored from the audit history", "writes_last_minute", len(times))
+	if action == db.ActionPause && !held {
+		// Running with auto releases the hold: recorded, so that a later
+		// run with manual does not take it up again.
+		reason := "a manual hold of an earlier run is released: this run has --blast-radius-resume=auto"
+		a.log.Warn("enforcement released", "reason", reason, "held_since", at)
+		return a.audit(ctx, a.event(db.ControllerKubegcd, ruleBlastRadius, db.ActionRelease, reason, a.opts.Now(),
+			map[string]any{"heldSince": at.UTC()}))
 	}
 	return nil
 }
