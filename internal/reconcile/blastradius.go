@@ -163,10 +163,11 @@ func (a *Applier) Restore(ctx context.Context) error {
 	a.log.Info("blast-radius window restored from the audit history", "writes_last_minute", len(times))
 	if action == db.ActionPause && !held {
 		// Running with auto releases the hold: recorded, so that a later
-		// run with manual does not take it up again.
+		// run with manual does not take it up again. A row the store
+		// refuses waits in the backlog, and enforcement with it.
 		reason := "a manual hold of an earlier run is released: this run has --blast-radius-resume=auto"
 		a.log.Warn("enforcement released", "reason", reason, "held_since", at)
-		return a.audit(ctx, a.event(db.ControllerKubegcd, ruleBlastRadius, db.ActionRelease, reason, a.opts.Now(),
+		_ = a.audit(ctx, a.event(db.ControllerKubegcd, ruleBlastRadius, db.ActionRelease, reason, a.opts.Now(),
 			map[string]any{"heldSince": at.UTC()}))
 	}
 	return nil
