@@ -62,6 +62,9 @@ Usage:
   kubegcd run [flags]                    run the daemon
   kubegcd migrate up|down|version --db PATH
                                          manage the database schema
+  kubegcd release [--server URL] [--reason TEXT]
+                                         resume enforcement the blast-radius
+                                         cap holds (--blast-radius-resume=manual)
   kubegcd version                        print the version
   kubegcd help [command]                 show help
 
@@ -79,6 +82,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCommand(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCommand(ctx, args[1:], stdout, stderr)
+	case "release":
+		return releaseCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "kubegcd", version())
 		return exitOK
@@ -233,6 +238,8 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		Profiling:    cfg.profiling,
 		AllowedHosts: cfg.allowedHosts,
 		Controllers:  ctrls,
+		Ledger:       ctrls.applier,
+		Releaser:     ctrls.applier,
 	})
 	if err != nil {
 		return err

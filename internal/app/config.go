@@ -42,6 +42,7 @@ type runConfig struct {
 	kubeAPIBurst          int
 	gcWorkers             int
 	maxDeletionsPerMinute int
+	blastRadiusResume     string
 	auditRetention        time.Duration
 	resyncPeriod          time.Duration
 	profiling             bool
@@ -114,7 +115,11 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 30, "burst above --kube-api-qps")
 	fs.IntVar(&cfg.gcWorkers, "gc-workers", 20, "objects each controller works on at once")
 	fs.IntVar(&cfg.maxDeletionsPerMinute, "max-deletions-per-minute", 6000,
-		"blast-radius cap: deletions beyond this many in a minute pause enforcement until the rate falls (0: no cap)")
+		"blast-radius cap: writes to the cluster (deletes and patches alike) beyond this many in any minute pause enforcement; "+
+			"the count survives restarts (0: no cap)")
+	fs.StringVar(&cfg.blastRadiusResume, "blast-radius-resume", "auto",
+		"after the blast-radius cap paused enforcement: auto resumes when the rate falls; manual holds, across restarts, "+
+			"until an operator runs 'kubegcd release'")
 	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
 		"how often controllers look at every candidate again, beside reacting to changes")
@@ -193,6 +198,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --gc-workers %d: must be at least 1", cfg.gcWorkers)
 	case cfg.maxDeletionsPerMinute < 0:
 		return nil, fmt.Errorf("invalid --max-deletions-per-minute %d: must be 0 (no cap) or more", cfg.maxDeletionsPerMinute)
+	case cfg.blastRadiusResume != "auto" && cfg.blastRadiusResume != "manual":
+		return nil, fmt.Errorf("invalid --blast-radius-resume %q: want auto or manual", cfg.blastRadiusResume)
 	case cfg.auditRetention < time.Hour:
 		return nil, fmt.Errorf("invalid --audit-retention %s: must be at least 1h", cfg.auditRetention)
 	case cfg.resyncPeriod < time.Second:

@@ -25,7 +25,7 @@ func TestParseRunFlags(t *testing.T) {
 		check   func(t *testing.T, c *runConfig)
 	}{
 		{name: "defaults", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
-			if !c.dryRun || c.dbPath != "kubegcd.db" || c.listen != "127.0.0.1:8080" || c.discoveryInterval != 30*time.Second ||
+			if !c.dryRun || c.dbPath != "kubegcd.db" || c.blastRadiusResume != "auto" || c.listen != "127.0.0.1:8080" || c.discoveryInterval != 30*time.Second ||
 				strings.Join(c.controllers, ",") != "ownergc,podgc,ttl,svgc" || c.logFormat != "text" {
 				t.Errorf("defaults: %+v", c)
 			}
@@ -55,6 +55,14 @@ func TestParseRunFlags(t *testing.T) {
 		{name: "short discovery interval", args: func() []string { return []string{"--discovery-interval", "10ms"} },
 			wantErr: "at least 1s"},
 		{name: "stray argument", args: func() []string { return []string{"now"} }, wantErr: `unexpected argument "now"`},
+		{name: "blast-radius resume", args: func() []string { return []string{"--blast-radius-resume=manual"} },
+			check: func(t *testing.T, c *runConfig) {
+				if c.blastRadiusResume != "manual" {
+					t.Errorf("blast-radius resume %q", c.blastRadiusResume)
+				}
+			}},
+		{name: "bad blast-radius resume", args: func() []string { return []string{"--blast-radius-resume", "later"} },
+			wantErr: `invalid --blast-radius-resume "later": want auto or manual`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

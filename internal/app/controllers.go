@@ -50,6 +50,7 @@ type controllers struct {
 	passes  *reconcile.Passes
 	runs    []namedRun
 	stop    func()
+	log     *slog.Logger
 }
 
 // namedRun is a controller's Run and the name its error carries.
@@ -95,7 +96,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	}
 	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{
 		DB: store, DryRun: cfg.dryRun, Instance: instance, MayWrite: mayWrite, Logger: logger.With("component", "applier"),
-		MaxDeletionsPerMinute: cfg.maxDeletionsPerMinute, Registerer: reg,
+		MaxDeletionsPerMinute: cfg.maxDeletionsPerMinute, ManualResume: cfg.blastRadiusResume == "manual", Registerer: reg,
 	})
 	if err != nil {
 		return nil, err
@@ -108,7 +109,8 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubegcd"})
 
-	c := &controllers{applier: applier, passes: passes, stop: sync.OnceFunc(broadcaster.Shutdown)}
+	c := &controllers{applier: applier, passes: passes, stop: sync.OnceFunc(broadcaster.Shutdown),
+		log: logger}
 	if slices.Contains(cfg.controllers, ownergc.Name) {
 		gc, err := ownergc.New(ownergc.Options{
 			DB: store, Applier: applier, Client: mc, Recorder: recorder, Logger: logger.With("controller", ownergc.Name),
@@ -164,6 +166,32 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 // that loses its lease exits.
 func (c *controllers) run(ctx context.Context) error {
 	defer c.stop()
+	// The blast-radius window and a manual hold come back from the audit
+	// history before the first write.
+	for {
+		err := c.applier.Restore(ctx)
+		if err == nil {
+			break
+		}
+		c.log.Error("restoring the blast-radius state from the audit history; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+	// The applier outlives the controllers, to settle the audit rows of
+	// their last writes.
+	applierCtx, stopApplier := context.WithCancel(context.WithoutCancel(ctx))
+	applierDone := make(chan struct{})
+	go func() {
+		c.applier.Run(applierCtx)
+		close(applierDone)
+	}()
+	defer func() {
+		stopApplier()
+		<-applierDone
+	}()
 	g, ctx := errgroup.WithContext(ctx)
 	for _, r := range c.runs {
 		g.Go(func() error {

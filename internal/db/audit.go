@@ -35,6 +35,18 @@ const (
 	OutcomeSkipped  = "skipped"
 )
 
+// Audit rows about enforcement itself rather than about an object: the
+// daemon's own (a manual hold of the blast-radius cap, the audit store
+// writable again) and an operator's (a release). They name no target and
+// are not writes to the cluster.
+const (
+	ControllerKubegcd  = "kubegcd"
+	ControllerOperator = "operator"
+	ActionPause        = "pause"
+	ActionResume       = "resume"
+	ActionRelease      = "release"
+)
+
 // AuditEntry is one decision in the history.
 type AuditEntry struct {
 	ID         int64           `json:"id"`
@@ -78,6 +90,98 @@ func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error {
 	return st.QueryRowContext(ctx,
 		formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion, e.Target.Kind,
 		e.Target.Namespace, e.Target.Name, e.Target.UID, facts, e.Reason, e.DryRun, e.Outcome, e.Error).Scan(&e.ID)
+}
+
+// settles reports whether e records a decision carried out (applied, or
+// its object already gone): what was pending about its target goes with it.
+func (e *AuditEntry) settles() bool {
+	return !e.DryRun && (e.Outcome == OutcomeApplied || e.Outcome == OutcomeNotFound)
+}
+
+// InsertAudits writes entries in one transaction, all or none: the rows
+// the applier kept in memory while the database could not take them. An
+// entry that settles a decision also removes what was pending about its
+// target, as RecordApplied does.
+func (d *DB) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
+	var settled []*AuditEntry
+	err := d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
+		settled = settled[:0]
+		for _, e := range entries {
+			if e.Time.IsZero() {
+				e.Time = d.Now()
+			}
+			if err := d.insertAudit(ctx, tx, e); err != nil {
+				return err
+			}
+			if !e.settles() || !d.pendingKeys.has(e.Controller, e.Target.UID) {
+				continue
+			}
+			st, err := d.txStmt(ctx, tx, sqlDeletePending)
+			if err != nil {
+				return err
+			}
+			if _, err := st.ExecContext(ctx, e.Controller, e.Target.UID); err != nil {
+				return err
+			}
+			settled = append(settled, e)
+		}
+		return nil
+	})
+	if err == nil {
+		for _, e := range settled {
+			d.pendingKeys.remove(e.Controller, e.Target.UID)
+		}
+	}
+	return err
+}
+
+// AppliedWriteTimes returns when each write to the cluster recorded since
+// since was applied, oldest first, whichever instance made it: the
+// blast-radius window a restarted daemon starts from. It reads the
+// audit_by_time index.
+func (d *DB) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.Time, error) {
+	rows, err := d.query(ctx, `SELECT time FROM audit WHERE time >= ? AND outcome = ? AND dry_run = 0
+		AND controller NOT IN (?, ?) ORDER BY time`, formatTime(&since), OutcomeApplied, ControllerKubegcd, ControllerOperator)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	defer rows.Close()
+	var out []time.Time
+	for rows.Next() {
+		var ts string
+		if err := rows.Scan(&ts); err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+		if t := parseTime(sql.NullString{String: ts, Valid: true}); t != nil {
+			out = append(out, *t)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return out, nil
+}
+
+// sqlLastHold finds the newest pause or release of the blast-radius cap.
+const sqlLastHold = `SELECT max(id) FROM audit WHERE controller IN ('` + ControllerKubegcd + `', '` + ControllerOperator + `')
+	AND action IN ('` + ActionPause + `', '` + ActionRelease + `')`
+
+// LastHold returns the newest pause or release of enforcement ("" when
+// there is none) and when it was recorded: a manual hold outlives a
+// restart.
+func (d *DB) LastHold(ctx context.Context) (action string, at time.Time, err error) {
+	var ts string
+	err = d.queryRow(ctx, `SELECT action, time FROM audit WHERE id = (`+sqlLastHold+`)`).Scan(&action, &ts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, nil
+	}
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("audit: %w", err)
+	}
+	if t := parseTime(sql.NullString{String: ts, Valid: true}); t != nil {
+		at = *t
+	}
+	return action, at, nil
 }
 
 // AuditFilter selects audit entries. Zero fields match everything. Entries
@@ -166,11 +270,13 @@ func (d *DB) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64,
 	return out, next, nil
 }
 
-// PruneAudit deletes entries older than cutoff and returns how many.
+// PruneAudit deletes entries older than cutoff and returns how many. It
+// keeps the newest pause or release, however old: a manual hold lasts until
+// an operator releases it, not until the retention runs out.
 func (d *DB) PruneAudit(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
 	err := d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE time < ?`, formatTime(&cutoff))
+		res, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE time < ? AND id IS NOT (`+sqlLastHold+`)`, formatTime(&cutoff))
 		if err != nil {
 			return err
 		}
@@ -253,39 +359,45 @@ func (d *DB) ClearPending(ctx context.Context, controller, uid string) error {
 // removal of what was pending about its target, without waiting for it:
 // the write to the cluster is done, and the worker need not wait for the
 // disk before taking the next one. Entries queued while the writer is busy
-// are written together, in one request. Close commits what is queued;
-// onErr (if set) hears of a failure.
-func (d *DB) RecordApplied(e *AuditEntry, onErr func(error)) {
+// are written together, in one request. Close commits what is queued.
+// onDone (if set) hears, once, whether the entry was committed (nil) or
+// why not: the caller keeps the entry until it is written.
+func (d *DB) RecordApplied(e *AuditEntry, onDone func(error)) {
 	if e.Time.IsZero() {
 		e.Time = d.Now()
 	}
 	q := &d.appliedQueue
 	q.mu.Lock()
-	q.entries = append(q.entries, appliedEntry{e: e, hadPending: d.pendingKeys.has(e.Controller, e.Target.UID), onErr: onErr})
+	q.entries = append(q.entries, appliedEntry{e: e, hadPending: d.pendingKeys.has(e.Controller, e.Target.UID), onDone: onDone})
 	queued := q.queued
 	q.queued = true
 	q.mu.Unlock()
 	if queued {
 		return
 	}
+	// ran and written are only touched on the writer's goroutine, or on
+	// this one when the request is refused before it is queued.
+	ran := false
 	var written []appliedEntry
 	d.inWriteTxAsync("audit", func(tx *sql.Tx) error {
+		ran = true
 		written = d.writeApplied(tx)
 		return nil
 	}, func(err error) {
-		if err != nil && written == nil {
-			// The request never ran (the database is closing): whatever
-			// is queued is lost, and its callers hear of it.
+		if !ran {
+			// The request never ran (its transaction could not begin, or
+			// the database is closing): it takes whatever is queued, and
+			// their callers hear why.
 			q.mu.Lock()
 			written, q.entries, q.queued = q.entries, nil, false
 			q.mu.Unlock()
 		}
 		for _, a := range written {
-			switch {
-			case err == nil && a.hadPending:
+			if err == nil && a.hadPending {
 				d.pendingKeys.remove(a.e.Controller, a.e.Target.UID)
-			case err != nil && a.onErr != nil:
-				a.onErr(err)
+			}
+			if a.onDone != nil {
+				a.onDone(err)
 			}
 		}
 	})
@@ -302,12 +414,13 @@ type appliedQueue struct {
 type appliedEntry struct {
 	e          *AuditEntry
 	hadPending bool
-	onErr      func(error)
+	onDone     func(error)
 }
 
 // writeApplied runs on the writer: it takes every queued entry and writes
 // them, each in a savepoint of its own so that one failure loses only its
-// own row, and returns those written.
+// own row (its caller hears of it at once), and returns those written,
+// whose callers hear of the commit.
 func (d *DB) writeApplied(tx *sql.Tx) []appliedEntry {
 	q := &d.appliedQueue
 	q.mu.Lock()
@@ -331,8 +444,8 @@ func (d *DB) writeApplied(tx *sql.Tx) []appliedEntry {
 		switch {
 		case err == nil:
 			written = append(written, a)
-		case a.onErr != nil:
-			a.onErr(fmt.Errorf("database audit: %w", err))
+		case a.onDone != nil:
+			a.onDone(fmt.Errorf("database audit: %w", err))
 		}
 	}
 	return written

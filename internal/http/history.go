@@ -11,7 +11,8 @@ import (
 )
 
 // knownControllers are the values ?controller= accepts.
-var knownControllers = map[string]bool{"ownergc": true, "podgc": true, "ttl": true, "svgc": true}
+var knownControllers = map[string]bool{"ownergc": true, "podgc": true, "ttl": true, "svgc": true,
+	db.ControllerKubegcd: true, db.ControllerOperator: true}
 
 var knownOutcomes = map[string]bool{
 	db.OutcomeApplied: true, db.OutcomeDryRun: true, db.OutcomeFailed: true, db.OutcomeConflict: true,

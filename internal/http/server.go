@@ -99,6 +99,10 @@ type Options struct {
 	// AllowedHosts are the host names a request's Host may carry besides
 	// IP addresses and localhost; "*" allows any.
 	AllowedHosts []string
+	// Ledger makes /readyz report an audit history that cannot be written.
+	Ledger Ledger
+	// Releaser serves POST /enforcement/release.
+	Releaser Releaser
 }
 
 type server struct {
@@ -158,6 +162,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/graph", s.graph)
 	r.Get("/objects/{uid}", s.object)
 	r.Get("/leases", s.leases)
+	r.Post("/enforcement/release", s.release)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
@@ -167,7 +172,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 // apiPrefixes are paths that belong to the JSON API: unknown paths under
 // them are JSON 404s instead of the UI.
-var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/healthz", "/readyz", "/metrics", "/api", "/debug"}
+var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/healthz", "/readyz", "/metrics", "/api", "/debug",
+	"/enforcement"}
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	for _, p := range apiPrefixes {
@@ -239,6 +245,12 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.Ledger != nil {
+		if err := s.Ledger.LedgerError(); err != nil {
+			writeError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+	}
 	if !s.Ingest.Synced() {
 		var waiting []string
 		for _, r := range s.Ingest.Resources() {

@@ -1,6 +1,7 @@
 // Package reconcile holds what every controller shares: the applier, which
 // records each decision (pending, audit), and then applies it — rate
-// limited, capped, or not at all in dry-run.
+// limited, capped, or not at all in dry-run — and never while its record
+// cannot be kept.
 package reconcile
 
 import (
@@ -19,9 +20,17 @@ import (
 	"github.com/kubegcd/kubegcd/internal/promutil"
 )
 
-// ErrPaused is returned by Apply while the blast-radius cap holds
-// destructive actions back.
-var ErrPaused = errors.New("enforcement paused by the blast-radius cap")
+// ErrPaused is returned by Apply, Record and Defer while enforcement is
+// paused, by the blast-radius cap or because the audit history cannot be
+// written: the caller retries later; the decision did not fail.
+var ErrPaused = errors.New("enforcement paused")
+
+// ErrLedgerUnavailable is the pause of a failed audit store; it is an
+// ErrPaused.
+var ErrLedgerUnavailable = fmt.Errorf("%w: audit history cannot be written", ErrPaused)
+
+// errCapReached is the pause of the blast-radius cap.
+var errCapReached = fmt.Errorf("%w by the blast-radius cap", ErrPaused)
 
 // Decision is what a controller decided to do about one object.
 type Decision struct {
@@ -34,8 +43,6 @@ type Decision struct {
 	Reason          string
 	// Facts is what the decision rested on; it is stored as JSON.
 	Facts any
-	// Destructive actions (deletions) count against the blast-radius cap.
-	Destructive bool
 	// DecidedAt is when the decision was made, for the latency metric.
 	DecidedAt time.Time
 }
@@ -49,10 +56,18 @@ type ApplierOptions struct {
 	// MayWrite, if set, is asked before every write: an error (this
 	// instance does not hold the leader-election lease) holds it back.
 	MayWrite func() error
-	// MaxDeletionsPerMinute caps destructive actions; 0 means no cap.
+	// MaxDeletionsPerMinute caps the writes to the cluster in any minute,
+	// deletes and patches alike; 0 means no cap.
 	MaxDeletionsPerMinute int
-	Registerer            prometheus.Registerer
-	Now                   func() time.Time
+	// ManualResume keeps enforcement paused, once the cap trips, until an
+	// operator releases it (Release), across restarts; otherwise it
+	// resumes when the rate falls.
+	ManualResume bool
+	// ProbeInterval is how often Run tries a failed audit store again
+	// (default 1s).
+	ProbeInterval time.Duration
+	Registerer    prometheus.Registerer
+	Now           func() time.Time
 }
 
 // Applier applies decisions for every controller.
@@ -61,12 +76,21 @@ type Applier struct {
 	log     *slog.Logger
 	metrics *applierMetrics
 
-	mu          sync.Mutex
-	window      []time.Time // destructive actions in the last minute
-	pausedSince time.Time
+	mu     sync.Mutex
+	cap    capState
+	ledger ledgerState
+	// changed is closed and replaced whenever a write waiting in admit may
+	// go on or must stop.
+	changed chan struct{}
+	// failed wakes Run when the audit store fails.
+	failed chan struct{}
+	// releaseMu makes concurrent releases record one release.
+	releaseMu sync.Mutex
 }
 
-// NewApplier returns an Applier.
+// NewApplier returns an Applier. Restore recovers its blast-radius state
+// and Run watches the audit store; both belong to whoever runs the
+// controllers.
 func NewApplier(opts ApplierOptions) (*Applier, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -74,11 +98,14 @@ func NewApplier(opts ApplierOptions) (*Applier, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = time.Second
+	}
 	m, err := newApplierMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Applier{opts: opts, log: opts.Logger, metrics: m}, nil
+	return &Applier{opts: opts, log: opts.Logger, metrics: m, changed: make(chan struct{}), failed: make(chan struct{}, 1)}, nil
 }
 
 // DryRun reports whether decisions are only recorded.
@@ -87,94 +114,97 @@ func (a *Applier) DryRun() bool { return a.opts.DryRun }
 // Instance names this kubegcd in audit rows.
 func (a *Applier) Instance() string { return a.opts.Instance }
 
+// Reasons for a pause, in Status.PausedBy and the paused metric's label.
+const (
+	pauseAuditStore  = "audit-store"
+	pauseBlastRadius = "blast-radius"
+)
+
 // Status is the applier's state for /status.
 type Status struct {
-	DryRun                bool       `json:"dryRun"`
-	Paused                bool       `json:"paused"`
-	PausedSince           *time.Time `json:"pausedSince,omitempty"`
-	PausedReason          string     `json:"pausedReason,omitempty"`
-	MaxDeletionsPerMinute int        `json:"maxDeletionsPerMinute"`
-	DeletionsLastMinute   int        `json:"deletionsLastMinute"`
+	DryRun bool `json:"dryRun"`
+	Paused bool `json:"paused"`
+	// PausedBy names each cause of the pause: audit-store, blast-radius.
+	PausedBy     []string   `json:"pausedBy,omitempty"`
+	PausedSince  *time.Time `json:"pausedSince,omitempty"`
+	PausedReason string     `json:"pausedReason,omitempty"`
+	// MaxDeletionsPerMinute caps every write, deletes and patches alike.
+	MaxDeletionsPerMinute int    `json:"maxDeletionsPerMinute"`
+	WritesLastMinute      int    `json:"writesLastMinute"`
+	BlastRadiusResume     string `json:"blastRadiusResume"`
+	// AuditBacklog counts audit rows of writes already made that wait in
+	// memory for the database to take them.
+	AuditBacklog int `json:"auditBacklog,omitempty"`
 }
 
-// Status reports dry-run and blast-radius state.
+// Status reports dry-run, the audit store and the blast-radius cap.
 func (a *Applier) Status() Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.trimLocked(a.opts.Now())
-	s := Status{DryRun: a.opts.DryRun, MaxDeletionsPerMinute: a.opts.MaxDeletionsPerMinute, DeletionsLastMinute: len(a.window)}
-	if !a.pausedSince.IsZero() {
-		since := a.pausedSince
-		s.Paused, s.PausedSince, s.PausedReason = true, &since, a.pauseReasonLocked()
+	s := Status{DryRun: a.opts.DryRun, MaxDeletionsPerMinute: a.opts.MaxDeletionsPerMinute, WritesLastMinute: len(a.cap.window),
+		BlastRadiusResume: "auto", AuditBacklog: len(a.ledger.backlog)}
+	if a.opts.ManualResume {
+		s.BlastRadiusResume = "manual"
+	}
+	var since time.Time
+	pause := func(by string, at time.Time, reason string) {
+		s.PausedBy = append(s.PausedBy, by)
+		if s.PausedReason != "" {
+			s.PausedReason += "; "
+		}
+		s.PausedReason += reason
+		if since.IsZero() || at.Before(since) {
+			since = at
+		}
+	}
+	if !a.ledger.failedSince.IsZero() {
+		pause(pauseAuditStore, a.ledger.failedSince, "audit history cannot be written: "+a.ledger.cause+
+			"; enforcement resumes by itself once a write succeeds")
+	}
+	if !a.cap.pausedSince.IsZero() {
+		pause(pauseBlastRadius, a.cap.pausedSince, a.capReasonLocked())
+	}
+	if !since.IsZero() {
+		s.Paused, s.PausedSince = true, &since
 	}
 	return s
-}
-
-func (a *Applier) pauseReasonLocked() string {
-	return fmt.Sprintf("%d deletions in the last minute reached --max-deletions-per-minute=%d; "+
-		"enforcement resumes when the rate falls or the cap is raised", len(a.window), a.opts.MaxDeletionsPerMinute)
-}
-
-func (a *Applier) trimLocked(now time.Time) {
-	cut := 0
-	for cut < len(a.window) && now.Sub(a.window[cut]) >= time.Minute {
-		cut++
-	}
-	a.window = a.window[cut:]
-}
-
-// admit reserves room for one destructive action under the cap.
-func (a *Applier) admit() bool {
-	if a.opts.MaxDeletionsPerMinute <= 0 {
-		return true
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := a.opts.Now()
-	a.trimLocked(now)
-	if len(a.window) >= a.opts.MaxDeletionsPerMinute {
-		if a.pausedSince.IsZero() {
-			a.pausedSince = now
-			a.metrics.paused.Set(1)
-			a.log.Warn("enforcement paused", "reason", a.pauseReasonLocked())
-		}
-		return false
-	}
-	if !a.pausedSince.IsZero() {
-		a.log.Info("enforcement resumed", "paused_for", now.Sub(a.pausedSince).Round(time.Second))
-		a.pausedSince = time.Time{}
-		a.metrics.paused.Set(0)
-	}
-	a.window = append(a.window, now)
-	return true
 }
 
 // Apply carries out d. In dry-run it records d as pending and audits it
 // once: a decision seen before (same rule, reason and resourceVersion) is
 // not audited again, so a standing decision costs one row, not one per
 // pass. Enforcing, it runs do and audits the outcome; what failed or was
-// held back by the blast-radius cap stays pending. It returns the outcome;
-// a conflict or failure also returns the error, so the caller can retry.
+// held back by the blast-radius cap stays pending, and a failure is
+// audited once per decision, not once per retry. Nothing is written while
+// the audit history cannot be (ErrLedgerUnavailable). It returns the
+// outcome; a conflict or failure also returns the error, so the caller can
+// retry.
 func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Context) error) (string, error) {
+	if err := a.LedgerError(); err != nil {
+		return "", err
+	}
 	if a.opts.DryRun {
-		isNew, err := a.pend(ctx, d, d.Reason)
-		if err != nil || !isNew {
-			return db.OutcomeDryRun, err
+		if _, err := a.recordOnce(ctx, d, db.OutcomeDryRun); err != nil {
+			return "", err
 		}
-		return db.OutcomeDryRun, a.opts.DB.InsertAudit(ctx, a.entry(d, db.OutcomeDryRun, nil))
+		return db.OutcomeDryRun, nil
 	}
 	if a.opts.MayWrite != nil {
 		if err := a.opts.MayWrite(); err != nil {
 			return "", err
 		}
 	}
-	if d.Destructive && !a.admit() {
-		if _, err := a.pend(ctx, d, "paused by the blast-radius cap: "+d.Reason); err != nil {
-			return "", err
+	reserved, err := a.admit(ctx)
+	if errors.Is(err, errCapReached) {
+		if _, perr := a.pend(ctx, d, "paused by the blast-radius cap: "+d.Reason); perr != nil {
+			return "", perr
 		}
-		return "", ErrPaused
 	}
-	err := do(ctx)
+	if err != nil {
+		return "", err
+	}
+	err = do(ctx)
 	outcome := db.OutcomeApplied
 	switch {
 	case err == nil:
@@ -185,42 +215,82 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	default:
 		outcome = db.OutcomeFailed
 	}
+	if outcome != db.OutcomeApplied {
+		a.unreserve(reserved) // nothing changed: it does not count against the cap
+	}
 	if !d.DecidedAt.IsZero() {
 		a.metrics.latency.WithLabelValues(d.Controller).Observe(time.Since(d.DecidedAt).Seconds())
 	}
 	e := a.entry(d, outcome, err)
 	if err == nil {
-		a.opts.DB.RecordApplied(e, func(err error) {
-			a.log.Error("recording an applied decision in the audit history", "uid", d.Target.UID, "err", err)
-		})
+		a.logDecision(e, slog.LevelInfo)
+		a.recordApplied(e)
 		return outcome, nil
 	}
-	if _, perr := a.pend(ctx, d, d.Reason); perr != nil {
-		return outcome, errors.Join(err, perr)
+	// The write went out: its record is kept even if ctx ends now.
+	wctx := context.WithoutCancel(ctx)
+	isNew, perr := a.pend(wctx, d, d.Reason)
+	switch {
+	case perr != nil:
+		a.logDecision(e, slog.LevelWarn)
+		a.keep(e)
+	case isNew:
+		a.logDecision(e, slog.LevelWarn)
+		perr = a.audit(wctx, e)
+	default:
+		a.logDecision(e, slog.LevelDebug) // a retry of a failure already recorded
 	}
-	return outcome, errors.Join(err, a.opts.DB.InsertAudit(ctx, e))
+	return outcome, errors.Join(err, perr)
 }
 
 // Record audits a decision that needs no write (a kept object), once per
 // version of the object, and reports whether it was new.
 func (a *Applier) Record(ctx context.Context, d Decision) (bool, error) {
-	isNew, err := a.pend(ctx, d, d.Reason)
-	if err != nil || !isNew {
+	if err := a.LedgerError(); err != nil {
 		return false, err
 	}
-	return true, a.opts.DB.InsertAudit(ctx, a.entry(d, db.OutcomeSkipped, nil))
+	return a.recordOnce(ctx, d, db.OutcomeSkipped)
 }
 
 // Defer records d as pending, to be acted on no sooner than notBefore,
 // without applying or auditing it: a decision that waits out a quarantine
 // or a back-off.
 func (a *Applier) Defer(ctx context.Context, d Decision, notBefore time.Time) error {
-	_, err := a.opts.DB.UpsertPending(ctx, a.pending(d, d.Reason, &notBefore))
-	return err
+	if err := a.LedgerError(); err != nil {
+		return err
+	}
+	if _, err := a.opts.DB.UpsertPending(ctx, a.pending(d, d.Reason, &notBefore)); err != nil {
+		return a.storeFailed(ctx, err)
+	}
+	return nil
+}
+
+// recordOnce stores d as pending and audits it if it is new.
+func (a *Applier) recordOnce(ctx context.Context, d Decision, outcome string) (bool, error) {
+	isNew, err := a.pend(ctx, d, d.Reason)
+	if err != nil || !isNew {
+		return false, err
+	}
+	e := a.entry(d, outcome, nil)
+	a.logDecision(e, slog.LevelInfo)
+	return true, a.audit(ctx, e)
 }
 
 func (a *Applier) pend(ctx context.Context, d Decision, reason string) (bool, error) {
-	return a.opts.DB.UpsertPending(ctx, a.pending(d, reason, nil))
+	isNew, err := a.opts.DB.UpsertPending(ctx, a.pending(d, reason, nil))
+	if err != nil {
+		return false, a.storeFailed(ctx, err)
+	}
+	return isNew, nil
+}
+
+// audit writes e; a row the database refuses is kept for later.
+func (a *Applier) audit(ctx context.Context, e *db.AuditEntry) error {
+	if err := a.opts.DB.InsertAudit(ctx, e); err != nil {
+		a.keep(e)
+		return a.storeFailed(ctx, err)
+	}
+	return nil
 }
 
 func (a *Applier) pending(d Decision, reason string, notBefore *time.Time) *db.Pending {
@@ -228,37 +298,61 @@ func (a *Applier) pending(d Decision, reason string, notBefore *time.Time) *db.P
 		Target: d.Target, ResourceVersion: d.ResourceVersion, NotBefore: notBefore}
 }
 
-// entry builds the audit row of d and counts and logs it.
+// entry builds the audit row of d and counts it.
 func (a *Applier) entry(d Decision, outcome string, applyErr error) *db.AuditEntry {
 	e := &db.AuditEntry{
-		Instance: a.opts.Instance, Controller: d.Controller, Rule: d.Rule, Action: d.Action, Target: d.Target,
+		Time: a.opts.Now(), Instance: a.opts.Instance, Controller: d.Controller, Rule: d.Rule, Action: d.Action, Target: d.Target,
 		Reason: d.Reason, DryRun: a.opts.DryRun, Outcome: outcome,
 	}
-	if d.Facts != nil {
-		if b, err := json.Marshal(d.Facts); err == nil {
-			e.Facts = b
-		} else {
-			e.Facts, _ = json.Marshal(map[string]string{"error": "facts not encodable: " + err.Error()})
-		}
-	}
+	e.Facts = encodeFacts(d.Facts)
 	if applyErr != nil {
 		e.Error = applyErr.Error()
 	}
 	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, d.Action, outcome).Inc()
-	level := slog.LevelInfo
-	if applyErr != nil {
-		level = slog.LevelWarn
-	}
-	a.log.Log(context.Background(), level, "decision", "controller", d.Controller, "rule", d.Rule, "action", d.Action,
-		"kind", d.Target.Kind, "namespace", d.Target.Namespace, "name", d.Target.Name, "uid", d.Target.UID,
-		"dry_run", a.opts.DryRun, "outcome", outcome, "reason", d.Reason, "err", applyErr)
 	return e
+}
+
+// logDecision logs e: the log keeps every decision, whatever becomes of
+// its row.
+func (a *Applier) logDecision(e *db.AuditEntry, level slog.Level) {
+	var err any
+	if e.Error != "" {
+		err = e.Error
+	}
+	a.log.Log(context.Background(), level, "decision", "controller", e.Controller, "rule", e.Rule, "action", e.Action,
+		"kind", e.Target.Kind, "namespace", e.Target.Namespace, "name", e.Target.Name, "uid", e.Target.UID,
+		"dry_run", e.DryRun, "outcome", e.Outcome, "reason", e.Reason, "err", err)
+}
+
+// event builds an audit row about enforcement itself (no target).
+func (a *Applier) event(controller, rule, action, reason string, at time.Time, facts any) *db.AuditEntry {
+	return &db.AuditEntry{Time: at, Instance: a.opts.Instance, Controller: controller, Rule: rule, Action: action,
+		Reason: reason, Outcome: db.OutcomeApplied, Facts: encodeFacts(facts)}
+}
+
+func encodeFacts(facts any) json.RawMessage {
+	if facts == nil {
+		return nil
+	}
+	b, err := json.Marshal(facts)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": "facts not encodable: " + err.Error()})
+	}
+	return b
+}
+
+// broadcastLocked wakes every write waiting in admit.
+func (a *Applier) broadcastLocked() {
+	close(a.changed)
+	a.changed = make(chan struct{})
 }
 
 type applierMetrics struct {
 	actions *prometheus.CounterVec
 	latency *prometheus.HistogramVec
-	paused  prometheus.Gauge
+	paused  *prometheus.GaugeVec
+	backlog prometheus.Gauge
+	lost    prometheus.Counter
 }
 
 func newApplierMetrics(reg prometheus.Registerer) (*applierMetrics, error) {
@@ -272,12 +366,24 @@ func newApplierMetrics(reg prometheus.Registerer) (*applierMetrics, error) {
 			Help:    "Time from a decision to its write completing.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"controller"}),
-		paused: prometheus.NewGauge(prometheus.GaugeOpts{
+		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "kubegcd", Subsystem: "reconcile", Name: "paused",
-			Help: "1 while the blast-radius cap holds deletions back.",
+			Help: "1 while enforcement is paused, by reason: audit-store (the audit history cannot be written) or blast-radius (the cap).",
+		}, []string{"reason"}),
+		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "kubegcd", Subsystem: "reconcile", Name: "audit_backlog_rows",
+			Help: "Audit rows of writes already made that wait in memory for the database to take them.",
+		}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "kubegcd", Subsystem: "reconcile", Name: "audit_rows_lost_total",
+			Help: "Audit rows neither the database nor the in-memory backlog could take; each is logged in full instead.",
 		}),
 	}
-	if err := promutil.Register(reg, m.actions, m.latency, m.paused); err != nil {
+	// Both reasons are exported from the start, so that an alert on 1 has
+	// a series to watch.
+	m.paused.WithLabelValues(pauseAuditStore).Set(0)
+	m.paused.WithLabelValues(pauseBlastRadius).Set(0)
+	if err := promutil.Register(reg, m.actions, m.latency, m.paused, m.backlog, m.lost); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -138,6 +138,7 @@ func TestPendingAndAuditAPI(t *testing.T) {
 // t.Parallel).
 func TestBlastRadiusCapPausesEnforcement(t *testing.T) {
 	s := newScenario(t, "blast-radius", false, "--max-deletions-per-minute=2")
+	leaveNoGarbage(t, s.ns)
 	owner := s.cm("owner")
 	var deps []obj
 	for i := range 5 {

@@ -85,12 +85,15 @@ current-context: c
 		{"renew deadline within retry period", base("--leader-elect-renew-deadline", "2s"), 2, "invalid --leader-elect-renew-deadline 2s"},
 		{"bad namespace threshold", base("--terminated-pod-gc-threshold-namespace", "Not_A_Namespace=3"), 2, "terminated-pod-gc-threshold-namespace"},
 		{"negative threshold", base("--terminated-pod-gc-threshold", "-1"), 2, "invalid --terminated-pod-gc-threshold -1"},
+		{"bad blast-radius resume", base("--blast-radius-resume", "later"), 2, `invalid --blast-radius-resume "later"`},
 		{"bad listen", base("--listen", "nohostport"), 2, "invalid --listen"},
 		{"listen in use", nil, 1, "--listen"},
 		{"unknown flag", base("--frobnicate"), 2, "frobnicate"},
 		{"malformed config file", base("--config", writeFile(t, "bad.conf", "listen 127.0.0.1:1\n")), 2, "bad.conf:1: want 'flag = value'"},
 		{"bad value in config file", base("--config", writeFile(t, "bad2.conf", "log-level = loud\n")), 2, `invalid --log-level "loud"`},
 		{"unknown command", []string{"explode"}, 2, `unknown command "explode"`},
+		{"release without a daemon", []string{"release", "--server", "http://127.0.0.1:1"}, 1, "kubegcd: release: "},
+		{"release with a stray argument", []string{"release", "now"}, 2, `unexpected argument "now"`},
 	}
 	if os.Geteuid() != 0 { // root reads and writes whatever the mode bits say
 		cases = append(cases,

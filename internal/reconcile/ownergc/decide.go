@@ -192,7 +192,6 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 				return err
 			}
 			d.Rule, d.Action = ruleForeground, actionDelete
-			d.Destructive = true
 			d.Reason = "every owner is gone or being deleted in the foreground, and the object has dependents of its own: deleting it in the foreground"
 			return c.apply(ctx, d, func(ctx context.Context) error {
 				return c.deleteObject(ctx, obj, metav1.DeletePropagationForeground)
@@ -209,7 +208,7 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 	case c.hasFinalizer(obj, finalizerForeground):
 		policy = metav1.DeletePropagationForeground
 	}
-	d.Rule, d.Action, d.Destructive = ruleCascade, actionDelete, true
+	d.Rule, d.Action = ruleCascade, actionDelete
 	d.Reason = fmt.Sprintf("no owner exists (%d gone, %d being deleted in the foreground): deleting with propagation %s",
 		len(dangling), len(waiting), policy)
 	return c.apply(ctx, d, func(ctx context.Context) error { return c.deleteObject(ctx, obj, policy) }, func() {

@@ -241,11 +241,11 @@ func (p *pass) wait() {
 func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 	pod := j.pod
 	d := reconcile.Decision{Controller: Name, Rule: j.rule, Action: actionDelete, Target: db.TargetOf(pod),
-		ResourceVersion: pod.ResourceVersion, Reason: j.why, Facts: j.facts, Destructive: true, DecidedAt: now}
+		ResourceVersion: pod.ResourceVersion, Reason: j.why, Facts: j.facts, DecidedAt: now}
 	if held, ok := c.heldUntil(pod.UID, now); ok {
 		d.Reason = fmt.Sprintf("held by finalizers %v after %d delete(s); the next is not sent before %s: %s",
 			pod.Finalizers, held.sent, held.next.UTC().Format(time.RFC3339), j.why)
-		if err := c.opts.Applier.Defer(ctx, d, held.next); err != nil && ctx.Err() == nil {
+		if err := c.opts.Applier.Defer(ctx, d, held.next); err != nil && ctx.Err() == nil && !errors.Is(err, reconcile.ErrPaused) {
 			c.log.Error("recording a held pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		}
 		return
@@ -463,7 +463,11 @@ func (c *Controller) quarantine(ctx context.Context, p *pass, node string, end t
 		p.keep(pod.UID)
 		d := reconcile.Decision{Controller: Name, Rule: ruleOrphaned, Action: actionDelete, Target: db.TargetOf(pod),
 			ResourceVersion: pod.ResourceVersion, Reason: why}
-		errs = append(errs, c.opts.Applier.Defer(ctx, d, end))
+		err := c.opts.Applier.Defer(ctx, d, end)
+		if errors.Is(err, reconcile.ErrPaused) {
+			return nil // a later pass records them, once the audit history can be written
+		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -265,7 +265,7 @@ func (c *Controller) updateOrDelete(ctx context.Context, sv *apiserverinternalv1
 	d := reconcile.Decision{Controller: Name, Rule: ruleNoLease, Action: actionRemove, Target: target, ResourceVersion: sv.ResourceVersion,
 		Reason: why, Facts: facts, DecidedAt: time.Now()}
 	if len(kept) == 0 {
-		d.Rule, d.Action, d.Destructive = ruleEmpty, actionDelete, true
+		d.Rule, d.Action = ruleEmpty, actionDelete
 		d.Reason = why + "; none is left, so the StorageVersion is deleted"
 		_, err := c.opts.Applier.Apply(ctx, d, func(ctx context.Context) error {
 			uid, rv := sv.UID, sv.ResourceVersion

@@ -10,6 +10,7 @@ package ttl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -289,7 +290,7 @@ func (c *Controller) reconcileNode(ctx context.Context, n db.NodeTTL, count int,
 		c.applied.Record(n.UID, n.ResourceVersion)
 		c.metrics.patches.Inc()
 	}
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, reconcile.ErrPaused) {
 		c.log.Warn("annotating a node failed; retried at the next reconcile", "node", n.Name, "err", err)
 	}
 }

@@ -1,0 +1,120 @@
+package db
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func auditEntry(controller, action, uid, outcome string, at time.Time) *AuditEntry {
+	return &AuditEntry{Time: at, Instance: "i", Controller: controller, Rule: "r", Action: action, Outcome: outcome,
+		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}
+}
+
+// The blast-radius window a restart starts from: applied writes to the
+// cluster since a time, by any instance, read through the time index.
+func TestAppliedWriteTimes(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	dry := auditEntry("ownergc", "delete", "dry", OutcomeApplied, t0.Add(4*time.Second))
+	dry.DryRun = true
+	entries := []*AuditEntry{
+		auditEntry("ownergc", "delete", "old", OutcomeApplied, t0.Add(-time.Second)),
+		auditEntry("ownergc", "delete", "a", OutcomeApplied, t0),
+		auditEntry("ttl", "annotate", "b", OutcomeApplied, t0.Add(time.Second)),
+		auditEntry("ownergc", "delete", "c", OutcomeConflict, t0.Add(2*time.Second)),
+		auditEntry("ownergc", "delete", "d", OutcomeNotFound, t0.Add(3*time.Second)),
+		dry,
+		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0.Add(5*time.Second)),
+		auditEntry(ControllerOperator, ActionRelease, "", OutcomeApplied, t0.Add(6*time.Second)),
+	}
+	entries[2].Instance = "another"
+	if err := d.InsertAudits(ctx, entries); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.AppliedWriteTimes(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]time.Time{t0, t0.Add(time.Second)}, got); diff != "" {
+		t.Errorf("write times (-want +got):\n%s", diff)
+	}
+	var plan strings.Builder
+	rows, err := d.read.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT time FROM audit WHERE time >= ? AND outcome = ? AND dry_run = 0
+		AND controller NOT IN (?, ?) ORDER BY time`, "x", OutcomeApplied, ControllerKubegcd, ControllerOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(detail + "\n")
+	}
+	if !strings.Contains(plan.String(), "audit_by_time") {
+		t.Errorf("the window query does not use audit_by_time:\n%s", plan.String())
+	}
+}
+
+// A manual hold outlives the audit retention: pruning keeps the newest
+// pause or release.
+func TestPruneAuditKeepsTheLastHold(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := d.InsertAudits(ctx, []*AuditEntry{
+		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0),
+		auditEntry(ControllerOperator, ActionRelease, "", OutcomeApplied, t0.Add(time.Hour)),
+		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0.Add(2*time.Hour)),
+		auditEntry("ownergc", "delete", "a", OutcomeApplied, t0.Add(3*time.Hour)),
+		auditEntry("ownergc", "delete", "b", OutcomeApplied, t0.Add(48*time.Hour)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.PruneAudit(ctx, t0.Add(24*time.Hour)); err != nil || n != 3 {
+		t.Fatalf("pruned %d, %v; want 3", n, err)
+	}
+	action, at, err := d.LastHold(ctx)
+	if err != nil || action != ActionPause || !at.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("last hold after pruning: %q at %s, %v", action, at, err)
+	}
+}
+
+// Rows of applied decisions, queued or written together later, take what
+// was pending about their targets with them; the caller hears of each
+// commit.
+func TestAppliedRowsSettlePending(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	for _, uid := range []string{"queued", "later", "failed"} {
+		if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
+			Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	d.RecordApplied(auditEntry("ownergc", "delete", "queued", OutcomeApplied, time.Time{}), func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatalf("RecordApplied: %v", err)
+	}
+	if err := d.InsertAudits(ctx, []*AuditEntry{
+		auditEntry("ownergc", "delete", "later", OutcomeNotFound, time.Time{}),
+		auditEntry("ownergc", "delete", "failed", OutcomeFailed, time.Time{}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := d.ListPending(ctx, PendingFilter{})
+	if err != nil || len(pending) != 1 || pending[0].Target.UID != "failed" {
+		t.Fatalf("pending %+v, %v; want only the failed decision", pending, err)
+	}
+	if rows, _, err := d.ListAudit(ctx, AuditFilter{}); err != nil || len(rows) != 3 {
+		t.Fatalf("audit %+v, %v", rows, err)
+	}
+}

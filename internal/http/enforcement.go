@@ -1,0 +1,79 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/kubegcd/kubegcd/internal/reconcile"
+)
+
+// Ledger tells whether the audit history can be written. While it cannot,
+// enforcement is paused and /readyz is 503 with the reason.
+type Ledger interface {
+	// LedgerError is nil while audit rows are written; otherwise it says
+	// why not, in one line.
+	LedgerError() error
+}
+
+// Releaser ends a manual hold of the blast-radius cap.
+type Releaser interface {
+	// Release records the operator's release (by names who asked) and
+	// resumes enforcement; reconcile.ErrNotHeld when nothing is held.
+	Release(ctx context.Context, reason, by string) error
+}
+
+type releaseRequest struct {
+	Reason string `json:"reason"`
+}
+
+// maxReasonLen bounds the reason an operator gives: it is stored as is.
+const maxReasonLen = 1000
+
+// release is POST /enforcement/release. Until the API authenticates, it
+// takes only a JSON body: a browser cannot send one to another origin
+// without a CORS preflight, which kubegcd never grants, so a page the
+// operator visits cannot release enforcement behind their back.
+func (s *server) release(w http.ResponseWriter, r *http.Request) {
+	if s.Releaser == nil {
+		writeError(w, http.StatusNotFound, "no controllers run here: nothing to release")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "POST /enforcement/release takes Content-Type: application/json")
+		return
+	}
+	var req releaseRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, "invalid body: want {\"reason\": \"...\"}: "+err.Error())
+		return
+	}
+	req.Reason = strings.TrimSpace(req.Reason)
+	if len(req.Reason) > maxReasonLen {
+		writeError(w, http.StatusBadRequest, "reason too long: at most 1000 bytes")
+		return
+	}
+	by := r.RemoteAddr
+	if ua := r.UserAgent(); ua != "" {
+		by += " (" + ua + ")"
+	}
+	err := s.Releaser.Release(r.Context(), req.Reason, by)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "released"})
+	case errors.Is(err, reconcile.ErrNotHeld):
+		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, reconcile.ErrLedgerUnavailable):
+		// The store's state is what /readyz shows too; the release waits
+		// for it, as every write does.
+		writeError(w, http.StatusServiceUnavailable, "the release cannot be recorded, so it is not made: "+err.Error())
+	default:
+		s.internalError(w, r, err)
+	}
+}

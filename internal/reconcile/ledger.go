@@ -1,0 +1,256 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// The audit store's health: no write goes to the cluster while the audit
+// history cannot be written. The first failure to write an audit or pending
+// row pauses enforcement; the rows of writes already made wait in memory
+// (the backlog) and Run writes them, then resumes, once the database takes
+// writes again.
+const (
+	// ruleAuditStore names the store in the audit row of its recovery.
+	ruleAuditStore = "audit-store"
+	// maxInflight bounds the applied writes whose rows are queued but not
+	// committed: beyond it, writes wait for the disk. So a crash, or a
+	// database locked until its busy timeout, leaves at most this many
+	// writes without a committed row. Under load the queue holds a few
+	// milliseconds of writes, far fewer.
+	maxInflight = 1000
+	// maxBacklog bounds the rows kept in memory for a failed store. It is
+	// only reached if the store fails again and again: each failure pauses
+	// enforcement at once, leaving at most maxInflight + workers rows.
+	maxBacklog = 100000
+	// flushChunk is how many backlog rows share one transaction.
+	flushChunk = 1000
+	// drainTimeout bounds the wait at exit for the rows still queued.
+	drainTimeout = 15 * time.Second
+)
+
+type ledgerState struct {
+	// failedSince is when the store failed; zero while it takes writes.
+	failedSince time.Time
+	cause       string
+	// backlog holds audit rows the store refused, oldest first.
+	backlog []*db.AuditEntry
+	// inflight counts applied writes whose rows are queued (RecordApplied)
+	// and not yet committed or refused.
+	inflight int
+}
+
+// LedgerError is nil while the audit history can be written; otherwise
+// enforcement is paused and it says why, in one line.
+func (a *Applier) LedgerError() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ledgerErrorLocked()
+}
+
+func (a *Applier) ledgerErrorLocked() error {
+	if a.ledger.failedSince.IsZero() {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrLedgerUnavailable, a.ledger.cause)
+}
+
+// storeFailed pauses enforcement after a write to the audit store failed,
+// unless ctx ended (a shutdown, not the store), and returns the error the
+// caller reports.
+func (a *Applier) storeFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	cause := strings.Join(strings.Fields(err.Error()), " ")
+	a.mu.Lock()
+	first := a.ledger.failedSince.IsZero()
+	if first {
+		a.ledger.failedSince = a.opts.Now()
+		a.metrics.paused.WithLabelValues(pauseAuditStore).Set(1)
+		a.broadcastLocked()
+	}
+	a.ledger.cause = cause
+	a.mu.Unlock()
+	if first {
+		a.log.Error("audit history cannot be written: enforcement paused until it can", "err", cause)
+		Wake(a.failed)
+	}
+	return fmt.Errorf("%w: %s", ErrLedgerUnavailable, cause)
+}
+
+// keep puts a row the store refused in the backlog; beyond its bound the
+// row is logged in full instead, the last record left of it.
+func (a *Applier) keep(e *db.AuditEntry) {
+	a.mu.Lock()
+	full := len(a.ledger.backlog) >= maxBacklog
+	if !full {
+		a.ledger.backlog = append(a.ledger.backlog, e)
+	}
+	n := len(a.ledger.backlog)
+	a.mu.Unlock()
+	a.metrics.backlog.Set(float64(n))
+	if full {
+		a.lose(e, "the audit backlog is full")
+	}
+}
+
+func (a *Applier) lose(e *db.AuditEntry, why string) {
+	a.metrics.lost.Inc()
+	a.log.Error("audit row lost: "+why, "time", e.Time, "instance", e.Instance, "controller", e.Controller, "rule", e.Rule,
+		"action", e.Action, "kind", e.Target.Kind, "namespace", e.Target.Namespace, "name", e.Target.Name, "uid", e.Target.UID,
+		"outcome", e.Outcome, "dry_run", e.DryRun, "reason", e.Reason, "error", e.Error, "facts", string(e.Facts))
+}
+
+// recordApplied queues the row of an applied write; a row the store
+// refuses joins the backlog and pauses enforcement.
+func (a *Applier) recordApplied(e *db.AuditEntry) {
+	a.mu.Lock()
+	a.ledger.inflight++
+	a.mu.Unlock()
+	a.opts.DB.RecordApplied(e, func(err error) {
+		if err != nil {
+			a.keep(e) // before inflight drops, so that drain sees it
+		}
+		a.mu.Lock()
+		a.ledger.inflight--
+		a.broadcastLocked()
+		a.mu.Unlock()
+		if err != nil {
+			_ = a.storeFailed(context.Background(), err)
+		}
+	})
+}
+
+// Run watches the audit store until ctx ends: once it failed, every
+// ProbeInterval it writes the backlog and then a row of its own — real
+// writes, which need new pages, so a disk still full is not mistaken for a
+// recovered one — and resumes enforcement when both are committed. At the
+// end it waits for the rows still queued and writes the backlog one last
+// time; rows it cannot write are logged in full. Run it beside the
+// controllers and stop it after them.
+func (a *Applier) Run(ctx context.Context) {
+	defer a.drain()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.failed:
+		}
+		t := time.NewTicker(a.opts.ProbeInterval)
+		for !a.probe(ctx) {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		t.Stop()
+	}
+}
+
+// probe tries the store once and reports whether it takes writes again.
+func (a *Applier) probe(ctx context.Context) bool {
+	a.mu.Lock()
+	since, cause := a.ledger.failedSince, a.ledger.cause
+	a.mu.Unlock()
+	if since.IsZero() {
+		return true
+	}
+	err := a.flush(ctx)
+	if err == nil {
+		pausedFor := a.opts.Now().Sub(since).Round(time.Second)
+		err = a.opts.DB.InsertAudit(ctx, a.event(db.ControllerKubegcd, ruleAuditStore, db.ActionResume,
+			fmt.Sprintf("the audit history can be written again after %s: enforcement resumes", pausedFor), a.opts.Now(),
+			map[string]any{"pausedSince": since.UTC(), "cause": cause}))
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			a.mu.Lock()
+			a.ledger.cause = strings.Join(strings.Fields(err.Error()), " ")
+			a.mu.Unlock()
+			a.log.Debug("audit store still failing", "err", err)
+		}
+		return false
+	}
+	a.mu.Lock()
+	if len(a.ledger.backlog) > 0 { // refused meanwhile: go round again
+		a.mu.Unlock()
+		return false
+	}
+	a.ledger.failedSince, a.ledger.cause = time.Time{}, ""
+	a.metrics.paused.WithLabelValues(pauseAuditStore).Set(0)
+	a.broadcastLocked()
+	a.mu.Unlock()
+	a.log.Info("enforcement resumed", "cause", pauseAuditStore, "paused_for", a.opts.Now().Sub(since).Round(time.Second),
+		"was", cause)
+	return true
+}
+
+// flush writes the backlog, oldest first, a chunk per transaction.
+func (a *Applier) flush(ctx context.Context) error {
+	for {
+		a.mu.Lock()
+		chunk := slices.Clone(a.ledger.backlog[:min(len(a.ledger.backlog), flushChunk)])
+		a.mu.Unlock()
+		if len(chunk) == 0 {
+			return nil
+		}
+		if err := a.opts.DB.InsertAudits(ctx, chunk); err != nil {
+			return err
+		}
+		// Only keep appends to the backlog, so the chunk is still its head.
+		a.mu.Lock()
+		a.ledger.backlog = a.ledger.backlog[len(chunk):]
+		if len(a.ledger.backlog) == 0 {
+			a.ledger.backlog = nil
+		}
+		n := len(a.ledger.backlog)
+		a.mu.Unlock()
+		a.metrics.backlog.Set(float64(n))
+		a.log.Info("audit rows written from the backlog", "rows", len(chunk), "left", n)
+	}
+}
+
+// drain runs at exit: the rows still queued get their outcome, and the
+// backlog one more try.
+func (a *Applier) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	a.mu.Lock()
+	for a.ledger.inflight > 0 {
+		changed := a.changed
+		a.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			a.log.Error("audit rows still queued at exit: the database commits them as it closes, if it can", "rows", a.inflight())
+			return
+		}
+		a.mu.Lock()
+	}
+	a.mu.Unlock()
+	if err := a.flush(ctx); err == nil {
+		return
+	}
+	a.mu.Lock()
+	rows := a.ledger.backlog
+	a.ledger.backlog = nil
+	a.mu.Unlock()
+	a.metrics.backlog.Set(0)
+	for _, e := range rows {
+		a.lose(e, "the database did not take it before exit")
+	}
+}
+
+func (a *Applier) inflight() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.ledger.inflight
+}
