@@ -123,6 +123,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 			if err := opts.Registry.Register(newLeaseCollector(opts.DB)); err != nil {
 				return nil, err
 			}
+			if err := opts.Registry.Register(newLintCollector(opts.DB, lintMetricTTL, time.Now)); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -140,7 +143,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/pending", s.pending)
 	r.Get("/audit", s.audit)
 	r.Get("/graph", s.graph)
+	r.Get("/objects", s.lookup)
 	r.Get("/objects/{uid}", s.object)
+	r.Get("/lint", s.lint)
 	r.Get("/leases", s.leases)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +156,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 // apiPrefixes are paths that belong to the JSON API: unknown paths under
 // them are JSON 404s instead of the UI.
-var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/healthz", "/readyz", "/metrics", "/api", "/debug"}
+var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/lint", "/healthz", "/readyz", "/metrics", "/api", "/debug"}
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	for _, p := range apiPrefixes {
