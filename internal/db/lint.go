@@ -42,13 +42,22 @@ func groupSQL(col string) string {
 	return `(CASE WHEN instr(` + col + `, '/') > 0 THEN substr(` + col + `, 1, instr(` + col + `, '/') - 1) ELSE '' END)`
 }
 
-// sqlLintRefs reads every ownerReference in one pass over owner_refs'
-// primary key (so in dependent UID order, with no sort), each joined to its
-// dependent and to the owner by UID through primary keys. The lookups that
-// only some rules need (an object under the owner's name, earlier
-// controller references, what ownergc and the audit know of a missing owner)
-// run only for the references that need them, each through an index:
-// objects_by_name, owner_refs' primary key, pending's, audit_by_uid.
+// earlierControllers counts r's dependent's references before r with
+// controller: true; only a later reference can have one, so the subquery
+// rarely runs.
+const earlierControllers = `CASE WHEN r.controller AND r.position > 0 THEN (
+	SELECT count(*) FROM owner_refs c
+	WHERE c.dependent_uid = r.dependent_uid AND c.position < r.position AND c.controller) ELSE 0 END`
+
+// sqlLintRefs reads the ownerReferences some lint rule may apply to, in one
+// pass over owner_refs' primary key: CROSS JOIN keeps it the outer loop, so
+// the rows come in dependent UID order with no sort. Each reference is
+// joined to its dependent and to the owner with its UID through primary
+// keys. The WHERE clause passes on only references that may be findings
+// (most are not, and reading a row into Go costs more than SQLite's whole
+// join); it must let through every reference diagnose.CheckRef flags. The
+// lookups that only some rules need run only for them, each through an
+// index: objects_by_name, owner_refs' primary key, pending's, audit_by_uid.
 var sqlLintRefs = `
 	WITH kinds AS (SELECT api_group, kind, max(namespaced) AS namespaced FROM resources GROUP BY api_group, kind)
 	SELECT d.uid, d.api_version, d.kind, d.namespace, d.name, d.creation_timestamp,
@@ -62,9 +71,7 @@ var sqlLintRefs = `
 				AND s.namespace = CASE WHEN k.namespaced THEN d.namespace ELSE '' END
 				AND ` + groupSQL("s.api_version") + ` = k.api_group
 			ORDER BY s.uid LIMIT 1) END,
-		CASE WHEN r.controller THEN (
-			SELECT count(*) FROM owner_refs c
-			WHERE c.dependent_uid = r.dependent_uid AND c.position < r.position AND c.controller) ELSE 0 END,
+		` + earlierControllers + `,
 		CASE WHEN o.uid IS NULL THEN (
 			SELECT min(p.since) FROM pending p WHERE p.controller = 'ownergc' AND p.uid = d.uid) END,
 		CASE WHEN o.uid IS NULL THEN (
@@ -74,12 +81,19 @@ var sqlLintRefs = `
 		CROSS JOIN objects d ON d.uid = r.dependent_uid
 		LEFT JOIN objects o ON o.uid = r.owner_uid
 		LEFT JOIN kinds k ON k.api_group = ` + groupSQL("r.api_version") + ` AND k.kind = r.kind
-	WHERE ?1 = '' OR d.namespace = ?1
+	WHERE (?1 = '' OR d.namespace = ?1) AND (
+		o.uid IS NULL OR k.kind IS NULL
+		OR (d.namespace = '' AND k.namespaced)
+		OR (o.namespace <> '' AND o.namespace <> d.namespace)
+		OR o.kind <> r.kind OR o.name <> r.name OR ` + groupSQL("o.api_version") + ` <> ` + groupSQL("r.api_version") + `
+		OR (r.block_owner_deletion AND NOT coalesce(r.controller, 0) AND o.deletion_timestamp IS NULL)
+		OR ` + earlierControllers + ` > 0)
 	ORDER BY r.dependent_uid, r.position`
 
-// LintRefs calls fn with every ownerReference of the objects in namespace
-// (every object when ""), as the rows come: memory does not grow with the
-// mirror. fn must not keep the *LintRef, which is reused.
+// LintRefs calls fn with the ownerReferences of the objects in namespace
+// (every object when "") that some lint rule may apply to, as the rows
+// come: memory does not grow with the mirror. fn must not keep the
+// *LintRef, which is reused.
 func (d *DB) LintRefs(ctx context.Context, namespace string, fn func(*LintRef) error) error {
 	if err := d.lintRefs(ctx, namespace, fn); err != nil {
 		return fmt.Errorf("lint: %w", err)

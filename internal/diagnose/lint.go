@@ -54,6 +54,8 @@ type Finding struct {
 // CheckRef applies the rules to one ownerReference. A reference whose owner
 // cannot be resolved (kind not served, scope impossible) gets only that
 // finding: what the mirror holds under its UID says nothing then.
+// db.LintRefs preselects in SQL the references this may flag; a new rule
+// goes into both (TestLintMirror checks that they agree).
 func CheckRef(l *db.LintRef, now time.Time) []Finding {
 	var out []Finding
 	add := func(r Rule, format string, args ...any) {
