@@ -49,16 +49,16 @@ const earlierControllers = `CASE WHEN r.controller AND r.position > 0 THEN (
 	SELECT count(*) FROM owner_refs c
 	WHERE c.dependent_uid = r.dependent_uid AND c.position < r.position AND c.controller) ELSE 0 END`
 
-// sqlLintRefs reads the ownerReferences some lint rule may apply to, in one
-// pass over owner_refs' primary key: CROSS JOIN keeps it the outer loop, so
-// the rows come in dependent UID order with no sort. Each reference is
-// joined to its dependent and to the owner with its UID through primary
-// keys. The WHERE clause passes on only references that may be findings
+// sqlLintRefs reads the ownerReferences some lint rule may apply to, from
+// the dependents and references that from joins (CROSS JOIN fixes the loop
+// order, so that orderBy costs no sort of the whole result), each joined to
+// the owner with its UID through the primary key. The WHERE clause passes on only references that may be findings
 // (most are not, and reading a row into Go costs more than SQLite's whole
 // join); it must let through every reference diagnose.CheckRef flags. The
 // lookups that only some rules need run only for them, each through an
 // index: objects_by_name, owner_refs' primary key, pending's, audit_by_uid.
-var sqlLintRefs = `
+func sqlLintRefs(from, orderBy string) string {
+	return `
 	WITH kinds AS (SELECT api_group, kind, max(namespaced) AS namespaced FROM resources GROUP BY api_group, kind)
 	SELECT d.uid, d.api_version, d.kind, d.namespace, d.name, d.creation_timestamp,
 		r.api_version, r.kind, r.name, r.owner_uid, r.controller, r.block_owner_deletion,
@@ -77,18 +77,29 @@ var sqlLintRefs = `
 		CASE WHEN o.uid IS NULL THEN (
 			SELECT max(a.time) FROM audit a
 			WHERE a.uid = r.owner_uid AND a.action = 'delete' AND a.outcome IN ('applied', 'not-found')) END
-	FROM owner_refs r
-		CROSS JOIN objects d ON d.uid = r.dependent_uid
+	FROM ` + from + `
 		LEFT JOIN objects o ON o.uid = r.owner_uid
 		LEFT JOIN kinds k ON k.api_group = ` + groupSQL("r.api_version") + ` AND k.kind = r.kind
-	WHERE (?1 = '' OR d.namespace = ?1) AND (
+	WHERE (
 		o.uid IS NULL OR k.kind IS NULL
 		OR (d.namespace = '' AND k.namespaced)
 		OR (o.namespace <> '' AND o.namespace <> d.namespace)
 		OR o.kind <> r.kind OR o.name <> r.name OR ` + groupSQL("o.api_version") + ` <> ` + groupSQL("r.api_version") + `
 		OR (r.block_owner_deletion AND NOT coalesce(r.controller, 0) AND o.deletion_timestamp IS NULL)
 		OR ` + earlierControllers + ` > 0)
-	ORDER BY r.dependent_uid, r.position`
+	ORDER BY ` + orderBy
+}
+
+var (
+	// The whole mirror: one pass over owner_refs' primary key.
+	sqlLintAll = sqlLintRefs(`owner_refs r CROSS JOIN objects d ON d.uid = r.dependent_uid`, `r.dependent_uid, r.position`)
+	// A namespace's objects are found through objects_by_resource, one
+	// seek per resource, and their references through owner_refs' primary
+	// key: no scan of the whole mirror.
+	sqlLintNamespace = sqlLintRefs(`resources res
+		CROSS JOIN objects d ON d.resource_id = res.id AND d.namespace = ?1
+		CROSS JOIN owner_refs r ON r.dependent_uid = d.uid`, `res.id, d.name, r.position`)
+)
 
 // LintRefs calls fn with the ownerReferences of the objects in namespace
 // (every object when "") that some lint rule may apply to, as the rows
@@ -103,7 +114,11 @@ func (d *DB) LintRefs(ctx context.Context, namespace string, fn func(*LintRef) e
 
 func (d *DB) lintRefs(ctx context.Context, namespace string, fn func(*LintRef) error) error {
 	// One statement reads one snapshot: no transaction is needed.
-	rows, err := d.query(ctx, sqlLintRefs, namespace)
+	query, args := sqlLintAll, []any{}
+	if namespace != "" {
+		query, args = sqlLintNamespace, []any{namespace}
+	}
+	rows, err := d.query(ctx, query, args...)
 	if err != nil {
 		return err
 	}
