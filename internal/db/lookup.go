@@ -9,8 +9,9 @@ import (
 
 // LookupFilter finds objects by kind and, optionally, namespace and name.
 type LookupFilter struct {
-	// Kind is matched as kubectl does: the kind in any case, or the
-	// resource's plural (and a singular is the lowercase kind).
+	// Kind is matched as kubectl does, in any case: the kind, or the
+	// resource's plural (a singular is the lowercase kind), each alone or
+	// followed by "." and the group (deployments.apps).
 	Kind string
 	// Group, when set, keeps only resources of that API group (a pointer:
 	// "" is the core group).
@@ -88,7 +89,8 @@ func (d *DB) LookupObjects(ctx context.Context, f LookupFilter) ([]*Object, bool
 // lookupResources returns the ids of the resources whose kind or plural is
 // f.Kind, in f.Group when set.
 func lookupResources(ctx context.Context, q querier, f LookupFilter) ([]int64, error) {
-	query := `SELECT id FROM resources WHERE (lower(kind) = lower(?1) OR resource = lower(?1))`
+	query := `SELECT id FROM resources WHERE lower(?1) IN (lower(kind), resource,
+		lower(kind) || '.' || api_group, resource || '.' || api_group)`
 	args := []any{f.Kind}
 	if f.Group != nil {
 		query += ` AND api_group = ?2`

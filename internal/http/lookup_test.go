@@ -47,6 +47,9 @@ func TestLookup(t *testing.T) {
 		{query: "kind=Nope", want: []string{}},
 		{query: "kind=ConfigMaps&apiVersion=v1&name=A", want: []string{"uid-A"}}, // kubectl ignores case in plurals too
 		{query: "kind=configmap.v1", want: []string{}},
+		{query: "kind=configmaps.example.com&name=A", want: []string{"uid-ex-A"}},
+		{query: "kind=ConfigMap.example.com&name=A&apiVersion=v1", want: []string{}},
+		{query: "kind=clusterrole.rbac.authorization.k8s.io", want: []string{"uid-cr"}},
 		{query: "kind=ConfigMap&apiVersion=v1&namespace=a", want: []string{"uid-A", "uid-B", "uid-D", "uid-E", "uid-G", "uid-L"}},
 		{query: "kind=ConfigMap&apiVersion=v1&limit=2", want: []string{"uid-A", "uid-B"}, wantTruncated: true},
 		{query: "kind=ConfigMap&apiVersion=v1&limit=6", want: []string{"uid-A", "uid-B", "uid-D", "uid-E", "uid-G", "uid-L"}},

@@ -94,6 +94,7 @@ func TestLookupByName(t *testing.T) {
 		{"apiVersion of another group", "kind=ConfigMap&apiVersion=apps/v1&name=cm-x&" + q, []string{}},
 		{"two groups", "kind=Gadget&name=g&" + q, []string{gadgets[groups[0]], gadgets[groups[1]]}},
 		{"plural of one group", "kind=gadgets&apiVersion=" + groups[1] + "/v1&name=g&" + q, []string{gadgets[groups[1]]}},
+		{"plural.group", "kind=gadgets." + groups[0] + "&name=g&" + q, []string{gadgets[groups[0]]}},
 		{"custom resource without a name", "kind=Widget&" + q, []string{string(widget.GetUID())}},
 		{"cluster-scoped, namespace ignored", "kind=namespaces&name=" + ns + "&" + q, []string{string(namespace.UID)}},
 		{"unknown kind", "kind=NoSuchKind&" + q, []string{}},
