@@ -38,14 +38,14 @@ func (d *DB) LookupObjects(ctx context.Context, f LookupFilter) ([]*Object, bool
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		// objects_by_resource (resource_id, namespace, name) serves each
-		// resource's part; only the merge of several resources is sorted.
+		// objects_by_resource (resource_id, namespace, name) finds them;
+		// SQLite's sort for ORDER BY … LIMIT keeps only limit+1 rows.
 		where := []string{`o.resource_id IN (SELECT value FROM json_each(?))`}
 		args := []any{jsonOrNull(ids)}
 		if f.Namespace != "" {
 			// Objects of cluster-scoped kinds, all in namespace "", match
 			// whatever the namespace.
-			where = append(where, `(o.namespace = ? OR o.namespace = '')`)
+			where = append(where, `o.namespace IN (?, '')`)
 			args = append(args, f.Namespace)
 		}
 		if f.Name != "" {
