@@ -81,17 +81,17 @@ func CheckRef(l *db.LintRef, now time.Time) []Finding {
 			"OwnerRefInvalidNamespace", owner)
 	case o == nil && l.SameNameUID != "":
 		add(RuleUIDMismatch, "owner %s was re-created: it now has uid %s, not %s. The garbage collector goes by "+
-			"UID, so it takes the owner for gone: %s. Point the reference at the new uid if that is not "+
+			"UID, so it takes the owner for gone and %s. Point the reference at the new uid if that is not "+
 			"intended", owner, l.SameNameUID, ref.UID, goneOwnerFate)
 	case o == nil:
 		add(RuleDanglingOwner, "%s", danglingMessage(l, owner, now))
 	case o.Namespace != "" && o.Namespace != l.Dependent.Namespace:
 		add(RuleCrossNamespace, "owner %s (uid %s) is in namespace %q, not in the object's own namespace %q: a "+
-			"namespaced owner must be in its dependent's namespace, so the garbage collector takes it for absent: "+
-			"%s", owner, ref.UID, o.Namespace, l.Dependent.Namespace, goneOwnerFate)
+			"namespaced owner must be in its dependent's namespace, so the garbage collector takes it for absent "+
+			"and %s", owner, ref.UID, o.Namespace, l.Dependent.Namespace, goneOwnerFate)
 	case o.Kind != ref.Kind || o.Name != ref.Name || groupOf(o.APIVersion) != groupOf(ref.APIVersion):
 		add(RuleUIDMismatch, "uid %s is %s %q, not %s: the reference's kind or name does not match the object "+
-			"with its UID, so the garbage collector takes the owner for gone: %s",
+			"with its UID, so the garbage collector takes the owner for gone and %s",
 			ref.UID, kindOf(o.APIVersion, o.Kind), o.Name, owner, goneOwnerFate)
 	case isTrue(ref.BlockOwnerDeletion) && !isTrue(ref.Controller) && !o.Deleting:
 		// Controllers set blockOwnerDeletion on every controller reference
@@ -106,7 +106,7 @@ func CheckRef(l *db.LintRef, now time.Time) []Finding {
 
 // goneOwnerFate is what the garbage collector does about a reference to an
 // owner it takes for gone.
-const goneOwnerFate = "it deletes this object, or only removes this reference when another owner holds the object"
+const goneOwnerFate = "deletes this object, or only removes this reference when another owner holds the object"
 
 // danglingMessage says what the mirror knows of how long a reference has
 // been dangling: the mirror keeps no record of when an owner went, but the
@@ -131,7 +131,7 @@ func danglingMessage(l *db.LintRef, owner string, now time.Time) string {
 	if l.OwnerDeletedAt == nil {
 		b.WriteString("; when the owner went is not recorded")
 	}
-	b.WriteString(". Once a live GET confirms the owner absent, " + goneOwnerFate + ".")
+	b.WriteString(". Once a live GET confirms the owner absent, the garbage collector " + goneOwnerFate + ".")
 	return b.String()
 }
 
