@@ -84,7 +84,8 @@ func sqlLintRefs(from, orderBy string) string {
 		o.uid IS NULL OR k.kind IS NULL
 		OR (d.namespace = '' AND k.namespaced)
 		OR (o.namespace <> '' AND o.namespace <> d.namespace)
-		OR o.kind <> r.kind OR o.name <> r.name OR ` + groupSQL("o.api_version") + ` <> ` + groupSQL("r.api_version") + `
+		OR o.kind <> r.kind OR o.name <> r.name
+		OR (o.api_version <> r.api_version AND ` + groupSQL("o.api_version") + ` <> ` + groupSQL("r.api_version") + `)
 		OR (r.block_owner_deletion AND NOT coalesce(r.controller, 0) AND o.deletion_timestamp IS NULL)
 		OR ` + earlierControllers + ` > 0)
 	ORDER BY ` + orderBy
