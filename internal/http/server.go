@@ -141,6 +141,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 			if err := opts.Registry.Register(newLeaseCollector(opts.DB)); err != nil {
 				return nil, err
 			}
+			if err := opts.Registry.Register(newLintCollector(opts.DB, lintMetricTTL, time.Now)); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -160,7 +163,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/pending", s.pending)
 	r.Get("/audit", s.audit)
 	r.Get("/graph", s.graph)
+	r.Get("/objects", s.lookup)
 	r.Get("/objects/{uid}", s.object)
+	r.Get("/lint", s.lint)
 	r.Get("/leases", s.leases)
 	r.Post("/enforcement/release", s.release)
 	r.NotFound(s.notFound)
@@ -172,7 +177,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 // apiPrefixes are paths that belong to the JSON API: unknown paths under
 // them are JSON 404s instead of the UI.
-var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/healthz", "/readyz", "/metrics", "/api", "/debug",
+var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/lint", "/healthz", "/readyz", "/metrics", "/api", "/debug",
 	"/enforcement"}
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,233 @@
+// Package diagnose answers operators' questions from the mirror alone:
+// read-only analysis over internal/db, pure functions of query results.
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// Severities of lint findings.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+	SeverityInfo    = "info"
+)
+
+// Rule is an ownerReference lint rule. IDs are stable: alerts and scripts
+// key on them.
+type Rule struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Severity string `json:"severity"`
+}
+
+// The lint rules.
+var (
+	RuleDanglingOwner     = Rule{"KG-LINT-01", "dangling-owner", SeverityWarning}
+	RuleUIDMismatch       = Rule{"KG-LINT-02", "uid-mismatch", SeverityError}
+	RuleCrossNamespace    = Rule{"KG-LINT-03", "cross-namespace-owner", SeverityError}
+	RuleClusterScopedDep  = Rule{"KG-LINT-04", "cluster-scoped-dependent-namespaced-owner", SeverityError}
+	RuleOwnerKindUnserved = Rule{"KG-LINT-05", "owner-kind-not-served", SeverityError}
+	RuleMultipleControl   = Rule{"KG-LINT-06", "multiple-controllers", SeverityError}
+	RuleBlockLiveOwner    = Rule{"KG-LINT-07", "block-owner-deletion-live-owner", SeverityInfo}
+)
+
+// Rules lists every lint rule in ID order.
+var Rules = []Rule{RuleDanglingOwner, RuleUIDMismatch, RuleCrossNamespace, RuleClusterScopedDep,
+	RuleOwnerKindUnserved, RuleMultipleControl, RuleBlockLiveOwner}
+
+// Finding is one problem with one ownerReference.
+type Finding struct {
+	Rule           string      `json:"rule"`
+	Name           string      `json:"name"`
+	Severity       string      `json:"severity"`
+	Target         db.Target   `json:"target"`
+	OwnerReference db.OwnerRef `json:"ownerReference"`
+	Message        string      `json:"message"`
+}
+
+// CheckRef applies the rules to one ownerReference. A reference whose owner
+// cannot be resolved (kind not served, scope impossible) gets only that
+// finding: what the mirror holds under its UID says nothing then.
+// db.LintRefs preselects in SQL the references this may flag; a new rule
+// goes into both (TestLintMirror checks that they agree).
+func CheckRef(l *db.LintRef, now time.Time) []Finding {
+	var out []Finding
+	add := func(r Rule, format string, args ...any) {
+		out = append(out, Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, Target: l.Dependent,
+			OwnerReference: l.Ref, Message: fmt.Sprintf(format, args...)})
+	}
+	ref := l.Ref
+	owner := fmt.Sprintf("%s %q", kindOf(ref.APIVersion, ref.Kind), ref.Name)
+	if l.EarlierControllers > 0 {
+		add(RuleMultipleControl, "this is controller reference number %d of the object, which may have only one: "+
+			"the API server refuses a second today, so it was written before that check or around it, and controllers "+
+			"that look for their controller reference see only the first", l.EarlierControllers+1)
+	}
+	o := l.Owner
+	switch {
+	case !l.KindServed:
+		add(RuleOwnerKindUnserved, "no resource in the mirror serves %s (its CRD removed, no version of it served, "+
+			"or a kind that cannot be listed, watched and deleted): the garbage collector cannot resolve owner %s "+
+			"and never collects this object for it (kubernetes#102641)", kindOf(ref.APIVersion, ref.Kind), ref.Name)
+	case l.Dependent.Namespace == "" && l.KindNamespaced:
+		add(RuleClusterScopedDep, "the object is cluster-scoped but its owner %s is of a namespaced kind, which "+
+			"cannot own it: the garbage collector never deletes it for this reference and reports "+
+			"OwnerRefInvalidNamespace", owner)
+	case o == nil && l.SameNameUID != "":
+		add(RuleUIDMismatch, "owner %s was re-created: it now has uid %s, not %s. The garbage collector goes by "+
+			"UID, so it takes the owner for gone and %s. Point the reference at the new uid if that is not "+
+			"intended", owner, l.SameNameUID, ref.UID, goneOwnerFate)
+	case o == nil:
+		add(RuleDanglingOwner, "%s", danglingMessage(l, owner, now))
+	case o.Namespace != "" && o.Namespace != l.Dependent.Namespace:
+		add(RuleCrossNamespace, "owner %s (uid %s) is in namespace %q, not in the object's own namespace %q: a "+
+			"namespaced owner must be in its dependent's namespace, so the garbage collector takes it for absent "+
+			"and %s", owner, ref.UID, o.Namespace, l.Dependent.Namespace, goneOwnerFate)
+	case o.Kind != ref.Kind || o.Name != ref.Name || groupOf(o.APIVersion) != groupOf(ref.APIVersion):
+		add(RuleUIDMismatch, "uid %s is %s %q, not %s: the reference's kind or name does not match the object "+
+			"with its UID, so the garbage collector takes the owner for gone and %s",
+			ref.UID, kindOf(o.APIVersion, o.Kind), o.Name, owner, goneOwnerFate)
+	case isTrue(ref.BlockOwnerDeletion) && !isTrue(ref.Controller) && !o.Deleting:
+		// Controllers set blockOwnerDeletion on every controller reference
+		// as a matter of course; on another reference it is a choice.
+		add(RuleBlockLiveOwner, "blockOwnerDeletion is set on a reference that is not the controller reference, "+
+			"to owner %s, which is not being deleted: it has no effect until the owner is deleted in the "+
+			"foreground, and then the owner waits (its foregroundDeletion finalizer stays) until this object is "+
+			"gone; check that holding it is intended", owner)
+	}
+	return out
+}
+
+// goneOwnerFate is what the garbage collector does about a reference to an
+// owner it takes for gone.
+const goneOwnerFate = "deletes this object, or only removes this reference when another owner holds the object"
+
+// danglingMessage says what the mirror knows of how long a reference has
+// been dangling: the mirror keeps no record of when an owner went, but the
+// dependent's age bounds it, ownergc's pending decision dates it, and an
+// owner kubegcd deleted itself has an audit row.
+func danglingMessage(l *db.LintRef, owner string, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "no object with uid %s is in the mirror: owner %s is gone, or never existed. ", l.Ref.UID, owner)
+	if l.OwnerDeletedAt != nil {
+		fmt.Fprintf(&b, "kubegcd deleted it at %s (%s ago). ", l.OwnerDeletedAt.UTC().Format(time.RFC3339), age(now, *l.OwnerDeletedAt))
+	}
+	if l.DependentCreated != nil {
+		fmt.Fprintf(&b, "Dangling for at most %s: this object was created at %s",
+			age(now, *l.DependentCreated), l.DependentCreated.UTC().Format(time.RFC3339))
+	} else {
+		b.WriteString("This object's creation time is not mirrored")
+	}
+	if l.PendingSince != nil {
+		fmt.Fprintf(&b, "; ownergc has had a decision pending about it since %s (%s ago)",
+			l.PendingSince.UTC().Format(time.RFC3339), age(now, *l.PendingSince))
+	}
+	if l.OwnerDeletedAt == nil {
+		b.WriteString("; when the owner went is not recorded")
+	}
+	b.WriteString(". Once a live GET confirms the owner absent, the garbage collector " + goneOwnerFate + ".")
+	return b.String()
+}
+
+func age(now, t time.Time) string {
+	return max(now.Sub(t), 0).Round(time.Second).String()
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// kindOf names a kind with its group, as kubectl does: Kind.group.
+func kindOf(apiVersion, kind string) string {
+	if g := groupOf(apiVersion); g != "" {
+		return kind + "." + g
+	}
+	return kind
+}
+
+func groupOf(apiVersion string) string {
+	group, _, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		return ""
+	}
+	return group
+}
+
+// LintSource is what lint reads: every ownerReference of a namespace with
+// its surroundings, streamed.
+type LintSource interface {
+	LintRefs(ctx context.Context, namespace string, fn func(*db.LintRef) error) error
+}
+
+// LintFilter selects findings. Zero fields match everything.
+type LintFilter struct {
+	// Namespace keeps the objects of one namespace.
+	Namespace string
+	// Rule (an ID or a name) and Severity select the items, not the counts.
+	Rule, Severity string
+	// Limit bounds the items; 0 keeps none, for the counts alone.
+	Limit int
+}
+
+// LintReport is the result of a lint.
+type LintReport struct {
+	Items []Finding `json:"items"`
+	// Counts has every rule's ID, with the number of findings in the
+	// namespace, whatever Rule, Severity and Limit kept in Items.
+	Counts map[string]int `json:"counts"`
+	// Truncated: more findings matched than Limit.
+	Truncated bool `json:"truncated"`
+}
+
+// RuleByName returns the rule with that ID or name.
+func RuleByName(s string) (Rule, bool) {
+	for _, r := range Rules {
+		if s == r.ID || s == r.Name {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// Lint streams the ownerReferences of f.Namespace through the rules,
+// keeping at most f.Limit findings: memory stays bounded by the limit.
+func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*LintReport, error) {
+	rep := &LintReport{Items: []Finding{}, Counts: make(map[string]int, len(Rules))}
+	for _, r := range Rules {
+		rep.Counts[r.ID] = 0
+	}
+	want := func(fd *Finding) bool {
+		return (f.Rule == "" || f.Rule == fd.Rule || f.Rule == fd.Name) && (f.Severity == "" || f.Severity == fd.Severity)
+	}
+	err := src.LintRefs(ctx, f.Namespace, func(l *db.LintRef) error {
+		for _, fd := range CheckRef(l, now) {
+			rep.Counts[fd.Rule]++
+			if !want(&fd) {
+				continue
+			}
+			if len(rep.Items) >= f.Limit {
+				rep.Truncated = true
+				continue
+			}
+			rep.Items = append(rep.Items, fd)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// LintCounts counts the findings of every rule in the whole mirror.
+func LintCounts(ctx context.Context, src LintSource, now time.Time) (map[string]int, error) {
+	rep, err := Lint(ctx, src, LintFilter{}, now)
+	if err != nil {
+		return nil, err
+	}
+	return rep.Counts, nil
+}

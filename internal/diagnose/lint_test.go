@@ -1,0 +1,233 @@
+package diagnose
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/diff"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+func boolp(b bool) *bool { return &b }
+
+var (
+	now     = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	created = now.Add(-3 * time.Hour)
+)
+
+// liveRef is a reference in namespace a to a present ConfigMap "owner".
+func liveRef() *db.LintRef {
+	return &db.LintRef{
+		Dependent:        db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "dep", UID: "uid-dep"},
+		DependentCreated: &created,
+		Ref:              db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner"},
+		Owner: &db.LintOwner{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "owner",
+			UID: "uid-owner"}},
+		KindServed: true, KindNamespaced: true,
+	}
+}
+
+func TestCheckRef(t *testing.T) {
+	gone := now.Add(-time.Hour)
+	pending := now.Add(-30 * time.Minute)
+	tests := []struct {
+		name   string
+		change func(l *db.LintRef)
+		// want is the rule IDs found; each message must hold wantIn.
+		want   []string
+		wantIn []string
+	}{
+		{name: "present owner", change: func(*db.LintRef) {}},
+		{name: "controller reference blocking a live owner", change: func(l *db.LintRef) {
+			l.Ref.Controller, l.Ref.BlockOwnerDeletion = boolp(true), boolp(true)
+		}},
+		{name: "dangling, nothing known of when it went", change: func(l *db.LintRef) { l.Owner = nil },
+			want: []string{"KG-LINT-01"}, wantIn: []string{"at most 3h0m0s", "2026-03-01T09:00:00Z", "when the owner went is not recorded"}},
+		{name: "dangling, pending in ownergc, deleted by kubegcd", change: func(l *db.LintRef) {
+			l.Owner, l.OwnerDeletedAt, l.PendingSince = nil, &gone, &pending
+		}, want: []string{"KG-LINT-01"}, wantIn: []string{"kubegcd deleted it at 2026-03-01T11:00:00Z (1h0m0s ago)", "pending about it since 2026-03-01T11:30:00Z (30m0s ago)"}},
+		{name: "dangling, creation time not mirrored", change: func(l *db.LintRef) { l.Owner, l.DependentCreated = nil, nil },
+			want: []string{"KG-LINT-01"}, wantIn: []string{"creation time is not mirrored"}},
+		{name: "owner re-created under the same name", change: func(l *db.LintRef) { l.Owner, l.SameNameUID = nil, "uid-new" },
+			want: []string{"KG-LINT-02"}, wantIn: []string{"re-created", "uid-new, not uid-owner"}},
+		{name: "uid names an object of another name", change: func(l *db.LintRef) { l.Owner.Name = "other" },
+			want: []string{"KG-LINT-02"}, wantIn: []string{`is ConfigMap "other", not ConfigMap "owner"`}},
+		{name: "uid names an object of another group", change: func(l *db.LintRef) {
+			l.Ref.APIVersion, l.Ref.Kind = "example.com/v1", "ConfigMap"
+		}, want: []string{"KG-LINT-02"}, wantIn: []string{`not ConfigMap.example.com "owner"`}},
+		{name: "owner in another namespace", change: func(l *db.LintRef) { l.Owner.Namespace = "b" },
+			want: []string{"KG-LINT-03"}, wantIn: []string{`in namespace "b", not in the object's own namespace "a"`}},
+		{name: "cluster-scoped dependent, namespaced owner kind", change: func(l *db.LintRef) {
+			l.Dependent.Namespace, l.Owner = "", nil
+		}, want: []string{"KG-LINT-04"}, wantIn: []string{"OwnerRefInvalidNamespace"}},
+		{name: "cluster-scoped dependent, cluster-scoped owner", change: func(l *db.LintRef) {
+			l.Dependent.Namespace, l.KindNamespaced, l.Owner.Namespace = "", false, ""
+		}},
+		{name: "owner kind not served", change: func(l *db.LintRef) {
+			l.Ref.APIVersion, l.Ref.Kind, l.Owner, l.KindServed, l.KindNamespaced = "gone.example.com/v1", "Vanished", nil, false, false
+		}, want: []string{"KG-LINT-05"}, wantIn: []string{"Vanished.gone.example.com", "kubernetes#102641"}},
+		{name: "second controller reference", change: func(l *db.LintRef) {
+			l.Ref.Controller, l.EarlierControllers = boolp(true), 1
+		}, want: []string{"KG-LINT-06"}, wantIn: []string{"number 2"}},
+		{name: "second controller reference, dangling too", change: func(l *db.LintRef) {
+			l.Ref.Controller, l.EarlierControllers, l.Owner = boolp(true), 1, nil
+		}, want: []string{"KG-LINT-06", "KG-LINT-01"}},
+		{name: "blockOwnerDeletion on a live owner", change: func(l *db.LintRef) { l.Ref.BlockOwnerDeletion = boolp(true) },
+			want: []string{"KG-LINT-07"}, wantIn: []string{"not the controller reference", "foregroundDeletion"}},
+		{name: "blockOwnerDeletion on an owner being deleted", change: func(l *db.LintRef) {
+			l.Ref.BlockOwnerDeletion, l.Owner.Deleting = boolp(true), true
+		}},
+		{name: "blockOwnerDeletion false", change: func(l *db.LintRef) { l.Ref.BlockOwnerDeletion = boolp(false) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := liveRef()
+			tt.change(l)
+			found := CheckRef(l, now)
+			var got []string
+			for _, f := range found {
+				got = append(got, f.Rule)
+				r, ok := RuleByName(f.Rule)
+				if !ok || r.Name != f.Name || r.Severity != f.Severity {
+					t.Errorf("finding %+v does not match its rule %+v", f, r)
+				}
+				if f.Target != l.Dependent || !reflect.DeepEqual(f.OwnerReference, l.Ref) {
+					t.Errorf("finding %+v: target or reference is not the checked one", f)
+				}
+			}
+			if !reflect.DeepEqual(tt.want, got) {
+				t.Fatalf("rules (-want +got):\n%s", diff.Diff(tt.want, got))
+			}
+			for _, s := range tt.wantIn {
+				if !strings.Contains(found[0].Message, s) {
+					t.Errorf("message %q lacks %q", found[0].Message, s)
+				}
+			}
+		})
+	}
+}
+
+// refs is a LintSource over fixed references.
+type refs []*db.LintRef
+
+func (r refs) LintRefs(_ context.Context, namespace string, fn func(*db.LintRef) error) error {
+	for _, l := range r {
+		if namespace == "" || l.Dependent.Namespace == namespace {
+			if err := fn(l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func TestLint(t *testing.T) {
+	ref := func(ns, name string, change func(l *db.LintRef)) *db.LintRef {
+		l := liveRef()
+		l.Dependent.Namespace, l.Dependent.Name, l.Dependent.UID = ns, name, "uid-"+name
+		l.Owner.Namespace = ns
+		change(l)
+		return l
+	}
+	dangling := func(l *db.LintRef) { l.Owner = nil }
+	src := refs{
+		ref("a", "d1", dangling),
+		ref("a", "ok", func(*db.LintRef) {}),
+		ref("a", "d2", dangling),
+		ref("a", "b1", func(l *db.LintRef) { l.Ref.BlockOwnerDeletion = boolp(true) }),
+		ref("b", "d3", dangling),
+		ref("b", "x1", func(l *db.LintRef) { l.Owner.Namespace = "c" }),
+	}
+	counts := func(c map[string]int) map[string]int {
+		out := map[string]int{}
+		for _, r := range Rules {
+			out[r.ID] = c[r.ID]
+		}
+		return out
+	}
+	tests := []struct {
+		name          string
+		f             LintFilter
+		wantItems     []string
+		wantCounts    map[string]int
+		wantTruncated bool
+	}{
+		{name: "everything", f: LintFilter{Limit: 100}, wantItems: []string{"d1", "d2", "b1", "d3", "x1"},
+			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1})},
+		{name: "namespace", f: LintFilter{Namespace: "a", Limit: 100}, wantItems: []string{"d1", "d2", "b1"},
+			wantCounts: counts(map[string]int{"KG-LINT-01": 2, "KG-LINT-07": 1})},
+		{name: "rule by id keeps counts", f: LintFilter{Rule: "KG-LINT-03", Limit: 100}, wantItems: []string{"x1"},
+			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1})},
+		{name: "rule by name", f: LintFilter{Rule: "dangling-owner", Namespace: "b", Limit: 100}, wantItems: []string{"d3"},
+			wantCounts: counts(map[string]int{"KG-LINT-01": 1, "KG-LINT-03": 1})},
+		{name: "severity", f: LintFilter{Severity: SeverityInfo, Limit: 100}, wantItems: []string{"b1"},
+			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1})},
+		{name: "limit truncates, counts stay complete", f: LintFilter{Limit: 2}, wantItems: []string{"d1", "d2"},
+			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1}), wantTruncated: true},
+		{name: "limit equal to the findings", f: LintFilter{Rule: "KG-LINT-01", Limit: 3}, wantItems: []string{"d1", "d2", "d3"},
+			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1})},
+		{name: "no findings", f: LintFilter{Namespace: "empty", Limit: 100}, wantCounts: counts(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := Lint(context.Background(), src, tt.f, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range rep.Items {
+				got = append(got, f.Target.Name)
+			}
+			if !reflect.DeepEqual(tt.wantItems, got) {
+				t.Errorf("items (-want +got):\n%s", diff.Diff(tt.wantItems, got))
+			}
+			if !reflect.DeepEqual(tt.wantCounts, rep.Counts) {
+				t.Errorf("counts (-want +got):\n%s", diff.Diff(tt.wantCounts, rep.Counts))
+			}
+			if rep.Truncated != tt.wantTruncated {
+				t.Errorf("truncated = %v, want %v", rep.Truncated, tt.wantTruncated)
+			}
+			if rep.Items == nil {
+				t.Error("items is nil: it must encode as []")
+			}
+		})
+	}
+}
+
+type failing struct{}
+
+func (failing) LintRefs(context.Context, string, func(*db.LintRef) error) error {
+	return errors.New("disk I/O error")
+}
+
+func TestLintError(t *testing.T) {
+	if _, err := Lint(context.Background(), failing{}, LintFilter{}, now); err == nil || !strings.Contains(err.Error(), "disk I/O error") {
+		t.Errorf("Lint error = %v, want the source's", err)
+	}
+	if _, err := LintCounts(context.Background(), failing{}, now); err == nil {
+		t.Error("LintCounts: no error")
+	}
+}
+
+func TestRulesStable(t *testing.T) {
+	seen := map[string]bool{}
+	for i, r := range Rules {
+		if want := "KG-LINT-0" + string(rune('1'+i)); r.ID != want {
+			t.Errorf("rule %d has id %s, want %s: ids are stable and in order", i, r.ID, want)
+		}
+		if seen[r.Name] || r.Name == "" {
+			t.Errorf("rule %s: name %q empty or not unique", r.ID, r.Name)
+		}
+		seen[r.Name] = true
+		switch r.Severity {
+		case SeverityError, SeverityWarning, SeverityInfo:
+		default:
+			t.Errorf("rule %s: severity %q", r.ID, r.Severity)
+		}
+	}
+}
