@@ -2,15 +2,11 @@ package ingest
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,88 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/dbfault"
 )
-
-// smallDisk returns a directory on a file system of its own, small enough to
-// fill: a tmpfs, which root can mount (here and in CI). Elsewhere it is a
-// plain directory and fill falls back to RLIMIT_FSIZE.
-func smallDisk(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if os.Geteuid() != 0 {
-		return dir
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=16m"); err != nil {
-		t.Fatalf("mounting a tmpfs on %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmounting %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-// fill makes writes to the database at path fail as on a full disk and
-// returns the function that frees the space. The WAL is truncated first, so
-// that the next commit needs new space rather than reusing the file's.
-func fill(t *testing.T, path string) (free func()) {
-	t.Helper()
-	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		t.Fatal(err)
-	}
-	if os.Geteuid() != 0 {
-		// Not root, so no tmpfs: a file size limit of 0 fails every write
-		// of this process as ENOSPC would. SIGXFSZ would kill the process at
-		// the first such write; Go ignores it by default, and the test must
-		// not depend on that default.
-		signal.Ignore(syscall.SIGXFSZ)
-		var old syscall.Rlimit
-		if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 0, Max: old.Max}); err != nil {
-			t.Fatal(err)
-		}
-		free = func() {
-			if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-				t.Errorf("restoring RLIMIT_FSIZE: %v", err)
-			}
-		}
-		t.Cleanup(free)
-		return free
-	}
-	filler := filepath.Join(filepath.Dir(path), "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	// Large writes, then page-sized ones for what is left.
-	for _, size := range []int{1 << 20, 4 << 10} {
-		buf := make([]byte, size)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("filling the disk: %v", err)
-				}
-				break
-			}
-		}
-	}
-	free = func() {
-		if err := os.Remove(filler); err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("freeing the disk: %v", err)
-		}
-	}
-	t.Cleanup(free)
-	return free
-}
 
 // waitFor polls cond until it holds, failing the test at the deadline.
 func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
@@ -131,7 +47,8 @@ func TestFailedWriteRelists(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	kube := kubernetes.NewForConfigOrDie(cluster.Config)
-	path := filepath.Join(smallDisk(t), "k.db")
+	disk := dbfault.NewFullDisk(t, 16<<20)
+	path := filepath.Join(disk.Dir, "k.db")
 	store, err := db.Open(ctx, path, db.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +74,7 @@ func TestFailedWriteRelists(t *testing.T) {
 		return nil
 	})
 
-	free := fill(t, path)
+	disk.Fill(t, path)
 	cm, err := kube.CoreV1().ConfigMaps("default").Create(ctx,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "disk-full-" + rand.String(5)}}, metav1.CreateOptions{})
 	if err != nil {
@@ -175,7 +92,7 @@ func TestFailedWriteRelists(t *testing.T) {
 		}
 		return nil
 	})
-	free()
+	disk.Free(t)
 
 	waitFor(t, 30*time.Second, func() error {
 		got, err := store.GetObject(ctx, string(cm.UID))

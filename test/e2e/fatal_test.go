@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/dbfault"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
@@ -172,16 +173,7 @@ func TestIngestFailureEndsTheRun(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "k.db")
 	filledDB(t, path)
-	ctx := context.Background()
-	holder, err := outsideConn(t, path).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	if _, err := holder.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.ExecContext(ctx, `ROLLBACK`)
+	dbfault.HoldWriteLock(t, path)
 
 	code, _, stderr := runBinary(t, 60*time.Second, "run", "--kubeconfig", cluster.Kubeconfig, "--db", path,
 		"--listen", freeAddr(t), "--log-format", "json")

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubegcd/kubegcd/test/e2eutil"
+	"github.com/kubegcd/kubegcd/internal/dbfault"
 )
 
 // statusResources is what these tests read of /status.
@@ -71,7 +71,7 @@ func TestMirrorRecoversFromFailedWrites(t *testing.T) {
 		within(t, cm.Name+" created", func() error { return matchesMirror(store, cm, "v1", "ConfigMap") })
 	}
 
-	release := e2eutil.HoldWriteLock(t, d.DBPath)
+	release := dbfault.HoldWriteLock(t, d.DBPath)
 	var added []*corev1.ConfigMap
 	for i := range 3 {
 		added = append(added, create(fmt.Sprintf("added-%d", i)))

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubegcd/kubegcd/internal/dbfault"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
@@ -76,7 +77,7 @@ func TestPassesResumeAfterMirrorWriteFault(t *testing.T) {
 	d := startDaemon(t, "", "--controllers=podgc,ttl", "--dry-run=false", "--podgc-period=1s", "--resync-period=1s",
 		"--terminated-pod-gc-threshold=1")
 
-	release := e2eutil.HoldWriteLock(t, d.DBPath)
+	release := dbfault.HoldWriteLock(t, d.DBPath)
 	createNode(t, nodeSpec{name: "added-during-fault"})
 	// The node's batch fails once the busy timeout (10 s) runs out.
 	eventually(t, 60*time.Second, func() error {
