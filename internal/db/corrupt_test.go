@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubegcd/kubegcd/internal/dbfault"
 )
 
 func TestCorruptionFoundByAWriteIsReported(t *testing.T) {
@@ -35,7 +37,7 @@ func TestCorruptionFoundByAWriteIsReported(t *testing.T) {
 	if err := outside.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logged, &moved); err != nil || busy != 0 {
 		t.Fatalf("checkpoint: busy %d, %v", busy, err)
 	}
-	garble(t, path, 4096, 0)
+	dbfault.Garble(t, path, 4096, 0)
 	if _, err := outside.Exec(`PRAGMA user_version = 1`); err != nil {
 		t.Fatal(err)
 	}

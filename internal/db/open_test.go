@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kubegcd/kubegcd/internal/dbfault"
 )
 
 // fillDB writes n ConfigMaps into d, so that the file has pages to damage.
@@ -36,35 +38,6 @@ func fillDB(t *testing.T, d *DB, n int) int64 {
 	return rid
 }
 
-// garble overwrites the file at path from offset to its end (at most size
-// bytes when size > 0) with garbage, leaving the header page intact.
-func garble(t *testing.T, path string, offset, size int64) {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end := st.Size()
-	if size > 0 {
-		end = min(end, offset+size)
-	}
-	if end <= offset {
-		t.Fatalf("%s has %d bytes, nothing past %d to damage", path, st.Size(), offset)
-	}
-	junk := make([]byte, end-offset)
-	for i := range junk {
-		junk[i] = byte(i*131 + 7)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteAt(junk, offset); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestOpenRefusesCorruptFile(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -72,7 +45,7 @@ func TestOpenRefusesCorruptFile(t *testing.T) {
 		damage func(t *testing.T, path string)
 		want   string
 	}{
-		{"pages after a valid header", func(t *testing.T, path string) { garble(t, path, 4096, 12288) }, "PRAGMA quick_check: "},
+		{"pages after a valid header", func(t *testing.T, path string) { dbfault.Garble(t, path, 4096, 12288) }, "PRAGMA quick_check: "},
 		{"not a database at all", func(t *testing.T, path string) {
 			if err := os.WriteFile(path, []byte(strings.Repeat("this is no SQLite file. ", 400)), 0o600); err != nil {
 				t.Fatal(err)

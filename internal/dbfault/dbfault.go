@@ -173,3 +173,35 @@ func HoldWriteLock(t testing.TB, path string) (release func()) {
 	t.Cleanup(release)
 	return release
 }
+
+// Garble overwrites the file at path from offset to its end (at most size
+// bytes when size > 0) with garbage: a file whose pages are damaged, as a
+// bad disk or a
+// stray write leaves it (keep offset past the header page to keep the file a
+// database).
+func Garble(t testing.TB, path string, offset, size int64) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := st.Size()
+	if size > 0 {
+		end = min(end, offset+size)
+	}
+	if end <= offset {
+		t.Fatalf("%s has %d bytes, nothing past %d to damage", path, st.Size(), offset)
+	}
+	junk := make([]byte, end-offset)
+	for i := range junk {
+		junk[i] = byte(i*131 + 7)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(junk, offset); err != nil {
+		t.Fatal(err)
+	}
+}

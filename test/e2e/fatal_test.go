@@ -79,18 +79,7 @@ func garble(t *testing.T, path string, first, last int64) {
 	if end <= start {
 		t.Fatalf("%s has %d bytes: no page %d", path, st.Size(), first)
 	}
-	junk := make([]byte, end-start)
-	for i := range junk {
-		junk[i] = byte(i*131 + 7)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteAt(junk, start); err != nil {
-		t.Fatal(err)
-	}
+	dbfault.Garble(t, path, start, end-start)
 }
 
 // A database whose header is sound but whose objects table is garbage
