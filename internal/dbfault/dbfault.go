@@ -175,10 +175,8 @@ func HoldWriteLock(t testing.TB, path string) (release func()) {
 }
 
 // Garble overwrites the file at path from offset to its end (at most size
-// bytes when size > 0) with garbage: a file whose pages are damaged, as a
-// bad disk or a
-// stray write leaves it (keep offset past the header page to keep the file a
-// database).
+// bytes when size > 0) with garbage, as a bad disk or a stray write leaves
+// a file; an offset past the header page keeps it a database.
 func Garble(t testing.TB, path string, offset, size int64) {
 	t.Helper()
 	st, err := os.Stat(path)
