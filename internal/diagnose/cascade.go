@@ -1,0 +1,313 @@
+// Package diagnose answers operators' questions from the mirror alone:
+// pure functions of what internal/db reads, table-tested without a cluster.
+package diagnose
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
+)
+
+// What a cascade preview says happens to each object.
+const (
+	CascadeDelete         = "delete"
+	CascadeRemoveOwnerRef = "remove-owner-reference"
+	CascadeKeep           = "keep"
+)
+
+// Propagations a preview accepts, as kubectl spells them.
+var Propagations = map[string]string{
+	"background": gcrules.PropagationBackground,
+	"foreground": gcrules.PropagationForeground,
+	"orphan":     gcrules.PropagationOrphan,
+}
+
+// CascadeItem is what the garbage collector would do to one object.
+type CascadeItem struct {
+	Target db.Target `json:"target"`
+	Action string    `json:"action"`
+	Rule   string    `json:"rule,omitempty"`
+	// Propagation of a delete: how the object's own dependents go.
+	Propagation string `json:"propagation,omitempty"`
+	Reason      string `json:"reason"`
+	// Depth: 1 for the root's dependents, 2 for theirs, and so on (the
+	// shortest chain of deleted owners from the root).
+	Depth int `json:"depth"`
+}
+
+// CascadeBlocker is a dependent that an owner deleted in the foreground
+// must wait for: it keeps blockOwnerDeletion on its reference.
+type CascadeBlocker struct {
+	Target db.Target `json:"target"`
+	// Owner is the object whose foreground deletion it holds.
+	Owner db.Target `json:"owner"`
+	// Finalizers are those of its own that hold it once deleted.
+	Finalizers []string `json:"finalizers"`
+	Reason     string   `json:"reason"`
+}
+
+// Cascade is a cascade preview.
+type Cascade struct {
+	Items []CascadeItem `json:"items"`
+	Total int           `json:"total"`
+	// ByKind counts the items by kind (Kind, or Kind.group) and action.
+	ByKind    map[string]map[string]int `json:"byKind"`
+	BlockedBy []CascadeBlocker          `json:"blockedBy"`
+	// Truncated: the root has more transitive dependents than were looked
+	// at.
+	Truncated bool `json:"truncated"`
+}
+
+// fate is what the preview has the collector do to an object so far.
+type fate int
+
+const (
+	exists     fate = iota // untouched, or kept
+	gone                   // deleted in the background (or orphaning, once done)
+	foreground             // being deleted in the foreground: its dependents go first
+	orphaning              // being deleted with orphan: its dependents lose the reference
+)
+
+// PreviewCascade says what the garbage collector would do if f's root were
+// deleted now with propagation (a gcrules.Propagation*): every reference
+// is classified and every object decided by gcrules, as ownergc does,
+// from the facts as the mirror shows them (the mirror is taken at its word:
+// an owner it lacks counts as gone, where ownergc would first confirm with
+// a live GET).
+func PreviewCascade(f *db.CascadeFacts, propagation string) *Cascade {
+	p := &preview{facts: f, byUID: map[string]*db.CascadeObject{}, dependents: map[string][]string{},
+		fates: map[string]fate{}, items: map[string]*CascadeItem{}, depth: map[string]int{}}
+	for _, o := range f.Objects {
+		p.byUID[o.UID] = o
+		for _, r := range o.Refs {
+			if !slices.Contains(p.dependents[r.UID], o.UID) {
+				p.dependents[r.UID] = append(p.dependents[r.UID], o.UID)
+			}
+		}
+	}
+	root := f.Objects[0]
+	switch propagation {
+	case gcrules.PropagationForeground:
+		p.fates[root.UID] = foreground
+	case gcrules.PropagationOrphan:
+		p.fates[root.UID] = orphaning
+	default:
+		p.fates[root.UID] = gone
+	}
+	p.run(root.UID)
+	return p.result()
+}
+
+type preview struct {
+	facts      *db.CascadeFacts
+	byUID      map[string]*db.CascadeObject
+	dependents map[string][]string // owner UID → dependents looked at
+	fates      map[string]fate
+	items      map[string]*CascadeItem
+	depth      map[string]int
+}
+
+// run decides, breadth first from the root, about every object whose owner
+// the preview has deleted; an object is decided again when another of its
+// owners goes (its decision can only move from kept to deleted).
+func (p *preview) run(root string) {
+	queue := []string{root}
+	for len(queue) > 0 {
+		uid := queue[0]
+		queue = queue[1:]
+		for _, dep := range p.dependents[uid] {
+			if dep == root {
+				continue
+			}
+			if _, ok := p.depth[dep]; !ok {
+				p.depth[dep] = p.depth[uid] + 1
+			}
+			before := p.fates[dep]
+			p.decide(p.byUID[dep])
+			if p.fates[dep] != before {
+				queue = append(queue, dep)
+			}
+		}
+	}
+}
+
+// decide records what the collector does to o given its owners' fates.
+func (p *preview) decide(o *db.CascadeObject) {
+	item := &CascadeItem{Target: o.Target, Depth: p.depth[o.UID]}
+	if o.Deleting {
+		// Already being deleted: the collector sends no second delete,
+		// and its own finalizers decide when it goes.
+		item.Action = CascadeKeep
+		item.Reason = "already being deleted: not deleted again; it goes when its finalizers (" + strings.Join(o.Finalizers, ", ") + ") are removed"
+		p.items[o.UID] = item
+		return
+	}
+	in := gcrules.Object{Finalizers: o.Finalizers, HasDependents: o.HasDependents, CycleDependent: p.cycleDependent(o)}
+	var orphanedBy *db.CascadeObject
+	for _, r := range o.Refs {
+		ref := gcrules.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID,
+			BlockOwnerDeletion: r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion}
+		var state gcrules.State
+		switch p.fates[r.UID] {
+		case orphaning:
+			// The orphaning owner removes its reference (BR-21-02); the
+			// others decide.
+			orphanedBy = p.byUID[r.UID]
+			continue
+		case gone:
+			state = gcrules.Classify(o.Namespace, ref, p.kind(r.OwnerRef), nil, gcrules.Authoritative)
+		case foreground:
+			owner := p.byUID[r.UID]
+			state = gcrules.Classify(o.Namespace, ref, p.kind(r.OwnerRef), &gcrules.Owner{UID: owner.UID, APIVersion: owner.APIVersion,
+				Kind: owner.Kind, Namespace: owner.Namespace, Name: owner.Name, Deleting: true,
+				Finalizers: append(slices.Clip(owner.Finalizers), gcrules.FinalizerForeground)}, gcrules.Authoritative)
+		default:
+			var owner *gcrules.Owner
+			if r.Owner != nil {
+				owner = &gcrules.Owner{UID: r.UID, APIVersion: r.Owner.APIVersion, Kind: r.Owner.Kind, Namespace: r.Owner.Namespace,
+					Name: r.Owner.Name, Deleting: r.Owner.Deleting, Finalizers: r.Owner.Finalizers}
+			}
+			state = gcrules.Classify(o.Namespace, ref, p.kind(r.OwnerRef), owner, gcrules.Authoritative)
+		}
+		in.Refs = append(in.Refs, gcrules.Classified{Ref: ref, State: state})
+	}
+	plan := gcrules.Plan(in)
+	item.Reason = plan.Reason
+	if plan.Then != nil {
+		// The cycle guard unblocks its references, then deletes it.
+		plan = *plan.Then
+		item.Reason += "; then " + plan.Reason
+	}
+	item.Rule = plan.Rule
+	switch plan.Action {
+	case gcrules.ActionDelete:
+		item.Action = CascadeDelete
+		item.Propagation = plan.Propagation
+		switch item.Propagation {
+		case gcrules.PropagationForeground:
+			p.fates[o.UID] = foreground
+		case gcrules.PropagationOrphan:
+			p.fates[o.UID] = orphaning
+		default:
+			p.fates[o.UID] = gone
+		}
+	case gcrules.ActionRemoveOwnerRefs:
+		item.Action = CascadeRemoveOwnerRef
+	case gcrules.ActionNone:
+		if orphanedBy == nil {
+			if plan.Rule == "" {
+				return // all its owners stay: untouched
+			}
+			item.Action = CascadeKeep // it cannot be decided on (an unserved kind)
+			break
+		}
+		item.Action, item.Rule = CascadeRemoveOwnerRef, gcrules.RuleOrphan
+		item.Reason = fmt.Sprintf("owner %s/%s is deleted with the orphan policy: removing the reference to it", orphanedBy.Kind, orphanedBy.Name)
+	default:
+		item.Action = CascadeKeep
+	}
+	p.items[o.UID] = item
+}
+
+// kind says whether the API serves a reference's owner kind, and its scope.
+func (p *preview) kind(r db.OwnerRef) gcrules.Kind {
+	ns, ok := p.facts.Kinds[db.GroupKind{Group: gcrules.Group(r.APIVersion), Kind: r.Kind}]
+	return gcrules.Kind{Served: ok, Namespaced: ns}
+}
+
+// cycleDependent names one of o's dependents that is being deleted in the
+// foreground now, as ownergc's cycle guard looks for.
+func (p *preview) cycleDependent(o *db.CascadeObject) string {
+	for _, uid := range p.dependents[o.UID] {
+		d := p.byUID[uid]
+		if d.Deleting && slices.Contains(d.Finalizers, gcrules.FinalizerForeground) {
+			return d.Kind + "/" + d.Name
+		}
+	}
+	return ""
+}
+
+func (p *preview) result() *Cascade {
+	out := &Cascade{Items: []CascadeItem{}, ByKind: map[string]map[string]int{}, BlockedBy: []CascadeBlocker{}, Truncated: p.facts.Truncated}
+	for _, it := range p.items {
+		out.Items = append(out.Items, *it)
+		k := it.Target.Kind
+		if g := gcrules.Group(it.Target.APIVersion); g != "" {
+			k += "." + g
+		}
+		if out.ByKind[k] == nil {
+			out.ByKind[k] = map[string]int{}
+		}
+		out.ByKind[k][it.Action]++
+	}
+	slices.SortFunc(out.Items, func(a, b CascadeItem) int {
+		return cmp.Or(cmp.Compare(a.Depth, b.Depth), compareTargets(a.Target, b.Target))
+	})
+	out.Total = len(out.Items)
+	out.BlockedBy = p.blockers()
+	return out
+}
+
+// blockers lists, for every object the preview deletes in the foreground
+// (the root included), the dependents that keep blockOwnerDeletion on their
+// reference to it: it waits until they are gone, and they wait for their
+// own finalizers, or, deleted in the foreground themselves, for their own
+// blockers (listed too).
+func (p *preview) blockers() []CascadeBlocker {
+	out := []CascadeBlocker{}
+	for _, owner := range p.facts.Objects {
+		if p.fates[owner.UID] != foreground {
+			continue
+		}
+		for _, uid := range p.dependents[owner.UID] {
+			dep := p.byUID[uid]
+			if it := p.items[uid]; it != nil && it.Action == CascadeRemoveOwnerRef || !blocks(dep, owner.UID) {
+				continue
+			}
+			var held []string
+			for _, f := range dep.Finalizers {
+				if f != gcrules.FinalizerForeground && f != gcrules.FinalizerOrphan {
+					held = append(held, f)
+				}
+			}
+			b := CascadeBlocker{Target: dep.Target, Owner: owner.Target, Finalizers: held}
+			if b.Finalizers == nil {
+				b.Finalizers = []string{}
+			}
+			why := fmt.Sprintf("%s/%s has blockOwnerDeletion on its reference to %s/%s, which is deleted only once it is gone",
+				dep.Kind, dep.Name, owner.Kind, owner.Name)
+			switch {
+			case len(held) > 0:
+				why += fmt.Sprintf("; finalizer(s) %s hold it until their controller removes them", strings.Join(held, ", "))
+			case p.fates[uid] == foreground:
+				why += "; it is deleted in the foreground, so it waits for its own blocking dependents"
+			case p.items[uid] != nil && p.items[uid].Action == CascadeKeep:
+				why += "; the collector keeps it: " + p.items[uid].Reason
+			}
+			b.Reason = why
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b CascadeBlocker) int {
+		return cmp.Or(compareTargets(a.Owner, b.Owner), compareTargets(a.Target, b.Target))
+	})
+	return out
+}
+
+// blocks reports whether dep has blockOwnerDeletion on a reference to owner.
+func blocks(dep *db.CascadeObject, owner string) bool {
+	for _, r := range dep.Refs {
+		if r.UID == owner && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
+			return true
+		}
+	}
+	return false
+}
+
+func compareTargets(a, b db.Target) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
+}
