@@ -1,9 +1,11 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 )
 
 // CascadeOwner is what the mirror shows of the object with an owner
@@ -21,7 +23,8 @@ type CascadeOwner struct {
 // mirrored object has that UID.
 type CascadeRef struct {
 	OwnerRef
-	Owner *CascadeOwner
+	Owner    *CascadeOwner
+	position int64 // in metadata.ownerReferences
 }
 
 // CascadeObject is one object of the subgraph a cascade preview walks.
@@ -69,51 +72,82 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		if len(uids) > limit+1 {
 			uids, out.Truncated = uids[:limit+1], true
 		}
+		// No ORDER BY: sorting every row costs more than the whole walk.
+		// Rows are grouped by object here, and references put back in
+		// their order.
 		rows, err := tx.QueryContext(ctx, `
 			SELECT o.uid, o.api_version, o.kind, o.namespace, o.name, o.deletion_timestamp IS NOT NULL, o.finalizers,
-				EXISTS (SELECT 1 FROM owner_refs x WHERE x.owner_uid = o.uid),
-				r.api_version, r.kind, r.name, r.owner_uid, r.controller, r.block_owner_deletion,
-				w.uid IS NOT NULL, w.api_version, w.kind, w.namespace, w.name, w.deletion_timestamp IS NOT NULL, w.finalizers
+				r.position, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
 			FROM json_each(?1) k JOIN objects o ON o.uid = k.value
-				LEFT JOIN owner_refs r ON r.dependent_uid = o.uid
-				LEFT JOIN objects w ON w.uid = r.owner_uid
-			ORDER BY k.key, r.position`, jsonOrNull(uids))
+				LEFT JOIN owner_refs r ON r.dependent_uid = o.uid`, jsonOrNull(uids))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		var last *CascadeObject
+		byUID := make(map[string]*CascadeObject, len(uids))
 		for rows.Next() {
 			var o CascadeObject
-			var fin, refAPIVersion, refKind, refName, refUID, ownerAPIVersion, ownerKind, ownerNamespace, ownerName, ownerFin sql.NullString
-			var controller, block, ownerFound, ownerDeleting sql.NullBool
-			if err := rows.Scan(&o.UID, &o.APIVersion, &o.Kind, &o.Namespace, &o.Name, &o.Deleting, &fin, &o.HasDependents,
-				&refAPIVersion, &refKind, &refName, &refUID, &controller, &block,
-				&ownerFound, &ownerAPIVersion, &ownerKind, &ownerNamespace, &ownerName, &ownerDeleting, &ownerFin); err != nil {
+			var fin, refAPIVersion, refKind, refName, refUID sql.NullString
+			var position sql.NullInt64
+			var block sql.NullBool
+			if err := rows.Scan(&o.UID, &o.APIVersion, &o.Kind, &o.Namespace, &o.Name, &o.Deleting, &fin,
+				&position, &refAPIVersion, &refKind, &refName, &refUID, &block); err != nil {
 				return err
 			}
-			if last == nil || last.UID != o.UID {
+			obj := byUID[o.UID]
+			if obj == nil {
 				if o.Finalizers, err = decodeFinalizers(fin); err != nil {
 					return fmt.Errorf("object %s: %w", o.UID, err)
 				}
-				last = &o
-				out.Objects = append(out.Objects, last)
+				obj = &o
+				byUID[o.UID] = obj
 			}
 			if !refUID.Valid {
 				continue
 			}
-			ref := CascadeRef{OwnerRef: OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String, Name: refName.String, UID: refUID.String,
-				Controller: nullBool(controller), BlockOwnerDeletion: nullBool(block)}}
-			if ownerFound.Bool {
-				ref.Owner = &CascadeOwner{APIVersion: ownerAPIVersion.String, Kind: ownerKind.String, Namespace: ownerNamespace.String,
-					Name: ownerName.String, Deleting: ownerDeleting.Bool}
-				if ref.Owner.Finalizers, err = decodeFinalizers(ownerFin); err != nil {
-					return fmt.Errorf("object %s: %w", ref.UID, err)
+			obj.Refs = append(obj.Refs, CascadeRef{OwnerRef: OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String,
+				Name: refName.String, UID: refUID.String, BlockOwnerDeletion: nullBool(block)}, position: position.Int64})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// Owners are the walk's own objects, but for a few (a second owner
+		// outside the tree), read after.
+		owners := map[string]*CascadeOwner{}
+		var outside []string
+		for _, uid := range uids {
+			o := byUID[uid]
+			if o == nil {
+				continue
+			}
+			owners[uid] = &CascadeOwner{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
+				Deleting: o.Deleting, Finalizers: o.Finalizers}
+			out.Objects = append(out.Objects, o)
+		}
+		for _, o := range out.Objects {
+			for _, r := range o.Refs {
+				if w := byUID[r.UID]; w != nil {
+					w.HasDependents = true
+				} else if _, ok := owners[r.UID]; !ok {
+					owners[r.UID] = nil
+					outside = append(outside, r.UID)
 				}
 			}
-			last.Refs = append(last.Refs, ref)
 		}
-		return rows.Err()
+		if err := outsideOwners(ctx, tx, outside, owners); err != nil {
+			return err
+		}
+		for _, o := range out.Objects {
+			slices.SortFunc(o.Refs, func(a, b CascadeRef) int { return cmp.Compare(a.position, b.position) })
+			for i, r := range o.Refs {
+				o.Refs[i].Owner = owners[r.UID]
+			}
+		}
+		if out.Truncated {
+			// Where the walk stopped, dependents may lie beyond it.
+			return hasDependents(ctx, tx, out.Objects)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cascade of %s: %w", uid, err)
@@ -122,6 +156,63 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		return nil, ErrNotFound
 	}
 	return out, nil
+}
+
+// outsideOwners reads the owners uids from the mirror into owners; those
+// it lacks stay nil.
+func outsideOwners(ctx context.Context, q querier, uids []string, owners map[string]*CascadeOwner) error {
+	if len(uids) == 0 {
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT o.uid, o.api_version, o.kind, o.namespace, o.name, o.deletion_timestamp IS NOT NULL, o.finalizers
+		FROM json_each(?) k JOIN objects o ON o.uid = k.value`, jsonOrNull(uids))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var uid string
+		var w CascadeOwner
+		var fin sql.NullString
+		if err := rows.Scan(&uid, &w.APIVersion, &w.Kind, &w.Namespace, &w.Name, &w.Deleting, &fin); err != nil {
+			return err
+		}
+		if w.Finalizers, err = decodeFinalizers(fin); err != nil {
+			return fmt.Errorf("object %s: %w", uid, err)
+		}
+		owners[uid] = &w
+	}
+	return rows.Err()
+}
+
+// hasDependents sets HasDependents of the objects that have no dependent
+// among objs but may have some elsewhere.
+func hasDependents(ctx context.Context, q querier, objs []*CascadeObject) error {
+	var leaves []string
+	byUID := map[string]*CascadeObject{}
+	for _, o := range objs {
+		if !o.HasDependents {
+			leaves = append(leaves, o.UID)
+			byUID[o.UID] = o
+		}
+	}
+	if len(leaves) == 0 {
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT owner_uid FROM owner_refs WHERE owner_uid IN (SELECT value FROM json_each(?))`,
+		jsonOrNull(leaves))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return err
+		}
+		byUID[uid].HasDependents = true
+	}
+	return rows.Err()
 }
 
 // cascadeUIDs returns uid, when mirrored, then its transitive dependents in

@@ -79,55 +79,69 @@ const (
 // an owner it lacks counts as gone, where ownergc would first confirm with
 // a live GET).
 func PreviewCascade(f *db.CascadeFacts, propagation string) *Cascade {
-	p := &preview{facts: f, byUID: map[string]*db.CascadeObject{}, dependents: map[string][]string{},
-		fates: map[string]fate{}, items: map[string]*CascadeItem{}, depth: map[string]int{}}
-	for _, o := range f.Objects {
-		p.byUID[o.UID] = o
+	n := len(f.Objects)
+	p := &preview{facts: f, index: make(map[string]int, n), dependents: make([][]int, n), fates: make([]fate, n),
+		items: make([]*CascadeItem, n), depth: make([]int, n)}
+	for i, o := range f.Objects {
+		p.index[o.UID] = i
+	}
+	for j, o := range f.Objects {
 		for _, r := range o.Refs {
-			if !slices.Contains(p.dependents[r.UID], o.UID) {
-				p.dependents[r.UID] = append(p.dependents[r.UID], o.UID)
+			if i, ok := p.index[r.UID]; ok {
+				if deps := p.dependents[i]; len(deps) == 0 || deps[len(deps)-1] != j {
+					p.dependents[i] = append(deps, j)
+				}
 			}
 		}
 	}
-	root := f.Objects[0]
 	switch propagation {
 	case gcrules.PropagationForeground:
-		p.fates[root.UID] = foreground
+		p.fates[0] = foreground
 	case gcrules.PropagationOrphan:
-		p.fates[root.UID] = orphaning
+		p.fates[0] = orphaning
 	default:
-		p.fates[root.UID] = gone
+		p.fates[0] = gone
 	}
-	p.run(root.UID)
+	p.run()
 	return p.result()
 }
 
+// preview holds the objects by their position in facts.Objects (the root
+// is 0).
 type preview struct {
 	facts      *db.CascadeFacts
-	byUID      map[string]*db.CascadeObject
-	dependents map[string][]string // owner UID → dependents looked at
-	fates      map[string]fate
-	items      map[string]*CascadeItem
-	depth      map[string]int
+	index      map[string]int
+	dependents [][]int // the dependents of each object
+	fates      []fate
+	items      []*CascadeItem // nil: untouched
+	depth      []int          // 0: not reached (or the root)
+}
+
+// fateOf returns the fate of the owner uid, which may be outside the walk.
+func (p *preview) fateOf(uid string) (fate, *db.CascadeObject) {
+	if i, ok := p.index[uid]; ok {
+		return p.fates[i], p.facts.Objects[i]
+	}
+	return exists, nil
 }
 
 // run decides, breadth first from the root, about every object whose owner
 // the preview has deleted; an object is decided again when another of its
 // owners goes (its decision can only move from kept to deleted).
-func (p *preview) run(root string) {
-	queue := []string{root}
+func (p *preview) run() {
+	queue := []int{0}
 	for len(queue) > 0 {
-		uid := queue[0]
+		i := queue[0]
 		queue = queue[1:]
-		for _, dep := range p.dependents[uid] {
-			if dep == root {
+		for _, dep := range p.dependents[i] {
+			if dep == 0 {
 				continue
 			}
-			if _, ok := p.depth[dep]; !ok {
-				p.depth[dep] = p.depth[uid] + 1
+			if p.depth[dep] == 0 {
+				p.depth[dep] = p.depth[i] + 1
 			}
 			before := p.fates[dep]
-			p.decide(p.byUID[dep])
+			p.decide(dep)
 			if p.fates[dep] != before {
 				queue = append(queue, dep)
 			}
@@ -136,32 +150,32 @@ func (p *preview) run(root string) {
 }
 
 // decide records what the collector does to o given its owners' fates.
-func (p *preview) decide(o *db.CascadeObject) {
-	item := &CascadeItem{Target: o.Target, Depth: p.depth[o.UID]}
+func (p *preview) decide(i int) {
+	o := p.facts.Objects[i]
+	item := &CascadeItem{Target: o.Target, Depth: p.depth[i]}
 	if o.Deleting {
 		// Already being deleted: the collector sends no second delete,
 		// and its own finalizers decide when it goes.
 		item.Action = CascadeKeep
 		item.Reason = "already being deleted: not deleted again; it goes when its finalizers (" + strings.Join(o.Finalizers, ", ") + ") are removed"
-		p.items[o.UID] = item
+		p.items[i] = item
 		return
 	}
-	in := gcrules.Object{Finalizers: o.Finalizers, HasDependents: o.HasDependents, CycleDependent: p.cycleDependent(o)}
+	in := gcrules.Object{Finalizers: o.Finalizers, HasDependents: o.HasDependents, CycleDependent: p.cycleDependent(i)}
 	var orphanedBy *db.CascadeObject
 	for _, r := range o.Refs {
 		ref := gcrules.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID,
 			BlockOwnerDeletion: r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion}
 		var state gcrules.State
-		switch p.fates[r.UID] {
+		switch fate, owner := p.fateOf(r.UID); fate {
 		case orphaning:
 			// The orphaning owner removes its reference (BR-21-02); the
 			// others decide.
-			orphanedBy = p.byUID[r.UID]
+			orphanedBy = owner
 			continue
 		case gone:
 			state = gcrules.Classify(o.Namespace, ref, p.kind(r.OwnerRef), nil, gcrules.Authoritative)
 		case foreground:
-			owner := p.byUID[r.UID]
 			state = gcrules.Classify(o.Namespace, ref, p.kind(r.OwnerRef), &gcrules.Owner{UID: owner.UID, APIVersion: owner.APIVersion,
 				Kind: owner.Kind, Namespace: owner.Namespace, Name: owner.Name, Deleting: true,
 				Finalizers: append(slices.Clip(owner.Finalizers), gcrules.FinalizerForeground)}, gcrules.Authoritative)
@@ -189,11 +203,11 @@ func (p *preview) decide(o *db.CascadeObject) {
 		item.Propagation = plan.Propagation
 		switch item.Propagation {
 		case gcrules.PropagationForeground:
-			p.fates[o.UID] = foreground
+			p.fates[i] = foreground
 		case gcrules.PropagationOrphan:
-			p.fates[o.UID] = orphaning
+			p.fates[i] = orphaning
 		default:
-			p.fates[o.UID] = gone
+			p.fates[i] = gone
 		}
 	case gcrules.ActionRemoveOwnerRefs:
 		item.Action = CascadeRemoveOwnerRef
@@ -210,7 +224,7 @@ func (p *preview) decide(o *db.CascadeObject) {
 	default:
 		item.Action = CascadeKeep
 	}
-	p.items[o.UID] = item
+	p.items[i] = item
 }
 
 // kind says whether the API serves a reference's owner kind, and its scope.
@@ -219,11 +233,11 @@ func (p *preview) kind(r db.OwnerRef) gcrules.Kind {
 	return gcrules.Kind{Served: ok, Namespaced: ns}
 }
 
-// cycleDependent names one of o's dependents that is being deleted in the
-// foreground now, as ownergc's cycle guard looks for.
-func (p *preview) cycleDependent(o *db.CascadeObject) string {
-	for _, uid := range p.dependents[o.UID] {
-		d := p.byUID[uid]
+// cycleDependent names one of the dependents of object i that is being
+// deleted in the foreground now, as ownergc's cycle guard looks for.
+func (p *preview) cycleDependent(i int) string {
+	for _, j := range p.dependents[i] {
+		d := p.facts.Objects[j]
 		if d.Deleting && slices.Contains(d.Finalizers, gcrules.FinalizerForeground) {
 			return d.Kind + "/" + d.Name
 		}
@@ -232,12 +246,21 @@ func (p *preview) cycleDependent(o *db.CascadeObject) string {
 }
 
 func (p *preview) result() *Cascade {
-	out := &Cascade{Items: []CascadeItem{}, ByKind: map[string]map[string]int{}, BlockedBy: []CascadeBlocker{}, Truncated: p.facts.Truncated}
+	out := &Cascade{Items: []CascadeItem{}, ByKind: map[string]map[string]int{}, Truncated: p.facts.Truncated}
+	kindKeys := map[db.Target]string{} // by apiVersion and kind only
 	for _, it := range p.items {
+		if it == nil {
+			continue
+		}
 		out.Items = append(out.Items, *it)
-		k := it.Target.Kind
-		if g := gcrules.Group(it.Target.APIVersion); g != "" {
-			k += "." + g
+		gk := db.Target{APIVersion: it.Target.APIVersion, Kind: it.Target.Kind}
+		k, ok := kindKeys[gk]
+		if !ok {
+			k = it.Target.Kind
+			if g := gcrules.Group(it.Target.APIVersion); g != "" {
+				k += "." + g
+			}
+			kindKeys[gk] = k
 		}
 		if out.ByKind[k] == nil {
 			out.ByKind[k] = map[string]int{}
@@ -259,37 +282,32 @@ func (p *preview) result() *Cascade {
 // blockers (listed too).
 func (p *preview) blockers() []CascadeBlocker {
 	out := []CascadeBlocker{}
-	for _, owner := range p.facts.Objects {
-		if p.fates[owner.UID] != foreground {
+	for i, owner := range p.facts.Objects {
+		if p.fates[i] != foreground {
 			continue
 		}
-		for _, uid := range p.dependents[owner.UID] {
-			dep := p.byUID[uid]
-			if it := p.items[uid]; it != nil && it.Action == CascadeRemoveOwnerRef || !blocks(dep, owner.UID) {
+		for _, j := range p.dependents[i] {
+			dep, it := p.facts.Objects[j], p.items[j]
+			if it != nil && it.Action == CascadeRemoveOwnerRef || !blocks(dep, owner.UID) {
 				continue
 			}
-			var held []string
+			held := []string{}
 			for _, f := range dep.Finalizers {
 				if f != gcrules.FinalizerForeground && f != gcrules.FinalizerOrphan {
 					held = append(held, f)
 				}
-			}
-			b := CascadeBlocker{Target: dep.Target, Owner: owner.Target, Finalizers: held}
-			if b.Finalizers == nil {
-				b.Finalizers = []string{}
 			}
 			why := fmt.Sprintf("%s/%s has blockOwnerDeletion on its reference to %s/%s, which is deleted only once it is gone",
 				dep.Kind, dep.Name, owner.Kind, owner.Name)
 			switch {
 			case len(held) > 0:
 				why += fmt.Sprintf("; finalizer(s) %s hold it until their controller removes them", strings.Join(held, ", "))
-			case p.fates[uid] == foreground:
+			case p.fates[j] == foreground:
 				why += "; it is deleted in the foreground, so it waits for its own blocking dependents"
-			case p.items[uid] != nil && p.items[uid].Action == CascadeKeep:
-				why += "; the collector keeps it: " + p.items[uid].Reason
+			case it != nil && it.Action == CascadeKeep:
+				why += "; the collector keeps it: " + it.Reason
 			}
-			b.Reason = why
-			out = append(out, b)
+			out = append(out, CascadeBlocker{Target: dep.Target, Owner: owner.Target, Finalizers: held, Reason: why})
 		}
 	}
 	slices.SortFunc(out, func(a, b CascadeBlocker) int {
