@@ -65,26 +65,26 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		for gk, ns := range kinds {
 			out.Kinds[GroupKind{gk.group, gk.kind}] = ns
 		}
-		uids, err := cascadeUIDs(ctx, tx, uid, limit)
-		if err != nil || len(uids) == 0 {
-			return err
-		}
-		if len(uids) > limit+1 {
-			uids, out.Truncated = uids[:limit+1], true
-		}
-		// No ORDER BY: sorting every row costs more than the whole walk.
-		// Rows are grouped by object here, and references put back in
-		// their order.
+		// The walk: UNION (not UNION ALL) ends it at cycles, LIMIT bounds it
+		// (the root, the limit, and one more to tell that it cut). CROSS
+		// JOIN keeps it the outer loop, so objects come in its
+		// breadth-first order, each with its references. No ORDER BY:
+		// sorting every row costs more than the whole walk.
 		rows, err := tx.QueryContext(ctx, `
+			WITH RECURSIVE down(uid) AS (
+				SELECT uid FROM objects WHERE uid = ?1
+				UNION SELECT r.dependent_uid FROM owner_refs r JOIN down ON r.owner_uid = down.uid
+				LIMIT ?2)
 			SELECT o.uid, o.api_version, o.kind, o.namespace, o.name, o.deletion_timestamp IS NOT NULL, o.finalizers,
 				r.position, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
-			FROM json_each(?1) k JOIN objects o ON o.uid = k.value
-				LEFT JOIN owner_refs r ON r.dependent_uid = o.uid`, jsonOrNull(uids))
+			FROM down CROSS JOIN objects o ON o.uid = down.uid
+				LEFT JOIN owner_refs r ON r.dependent_uid = o.uid`, uid, limit+2)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		byUID := make(map[string]*CascadeObject, len(uids))
+		var uids []string
+		byUID := map[string]*CascadeObject{}
 		for rows.Next() {
 			var o CascadeObject
 			var fin, refAPIVersion, refKind, refName, refUID sql.NullString
@@ -101,6 +101,7 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 				}
 				obj = &o
 				byUID[o.UID] = obj
+				uids = append(uids, o.UID)
 			}
 			if !refUID.Valid {
 				continue
@@ -110,6 +111,12 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		}
 		if err := rows.Err(); err != nil {
 			return err
+		}
+		if len(uids) > limit+1 {
+			for _, u := range uids[limit+1:] {
+				delete(byUID, u)
+			}
+			uids, out.Truncated = uids[:limit+1], true
 		}
 		// Owners are the walk's own objects, but for a few (a second owner
 		// outside the tree), read after.
@@ -213,31 +220,6 @@ func hasDependents(ctx context.Context, q querier, objs []*CascadeObject) error 
 		byUID[uid].HasDependents = true
 	}
 	return rows.Err()
-}
-
-// cascadeUIDs returns uid, when mirrored, then its transitive dependents in
-// breadth-first order, at most limit+1 of them (one more tells that the
-// limit cut). UNION (not UNION ALL) stops the walk at cycles.
-func cascadeUIDs(ctx context.Context, q querier, uid string, limit int) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `
-		WITH RECURSIVE down(uid) AS (
-			SELECT uid FROM objects WHERE uid = ?1
-			UNION SELECT r.dependent_uid FROM owner_refs r JOIN down ON r.owner_uid = down.uid
-			LIMIT ?2)
-		SELECT uid FROM down`, uid, limit+2)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var u string
-		if err := rows.Scan(&u); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
 }
 
 func nullBool(b sql.NullBool) *bool {
