@@ -19,15 +19,16 @@ const (
 	FinalizerForeground = "foregroundDeletion"
 )
 
-// Rule ids of seed 001.
+// Rule ids of seed 001 that decisions name. The others shape the facts:
+// BR-21-04 (an owner re-created under its name is another owner: UIDs are
+// compared) and BR-21-06 (confirmed absences are remembered) are
+// Classify's Authoritative lookups.
 const (
-	RuleCascade       = "BR-21-01" // dependents of a deleted owner go
-	RuleOrphan        = "BR-21-02" // dependents of an owner deleted with orphan lose the reference
-	RuleForeground    = "BR-21-03" // dependents go before an owner deleted in the foreground
-	RulePreconditions = "BR-21-04" // deletes carry the UID decided on
-	RuleVirtualOwner  = "BR-21-05" // an owner missing from the mirror is only suspected absent
-	RuleAbsentCache   = "BR-21-06" // owners confirmed absent are remembered
-	RuleNamespace     = "BR-21-07" // a cluster-scoped dependent cannot have a namespaced owner
+	RuleCascade      = "BR-21-01" // dependents of a deleted owner go
+	RuleOrphan       = "BR-21-02" // dependents of an owner deleted with orphan lose the reference
+	RuleForeground   = "BR-21-03" // dependents go before an owner deleted in the foreground
+	RuleVirtualOwner = "BR-21-05" // an owner missing from the mirror is only suspected absent
+	RuleNamespace    = "BR-21-07" // a cluster-scoped dependent cannot have a namespaced owner
 )
 
 // Actions, as audit rows record them.

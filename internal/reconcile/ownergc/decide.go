@@ -156,7 +156,7 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 			in.Refs = append(in.Refs, gcrules.Classified{Ref: ruleRef(ref), State: gcrules.State(fact.State)})
 		}
 		if invalid != nil {
-			break
+			break // kept whatever its other references say (BR-21-07)
 		}
 	}
 	if gcrules.NeedDependents(in.Refs) {
