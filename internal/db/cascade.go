@@ -46,11 +46,11 @@ type CascadeFacts struct {
 	Truncated bool
 	// Kinds maps every discovered group and kind to whether it is
 	// namespaced; a kind it lacks is not served.
-	Kinds map[GroupKind]bool
+	Kinds map[CascadeKind]bool
 }
 
-// GroupKind names a kind across its versions.
-type GroupKind struct{ Group, Kind string }
+// CascadeKind names a kind across its versions.
+type CascadeKind struct{ Group, Kind string }
 
 // Cascade reads the object uid and up to limit of its transitive
 // dependents; ErrNotFound when uid is not mirrored.
@@ -61,9 +61,9 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		if err != nil {
 			return err
 		}
-		out.Kinds = make(map[GroupKind]bool, len(kinds))
+		out.Kinds = make(map[CascadeKind]bool, len(kinds))
 		for gk, ns := range kinds {
-			out.Kinds[GroupKind{gk.group, gk.kind}] = ns
+			out.Kinds[CascadeKind{gk.group, gk.kind}] = ns
 		}
 		// The walk: UNION (not UNION ALL) ends it at cycles, LIMIT bounds it
 		// (the root, the limit, and one more to tell that it cut). CROSS
@@ -107,7 +107,7 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 				continue
 			}
 			obj.Refs = append(obj.Refs, CascadeRef{OwnerRef: OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String,
-				Name: refName.String, UID: refUID.String, BlockOwnerDeletion: nullBool(block)}, position: position.Int64})
+				Name: refName.String, UID: refUID.String, BlockOwnerDeletion: cascadeBool(block)}, position: position.Int64})
 		}
 		if err := rows.Err(); err != nil {
 			return err
@@ -141,7 +141,7 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 				}
 			}
 		}
-		if err := outsideOwners(ctx, tx, outside, owners); err != nil {
+		if err := cascadeOwners(ctx, tx, outside, owners); err != nil {
 			return err
 		}
 		for _, o := range out.Objects {
@@ -152,7 +152,7 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		}
 		if out.Truncated {
 			// Where the walk stopped, dependents may lie beyond it.
-			return hasDependents(ctx, tx, out.Objects)
+			return cascadeHasDependents(ctx, tx, out.Objects)
 		}
 		return nil
 	})
@@ -165,9 +165,9 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 	return out, nil
 }
 
-// outsideOwners reads the owners uids from the mirror into owners; those
+// cascadeOwners reads the owners uids from the mirror into owners; those
 // it lacks stay nil.
-func outsideOwners(ctx context.Context, q querier, uids []string, owners map[string]*CascadeOwner) error {
+func cascadeOwners(ctx context.Context, q querier, uids []string, owners map[string]*CascadeOwner) error {
 	if len(uids) == 0 {
 		return nil
 	}
@@ -192,9 +192,9 @@ func outsideOwners(ctx context.Context, q querier, uids []string, owners map[str
 	return rows.Err()
 }
 
-// hasDependents sets HasDependents of the objects that have no dependent
+// cascadeHasDependents sets HasDependents of the objects that have no dependent
 // among objs but may have some elsewhere.
-func hasDependents(ctx context.Context, q querier, objs []*CascadeObject) error {
+func cascadeHasDependents(ctx context.Context, q querier, objs []*CascadeObject) error {
 	var leaves []string
 	byUID := map[string]*CascadeObject{}
 	for _, o := range objs {
@@ -222,7 +222,7 @@ func hasDependents(ctx context.Context, q querier, objs []*CascadeObject) error 
 	return rows.Err()
 }
 
-func nullBool(b sql.NullBool) *bool {
+func cascadeBool(b sql.NullBool) *bool {
 	if !b.Valid {
 		return nil
 	}

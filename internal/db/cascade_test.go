@@ -60,7 +60,7 @@ func TestCascade(t *testing.T) {
 			!slices.Equal(e.Refs[0].Owner.Finalizers, []string{"foregroundDeletion"}) || e.HasDependents {
 			t.Errorf("dependent %+v, refs %+v", e, e.Refs)
 		}
-		if ns, ok := f.Kinds[GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}]; !ok || ns {
+		if ns, ok := f.Kinds[CascadeKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}]; !ok || ns {
 			t.Errorf("ClusterRole kind: namespaced=%v known=%v", ns, ok)
 		}
 	})

@@ -19,8 +19,8 @@ const (
 	CascadeKeep           = "keep"
 )
 
-// Propagations a preview accepts, as kubectl spells them.
-var Propagations = map[string]string{
+// CascadePropagations are the propagations a preview accepts, as kubectl spells them.
+var CascadePropagations = map[string]string{
 	"background": gcrules.PropagationBackground,
 	"foreground": gcrules.PropagationForeground,
 	"orphan":     gcrules.PropagationOrphan,
@@ -62,14 +62,14 @@ type Cascade struct {
 	Truncated bool `json:"truncated"`
 }
 
-// fate is what the preview has the collector do to an object so far.
-type fate int
+// cascadeFate is what the preview has the collector do to an object so far.
+type cascadeFate int
 
 const (
-	exists     fate = iota // untouched, or kept
-	gone                   // deleted in the background (or orphaning, once done)
-	foreground             // being deleted in the foreground: its dependents go first
-	orphaning              // being deleted with orphan: its dependents lose the reference
+	fateExists     cascadeFate = iota // untouched, or kept
+	fateGone                          // deleted in the background (or orphaning, once done)
+	fateForeground                    // being deleted in the foreground: its dependents go first
+	fateOrphaning                     // being deleted with orphan: its dependents lose the reference
 )
 
 // PreviewCascade says what the garbage collector would do if f's root were
@@ -80,7 +80,7 @@ const (
 // a live GET).
 func PreviewCascade(f *db.CascadeFacts, propagation string) *Cascade {
 	n := len(f.Objects)
-	p := &preview{facts: f, index: make(map[string]int, n), dependents: make([][]int, n), fates: make([]fate, n),
+	p := &cascadePreview{facts: f, index: make(map[string]int, n), dependents: make([][]int, n), fates: make([]cascadeFate, n),
 		items: make([]*CascadeItem, n), depth: make([]int, n)}
 	for i, o := range f.Objects {
 		p.index[o.UID] = i
@@ -96,39 +96,39 @@ func PreviewCascade(f *db.CascadeFacts, propagation string) *Cascade {
 	}
 	switch propagation {
 	case gcrules.PropagationForeground:
-		p.fates[0] = foreground
+		p.fates[0] = fateForeground
 	case gcrules.PropagationOrphan:
-		p.fates[0] = orphaning
+		p.fates[0] = fateOrphaning
 	default:
-		p.fates[0] = gone
+		p.fates[0] = fateGone
 	}
 	p.run()
 	return p.result()
 }
 
-// preview holds the objects by their position in facts.Objects (the root
+// cascadePreview holds the objects by their position in facts.Objects (the root
 // is 0).
-type preview struct {
+type cascadePreview struct {
 	facts      *db.CascadeFacts
 	index      map[string]int
 	dependents [][]int // the dependents of each object
-	fates      []fate
+	fates      []cascadeFate
 	items      []*CascadeItem // nil: untouched
 	depth      []int          // 0: not reached (or the root)
 }
 
 // fateOf returns the fate of the owner uid, which may be outside the walk.
-func (p *preview) fateOf(uid string) (fate, *db.CascadeObject) {
+func (p *cascadePreview) fateOf(uid string) (cascadeFate, *db.CascadeObject) {
 	if i, ok := p.index[uid]; ok {
 		return p.fates[i], p.facts.Objects[i]
 	}
-	return exists, nil
+	return fateExists, nil
 }
 
 // run decides, breadth first from the root, about every object whose owner
 // the preview has deleted; an object is decided again when another of its
 // owners goes (its decision can only move from kept to deleted).
-func (p *preview) run() {
+func (p *cascadePreview) run() {
 	queue := []int{0}
 	for len(queue) > 0 {
 		i := queue[0]
@@ -150,7 +150,7 @@ func (p *preview) run() {
 }
 
 // decide records what the collector does to o given its owners' fates.
-func (p *preview) decide(i int) {
+func (p *cascadePreview) decide(i int) {
 	o := p.facts.Objects[i]
 	item := &CascadeItem{Target: o.Target, Depth: p.depth[i]}
 	if o.Deleting {
@@ -167,15 +167,15 @@ func (p *preview) decide(i int) {
 		ref := gcrules.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID,
 			BlockOwnerDeletion: r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion}
 		var state gcrules.State
-		switch fate, owner := p.fateOf(r.UID); fate {
-		case orphaning:
+		switch f, owner := p.fateOf(r.UID); f {
+		case fateOrphaning:
 			// The orphaning owner removes its reference (BR-21-02); the
 			// others decide.
 			orphanedBy = owner
 			continue
-		case gone:
+		case fateGone:
 			state = gcrules.Classify(o.Namespace, ref, p.kind(r.OwnerRef), nil, gcrules.Authoritative)
-		case foreground:
+		case fateForeground:
 			state = gcrules.Classify(o.Namespace, ref, p.kind(r.OwnerRef), &gcrules.Owner{UID: owner.UID, APIVersion: owner.APIVersion,
 				Kind: owner.Kind, Namespace: owner.Namespace, Name: owner.Name, Deleting: true,
 				Finalizers: append(slices.Clip(owner.Finalizers), gcrules.FinalizerForeground)}, gcrules.Authoritative)
@@ -203,11 +203,11 @@ func (p *preview) decide(i int) {
 		item.Propagation = plan.Propagation
 		switch item.Propagation {
 		case gcrules.PropagationForeground:
-			p.fates[i] = foreground
+			p.fates[i] = fateForeground
 		case gcrules.PropagationOrphan:
-			p.fates[i] = orphaning
+			p.fates[i] = fateOrphaning
 		default:
-			p.fates[i] = gone
+			p.fates[i] = fateGone
 		}
 	case gcrules.ActionRemoveOwnerRefs:
 		item.Action = CascadeRemoveOwnerRef
@@ -228,14 +228,14 @@ func (p *preview) decide(i int) {
 }
 
 // kind says whether the API serves a reference's owner kind, and its scope.
-func (p *preview) kind(r db.OwnerRef) gcrules.Kind {
-	ns, ok := p.facts.Kinds[db.GroupKind{Group: gcrules.Group(r.APIVersion), Kind: r.Kind}]
+func (p *cascadePreview) kind(r db.OwnerRef) gcrules.Kind {
+	ns, ok := p.facts.Kinds[db.CascadeKind{Group: gcrules.Group(r.APIVersion), Kind: r.Kind}]
 	return gcrules.Kind{Served: ok, Namespaced: ns}
 }
 
 // cycleDependent names one of the dependents of object i that is being
 // deleted in the foreground now, as ownergc's cycle guard looks for.
-func (p *preview) cycleDependent(i int) string {
+func (p *cascadePreview) cycleDependent(i int) string {
 	for _, j := range p.dependents[i] {
 		d := p.facts.Objects[j]
 		if d.Deleting && slices.Contains(d.Finalizers, gcrules.FinalizerForeground) {
@@ -245,7 +245,7 @@ func (p *preview) cycleDependent(i int) string {
 	return ""
 }
 
-func (p *preview) result() *Cascade {
+func (p *cascadePreview) result() *Cascade {
 	out := &Cascade{Items: []CascadeItem{}, ByKind: map[string]map[string]int{}, Truncated: p.facts.Truncated}
 	kindKeys := map[db.Target]string{} // by apiVersion and kind only
 	for _, it := range p.items {
@@ -268,7 +268,7 @@ func (p *preview) result() *Cascade {
 		out.ByKind[k][it.Action]++
 	}
 	slices.SortFunc(out.Items, func(a, b CascadeItem) int {
-		return cmp.Or(cmp.Compare(a.Depth, b.Depth), compareTargets(a.Target, b.Target))
+		return cmp.Or(cmp.Compare(a.Depth, b.Depth), compareCascadeTargets(a.Target, b.Target))
 	})
 	out.Total = len(out.Items)
 	out.BlockedBy = p.blockers()
@@ -280,15 +280,15 @@ func (p *preview) result() *Cascade {
 // reference to it: it waits until they are gone, and they wait for their
 // own finalizers, or, deleted in the foreground themselves, for their own
 // blockers (listed too).
-func (p *preview) blockers() []CascadeBlocker {
+func (p *cascadePreview) blockers() []CascadeBlocker {
 	out := []CascadeBlocker{}
 	for i, owner := range p.facts.Objects {
-		if p.fates[i] != foreground {
+		if p.fates[i] != fateForeground {
 			continue
 		}
 		for _, j := range p.dependents[i] {
 			dep, it := p.facts.Objects[j], p.items[j]
-			if it != nil && it.Action == CascadeRemoveOwnerRef || !blocks(dep, owner.UID) {
+			if it != nil && it.Action == CascadeRemoveOwnerRef || !blocksOwner(dep, owner.UID) {
 				continue
 			}
 			held := []string{}
@@ -302,7 +302,7 @@ func (p *preview) blockers() []CascadeBlocker {
 			switch {
 			case len(held) > 0:
 				why += fmt.Sprintf("; finalizer(s) %s hold it until their controller removes them", strings.Join(held, ", "))
-			case p.fates[j] == foreground:
+			case p.fates[j] == fateForeground:
 				why += "; it is deleted in the foreground, so it waits for its own blocking dependents"
 			case it != nil && it.Action == CascadeKeep:
 				why += "; the collector keeps it: " + it.Reason
@@ -311,13 +311,13 @@ func (p *preview) blockers() []CascadeBlocker {
 		}
 	}
 	slices.SortFunc(out, func(a, b CascadeBlocker) int {
-		return cmp.Or(compareTargets(a.Owner, b.Owner), compareTargets(a.Target, b.Target))
+		return cmp.Or(compareCascadeTargets(a.Owner, b.Owner), compareCascadeTargets(a.Target, b.Target))
 	})
 	return out
 }
 
-// blocks reports whether dep has blockOwnerDeletion on a reference to owner.
-func blocks(dep *db.CascadeObject, owner string) bool {
+// blocksOwner reports whether dep has blockOwnerDeletion on a reference to owner.
+func blocksOwner(dep *db.CascadeObject, owner string) bool {
 	for _, r := range dep.Refs {
 		if r.UID == owner && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
 			return true
@@ -326,6 +326,6 @@ func blocks(dep *db.CascadeObject, owner string) bool {
 	return false
 }
 
-func compareTargets(a, b db.Target) int {
+func compareCascadeTargets(a, b db.Target) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
 }

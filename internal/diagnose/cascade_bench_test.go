@@ -71,7 +71,7 @@ func BenchmarkCascadePreview(b *testing.B) {
 
 	// The machine is shared: CPU time per preview says more than the
 	// wall clock when others load it.
-	cpu0 := cpuTime(b)
+	cpu0 := cascadeCPUTime(b)
 	for b.Loop() {
 		f, err := d.Cascade(ctx, "u-root", 10000)
 		if err != nil {
@@ -82,11 +82,11 @@ func BenchmarkCascadePreview(b *testing.B) {
 			b.Fatalf("previewed %d objects (truncated %v), want 10000", c.Total, c.Truncated)
 		}
 	}
-	b.ReportMetric(float64((cpuTime(b)-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64((cascadeCPUTime(b)-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
 }
 
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime(b *testing.B) time.Duration {
+// cascadeCPUTime is the CPU time the process has used, user and system.
+func cascadeCPUTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)

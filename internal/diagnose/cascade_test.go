@@ -8,12 +8,12 @@ import (
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
-// mirror builds cascade facts by hand: the first object is the root.
-type mirror struct {
+// cascadeMirror builds cascade facts by hand: the first object is the root.
+type cascadeMirror struct {
 	objs []*db.CascadeObject
 }
 
-func (m *mirror) add(kind, namespace, name string, finalizers []string, owners ...ownedBy) *db.CascadeObject {
+func (m *cascadeMirror) add(kind, namespace, name string, finalizers []string, owners ...cascadeOwnedBy) *db.CascadeObject {
 	apiVersion := "v1"
 	if kind == "Widget" {
 		apiVersion = "e2e.kubegcd.io/v1"
@@ -31,34 +31,34 @@ func (m *mirror) add(kind, namespace, name string, finalizers []string, owners .
 	return o
 }
 
-type ownedBy struct {
+type cascadeOwnedBy struct {
 	o     *db.CascadeObject
 	block bool
 }
 
-func by(o *db.CascadeObject) ownedBy       { return ownedBy{o: o} }
-func blocking(o *db.CascadeObject) ownedBy { return ownedBy{o: o, block: true} }
+func cascadeRef(o *db.CascadeObject) cascadeOwnedBy         { return cascadeOwnedBy{o: o} }
+func cascadeBlockingRef(o *db.CascadeObject) cascadeOwnedBy { return cascadeOwnedBy{o: o, block: true} }
 
-// facts returns the root and those of its transitive dependents in want
-// (an object only a kept owner leads to is read too, as the SQL walk does).
-func (m *mirror) facts() *db.CascadeFacts {
-	return &db.CascadeFacts{Objects: m.objs, Kinds: map[db.GroupKind]bool{
+// facts returns the objects as db.Cascade does, the root first, with the
+// kinds discovery found.
+func (m *cascadeMirror) facts() *db.CascadeFacts {
+	return &db.CascadeFacts{Objects: m.objs, Kinds: map[db.CascadeKind]bool{
 		{Kind: "ConfigMap"}: true, {Kind: "Secret"}: true, {Group: "e2e.kubegcd.io", Kind: "Widget"}: true,
 		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}: false,
 	}}
 }
 
-// got reduces a preview to what the cases compare: action, depth and rule by
+// cascadeGot reduces a preview to what the cases compare: action, depth and rule by
 // name.
-type got struct {
+type cascadeGot struct {
 	Action, Rule string
 	Depth        int
 }
 
-func summary(c *Cascade) map[string]got {
-	out := map[string]got{}
+func cascadeSummary(c *Cascade) map[string]cascadeGot {
+	out := map[string]cascadeGot{}
 	for _, it := range c.Items {
-		out[it.Target.Name] = got{it.Action, it.Rule, it.Depth}
+		out[it.Target.Name] = cascadeGot{it.Action, it.Rule, it.Depth}
 	}
 	return out
 }
@@ -67,21 +67,21 @@ func TestPreviewCascade(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		propagation string
-		build       func(m *mirror)
-		want        map[string]got
+		build       func(m *cascadeMirror)
+		want        map[string]cascadeGot
 		wantBlocked map[string][]string // blocker name → its finalizers
 		wantByKind  map[string]map[string]int
 	}{
 		{
 			name: "background: every descendant, a doubly-owned one loses the reference", propagation: gcrules.PropagationBackground,
-			build: func(m *mirror) {
+			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
-				mid := m.add("Widget", "ns", "mid", nil, by(root))
-				m.add("ConfigMap", "ns", "leaf", nil, by(mid))
+				mid := m.add("Widget", "ns", "mid", nil, cascadeRef(root))
+				m.add("ConfigMap", "ns", "leaf", nil, cascadeRef(mid))
 				other := &db.CascadeObject{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "other", UID: "u-other"}}
-				m.add("Secret", "ns", "shared", nil, by(mid), by(other))
+				m.add("Secret", "ns", "shared", nil, cascadeRef(mid), cascadeRef(other))
 			},
-			want: map[string]got{
+			want: map[string]cascadeGot{
 				"mid":    {CascadeDelete, gcrules.RuleCascade, 1},
 				"leaf":   {CascadeDelete, gcrules.RuleCascade, 2},
 				"shared": {CascadeRemoveOwnerRef, gcrules.RuleCascade, 2},
@@ -93,13 +93,13 @@ func TestPreviewCascade(t *testing.T) {
 		},
 		{
 			name: "orphan: only the direct dependents lose the reference", propagation: gcrules.PropagationOrphan,
-			build: func(m *mirror) {
+			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
-				mid := m.add("Widget", "ns", "mid", nil, by(root))
-				m.add("ConfigMap", "ns", "leaf", nil, by(mid))
-				m.add("Secret", "ns", "direct", nil, blocking(root))
+				mid := m.add("Widget", "ns", "mid", nil, cascadeRef(root))
+				m.add("ConfigMap", "ns", "leaf", nil, cascadeRef(mid))
+				m.add("Secret", "ns", "direct", nil, cascadeBlockingRef(root))
 			},
-			want: map[string]got{
+			want: map[string]cascadeGot{
 				"mid":    {CascadeRemoveOwnerRef, gcrules.RuleOrphan, 1},
 				"direct": {CascadeRemoveOwnerRef, gcrules.RuleOrphan, 1},
 			},
@@ -107,16 +107,16 @@ func TestPreviewCascade(t *testing.T) {
 		},
 		{
 			name: "foreground: intermediate owners go in the foreground; blocking dependents and their finalizers hold the root",
-			build: func(m *mirror) {
+			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
-				mid := m.add("Widget", "ns", "mid", nil, blocking(root))
-				m.add("ConfigMap", "ns", "held", []string{"e2e.kubegcd.io/hold"}, blocking(mid))
-				m.add("ConfigMap", "ns", "free", []string{"e2e.kubegcd.io/hold"}, by(root))
+				mid := m.add("Widget", "ns", "mid", nil, cascadeBlockingRef(root))
+				m.add("ConfigMap", "ns", "held", []string{"e2e.kubegcd.io/hold"}, cascadeBlockingRef(mid))
+				m.add("ConfigMap", "ns", "free", []string{"e2e.kubegcd.io/hold"}, cascadeRef(root))
 				other := &db.CascadeObject{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "other", UID: "u-other"}}
-				m.add("Secret", "ns", "shared", nil, blocking(root), by(other))
+				m.add("Secret", "ns", "shared", nil, cascadeBlockingRef(root), cascadeRef(other))
 			},
 			propagation: gcrules.PropagationForeground,
-			want: map[string]got{
+			want: map[string]cascadeGot{
 				"mid":    {CascadeDelete, gcrules.RuleForeground, 1},
 				"free":   {CascadeDelete, gcrules.RuleCascade, 1},
 				"shared": {CascadeRemoveOwnerRef, gcrules.RuleCascade, 1},
@@ -127,12 +127,12 @@ func TestPreviewCascade(t *testing.T) {
 		},
 		{
 			name: "a dependent with its own orphan finalizer orphans its dependents", propagation: gcrules.PropagationBackground,
-			build: func(m *mirror) {
+			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
-				mid := m.add("ConfigMap", "ns", "mid", []string{gcrules.FinalizerOrphan}, by(root))
-				m.add("ConfigMap", "ns", "leaf", nil, by(mid))
+				mid := m.add("ConfigMap", "ns", "mid", []string{gcrules.FinalizerOrphan}, cascadeRef(root))
+				m.add("ConfigMap", "ns", "leaf", nil, cascadeRef(mid))
 			},
-			want: map[string]got{
+			want: map[string]cascadeGot{
 				"mid":  {CascadeDelete, gcrules.RuleCascade, 1},
 				"leaf": {CascadeRemoveOwnerRef, gcrules.RuleOrphan, 2},
 			},
@@ -140,15 +140,15 @@ func TestPreviewCascade(t *testing.T) {
 		},
 		{
 			name: "an owner deleted further down decides again about a dependent first kept", propagation: gcrules.PropagationBackground,
-			build: func(m *mirror) {
+			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
-				a := m.add("ConfigMap", "ns", "a", nil, by(root))
-				b := m.add("ConfigMap", "ns", "b", nil, by(a))
+				a := m.add("ConfigMap", "ns", "a", nil, cascadeRef(root))
+				b := m.add("ConfigMap", "ns", "b", nil, cascadeRef(a))
 				// late is reached from root first, while b still stands.
-				late := m.add("ConfigMap", "ns", "late", nil, by(root), by(b))
+				late := m.add("ConfigMap", "ns", "late", nil, cascadeRef(root), cascadeRef(b))
 				m.objs[2], m.objs[3] = late, b
 			},
-			want: map[string]got{
+			want: map[string]cascadeGot{
 				"a":    {CascadeDelete, gcrules.RuleCascade, 1},
 				"b":    {CascadeDelete, gcrules.RuleCascade, 2},
 				"late": {CascadeDelete, gcrules.RuleCascade, 1},
@@ -157,13 +157,13 @@ func TestPreviewCascade(t *testing.T) {
 		},
 		{
 			name: "a cycle back to the root ends", propagation: gcrules.PropagationBackground,
-			build: func(m *mirror) {
+			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
-				a := m.add("ConfigMap", "ns", "a", nil, by(root))
-				b := m.add("ConfigMap", "ns", "b", nil, by(a))
+				a := m.add("ConfigMap", "ns", "a", nil, cascadeRef(root))
+				b := m.add("ConfigMap", "ns", "b", nil, cascadeRef(a))
 				root.Refs = []db.CascadeRef{{OwnerRef: db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "b", UID: b.UID}}}
 			},
-			want: map[string]got{
+			want: map[string]cascadeGot{
 				"a": {CascadeDelete, gcrules.RuleCascade, 1},
 				"b": {CascadeDelete, gcrules.RuleCascade, 2},
 			},
@@ -171,15 +171,15 @@ func TestPreviewCascade(t *testing.T) {
 		},
 		{
 			name: "kept: already being deleted, BR-21-07 cluster-scoped dependent, owner kind not served", propagation: gcrules.PropagationBackground,
-			build: func(m *mirror) {
+			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
-				deleting := m.add("ConfigMap", "ns", "deleting", []string{"e2e.kubegcd.io/hold"}, by(root))
+				deleting := m.add("ConfigMap", "ns", "deleting", []string{"e2e.kubegcd.io/hold"}, cascadeRef(root))
 				deleting.Deleting = true
-				m.add("ClusterRole", "", "clusterwide", nil, by(root))
-				unserved := m.add("ConfigMap", "ns", "unserved", nil, by(root))
+				m.add("ClusterRole", "", "clusterwide", nil, cascadeRef(root))
+				unserved := m.add("ConfigMap", "ns", "unserved", nil, cascadeRef(root))
 				unserved.Refs = append(unserved.Refs, db.CascadeRef{OwnerRef: db.OwnerRef{APIVersion: "gone.io/v1", Kind: "Gone", Name: "x", UID: "u-x"}})
 			},
-			want: map[string]got{
+			want: map[string]cascadeGot{
 				"deleting":    {CascadeKeep, "", 1},
 				"clusterwide": {CascadeKeep, gcrules.RuleNamespace, 1},
 				"unserved":    {CascadeKeep, gcrules.RuleCascade, 1},
@@ -188,20 +188,20 @@ func TestPreviewCascade(t *testing.T) {
 		},
 		{
 			name: "a dependent whose other owner the mirror lacks is deleted (the mirror is taken at its word)", propagation: gcrules.PropagationBackground,
-			build: func(m *mirror) {
+			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
-				dep := m.add("ConfigMap", "ns", "dep", nil, by(root))
+				dep := m.add("ConfigMap", "ns", "dep", nil, cascadeRef(root))
 				dep.Refs = append(dep.Refs, db.CascadeRef{OwnerRef: db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: "u-ghost"}})
 			},
-			want:        map[string]got{"dep": {CascadeDelete, gcrules.RuleCascade, 1}},
+			want:        map[string]cascadeGot{"dep": {CascadeDelete, gcrules.RuleCascade, 1}},
 			wantBlocked: map[string][]string{},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &mirror{}
+			m := &cascadeMirror{}
 			tc.build(m)
 			c := PreviewCascade(m.facts(), tc.propagation)
-			if g := summary(c); !reflect.DeepEqual(g, tc.want) {
+			if g := cascadeSummary(c); !reflect.DeepEqual(g, tc.want) {
 				t.Errorf("items:\n got %v\nwant %v", g, tc.want)
 			}
 			if c.Total != len(c.Items) {
@@ -230,7 +230,7 @@ func TestPreviewCascade(t *testing.T) {
 }
 
 func TestPreviewCascadeTruncated(t *testing.T) {
-	m := &mirror{}
+	m := &cascadeMirror{}
 	m.add("ConfigMap", "ns", "root", nil)
 	f := m.facts()
 	f.Truncated = true

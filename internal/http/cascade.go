@@ -26,7 +26,7 @@ func (s *server) cascade(w http.ResponseWriter, r *http.Request) {
 	if propagation == "" {
 		propagation = "background"
 	}
-	policy, ok := diagnose.Propagations[propagation]
+	policy, ok := diagnose.CascadePropagations[propagation]
 	if !ok {
 		q.fail("invalid propagation %q: want background, foreground or orphan", propagation)
 	}

@@ -35,22 +35,22 @@ func newCascadeTree(s *scenario, prefix string) cascadeTree {
 	return c
 }
 
-// fate is one object's line of a preview or of the audit: what is done to
+// cascadeFate is one object's line of a preview or of the audit: what is done to
 // it, and (in a preview) at which depth.
-type fate struct {
+type cascadeFate struct {
 	Name, Action string
 	Depth        int
 }
 
-// preview asks kubegcd what deleting o with propagation would do, and
+// cascadePreview asks kubegcd what deleting o with propagation would do, and
 // returns it with the items reduced to fates (depth 0 when !depths).
-func (s *scenario) preview(o obj, propagation string, depths bool) (*diagnose.Cascade, map[string]fate) {
+func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*diagnose.Cascade, map[string]cascadeFate) {
 	s.t.Helper()
 	var c diagnose.Cascade
 	s.d.GetJSON(s.t, "/objects/"+url.PathEscape(string(o.uid))+"/cascade?propagation="+propagation, 200, &c)
-	out := map[string]fate{}
+	out := map[string]cascadeFate{}
 	for _, it := range c.Items {
-		f := fate{Name: it.Target.Name, Action: it.Action}
+		f := cascadeFate{Name: it.Target.Name, Action: it.Action}
 		if depths {
 			f.Depth = it.Depth
 		}
@@ -59,55 +59,55 @@ func (s *scenario) preview(o obj, propagation string, depths bool) (*diagnose.Ca
 	return &c, out
 }
 
-// waitPreview waits until the mirror holds the whole tree, that is until
+// waitCascadePreview waits until the mirror holds the whole tree, that is until
 // the preview is want, and returns it.
-func (s *scenario) waitPreview(o obj, propagation string, want map[string]fate) *diagnose.Cascade {
+func (s *scenario) waitCascadePreview(o obj, propagation string, want map[string]cascadeFate) *diagnose.Cascade {
 	s.t.Helper()
 	var c *diagnose.Cascade
 	eventually(s.t, 20*time.Second, func() error {
-		var got map[string]fate
-		c, got = s.preview(o, propagation, true)
+		var got map[string]cascadeFate
+		c, got = s.cascadePreview(o, propagation, true)
 		if !maps.Equal(got, want) {
-			return fmt.Errorf("%s preview of %s:\n got %v\nwant %v", propagation, o.name, sortedFates(got), sortedFates(want))
+			return fmt.Errorf("%s preview of %s:\n got %v\nwant %v", propagation, o.name, sortedCascadeFates(got), sortedCascadeFates(want))
 		}
 		return nil
 	})
 	return c
 }
 
-// done reduces ownergc's audit rows about the tree's objects, other than
+// cascadeDone reduces ownergc's audit rows about the tree's objects, other than
 // its root, to the preview's terms. Finalizer removals and unblocked
 // references are how a foreground or orphan deletion completes, not what
 // happens to a dependent, and a preview does not list them.
-func (s *scenario) done(c cascadeTree) map[string]fate {
+func (s *scenario) cascadeDone(c cascadeTree) map[string]cascadeFate {
 	s.t.Helper()
 	mine := map[string]bool{}
 	for _, o := range []obj{c.mid, c.direct, c.leaf, c.held, c.shared, c.other} {
 		mine[string(o.uid)] = true
 	}
-	out := map[string]fate{}
+	out := map[string]cascadeFate{}
 	for _, e := range s.audit() {
 		if !mine[e.Target.UID] || e.Outcome == db.OutcomeConflict || e.Outcome == db.OutcomeFailed {
 			continue
 		}
 		switch e.Action {
 		case "delete":
-			out[e.Target.UID] = fate{Name: e.Target.Name, Action: diagnose.CascadeDelete}
+			out[e.Target.UID] = cascadeFate{Name: e.Target.Name, Action: diagnose.CascadeDelete}
 		case "remove-owner-refs":
-			out[e.Target.UID] = fate{Name: e.Target.Name, Action: diagnose.CascadeRemoveOwnerRef}
+			out[e.Target.UID] = cascadeFate{Name: e.Target.Name, Action: diagnose.CascadeRemoveOwnerRef}
 		}
 	}
 	return out
 }
 
-func sortedFates(m map[string]fate) []fate {
+func sortedCascadeFates(m map[string]cascadeFate) []cascadeFate {
 	out := slices.Collect(maps.Values(m))
-	slices.SortFunc(out, func(a, b fate) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b cascadeFate) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
-func withoutDepth(m map[string]fate) map[string]fate {
-	out := map[string]fate{}
+func cascadeWithoutDepth(m map[string]cascadeFate) map[string]cascadeFate {
+	out := map[string]cascadeFate{}
 	for k, f := range m {
 		f.Depth = 0
 		out[k] = f
@@ -123,11 +123,11 @@ func TestCascadePreview(t *testing.T) {
 	s := newScenario(t, "cascade", false, "--leader-elect=false")
 	bg, or, fg := newCascadeTree(s, "bg-"), newCascadeTree(s, "or-"), newCascadeTree(s, "fg-")
 
-	f := func(o obj, action string, depth int) (string, fate) {
-		return string(o.uid), fate{Name: o.name, Action: action, Depth: depth}
+	f := func(o obj, action string, depth int) (string, cascadeFate) {
+		return string(o.uid), cascadeFate{Name: o.name, Action: action, Depth: depth}
 	}
-	everything := func(c cascadeTree) map[string]fate {
-		out := map[string]fate{}
+	everything := func(c cascadeTree) map[string]cascadeFate {
+		out := map[string]cascadeFate{}
 		for _, x := range []struct {
 			o      obj
 			action string
@@ -143,21 +143,21 @@ func TestCascadePreview(t *testing.T) {
 		return out
 	}
 	wantBG, wantFG := everything(bg), everything(fg)
-	wantOrphan := map[string]fate{}
+	wantOrphan := map[string]cascadeFate{}
 	for _, o := range []obj{or.mid, or.direct} {
 		k, v := f(o, diagnose.CascadeRemoveOwnerRef, 1)
 		wantOrphan[k] = v
 	}
 
-	previewBG := s.waitPreview(bg.root, "background", wantBG)
+	previewBG := s.waitCascadePreview(bg.root, "background", wantBG)
 	if len(previewBG.BlockedBy) != 0 || previewBG.Total != 5 || previewBG.Truncated {
 		t.Errorf("background: blockedBy %v, total %d, truncated %v; want none, 5, false", previewBG.BlockedBy, previewBG.Total, previewBG.Truncated)
 	}
 	if got := previewBG.ByKind["Widget.e2e.kubegcd.io"]["delete"]; got != 1 {
 		t.Errorf("byKind %v: want one Widget deleted", previewBG.ByKind)
 	}
-	s.waitPreview(or.root, "orphan", wantOrphan)
-	previewFG := s.waitPreview(fg.root, "foreground", wantFG)
+	s.waitCascadePreview(or.root, "orphan", wantOrphan)
+	previewFG := s.waitCascadePreview(fg.root, "foreground", wantFG)
 	// The root waits for mid and direct; mid waits for held, which its
 	// finalizer holds.
 	var blocked []string
@@ -185,17 +185,17 @@ func TestCascadePreview(t *testing.T) {
 	acceptance := []struct {
 		tree   cascadeTree
 		policy metav1.DeletionPropagation
-		want   map[string]fate
+		want   map[string]cascadeFate
 	}{
-		{bg, metav1.DeletePropagationBackground, withoutDepth(wantBG)},
-		{or, metav1.DeletePropagationOrphan, withoutDepth(wantOrphan)},
-		{fg, metav1.DeletePropagationForeground, withoutDepth(wantFG)},
+		{bg, metav1.DeletePropagationBackground, cascadeWithoutDepth(wantBG)},
+		{or, metav1.DeletePropagationOrphan, cascadeWithoutDepth(wantOrphan)},
+		{fg, metav1.DeletePropagationForeground, cascadeWithoutDepth(wantFG)},
 	}
 	for _, tc := range acceptance {
 		s.delete(tc.tree.root, tc.policy)
 		eventually(t, gcTimeout, func() error {
-			if got := s.done(tc.tree); !maps.Equal(got, tc.want) {
-				return fmt.Errorf("%s: ownergc did\n %v\npreview said\n %v", tc.policy, sortedFates(got), sortedFates(tc.want))
+			if got := s.cascadeDone(tc.tree); !maps.Equal(got, tc.want) {
+				return fmt.Errorf("%s: ownergc did\n %v\npreview said\n %v", tc.policy, sortedCascadeFates(got), sortedCascadeFates(tc.want))
 			}
 			return nil
 		})
@@ -210,8 +210,8 @@ func TestCascadePreview(t *testing.T) {
 	s.exists(or.leaf)
 	s.stable(2*time.Second, func() error {
 		for _, tc := range acceptance {
-			if got := s.done(tc.tree); !maps.Equal(got, tc.want) {
-				return fmt.Errorf("%s: ownergc went on to do %v", tc.policy, sortedFates(got))
+			if got := s.cascadeDone(tc.tree); !maps.Equal(got, tc.want) {
+				return fmt.Errorf("%s: ownergc went on to do %v", tc.policy, sortedCascadeFates(got))
 			}
 		}
 		return nil
