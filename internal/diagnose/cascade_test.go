@@ -156,6 +156,23 @@ func TestPreviewCascade(t *testing.T) {
 			wantBlocked: map[string][]string{},
 		},
 		{
+			name: "a second owner being deleted holds unless it deletes its dependents", propagation: gcrules.PropagationBackground,
+			build: func(m *cascadeMirror) {
+				root := m.add("ConfigMap", "ns", "root", nil)
+				held := &db.CascadeObject{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held-owner", UID: "u-held-owner"},
+					Deleting: true, Finalizers: []string{"e2e.kubegcd.io/hold"}}
+				fg := &db.CascadeObject{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "fg-owner", UID: "u-fg-owner"},
+					Deleting: true, Finalizers: []string{gcrules.FinalizerForeground}}
+				m.add("ConfigMap", "ns", "kept", nil, cascadeRef(root), cascadeRef(held))
+				m.add("ConfigMap", "ns", "gone", nil, cascadeRef(root), cascadeRef(fg))
+			},
+			want: map[string]cascadeGot{
+				"kept": {CascadeRemoveOwnerRef, gcrules.RuleCascade, 1},
+				"gone": {CascadeDelete, gcrules.RuleCascade, 1},
+			},
+			wantBlocked: map[string][]string{},
+		},
+		{
 			name: "a cycle back to the root ends", propagation: gcrules.PropagationBackground,
 			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
