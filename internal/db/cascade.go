@@ -68,8 +68,8 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		// The walk: UNION (not UNION ALL) ends it at cycles, LIMIT bounds it
 		// (the root, the limit, and one more to tell that it cut). CROSS
 		// JOIN keeps it the outer loop, so objects come in its
-		// breadth-first order, each with its references. No ORDER BY:
-		// sorting every row costs more than the whole walk.
+		// breadth-first order, each with its references (put back in
+		// their order below), and the limit cuts the farthest.
 		rows, err := tx.QueryContext(ctx, `
 			WITH RECURSIVE down(uid) AS (
 				SELECT uid FROM objects WHERE uid = ?1
