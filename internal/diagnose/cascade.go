@@ -81,7 +81,7 @@ const (
 func PreviewCascade(f *db.CascadeFacts, propagation string) *Cascade {
 	n := len(f.Objects)
 	p := &cascadePreview{facts: f, index: make(map[string]int, n), dependents: make([][]int, n), fates: make([]cascadeFate, n),
-		items: make([]*CascadeItem, n), depth: make([]int, n)}
+		items: make([]CascadeItem, n), depth: make([]int, n)}
 	for i, o := range f.Objects {
 		p.index[o.UID] = i
 	}
@@ -113,8 +113,9 @@ type cascadePreview struct {
 	index      map[string]int
 	dependents [][]int // the dependents of each object
 	fates      []cascadeFate
-	items      []*CascadeItem // nil: untouched
-	depth      []int          // 0: not reached (or the root)
+	items      []CascadeItem        // Action "": untouched
+	refs       []gcrules.Classified // decide's scratch: Plan keeps none of it
+	depth      []int                // 0: not reached (or the root)
 }
 
 // fateOf returns the fate of the owner uid, which may be outside the walk.
@@ -152,16 +153,16 @@ func (p *cascadePreview) run() {
 // decide records what the collector does to o given its owners' fates.
 func (p *cascadePreview) decide(i int) {
 	o := p.facts.Objects[i]
-	item := &CascadeItem{Target: o.Target, Depth: p.depth[i]}
+	item := &p.items[i]
+	*item = CascadeItem{Target: o.Target, Depth: p.depth[i]}
 	if o.Deleting {
 		// Already being deleted: the collector sends no second delete,
 		// and its own finalizers decide when it goes.
 		item.Action = CascadeKeep
 		item.Reason = "already being deleted: not deleted again; it goes when its finalizers (" + strings.Join(o.Finalizers, ", ") + ") are removed"
-		p.items[i] = item
 		return
 	}
-	in := gcrules.Object{Finalizers: o.Finalizers, HasDependents: o.HasDependents, CycleDependent: p.cycleDependent(i)}
+	in := gcrules.Object{Finalizers: o.Finalizers, HasDependents: o.HasDependents, CycleDependent: p.cycleDependent(i), Refs: p.refs[:0]}
 	var orphanedBy *db.CascadeObject
 	for _, r := range o.Refs {
 		ref := gcrules.Ref{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: r.UID,
@@ -189,6 +190,7 @@ func (p *cascadePreview) decide(i int) {
 		}
 		in.Refs = append(in.Refs, gcrules.Classified{Ref: ref, State: state})
 	}
+	p.refs = in.Refs
 	plan := gcrules.Plan(in)
 	item.Reason = plan.Reason
 	if plan.Then != nil {
@@ -214,7 +216,8 @@ func (p *cascadePreview) decide(i int) {
 	case gcrules.ActionNone:
 		if orphanedBy == nil {
 			if plan.Rule == "" {
-				return // all its owners stay: untouched
+				*item = CascadeItem{} // all its owners stay: untouched
+				return
 			}
 			item.Action = CascadeKeep // it cannot be decided on (an unserved kind)
 			break
@@ -224,7 +227,6 @@ func (p *cascadePreview) decide(i int) {
 	default:
 		item.Action = CascadeKeep
 	}
-	p.items[i] = item
 }
 
 // kind says whether the API serves a reference's owner kind, and its scope.
@@ -249,10 +251,10 @@ func (p *cascadePreview) result() *Cascade {
 	out := &Cascade{Items: []CascadeItem{}, ByKind: map[string]map[string]int{}, Truncated: p.facts.Truncated}
 	kindKeys := map[db.Target]string{} // by apiVersion and kind only
 	for _, it := range p.items {
-		if it == nil {
+		if it.Action == "" {
 			continue
 		}
-		out.Items = append(out.Items, *it)
+		out.Items = append(out.Items, it)
 		gk := db.Target{APIVersion: it.Target.APIVersion, Kind: it.Target.Kind}
 		k, ok := kindKeys[gk]
 		if !ok {
@@ -288,7 +290,7 @@ func (p *cascadePreview) blockers() []CascadeBlocker {
 		}
 		for _, j := range p.dependents[i] {
 			dep, it := p.facts.Objects[j], p.items[j]
-			if it != nil && it.Action == CascadeRemoveOwnerRef || !blocksOwner(dep, owner.UID) {
+			if it.Action == CascadeRemoveOwnerRef || !blocksOwner(dep, owner.UID) {
 				continue
 			}
 			held := []string{}
@@ -304,7 +306,7 @@ func (p *cascadePreview) blockers() []CascadeBlocker {
 				why += fmt.Sprintf("; finalizer(s) %s hold it until their controller removes them", strings.Join(held, ", "))
 			case p.fates[j] == fateForeground:
 				why += "; it is deleted in the foreground, so it waits for its own blocking dependents"
-			case it != nil && it.Action == CascadeKeep:
+			case it.Action == CascadeKeep:
 				why += "; the collector keeps it: " + it.Reason
 			}
 			out = append(out, CascadeBlocker{Target: dep.Target, Owner: owner.Target, Finalizers: held, Reason: why})
