@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 // GraphFilter selects part of the ownership graph. Zero fields match
@@ -245,7 +247,7 @@ func graphNodes(ctx context.Context, q querier, set any, namespace string) ([]Gr
 			if err != nil {
 				return nil, fmt.Errorf("object %s: %w", n.UID, err)
 			}
-			n.DeletingDependents = slices.Contains(fins, "foregroundDeletion")
+			n.DeletingDependents = slices.Contains(fins, gcrules.FinalizerForeground)
 		}
 		out = append(out, n)
 	}
@@ -404,8 +406,8 @@ func ownerRefsOf(ctx context.Context, q querier, uid string) ([]OwnerRef, error)
 	return scanOwnerRefs(rows)
 }
 
-// ownerStatuses classifies o's owners the way ownergc reads the mirror
-// (decide.go's classify), without the live GET it adds before acting.
+// ownerStatuses classifies o's owners with ownergc's rules (gcrules) as the
+// mirror shows them, without the live GET ownergc adds before acting.
 func ownerStatuses(ctx context.Context, q querier, o *Object) ([]OwnerStatus, error) {
 	out := []OwnerStatus{}
 	if len(o.OwnerReferences) == 0 {
@@ -428,17 +430,27 @@ func ownerStatuses(ctx context.Context, q querier, o *Object) ([]OwnerStatus, er
 			return nil, err
 		default:
 			st.Namespace = owner.Namespace
-			switch {
-			case owner.Namespace != "" && owner.Namespace != o.Namespace:
+			// The owner found decides its own scope: a namespaced one must be
+			// in the dependent's namespace (BR-21-07).
+			want := gcrules.OwnerNamespace(o.Namespace, gcrules.Kind{Served: true, Namespaced: owner.Namespace != ""})
+			rref := gcrules.Ref{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
+			found := &gcrules.Owner{UID: owner.UID, APIVersion: owner.APIVersion, Kind: owner.Kind, Namespace: owner.Namespace,
+				Name: owner.Name, Deleting: owner.DeletionTimestamp != nil, Finalizers: owner.Finalizers}
+			switch gcrules.Mismatch(rref, want, found) {
+			case "other-namespace":
 				st.State = OwnerOtherNamespace
-			case owner.Name != ref.Name || owner.Kind != ref.Kind || groupOf(owner.APIVersion) != groupOf(ref.APIVersion):
+			case "name-mismatch":
 				st.State = OwnerNameMismatch
-			case owner.DeletionTimestamp != nil && slices.Contains(owner.Finalizers, "foregroundDeletion"):
-				st.State = OwnerDeletingDependents
-			case owner.DeletionTimestamp != nil:
-				st.State = OwnerBeingDeleted
 			default:
-				st.State = OwnerPresent
+				switch gcrules.Classify(o.Namespace, rref, gcrules.Kind{Served: true, Namespaced: owner.Namespace != ""}, found, gcrules.Mirror) {
+				case gcrules.Waiting:
+					st.State = OwnerDeletingDependents
+				case gcrules.Solid:
+					st.State = OwnerPresent
+					if found.Deleting {
+						st.State = OwnerBeingDeleted
+					}
+				}
 			}
 		}
 		out = append(out, st)

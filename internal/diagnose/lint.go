@@ -1,5 +1,3 @@
-// Package diagnose answers operators' questions from the mirror alone:
-// read-only analysis over internal/db, pure functions of query results.
 package diagnose
 
 import (

@@ -166,6 +166,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/objects", s.lookup)
 	r.Get("/objects/{uid}", s.object)
 	r.Get("/lint", s.lint)
+	r.Get("/objects/{uid}/cascade", s.cascade)
 	r.Get("/leases", s.leases)
 	r.Post("/enforcement/release", s.release)
 	r.NotFound(s.notFound)

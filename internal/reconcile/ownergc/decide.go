@@ -16,14 +16,8 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
-)
-
-// Classification of one ownerReference.
-const (
-	stateSolid    = "solid"    // the owner exists
-	stateDangling = "dangling" // no object with that UID at that name
-	stateWaiting  = "waiting"  // the owner is being deleted in the foreground
 )
 
 // refFact is what a decision records about each ownerReference.
@@ -42,24 +36,32 @@ type refFact struct {
 // kind, which can never resolve (BR-21-07).
 var errInvalidNamespace = errors.New("cluster-scoped object names a namespaced owner kind")
 
-// classify decides the state of one of obj's ownerReferences: from the
-// mirror when it shows the owner, else by a live GET (an owner missing from
-// the mirror is only suspected absent), remembering confirmed absences.
+func ruleRef(ref db.OwnerRef) gcrules.Ref {
+	return gcrules.Ref{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID,
+		BlockOwnerDeletion: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion}
+}
+
+// classify establishes the facts about one of obj's ownerReferences — from
+// the mirror when it shows the owner, else by a live GET (an owner missing
+// from the mirror is only suspected absent), remembering confirmed
+// absences — and lets gcrules classify it.
 func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerRef) (refFact, error) {
 	fact := refFact{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
 	gvr, namespaced, err := c.gvrFor(ctx, ref.APIVersion, ref.Kind)
 	if err != nil {
 		return fact, err
 	}
-	if obj.Namespace == "" && namespaced {
+	kind := gcrules.Kind{Served: true, Namespaced: namespaced}
+	rref := ruleRef(ref)
+	state := func(owner *gcrules.Owner, lookup gcrules.Lookup) string {
+		return string(gcrules.Classify(obj.Namespace, rref, kind, owner, lookup))
+	}
+	if state(nil, gcrules.Mirror) == string(gcrules.InvalidNamespace) {
 		return fact, errInvalidNamespace
 	}
-	ns := ""
-	if namespaced {
-		ns = obj.Namespace
-	}
+	ns := gcrules.OwnerNamespace(obj.Namespace, kind)
 	if c.overlay.isDeleted(ref.UID) {
-		fact.State, fact.Via = stateDangling, "dry-run"
+		fact.State, fact.Via = state(nil, gcrules.Authoritative), "dry-run"
 		return fact, nil
 	}
 	// A UID confirmed absent at these coordinates can never come back:
@@ -67,19 +69,25 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 	key := absentKey{group: gvr.Group, kind: ref.Kind, namespace: ns, name: ref.Name, uid: ref.UID}
 	if c.absent.has(key) {
 		c.metrics.verifications.WithLabelValues("cache-hit").Inc()
-		fact.State, fact.Via = stateDangling, "absent-cache"
+		fact.State, fact.Via = state(nil, gcrules.Authoritative), "absent-cache"
 		return fact, nil
 	}
 	owner, err := c.opts.DB.ObjectMeta(ctx, ref.UID)
 	switch {
-	case err == nil && owner.Name == ref.Name && owner.Namespace == ns && owner.Kind == ref.Kind && sameGroup(owner.APIVersion, ref.APIVersion):
-		fact.State, fact.Via = c.ownerState(owner.UID, owner.DeletionTimestamp != nil, owner.Finalizers), "mirror"
-		return fact, nil
-	case err == nil && owner.Namespace != ns && namespaced:
-		// The UID exists, but in another namespace: an invalid
-		// cross-namespace reference, which upstream reports too.
-		c.warnInvalidNamespace(obj, ref, fmt.Sprintf("ownerRef %s/%s %s does not exist in namespace %q", ref.Kind, ref.Name, ref.UID, obj.Namespace))
-	case err != nil && !errors.Is(err, db.ErrNotFound):
+	case err == nil:
+		o := c.ownerFacts(owner.UID, owner.APIVersion, owner.Kind, owner.Namespace, owner.Name, owner.DeletionTimestamp != nil, owner.Finalizers)
+		switch gcrules.Mismatch(rref, ns, o) {
+		case "":
+			fact.State, fact.Via = state(o, gcrules.Mirror), "mirror"
+			return fact, nil
+		case "other-namespace":
+			if namespaced {
+				// The UID exists, but in another namespace: an invalid
+				// cross-namespace reference, which upstream reports too.
+				c.warnInvalidNamespace(obj, ref, fmt.Sprintf("ownerRef %s/%s %s does not exist in namespace %q", ref.Kind, ref.Name, ref.UID, obj.Namespace))
+			}
+		}
+	case !errors.Is(err, db.ErrNotFound):
 		return fact, err
 	}
 
@@ -92,45 +100,30 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 	case apierrors.IsNotFound(err):
 		c.metrics.verifications.WithLabelValues("absent").Inc()
 		c.absent.add(key)
-		fact.State, fact.Via = stateDangling, "live"
+		fact.State, fact.Via = state(nil, gcrules.Authoritative), "live"
+		return fact, nil
 	case err != nil:
 		c.metrics.verifications.WithLabelValues("error").Inc()
 		return fact, fmt.Errorf("verifying owner %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
-	case string(live.UID) != ref.UID:
+	}
+	// Found at the coordinates the reference names; only its UID can
+	// differ. The mirror lags; the live object decides.
+	o := c.ownerFacts(string(live.UID), ref.APIVersion, ref.Kind, ns, ref.Name, live.DeletionTimestamp != nil, live.Finalizers)
+	fact.State, fact.Via = state(o, gcrules.Authoritative), "live"
+	if fact.State == string(gcrules.Dangling) {
 		c.metrics.verifications.WithLabelValues("absent").Inc()
 		c.absent.add(key)
-		fact.State, fact.Via = stateDangling, "live"
-	default:
-		// The mirror lags; the live object decides.
+	} else {
 		c.metrics.verifications.WithLabelValues("present").Inc()
-		fact.State, fact.Via = c.ownerState(string(live.UID), live.DeletionTimestamp != nil, live.Finalizers), "live"
 	}
 	return fact, nil
 }
 
-func (c *Controller) ownerState(uid string, deleting bool, finalizers []string) string {
-	if c.overlay.isForeground(uid) {
-		return stateWaiting
-	}
-	if deleting && containsUnremoved(finalizers, finalizerForeground, func(f string) bool { return c.overlay.finalizerRemoved(uid, f) }) {
-		return stateWaiting
-	}
-	return stateSolid
-}
-
-func containsUnremoved(list []string, want string, removed func(string) bool) bool {
-	for _, f := range list {
-		if f == want && !removed(f) {
-			return true
-		}
-	}
-	return false
-}
-
-func sameGroup(a, b string) bool {
-	ga, _ := schema.ParseGroupVersion(a)
-	gb, _ := schema.ParseGroupVersion(b)
-	return ga.Group == gb.Group
+// ownerFacts describes an owner as enforce would have left it: dry-run's
+// foreground deletions and removed finalizers count.
+func (c *Controller) ownerFacts(uid, apiVersion, kind, namespace, name string, deleting bool, finalizers []string) *gcrules.Owner {
+	return &gcrules.Owner{UID: uid, APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: name,
+		Deleting: deleting || c.overlay.isForeground(uid), Finalizers: c.overlay.finalizers(uid, finalizers)}
 }
 
 func (c *Controller) warnInvalidNamespace(obj *db.Object, ref db.OwnerRef, msg string) {
@@ -140,84 +133,73 @@ func (c *Controller) warnInvalidNamespace(obj *db.Object, ref db.OwnerRef, msg s
 	c.opts.Recorder.Event(involved(obj), corev1.EventTypeWarning, "OwnerRefInvalidNamespace", msg)
 }
 
-// attemptToDelete decides about a dependent that is not being deleted.
+// attemptToDelete decides about a dependent that is not being deleted: it
+// establishes the facts, gcrules.Plan decides, and the decision is applied.
 func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error {
 	decided := time.Now()
 	refs := c.refs(obj)
 	facts := make([]refFact, 0, len(refs))
-	var solid, dangling, waiting []string
+	in := gcrules.Object{Finalizers: c.finalizers(obj)}
+	var invalid *db.OwnerRef
 	for _, ref := range refs {
 		fact, err := c.classify(ctx, obj, ref)
 		switch {
 		case errors.Is(err, errInvalidNamespace):
-			return c.keepInvalidNamespace(ctx, obj, ref)
+			invalid = &ref
+			fact.State, fact.Via = "invalid", "mirror"
+			facts = []refFact{fact}
+			in.Refs = append(in.Refs, gcrules.Classified{Ref: ruleRef(ref), State: gcrules.InvalidNamespace})
 		case err != nil:
 			return err
+		default:
+			facts = append(facts, fact)
+			in.Refs = append(in.Refs, gcrules.Classified{Ref: ruleRef(ref), State: gcrules.State(fact.State)})
 		}
-		facts = append(facts, fact)
-		switch fact.State {
-		case stateSolid:
-			solid = append(solid, ref.UID)
-		case stateDangling:
-			dangling = append(dangling, ref.UID)
-		case stateWaiting:
-			waiting = append(waiting, ref.UID)
+		if invalid != nil {
+			break // kept whatever its other references say (BR-21-07)
 		}
 	}
-	target := db.TargetOf(obj)
-	d := reconcile.Decision{Controller: Name, Target: target, ResourceVersion: obj.ResourceVersion, Facts: facts, DecidedAt: decided}
-
-	switch {
-	case len(solid) > 0:
-		if len(dangling)+len(waiting) == 0 {
-			return c.opts.DB.ClearPending(ctx, Name, obj.UID)
-		}
-		// Keep the object; drop only the references that would hold it or
-		// its owners (a waiting reference left in place would block its
-		// owner's foreground deletion forever).
-		remove := append(dangling, waiting...)
-		d.Rule, d.Action = ruleCascade, actionRemoveOwnerRefs
-		d.Reason = fmt.Sprintf("%d owner(s) still exist; removing %d reference(s) to owners that are gone or being deleted", len(solid), len(remove))
-		return c.apply(ctx, d, func(ctx context.Context) error { return c.removeOwnerRefs(ctx, obj, remove) }, func() {
-			c.overlay.removeRefs(obj.UID, remove)
-		})
-
-	case len(waiting) > 0:
+	if gcrules.NeedDependents(in.Refs) {
 		deps, err := c.dependents(ctx, obj.UID)
 		if err != nil {
 			return err
 		}
-		if len(deps) > 0 {
-			if err := c.unblockIfCycle(ctx, obj, deps, d); err != nil {
-				return err
-			}
-			d.Rule, d.Action = ruleForeground, actionDelete
-			d.Reason = "every owner is gone or being deleted in the foreground, and the object has dependents of its own: deleting it in the foreground"
-			return c.apply(ctx, d, func(ctx context.Context) error {
-				return c.deleteObject(ctx, obj, metav1.DeletePropagationForeground)
-			}, func() { c.overlay.deleteForeground(obj.UID) })
+		in.HasDependents = len(deps) > 0
+		in.CycleDependent = c.cycleDependent(deps)
+	}
+	for plan := gcrules.Plan(in); ; plan = *plan.Then {
+		if err := c.carryOut(ctx, obj, facts, decided, invalid, plan); err != nil || plan.Then == nil {
+			return err
 		}
 	}
+}
 
-	// No solid owner: the object is garbage. Its own finalizers choose how
-	// its dependents go (BR-21-01, -04).
-	policy := metav1.DeletePropagationBackground
-	switch {
-	case c.hasFinalizer(obj, finalizerOrphan):
-		policy = metav1.DeletePropagationOrphan
-	case c.hasFinalizer(obj, finalizerForeground):
-		policy = metav1.DeletePropagationForeground
+// carryOut applies one decision of gcrules.Plan about obj.
+func (c *Controller) carryOut(ctx context.Context, obj *db.Object, facts []refFact, decided time.Time, invalid *db.OwnerRef, plan gcrules.Decision) error {
+	d := reconcile.Decision{Controller: Name, Target: db.TargetOf(obj), ResourceVersion: obj.ResourceVersion, Facts: facts, DecidedAt: decided,
+		Rule: plan.Rule, Action: plan.Action, Reason: plan.Reason}
+	switch plan.Action {
+	case gcrules.ActionKeep:
+		return c.keepInvalidNamespace(ctx, obj, *invalid, d)
+	case gcrules.ActionRemoveOwnerRefs:
+		return c.apply(ctx, d, func(ctx context.Context) error { return c.removeOwnerRefs(ctx, obj, plan.Refs) }, func() {
+			c.overlay.removeRefs(obj.UID, plan.Refs)
+		})
+	case gcrules.ActionUnblockRefs:
+		return c.apply(ctx, d, func(ctx context.Context) error { return c.unblockOwnerRefs(ctx, obj) }, func() {
+			c.overlay.unblockRefs(obj.UID, plan.Refs)
+		})
+	case gcrules.ActionDelete:
+		policy := metav1.DeletionPropagation(plan.Propagation)
+		return c.apply(ctx, d, func(ctx context.Context) error { return c.deleteObject(ctx, obj, policy) }, func() {
+			if policy == metav1.DeletePropagationForeground {
+				c.overlay.deleteForeground(obj.UID)
+			} else {
+				c.overlay.delete(obj.UID)
+			}
+		})
 	}
-	d.Rule, d.Action = ruleCascade, actionDelete
-	d.Reason = fmt.Sprintf("no owner exists (%d gone, %d being deleted in the foreground): deleting with propagation %s",
-		len(dangling), len(waiting), policy)
-	return c.apply(ctx, d, func(ctx context.Context) error { return c.deleteObject(ctx, obj, policy) }, func() {
-		if policy == metav1.DeletePropagationForeground {
-			c.overlay.deleteForeground(obj.UID)
-		} else {
-			c.overlay.delete(obj.UID)
-		}
-	})
+	return c.opts.DB.ClearPending(ctx, Name, obj.UID)
 }
 
 // apply hands d to the applier; in dry-run, dryRun records what enforce
@@ -280,43 +262,23 @@ func (c *Controller) dependents(ctx context.Context, uid string) ([]db.Dependent
 	return out, nil
 }
 
-// unblockIfCycle makes obj's references non-blocking when one of its own
-// dependents is itself deleting dependents: otherwise two foreground
-// deletions could wait for each other forever.
-func (c *Controller) unblockIfCycle(ctx context.Context, obj *db.Object, deps []db.Dependent, d reconcile.Decision) error {
+// cycleDependent names one of deps that is itself deleting its dependents
+// in the foreground ("Kind/name"), or "": an object waiting for such a
+// dependent while blocking its own owner could deadlock (gcrules.Plan then
+// unblocks its references).
+func (c *Controller) cycleDependent(deps []db.Dependent) string {
 	for _, dep := range deps {
 		depMeta := &db.Object{UID: dep.UID, Finalizers: dep.Finalizers}
-		if !dep.Deleting && !c.overlay.isForeground(dep.UID) || !c.hasFinalizer(depMeta, finalizerForeground) {
-			continue
+		if (dep.Deleting || c.overlay.isForeground(dep.UID)) && c.hasFinalizer(depMeta, finalizerForeground) {
+			return dep.Kind + "/" + dep.Name
 		}
-		var blocking []string
-		for _, r := range c.refs(obj) {
-			if r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
-				blocking = append(blocking, r.UID)
-			}
-		}
-		if len(blocking) == 0 {
-			return nil
-		}
-		d.Rule, d.Action = ruleForeground, actionUnblockRefs
-		d.Reason = fmt.Sprintf("dependent %s/%s is itself deleting its dependents: making this object's owner references non-blocking to break the cycle",
-			dep.Kind, dep.Name)
-		return c.apply(ctx, d, func(ctx context.Context) error { return c.unblockOwnerRefs(ctx, obj) }, func() {
-			c.overlay.unblockRefs(obj.UID, blocking)
-		})
 	}
-	return nil
+	return ""
 }
 
 // keepInvalidNamespace records that a cluster-scoped object naming a
 // namespaced owner kind is kept, and warns on it, once per version.
-func (c *Controller) keepInvalidNamespace(ctx context.Context, obj *db.Object, ref db.OwnerRef) error {
-	d := reconcile.Decision{
-		Controller: Name, Rule: ruleNamespace, Action: actionKeep, Target: db.TargetOf(obj), ResourceVersion: obj.ResourceVersion,
-		Reason: fmt.Sprintf("cluster-scoped object names namespaced owner kind %s (%s %s): the reference can never resolve, so the object is kept",
-			ref.Kind, ref.Name, ref.UID),
-		Facts: []refFact{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID, State: "invalid", Via: "mirror"}},
-	}
+func (c *Controller) keepInvalidNamespace(ctx context.Context, obj *db.Object, ref db.OwnerRef, d reconcile.Decision) error {
 	isNew, err := c.opts.Applier.Record(ctx, d)
 	if err != nil {
 		return err

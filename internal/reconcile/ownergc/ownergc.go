@@ -24,33 +24,24 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 // Name is the controller's name in flags, audit rows and metrics.
 const Name = "ownergc"
 
-// Finalizers with a meaning to the garbage collector.
+// The rules, rule ids and actions are gcrules'; these are the ones the
+// controller's own code names.
 const (
-	finalizerOrphan     = "orphan"
-	finalizerForeground = "foregroundDeletion"
-)
+	finalizerOrphan     = gcrules.FinalizerOrphan
+	finalizerForeground = gcrules.FinalizerForeground
 
-// Rule ids of seed 001.
-const (
-	ruleCascade    = "BR-21-01"
-	ruleOrphan     = "BR-21-02"
-	ruleForeground = "BR-21-03"
-	ruleNamespace  = "BR-21-07"
-)
+	ruleOrphan     = gcrules.RuleOrphan
+	ruleForeground = gcrules.RuleForeground
 
-// Actions recorded in audit rows.
-const (
-	actionDelete          = "delete"
-	actionRemoveOwnerRefs = "remove-owner-refs"
-	actionUnblockRefs     = "unblock-owner-refs"
-	actionRemoveFinalizer = "remove-finalizer"
-	actionKeep            = "keep"
+	actionRemoveOwnerRefs = gcrules.ActionRemoveOwnerRefs
+	actionRemoveFinalizer = gcrules.ActionRemoveFinalizer
 )
 
 // Options configure the controller.
@@ -284,10 +275,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.opts.DB.ClearPending(ctx, Name, uid)
 	}
 	if c.beingDeleted(obj) {
-		switch {
-		case c.hasFinalizer(obj, finalizerOrphan):
+		switch gcrules.Plan(gcrules.Object{Deleting: true, Finalizers: c.finalizers(obj)}).Action {
+		case gcrules.ActionOrphanDependents:
 			return c.orphanDependents(ctx, obj)
-		case c.hasFinalizer(obj, finalizerForeground):
+		case gcrules.ActionDeleteDependents:
 			return c.deleteDependents(ctx, obj)
 		}
 		// Deleted by someone else and waiting on other finalizers: never
@@ -387,10 +378,14 @@ func (c *Controller) beingDeleted(o *db.Object) bool {
 }
 
 func (c *Controller) hasFinalizer(o *db.Object, f string) bool {
-	if f == finalizerForeground && c.overlay.isForeground(o.UID) {
-		return true
-	}
-	return slices.Contains(o.Finalizers, f) && !c.overlay.finalizerRemoved(o.UID, f)
+	return slices.Contains(c.finalizers(o), f)
+}
+
+// finalizers returns o's finalizers as enforce would have left them: less
+// those dry-run has removed, plus foregroundDeletion once dry-run began
+// deleting it in the foreground.
+func (c *Controller) finalizers(o *db.Object) []string {
+	return c.overlay.finalizers(o.UID, o.Finalizers)
 }
 
 // refs returns obj's owner references, less those dry-run has removed.

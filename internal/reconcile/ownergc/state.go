@@ -2,6 +2,7 @@ package ownergc
 
 import (
 	"container/list"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -117,6 +118,27 @@ func (o *overlay) finalizerRemoved(uid, finalizer string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.removedFinalizers[[2]string{uid, finalizer}]
+}
+
+// finalizers returns an object's finalizers less those removed, plus
+// foregroundDeletion while its foreground deletion is under way.
+func (o *overlay) finalizers(uid string, finalizers []string) []string {
+	if o == nil {
+		return finalizers
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, f := range finalizers {
+		if !o.removedFinalizers[[2]string{uid, f}] {
+			out = append(out, f)
+		}
+	}
+	fg := [2]string{uid, finalizerForeground}
+	if o.foreground[uid] && !o.removedFinalizers[fg] && !slices.Contains(out, finalizerForeground) {
+		out = append(out, finalizerForeground)
+	}
+	return out
 }
 
 func (o *overlay) delete(uid string) {

@@ -1,0 +1,49 @@
+package http
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
+)
+
+const (
+	cascadeDefaultLimit = 10000
+	cascadeMaxLimit     = 100000
+)
+
+// cascade serves GET /objects/{uid}/cascade: what the garbage collector
+// would do if the object were deleted now with ?propagation= (background
+// unless given), from the mirror alone.
+func (s *server) cascade(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	q.only("propagation", "limit")
+	propagation := q.str("propagation")
+	if propagation == "" {
+		propagation = "background"
+	}
+	policy, ok := diagnose.CascadePropagations[propagation]
+	if !ok {
+		q.fail("invalid propagation %q: want background, foreground or orphan", propagation)
+	}
+	limit := q.limit(cascadeDefaultLimit, cascadeMaxLimit)
+	if q.err != nil {
+		writeError(w, http.StatusBadRequest, q.err.Error())
+		return
+	}
+	uid := chi.URLParam(r, "uid")
+	facts, err := s.DB.Cascade(r.Context(), uid, limit)
+	if errors.Is(err, db.ErrNotFound) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no object with uid %q in the mirror", uid))
+		return
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, diagnose.PreviewCascade(facts, policy))
+}
