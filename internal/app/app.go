@@ -220,6 +220,9 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) error {
 		Profiling: cfg.profiling,
 
 		Controllers: ctrls,
+		StuckAfter:  cfg.stuckAfter,
+		GC:          cfg.garbageCollector(),
+		Discovery:   ing,
 	})
 	if err != nil {
 		return err

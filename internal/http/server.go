@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -94,6 +95,14 @@ type Options struct {
 	// Controllers shows which controllers make their passes and which
 	// skip them.
 	Controllers Controllers
+
+	// StuckAfter is how old a deletion must be for /stuck to list it by
+	// default and for the stuck metrics to count it (--stuck-after).
+	StuckAfter time.Duration
+	// GC says who removes the foregroundDeletion and orphan finalizers.
+	GC diagnose.Collector
+	// Discovery tells which API groups fail discovery; nil when unknown.
+	Discovery Discovery
 }
 
 type server struct {
@@ -123,6 +132,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 			if err := opts.Registry.Register(newLeaseCollector(opts.DB)); err != nil {
 				return nil, err
 			}
+			if err := opts.Registry.Register(newStuckCollector(opts.DB, opts.StuckAfter)); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -142,6 +154,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/graph", s.graph)
 	r.Get("/objects/{uid}", s.object)
 	r.Get("/leases", s.leases)
+	r.Get("/stuck", s.stuck)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
@@ -151,7 +164,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 // apiPrefixes are paths that belong to the JSON API: unknown paths under
 // them are JSON 404s instead of the UI.
-var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/healthz", "/readyz", "/metrics", "/api", "/debug"}
+var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/stuck", "/healthz", "/readyz", "/metrics", "/api", "/debug"}
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	for _, p := range apiPrefixes {
