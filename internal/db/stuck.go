@@ -297,8 +297,8 @@ func blockingDependents(ctx context.Context, q querier, owners []string, limit i
 	return found, rows.Err()
 }
 
-// StuckCount is how many objects of one kind have been being deleted for
-// longer than a threshold, and since when the oldest.
+// StuckCount is how many objects of one kind were asked to be deleted
+// longer ago than a threshold and still exist, and when the oldest was.
 type StuckCount struct {
 	Group, Kind string
 	Count       int

@@ -202,7 +202,7 @@ func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting ma
 		case dep.DeletionTimestamp == nil:
 			b.Reason = "has blockOwnerDeletion: true and is not being deleted yet: the garbage collector deletes it first"
 		default:
-			b.Reason = fmt.Sprintf("has blockOwnerDeletion: true and has been being deleted for %s", age(opts.Now, dep))
+			b.Reason = fmt.Sprintf("has blockOwnerDeletion: true and was asked to be deleted %s ago", age(opts.Now, dep))
 			visiting[dep.UID] = true
 			b.Blockers = blockersOf(dep, data, opts, visiting)
 			delete(visiting, dep.UID)
@@ -229,7 +229,7 @@ func namespaceBlockers(ns *db.Object, data *db.StuckData, opts StuckOptions) []B
 			if o.DeletionTimestamp == nil {
 				b.Reason = "still in the namespace, not being deleted yet: the namespace controller deletes it"
 			} else {
-				b.Reason = fmt.Sprintf("still in the namespace, being deleted for %s", age(opts.Now, o))
+				b.Reason = fmt.Sprintf("still in the namespace, asked to be deleted %s ago", age(opts.Now, o))
 				b.Blockers = blockersOf(o, data, opts, map[string]bool{ns.UID: true, o.UID: true})
 			}
 			out = append(out, b)

@@ -89,11 +89,11 @@ func TestStuckBlockers(t *testing.T) {
 		want: []StuckItem{{Target: *target(owner), DeletionRequested: now.Add(-10 * time.Minute), Age: 600, State: StateDeletingDependents,
 			Blockers: []Blocker{
 				{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
-				{Type: BlockerDependent, Target: target(dep), Reason: "has blockOwnerDeletion: true and has been being deleted for 2m0s",
+				{Type: BlockerDependent, Target: target(dep), Reason: "has blockOwnerDeletion: true and was asked to be deleted 2m0s ago",
 					Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "example.com/hold", Reason: "the controller of example.com"}}},
 				{Type: BlockerDependent, Target: target(idle), Reason: "has blockOwnerDeletion: true and is not being deleted yet: the garbage collector deletes it first"},
 			}}},
-		words: []string{"It waits for its dependent ConfigMap a/dep, which has blockOwnerDeletion: true and has been being deleted for 2m0s, held by its finalizer example.com/hold (the controller of example.com)"},
+		words: []string{"It waits for its dependent ConfigMap a/dep, which has blockOwnerDeletion: true and was asked to be deleted 2m0s ago, held by its finalizer example.com/hold (the controller of example.com)"},
 	}, {
 		name: "foreground with nothing left to wait for, and more dependents than named",
 		data: &db.StuckData{Objects: []*db.Object{owner, c1},
@@ -108,7 +108,7 @@ func TestStuckBlockers(t *testing.T) {
 		data: &db.StuckData{Objects: []*db.Object{c1}, Blocking: map[string][]*db.Object{c1.UID: {c2}, c2.UID: {c1}}},
 		want: []StuckItem{{Target: *target(c1), DeletionRequested: now.Add(-time.Hour), Age: 3600, State: StateDeletingDependents,
 			Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
-				{Type: BlockerDependent, Target: target(c2), Reason: "has blockOwnerDeletion: true and has been being deleted for 1h0m0s",
+				{Type: BlockerDependent, Target: target(c2), Reason: "has blockOwnerDeletion: true and was asked to be deleted 1h0m0s ago",
 					Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
 						{Type: BlockerDependent, Target: target(c1), Reason: "has blockOwnerDeletion: true and is itself waiting, further up this chain: a cycle"}}}}}},
 	}, {
@@ -119,7 +119,7 @@ func TestStuckBlockers(t *testing.T) {
 		want: []StuckItem{{Target: *target(ns), DeletionRequested: now.Add(-3 * time.Minute), Age: 180, State: StateNamespaceTerminating,
 			Blockers: []Blocker{
 				{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers, which kubegcd does not mirror: a namespace keeps it until then)"},
-				{Type: BlockerNamespaceContent, Target: target(held), Reason: "still in the namespace, being deleted for 1m0s",
+				{Type: BlockerNamespaceContent, Target: target(held), Reason: "still in the namespace, asked to be deleted 1m0s ago",
 					Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "example.com/hold", Reason: "the controller of example.com"}}},
 				{Type: BlockerNamespaceContent, Target: target(idle), Reason: "still in the namespace, not being deleted yet: the namespace controller deletes it"},
 				{Type: BlockerNamespaceContent, Counts: map[string]int{"ConfigMap": 2, "Widget.example.com": 5}, Reason: "7 objects left in the namespace in all, 2 of them named above"},
