@@ -424,3 +424,69 @@ func TestStuckBadParameters(t *testing.T) {
 		}
 	}
 }
+
+var apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+func TestStuckDiscoveryFailure(t *testing.T) {
+	ctx := context.Background()
+	// An aggregated API whose service does not exist: discovery of its
+	// group fails, as when an extension API server is down.
+	const group, version = "stuck.e2e.kubegcd.io", "v1"
+	svc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": version + "." + group},
+		"spec": map[string]any{
+			"group": group, "version": version, "groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
+			"insecureSkipTLSVerify": true, "service": map[string]any{"namespace": "default", "name": "no-such-service"},
+		},
+	}}
+	if _, err := dyn.Resource(apiServicesGVR).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	removeAPIService := func() {
+		if removed {
+			return
+		}
+		removed = true
+		if err := dyn.Resource(apiServicesGVR).Delete(ctx, svc.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(removeAPIService)
+	ns := newNamespace(t, "stuck-discovery")
+	d := startDaemon(t, "", "--controllers=", "--discovery-interval=1s")
+	// No namespace controller runs: the namespace stays Terminating.
+	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	discoveryBlocker := func() (*diagnose.StuckItem, *diagnose.Blocker) {
+		it := getStuck(t, d, "minAge=0&kind=Namespace&namespace="+ns).item("Namespace", ns)
+		if it == nil {
+			return nil, nil
+		}
+		for i := range it.Blockers {
+			if it.Blockers[i].Type == diagnose.BlockerDiscovery && it.Blockers[i].GroupVersion == group+"/"+version {
+				return it, &it.Blockers[i]
+			}
+		}
+		return it, nil
+	}
+	eventually(t, stuckTimeout, func() error {
+		it, b := discoveryBlocker()
+		if b == nil {
+			return fmt.Errorf("no discovery blocker for %s/%s: %+v", group, version, it)
+		}
+		if !strings.Contains(it.Explanation, "discovery of "+group+"/"+version+" fails") {
+			return fmt.Errorf("explanation lacks the failed discovery: %s", it.Explanation)
+		}
+		return nil
+	})
+	removeAPIService()
+	eventually(t, stuckTimeout, func() error {
+		if it, b := discoveryBlocker(); it == nil || b != nil {
+			return fmt.Errorf("want the namespace listed without the discovery blocker: %+v", it)
+		}
+		return nil
+	})
+}
