@@ -87,9 +87,14 @@ func (o *Object) DeletionRequested() time.Time {
 // requestedSeconds is an object's DeletionRequested as Unix seconds in SQL.
 const requestedSeconds = `(unixepoch(o.deletion_timestamp, 'subsec') - coalesce(o.deletion_grace_period_seconds, 0))`
 
-// stuckColumns are objectColumns plus a pod's typed columns, NULL for
-// other kinds: the node of a terminating pod says who must finish it.
-const stuckColumns = objectColumns + `, p.phase, p.reason, p.node_name, p.generation`
+// stuckColumns are objectColumns plus a pod's and a namespace's typed
+// columns, NULL for other kinds: the node of a terminating pod says who must
+// finish it, a namespace's spec finalizers and conditions what holds it.
+const stuckColumns = objectColumns + `, p.phase, p.reason, p.node_name, p.generation,
+	n.phase, n.spec_finalizers, n.conditions`
+
+// stuckJoins bring in stuckColumns' typed columns.
+const stuckJoins = `LEFT JOIN pods p ON p.uid = o.uid LEFT JOIN namespaces n ON n.uid = o.uid`
 
 // Stuck reads the deletions f selects, the chains of dependents that hold
 // the foreground ones, and what is left in the namespaces among them.
@@ -168,7 +173,7 @@ func stuckObjects(ctx context.Context, q querier, f StuckFilter) ([]*Object, boo
 	// objects_deleting, a partial index, holds only the objects being
 	// deleted: this never scans the whole mirror.
 	rows, err := q.QueryContext(ctx, `SELECT `+stuckColumns+`
-		FROM objects o LEFT JOIN pods p ON p.uid = o.uid
+		FROM objects o `+stuckJoins+`
 		WHERE `+strings.Join(where, " AND ")+`
 		ORDER BY `+requestedSeconds+`, o.uid LIMIT ?`, args...)
 	if err != nil {
@@ -199,14 +204,17 @@ func scanStuck(rows *sql.Rows, extra ...any) ([]*Object, error) {
 }
 
 func scanStuckRow(rows *sql.Rows, extra ...any) (*Object, error) {
-	var phase, reason, node sql.NullString
+	var phase, reason, node, nsPhase, nsFins, nsConds sql.NullString
 	var gen sql.NullInt64
-	o, err := scanObject(rows, append([]any{&phase, &reason, &node, &gen}, extra...)...)
+	o, err := scanObject(rows, append([]any{&phase, &reason, &node, &gen, &nsPhase, &nsFins, &nsConds}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
 	if phase.Valid {
 		o.Pod = &Pod{Phase: phase.String, Reason: reason.String, NodeName: node.String, Generation: gen.Int64}
+	}
+	if o.NamespaceStatus, err = namespaceStatus(nsPhase, nsFins, nsConds); err != nil {
+		return nil, fmt.Errorf("namespace %s: %w", o.UID, err)
 	}
 	return o, nil
 }
@@ -251,7 +259,7 @@ func namespaceContent(ctx context.Context, q querier, namespaces []string, limit
 			SELECT o.namespace AS ns, o.uid, row_number() OVER (PARTITION BY o.namespace
 				ORDER BY o.deletion_timestamp IS NULL, o.kind, o.name) AS n
 			FROM objects o WHERE `+inNamespaces+`) s
-		JOIN objects o ON o.uid = s.uid LEFT JOIN pods p ON p.uid = o.uid
+		JOIN objects o ON o.uid = s.uid `+stuckJoins+`
 		WHERE s.n <= ? ORDER BY s.ns, s.n`, set, limit)
 	if err != nil {
 		return err
@@ -274,7 +282,7 @@ func blockingDependents(ctx context.Context, q querier, owners []string, limit i
 	}
 	var owner string
 	rows, err := q.QueryContext(ctx, `SELECT `+stuckColumns+`, r.owner_uid
-		FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid LEFT JOIN pods p ON p.uid = o.uid
+		FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid `+stuckJoins+`
 		WHERE r.owner_uid IN (SELECT value FROM json_each(?)) AND r.block_owner_deletion = 1
 		ORDER BY r.owner_uid, o.kind, o.namespace, o.name`, jsonOrNull(owners))
 	if err != nil {

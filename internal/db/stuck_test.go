@@ -16,6 +16,9 @@ import (
 // cycle); O ← N (not blocking); plain ConfigMaps; and in namespace "live"
 // a pod being deleted with a grace period and a Widget being deleted.
 func stuckFixture(t *testing.T, now time.Time) *DB {
+	goneStatus := &NamespaceStatus{Phase: "Terminating", SpecFinalizers: []string{"kubernetes"}, Conditions: []Condition{
+		{Type: "NamespaceContentRemaining", Status: "True", Reason: "SomeResourcesRemain", Message: "Some resources are remaining: configmaps. has 7 resource instances"},
+	}}
 	t.Helper()
 	ctx := context.Background()
 	d := openTemp(t)
@@ -39,7 +42,8 @@ func stuckFixture(t *testing.T, now time.Time) *DB {
 			DeletionTimestamp: deleted, Finalizers: fins, OwnerReferences: refs}
 	}
 	events := eventsOf(nsID,
-		&Object{UID: "ns-gone", APIVersion: "v1", Kind: "Namespace", Name: "gone", ResourceVersion: "1", DeletionTimestamp: at(time.Hour)},
+		&Object{UID: "ns-gone", APIVersion: "v1", Kind: "Namespace", Name: "gone", ResourceVersion: "1", DeletionTimestamp: at(time.Hour),
+			NamespaceStatus: goneStatus},
 		&Object{UID: "ns-live", APIVersion: "v1", Kind: "Namespace", Name: "live", ResourceVersion: "1"})
 	events = append(events, eventsOf(cmID,
 		cm("O", at(10*time.Minute), []string{"foregroundDeletion"}),
@@ -128,6 +132,19 @@ func TestStuck(t *testing.T) {
 	for _, o := range got.Objects {
 		if o.UID == "P" && (o.Pod == nil || o.Pod.NodeName != "n1") {
 			t.Errorf("pod P lacks its node: %+v", o.Pod)
+		}
+	}
+	// A namespace's spec finalizers and conditions come with it, in /stuck
+	// and in GetObject.
+	nsObj, err := d.GetObject(ctx, "ns-gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []*Object{got.Objects[0], nsObj} {
+		if o.UID != "ns-gone" || o.NamespaceStatus == nil || o.NamespaceStatus.Phase != "Terminating" ||
+			!slices.Equal(o.NamespaceStatus.SpecFinalizers, []string{"kubernetes"}) || len(o.NamespaceStatus.Conditions) != 1 ||
+			o.NamespaceStatus.Conditions[0].Reason != "SomeResourcesRemain" {
+			t.Errorf("namespace %s: status %+v", o.UID, o.NamespaceStatus)
 		}
 	}
 

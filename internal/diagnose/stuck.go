@@ -72,10 +72,13 @@ type StuckItem struct {
 	Target            Target    `json:"target"`
 	DeletionRequested time.Time `json:"deletionRequested"`
 	// Age is the seconds since deletion was requested.
-	Age         float64   `json:"age"`
-	State       string    `json:"state"`
-	Blockers    []Blocker `json:"blockers"`
-	Explanation string    `json:"explanation"`
+	Age      float64   `json:"age"`
+	State    string    `json:"state"`
+	Blockers []Blocker `json:"blockers"`
+	// Conditions are a namespace's status conditions as mirrored: what
+	// the namespace controller reports of its deletion.
+	Conditions  []db.Condition `json:"conditions,omitempty"`
+	Explanation string         `json:"explanation"`
 }
 
 // Collector says which garbage collector removes the foregroundDeletion
@@ -150,6 +153,9 @@ func Stuck(data *db.StuckData, opts StuckOptions) []StuckItem {
 		it.Blockers = blockersOf(o, data, opts, visiting)
 		if it.State == StateNamespaceTerminating {
 			it.Blockers = append(it.Blockers, namespaceBlockers(o, data, opts)...)
+			if o.NamespaceStatus != nil {
+				it.Conditions = o.NamespaceStatus.Conditions
+			}
 		}
 		if it.Blockers == nil {
 			it.Blockers = []Blocker{}
@@ -216,11 +222,20 @@ func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting ma
 }
 
 // namespaceBlockers is what holds a namespace besides its own metadata:
-// its spec finalizer, what is left in it, and API groups that cannot be
+// its spec finalizers, what is left in it, and API groups that cannot be
 // listed.
 func namespaceBlockers(ns *db.Object, data *db.StuckData, opts StuckOptions) []Blocker {
-	out := []Blocker{{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: WhoRemoves("kubernetes", opts.GC) +
-		" (spec.finalizers, which kubegcd does not mirror: a namespace keeps it until then)"}}
+	var out []Blocker
+	if st := ns.NamespaceStatus; st != nil {
+		for _, f := range st.SpecFinalizers {
+			out = append(out, Blocker{Type: BlockerFinalizer, Finalizer: f, Reason: WhoRemoves(f, opts.GC) + " (spec.finalizers)"})
+		}
+	} else {
+		// Mirrored before its spec was read: every namespace being
+		// deleted keeps kubernetes until the namespace controller is done.
+		out = append(out, Blocker{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: WhoRemoves("kubernetes", opts.GC) +
+			" (spec.finalizers, not mirrored yet: a namespace being deleted keeps it until then)"})
+	}
 	c := data.Content[ns.Name]
 	if c != nil {
 		for _, o := range c.Objects {
@@ -282,9 +297,12 @@ func explain(o *db.Object, it StuckItem, opts StuckOptions) string {
 		}
 	}
 	if it.State == StateNamespaceTerminating {
-		if len(content) == 0 {
+		switch {
+		case len(content) == 0 && o.NamespaceStatus != nil && !slices.Contains(o.NamespaceStatus.SpecFinalizers, "kubernetes"):
+			b.WriteString("Nothing is left in it and the namespace controller is done with it. ")
+		case len(content) == 0:
 			b.WriteString("Nothing is left in it, so the namespace controller (kube-controller-manager) should remove its spec finalizer kubernetes now; if the namespace stays, that controller is not running. ")
-		} else {
+		default:
 			words := make([]string, len(content))
 			for i, c := range content {
 				words[i] = contentWords(c)
@@ -292,6 +310,11 @@ func explain(o *db.Object, it StuckItem, opts StuckOptions) string {
 			fmt.Fprintf(&b, "The namespace controller removes it once everything in it is gone; still in it: %s. ", strings.Join(words, "; "))
 			if more != nil {
 				fmt.Fprintf(&b, "In all %s. ", more.Reason)
+			}
+		}
+		for _, c := range it.Conditions {
+			if c.Status == "True" {
+				fmt.Fprintf(&b, "The namespace controller reports %s: %s. ", c.Type, strings.TrimSuffix(c.Message, "."))
 			}
 		}
 		for _, d := range discovery {

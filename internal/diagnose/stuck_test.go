@@ -67,6 +67,15 @@ func TestStuckBlockers(t *testing.T) {
 	// A cycle of owners deleting in the foreground, each blocking the other.
 	c1, c2 := obj("c1", time.Hour, "foregroundDeletion"), obj("c2", time.Hour, "foregroundDeletion")
 	ns := namespace("a", 3*time.Minute)
+	// As the namespace controller leaves a namespace it cannot empty.
+	nsConditions := []db.Condition{
+		{Type: "NamespaceDeletionDiscoveryFailure", Status: "False", Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
+		{Type: "NamespaceFinalizersRemaining", Status: "True", Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"},
+	}
+	nsStatus := namespace("a", 3*time.Minute)
+	nsStatus.NamespaceStatus = &db.NamespaceStatus{Phase: "Terminating", SpecFinalizers: []string{"kubernetes"}, Conditions: nsConditions}
+	nsDone := namespace("a", 3*time.Minute)
+	nsDone.NamespaceStatus = &db.NamespaceStatus{Phase: "Terminating"}
 	pod := &db.Object{UID: "uid-pod", APIVersion: "v1", Kind: "Pod", Namespace: "a", Name: "p",
 		DeletionTimestamp: ptr(now.Add(30 * time.Second)), DeletionGracePeriodSeconds: ptr(int64(90)), Pod: &db.Pod{NodeName: "n1"}}
 
@@ -113,12 +122,13 @@ func TestStuckBlockers(t *testing.T) {
 						{Type: BlockerDependent, Target: target(c1), Reason: "has blockOwnerDeletion: true and is itself waiting, further up this chain: a cycle"}}}}}},
 	}, {
 		name: "a namespace: its content, counts beyond the named, a failed discovery",
-		data: &db.StuckData{Objects: []*db.Object{ns}, Content: map[string]*db.NamespaceContent{"a": {
+		data: &db.StuckData{Objects: []*db.Object{nsStatus}, Content: map[string]*db.NamespaceContent{"a": {
 			Objects: []*db.Object{held, idle}, ByKind: map[string]int{"ConfigMap": 2, "Widget.example.com": 5}, Total: 7}}},
 		discovery: map[string]string{"metrics.k8s.io/v1beta1": "the server is currently unable to handle the request"},
 		want: []StuckItem{{Target: *target(ns), DeletionRequested: now.Add(-3 * time.Minute), Age: 180, State: StateNamespaceTerminating,
+			Conditions: nsConditions,
 			Blockers: []Blocker{
-				{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers, which kubegcd does not mirror: a namespace keeps it until then)"},
+				{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers)"},
 				{Type: BlockerNamespaceContent, Target: target(held), Reason: "still in the namespace, asked to be deleted 1m0s ago",
 					Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "example.com/hold", Reason: "the controller of example.com"}}},
 				{Type: BlockerNamespaceContent, Target: target(idle), Reason: "still in the namespace, not being deleted yet: the namespace controller deletes it"},
@@ -127,13 +137,20 @@ func TestStuckBlockers(t *testing.T) {
 			}}},
 		words: []string{"Namespace a has been Terminating for 3m0s.",
 			"still in it: ConfigMap a/held, held by its finalizer example.com/hold (the controller of example.com); ConfigMap a/idle, not deleted yet.",
-			"In all 7 objects left", "Also, discovery of metrics.k8s.io/v1beta1 fails"},
+			"In all 7 objects left", "Also, discovery of metrics.k8s.io/v1beta1 fails",
+			"The namespace controller reports NamespaceFinalizersRemaining: Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances."},
 	}, {
 		name: "an empty namespace waits for the namespace controller",
 		data: &db.StuckData{Objects: []*db.Object{ns}},
 		want: []StuckItem{{Target: *target(ns), DeletionRequested: now.Add(-3 * time.Minute), Age: 180, State: StateNamespaceTerminating,
-			Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers, which kubegcd does not mirror: a namespace keeps it until then)"}}}},
+			Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers, not mirrored yet: a namespace being deleted keeps it until then)"}}}},
 		words: []string{"Nothing is left in it", "that controller is not running"},
+	}, {
+		name: "an empty namespace without spec finalizers: the namespace controller is done",
+		data: &db.StuckData{Objects: []*db.Object{nsDone}},
+		want: []StuckItem{{Target: *target(ns), DeletionRequested: now.Add(-3 * time.Minute), Age: 180, State: StateNamespaceTerminating,
+			Blockers: []Blocker{}}},
+		words: []string{"Nothing is left in it and the namespace controller is done with it."},
 	}, {
 		name: "a pod's deletion was asked for its grace period before its deletionTimestamp",
 		data: &db.StuckData{Objects: []*db.Object{pod}},

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
@@ -224,13 +225,23 @@ func TestStuckNamespace(t *testing.T) {
 		if content != 2 {
 			return fmt.Errorf("%d namespace-content blockers, want the two held objects: %+v", content, nsItem.Blockers)
 		}
+		// The namespace's own spec finalizer and conditions, as mirrored.
+		if b := finalizerBlocker(nsItem.Blockers, "kubernetes"); b == nil || !strings.HasSuffix(b.Reason, "(spec.finalizers)") {
+			return fmt.Errorf("no mirrored spec finalizer kubernetes: %+v", nsItem.Blockers)
+		}
+		if !slices.ContainsFunc(nsItem.Conditions, func(c db.Condition) bool {
+			return c.Type == "NamespaceFinalizersRemaining" && c.Status == "True" && strings.Contains(c.Message, "example.com/hold") &&
+				strings.Contains(c.Message, "e2e.kubegcd.io/keep")
+		}) {
+			return fmt.Errorf("conditions lack NamespaceFinalizersRemaining naming both finalizers: %+v", nsItem.Conditions)
+		}
 		return nil
 	})
 	nsItem := got.item("Namespace", ns)
 	if nsItem.State != diagnose.StateNamespaceTerminating || nsItem.Target.UID == "" {
 		t.Errorf("namespace item %+v", nsItem)
 	}
-	for _, words := range []string{"Namespace " + ns + " has been Terminating", "ConfigMap " + ns + "/held, held by its finalizer example.com/hold (the controller of example.com)",
+	for _, words := range []string{"Namespace " + ns + " has been Terminating", "The namespace controller reports NamespaceFinalizersRemaining: ", "ConfigMap " + ns + "/held, held by its finalizer example.com/hold (the controller of example.com)",
 		"Widget " + ns + "/kept, held by its finalizer e2e.kubegcd.io/keep (the controller of e2e.kubegcd.io)"} {
 		if !strings.Contains(nsItem.Explanation, words) {
 			t.Errorf("explanation lacks %q:\n%s", words, nsItem.Explanation)
