@@ -37,7 +37,7 @@ type Object struct {
 	Node           *Node
 	Lease          *Lease
 	StorageVersion *StorageVersion
-	// NamespaceStatus is set for a Namespace (Namespace is the object's own).
+	// NamespaceStatus is set for a Namespace object.
 	NamespaceStatus *NamespaceStatus
 }
 

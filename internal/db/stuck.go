@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -43,6 +44,12 @@ type StuckData struct {
 	// true, at most f.DependentLimit each; MoreBlocking counts the rest.
 	Blocking     map[string][]*Object
 	MoreBlocking map[string]int
+	// Orphaning maps the UID of an owner being deleted with the orphan
+	// finalizer (among Objects and the named namespace content) to the
+	// dependents that still name it, at most f.DependentLimit each;
+	// MoreOrphaning counts the rest.
+	Orphaning     map[string][]*Object
+	MoreOrphaning map[string]int
 	// Content holds what is left in each Namespace among Objects.
 	Content map[string]*NamespaceContent
 }
@@ -59,16 +66,14 @@ type NamespaceContent struct {
 
 // IsForegroundDeleting is true for an object being deleted with the
 // foregroundDeletion finalizer: it waits for its blocking dependents.
-func (o *Object) IsForegroundDeleting() bool {
-	if o.DeletionTimestamp == nil {
-		return false
-	}
-	for _, f := range o.Finalizers {
-		if f == "foregroundDeletion" {
-			return true
-		}
-	}
-	return false
+func (o *Object) IsForegroundDeleting() bool { return o.deletingWith("foregroundDeletion") }
+
+// IsOrphaning is true for an object being deleted with the orphan
+// finalizer: it waits until no dependent names it.
+func (o *Object) IsOrphaning() bool { return o.deletingWith("orphan") }
+
+func (o *Object) deletingWith(finalizer string) bool {
+	return o.DeletionTimestamp != nil && slices.Contains(o.Finalizers, finalizer)
 }
 
 // DeletionRequested is when deletion was asked for: deletionTimestamp less
@@ -111,7 +116,8 @@ func (d *DB) Stuck(ctx context.Context, f StuckFilter) (*StuckData, error) {
 	if f.Depth <= 0 {
 		f.Depth = 5
 	}
-	out := &StuckData{Blocking: map[string][]*Object{}, MoreBlocking: map[string]int{}, Content: map[string]*NamespaceContent{}}
+	out := &StuckData{Blocking: map[string][]*Object{}, MoreBlocking: map[string]int{},
+		Orphaning: map[string][]*Object{}, MoreOrphaning: map[string]int{}, Content: map[string]*NamespaceContent{}}
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if out.Objects, out.Truncated, err = stuckObjects(ctx, tx, f); err != nil {
@@ -126,12 +132,23 @@ func (d *DB) Stuck(ctx context.Context, f StuckFilter) (*StuckData, error) {
 		if err := namespaceContent(ctx, tx, namespaces, f.ContentLimit, out.Content); err != nil {
 			return err
 		}
+		roots := append([]*Object(nil), out.Objects...)
+		for _, c := range out.Content {
+			roots = append(roots, c.Objects...)
+		}
+		var orphaning []string
+		for _, o := range roots {
+			if _, seen := out.Orphaning[o.UID]; !seen && o.IsOrphaning() {
+				orphaning = append(orphaning, o.UID)
+				out.Orphaning[o.UID] = nil
+			}
+		}
+		if _, err := stuckDependents(ctx, tx, orphaning, false, f.DependentLimit, out.Orphaning, out.MoreOrphaning); err != nil {
+			return err
+		}
 		// Follow foreground owners level by level; an owner seen once is
 		// not read again, so a cycle ends.
-		level := append([]*Object(nil), out.Objects...)
-		for _, c := range out.Content {
-			level = append(level, c.Objects...)
-		}
+		level := roots
 		for depth := 0; depth < f.Depth && len(level) > 0; depth++ {
 			var owners []string
 			for _, o := range level {
@@ -140,7 +157,7 @@ func (d *DB) Stuck(ctx context.Context, f StuckFilter) (*StuckData, error) {
 					out.Blocking[o.UID] = nil
 				}
 			}
-			if level, err = blockingDependents(ctx, tx, owners, f.DependentLimit, out); err != nil {
+			if level, err = stuckDependents(ctx, tx, owners, true, f.DependentLimit, out.Blocking, out.MoreBlocking); err != nil {
 				return err
 			}
 		}
@@ -274,17 +291,19 @@ func namespaceContent(ctx context.Context, q querier, namespaces []string, limit
 	return nil
 }
 
-// blockingDependents records the dependents with blockOwnerDeletion: true
-// of each owner and returns them.
-func blockingDependents(ctx context.Context, q querier, owners []string, limit int, out *StuckData) ([]*Object, error) {
+// stuckDependents records in deps the dependents of each owner (only those
+// with blockOwnerDeletion: true when blocking), at most limit each, counts
+// the rest in more, and returns those recorded.
+func stuckDependents(ctx context.Context, q querier, owners []string, blocking bool, limit int,
+	deps map[string][]*Object, more map[string]int) ([]*Object, error) {
 	if len(owners) == 0 {
 		return nil, nil
 	}
 	var owner string
 	rows, err := q.QueryContext(ctx, `SELECT `+stuckColumns+`, r.owner_uid
 		FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid `+stuckJoins+`
-		WHERE r.owner_uid IN (SELECT value FROM json_each(?)) AND r.block_owner_deletion = 1
-		ORDER BY r.owner_uid, o.kind, o.namespace, o.name`, jsonOrNull(owners))
+		WHERE r.owner_uid IN (SELECT value FROM json_each(?)) AND (r.block_owner_deletion = 1 OR NOT ?)
+		ORDER BY r.owner_uid, o.kind, o.namespace, o.name`, jsonOrNull(owners), blocking)
 	if err != nil {
 		return nil, err
 	}
@@ -295,11 +314,11 @@ func blockingDependents(ctx context.Context, q querier, owners []string, limit i
 		if err != nil {
 			return nil, err
 		}
-		if len(out.Blocking[owner]) >= limit {
-			out.MoreBlocking[owner]++
+		if len(deps[owner]) >= limit {
+			more[owner]++
 			continue
 		}
-		out.Blocking[owner] = append(out.Blocking[owner], o)
+		deps[owner] = append(deps[owner], o)
 		found = append(found, o)
 	}
 	return found, rows.Err()

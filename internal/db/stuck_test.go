@@ -14,7 +14,8 @@ import (
 // deleting in the foreground ← D1 (blocking, held by a finalizer) ← nothing;
 // O ← D2 (blocking, deleting in the foreground) ← D3 (blocking) ← D2 (a
 // cycle); O ← N (not blocking); plain ConfigMaps; and in namespace "live"
-// a pod being deleted with a grace period and a Widget being deleted.
+// a pod being deleted with a grace period, a Widget being deleted, and OR
+// being deleted with orphan ← R1, R2.
 func stuckFixture(t *testing.T, now time.Time) *DB {
 	goneStatus := &NamespaceStatus{Phase: "Terminating", SpecFinalizers: []string{"kubernetes"}, Conditions: []Condition{
 		{Type: "NamespaceContentRemaining", Status: "True", Reason: "SomeResourcesRemain", Message: "Some resources are remaining: configmaps. has 7 resource instances"},
@@ -56,6 +57,16 @@ func stuckFixture(t *testing.T, now time.Time) *DB {
 	events = append(events, Event{ResourceID: podID, Object: &Object{UID: "P", APIVersion: "v1", Kind: "Pod", Namespace: "live", Name: "p",
 		ResourceVersion: "1", DeletionTimestamp: at(-30 * time.Second), DeletionGracePeriodSeconds: ptr(int64(30 * 60)),
 		Pod: &Pod{Phase: "Running", NodeName: "n1"}}})
+	orphaning := func(uid string, deleted *time.Time, fins []string, refs ...OwnerRef) *Object {
+		o := cm(uid, deleted, fins, refs...)
+		o.Namespace = "live"
+		return o
+	}
+	events = append(events, eventsOf(cmID,
+		orphaning("OR", at(3*time.Minute), []string{"orphan"}),
+		orphaning("R1", nil, nil, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "OR", UID: "OR"}),
+		orphaning("R2", nil, nil, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "OR", UID: "OR"}),
+	)...)
 	events = append(events, Event{ResourceID: wID, Object: &Object{UID: "W", APIVersion: "example.com/v1", Kind: "Widget", Namespace: "live",
 		Name: "w", ResourceVersion: "1", DeletionTimestamp: at(2 * time.Minute), Finalizers: []string{"example.com/keep"}}})
 	if _, err := d.ApplyEvents(ctx, events); err != nil {
@@ -85,7 +96,7 @@ func TestStuck(t *testing.T) {
 	}{
 		// The pod's deletion was asked for 29.5 minutes ago: its
 		// deletionTimestamp, 30 s ahead, is the end of its grace period.
-		{name: "all, oldest request first", f: StuckFilter{}, want: "ns-gone,P,O,D1,D2,W"},
+		{name: "all, oldest request first", f: StuckFilter{}, want: "ns-gone,P,O,D1,D2,OR,W"},
 		{name: "min age", f: StuckFilter{RequestedBefore: now.Add(-8*time.Minute - 30*time.Second)}, want: "ns-gone,P,O,D1"},
 		{name: "a namespace and what is in it", f: StuckFilter{Namespace: "gone"}, want: "ns-gone,O,D1,D2"},
 		{name: "kind, any case", f: StuckFilter{Kind: "widget"}, want: "W"},
@@ -146,6 +157,15 @@ func TestStuck(t *testing.T) {
 			o.NamespaceStatus.Conditions[0].Reason != "SomeResourcesRemain" {
 			t.Errorf("namespace %s: status %+v", o.UID, o.NamespaceStatus)
 		}
+	}
+
+	// The dependents that still name an owner being deleted with orphan.
+	got, err = d.Stuck(ctx, StuckFilter{Namespace: "live", DependentLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := uidsOf(got.Orphaning["OR"]); o != "R1" || got.MoreOrphaning["OR"] != 1 || len(got.Blocking) != 0 {
+		t.Errorf("Orphaning[OR] = %s and %d more, want R1 and 1 more; Blocking %v", o, got.MoreOrphaning["OR"], got.Blocking)
 	}
 
 	counts, terminating, err := d.StuckCounts(ctx, now.Add(-5*time.Minute))

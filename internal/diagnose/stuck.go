@@ -182,8 +182,9 @@ func stateOf(o *db.Object) string {
 	return StateDeleting
 }
 
-// blockersOf is what holds o by itself: its finalizers and, deleting in
-// the foreground, its blocking dependents and what holds each of them.
+// blockersOf is what holds o by itself: its finalizers; orphaning, the
+// dependents that still name it; deleting in the foreground, its blocking
+// dependents and what holds each of them.
 // visiting holds the chain above o, so a cycle stops.
 func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting map[string]bool) []Blocker {
 	var out []Blocker
@@ -195,6 +196,14 @@ func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting ma
 			}
 		}
 		out = append(out, b)
+	}
+	for _, dep := range data.Orphaning[o.UID] {
+		t := targetOf(dep)
+		out = append(out, Blocker{Type: BlockerDependent, Target: &t,
+			Reason: "still names it as an owner: the garbage collector removes that reference before it removes orphan"})
+	}
+	if n := data.MoreOrphaning[o.UID]; n > 0 {
+		out = append(out, Blocker{Type: BlockerDependent, Reason: fmt.Sprintf("%d more dependents that still name it as an owner", n)})
 	}
 	if !o.IsForegroundDeleting() {
 		return out

@@ -64,6 +64,7 @@ func TestStuckBlockers(t *testing.T) {
 	owner := obj("owner", 10*time.Minute, "foregroundDeletion")
 	dep := obj("dep", 2*time.Minute, "example.com/hold")
 	idle := obj("idle", 0)
+	orphan := obj("orphaned", time.Minute, "orphan")
 	// A cycle of owners deleting in the foreground, each blocking the other.
 	c1, c2 := obj("c1", time.Hour, "foregroundDeletion"), obj("c2", time.Hour, "foregroundDeletion")
 	ns := namespace("a", 3*time.Minute)
@@ -112,6 +113,17 @@ func TestStuckBlockers(t *testing.T) {
 			{Target: *target(c1), DeletionRequested: now.Add(-time.Hour), Age: 3600, State: StateDeletingDependents,
 				Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
 					{Type: BlockerDependent, Reason: "3 more dependents with blockOwnerDeletion: true"}}}},
+	}, {
+		name: "orphaning waits for the dependents that still name it",
+		data: &db.StuckData{Objects: []*db.Object{orphan}, Orphaning: map[string][]*db.Object{orphan.UID: {idle}},
+			MoreOrphaning: map[string]int{orphan.UID: 2}},
+		want: []StuckItem{{Target: *target(orphan), DeletionRequested: now.Add(-time.Minute), Age: 60, State: StateOrphaningDependents,
+			Blockers: []Blocker{
+				{Type: BlockerFinalizer, Finalizer: "orphan", Reason: "the garbage collector (kube-controller-manager's, if it runs: kubegcd's ownergc does not), once it has removed the ownerReference to this object from every dependent"},
+				{Type: BlockerDependent, Target: target(idle), Reason: "still names it as an owner: the garbage collector removes that reference before it removes orphan"},
+				{Type: BlockerDependent, Reason: "2 more dependents that still name it as an owner"},
+			}}},
+		words: []string{"It waits for its dependent ConfigMap a/idle, which still names it as an owner", "It waits for 2 more dependents"},
 	}, {
 		name: "a cycle of foreground owners ends",
 		data: &db.StuckData{Objects: []*db.Object{c1}, Blocking: map[string][]*db.Object{c1.UID: {c2}, c2.UID: {c1}}},

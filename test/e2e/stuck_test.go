@@ -373,9 +373,20 @@ func TestStuckWhoRemoves(t *testing.T) {
 		Name: "held", Finalizers: []string{"example.com/hold"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// An owner deleted with orphan propagation waits for the garbage
+	// collector (none runs here) to drop the reference its dependent holds.
+	parent, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "parent"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: parent.Name, UID: parent.UID}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		dropFinalizers(t, pvcsGVR, ns, "claim")
 		dropFinalizers(t, configMapsGVR, ns, "held")
+		dropFinalizers(t, configMapsGVR, ns, "parent")
 	})
 	const after = time.Second
 	d := startDaemon(t, "", "--controllers=", "--stuck-after="+after.String())
@@ -386,10 +397,14 @@ func TestStuckWhoRemoves(t *testing.T) {
 	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "parent", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct{ kind, name, finalizer, who string }{
 		{"PersistentVolumeClaim", "claim", "kubernetes.io/pvc-protection", "the PVC protection controller (kube-controller-manager), once no pod uses the claim"},
 		{"ConfigMap", "held", "example.com/hold", "the controller of example.com"},
+		{"ConfigMap", "parent", "orphan", "the garbage collector (kube-controller-manager's, if it runs: kubegcd's ownergc does not), once it has removed the ownerReference to this object from every dependent"},
 	}
 	var got stuckReply
 	eventually(t, stuckTimeout, func() error {
@@ -414,6 +429,10 @@ func TestStuckWhoRemoves(t *testing.T) {
 		if it.Age < after.Seconds() || it.DeletionRequested.IsZero() {
 			t.Errorf("%s %s: age %v, requested %v", tt.kind, tt.name, it.Age, it.DeletionRequested)
 		}
+	}
+	if it := got.item("ConfigMap", "parent"); it.State != diagnose.StateOrphaningDependents ||
+		targetBlocker(it.Blockers, diagnose.BlockerDependent, "ConfigMap", "child") == nil {
+		t.Errorf("parent: state %s, blockers %+v; want orphaning, held by child", it.State, it.Blockers)
 	}
 	waitMetric(t, d, `kubegcd_deletions_stuck{group="",kind="PersistentVolumeClaim"}`, func() int { return stuckInCluster(t, pvcsGVR, after) })
 	oldest := scrape(t, d, `kubegcd_deletion_stuck_oldest_seconds{group="",kind="PersistentVolumeClaim"}`)
