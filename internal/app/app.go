@@ -240,6 +240,9 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		Controllers:  ctrls,
 		Ledger:       ctrls.applier,
 		Releaser:     ctrls.applier,
+		StuckAfter:   cfg.stuckAfter,
+		GC:           cfg.garbageCollector(),
+		Discovery:    ing,
 	})
 	if err != nil {
 		return err

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 // knownControllers are the controllers --controllers may name.
@@ -46,6 +48,7 @@ type runConfig struct {
 	auditRetention        time.Duration
 	resyncPeriod          time.Duration
 	profiling             bool
+	stuckAfter            time.Duration
 
 	podgcPeriod         time.Duration
 	podgcQuarantine     time.Duration
@@ -142,6 +145,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"how long the leader keeps retrying to renew before it gives the lease up (and stops writing)")
 	fs.DurationVar(&cfg.leader.retryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"how often to try to acquire or renew the lease")
+	fs.DurationVar(&cfg.stuckAfter, "stuck-after", 5*time.Minute,
+		"a deletion not finished this long after it was requested is stuck: /stuck lists it by default and kubegcd_deletions_stuck counts it")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen")
 	configFile := fs.String("config", "",
 		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
@@ -212,6 +217,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --podgc-quarantine %s: must not be negative", cfg.podgcQuarantine)
 	case cfg.terminatedMaxAge < 0:
 		return nil, fmt.Errorf("invalid --terminated-pod-max-age %s: must be 0 (off) or positive", cfg.terminatedMaxAge)
+	case cfg.stuckAfter < 0:
+		return nil, fmt.Errorf("invalid --stuck-after %s: must not be negative", cfg.stuckAfter)
 	}
 	if l := cfg.leader; l.enabled {
 		switch {
@@ -376,4 +383,16 @@ func waitForServer(ctx context.Context, cfg *rest.Config, timeout time.Duration)
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// garbageCollector says who removes the foregroundDeletion and orphan
+// finalizers, for /stuck's words.
+func (c *runConfig) garbageCollector() diagnose.Collector {
+	switch {
+	case !slices.Contains(c.controllers, "ownergc"):
+		return diagnose.UpstreamGC
+	case c.dryRun:
+		return diagnose.KubegcdDryRun
+	}
+	return diagnose.Kubegcd
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 func TestParseRunFlags(t *testing.T) {
@@ -63,6 +65,13 @@ func TestParseRunFlags(t *testing.T) {
 			}},
 		{name: "bad blast-radius resume", args: func() []string { return []string{"--blast-radius-resume", "later"} },
 			wantErr: `invalid --blast-radius-resume "later": want auto or manual`},
+		{name: "stuck after, and who collects", args: func() []string { return []string{"--stuck-after", "90s", "--controllers", "podgc"} },
+			check: func(t *testing.T, c *runConfig) {
+				if c.stuckAfter != 90*time.Second || c.garbageCollector() != diagnose.UpstreamGC {
+					t.Errorf("stuck after %s, collector %v", c.stuckAfter, c.garbageCollector())
+				}
+			}},
+		{name: "negative stuck after", args: func() []string { return []string{"--stuck-after", "-1m"} }, wantErr: "invalid --stuck-after -1m0s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

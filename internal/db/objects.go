@@ -37,6 +37,8 @@ type Object struct {
 	Node           *Node
 	Lease          *Lease
 	StorageVersion *StorageVersion
+	// NamespaceStatus is set for a Namespace object.
+	NamespaceStatus *NamespaceStatus
 }
 
 // OwnerRef mirrors metav1.OwnerReference field for field.
@@ -189,7 +191,7 @@ type Event struct {
 type statements struct {
 	touch, upsert, deleteObj, deleteRefs, insertRef       *sql.Stmt
 	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs *sql.Stmt
-	insertSVE                                             *sql.Stmt
+	insertSVE, upsertNamespace                            *sql.Stmt
 }
 
 // Write statements of the ingest path, prepared once (see warmWrites).
@@ -217,11 +219,12 @@ const (
 	sqlDeleteSVEntries = `DELETE FROM storage_version_entries WHERE uid = ?`
 	sqlInsertSVEntry   = `INSERT OR REPLACE INTO storage_version_entries (uid, api_server_id, encoding_version, decodable_versions, served_versions)
 		VALUES (?, ?, ?, ?, ?)`
+	sqlUpsertNamespace = `INSERT OR REPLACE INTO namespaces (uid, phase, spec_finalizers, conditions) VALUES (?, ?, ?, ?)`
 )
 
 // writeQueries are prepared at Open.
 var writeQueries = []string{sqlTouch, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
-	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlInsertAudit, sqlDeletePending,
+	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending,
 	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}
 
 func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
@@ -233,7 +236,7 @@ func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 		{&s.touch, sqlTouch}, {&s.upsert, sqlUpsert}, {&s.deleteObj, sqlDeleteObject}, {&s.deleteRefs, sqlDeleteRefs},
 		{&s.insertRef, sqlInsertRef}, {&s.upsertPod, sqlUpsertPod}, {&s.upsertNode, sqlUpsertNode},
 		{&s.upsertLease, sqlUpsertLease}, {&s.upsertSV, sqlUpsertSV}, {&s.delSVEs, sqlDeleteSVEntries},
-		{&s.insertSVE, sqlInsertSVEntry},
+		{&s.insertSVE, sqlInsertSVEntry}, {&s.upsertNamespace, sqlUpsertNamespace},
 	} {
 		st, err := d.txStmt(ctx, tx, p.sql)
 		if err != nil {
@@ -282,6 +285,9 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 			formatTime(l.AcquireTime), formatTime(l.RenewTime), ptrOrNull(l.LeaseTransitions), ptrOrNull(l.IdentityLabel))
 	case o.StorageVersion != nil:
 		err = s.upsertStorageVersion(ctx, o.UID, o.StorageVersion)
+	case o.NamespaceStatus != nil:
+		ns := o.NamespaceStatus
+		_, err = s.upsertNamespace.ExecContext(ctx, o.UID, ns.Phase, jsonOrNull(ns.SpecFinalizers), jsonOrNull(ns.Conditions))
 	}
 	return true, err
 }

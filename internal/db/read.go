@@ -199,6 +199,8 @@ func (d *DB) typedColumns(ctx context.Context, o *Object) error {
 		return d.leaseColumns(ctx, o)
 	case o.Kind == "StorageVersion" && strings.HasPrefix(o.APIVersion, "internal.apiserver.k8s.io/"):
 		return d.storageVersionColumns(ctx, o)
+	case isNamespace(o):
+		return d.namespaceColumns(ctx, o)
 	}
 	return nil
 }

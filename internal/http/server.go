@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -103,6 +104,14 @@ type Options struct {
 	Ledger Ledger
 	// Releaser serves POST /enforcement/release.
 	Releaser Releaser
+
+	// StuckAfter is how old a deletion must be for /stuck to list it by
+	// default and for the stuck metrics to count it (--stuck-after).
+	StuckAfter time.Duration
+	// GC says who removes the foregroundDeletion and orphan finalizers.
+	GC diagnose.Collector
+	// Discovery tells which API groups fail discovery; nil when unknown.
+	Discovery Discovery
 }
 
 type server struct {
@@ -144,6 +153,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 			if err := opts.Registry.Register(newLintCollector(opts.DB, lintMetricTTL, time.Now)); err != nil {
 				return nil, err
 			}
+			if err := opts.Registry.Register(newStuckCollector(opts.DB, opts.StuckAfter)); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -169,6 +181,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/objects/{uid}/cascade", s.cascade)
 	r.Get("/leases", s.leases)
 	r.Post("/enforcement/release", s.release)
+	r.Get("/stuck", s.stuck)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
@@ -178,7 +191,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 // apiPrefixes are paths that belong to the JSON API: unknown paths under
 // them are JSON 404s instead of the UI.
-var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/lint", "/healthz", "/readyz", "/metrics", "/api", "/debug",
+var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/lint", "/stuck", "/healthz", "/readyz", "/metrics", "/api", "/debug",
 	"/enforcement"}
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {

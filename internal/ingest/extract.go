@@ -38,6 +38,7 @@ var typedResources = map[schema.GroupResource]typedResource{
 	},
 	{Group: "coordination.k8s.io", Resource: "leases"}:                {source: dynamicSourceOf, extract: unstructuredExtractor(extractLease)},
 	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}: {source: dynamicSourceOf, extract: unstructuredExtractor(extractStorageVersion)},
+	{Group: "", Resource: "namespaces"}:                               {source: dynamicSourceOf, extract: unstructuredExtractor(extractNamespace)},
 }
 
 func dynamicSourceOf(i *Ingester, gvr schema.GroupVersionResource) source {

@@ -4,6 +4,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,9 @@ type Ingester struct {
 	watchers    map[schema.GroupVersionResource]*watcher
 	discovered  bool
 	subscribers []func([]db.Change)
+	// failedDiscovery holds the group/versions the last discovery could
+	// not read; see DiscoveryFailures.
+	failedDiscovery map[string]string
 }
 
 // New prepares an Ingester; Run starts it.
@@ -234,16 +238,17 @@ type resourceInfo struct {
 // supports delete, list and watch, as upstream's GetDeletableResources does.
 // Groups whose discovery failed are returned separately so their watchers are
 // kept rather than torn down on a transient error.
-func deletableResources(dc discovery.DiscoveryInterface) (map[schema.GroupVersionResource]resourceInfo, map[schema.GroupVersion]bool, error) {
+func deletableResources(dc discovery.DiscoveryInterface) (map[schema.GroupVersionResource]resourceInfo, map[schema.GroupVersion]error, error) {
 	lists, err := dc.ServerPreferredResources()
-	failed := map[schema.GroupVersion]bool{}
+	failed := map[schema.GroupVersion]error{}
 	if err != nil {
 		var gdf *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &gdf) {
 			return nil, nil, err
 		}
-		for gv := range gdf.Groups {
-			failed[gv] = true
+		for gv, gerr := range gdf.Groups {
+			// Never nil: a failed group is one with an error.
+			failed[gv] = cmp.Or(gerr, errors.New("discovery failed"))
 		}
 	}
 	out := map[schema.GroupVersionResource]resourceInfo{}
@@ -269,14 +274,15 @@ func (i *Ingester) resync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for gv := range failed {
-		i.log.Warn("discovery failed for a group; keeping its watchers", "group", gv.String())
+	for gv, err := range failed {
+		i.log.Warn("discovery failed for a group; keeping its watchers", "group", gv.String(), "err", err)
 	}
+	i.setDiscoveryFailures(failed)
 
 	i.mu.Lock()
 	var stop []*watcher
 	for gvr, w := range i.watchers {
-		if _, ok := found[gvr]; !ok && !failed[gvr.GroupVersion()] {
+		if _, ok := found[gvr]; !ok && failed[gvr.GroupVersion()] == nil {
 			stop = append(stop, w)
 			delete(i.watchers, gvr)
 		}
@@ -313,7 +319,7 @@ func (i *Ingester) resync(ctx context.Context) error {
 	}
 	for _, r := range known {
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
-		if _, ok := found[gvr]; ok || failed[gvr.GroupVersion()] {
+		if _, ok := found[gvr]; ok || failed[gvr.GroupVersion()] != nil {
 			continue
 		}
 		changes, err := i.opts.DB.DeleteResource(ctx, r.ID)

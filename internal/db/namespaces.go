@@ -1,0 +1,63 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// NamespaceStatus holds what says why a Namespace's deletion does not
+// finish: the finalizers of its spec, which the namespace controller removes
+// once the namespace is empty, and the conditions that controller reports.
+type NamespaceStatus struct {
+	Phase          string
+	SpecFinalizers []string
+	Conditions     []Condition
+}
+
+// Condition is a status condition as the API shows it.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+func (d *DB) namespaceColumns(ctx context.Context, o *Object) error {
+	var phase, fins, conds sql.NullString
+	err := d.queryRow(ctx, `SELECT phase, spec_finalizers, conditions FROM namespaces WHERE uid = ?`, o.UID).Scan(&phase, &fins, &conds)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", o.UID, err)
+	}
+	ns, err := namespaceStatus(phase, fins, conds)
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", o.UID, err)
+	}
+	o.NamespaceStatus = ns
+	return nil
+}
+
+// namespaceStatus reads the columns of a namespaces row; nil when there is
+// none (a NULL phase from a LEFT JOIN).
+func namespaceStatus(phase, fins, conds sql.NullString) (*NamespaceStatus, error) {
+	if !phase.Valid {
+		return nil, nil
+	}
+	ns := &NamespaceStatus{Phase: phase.String}
+	if fins.Valid {
+		if err := json.Unmarshal([]byte(fins.String), &ns.SpecFinalizers); err != nil {
+			return nil, fmt.Errorf("spec finalizers: %w", err)
+		}
+	}
+	if conds.Valid {
+		if err := json.Unmarshal([]byte(conds.String), &ns.Conditions); err != nil {
+			return nil, fmt.Errorf("conditions: %w", err)
+		}
+	}
+	return ns, nil
+}

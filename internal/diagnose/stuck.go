@@ -1,0 +1,378 @@
+package diagnose
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// Target names an object.
+type Target struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+}
+
+func targetOf(o *db.Object) Target {
+	return Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
+}
+
+func (t Target) String() string {
+	if t.Namespace == "" {
+		return t.Kind + " " + t.Name
+	}
+	return t.Kind + " " + t.Namespace + "/" + t.Name
+}
+
+// Blocker types.
+const (
+	BlockerFinalizer        = "finalizer"
+	BlockerDependent        = "dependent"
+	BlockerNamespaceContent = "namespace-content"
+	BlockerDiscovery        = "discovery"
+)
+
+// Blocker is one thing that holds a deletion.
+type Blocker struct {
+	Type      string  `json:"type"`
+	Target    *Target `json:"target,omitempty"`
+	Finalizer string  `json:"finalizer,omitempty"`
+	// GroupVersion is the API group/version whose discovery fails.
+	GroupVersion string `json:"groupVersion,omitempty"`
+	// Counts are the objects left in a namespace by kind, when there are
+	// more than are named.
+	Counts map[string]int `json:"counts,omitempty"`
+	Reason string         `json:"reason"`
+	// Blockers hold Target in turn: a dependent's own finalizers and
+	// dependents, a namespace's remaining object's.
+	Blockers []Blocker `json:"blockers,omitempty"`
+}
+
+// States of a stuck deletion.
+const (
+	StateNamespaceTerminating = "namespace-terminating"
+	StateDeletingDependents   = "deleting-dependents"
+	StateOrphaningDependents  = "orphaning-dependents"
+	StateFinalizing           = "finalizing"
+	StateDeleting             = "deleting"
+)
+
+// StuckItem is a deletion that has not finished, and why.
+type StuckItem struct {
+	Target            Target    `json:"target"`
+	DeletionRequested time.Time `json:"deletionRequested"`
+	// Age is the seconds since deletion was requested.
+	Age      float64   `json:"age"`
+	State    string    `json:"state"`
+	Blockers []Blocker `json:"blockers"`
+	// Conditions are a namespace's status conditions as mirrored: what
+	// the namespace controller reports of its deletion.
+	Conditions  []db.Condition `json:"conditions,omitempty"`
+	Explanation string         `json:"explanation"`
+}
+
+// Collector says which garbage collector removes the foregroundDeletion
+// and orphan finalizers.
+type Collector int
+
+const (
+	// UpstreamGC: kubegcd's ownergc does not run, so kube-controller-
+	// manager's garbage collector (if it runs) does it.
+	UpstreamGC Collector = iota
+	// KubegcdDryRun: ownergc runs in dry-run and only records.
+	KubegcdDryRun
+	// Kubegcd: ownergc runs and enforces.
+	Kubegcd
+)
+
+func (c Collector) String() string {
+	switch c {
+	case Kubegcd:
+		return "the garbage collector (kubegcd's ownergc)"
+	case KubegcdDryRun:
+		return "the garbage collector (kube-controller-manager's, if it runs: kubegcd's ownergc is in dry-run and only records what it would do)"
+	}
+	return "the garbage collector (kube-controller-manager's, if it runs: kubegcd's ownergc does not)"
+}
+
+// StuckOptions are what the diagnosis needs beside the mirror.
+type StuckOptions struct {
+	Now time.Time
+	GC  Collector
+	// DiscoveryFailures maps each API group/version whose discovery failed
+	// to the error.
+	DiscoveryFailures map[string]string
+}
+
+// WhoRemoves says who is expected to remove a finalizer, and when.
+func WhoRemoves(finalizer string, gc Collector) string {
+	switch finalizer {
+	case "foregroundDeletion":
+		return gc.String() + ", once no dependent with blockOwnerDeletion: true is left"
+	case "orphan":
+		return gc.String() + ", once it has removed the ownerReference to this object from every dependent"
+	case "kubernetes":
+		return "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace"
+	case "kubernetes.io/pvc-protection":
+		return "the PVC protection controller (kube-controller-manager), once no pod uses the claim"
+	case "kubernetes.io/pv-protection":
+		return "the PV protection controller (kube-controller-manager), once no claim is bound to the volume"
+	case "batch.kubernetes.io/job-tracking":
+		return "the Job controller (kube-controller-manager), once it has counted the pod"
+	case "service.kubernetes.io/load-balancer-cleanup":
+		return "the service controller (cloud-controller-manager), once the load balancer is deleted"
+	}
+	if domain, _, ok := strings.Cut(finalizer, "/"); ok && strings.Contains(domain, ".") {
+		return "the controller of " + domain
+	}
+	return "whoever added it (its name names no controller)"
+}
+
+// Stuck explains each deletion in data, in its order.
+func Stuck(data *db.StuckData, opts StuckOptions) []StuckItem {
+	items := make([]StuckItem, 0, len(data.Objects))
+	for _, o := range data.Objects {
+		requested := o.DeletionRequested()
+		it := StuckItem{
+			Target:            targetOf(o),
+			DeletionRequested: requested.UTC(),
+			Age:               max(opts.Now.Sub(requested), 0).Round(time.Second).Seconds(),
+			State:             stateOf(o),
+		}
+		visiting := map[string]bool{o.UID: true}
+		it.Blockers = blockersOf(o, data, opts, visiting)
+		if it.State == StateNamespaceTerminating {
+			it.Blockers = append(it.Blockers, namespaceBlockers(o, data, opts)...)
+			if o.NamespaceStatus != nil {
+				it.Conditions = o.NamespaceStatus.Conditions
+			}
+		}
+		if it.Blockers == nil {
+			it.Blockers = []Blocker{}
+		}
+		it.Explanation = explain(o, it, opts)
+		items = append(items, it)
+	}
+	return items
+}
+
+func isNamespace(o *db.Object) bool { return o.APIVersion == "v1" && o.Kind == "Namespace" }
+
+func stateOf(o *db.Object) string {
+	switch {
+	case isNamespace(o):
+		return StateNamespaceTerminating
+	case slices.Contains(o.Finalizers, "foregroundDeletion"):
+		return StateDeletingDependents
+	case slices.Contains(o.Finalizers, "orphan"):
+		return StateOrphaningDependents
+	case len(o.Finalizers) > 0:
+		return StateFinalizing
+	}
+	return StateDeleting
+}
+
+// blockersOf is what holds o by itself: its finalizers; orphaning, the
+// dependents that still name it; deleting in the foreground, its blocking
+// dependents and what holds each of them.
+// visiting holds the chain above o, so a cycle stops.
+func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting map[string]bool) []Blocker {
+	var out []Blocker
+	for _, f := range o.Finalizers {
+		b := Blocker{Type: BlockerFinalizer, Finalizer: f, Reason: WhoRemoves(f, opts.GC)}
+		if f == "foregroundDeletion" {
+			if deps, read := data.Blocking[o.UID]; read && len(deps) == 0 && data.MoreBlocking[o.UID] == 0 {
+				b.Reason += "; none is left, so it is due now"
+			}
+		}
+		out = append(out, b)
+	}
+	for _, dep := range data.Orphaning[o.UID] {
+		t := targetOf(dep)
+		out = append(out, Blocker{Type: BlockerDependent, Target: &t,
+			Reason: "still names it as an owner: the garbage collector removes that reference before it removes orphan"})
+	}
+	if n := data.MoreOrphaning[o.UID]; n > 0 {
+		out = append(out, Blocker{Type: BlockerDependent, Reason: fmt.Sprintf("%d more dependents that still name it as an owner", n)})
+	}
+	if !o.IsForegroundDeleting() {
+		return out
+	}
+	for _, dep := range data.Blocking[o.UID] {
+		t := targetOf(dep)
+		b := Blocker{Type: BlockerDependent, Target: &t}
+		switch {
+		case visiting[dep.UID]:
+			b.Reason = "has blockOwnerDeletion: true and is itself waiting, further up this chain: a cycle"
+		case dep.DeletionTimestamp == nil:
+			b.Reason = "has blockOwnerDeletion: true and is not being deleted yet: the garbage collector deletes it first"
+		default:
+			b.Reason = fmt.Sprintf("has blockOwnerDeletion: true and was asked to be deleted %s ago", deletionAge(opts.Now, dep))
+			visiting[dep.UID] = true
+			b.Blockers = blockersOf(dep, data, opts, visiting)
+			delete(visiting, dep.UID)
+		}
+		out = append(out, b)
+	}
+	if n := data.MoreBlocking[o.UID]; n > 0 {
+		out = append(out, Blocker{Type: BlockerDependent, Reason: fmt.Sprintf("%d more dependents with blockOwnerDeletion: true", n)})
+	}
+	return out
+}
+
+// namespaceBlockers is what holds a namespace besides its own metadata:
+// its spec finalizers, what is left in it, and API groups that cannot be
+// listed.
+func namespaceBlockers(ns *db.Object, data *db.StuckData, opts StuckOptions) []Blocker {
+	var out []Blocker
+	if st := ns.NamespaceStatus; st != nil {
+		for _, f := range st.SpecFinalizers {
+			out = append(out, Blocker{Type: BlockerFinalizer, Finalizer: f, Reason: WhoRemoves(f, opts.GC) + " (spec.finalizers)"})
+		}
+	} else {
+		// Mirrored before its spec was read: every namespace being
+		// deleted keeps kubernetes until the namespace controller is done.
+		out = append(out, Blocker{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: WhoRemoves("kubernetes", opts.GC) +
+			" (spec.finalizers, not mirrored yet: a namespace being deleted keeps it until then)"})
+	}
+	c := data.Content[ns.Name]
+	if c != nil {
+		for _, o := range c.Objects {
+			t := targetOf(o)
+			b := Blocker{Type: BlockerNamespaceContent, Target: &t}
+			if o.DeletionTimestamp == nil {
+				b.Reason = "still in the namespace, not being deleted yet: the namespace controller deletes it"
+			} else {
+				b.Reason = fmt.Sprintf("still in the namespace, asked to be deleted %s ago", deletionAge(opts.Now, o))
+				b.Blockers = blockersOf(o, data, opts, map[string]bool{ns.UID: true, o.UID: true})
+			}
+			out = append(out, b)
+		}
+		if c.Total > len(c.Objects) {
+			out = append(out, Blocker{Type: BlockerNamespaceContent, Counts: maps.Clone(c.ByKind),
+				Reason: fmt.Sprintf("%d objects left in the namespace in all, %d of them named above", c.Total, len(c.Objects))})
+		}
+	}
+	for _, gv := range slices.Sorted(maps.Keys(opts.DiscoveryFailures)) {
+		out = append(out, Blocker{Type: BlockerDiscovery, GroupVersion: gv, Reason: fmt.Sprintf(
+			"discovery of %s fails (%s): the namespace controller cannot list its resources, so it cannot finish emptying the namespace",
+			gv, opts.DiscoveryFailures[gv])})
+	}
+	return out
+}
+
+func deletionAge(now time.Time, o *db.Object) time.Duration {
+	return max(now.Sub(o.DeletionRequested()), 0).Round(time.Second)
+}
+
+// explain says in one paragraph what Stuck found.
+func explain(o *db.Object, it StuckItem, opts StuckOptions) string {
+	var b strings.Builder
+	since := time.Duration(it.Age) * time.Second
+	if it.State == StateNamespaceTerminating {
+		fmt.Fprintf(&b, "Namespace %s has been Terminating for %s. ", o.Name, since)
+	} else {
+		fmt.Fprintf(&b, "%s was asked to be deleted %s ago and still exists. ", it.Target, since)
+	}
+	var content, discovery []Blocker
+	var more *Blocker
+	for i, bl := range it.Blockers {
+		switch bl.Type {
+		case BlockerFinalizer:
+			if bl.Finalizer == "kubernetes" && it.State == StateNamespaceTerminating {
+				continue
+			}
+			fmt.Fprintf(&b, "It is held by its finalizer %s, to be removed by %s. ", bl.Finalizer, bl.Reason)
+		case BlockerDependent:
+			fmt.Fprintf(&b, "It waits for %s. ", dependentWords(bl))
+		case BlockerNamespaceContent:
+			if bl.Target == nil {
+				more = &it.Blockers[i]
+				continue
+			}
+			content = append(content, bl)
+		case BlockerDiscovery:
+			discovery = append(discovery, bl)
+		}
+	}
+	if it.State == StateNamespaceTerminating {
+		switch {
+		case len(content) == 0 && o.NamespaceStatus != nil && !slices.Contains(o.NamespaceStatus.SpecFinalizers, "kubernetes"):
+			b.WriteString("Nothing is left in it and the namespace controller is done with it. ")
+		case len(content) == 0:
+			b.WriteString("Nothing is left in it, so the namespace controller (kube-controller-manager) should remove its spec finalizer kubernetes now; if the namespace stays, that controller is not running. ")
+		default:
+			words := make([]string, len(content))
+			for i, c := range content {
+				words[i] = contentWords(c)
+			}
+			fmt.Fprintf(&b, "The namespace controller removes it once everything in it is gone; still in it: %s. ", strings.Join(words, "; "))
+			if more != nil {
+				fmt.Fprintf(&b, "In all %s. ", more.Reason)
+			}
+		}
+		for _, c := range it.Conditions {
+			if c.Status == "True" {
+				fmt.Fprintf(&b, "The namespace controller reports %s: %s. ", c.Type, strings.TrimSuffix(c.Message, "."))
+			}
+		}
+		for _, d := range discovery {
+			fmt.Fprintf(&b, "Also, %s. ", d.Reason)
+		}
+	}
+	if it.State == StateDeleting {
+		switch {
+		case o.Pod != nil && o.Pod.NodeName != "":
+			fmt.Fprintf(&b, "No finalizer holds it: a pod bound to a node goes once the kubelet of %s has stopped it, or PodGC deletes it once that node is gone or out of service. ", o.Pod.NodeName)
+		case o.Pod != nil:
+			b.WriteString("No finalizer holds it and it is bound to no node: PodGC deletes it. ")
+		default:
+			b.WriteString("No finalizer holds it any more: it should go at once, unless the mirror has not caught up yet. ")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// dependentWords describes a dependent and, recursively, what holds it:
+// the chain owner ← dependent ← finalizer in words.
+func dependentWords(bl Blocker) string {
+	if bl.Target == nil {
+		return bl.Reason
+	}
+	s := "its dependent " + bl.Target.String() + ", which " + bl.Reason
+	if holds := holdWords(bl.Blockers); holds != "" {
+		s += ", " + holds
+	}
+	return s
+}
+
+func contentWords(bl Blocker) string {
+	s := bl.Target.String()
+	if holds := holdWords(bl.Blockers); holds != "" {
+		return s + ", " + holds
+	}
+	if strings.Contains(bl.Reason, "not being deleted") {
+		return s + ", not deleted yet"
+	}
+	return s
+}
+
+// holdWords says what holds an object in a chain.
+func holdWords(bs []Blocker) string {
+	var parts []string
+	for _, b := range bs {
+		switch b.Type {
+		case BlockerFinalizer:
+			parts = append(parts, fmt.Sprintf("held by its finalizer %s (%s)", b.Finalizer, b.Reason))
+		case BlockerDependent:
+			parts = append(parts, "waiting for "+dependentWords(b))
+		}
+	}
+	return strings.Join(parts, " and ")
+}

@@ -1,0 +1,27 @@
+package ingest
+
+import (
+	"maps"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// DiscoveryFailures returns the API group/versions whose discovery failed
+// in the last discovery, each with its error: their resources cannot be
+// listed (an aggregated API down, a CRD without a served version), which
+// holds every namespace being deleted.
+func (i *Ingester) DiscoveryFailures() map[string]string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return maps.Clone(i.failedDiscovery)
+}
+
+func (i *Ingester) setDiscoveryFailures(failed map[schema.GroupVersion]error) {
+	m := make(map[string]string, len(failed))
+	for gv, err := range failed {
+		m[gv.String()] = err.Error()
+	}
+	i.mu.Lock()
+	i.failedDiscovery = m
+	i.mu.Unlock()
+}
