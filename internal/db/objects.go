@@ -190,6 +190,7 @@ type statements struct {
 	touch, upsert, deleteObj, deleteRefs, insertRef       *sql.Stmt
 	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs *sql.Stmt
 	insertSVE                                             *sql.Stmt
+	history                                               historyStatements
 }
 
 // Write statements of the ingest path, prepared once (see warmWrites).
@@ -220,9 +221,9 @@ const (
 )
 
 // writeQueries are prepared at Open.
-var writeQueries = []string{sqlTouch, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
+var writeQueries = append([]string{sqlTouch, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
 	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlInsertAudit, sqlDeletePending,
-	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}
+	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}, historyWriteQueries...)
 
 func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 	s := &statements{}
@@ -241,6 +242,10 @@ func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 		}
 		*p.dst = st
 	}
+	var err error
+	if s.history, err = d.prepareHistory(ctx, tx); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 	return s, nil
 }
 
@@ -257,9 +262,13 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 			return false, nil
 		}
 	}
+	finalizers := jsonOrNull(o.Finalizers)
+	if err := s.history.record(ctx, o, finalizers); err != nil {
+		return false, err
+	}
 	if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name, o.ResourceVersion,
 		formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp), ptrOrNull(o.DeletionGracePeriodSeconds),
-		jsonOrNull(o.Finalizers), epoch); err != nil {
+		finalizers, epoch); err != nil {
 		return false, err
 	}
 	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
@@ -315,8 +324,16 @@ func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) 
 		if err != nil {
 			return err
 		}
+		historyDeleted, err := d.txStmt(ctx, tx, sqlHistoryDeletedUID)
+		if err != nil {
+			return err
+		}
+		now := formatTime(ptr(d.Now()))
 		for _, ev := range events {
 			if ev.Deleted {
+				if _, err := historyDeleted.ExecContext(ctx, now, ev.Object.UID); err != nil {
+					return err
+				}
 				res, err := deleteObj.ExecContext(ctx, ev.Object.UID)
 				if err != nil {
 					return err
@@ -408,6 +425,10 @@ func (d *DB) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []
 func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]Change, error) {
 	var changes []Change
 	err := d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
+		now := formatTime(ptr(d.Now()))
+		if _, err := tx.ExecContext(ctx, sqlHistoryDeleted+`o.resource_id = ? AND o.sync_epoch <> ?`, now, resourceID, epoch); err != nil {
+			return err
+		}
 		var err error
 		changes, err = deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ? RETURNING uid`,
 			resourceID, epoch)
@@ -427,6 +448,9 @@ func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVe
 func (d *DB) DeleteResource(ctx context.Context, resourceID int64) ([]Change, error) {
 	var changes []Change
 	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, sqlHistoryDeleted+`o.resource_id = ?`, formatTime(ptr(d.Now())), resourceID); err != nil {
+			return err
+		}
 		var err error
 		changes, err = deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? RETURNING uid`, resourceID)
 		if err != nil {

@@ -1,0 +1,398 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Events of an object's history.
+const (
+	HistoryCreated           = "created" // first seen by kubegcd: on a fresh database's first list, every object
+	HistoryOwnersChanged     = "owners-changed"
+	HistoryFinalizersChanged = "finalizers-changed"
+	HistoryDeletionRequested = "deletion-requested"
+	HistoryDeleted           = "deleted"
+)
+
+// HistoryEntry is one change in an object's lifecycle, with the object's
+// ownership state after it.
+type HistoryEntry struct {
+	ID                int64
+	UID               string
+	Time              time.Time
+	Event             string
+	APIVersion        string
+	Kind              string
+	Namespace         string
+	Name              string
+	OwnerReferences   []OwnerRef
+	Finalizers        []string
+	DeletionTimestamp *time.Time
+}
+
+// Write statements of the history, prepared once with the ingest ones.
+const (
+	sqlLastHistory = `SELECT event, owner_refs, finalizers, deletion_timestamp FROM object_history
+		WHERE uid = ? ORDER BY id DESC LIMIT 1`
+	sqlInsertHistory = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
+			finalizers, deletion_timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertHistoryOwner = `INSERT OR IGNORE INTO history_owner_refs (owner_uid, dependent_uid) VALUES (?, ?)`
+	// sqlHistoryDeleted records, before the objects WHERE selects are
+	// deleted, their last state: references from their last history row
+	// (owner_refs rows go with the object), the rest from the mirror.
+	sqlHistoryDeleted = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
+			finalizers, deletion_timestamp)
+		SELECT o.uid, ?, 'deleted', o.api_version, o.kind, o.namespace, o.name,
+			(SELECT h.owner_refs FROM object_history h WHERE h.uid = o.uid ORDER BY h.id DESC LIMIT 1),
+			o.finalizers, o.deletion_timestamp
+		FROM objects o WHERE `
+	sqlHistoryDeletedUID = sqlHistoryDeleted + `o.uid = ?`
+)
+
+var historyWriteQueries = []string{sqlLastHistory, sqlInsertHistory, sqlInsertHistoryOwner, sqlHistoryDeletedUID}
+
+// historyStatements are the history's part of a write transaction.
+type historyStatements struct {
+	last, insert, insertOwner *sql.Stmt
+	// now is when kubegcd saw the changes the transaction writes.
+	now any
+}
+
+func (d *DB) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatements, error) {
+	h := historyStatements{now: formatTime(ptr(d.Now()))}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{{&h.last, sqlLastHistory}, {&h.insert, sqlInsertHistory}, {&h.insertOwner, sqlInsertHistoryOwner}} {
+		st, err := d.txStmt(ctx, tx, p.sql)
+		if err != nil {
+			return h, err
+		}
+		*p.dst = st
+	}
+	return h, nil
+}
+
+// record writes a history row for each ownership fact of o that differs
+// from its last row: one indexed read, and no write for the common update
+// that changes none of them (a status, a label, a lease renewal).
+func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any) error {
+	refs := jsonOrNull(o.OwnerReferences)
+	deletion := formatTime(o.DeletionTimestamp)
+	var last string
+	var lastRefs, lastFinalizers, lastDeletion sql.NullString
+	var events []string
+	switch err := h.last.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion); {
+	case errors.Is(err, sql.ErrNoRows):
+		events = []string{HistoryCreated}
+	case err != nil:
+		return fmt.Errorf("history of %s: %w", o.UID, err)
+	case last == HistoryDeleted:
+		// Back after a relist or a resource dropped too soon: a new life.
+		events = []string{HistoryCreated}
+	default:
+		// Every value compared was encoded by this code, so equal facts
+		// are equal text.
+		if !sameText(lastRefs, refs) {
+			events = append(events, HistoryOwnersChanged)
+		}
+		if !sameText(lastFinalizers, finalizers) {
+			events = append(events, HistoryFinalizersChanged)
+		}
+		if !sameText(lastDeletion, deletion) {
+			events = append(events, HistoryDeletionRequested)
+		}
+	}
+	for _, ev := range events {
+		if _, err := h.insert.ExecContext(ctx, o.UID, h.now, ev, o.APIVersion, o.Kind, o.Namespace, o.Name, refs, finalizers,
+			deletion); err != nil {
+			return fmt.Errorf("history of %s: %w", o.UID, err)
+		}
+	}
+	if len(events) > 0 && (events[0] == HistoryCreated || events[0] == HistoryOwnersChanged) {
+		for _, r := range o.OwnerReferences {
+			if _, err := h.insertOwner.ExecContext(ctx, r.UID, o.UID); err != nil {
+				return fmt.Errorf("history of %s: %w", o.UID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// sameText compares a stored nullable text with a value from jsonOrNull or
+// formatTime (nil or a string).
+func sameText(stored sql.NullString, v any) bool {
+	s, ok := v.(string)
+	return stored.Valid == ok && stored.String == s
+}
+
+// HistoryOf returns the history of the object with uid, oldest first; an
+// empty list when history knows nothing of it.
+func (d *DB) HistoryOf(ctx context.Context, uid string) ([]HistoryEntry, error) {
+	rows, err := d.query(ctx, `SELECT `+historyColumns+` FROM object_history WHERE uid = ? ORDER BY id`, uid)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", uid, err)
+	}
+	out, err := scanHistory(rows)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", uid, err)
+	}
+	return out, nil
+}
+
+const historyColumns = `id, uid, time, event, api_version, kind, namespace, name, owner_refs, finalizers, deletion_timestamp`
+
+// scanHistory reads and closes rows of historyColumns.
+func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
+	defer rows.Close()
+	out := []HistoryEntry{}
+	for rows.Next() {
+		var e HistoryEntry
+		var ts string
+		var refs, finalizers, deletion sql.NullString
+		if err := rows.Scan(&e.ID, &e.UID, &ts, &e.Event, &e.APIVersion, &e.Kind, &e.Namespace, &e.Name, &refs, &finalizers,
+			&deletion); err != nil {
+			return nil, err
+		}
+		if t := parseTime(sql.NullString{String: ts, Valid: true}); t != nil {
+			e.Time = *t
+		}
+		e.DeletionTimestamp = parseTime(deletion)
+		if refs.Valid {
+			if err := json.Unmarshal([]byte(refs.String), &e.OwnerReferences); err != nil {
+				return nil, fmt.Errorf("history row %d: owner references: %w", e.ID, err)
+			}
+		}
+		var err error
+		if e.Finalizers, err = decodeFinalizers(finalizers); err != nil {
+			return nil, fmt.Errorf("history row %d: %w", e.ID, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// GroupKind names a kind across its versions.
+type GroupKind struct{ Group, Kind string }
+
+// HistorySnapshot is the part of the ownership graph around some objects as
+// history shows it at one time.
+type HistorySnapshot struct {
+	// Closure holds the UIDs reached from the seeds through the owners and
+	// the dependents they had then, sorted; some may not have existed then.
+	Closure []string
+	// States holds the last history row at or before the time of every
+	// object of Closure that existed then (not deleted by then), by UID.
+	States []HistoryEntry
+	// Truncated: the walk stopped at the limit.
+	Truncated bool
+	// Namespaced tells, for every discovered kind, whether it is
+	// namespaced.
+	Namespaced map[GroupKind]bool
+}
+
+// HistoryAt walks from uids up through their owners and down through their
+// dependents as history shows them at time at, reaching at most about limit
+// objects. A UID that history does not know (no row of its own, never
+// named as an owner) gives an error matching ErrNotFound.
+func (d *DB) HistoryAt(ctx context.Context, uids []string, at time.Time, limit int) (*HistorySnapshot, error) {
+	snap := &HistorySnapshot{}
+	err := d.readTx(ctx, func(tx *sql.Tx) error {
+		for _, uid := range uids {
+			var known bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM object_history WHERE uid = ?1)
+				OR EXISTS (SELECT 1 FROM history_owner_refs WHERE owner_uid = ?1)`, uid).Scan(&known); err != nil {
+				return err
+			}
+			if !known {
+				return fmt.Errorf("uid %q: history knows no such object: %w", uid, ErrNotFound)
+			}
+		}
+		w := &historyWalk{ctx: ctx, tx: tx, at: formatTime(&at), states: map[string]*HistoryEntry{}, seen: map[string]bool{},
+			limit: limit}
+		if err := w.walk(uids); err != nil {
+			return err
+		}
+		snap.Truncated = w.truncated
+		for uid := range w.seen {
+			snap.Closure = append(snap.Closure, uid)
+			if st := w.states[uid]; st != nil {
+				snap.States = append(snap.States, *st)
+			}
+		}
+		sort.Strings(snap.Closure)
+		sort.Slice(snap.States, func(i, j int) bool { return snap.States[i].UID < snap.States[j].UID })
+		kinds, err := namespacedKinds(ctx, tx)
+		snap.Namespaced = map[GroupKind]bool{}
+		for gk, ns := range kinds {
+			snap.Namespaced[GroupKind{gk.group, gk.kind}] = ns
+		}
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history graph: %w", err)
+	}
+	return snap, nil
+}
+
+// historyWalk is one HistoryAt in progress.
+type historyWalk struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	at    any
+	limit int
+	// states holds what was loaded: nil for a UID that did not exist at
+	// the time.
+	states    map[string]*HistoryEntry
+	seen      map[string]bool
+	truncated bool
+}
+
+// walk goes up from the seeds, then down from them, level by level, one
+// query per level.
+func (w *historyWalk) walk(seeds []string) error {
+	for _, u := range seeds {
+		w.seen[u] = true
+	}
+	frontier := seeds
+	for len(frontier) > 0 && !w.full() {
+		if err := w.load(frontier); err != nil {
+			return err
+		}
+		var next []string
+		for _, u := range frontier {
+			if st := w.states[u]; st != nil {
+				for _, r := range st.OwnerReferences {
+					if !w.seen[r.UID] {
+						w.seen[r.UID] = true
+						next = append(next, r.UID)
+					}
+				}
+			}
+		}
+		frontier = next
+	}
+	down := map[string]bool{}
+	for _, u := range seeds {
+		down[u] = true
+	}
+	frontier = seeds
+	for len(frontier) > 0 && !w.full() {
+		cands, err := w.candidates(frontier)
+		if err != nil {
+			return err
+		}
+		if err := w.load(cands); err != nil {
+			return err
+		}
+		owners := map[string]bool{}
+		for _, u := range frontier {
+			owners[u] = true
+		}
+		var next []string
+		for _, c := range cands {
+			st := w.states[c]
+			if st == nil || down[c] {
+				continue
+			}
+			for _, r := range st.OwnerReferences {
+				if owners[r.UID] {
+					down[c], w.seen[c] = true, true
+					next = append(next, c)
+					break
+				}
+			}
+		}
+		frontier = next
+	}
+	return nil
+}
+
+func (w *historyWalk) full() bool {
+	if len(w.seen) > w.limit {
+		w.truncated = true
+	}
+	return w.truncated
+}
+
+// load reads the state at the time of each UID not loaded yet.
+func (w *historyWalk) load(uids []string) error {
+	var todo []string
+	for _, u := range uids {
+		if _, ok := w.states[u]; !ok {
+			w.states[u] = nil
+			todo = append(todo, u)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	rows, err := w.tx.QueryContext(w.ctx, `SELECT `+historyColumns+` FROM object_history WHERE id IN (
+			SELECT (SELECT h.id FROM object_history h WHERE h.uid = k.value AND h.time <= ?2 ORDER BY h.id DESC LIMIT 1)
+			FROM json_each(?1) k)`, jsonOrNull(todo), w.at)
+	if err != nil {
+		return err
+	}
+	entries, err := scanHistory(rows)
+	if err != nil {
+		return err
+	}
+	for i := range entries {
+		if e := &entries[i]; e.Event != HistoryDeleted {
+			w.states[e.UID] = e
+		}
+	}
+	return nil
+}
+
+// candidates returns the objects that ever named one of owners.
+func (w *historyWalk) candidates(owners []string) ([]string, error) {
+	rows, err := w.tx.QueryContext(w.ctx, `SELECT DISTINCT dependent_uid FROM history_owner_refs
+		WHERE owner_uid IN (SELECT value FROM json_each(?)) ORDER BY 1`, jsonOrNull(owners))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var u string
+		if err := rows.Scan(&u); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// PruneHistory deletes history older than cutoff and returns how many rows
+// went. An object's last row before cutoff stays unless it is its deletion:
+// it is the object's state at cutoff, which the next change is compared
+// with and which HistoryAt reads for any later time. An object deleted
+// before cutoff goes entirely.
+func (d *DB) PruneHistory(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := d.inWriteTx(ctx, "history", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM object_history WHERE time < ?1 AND (event = 'deleted'
+			OR EXISTS (SELECT 1 FROM object_history n WHERE n.uid = object_history.uid AND n.id > object_history.id
+				AND n.time < ?1))`,
+			formatTime(&cutoff))
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM history_owner_refs
+			WHERE NOT EXISTS (SELECT 1 FROM object_history h WHERE h.uid = history_owner_refs.dependent_uid)`)
+		return err
+	})
+	return n, err
+}
