@@ -157,6 +157,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/audit", s.audit)
 	r.Get("/graph", s.graph)
 	r.Get("/objects/{uid}", s.object)
+	r.Get("/objects/{uid}/history", s.objectHistory)
 	r.Get("/leases", s.leases)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
