@@ -43,6 +43,7 @@ type runConfig struct {
 	gcWorkers             int
 	maxDeletionsPerMinute int
 	auditRetention        time.Duration
+	historyRetention      time.Duration
 	resyncPeriod          time.Duration
 	profiling             bool
 
@@ -116,6 +117,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	fs.IntVar(&cfg.maxDeletionsPerMinute, "max-deletions-per-minute", 6000,
 		"blast-radius cap: deletions beyond this many in a minute pause enforcement until the rate falls (0: no cap)")
 	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
+	fs.DurationVar(&cfg.historyRetention, "history-retention", 7*24*time.Hour,
+		"how long object history (ownership changes, deletions) is kept; an object's state at the cutoff stays while it exists (0: forever)")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
 		"how often controllers look at every candidate again, beside reacting to changes")
 	fs.DurationVar(&cfg.podgcPeriod, "podgc-period", 20*time.Second, "time between PodGC passes")
@@ -195,6 +198,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --max-deletions-per-minute %d: must be 0 (no cap) or more", cfg.maxDeletionsPerMinute)
 	case cfg.auditRetention < time.Hour:
 		return nil, fmt.Errorf("invalid --audit-retention %s: must be at least 1h", cfg.auditRetention)
+	case cfg.historyRetention != 0 && cfg.historyRetention < time.Hour:
+		return nil, fmt.Errorf("invalid --history-retention %s: must be 0 (forever) or at least 1h", cfg.historyRetention)
 	case cfg.resyncPeriod < time.Second:
 		return nil, fmt.Errorf("invalid --resync-period %s: must be at least 1s", cfg.resyncPeriod)
 	case cfg.podgcPeriod < time.Second:
