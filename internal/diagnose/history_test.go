@@ -16,7 +16,9 @@ func TestGraphAt(t *testing.T) {
 		return db.HistoryEntry{UID: uid, Event: db.HistoryCreated, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm-" + uid,
 			OwnerReferences: owners}
 	}
-	ref := func(uid string) db.OwnerRef { return db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "cm-" + uid, UID: uid} }
+	ref := func(uid string) db.OwnerRef {
+		return db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "cm-" + uid, UID: uid}
+	}
 	deleting := cm("d", ref("a"))
 	deleting.DeletionTimestamp, deleting.Finalizers = &now, []string{"foregroundDeletion"}
 	node := func(uid string) db.GraphNode {
