@@ -80,8 +80,13 @@ func (d *DB) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatements,
 
 // record writes a history row for each ownership fact of o that differs
 // from its last row: one indexed read, and no write for the common update
-// that changes none of them (a status, a label, a lease renewal).
-func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any) error {
+// that changes none of them (a status, a label, a lease renewal). It
+// reports whether o's references differ from those mirrored: the last row
+// of an object in the mirror holds exactly its owner_refs rows (both are
+// written only here and in upsertObject, in one transaction), so an
+// update that keeps its owners need not rewrite them, which pays for the
+// read.
+func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any) (ownersChanged bool, err error) {
 	refs := jsonOrNull(o.OwnerReferences)
 	deletion := formatTime(o.DeletionTimestamp)
 	var last string
@@ -91,7 +96,7 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	case errors.Is(err, sql.ErrNoRows):
 		events = []string{HistoryCreated}
 	case err != nil:
-		return fmt.Errorf("history of %s: %w", o.UID, err)
+		return false, fmt.Errorf("history of %s: %w", o.UID, err)
 	case last == HistoryDeleted:
 		// Back after a relist or a resource dropped too soon: a new life.
 		events = []string{HistoryCreated}
@@ -111,17 +116,18 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	for _, ev := range events {
 		if _, err := h.insert.ExecContext(ctx, o.UID, h.now, ev, o.APIVersion, o.Kind, o.Namespace, o.Name, refs, finalizers,
 			deletion); err != nil {
-			return fmt.Errorf("history of %s: %w", o.UID, err)
+			return false, fmt.Errorf("history of %s: %w", o.UID, err)
 		}
 	}
-	if len(events) > 0 && (events[0] == HistoryCreated || events[0] == HistoryOwnersChanged) {
+	ownersChanged = len(events) > 0 && (events[0] == HistoryCreated || events[0] == HistoryOwnersChanged)
+	if ownersChanged {
 		for _, r := range o.OwnerReferences {
 			if _, err := h.insertOwner.ExecContext(ctx, r.UID, o.UID); err != nil {
-				return fmt.Errorf("history of %s: %w", o.UID, err)
+				return false, fmt.Errorf("history of %s: %w", o.UID, err)
 			}
 		}
 	}
-	return nil
+	return ownersChanged, nil
 }
 
 // sameText compares a stored nullable text with a value from jsonOrNull or

@@ -77,6 +77,22 @@ func TestHistoryLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The mirror's owner_refs rows, which an update keeping its owners
+	// does not rewrite.
+	mirroredOwners := func(want ...string) {
+		t.Helper()
+		o, err := d.GetObject(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range o.OwnerReferences {
+			got = append(got, r.UID)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("mirrored owners of x at %s (-want +got):\n%s", now.Format("15:04"), diff)
+		}
+	}
 	at := func(hhmm string) {
 		t.Helper()
 		tm, err := time.Parse("15:04", hhmm)
@@ -92,17 +108,21 @@ func TestHistoryLifecycle(t *testing.T) {
 	list(cmWith("x", "1", "a"), cmWith("a", "1")) // unchanged: nothing
 	at("10:02")
 	apply(Event{ResourceID: rid, Object: cmWith("x", "2", "a")}) // a label, say: nothing
+	mirroredOwners("a")
 	at("10:03")
 	apply(Event{ResourceID: rid, Object: cmWith("x", "3", "a", "b")})
+	mirroredOwners("a", "b")
 	at("10:04")
 	fin := cmWith("x", "4", "a", "b")
 	fin.Finalizers = []string{"example.com/hold"}
 	apply(Event{ResourceID: rid, Object: fin})
+	mirroredOwners("a", "b")
 	at("10:05")
 	del := cmWith("x", "5", "b")
 	del.Finalizers = []string{"example.com/hold", "foregroundDeletion"}
 	del.DeletionTimestamp = now
 	list(del, cmWith("a", "1")) // a relist sees what the watch missed
+	mirroredOwners("b")
 	at("10:06")
 	apply(Event{ResourceID: rid, Deleted: true, Object: &Object{UID: "x"}})
 	at("10:07")

@@ -263,7 +263,8 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		}
 	}
 	finalizers := jsonOrNull(o.Finalizers)
-	if err := s.history.record(ctx, o, finalizers); err != nil {
+	ownersChanged, err := s.history.record(ctx, o, finalizers)
+	if err != nil {
 		return false, err
 	}
 	if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name, o.ResourceVersion,
@@ -271,12 +272,8 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		finalizers, epoch); err != nil {
 		return false, err
 	}
-	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
-		return false, err
-	}
-	for i, r := range o.OwnerReferences {
-		if _, err := s.insertRef.ExecContext(ctx, o.UID, i, r.APIVersion, r.Kind, r.Name, r.UID,
-			boolOrNull(r.Controller), boolOrNull(r.BlockOwnerDeletion)); err != nil {
+	if ownersChanged {
+		if err := s.writeRefs(ctx, o); err != nil {
 			return false, err
 		}
 	}
@@ -293,6 +290,19 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		err = s.upsertStorageVersion(ctx, o.UID, o.StorageVersion)
 	}
 	return true, err
+}
+
+func (s *statements) writeRefs(ctx context.Context, o *Object) error {
+	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
+		return err
+	}
+	for i, r := range o.OwnerReferences {
+		if _, err := s.insertRef.ExecContext(ctx, o.UID, i, r.APIVersion, r.Kind, r.Name, r.UID,
+			boolOrNull(r.Controller), boolOrNull(r.BlockOwnerDeletion)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *statements) upsertStorageVersion(ctx context.Context, uid string, sv *StorageVersion) error {
