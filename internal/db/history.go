@@ -17,6 +17,8 @@ const (
 	HistoryFinalizersChanged = "finalizers-changed"
 	HistoryDeletionRequested = "deletion-requested"
 	HistoryDeleted           = "deleted"
+	// A Lease's holder changed, or its holder renewed it after it ran out.
+	HistoryHolderChanged = "holder-changed"
 )
 
 // HistoryEntry is one change in an object's lifecycle, with the object's
@@ -33,32 +35,41 @@ type HistoryEntry struct {
 	OwnerReferences   []OwnerRef
 	Finalizers        []string
 	DeletionTimestamp *time.Time
+	// Leases only; see the migration's comments.
+	Holder      *string
+	HolderSince *time.Time
+	LapsedAt    *time.Time
 }
 
 // Write statements of the history, prepared once with the ingest ones.
 const (
-	sqlLastHistory = `SELECT event, owner_refs, finalizers, deletion_timestamp FROM object_history
+	sqlLastHistory = `SELECT event, owner_refs, finalizers, deletion_timestamp, NULL, NULL, NULL FROM object_history
 		WHERE uid = ? ORDER BY id DESC LIMIT 1`
+	// A Lease's holder is compared too, and its last renewal read (before
+	// this write replaces it) to tell whether it ran out in between.
+	sqlLastHistoryLease = `SELECT h.event, h.owner_refs, h.finalizers, h.deletion_timestamp, h.holder, l.renew_time,
+			l.lease_duration_seconds
+		FROM object_history h LEFT JOIN leases l ON l.uid = h.uid WHERE h.uid = ? ORDER BY h.id DESC LIMIT 1`
 	sqlInsertHistory = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
-			finalizers, deletion_timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+			finalizers, deletion_timestamp, holder, holder_since, lapsed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertHistoryOwner = `INSERT OR IGNORE INTO history_owner_refs (owner_uid, dependent_uid) VALUES (?, ?)`
 	// sqlHistoryDeleted records, before the objects WHERE selects are
 	// deleted, their last state: references from their last history row
 	// (owner_refs rows go with the object), the rest from the mirror.
 	sqlHistoryDeleted = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
-			finalizers, deletion_timestamp)
+			finalizers, deletion_timestamp, holder)
 		SELECT o.uid, ?, 'deleted', o.api_version, o.kind, o.namespace, o.name,
 			(SELECT h.owner_refs FROM object_history h WHERE h.uid = o.uid ORDER BY h.id DESC LIMIT 1),
-			o.finalizers, o.deletion_timestamp
-		FROM objects o WHERE `
+			o.finalizers, o.deletion_timestamp, l.holder_identity
+		FROM objects o LEFT JOIN leases l ON l.uid = o.uid WHERE `
 	sqlHistoryDeletedUID = sqlHistoryDeleted + `o.uid = ?`
 )
 
-var historyWriteQueries = []string{sqlLastHistory, sqlInsertHistory, sqlInsertHistoryOwner, sqlHistoryDeletedUID}
+var historyWriteQueries = []string{sqlLastHistory, sqlLastHistoryLease, sqlInsertHistory, sqlInsertHistoryOwner, sqlHistoryDeletedUID}
 
 // historyStatements are the history's part of a write transaction.
 type historyStatements struct {
-	last, insert, insertOwner *sql.Stmt
+	last, lastLease, insert, insertOwner *sql.Stmt
 	// now is when kubegcd saw the changes the transaction writes.
 	now any
 }
@@ -68,7 +79,8 @@ func (d *DB) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatements,
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
-	}{{&h.last, sqlLastHistory}, {&h.insert, sqlInsertHistory}, {&h.insertOwner, sqlInsertHistoryOwner}} {
+	}{{&h.last, sqlLastHistory}, {&h.lastLease, sqlLastHistoryLease}, {&h.insert, sqlInsertHistory},
+		{&h.insertOwner, sqlInsertHistoryOwner}} {
 		st, err := d.txStmt(ctx, tx, p.sql)
 		if err != nil {
 			return h, err
@@ -85,14 +97,24 @@ func (d *DB) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatements,
 // of an object in the mirror holds exactly its owner_refs rows (both are
 // written only here and in upsertObject, in one transaction), so an
 // update that keeps its owners need not rewrite them, which pays for the
-// read.
-func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any) (ownersChanged bool, err error) {
+// read. A watch event (fromWatch) follows the previous state kubegcd saw
+// with nothing in between, so only then is a Lease renewed after its
+// duration taken for one that ran out; a list may come after a gap in
+// what kubegcd saw.
+func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (ownersChanged bool, err error) {
 	refs := jsonOrNull(o.OwnerReferences)
 	deletion := formatTime(o.DeletionTimestamp)
 	var last string
-	var lastRefs, lastFinalizers, lastDeletion sql.NullString
+	var lastRefs, lastFinalizers, lastDeletion, lastHolder, lastRenew sql.NullString
+	var lastDuration sql.NullInt64
+	query := h.last
+	if o.Lease != nil {
+		query = h.lastLease
+	}
 	var events []string
-	switch err := h.last.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion); {
+	var lease leaseFacts
+	switch err := query.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion, &lastHolder, &lastRenew,
+		&lastDuration); {
 	case errors.Is(err, sql.ErrNoRows):
 		events = []string{HistoryCreated}
 	case err != nil:
@@ -112,10 +134,26 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 		if !sameText(lastDeletion, deletion) {
 			events = append(events, HistoryDeletionRequested)
 		}
+		if o.Lease != nil {
+			lease = leaseChange(o.Lease, lastHolder.String, parseTime(lastRenew), lastDuration, fromWatch)
+			if lease.changed {
+				events = append(events, HistoryHolderChanged)
+			}
+		}
+	}
+	if o.Lease != nil && len(events) > 0 && events[0] == HistoryCreated {
+		lease = leaseFacts{holder: o.Lease.holder(), since: o.Lease.since()}
 	}
 	for _, ev := range events {
+		var holder, since, lapsed any
+		if o.Lease != nil {
+			holder = o.Lease.holder()
+			if ev == HistoryCreated || ev == HistoryHolderChanged {
+				since, lapsed = formatTime(lease.since), formatTime(lease.lapsed)
+			}
+		}
 		if _, err := h.insert.ExecContext(ctx, o.UID, h.now, ev, o.APIVersion, o.Kind, o.Namespace, o.Name, refs, finalizers,
-			deletion); err != nil {
+			deletion, holder, since, lapsed); err != nil {
 			return false, fmt.Errorf("history of %s: %w", o.UID, err)
 		}
 	}
@@ -128,6 +166,55 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 		}
 	}
 	return ownersChanged, nil
+}
+
+// leaseFacts is what a Lease's write says of its holder.
+type leaseFacts struct {
+	changed bool
+	holder  string
+	since   *time.Time
+	lapsed  *time.Time
+}
+
+func (l *Lease) holder() string {
+	if l.HolderIdentity == nil {
+		return ""
+	}
+	return *l.HolderIdentity
+}
+
+// since is when the Lease's present holder took it, or, when it has none,
+// when it was let go (a release writes renewTime).
+func (l *Lease) since() *time.Time {
+	if l.holder() == "" || l.AcquireTime == nil {
+		return l.RenewTime
+	}
+	return l.AcquireTime
+}
+
+// leaseChange compares a Lease's new spec with the holder of its last row
+// and the renewal the mirror has: the holder changed, or (seen by a watch)
+// the holder renewed it only after it had run out.
+func leaseChange(l *Lease, lastHolder string, lastRenew *time.Time, lastDuration sql.NullInt64, fromWatch bool) leaseFacts {
+	f := leaseFacts{holder: l.holder()}
+	var ranOut *time.Time
+	if fromWatch && lastRenew != nil && lastDuration.Valid {
+		ranOut = ptr(lastRenew.Add(time.Duration(lastDuration.Int64) * time.Second))
+	}
+	switch {
+	case f.holder != lastHolder:
+		f.changed = true
+		f.since = l.since()
+	case f.holder != "" && ranOut != nil && l.RenewTime != nil && l.RenewTime.After(*ranOut):
+		f.changed = true
+		f.since = l.RenewTime
+	default:
+		return f
+	}
+	if ranOut != nil && lastHolder != "" && f.since != nil && f.since.After(*ranOut) {
+		f.lapsed = ranOut
+	}
+	return f
 }
 
 // sameText compares a stored nullable text with a value from jsonOrNull or
@@ -151,7 +238,8 @@ func (d *DB) HistoryOf(ctx context.Context, uid string) ([]HistoryEntry, error) 
 	return out, nil
 }
 
-const historyColumns = `id, uid, time, event, api_version, kind, namespace, name, owner_refs, finalizers, deletion_timestamp`
+const historyColumns = `id, uid, time, event, api_version, kind, namespace, name, owner_refs, finalizers, deletion_timestamp,
+	holder, holder_since, lapsed_at`
 
 // scanHistory reads and closes rows of historyColumns.
 func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
@@ -160,11 +248,15 @@ func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
 	for rows.Next() {
 		var e HistoryEntry
 		var ts string
-		var refs, finalizers, deletion sql.NullString
+		var refs, finalizers, deletion, holder, since, lapsed sql.NullString
 		if err := rows.Scan(&e.ID, &e.UID, &ts, &e.Event, &e.APIVersion, &e.Kind, &e.Namespace, &e.Name, &refs, &finalizers,
-			&deletion); err != nil {
+			&deletion, &holder, &since, &lapsed); err != nil {
 			return nil, err
 		}
+		if holder.Valid {
+			e.Holder = &holder.String
+		}
+		e.HolderSince, e.LapsedAt = parseTime(since), parseTime(lapsed)
 		if t := parseTime(sql.NullString{String: ts, Valid: true}); t != nil {
 			e.Time = *t
 		}
@@ -401,4 +493,26 @@ func (d *DB) PruneHistory(ctx context.Context, cutoff time.Time) (int64, error) 
 		return err
 	})
 	return n, err
+}
+
+// LeaseHolderHistory returns, for each Lease uid, its rows that name a
+// holder (created and holder-changed), oldest first.
+func (d *DB) LeaseHolderHistory(ctx context.Context, uids []string) (map[string][]HistoryEntry, error) {
+	out := map[string][]HistoryEntry{}
+	if len(uids) == 0 {
+		return out, nil
+	}
+	rows, err := d.query(ctx, `SELECT `+historyColumns+` FROM object_history
+		WHERE uid IN (SELECT value FROM json_each(?)) AND event IN ('created', 'holder-changed') ORDER BY uid, id`, jsonOrNull(uids))
+	if err != nil {
+		return nil, fmt.Errorf("lease history: %w", err)
+	}
+	entries, err := scanHistory(rows)
+	if err != nil {
+		return nil, fmt.Errorf("lease history: %w", err)
+	}
+	for _, e := range entries {
+		out[e.UID] = append(out[e.UID], e)
+	}
+	return out, nil
 }

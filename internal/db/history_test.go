@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +281,80 @@ func TestPruneHistory(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"o<-old-live", "o<-recent-gone", "p<-old-live"}, pairs); diff != "" {
 		t.Errorf("owner pairs after pruning (-want +got):\n%s", diff)
+	}
+}
+
+// TestLeaseHolderHistory: renewals write nothing; a change of holder, a
+// renewal after the lease ran out and a release each write a row, with
+// the lapse only where a watch saw both sides of it.
+func TestLeaseHolderHistory(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	now := historyClock(d)
+	rid, err := d.EnsureResource(ctx, Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := *now
+	sec := func(s int) *time.Time { return ptr(base.Add(time.Duration(s) * time.Second)) }
+	rv := 0
+	lease := func(holder string, acquire, renew int) *Object {
+		rv++
+		l := &Lease{LeaseDurationSeconds: ptr(int32(10)), AcquireTime: sec(acquire), RenewTime: sec(renew)}
+		if holder != "" {
+			l.HolderIdentity = &holder
+		}
+		return &Object{UID: "l", APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: "ns", Name: "l",
+			ResourceVersion: fmt.Sprint(rv), Lease: l}
+	}
+	watch := func(o *Object) {
+		t.Helper()
+		if _, err := d.ApplyEvents(ctx, eventsOf(rid, o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(o *Object) {
+		t.Helper()
+		epoch, err := d.BeginList(ctx, rid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.WriteListPage(ctx, rid, epoch, []*Object{o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list(lease("a", 0, 0))
+	watch(lease("a", 0, 5))   // renewed in time: nothing
+	watch(lease("a", 0, 30))  // renewed after it ran out at 15: lapsed 15..30
+	watch(lease("b", 50, 50)) // taken over after a's ran out at 40: lapsed 40..50
+	list(lease("c", 100, 100)) // after a gap in what kubegcd saw: no lapse claimed
+	watch(lease("", 100, 105)) // released
+	watch(lease("d", 120, 120))
+
+	rows, err := d.LeaseHolderHistory(ctx, []string{"l", "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows["l"] {
+		line := r.Event + " " + *r.Holder + " since " + r.HolderSince.Sub(base).String()
+		if r.LapsedAt != nil {
+			line += " lapsed " + r.LapsedAt.Sub(base).String()
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"created a since 0s",
+		"holder-changed a since 30s lapsed 15s",
+		"holder-changed b since 50s lapsed 40s",
+		"holder-changed c since 1m40s",
+		"holder-changed  since 1m45s",
+		"holder-changed d since 2m0s",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lease holder history (-want +got):\n%s", diff)
+	}
+	if len(rows) != 1 {
+		t.Errorf("history for %d leases, want only l's", len(rows))
 	}
 }

@@ -263,7 +263,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		}
 	}
 	finalizers := jsonOrNull(o.Finalizers)
-	ownersChanged, err := s.history.record(ctx, o, finalizers)
+	ownersChanged, err := s.history.record(ctx, o, finalizers, epoch == 0)
 	if err != nil {
 		return false, err
 	}

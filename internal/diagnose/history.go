@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 )
@@ -87,4 +88,61 @@ func groupOf(apiVersion string) string {
 		return ""
 	}
 	return group
+}
+
+// HolderChange is one holder of a Lease: who, since when (acquireTime,
+// or the renewal that took the lease back after it ran out), and when
+// kubegcd saw it.
+type HolderChange struct {
+	Holder string     `json:"holder"`
+	Since  *time.Time `json:"since"`
+	Seen   time.Time  `json:"seen"`
+}
+
+// LeaseGap is a time when a Lease had no live holder: it ran out before
+// anyone renewed or took it, or its holder released it. To is null while
+// the gap lasts.
+type LeaseGap struct {
+	From time.Time  `json:"from"`
+	To   *time.Time `json:"to"`
+}
+
+// LeaseTimeline tells who held a Lease and when nobody did, from its
+// holder rows (oldest first, as LeaseHolderHistory gives them) and its
+// present state. Only what history kept is known: gaps before the oldest
+// row, or while kubegcd did not watch, are not.
+func LeaseTimeline(rows []db.HistoryEntry, now db.LeaseInfo) (changes []HolderChange, gaps []LeaseGap) {
+	changes, gaps = []HolderChange{}, []LeaseGap{}
+	// released is when the lease was let go, while nobody holds it.
+	var released *time.Time
+	for _, r := range rows {
+		holder := ""
+		if r.Holder != nil {
+			holder = *r.Holder
+		}
+		since := r.HolderSince
+		start := r.Time
+		if since != nil {
+			start = *since
+		}
+		changes = append(changes, HolderChange{Holder: holder, Since: since, Seen: r.Time})
+		switch {
+		case released != nil:
+			if holder != "" {
+				gaps = append(gaps, LeaseGap{From: *released, To: &start})
+				released = nil
+			}
+		case holder == "":
+			released = &start
+		case r.LapsedAt != nil:
+			gaps = append(gaps, LeaseGap{From: *r.LapsedAt, To: &start})
+		}
+	}
+	switch {
+	case released != nil:
+		gaps = append(gaps, LeaseGap{From: *released})
+	case now.Expired && now.HolderIdentity != nil && *now.HolderIdentity != "" && now.RenewTime != nil && now.LeaseDurationSeconds != nil:
+		gaps = append(gaps, LeaseGap{From: now.RenewTime.Add(time.Duration(*now.LeaseDurationSeconds) * time.Second)})
+	}
+	return changes, gaps
 }

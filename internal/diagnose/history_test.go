@@ -90,3 +90,75 @@ func TestGraphAt(t *testing.T) {
 		})
 	}
 }
+
+func TestLeaseTimeline(t *testing.T) {
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s int) *time.Time { return new(base.Add(time.Duration(s) * time.Second)) }
+	row := func(event, holder string, seen, since int, lapsed *time.Time) db.HistoryEntry {
+		return db.HistoryEntry{Event: event, Holder: &holder, Time: *at(seen), HolderSince: at(since), LapsedAt: lapsed}
+	}
+	live := db.LeaseInfo{HolderIdentity: new("b"), RenewTime: at(100), LeaseDurationSeconds: new(int32(10))}
+	expired := live
+	expired.Expired = true
+
+	for _, tc := range []struct {
+		name        string
+		rows        []db.HistoryEntry
+		now         db.LeaseInfo
+		wantChanges []HolderChange
+		wantGaps    []LeaseGap
+	}{
+		{
+			name:        "no history",
+			now:         live,
+			wantChanges: []HolderChange{}, wantGaps: []LeaseGap{},
+		},
+		{
+			name:        "held throughout",
+			rows:        []db.HistoryEntry{row(db.HistoryCreated, "a", 1, 0, nil), row(db.HistoryHolderChanged, "b", 21, 20, nil)},
+			now:         live,
+			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "b", Since: at(20), Seen: *at(21)}},
+			wantGaps:    []LeaseGap{},
+		},
+		{
+			name:        "ran out before the next holder took it",
+			rows:        []db.HistoryEntry{row(db.HistoryCreated, "a", 1, 0, nil), row(db.HistoryHolderChanged, "b", 31, 30, at(15))},
+			now:         live,
+			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "b", Since: at(30), Seen: *at(31)}},
+			wantGaps:    []LeaseGap{{From: *at(15), To: at(30)}},
+		},
+		{
+			name: "released, then taken",
+			rows: []db.HistoryEntry{row(db.HistoryCreated, "a", 1, 0, nil), row(db.HistoryHolderChanged, "", 41, 40, nil),
+				row(db.HistoryHolderChanged, "b", 61, 60, nil)},
+			now: live,
+			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "", Since: at(40), Seen: *at(41)},
+				{Holder: "b", Since: at(60), Seen: *at(61)}},
+			wantGaps: []LeaseGap{{From: *at(40), To: at(60)}},
+		},
+		{
+			name:        "released and still free",
+			rows:        []db.HistoryEntry{row(db.HistoryCreated, "a", 1, 0, nil), row(db.HistoryHolderChanged, "", 41, 40, nil)},
+			now:         db.LeaseInfo{RenewTime: at(40), Expired: true},
+			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "", Since: at(40), Seen: *at(41)}},
+			wantGaps:    []LeaseGap{{From: *at(40)}},
+		},
+		{
+			name:        "expired now",
+			rows:        []db.HistoryEntry{row(db.HistoryCreated, "b", 1, 0, nil)},
+			now:         expired,
+			wantChanges: []HolderChange{{Holder: "b", Since: at(0), Seen: *at(1)}},
+			wantGaps:    []LeaseGap{{From: *at(110)}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			changes, gaps := LeaseTimeline(tc.rows, tc.now)
+			if diff := cmp.Diff(tc.wantChanges, changes); diff != "" {
+				t.Errorf("holder changes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantGaps, gaps); diff != "" {
+				t.Errorf("gaps (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

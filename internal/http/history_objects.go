@@ -90,3 +90,27 @@ func (s *server) graphAt(ctx context.Context, f db.GraphFilter, at time.Time) (*
 	}
 	return diagnose.GraphAt(snap), nil
 }
+
+// leaseItem is a Lease of /leases with who held it and when nobody did.
+type leaseItem struct {
+	db.LeaseInfo
+	HolderChanges []diagnose.HolderChange `json:"holderChanges"`
+	Gaps          []diagnose.LeaseGap     `json:"gaps"`
+}
+
+func (s *server) leaseItems(ctx context.Context, leases []db.LeaseInfo) ([]leaseItem, error) {
+	uids := make([]string, len(leases))
+	for i, l := range leases {
+		uids[i] = l.UID
+	}
+	hist, err := s.DB.LeaseHolderHistory(ctx, uids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leaseItem, len(leases))
+	for i, l := range leases {
+		out[i].LeaseInfo = l
+		out[i].HolderChanges, out[i].Gaps = diagnose.LeaseTimeline(hist[l.UID], l)
+	}
+	return out, nil
+}
