@@ -324,9 +324,9 @@ func TestLeaseHolderHistory(t *testing.T) {
 		}
 	}
 	list(lease("a", 0, 0))
-	watch(lease("a", 0, 5))   // renewed in time: nothing
-	watch(lease("a", 0, 30))  // renewed after it ran out at 15: lapsed 15..30
-	watch(lease("b", 50, 50)) // taken over after a's ran out at 40: lapsed 40..50
+	watch(lease("a", 0, 5))    // renewed in time: nothing
+	watch(lease("a", 0, 30))   // renewed after it ran out at 15: lapsed 15..30
+	watch(lease("b", 50, 50))  // taken over after a's ran out at 40: lapsed 40..50
 	list(lease("c", 100, 100)) // after a gap in what kubegcd saw: no lapse claimed
 	watch(lease("", 100, 105)) // released
 	watch(lease("d", 120, 120))
