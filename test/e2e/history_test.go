@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -231,5 +232,92 @@ func TestHistoryRetentionFlag(t *testing.T) {
 	code, stdout, _ := runBinary(t, 30*time.Second, "help", "run")
 	if code != 0 || !strings.Contains(stdout, "-history-retention duration") {
 		t.Errorf("kubegcd help run (exit %d) does not list --history-retention:\n%s", code, stdout)
+	}
+}
+
+// TestLeaseHolderHistory changes a Lease's holder after it ran out, then
+// releases it: /leases lists the three holders and the two gaps, the
+// second still open. The times are the Lease's own, written by the test.
+func TestLeaseHolderHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t, "lease-history-"+string(uuid.NewUUID())[:8])
+	leases := kube.CoordinationV1().Leases(ns)
+	t0 := time.Now().UTC().Truncate(time.Second)
+	at := func(s int) *metav1.MicroTime { return new(metav1.NewMicroTime(t0.Add(time.Duration(s) * time.Second))) }
+	l, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "leader"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: new("a"), LeaseDurationSeconds: new(int32(1)), AcquireTime: at(0), RenewTime: at(0)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d := startDaemon(t, "")
+	path := "/leases?namespace=" + ns
+	type leaseJSON struct {
+		HolderChanges []struct {
+			Holder string     `json:"holder"`
+			Since  *time.Time `json:"since"`
+		} `json:"holderChanges"`
+		Gaps []struct {
+			From time.Time  `json:"from"`
+			To   *time.Time `json:"to"`
+		} `json:"gaps"`
+	}
+	// waitLease polls until the Lease has n holder changes and returns it.
+	waitLease := func(n int) leaseJSON {
+		t.Helper()
+		var out struct{ Items []leaseJSON }
+		eventually(t, 60*time.Second, func() error {
+			out.Items = nil
+			code, body, err := d.Get(path)
+			if err != nil || code != http.StatusOK {
+				return stopError{Err: fmt.Errorf("GET %s: %d %s %v", path, code, body, err)}
+			}
+			if err := json.Unmarshal(body, &out); err != nil {
+				return stopError{Err: fmt.Errorf("GET %s: %v: %s", path, err, body)}
+			}
+			if len(out.Items) != 1 || len(out.Items[0].HolderChanges) < n {
+				return fmt.Errorf("GET %s: want one lease with %d holder changes: %s", path, n, body)
+			}
+			return nil
+		})
+		return out.Items[0]
+	}
+	waitLease(1)
+	// Taken over by b at 5s, after a's lease ran out at 1s.
+	l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = new("b"), at(5), at(5)
+	if l, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitLease(2)
+	// Renewed in time: no change. Then released at 20s.
+	l.Spec.RenewTime = at(6)
+	if l, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.HolderIdentity, l.Spec.RenewTime = nil, at(20)
+	if _, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitLease(3)
+
+	var holders []string
+	for _, c := range got.HolderChanges {
+		holders = append(holders, fmt.Sprintf("%q since %s", c.Holder, c.Since.Sub(t0)))
+	}
+	if want := []string{`"a" since 0s`, `"b" since 5s`, `"" since 20s`}; !slices.Equal(holders, want) {
+		t.Errorf("holder changes %v, want %v", holders, want)
+	}
+	var gaps []string
+	for _, g := range got.Gaps {
+		to := "now"
+		if g.To != nil {
+			to = g.To.Sub(t0).String()
+		}
+		gaps = append(gaps, g.From.Sub(t0).String()+".."+to)
+	}
+	if want := []string{"1s..5s", "20s..now"}; !slices.Equal(gaps, want) {
+		t.Errorf("gaps %v, want %v", gaps, want)
 	}
 }
