@@ -156,3 +156,57 @@ func BenchmarkIngestWatchOwnerChanges(b *testing.B) {
 	cpu.stop()
 	reportObjects(b, &cpu)
 }
+
+// BenchmarkHistoryReads reads history at 200,000 mirrored objects: 19,000
+// owners with 9 dependents each, and one owner with 10,000 (whose /graph
+// at a time walks all of them).
+func BenchmarkHistoryReads(b *testing.B) {
+	ctx := context.Background()
+	d, rid := benchDB(b)
+	var objs []*Object
+	add := func(uid string, owner string) {
+		o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "bench", Name: uid, ResourceVersion: "1"}
+		if owner != "" {
+			o.OwnerReferences = []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner}}
+		}
+		objs = append(objs, o)
+	}
+	for i := range 19000 {
+		owner := fmt.Sprintf("owner-%05d", i)
+		add(owner, "")
+		for j := range 9 {
+			add(fmt.Sprintf("dep-%05d-%d", i, j), owner)
+		}
+	}
+	add("big", "")
+	for j := range 9999 {
+		add(fmt.Sprintf("big-dep-%04d", j), "big")
+	}
+	for i := 0; i < len(objs); i += 1000 {
+		if _, err := d.ApplyEvents(ctx, eventsOf(rid, objs[i:min(i+1000, len(objs))]...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	at := d.Now().Add(time.Hour)
+	b.Run("HistoryOf", func(b *testing.B) {
+		for range b.N {
+			if h, err := d.HistoryOf(ctx, "dep-12345-3"); err != nil || len(h) != 1 {
+				b.Fatal(h, err)
+			}
+		}
+	})
+	b.Run("HistoryAt/one-dependent", func(b *testing.B) {
+		for range b.N {
+			if s, err := d.HistoryAt(ctx, []string{"dep-12345-3"}, at, 10000); err != nil || len(s.States) != 2 {
+				b.Fatal(s, err)
+			}
+		}
+	})
+	b.Run("HistoryAt/10000-dependents", func(b *testing.B) {
+		for range b.N {
+			if s, err := d.HistoryAt(ctx, []string{"big"}, at, 10000); err != nil || len(s.States) != 10000 {
+				b.Fatal(len(s.States), err)
+			}
+		}
+	})
+}
