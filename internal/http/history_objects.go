@@ -22,6 +22,11 @@ type historyItemJSON struct {
 	OwnerReferences   []ownerRefJSON `json:"ownerReferences"`
 	Finalizers        []string       `json:"finalizers"`
 	DeletionTimestamp *time.Time     `json:"deletionTimestamp"`
+	// Leases only: the holder, and on created and holder-changed entries
+	// since when it held the lease and when the lease had run out before.
+	Holder      *string    `json:"holder,omitempty"`
+	HolderSince *time.Time `json:"holderSince,omitempty"`
+	LapsedAt    *time.Time `json:"lapsedAt,omitempty"`
 }
 
 type objectHistoryJSON struct {
@@ -64,7 +69,7 @@ func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
 	out := objectHistoryJSON{Items: make([]historyItemJSON, 0, len(entries)), Audit: audit, AuditTruncated: next > 0}
 	for _, e := range entries {
 		item := historyItemJSON{Time: e.Time, Event: e.Event, OwnerReferences: []ownerRefJSON{}, Finalizers: e.Finalizers,
-			DeletionTimestamp: e.DeletionTimestamp}
+			DeletionTimestamp: e.DeletionTimestamp, Holder: e.Holder, HolderSince: e.HolderSince, LapsedAt: e.LapsedAt}
 		if item.Finalizers == nil {
 			item.Finalizers = []string{}
 		}

@@ -320,4 +320,25 @@ func TestLeaseHolderHistory(t *testing.T) {
 	if want := []string{"1s..5s", "20s..now"}; !slices.Equal(gaps, want) {
 		t.Errorf("gaps %v, want %v", gaps, want)
 	}
+
+	// The Lease's own history has the same changes, and nothing for the
+	// renewal.
+	var h struct {
+		Items []struct {
+			Event  string  `json:"event"`
+			Holder *string `json:"holder"`
+		} `json:"items"`
+	}
+	d.GetJSON(t, "/objects/"+string(l.UID)+"/history", http.StatusOK, &h)
+	var events []string
+	for _, it := range h.Items {
+		holder := "<none>"
+		if it.Holder != nil {
+			holder = *it.Holder
+		}
+		events = append(events, it.Event+" "+holder)
+	}
+	if want := []string{"created a", "holder-changed b", "holder-changed "}; !slices.Equal(events, want) {
+		t.Errorf("history of the Lease %q, want %q", events, want)
+	}
 }
