@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"syscall"
 	"testing"
@@ -209,4 +210,36 @@ func BenchmarkHistoryReads(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkHistoryRecordUnchanged is the cost history adds to a write of an
+// object whose ownership facts did not change (a watch update of a label or
+// a status): the read of its last row, the comparison, no write.
+func BenchmarkHistoryRecordUnchanged(b *testing.B) {
+	ctx := context.Background()
+	d, rid := benchDB(b)
+	objs := benchVersion(1)
+	benchList(b, d, rid, objs)
+	var cpu cpuMeter
+	b.ResetTimer()
+	cpu.start()
+	for range b.N {
+		err := d.inWriteTx(ctx, "bench", func(tx *sql.Tx) error {
+			s, err := d.prepare(ctx, tx)
+			if err != nil {
+				return err
+			}
+			for _, o := range objs {
+				if changed, err := s.history.record(ctx, o, nil, true); err != nil || changed {
+					return fmt.Errorf("record %s: changed %v, %v", o.UID, changed, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.stop()
+	reportObjects(b, &cpu)
 }
