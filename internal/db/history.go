@@ -52,19 +52,28 @@ const (
 	sqlInsertHistory = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
 			finalizers, deletion_timestamp, holder, holder_since, lapsed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertHistoryOwner = `INSERT OR IGNORE INTO history_owner_refs (owner_uid, dependent_uid) VALUES (?, ?)`
-	// sqlHistoryDeleted records, before the objects WHERE selects are
-	// deleted, their last state: references from their last history row
-	// (owner_refs rows go with the object), the rest from the mirror.
-	sqlHistoryDeleted = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
+	// sqlHistoryDeletedUID records, before an object is deleted, its last
+	// state: references and holder from its last history row (owner_refs
+	// and leases rows go with the object), the rest from the mirror.
+	sqlHistoryDeletedUID = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
 			finalizers, deletion_timestamp, holder)
-		SELECT o.uid, ?, 'deleted', o.api_version, o.kind, o.namespace, o.name,
-			(SELECT h.owner_refs FROM object_history h WHERE h.uid = o.uid ORDER BY h.id DESC LIMIT 1),
-			o.finalizers, o.deletion_timestamp, l.holder_identity
-		FROM objects o LEFT JOIN leases l ON l.uid = o.uid WHERE `
-	sqlHistoryDeletedUID = sqlHistoryDeleted + `o.uid = ?`
+		SELECT o.uid, ?, 'deleted', o.api_version, o.kind, o.namespace, o.name, h.owner_refs, o.finalizers,
+			o.deletion_timestamp, h.holder
+		FROM objects o LEFT JOIN object_history h ON h.id = (
+			SELECT max(id) FROM object_history WHERE uid = o.uid)
+		WHERE o.uid = ?`
+	// sqlHistoryGone records the deletion of an object already deleted,
+	// from what its DELETE returned.
+	sqlHistoryGone = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
+			finalizers, deletion_timestamp, holder)
+		SELECT ?1, ?2, 'deleted', ?3, ?4, ?5, ?6, h.owner_refs, ?7, ?8, h.holder
+		FROM (SELECT 1) LEFT JOIN object_history h ON h.id = (SELECT max(id) FROM object_history WHERE uid = ?1)`
+	// goneColumns are what a DELETE of objects returns for the history.
+	goneColumns = `uid, api_version, kind, namespace, name, finalizers, deletion_timestamp`
 )
 
-var historyWriteQueries = []string{sqlLastHistory, sqlLastHistoryLease, sqlInsertHistory, sqlInsertHistoryOwner, sqlHistoryDeletedUID}
+var historyWriteQueries = []string{sqlLastHistory, sqlLastHistoryLease, sqlInsertHistory, sqlInsertHistoryOwner, sqlHistoryDeletedUID,
+	sqlHistoryGone}
 
 // historyStatements are the history's part of a write transaction.
 type historyStatements struct {
@@ -165,6 +174,45 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 		}
 	}
 	return ownersChanged, nil
+}
+
+// goneObject is an object deleted from the mirror, as its DELETE returned it.
+type goneObject struct {
+	uid, apiVersion, kind, namespace, name string
+	finalizers, deletionTimestamp          sql.NullString
+}
+
+// scanGone reads and closes rows of goneColumns.
+func scanGone(rows *sql.Rows) ([]goneObject, error) {
+	defer rows.Close()
+	var out []goneObject
+	for rows.Next() {
+		var g goneObject
+		if err := rows.Scan(&g.uid, &g.apiVersion, &g.kind, &g.namespace, &g.name, &g.finalizers, &g.deletionTimestamp); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// recordGone writes the deleted row of each object gone.
+func (d *DB) recordGone(ctx context.Context, tx *sql.Tx, gone []goneObject) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	st, err := d.txStmt(ctx, tx, sqlHistoryGone)
+	if err != nil {
+		return err
+	}
+	now := formatTime(ptr(d.Now()))
+	for _, g := range gone {
+		if _, err := st.ExecContext(ctx, g.uid, now, g.apiVersion, g.kind, g.namespace, g.name, g.finalizers,
+			g.deletionTimestamp); err != nil {
+			return fmt.Errorf("history of %s: %w", g.uid, err)
+		}
+	}
+	return nil
 }
 
 // leaseFacts is what a Lease's write says of its holder.

@@ -435,12 +435,8 @@ func (d *DB) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []
 func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]Change, error) {
 	var changes []Change
 	err := d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
-		now := formatTime(ptr(d.Now()))
-		if _, err := tx.ExecContext(ctx, sqlHistoryDeleted+`o.resource_id = ? AND o.sync_epoch <> ?`, now, resourceID, epoch); err != nil {
-			return err
-		}
 		var err error
-		changes, err = deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ? RETURNING uid`,
+		changes, err = d.deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ?`,
 			resourceID, epoch)
 		if err != nil {
 			return err
@@ -458,11 +454,8 @@ func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVe
 func (d *DB) DeleteResource(ctx context.Context, resourceID int64) ([]Change, error) {
 	var changes []Change
 	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, sqlHistoryDeleted+`o.resource_id = ?`, formatTime(ptr(d.Now())), resourceID); err != nil {
-			return err
-		}
 		var err error
-		changes, err = deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? RETURNING uid`, resourceID)
+		changes, err = d.deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ?`, resourceID)
 		if err != nil {
 			return err
 		}
@@ -472,23 +465,27 @@ func (d *DB) DeleteResource(ctx context.Context, resourceID int64) ([]Change, er
 	return changes, err
 }
 
-// deleteObjects runs a DELETE … RETURNING uid and reports each removed
-// object of the resource as a deletion.
-func deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) ([]Change, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
+// deleteObjects runs a DELETE of objects, records their deletion in the
+// history and reports each removed object of the resource as a deletion.
+// The history rows come from what the DELETE returns, so that a relist
+// that removes nothing reads nothing more.
+func (d *DB) deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) ([]Change, error) {
+	rows, err := tx.QueryContext(ctx, query+` RETURNING `+goneColumns, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var changes []Change
-	for rows.Next() {
-		var uid string
-		if err := rows.Scan(&uid); err != nil {
-			return nil, err
-		}
-		changes = append(changes, Change{Type: ChangeDeleted, ResourceID: resourceID, UID: uid})
+	gone, err := scanGone(rows)
+	if err != nil {
+		return nil, err
 	}
-	return changes, rows.Err()
+	if err := d.recordGone(ctx, tx, gone); err != nil {
+		return nil, err
+	}
+	changes := make([]Change, 0, len(gone))
+	for _, g := range gone {
+		changes = append(changes, Change{Type: ChangeDeleted, ResourceID: resourceID, UID: g.uid})
+	}
+	return changes, nil
 }
 
 func ptr[T any](v T) *T { return &v }
