@@ -214,6 +214,66 @@ func TestObjectHistory(t *testing.T) {
 	})
 }
 
+// TestHistoryOfObjectsGoneWhileStopped: objects deleted, or whose owner
+// changed, while kubegcd was stopped get their rows from the relist at the
+// next start, on the same database.
+func TestHistoryOfObjectsGoneWhileStopped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t, "history-restart-"+string(uuid.NewUUID())[:8])
+	cms := kube.CoreV1().ConfigMaps(ns)
+	var uids []types.UID
+	for _, name := range []string{"owner", "goes", "stays"} {
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids = append(uids, cm.UID)
+	}
+	owner, goes, stays := uids[0], uids[1], uids[2]
+	events := func(d *daemon, uid types.UID, n int) []string {
+		t.Helper()
+		var h historyJSON
+		eventually(t, 60*time.Second, func() error {
+			code, body, err := d.Get("/objects/" + string(uid) + "/history")
+			if err != nil || code != http.StatusOK {
+				return fmt.Errorf("GET history of %s: %d %s %v", uid, code, body, err)
+			}
+			h = historyJSON{}
+			if err := json.Unmarshal(body, &h); err != nil {
+				return stopError{Err: err}
+			}
+			if len(h.Items) < n {
+				return fmt.Errorf("history of %s: %v, want %d entries", uid, h.events(), n)
+			}
+			return nil
+		})
+		return h.events()
+	}
+
+	d := startDaemon(t, "")
+	events(d, goes, 1)
+	events(d, stays, 1)
+	if code := d.Stop(); code != 0 {
+		t.Fatalf("kubegcd exited with %d", code)
+	}
+	if err := cms.Delete(ctx, "goes", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":%q}]}}`, owner)
+	if _, err := cms.Patch(ctx, "stays", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	d2 := startDaemon(t, d.DBPath)
+	if got, want := events(d2, goes, 2), []string{"created ", "deleted "}; !slices.Equal(got, want) {
+		t.Errorf("history of the object deleted while stopped = %q, want %q", got, want)
+	}
+	if got, want := events(d2, stays, 2), []string{"created ", "owners-changed " + string(owner)}; !slices.Equal(got, want) {
+		t.Errorf("history of the object changed while stopped = %q, want %q", got, want)
+	}
+}
+
 // TestHistoryRetentionFlag: a retention that is neither 0 nor at least an
 // hour is refused at start with one line and exit code 2.
 func TestHistoryRetentionFlag(t *testing.T) {
