@@ -304,6 +304,12 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		pruneAudit(work, store, cfg.auditRetention, logger)
 		return nil
 	})
+	if cfg.historyRetention > 0 {
+		part("history pruning", func() error {
+			pruneHourly(work, "object history", cfg.historyRetention, store.PruneHistory, logger)
+			return nil
+		})
+	}
 	part("sync report", func() error {
 		if err := ing.WaitForSync(work); err == nil {
 			logger.Info("mirror synced", "resources", len(ing.Resources()), "after", time.Since(started).Round(time.Millisecond))

@@ -46,6 +46,7 @@ type runConfig struct {
 	maxDeletionsPerMinute int
 	blastRadiusResume     string
 	auditRetention        time.Duration
+	historyRetention      time.Duration
 	resyncPeriod          time.Duration
 	profiling             bool
 	stuckAfter            time.Duration
@@ -124,6 +125,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"after the blast-radius cap paused enforcement: auto resumes when the rate falls; manual holds, across restarts, "+
 			"until an operator runs 'kubegcd release'")
 	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
+	fs.DurationVar(&cfg.historyRetention, "history-retention", 7*24*time.Hour,
+		"how long object history (ownership changes, deletions) is kept; an object's state at the cutoff stays while it exists (0: forever)")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
 		"how often controllers look at every candidate again, beside reacting to changes")
 	fs.DurationVar(&cfg.podgcPeriod, "podgc-period", 20*time.Second, "time between PodGC passes")
@@ -207,6 +210,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --blast-radius-resume %q: want auto or manual", cfg.blastRadiusResume)
 	case cfg.auditRetention < time.Hour:
 		return nil, fmt.Errorf("invalid --audit-retention %s: must be at least 1h", cfg.auditRetention)
+	case cfg.historyRetention != 0 && cfg.historyRetention < time.Hour:
+		return nil, fmt.Errorf("invalid --history-retention %s: must be 0 (forever) or at least 1h", cfg.historyRetention)
 	case cfg.resyncPeriod < time.Second:
 		return nil, fmt.Errorf("invalid --resync-period %s: must be at least 1s", cfg.resyncPeriod)
 	case cfg.podgcPeriod < time.Second:

@@ -72,6 +72,23 @@ func TestParseRunFlags(t *testing.T) {
 				}
 			}},
 		{name: "negative stuck after", args: func() []string { return []string{"--stuck-after", "-1m"} }, wantErr: "invalid --stuck-after -1m0s"},
+		{name: "history retention default", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
+			if c.historyRetention != 7*24*time.Hour {
+				t.Errorf("history retention %s, want 168h", c.historyRetention)
+			}
+		}},
+		{name: "history retention forever", args: func() []string { return []string{"--history-retention=0"} },
+			check: func(t *testing.T, c *runConfig) {
+				if c.historyRetention != 0 {
+					t.Errorf("history retention %s, want 0", c.historyRetention)
+				}
+			}},
+		{name: "history retention short", args: func() []string { return []string{"--history-retention", "30m"} },
+			wantErr: "invalid --history-retention 30m0s: must be 0 (forever) or at least 1h"},
+		{name: "history retention negative", args: func() []string { return []string{"--history-retention=-1h"} },
+			wantErr: "invalid --history-retention -1h0m0s"},
+		{name: "history retention not a duration", args: func() []string { return []string{"--history-retention", "7d"} },
+			wantErr: `invalid value "7d" for flag -history-retention`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -206,14 +206,22 @@ func (c *controllers) run(ctx context.Context) error {
 
 // pruneAudit drops audit rows past the retention, at start and hourly.
 func pruneAudit(ctx context.Context, store *db.DB, retention time.Duration, logger *slog.Logger) {
+	pruneHourly(ctx, "audit history", retention, store.PruneAudit, logger)
+}
+
+// pruneHourly drops what is older than the retention, at start and hourly.
+// A failure is logged and retried at the next hour: what is kept a little
+// longer harms nothing.
+func pruneHourly(ctx context.Context, what string, retention time.Duration, prune func(context.Context, time.Time) (int64, error),
+	logger *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		n, err := store.PruneAudit(ctx, time.Now().Add(-retention))
+		n, err := prune(ctx, time.Now().Add(-retention))
 		if err != nil && ctx.Err() == nil {
-			logger.Warn("pruning audit history", "err", err)
+			logger.Warn("pruning "+what, "err", err)
 		} else if n > 0 {
-			logger.Info("pruned audit history", "rows", n, "older_than", retention)
+			logger.Info("pruned "+what, "rows", n, "older_than", retention)
 		}
 		select {
 		case <-ctx.Done():

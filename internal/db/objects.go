@@ -192,6 +192,7 @@ type statements struct {
 	touch, upsert, deleteObj, deleteRefs, insertRef       *sql.Stmt
 	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs *sql.Stmt
 	insertSVE, upsertNamespace                            *sql.Stmt
+	history                                               historyStatements
 }
 
 // Write statements of the ingest path, prepared once (see warmWrites).
@@ -223,9 +224,9 @@ const (
 )
 
 // writeQueries are prepared at Open.
-var writeQueries = []string{sqlTouch, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
+var writeQueries = append([]string{sqlTouch, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
 	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending,
-	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}
+	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}, historyWriteQueries...)
 
 func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 	s := &statements{}
@@ -244,6 +245,10 @@ func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 		}
 		*p.dst = st
 	}
+	var err error
+	if s.history, err = d.prepareHistory(ctx, tx); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 	return s, nil
 }
 
@@ -260,17 +265,18 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 			return false, nil
 		}
 	}
+	finalizers := jsonOrNull(o.Finalizers)
+	ownersChanged, err := s.history.record(ctx, o, finalizers, epoch == 0)
+	if err != nil {
+		return false, err
+	}
 	if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name, o.ResourceVersion,
 		formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp), ptrOrNull(o.DeletionGracePeriodSeconds),
-		jsonOrNull(o.Finalizers), epoch); err != nil {
+		finalizers, epoch); err != nil {
 		return false, err
 	}
-	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
-		return false, err
-	}
-	for i, r := range o.OwnerReferences {
-		if _, err := s.insertRef.ExecContext(ctx, o.UID, i, r.APIVersion, r.Kind, r.Name, r.UID,
-			boolOrNull(r.Controller), boolOrNull(r.BlockOwnerDeletion)); err != nil {
+	if ownersChanged {
+		if err := s.writeRefs(ctx, o); err != nil {
 			return false, err
 		}
 	}
@@ -290,6 +296,19 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		_, err = s.upsertNamespace.ExecContext(ctx, o.UID, ns.Phase, jsonOrNull(ns.SpecFinalizers), jsonOrNull(ns.Conditions))
 	}
 	return true, err
+}
+
+func (s *statements) writeRefs(ctx context.Context, o *Object) error {
+	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
+		return err
+	}
+	for i, r := range o.OwnerReferences {
+		if _, err := s.insertRef.ExecContext(ctx, o.UID, i, r.APIVersion, r.Kind, r.Name, r.UID,
+			boolOrNull(r.Controller), boolOrNull(r.BlockOwnerDeletion)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *statements) upsertStorageVersion(ctx context.Context, uid string, sv *StorageVersion) error {
@@ -321,8 +340,16 @@ func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) 
 		if err != nil {
 			return err
 		}
+		historyDeleted, err := d.txStmt(ctx, tx, sqlHistoryDeletedUID)
+		if err != nil {
+			return err
+		}
+		now := formatTime(ptr(d.Now()))
 		for _, ev := range events {
 			if ev.Deleted {
+				if _, err := historyDeleted.ExecContext(ctx, now, ev.Object.UID); err != nil {
+					return err
+				}
 				res, err := deleteObj.ExecContext(ctx, ev.Object.UID)
 				if err != nil {
 					return err
@@ -415,7 +442,7 @@ func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVe
 	var changes []Change
 	err := d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
 		var err error
-		changes, err = deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ? RETURNING uid`,
+		changes, err = d.deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ?`,
 			resourceID, epoch)
 		if err != nil {
 			return err
@@ -434,7 +461,7 @@ func (d *DB) DeleteResource(ctx context.Context, resourceID int64) ([]Change, er
 	var changes []Change
 	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
 		var err error
-		changes, err = deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? RETURNING uid`, resourceID)
+		changes, err = d.deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ?`, resourceID)
 		if err != nil {
 			return err
 		}
@@ -444,23 +471,27 @@ func (d *DB) DeleteResource(ctx context.Context, resourceID int64) ([]Change, er
 	return changes, err
 }
 
-// deleteObjects runs a DELETE … RETURNING uid and reports each removed
-// object of the resource as a deletion.
-func deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) ([]Change, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
+// deleteObjects runs a DELETE of objects, records their deletion in the
+// history and reports each removed object of the resource as a deletion.
+// The history rows come from what the DELETE returns, so that a relist
+// that removes nothing reads nothing more.
+func (d *DB) deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) ([]Change, error) {
+	rows, err := tx.QueryContext(ctx, query+` RETURNING `+goneColumns, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var changes []Change
-	for rows.Next() {
-		var uid string
-		if err := rows.Scan(&uid); err != nil {
-			return nil, err
-		}
-		changes = append(changes, Change{Type: ChangeDeleted, ResourceID: resourceID, UID: uid})
+	gone, err := scanGone(rows)
+	if err != nil {
+		return nil, err
 	}
-	return changes, rows.Err()
+	if err := d.recordGone(ctx, tx, gone); err != nil {
+		return nil, err
+	}
+	changes := make([]Change, 0, len(gone))
+	for _, g := range gone {
+		changes = append(changes, Change{Type: ChangeDeleted, ResourceID: resourceID, UID: g.uid})
+	}
+	return changes, nil
 }
 
 func ptr[T any](v T) *T { return &v }

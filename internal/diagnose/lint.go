@@ -147,6 +147,7 @@ func kindOf(apiVersion, kind string) string {
 	return kind
 }
 
+// groupOf returns the group of an apiVersion ("" for the core group).
 func groupOf(apiVersion string) string {
 	group, _, ok := strings.Cut(apiVersion, "/")
 	if !ok {

@@ -168,7 +168,7 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 }
 
 type leasesJSON struct {
-	Items []db.LeaseInfo `json:"items"`
+	Items []leaseItem `json:"items"`
 }
 
 func (s *server) leases(w http.ResponseWriter, r *http.Request) {
@@ -192,5 +192,10 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, leasesJSON{Items: items})
+	out, err := s.leaseItems(r.Context(), items)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leasesJSON{Items: out})
 }

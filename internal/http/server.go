@@ -179,6 +179,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/objects/{uid}", s.object)
 	r.Get("/lint", s.lint)
 	r.Get("/objects/{uid}/cascade", s.cascade)
+	r.Get("/objects/{uid}/history", s.objectHistory)
 	r.Get("/leases", s.leases)
 	r.Post("/enforcement/release", s.release)
 	r.Get("/stuck", s.stuck)

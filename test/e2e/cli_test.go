@@ -156,7 +156,7 @@ func TestMigrateCommand(t *testing.T) {
 	}{
 		{[]string{"migrate", "version", "--db", path}, "schema version 0"},
 		{[]string{"migrate", "up", "--db", path}, "schema version 5 "},
-		{[]string{"migrate", "--db", path, "down"}, "schema version 3 "},
+		{[]string{"migrate", "--db", path, "down"}, "schema version 4 "},
 		{[]string{"migrate", "up", "--db", path}, "schema version 5 "},
 	} {
 		code, stdout, stderr := runBinary(t, 30*time.Second, step.args...)

@@ -1,0 +1,360 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// historyClock sets d's clock to the returned pointer's time.
+func historyClock(d *DB) *time.Time {
+	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	d.Now = func() time.Time { return now }
+	return &now
+}
+
+// eventLine is one history row in short: "time event owners finalizers
+// deleting".
+func eventLines(t *testing.T, d *DB, uid string) []string {
+	t.Helper()
+	h, err := d.HistoryOf(context.Background(), uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range h {
+		var owners []string
+		for _, r := range e.OwnerReferences {
+			owners = append(owners, r.UID)
+		}
+		line := e.Time.Format("15:04") + " " + e.Event + " [" + strings.Join(owners, ",") + "] [" + strings.Join(e.Finalizers, ",") + "]"
+		if e.DeletionTimestamp != nil {
+			line += " deleting"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func cmWith(uid, rv string, owners ...string) *Object {
+	o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: rv}
+	for _, u := range owners {
+		o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
+	}
+	return o
+}
+
+// TestHistoryLifecycle follows one object through list, relist and watch
+// events: only appearing, ownership changes and going write rows.
+func TestHistoryLifecycle(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	now := historyClock(d)
+	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(objs ...*Object) {
+		t.Helper()
+		epoch, err := d.BeginList(ctx, rid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.WriteListPage(ctx, rid, epoch, objs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply := func(evs ...Event) {
+		t.Helper()
+		if _, err := d.ApplyEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The mirror's owner_refs rows, which an update keeping its owners
+	// does not rewrite.
+	mirroredOwners := func(want ...string) {
+		t.Helper()
+		o, err := d.GetObject(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range o.OwnerReferences {
+			got = append(got, r.UID)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("mirrored owners of x at %s (-want +got):\n%s", now.Format("15:04"), diff)
+		}
+	}
+	at := func(hhmm string) {
+		t.Helper()
+		tm, err := time.Parse("15:04", hhmm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*now = time.Date(2026, 3, 1, tm.Hour(), tm.Minute(), 0, 0, time.UTC)
+	}
+
+	at("10:00")
+	list(cmWith("x", "1", "a"), cmWith("a", "1"))
+	at("10:01")
+	list(cmWith("x", "1", "a"), cmWith("a", "1")) // unchanged: nothing
+	at("10:02")
+	apply(Event{ResourceID: rid, Object: cmWith("x", "2", "a")}) // a label, say: nothing
+	mirroredOwners("a")
+	at("10:03")
+	apply(Event{ResourceID: rid, Object: cmWith("x", "3", "a", "b")})
+	mirroredOwners("a", "b")
+	at("10:04")
+	fin := cmWith("x", "4", "a", "b")
+	fin.Finalizers = []string{"example.com/hold"}
+	apply(Event{ResourceID: rid, Object: fin})
+	mirroredOwners("a", "b")
+	at("10:05")
+	del := cmWith("x", "5", "b")
+	del.Finalizers = []string{"example.com/hold", "foregroundDeletion"}
+	del.DeletionTimestamp = now
+	list(del, cmWith("a", "1")) // a relist sees what the watch missed
+	mirroredOwners("b")
+	at("10:06")
+	apply(Event{ResourceID: rid, Deleted: true, Object: &Object{UID: "x"}})
+	at("10:07")
+	apply(Event{ResourceID: rid, Deleted: true, Object: &Object{UID: "x"}}) // a repeated delete: nothing
+
+	want := []string{
+		"10:00 created [a] []",
+		"10:03 owners-changed [a,b] []",
+		"10:04 finalizers-changed [a,b] [example.com/hold]",
+		"10:05 owners-changed [b] [example.com/hold,foregroundDeletion] deleting",
+		"10:05 finalizers-changed [b] [example.com/hold,foregroundDeletion] deleting",
+		"10:05 deletion-requested [b] [example.com/hold,foregroundDeletion] deleting",
+		"10:06 deleted [b] [example.com/hold,foregroundDeletion] deleting",
+	}
+	if diff := cmp.Diff(want, eventLines(t, d, "x")); diff != "" {
+		t.Errorf("history of x (-want +got):\n%s", diff)
+	}
+
+	// A relist that no longer returns a, then a resource dropped with b.
+	at("11:00")
+	list()
+	if diff := cmp.Diff([]string{"10:00 created [] []", "11:00 deleted [] []"}, eventLines(t, d, "a")); diff != "" {
+		t.Errorf("history of a (-want +got):\n%s", diff)
+	}
+	apply(Event{ResourceID: rid, Object: cmWith("b", "1")})
+	at("12:00")
+	if _, err := d.DeleteResource(ctx, rid); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"11:00 created [] []", "12:00 deleted [] []"}, eventLines(t, d, "b")); diff != "" {
+		t.Errorf("history of b (-want +got):\n%s", diff)
+	}
+	if got := eventLines(t, d, "never"); len(got) != 0 {
+		t.Errorf("history of an unknown uid: %v", got)
+	}
+}
+
+// TestHistoryAt reads the neighbourhood of an object at several times:
+// x owned by a, then by b, then deleted; b owned by root throughout.
+func TestHistoryAt(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	now := historyClock(d)
+	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(evs ...Event) time.Time {
+		t.Helper()
+		*now = now.Add(time.Minute)
+		if _, err := d.ApplyEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+		return *now
+	}
+	t0 := step(eventsOf(rid, cmWith("root", "1"), cmWith("a", "1"), cmWith("b", "1", "root"), cmWith("x", "1", "a"))...)
+	t1 := step(eventsOf(rid, cmWith("x", "2", "b"))...)
+	t2 := step(Event{ResourceID: rid, Deleted: true, Object: &Object{UID: "x"}})
+
+	type snap struct {
+		Closure, States []string
+		Truncated       bool
+	}
+	summary := func(s *HistorySnapshot) snap {
+		out := snap{Closure: s.Closure, Truncated: s.Truncated}
+		for _, e := range s.States {
+			out.States = append(out.States, e.UID+":"+e.Event)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		uids  []string
+		at    time.Time
+		limit int
+		want  snap
+	}{
+		{"before anything", []string{"x"}, t0.Add(-time.Second), 100, snap{Closure: []string{"x"}}},
+		{"owned by a", []string{"x"}, t0, 100, snap{Closure: []string{"a", "x"}, States: []string{"a:created", "x:created"}}},
+		{"owned by b", []string{"x"}, t1, 100,
+			snap{Closure: []string{"b", "root", "x"}, States: []string{"b:created", "root:created", "x:owners-changed"}}},
+		{"gone", []string{"x"}, t2, 100, snap{Closure: []string{"x"}}},
+		{"a's dependents then", []string{"a"}, t0, 100, snap{Closure: []string{"a", "x"}, States: []string{"a:created", "x:created"}}},
+		{"a's dependents later", []string{"a"}, t1, 100, snap{Closure: []string{"a"}, States: []string{"a:created"}}},
+		{"root down two levels", []string{"root"}, t1, 100,
+			snap{Closure: []string{"b", "root", "x"}, States: []string{"b:created", "root:created", "x:owners-changed"}}},
+		{"limit", []string{"root"}, t1, 1, snap{Closure: []string{"b", "root"}, States: []string{"b:created", "root:created"}, Truncated: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := d.HistoryAt(ctx, tc.uids, tc.at, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, summary(s)); diff != "" {
+				t.Errorf("HistoryAt (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := d.HistoryAt(ctx, []string{"nobody"}, t2, 100); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown uid: err %v, want ErrNotFound", err)
+	}
+}
+
+// TestPruneHistory keeps each object's state at the cutoff and drops the
+// objects gone before it.
+func TestPruneHistory(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	now := historyClock(d)
+	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(h int, evs ...Event) {
+		t.Helper()
+		*now = time.Date(2026, 3, 1, h, 0, 0, 0, time.UTC)
+		if _, err := d.ApplyEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := Event{ResourceID: rid, Deleted: true, Object: &Object{UID: "old-gone"}}
+	at(1, eventsOf(rid, cmWith("old-gone", "1", "o"), cmWith("old-live", "1", "o"), cmWith("recent-gone", "1", "o"))...)
+	at(2, append(eventsOf(rid, cmWith("old-live", "2", "o", "p")), gone)...)
+	at(5, eventsOf(rid, cmWith("old-live", "3", "p"))...)
+	at(6, Event{ResourceID: rid, Deleted: true, Object: &Object{UID: "recent-gone"}})
+
+	n, err := d.PruneHistory(ctx, time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("pruned %d rows, want 3 (old-gone's two, old-live's first)", n)
+	}
+	for uid, want := range map[string][]string{
+		"old-gone":    nil,
+		"old-live":    {"02:00 owners-changed [o,p] []", "05:00 owners-changed [p] []"},
+		"recent-gone": {"01:00 created [o] []", "06:00 deleted [o] []"},
+	} {
+		if diff := cmp.Diff(want, eventLines(t, d, uid)); diff != "" {
+			t.Errorf("history of %s after pruning (-want +got):\n%s", uid, diff)
+		}
+	}
+	var pairs []string
+	rows, err := d.read.QueryContext(ctx, `SELECT owner_uid || '<-' || dependent_uid FROM history_owner_refs ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		pairs = append(pairs, p)
+	}
+	if diff := cmp.Diff([]string{"o<-old-live", "o<-recent-gone", "p<-old-live"}, pairs); diff != "" {
+		t.Errorf("owner pairs after pruning (-want +got):\n%s", diff)
+	}
+}
+
+// TestLeaseHolderHistory: renewals write nothing; a change of holder, a
+// renewal after the lease ran out and a release each write a row, with
+// the lapse only where a watch saw both sides of it.
+func TestLeaseHolderHistory(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	now := historyClock(d)
+	rid, err := d.EnsureResource(ctx, Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := *now
+	sec := func(s int) *time.Time { return ptr(base.Add(time.Duration(s) * time.Second)) }
+	rv := 0
+	lease := func(holder string, acquire, renew int) *Object {
+		rv++
+		l := &Lease{LeaseDurationSeconds: ptr(int32(10)), AcquireTime: sec(acquire), RenewTime: sec(renew)}
+		if holder != "" {
+			l.HolderIdentity = &holder
+		}
+		return &Object{UID: "l", APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: "ns", Name: "l",
+			ResourceVersion: fmt.Sprint(rv), Lease: l}
+	}
+	watch := func(o *Object) {
+		t.Helper()
+		if _, err := d.ApplyEvents(ctx, eventsOf(rid, o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(o *Object) {
+		t.Helper()
+		epoch, err := d.BeginList(ctx, rid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.WriteListPage(ctx, rid, epoch, []*Object{o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list(lease("a", 0, 0))
+	watch(lease("a", 0, 5))    // renewed in time: nothing
+	watch(lease("a", 0, 30))   // renewed after it ran out at 15: lapsed 15..30
+	watch(lease("b", 50, 50))  // taken over after a's ran out at 40: lapsed 40..50
+	list(lease("c", 100, 100)) // after a gap in what kubegcd saw: no lapse claimed
+	watch(lease("", 100, 105)) // released
+	watch(lease("d", 120, 120))
+
+	rows, err := d.LeaseHolderHistory(ctx, []string{"l", "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows["l"] {
+		line := r.Event + " " + *r.Holder + " since " + r.HolderSince.Sub(base).String()
+		if r.LapsedAt != nil {
+			line += " lapsed " + r.LapsedAt.Sub(base).String()
+		}
+		got = append(got, line)
+	}
+	want := []string{
+		"created a since 0s",
+		"holder-changed a since 30s lapsed 15s",
+		"holder-changed b since 50s lapsed 40s",
+		"holder-changed c since 1m40s",
+		"holder-changed  since 1m45s",
+		"holder-changed d since 2m0s",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lease holder history (-want +got):\n%s", diff)
+	}
+	if len(rows) != 1 {
+		t.Errorf("history for %d leases, want only l's", len(rows))
+	}
+}

@@ -1,0 +1,121 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
+)
+
+// historyAuditLimit bounds the audit rows /objects/{uid}/history shows;
+// /audit?uid= pages through all of them.
+const historyAuditLimit = 100
+
+type historyItemJSON struct {
+	Time              time.Time      `json:"time"`
+	Event             string         `json:"event"`
+	OwnerReferences   []ownerRefJSON `json:"ownerReferences"`
+	Finalizers        []string       `json:"finalizers"`
+	DeletionTimestamp *time.Time     `json:"deletionTimestamp"`
+	// Leases only: the holder, and on created and holder-changed entries
+	// since when it held the lease and when the lease had run out before.
+	Holder      *string    `json:"holder,omitempty"`
+	HolderSince *time.Time `json:"holderSince,omitempty"`
+	LapsedAt    *time.Time `json:"lapsedAt,omitempty"`
+}
+
+type objectHistoryJSON struct {
+	// Target is the object as its latest history row names it; null when
+	// only audit rows know it.
+	Target *db.Target `json:"target"`
+	// Items are the changes kubegcd saw, oldest first.
+	Items []historyItemJSON `json:"items"`
+	// Audit holds the decisions about the object, newest first, as /audit
+	// shows them; AuditTruncated says there are more (page with
+	// /audit?uid=).
+	Audit          []db.AuditEntry `json:"audit"`
+	AuditTruncated bool            `json:"auditTruncated,omitempty"`
+}
+
+// objectHistory serves GET /objects/{uid}/history: the object's lifecycle
+// and the decisions about it, also after it is gone.
+func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
+	q := &query{v: r.URL.Query()}
+	q.only()
+	if q.err != nil {
+		writeError(w, http.StatusBadRequest, q.err.Error())
+		return
+	}
+	uid := chi.URLParam(r, "uid")
+	entries, err := s.DB.HistoryOf(r.Context(), uid)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	audit, next, err := s.DB.ListAudit(r.Context(), db.AuditFilter{UID: uid, Limit: historyAuditLimit})
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	if len(entries) == 0 && len(audit) == 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("neither history nor audit knows uid %q", uid))
+		return
+	}
+	out := objectHistoryJSON{Items: make([]historyItemJSON, 0, len(entries)), Audit: audit, AuditTruncated: next > 0}
+	for _, e := range entries {
+		item := historyItemJSON{Time: e.Time, Event: e.Event, OwnerReferences: []ownerRefJSON{}, Finalizers: e.Finalizers,
+			DeletionTimestamp: e.DeletionTimestamp, Holder: e.Holder, HolderSince: e.HolderSince, LapsedAt: e.LapsedAt}
+		if item.Finalizers == nil {
+			item.Finalizers = []string{}
+		}
+		for _, ref := range e.OwnerReferences {
+			item.OwnerReferences = append(item.OwnerReferences, ownerRefJSON{APIVersion: ref.APIVersion, Kind: ref.Kind,
+				Name: ref.Name, UID: ref.UID, Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion})
+		}
+		out.Items = append(out.Items, item)
+	}
+	if n := len(entries); n > 0 {
+		last := entries[n-1]
+		out.Target = &db.Target{APIVersion: last.APIVersion, Kind: last.Kind, Namespace: last.Namespace, Name: last.Name, UID: uid}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// graphAt is /graph?uid=…&at=TIME: the graph around the UIDs as history
+// shows it at that time.
+func (s *server) graphAt(ctx context.Context, f db.GraphFilter, at time.Time) (*db.Graph, error) {
+	snap, err := s.DB.HistoryAt(ctx, f.UIDs, at, f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return diagnose.GraphAt(snap), nil
+}
+
+// leaseItem is a Lease of /leases with who held it and when nobody did.
+type leaseItem struct {
+	db.LeaseInfo
+	HolderChanges []diagnose.HolderChange `json:"holderChanges"`
+	Gaps          []diagnose.LeaseGap     `json:"gaps"`
+}
+
+func (s *server) leaseItems(ctx context.Context, leases []db.LeaseInfo) ([]leaseItem, error) {
+	uids := make([]string, len(leases))
+	for i, l := range leases {
+		uids[i] = l.UID
+	}
+	hist, err := s.DB.LeaseHolderHistory(ctx, uids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leaseItem, len(leases))
+	for i, l := range leases {
+		out[i].LeaseInfo = l
+		out[i].HolderChanges, out[i].Gaps = diagnose.LeaseTimeline(hist[l.UID], l)
+	}
+	return out, nil
+}

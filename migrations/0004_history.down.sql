@@ -1,0 +1,2 @@
+DROP TABLE history_owner_refs;
+DROP TABLE object_history;
