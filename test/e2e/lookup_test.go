@@ -71,7 +71,7 @@ func TestLookupByName(t *testing.T) {
 	d := startDaemon(t, "", "--discovery-interval=2s")
 	q := url.Values{"namespace": {ns}}.Encode()
 	// Everything created before the start is mirrored once both gadget
-	// groups are.
+	// groups are discovered and every watched resource has been listed.
 	eventually(t, 60*time.Second, func() error {
 		code, body, err := d.Get("/objects?kind=Gadget&" + q)
 		if err != nil || code != http.StatusOK {
@@ -82,6 +82,7 @@ func TestLookupByName(t *testing.T) {
 		}
 		return nil
 	})
+	d.WaitReady(t, 60*time.Second)
 
 	tests := []struct {
 		name, query string
