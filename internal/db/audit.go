@@ -20,6 +20,14 @@ type Target struct {
 	UID        string `json:"uid"`
 }
 
+// String names the target as kubectl would: Kind namespace/name.
+func (t Target) String() string {
+	if t.Namespace == "" {
+		return t.Kind + " " + t.Name
+	}
+	return t.Kind + " " + t.Namespace + "/" + t.Name
+}
+
 // TargetOf returns the Target of a mirrored object.
 func TargetOf(o *Object) Target {
 	return Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}

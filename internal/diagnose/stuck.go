@@ -10,25 +10,10 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
-// Target names an object.
-type Target struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
-}
+// Target names an object, as audit rows and /pending do.
+type Target = db.Target
 
-func targetOf(o *db.Object) Target {
-	return Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
-}
-
-func (t Target) String() string {
-	if t.Namespace == "" {
-		return t.Kind + " " + t.Name
-	}
-	return t.Kind + " " + t.Namespace + "/" + t.Name
-}
+func targetOf(o *db.Object) Target { return db.TargetOf(o) }
 
 // Blocker types.
 const (
