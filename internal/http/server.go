@@ -156,6 +156,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 			if err := opts.Registry.Register(newStuckCollector(opts.DB, opts.StuckAfter)); err != nil {
 				return nil, err
 			}
+			if err := opts.Registry.Register(newCountsCollector(opts.DB, scrapeCacheTTL, time.Now)); err != nil {
+				return nil, err
+			}
 		}
 	}
 
