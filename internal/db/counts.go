@@ -25,6 +25,12 @@ type OwnedCount struct {
 const refGroup = `CASE WHEN instr(r.api_version, '/') > 0
 	THEN substr(r.api_version, 1, instr(r.api_version, '/') - 1) ELSE '' END`
 
+// refGroupKey is equal for two apiVersions of one group: "apps/" for
+// "apps/v1" and "apps/v1beta1", "" for "v1".
+func refGroupKey(table string) string {
+	return `substr(` + table + `.api_version, 1, instr(` + table + `.api_version, '/'))`
+}
+
 // ObjectCounts counts the mirrored objects by group and kind, every
 // mirrored resource's kind included (0 when it has no object, so that a
 // CRD without instances still has its series), and the objects that name
@@ -55,16 +61,25 @@ func (d *DB) ObjectCounts(ctx context.Context) (objects []KindCount, owned []Own
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		// A dependent's UID is in one resource only, so the distinct
-		// counts per resource add up to distinct counts per kind.
-		rows, err = tx.QueryContext(ctx, `SELECT res.api_group, res.kind, p.owner_group, p.owner_kind, sum(p.n)
-			FROM (SELECT o.resource_id, `+refGroup+` AS owner_group, r.kind AS owner_kind,
-					count(DISTINCT r.dependent_uid) AS n
-				FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid
-				GROUP BY o.resource_id, owner_group, owner_kind) p
-			JOIN resources res ON res.id = p.resource_id
-			GROUP BY res.api_group, res.kind, p.owner_group, p.owner_kind
-			ORDER BY res.api_group, res.kind, p.owner_group, p.owner_kind`)
+		// Each dependent counts once per owner group and kind: by its first
+		// reference to that pair (refGroupKey compares groups without
+		// cutting the string). Counting the rows so chosen, grouped by the
+		// columns as stored, costs a third of count(DISTINCT) over the
+		// group computed per row; the group is cut from the few rows left.
+		// A dependent's UID is in one resource only, so the counts per
+		// resource add up to counts per kind.
+		// NOT INDEXED: the planner would scan the index by owner, and look
+		// objects up in random order instead of in the order of their UIDs.
+		rows, err = tx.QueryContext(ctx, `SELECT res.api_group, res.kind, `+refGroup+` AS owner_group, r.kind, sum(r.n)
+			FROM (SELECT o.resource_id, r.api_version, r.kind, count(*) AS n
+				FROM owner_refs r NOT INDEXED JOIN objects o ON o.uid = r.dependent_uid
+				WHERE r.position = 0 OR NOT EXISTS (SELECT 1 FROM owner_refs e
+					WHERE e.dependent_uid = r.dependent_uid AND e.position < r.position AND e.kind = r.kind
+						AND `+refGroupKey("e")+` = `+refGroupKey("r")+`)
+				GROUP BY o.resource_id, r.api_version, r.kind) r
+			JOIN resources res ON res.id = r.resource_id
+			GROUP BY res.api_group, res.kind, owner_group, r.kind
+			ORDER BY res.api_group, res.kind, owner_group, r.kind`)
 		if err != nil {
 			return err
 		}
