@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,8 +14,6 @@ import (
 const (
 	lintDefaultLimit = 1000
 	lintMaxLimit     = 100000
-	// lintMetricTTL spares the database a full lint at every scrape.
-	lintMetricTTL = 30 * time.Second
 )
 
 var lintSeverities = map[string]bool{
@@ -57,31 +54,27 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 
 // lintCollector exports the number of lint findings by rule, one series per
 // rule (0 when none). A lint reads every ownerReference, so the counts are
-// kept for ttl rather than recomputed at every scrape.
+// kept for a while rather than recomputed at every scrape.
 type lintCollector struct {
-	src  diagnose.LintSource
-	ttl  time.Duration
-	now  func() time.Time
-	desc *prometheus.Desc
-
-	mu     sync.Mutex
-	at     time.Time
-	counts map[string]int
+	desc   *prometheus.Desc
+	counts scrapeCache[map[string]int]
 }
 
 func newLintCollector(src diagnose.LintSource, ttl time.Duration, now func() time.Time) *lintCollector {
 	return &lintCollector{
-		src: src, ttl: ttl, now: now,
 		desc: prometheus.NewDesc("kubegcd_ownerref_findings",
 			"ownerReference lint findings in the mirror by rule id (see GET /lint), computed at most every 30s.",
 			[]string{"rule"}, nil),
+		counts: scrapeCache[map[string]int]{ttl: ttl, now: now, load: func(ctx context.Context, now time.Time) (map[string]int, error) {
+			return diagnose.LintCounts(ctx, src, now)
+		}},
 	}
 }
 
 func (c *lintCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *lintCollector) Collect(ch chan<- prometheus.Metric) {
-	counts, err := c.lintCounts()
+	counts, _, err := c.counts.get()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return
@@ -89,23 +82,4 @@ func (c *lintCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range diagnose.Rules {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[r.ID]), r.ID)
 	}
-}
-
-// lintCounts returns the cached counts, or lints anew once they are older
-// than ttl. Concurrent scrapes wait for one lint rather than run several.
-func (c *lintCollector) lintCounts() (map[string]int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if c.counts != nil && now.Sub(c.at) < c.ttl {
-		return c.counts, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	counts, err := diagnose.LintCounts(ctx, c.src, now)
-	if err != nil {
-		return nil, err
-	}
-	c.counts, c.at = counts, now
-	return counts, nil
 }

@@ -150,10 +150,13 @@ func NewHandler(opts Options) (http.Handler, error) {
 			if err := opts.Registry.Register(newLeaseCollector(opts.DB)); err != nil {
 				return nil, err
 			}
-			if err := opts.Registry.Register(newLintCollector(opts.DB, lintMetricTTL, time.Now)); err != nil {
+			if err := opts.Registry.Register(newLintCollector(opts.DB, scrapeCacheTTL, time.Now)); err != nil {
 				return nil, err
 			}
 			if err := opts.Registry.Register(newStuckCollector(opts.DB, opts.StuckAfter)); err != nil {
+				return nil, err
+			}
+			if err := opts.Registry.Register(newCountsCollector(opts.DB, scrapeCacheTTL, time.Now)); err != nil {
 				return nil, err
 			}
 		}

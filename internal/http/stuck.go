@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,28 +57,22 @@ func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, stuckJSON{Items: diagnose.Stuck(data, opts), Truncated: data.Truncated})
 }
 
-// stuckCacheTTL is how long the stuck metrics' query result serves
-// scrapes: the query reads only objects being deleted, but several
-// Prometheus servers scraping every few seconds need not run it each time.
-const stuckCacheTTL = 30 * time.Second
-
-// stuckCollector exports the deletions that take longer than --stuck-after,
-// by group and kind, and the namespaces Terminating.
-type stuckCollector struct {
-	db    *db.DB
-	after time.Duration
-
-	stuck, oldest, namespaces *prometheus.Desc
-
-	mu          sync.Mutex
-	readAt      time.Time
+// stuckCounts is what one query of the stuck metrics returns.
+type stuckCounts struct {
 	counts      []db.StuckCount
 	terminating int
 }
 
+// stuckCollector exports the deletions that take longer than --stuck-after,
+// by group and kind, and the namespaces Terminating.
+type stuckCollector struct {
+	stuck, oldest, namespaces *prometheus.Desc
+	// The query reads only objects being deleted, but is kept all the same.
+	read scrapeCache[stuckCounts]
+}
+
 func newStuckCollector(store *db.DB, after time.Duration) *stuckCollector {
 	return &stuckCollector{
-		db: store, after: after,
 		stuck: prometheus.NewDesc("kubegcd_deletions_stuck",
 			fmt.Sprintf("Objects whose deletion was requested more than --stuck-after (%s) ago and that still exist, by API group and kind.", after),
 			[]string{"group", "kind"}, nil),
@@ -88,6 +81,10 @@ func newStuckCollector(store *db.DB, after time.Duration) *stuckCollector {
 			[]string{"group", "kind"}, nil),
 		namespaces: prometheus.NewDesc("kubegcd_namespaces_terminating",
 			"Namespaces being deleted (Terminating), however recently.", nil, nil),
+		read: scrapeCache[stuckCounts]{ttl: scrapeCacheTTL, now: time.Now, load: func(ctx context.Context, now time.Time) (stuckCounts, error) {
+			counts, terminating, err := store.StuckCounts(ctx, now.Add(-after))
+			return stuckCounts{counts, terminating}, err
+		}},
 	}
 }
 
@@ -98,23 +95,15 @@ func (c *stuckCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stuckCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now()
-	if c.readAt.IsZero() || now.Sub(c.readAt) >= stuckCacheTTL {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		counts, terminating, err := c.db.StuckCounts(ctx, now.Add(-c.after))
-		if err != nil {
-			ch <- prometheus.NewInvalidMetric(c.stuck, err)
-			return
-		}
-		c.readAt, c.counts, c.terminating = now, counts, terminating
+	sc, now, err := c.read.get()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.stuck, err)
+		return
 	}
-	for _, sc := range c.counts {
-		ch <- prometheus.MustNewConstMetric(c.stuck, prometheus.GaugeValue, float64(sc.Count), sc.Group, sc.Kind)
+	for _, k := range sc.counts {
+		ch <- prometheus.MustNewConstMetric(c.stuck, prometheus.GaugeValue, float64(k.Count), k.Group, k.Kind)
 		// Age from now, not from the read: a cached oldest keeps ageing.
-		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, now.Sub(sc.Oldest).Seconds(), sc.Group, sc.Kind)
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, now.Sub(k.Oldest).Seconds(), k.Group, k.Kind)
 	}
-	ch <- prometheus.MustNewConstMetric(c.namespaces, prometheus.GaugeValue, float64(c.terminating))
+	ch <- prometheus.MustNewConstMetric(c.namespaces, prometheus.GaugeValue, float64(sc.terminating))
 }
