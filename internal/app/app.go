@@ -227,8 +227,8 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
 		DB:           store,
-		Ingest:       ing,
-		Applier:      ctrls.applier,
+		Ingest:       ingestView{ing},
+		Applier:      applierView{ctrls.applier},
 		Leader:       lead,
 		Version:      version(),
 		StartedAt:    started,
@@ -239,7 +239,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		AllowedHosts: cfg.allowedHosts,
 		Controllers:  ctrls,
 		Ledger:       ctrls.applier,
-		Releaser:     ctrls.applier,
+		Releaser:     applierView{ctrls.applier},
 		StuckAfter:   cfg.stuckAfter,
 		GC:           cfg.garbageCollector(),
 		Discovery:    ing,

@@ -107,18 +107,19 @@ var (
 // come: memory does not grow with the mirror. fn must not keep the
 // *LintRef, which is reused.
 func (d *DB) LintRefs(ctx context.Context, namespace string, fn func(*LintRef) error) error {
-	if err := d.lintRefs(ctx, namespace, fn); err != nil {
+	query, args := sqlLintAll, []any{}
+	if namespace != "" {
+		query, args = sqlLintNamespace, []any{namespace}
+	}
+	if err := d.lintRefs(ctx, query, args, fn); err != nil {
 		return fmt.Errorf("lint: %w", err)
 	}
 	return nil
 }
 
-func (d *DB) lintRefs(ctx context.Context, namespace string, fn func(*LintRef) error) error {
+// lintRefs runs query, one of sqlLintRefs', and calls fn with each row.
+func (d *DB) lintRefs(ctx context.Context, query string, args []any, fn func(*LintRef) error) error {
 	// One statement reads one snapshot: no transaction is needed.
-	query, args := sqlLintAll, []any{}
-	if namespace != "" {
-		query, args = sqlLintNamespace, []any{namespace}
-	}
 	rows, err := d.query(ctx, query, args...)
 	if err != nil {
 		return err

@@ -16,6 +16,8 @@ type StuckFilter struct {
 	Namespace string
 	// Kind keeps objects of that kind (any case) or resource plural.
 	Kind string
+	// UID keeps only the object with that UID: /objects/{uid} explains it.
+	UID string
 	// RequestedBefore keeps deletions requested at or before it; zero keeps
 	// every one.
 	RequestedBefore time.Time
@@ -181,6 +183,10 @@ func stuckObjects(ctx context.Context, q querier, f StuckFilter) ([]*Object, boo
 	if f.Namespace != "" {
 		where = append(where, `(o.namespace = ? OR (o.api_version = 'v1' AND o.kind = 'Namespace' AND o.name = ?))`)
 		args = append(args, f.Namespace, f.Namespace)
+	}
+	if f.UID != "" {
+		where = append(where, `o.uid = ?`)
+		args = append(args, f.UID)
 	}
 	if f.Kind != "" {
 		where = append(where, `(o.kind = ? COLLATE NOCASE OR o.resource_id IN (SELECT id FROM resources WHERE resource = lower(?)))`)

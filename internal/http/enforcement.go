@@ -8,8 +8,17 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+)
 
-	"github.com/kubegcd/kubegcd/internal/reconcile"
+// The release endpoint's answers besides success; a Releaser wraps one of
+// these so that the endpoint picks its status code without knowing the
+// applier.
+var (
+	// ErrNotHeld: no manual hold is in force (409).
+	ErrNotHeld = errors.New("enforcement is not held")
+	// ErrLedgerUnavailable: the release cannot be recorded, so it is not
+	// made (503).
+	ErrLedgerUnavailable = errors.New("audit history cannot be written")
 )
 
 // Ledger tells whether the audit history can be written. While it cannot,
@@ -23,7 +32,8 @@ type Ledger interface {
 // Releaser ends a manual hold of the blast-radius cap.
 type Releaser interface {
 	// Release records the operator's release (by names who asked) and
-	// resumes enforcement; reconcile.ErrNotHeld when nothing is held.
+	// resumes enforcement; an error wrapping ErrNotHeld when nothing is held,
+	// ErrLedgerUnavailable when the release cannot be recorded.
 	Release(ctx context.Context, reason, by string) error
 }
 
@@ -67,9 +77,9 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "released"})
-	case errors.Is(err, reconcile.ErrNotHeld):
+	case errors.Is(err, ErrNotHeld):
 		writeError(w, http.StatusConflict, err.Error())
-	case errors.Is(err, reconcile.ErrLedgerUnavailable):
+	case errors.Is(err, ErrLedgerUnavailable):
 		// The store's state is what /readyz shows too; the release waits
 		// for it, as every write does.
 		writeError(w, http.StatusServiceUnavailable, "the release cannot be recorded, so it is not made: "+err.Error())

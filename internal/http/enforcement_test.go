@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 type fakeLedger struct{ err error }
@@ -64,9 +62,9 @@ func TestRelease(t *testing.T) {
 		{name: "reason too long", contentType: "application/json", body: `{"reason": "` + strings.Repeat("x", 1001) + `"}`, code: 400,
 			wantError: "reason too long"},
 		{name: "nothing held", contentType: "application/json", body: `{}`, code: 409,
-			releaseErr: fmt.Errorf("%w: nothing is paused by the blast-radius cap", reconcile.ErrNotHeld), wantError: "enforcement is not held"},
+			releaseErr: fmt.Errorf("%w: nothing is paused by the blast-radius cap", ErrNotHeld), wantError: "enforcement is not held"},
 		{name: "audit history not writable", contentType: "application/json", body: `{}`, code: 503,
-			releaseErr: fmt.Errorf("%w: disk full", reconcile.ErrLedgerUnavailable), wantError: "cannot be recorded"},
+			releaseErr: fmt.Errorf("%w: disk full", ErrLedgerUnavailable), wantError: "cannot be recorded"},
 		{name: "other failure is not leaked", contentType: "application/json", body: `{}`, code: 500,
 			releaseErr: errors.New("secret detail"), wantError: "internal error"},
 		{name: "GET", method: http.MethodGet, code: 405, wantError: "method GET not allowed"},
@@ -110,7 +108,7 @@ func TestRelease(t *testing.T) {
 }
 
 func TestReadyzReportsTheAuditStore(t *testing.T) {
-	cause := fmt.Errorf("%w: database audit: commit: database or disk is full", reconcile.ErrLedgerUnavailable)
+	cause := errors.New("enforcement paused: audit history cannot be written: database audit: commit: database or disk is full")
 	for _, tc := range []struct {
 		name   string
 		ledger Ledger

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 const (
@@ -228,6 +229,7 @@ type objectDetailJSON struct {
 	Pending             []db.Pending    `json:"pending"`
 	RecentAudit         []db.AuditEntry `json:"recentAudit"`
 	Why                 string          `json:"why"`
+	objectExplanationJSON
 }
 
 // object serves GET /objects/{uid}: what the mirror knows around one object
@@ -262,8 +264,13 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 			Finalizers: o.Finalizers, OwnerReferences: []ownerRefJSON{},
 		},
 		Owners: det.Owners, Dependents: det.Dependents, DependentsTruncated: det.DependentsTruncated,
-		Pending: det.Pending, RecentAudit: audit, Why: why(det),
+		Pending: det.Pending, RecentAudit: audit,
 	}
+	if out.objectExplanationJSON, err = s.explainObject(r.Context(), det.Object); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	out.Why = diagnose.ExplainObject(why(det), len(det.Pending) > 0, out.Stuck, out.Lint)
 	if out.Object.Finalizers == nil {
 		out.Object.Finalizers = []string{}
 	}

@@ -14,13 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/ingest"
 )
 
 type fakeIngest struct{}
 
-func (fakeIngest) Synced() bool                       { return true }
-func (fakeIngest) Resources() []ingest.ResourceStatus { return nil }
+func (fakeIngest) Synced() bool                { return true }
+func (fakeIngest) Resources() []ResourceStatus { return nil }
 
 func boolp(b bool) *bool { return &b }
 

@@ -68,22 +68,26 @@ func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	out := objectHistoryJSON{Items: make([]historyItemJSON, 0, len(entries)), Audit: audit, AuditTruncated: next > 0}
 	for _, e := range entries {
-		item := historyItemJSON{Time: e.Time, Event: e.Event, OwnerReferences: []ownerRefJSON{}, Finalizers: e.Finalizers,
-			DeletionTimestamp: e.DeletionTimestamp, Holder: e.Holder, HolderSince: e.HolderSince, LapsedAt: e.LapsedAt}
-		if item.Finalizers == nil {
-			item.Finalizers = []string{}
-		}
-		for _, ref := range e.OwnerReferences {
-			item.OwnerReferences = append(item.OwnerReferences, ownerRefJSON{APIVersion: ref.APIVersion, Kind: ref.Kind,
-				Name: ref.Name, UID: ref.UID, Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion})
-		}
-		out.Items = append(out.Items, item)
+		out.Items = append(out.Items, historyItem(e))
 	}
 	if n := len(entries); n > 0 {
 		last := entries[n-1]
 		out.Target = &db.Target{APIVersion: last.APIVersion, Kind: last.Kind, Namespace: last.Namespace, Name: last.Name, UID: uid}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+func historyItem(e db.HistoryEntry) historyItemJSON {
+	item := historyItemJSON{Time: e.Time, Event: e.Event, OwnerReferences: []ownerRefJSON{}, Finalizers: e.Finalizers,
+		DeletionTimestamp: e.DeletionTimestamp, Holder: e.Holder, HolderSince: e.HolderSince, LapsedAt: e.LapsedAt}
+	if item.Finalizers == nil {
+		item.Finalizers = []string{}
+	}
+	for _, ref := range e.OwnerReferences {
+		item.OwnerReferences = append(item.OwnerReferences, ownerRefJSON{APIVersion: ref.APIVersion, Kind: ref.Kind,
+			Name: ref.Name, UID: ref.UID, Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion})
+	}
+	return item
 }
 
 // graphAt is /graph?uid=…&at=TIME: the graph around the UIDs as history

@@ -22,19 +22,42 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
-	"github.com/kubegcd/kubegcd/internal/ingest"
-	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 // Ingest is what the server needs from ingestion.
 type Ingest interface {
 	Synced() bool
-	Resources() []ingest.ResourceStatus
+	Resources() []ResourceStatus
+}
+
+// ResourceStatus is one mirrored resource and whether its watch is synced.
+type ResourceStatus struct {
+	db.Resource
+	Synced bool
 }
 
 // Enforcement is what the server shows of the applier.
 type Enforcement interface {
-	Status() reconcile.Status
+	Status() EnforcementStatus
+}
+
+// EnforcementStatus is the applier's state as /status shows it: dry-run,
+// the audit store and the blast-radius cap. The server owns it so that it
+// depends on no controller code (internal/app converts).
+type EnforcementStatus struct {
+	DryRun bool `json:"dryRun"`
+	Paused bool `json:"paused"`
+	// PausedBy names each cause of the pause: audit-store, blast-radius.
+	PausedBy     []string   `json:"pausedBy,omitempty"`
+	PausedSince  *time.Time `json:"pausedSince,omitempty"`
+	PausedReason string     `json:"pausedReason,omitempty"`
+	// MaxDeletionsPerMinute caps every write, deletes and patches alike.
+	MaxDeletionsPerMinute int    `json:"maxDeletionsPerMinute"`
+	WritesLastMinute      int    `json:"writesLastMinute"`
+	BlastRadiusResume     string `json:"blastRadiusResume"`
+	// AuditBacklog counts audit rows of writes already made that wait in
+	// memory for the database to take them.
+	AuditBacklog int `json:"auditBacklog,omitempty"`
 }
 
 // Controllers is what the server shows of the controllers that work in
@@ -309,10 +332,10 @@ type resourceJSON struct {
 }
 
 type statusJSON struct {
-	Version     string            `json:"version"`
-	StartedAt   time.Time         `json:"startedAt"`
-	Synced      bool              `json:"synced"`
-	Enforcement *reconcile.Status `json:"enforcement,omitempty"`
+	Version     string             `json:"version"`
+	StartedAt   time.Time          `json:"startedAt"`
+	Synced      bool               `json:"synced"`
+	Enforcement *EnforcementStatus `json:"enforcement,omitempty"`
 	// Leader says whether this instance writes to the cluster;
 	// LeaderElection says more.
 	Leader         bool           `json:"leader"`

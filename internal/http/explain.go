@@ -1,0 +1,82 @@
+package http
+
+import (
+	"context"
+	"net/url"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
+)
+
+// objectHistoryLimit is how many history entries /objects/{uid} shows, the
+// latest; its history link lists them all.
+const objectHistoryLimit = 20
+
+// objectExplanationJSON is what /objects/{uid} shows of the other
+// diagnoses, so that one answer says why the object is, or is not, gone.
+type objectExplanationJSON struct {
+	// Stuck is the object's deletion as /stuck shows it; null when it is
+	// not being deleted.
+	Stuck *diagnose.StuckItem `json:"stuck"`
+	// Lint holds the /lint findings about its own ownerReferences.
+	Lint    []diagnose.Finding      `json:"lint"`
+	History objectRecentHistoryJSON `json:"history"`
+	Links   objectLinksJSON         `json:"links"`
+}
+
+type objectRecentHistoryJSON struct {
+	// Items are the latest changes kubegcd saw, oldest first.
+	Items []historyItemJSON `json:"items"`
+	// Truncated: there are older ones, which Links.History lists.
+	Truncated bool `json:"truncated"`
+}
+
+// objectLinksJSON are the endpoints that say more about the object.
+type objectLinksJSON struct {
+	History string `json:"history"`
+	Cascade string `json:"cascade"`
+	Graph   string `json:"graph"`
+}
+
+// explainObject reads what /stuck, /lint and /objects/{uid}/history know of
+// o: each an indexed lookup by its UID.
+func (s *server) explainObject(ctx context.Context, o *db.Object) (objectExplanationJSON, error) {
+	path := "/objects/" + url.PathEscape(o.UID)
+	out := objectExplanationJSON{
+		Lint: []diagnose.Finding{},
+		Links: objectLinksJSON{History: path + "/history", Cascade: path + "/cascade",
+			Graph: "/graph?uid=" + url.QueryEscape(o.UID)},
+	}
+	now := time.Now()
+	if o.DeletionTimestamp != nil {
+		data, err := s.DB.Stuck(ctx, db.StuckFilter{UID: o.UID, Limit: 1})
+		if err != nil {
+			return out, err
+		}
+		opts := diagnose.StuckOptions{Now: now, GC: s.GC}
+		if s.Discovery != nil {
+			opts.DiscoveryFailures = s.Discovery.DiscoveryFailures()
+		}
+		// Empty when the object went between the two reads.
+		if items := diagnose.Stuck(data, opts); len(items) > 0 {
+			out.Stuck = &items[0]
+		}
+	}
+	err := s.DB.LintRefsOf(ctx, o.UID, func(l *db.LintRef) error {
+		out.Lint = append(out.Lint, diagnose.CheckRef(l, now)...)
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	entries, truncated, err := s.DB.RecentHistoryOf(ctx, o.UID, objectHistoryLimit)
+	if err != nil {
+		return out, err
+	}
+	out.History = objectRecentHistoryJSON{Items: make([]historyItemJSON, 0, len(entries)), Truncated: truncated}
+	for _, e := range entries {
+		out.History.Items = append(out.History.Items, historyItem(e))
+	}
+	return out, nil
+}
