@@ -1,13 +1,10 @@
 package http
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
@@ -37,12 +34,7 @@ func (s *server) cascade(w http.ResponseWriter, r *http.Request) {
 	}
 	uid := chi.URLParam(r, "uid")
 	facts, err := s.DB.Cascade(r.Context(), uid, limit)
-	if errors.Is(err, db.ErrNotFound) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no object with uid %q in the mirror", uid))
-		return
-	}
-	if err != nil {
-		s.internalError(w, r, err)
+	if s.objectReadFailed(w, r, uid, err) {
 		return
 	}
 	writeJSON(w, http.StatusOK, diagnose.PreviewCascade(facts, policy))

@@ -232,6 +232,21 @@ type objectDetailJSON struct {
 	objectExplanationJSON
 }
 
+// objectReadFailed answers a failed read of object uid — a JSON 404 when
+// the mirror does not hold it, else an internal error — and reports
+// whether it did.
+func (s *server) objectReadFailed(w http.ResponseWriter, r *http.Request, uid string, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, db.ErrNotFound):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no object with uid %q in the mirror", uid))
+	default:
+		s.internalError(w, r, err)
+	}
+	return true
+}
+
 // object serves GET /objects/{uid}: what the mirror knows around one object
 // and why it is, or is not, pending.
 func (s *server) object(w http.ResponseWriter, r *http.Request) {
@@ -243,12 +258,7 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 	}
 	uid := chi.URLParam(r, "uid")
 	det, err := s.DB.ObjectDetail(r.Context(), uid, objectMaxDependents)
-	if errors.Is(err, db.ErrNotFound) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no object with uid %q in the mirror", uid))
-		return
-	}
-	if err != nil {
-		s.internalError(w, r, err)
+	if s.objectReadFailed(w, r, uid, err) {
 		return
 	}
 	audit, _, err := s.DB.ListAudit(r.Context(), db.AuditFilter{UID: uid, Limit: objectRecentAudit})
