@@ -7,7 +7,7 @@ import (
 
 // sqlLintObject reads one object's ownerReferences through the primary keys
 // of objects and owner_refs, for /objects/{uid}.
-var sqlLintObject = sqlLintRefs(`objects d CROSS JOIN owner_refs r ON r.dependent_uid = d.uid AND d.uid = ?1`, `r.position`)
+var sqlLintObject = sqlLintRefs(`objects d CROSS JOIN owner_refs r ON r.dependent_uid = d.uid AND d.uid = ?1`, `r.position`, true)
 
 // LintRefsOf is LintRefs for the ownerReferences of the object with uid.
 func (d *DB) LintRefsOf(ctx context.Context, uid string, fn func(*LintRef) error) error {

@@ -27,8 +27,19 @@ type LintRef struct {
 	// with controller: true; set only when this one has it too.
 	EarlierControllers int
 	// When Owner is nil: since when ownergc has a decision pending about the
-	// dependent, and when kubegcd deleted the owner, if it did.
+	// dependent, and when kubegcd deleted the owner, if it did. LintRefs
+	// leaves them out (see FillDangling); LintRefsOf reads them.
 	PendingSince, OwnerDeletedAt *time.Time
+}
+
+// Clone returns a copy of l that LintRefs does not reuse.
+func (l *LintRef) Clone() *LintRef {
+	c := *l
+	if l.Owner != nil {
+		o := *l.Owner
+		c.Owner = &o
+	}
+	return &c
 }
 
 // LintOwner is what the lint rules need of a mirrored owner.
@@ -52,54 +63,65 @@ const earlierControllers = `CASE WHEN r.controller AND r.position > 0 THEN (
 // sqlLintRefs reads the ownerReferences some lint rule may apply to, from
 // the dependents and references that from joins (CROSS JOIN fixes the loop
 // order, so that orderBy costs no sort of the whole result), each joined to
-// the owner with its UID through the primary key. The WHERE clause passes on only references that may be findings
-// (most are not, and reading a row into Go costs more than SQLite's whole
-// join); it must let through every reference diagnose.CheckRef flags. The
-// lookups that only some rules need run only for them, each through an
-// index: objects_by_name, owner_refs' primary key, pending's, audit_by_uid.
-func sqlLintRefs(from, orderBy string) string {
+// the owner with its UID through the primary key. Only references the
+// mirror keeps marked as lint candidates are read (migration 0006 keeps
+// the mark as objects and references change): most references are not
+// findings, and joining each of them to its dependent and owner costs more
+// than the whole lint of the few that may be. The mark must let through
+// every reference diagnose.CheckRef flags. The lookups that only some
+// rules need run only for them, each through an index: objects_by_name,
+// owner_refs' primary key and, with dangling, pending's and audit_by_uid.
+// Without dangling, PendingSince and OwnerDeletedAt are left out: they only
+// enrich the words of the findings a report keeps (see FillDangling).
+//
+// The kinds are resolved in Go (lintKinds): a join per row costs more.
+func sqlLintRefs(from, orderBy string, dangling bool) string {
+	whenGone := `NULL, NULL`
+	if dangling {
+		whenGone = `CASE WHEN o.uid IS NULL THEN (` + sqlPendingSince("d.uid") + `) END,
+		CASE WHEN o.uid IS NULL THEN (` + sqlOwnerDeletedAt("r.owner_uid") + `) END`
+	}
 	return `
-	WITH kinds AS (SELECT api_group, kind, max(namespaced) AS namespaced FROM resources GROUP BY api_group, kind)
 	SELECT d.uid, d.api_version, d.kind, d.namespace, d.name, d.creation_timestamp,
 		r.api_version, r.kind, r.name, r.owner_uid, r.controller, r.block_owner_deletion,
 		o.uid IS NOT NULL, coalesce(o.api_version, ''), coalesce(o.kind, ''), coalesce(o.namespace, ''),
 		coalesce(o.name, ''), o.deletion_timestamp IS NOT NULL,
-		k.kind IS NOT NULL, coalesce(k.namespaced, 0),
-		CASE WHEN o.uid IS NULL AND k.kind IS NOT NULL THEN (
-			SELECT s.uid FROM objects s
-			WHERE s.kind = r.kind AND s.name = r.name
-				AND s.namespace = CASE WHEN k.namespaced THEN d.namespace ELSE '' END
-				AND ` + groupSQL("s.api_version") + ` = k.api_group
-			ORDER BY s.uid LIMIT 1) END,
+		CASE WHEN o.uid IS NULL THEN (
+			-- A kind is namespaced or not for all its objects: '' or the
+			-- dependent's namespace is where the owner would be.
+			SELECT min(s.uid) FROM objects s
+			WHERE s.kind = r.kind AND s.name = r.name AND s.namespace IN ('', d.namespace)
+				AND ` + groupSQL("s.api_version") + ` = ` + groupSQL("r.api_version") + `) END,
 		` + earlierControllers + `,
-		CASE WHEN o.uid IS NULL THEN (
-			SELECT min(p.since) FROM pending p WHERE p.controller = 'ownergc' AND p.uid = d.uid) END,
-		CASE WHEN o.uid IS NULL THEN (
-			SELECT max(a.time) FROM audit a
-			WHERE a.uid = r.owner_uid AND a.action = 'delete' AND a.outcome IN ('applied', 'not-found')) END
+		` + whenGone + `
 	FROM ` + from + `
 		LEFT JOIN objects o ON o.uid = r.owner_uid
-		LEFT JOIN kinds k ON k.api_group = ` + groupSQL("r.api_version") + ` AND k.kind = r.kind
-	WHERE (
-		o.uid IS NULL OR k.kind IS NULL
-		OR (d.namespace = '' AND k.namespaced)
-		OR (o.namespace <> '' AND o.namespace <> d.namespace)
-		OR o.kind <> r.kind OR o.name <> r.name
-		OR (o.api_version <> r.api_version AND ` + groupSQL("o.api_version") + ` <> ` + groupSQL("r.api_version") + `)
-		OR (r.block_owner_deletion AND NOT coalesce(r.controller, 0) AND o.deletion_timestamp IS NULL)
-		OR ` + earlierControllers + ` > 0)
+	WHERE r.lint_candidate
 	ORDER BY ` + orderBy
 }
 
+// What the mirror knows of when a reference began to dangle: since when
+// ownergc has had a decision pending about the dependent, and when kubegcd
+// deleted the owner; each takes the expression of a UID.
+func sqlPendingSince(dependentUID string) string {
+	return `SELECT min(p.since) FROM pending p WHERE p.controller = 'ownergc' AND p.uid = ` + dependentUID
+}
+
+func sqlOwnerDeletedAt(ownerUID string) string {
+	return `SELECT max(a.time) FROM audit a
+		WHERE a.uid = ` + ownerUID + ` AND a.action = 'delete' AND a.outcome IN ('applied', 'not-found')`
+}
+
 var (
-	// The whole mirror: one pass over owner_refs' primary key.
-	sqlLintAll = sqlLintRefs(`owner_refs r CROSS JOIN objects d ON d.uid = r.dependent_uid`, `r.dependent_uid, r.position`)
+	// The whole mirror: one pass over the candidates' partial index.
+	sqlLintAll = sqlLintRefs(`owner_refs r INDEXED BY owner_refs_lint_candidates CROSS JOIN objects d ON d.uid = r.dependent_uid`,
+		`r.dependent_uid, r.position`, false)
 	// A namespace's objects are found through objects_by_resource, one
 	// seek per resource, and their references through owner_refs' primary
 	// key: no scan of the whole mirror.
 	sqlLintNamespace = sqlLintRefs(`resources res
 		CROSS JOIN objects d ON d.resource_id = res.id AND d.namespace = ?1
-		CROSS JOIN owner_refs r ON r.dependent_uid = d.uid`, `res.id, d.name, r.position`)
+		CROSS JOIN owner_refs r ON r.dependent_uid = d.uid`, `res.id, d.name, r.position`, false)
 )
 
 // LintRefs calls fn with the ownerReferences of the objects in namespace
@@ -119,42 +141,91 @@ func (d *DB) LintRefs(ctx context.Context, namespace string, fn func(*LintRef) e
 
 // lintRefs runs query, one of sqlLintRefs', and calls fn with each row.
 func (d *DB) lintRefs(ctx context.Context, query string, args []any, fn func(*LintRef) error) error {
-	// One statement reads one snapshot: no transaction is needed.
-	rows, err := d.query(ctx, query, args...)
+	return d.readTx(ctx, func(tx *sql.Tx) error {
+		kinds, err := namespacedKinds(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var (
+			l                         LintRef
+			owner                     LintOwner
+			hasOwner                  bool
+			created, pending, deleted sql.NullString
+			sameName                  sql.NullString
+			controller, block         sql.NullBool
+		)
+		for rows.Next() {
+			if err := rows.Scan(&l.Dependent.UID, &l.Dependent.APIVersion, &l.Dependent.Kind, &l.Dependent.Namespace,
+				&l.Dependent.Name, &created,
+				&l.Ref.APIVersion, &l.Ref.Kind, &l.Ref.Name, &l.Ref.UID, &controller, &block,
+				&hasOwner, &owner.APIVersion, &owner.Kind, &owner.Namespace, &owner.Name, &owner.Deleting,
+				&sameName, &l.EarlierControllers, &pending, &deleted); err != nil {
+				return err
+			}
+			l.DependentCreated = parseTime(created)
+			l.Ref.Controller, l.Ref.BlockOwnerDeletion = nullBoolPtr(controller), nullBoolPtr(block)
+			l.KindNamespaced, l.KindServed = kinds[groupKind{groupOf(l.Ref.APIVersion), l.Ref.Kind}]
+			l.Owner = nil
+			if hasOwner {
+				owner.UID = l.Ref.UID
+				l.Owner = &owner
+			}
+			l.SameNameUID = ""
+			if l.KindServed {
+				l.SameNameUID = sameName.String
+			}
+			l.PendingSince, l.OwnerDeletedAt = parseTime(pending), parseTime(deleted)
+			if err := fn(&l); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// FillDangling reads PendingSince and OwnerDeletedAt of refs whose owner
+// is not mirrored, in one query.
+func (d *DB) FillDangling(ctx context.Context, refs []*LintRef) error {
+	var keys [][2]string
+	for _, l := range refs {
+		if l.Owner == nil {
+			keys = append(keys, [2]string{l.Dependent.UID, l.Ref.UID})
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	rows, err := d.query(ctx, `SELECT k.uid, k.owner_uid, (`+sqlPendingSince("k.uid")+`), (`+sqlOwnerDeletedAt("k.owner_uid")+`)
+		FROM (SELECT DISTINCT value ->> 0 AS uid, value ->> 1 AS owner_uid FROM json_each(?)) AS k`, jsonOrNull(keys))
 	if err != nil {
-		return err
+		return fmt.Errorf("lint: %w", err)
 	}
 	defer rows.Close()
-	var (
-		l                         LintRef
-		owner                     LintOwner
-		hasOwner                  bool
-		created, pending, deleted sql.NullString
-		sameName                  sql.NullString
-		controller, block         sql.NullBool
-	)
+	type facts struct{ pending, deleted *time.Time }
+	got := map[[2]string]facts{}
 	for rows.Next() {
-		if err := rows.Scan(&l.Dependent.UID, &l.Dependent.APIVersion, &l.Dependent.Kind, &l.Dependent.Namespace,
-			&l.Dependent.Name, &created,
-			&l.Ref.APIVersion, &l.Ref.Kind, &l.Ref.Name, &l.Ref.UID, &controller, &block,
-			&hasOwner, &owner.APIVersion, &owner.Kind, &owner.Namespace, &owner.Name, &owner.Deleting,
-			&l.KindServed, &l.KindNamespaced, &sameName, &l.EarlierControllers, &pending, &deleted); err != nil {
-			return err
+		var k [2]string
+		var pending, deleted sql.NullString
+		if err := rows.Scan(&k[0], &k[1], &pending, &deleted); err != nil {
+			return fmt.Errorf("lint: %w", err)
 		}
-		l.DependentCreated = parseTime(created)
-		l.Ref.Controller, l.Ref.BlockOwnerDeletion = nullBoolPtr(controller), nullBoolPtr(block)
-		l.Owner = nil
-		if hasOwner {
-			owner.UID = l.Ref.UID
-			l.Owner = &owner
-		}
-		l.SameNameUID = sameName.String
-		l.PendingSince, l.OwnerDeletedAt = parseTime(pending), parseTime(deleted)
-		if err := fn(&l); err != nil {
-			return err
+		got[k] = facts{parseTime(pending), parseTime(deleted)}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("lint: %w", err)
+	}
+	for _, l := range refs {
+		if l.Owner == nil {
+			f := got[[2]string{l.Dependent.UID, l.Ref.UID}]
+			l.PendingSince, l.OwnerDeletedAt = f.pending, f.deleted
 		}
 	}
-	return rows.Err()
+	return nil
 }
 
 func nullBoolPtr(b sql.NullBool) *bool {

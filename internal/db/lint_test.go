@@ -93,7 +93,21 @@ func TestLintRefs(t *testing.T) {
 	got := map[string][]lintFacts{}
 	for _, ns := range []string{"", "a", "c"} {
 		got[ns] = nil
+		var refs []*LintRef
 		err := d.LintRefs(context.Background(), ns, func(l *LintRef) error {
+			if l.PendingSince != nil || l.OwnerDeletedAt != nil {
+				t.Errorf("LintRefs read when %s's reference began to dangle: that is FillDangling's", l.Dependent.Name)
+			}
+			refs = append(refs, l.Clone())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.FillDangling(context.Background(), refs); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range refs {
 			f := lintFacts{Dependent: l.Dependent.Name, RefUID: l.Ref.UID, OwnerNamespace: "-", Served: l.KindServed,
 				Namespaced: l.KindNamespaced, SameNameUID: l.SameNameUID, EarlierControllers: l.EarlierControllers,
 				Created: l.DependentCreated != nil, Pending: l.PendingSince != nil, Gone: l.OwnerDeletedAt != nil,
@@ -102,10 +116,6 @@ func TestLintRefs(t *testing.T) {
 				f.OwnerNamespace = l.Owner.Namespace
 			}
 			got[ns] = append(got[ns], f)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 	}
 	// In dependent UID order, references in their order; references no

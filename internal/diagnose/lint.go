@@ -52,16 +52,26 @@ type Finding struct {
 // CheckRef applies the rules to one ownerReference. A reference whose owner
 // cannot be resolved (kind not served, scope impossible) gets only that
 // finding: what the mirror holds under its UID says nothing then.
-// db.LintRefs preselects in SQL the references this may flag; a new rule
-// goes into both (TestLintMirror checks that they agree).
+// The mirror preselects the references this may flag (migration 0006's
+// lint candidates); a new rule goes into both (TestLintMirror checks that
+// they agree).
 func CheckRef(l *db.LintRef, now time.Time) []Finding {
+	return checkRef(l, now, true)
+}
+
+// checkRef is CheckRef, with the words of each finding only when words is
+// set: a report counts many more findings than it keeps.
+func checkRef(l *db.LintRef, now time.Time, words bool) []Finding {
 	var out []Finding
 	add := func(r Rule, format string, args ...any) {
-		out = append(out, Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, Target: l.Dependent,
-			OwnerReference: l.Ref, Message: fmt.Sprintf(format, args...)})
+		f := Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, Target: l.Dependent, OwnerReference: l.Ref}
+		if words {
+			f.Message = fmt.Sprintf(format, args...)
+		}
+		out = append(out, f)
 	}
 	ref := l.Ref
-	owner := fmt.Sprintf("%s %q", kindOf(ref.APIVersion, ref.Kind), ref.Name)
+	owner := ownerName(ref)
 	if l.EarlierControllers > 0 {
 		add(RuleMultipleControl, "this is controller reference number %d of the object, which may have only one: "+
 			"the API server refuses a second today, so it was written before that check or around it, and controllers "+
@@ -82,7 +92,7 @@ func CheckRef(l *db.LintRef, now time.Time) []Finding {
 			"UID, so it takes the owner for gone and %s. Point the reference at the new uid if that is not "+
 			"intended", owner, l.SameNameUID, ref.UID, goneOwnerFate)
 	case o == nil:
-		add(RuleDanglingOwner, "%s", danglingMessage(l, owner, now))
+		add(RuleDanglingOwner, "%s", lazy(func() string { return danglingMessage(l, owner, now) }))
 	case o.Namespace != "" && o.Namespace != l.Dependent.Namespace:
 		add(RuleCrossNamespace, "owner %s (uid %s) is in namespace %q, not in the object's own namespace %q: a "+
 			"namespaced owner must be in its dependent's namespace, so the garbage collector takes it for absent "+
@@ -100,6 +110,16 @@ func CheckRef(l *db.LintRef, now time.Time) []Finding {
 			"gone; check that holding it is intended", owner)
 	}
 	return out
+}
+
+// lazy defers a message to when fmt prints it.
+type lazy func() string
+
+func (f lazy) String() string { return f() }
+
+// ownerName names a reference's owner in words.
+func ownerName(ref db.OwnerRef) string {
+	return fmt.Sprintf("%s %q", kindOf(ref.APIVersion, ref.Kind), ref.Name)
 }
 
 // goneOwnerFate is what the garbage collector does about a reference to an
@@ -160,6 +180,7 @@ func groupOf(apiVersion string) string {
 // its surroundings, streamed.
 type LintSource interface {
 	LintRefs(ctx context.Context, namespace string, fn func(*db.LintRef) error) error
+	FillDangling(ctx context.Context, refs []*db.LintRef) error
 }
 
 // LintFilter selects findings. Zero fields match everything.
@@ -193,7 +214,9 @@ func RuleByName(s string) (Rule, bool) {
 }
 
 // Lint streams the ownerReferences of f.Namespace through the rules,
-// keeping at most f.Limit findings: memory stays bounded by the limit.
+// keeping at most f.Limit findings: memory stays bounded by the limit. What
+// the mirror knows of when a kept reference began to dangle is read after,
+// for those alone.
 func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*LintReport, error) {
 	rep := &LintReport{Items: []Finding{}, Counts: make(map[string]int, len(Rules))}
 	for _, r := range Rules {
@@ -202,8 +225,10 @@ func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*Li
 	want := func(fd *Finding) bool {
 		return (f.Rule == "" || f.Rule == fd.Rule || f.Rule == fd.Name) && (f.Severity == "" || f.Severity == fd.Severity)
 	}
+	var dangling []*db.LintRef // of the kept items, in their order
 	err := src.LintRefs(ctx, f.Namespace, func(l *db.LintRef) error {
-		for _, fd := range CheckRef(l, now) {
+		var worded []Finding // once some finding of l is kept
+		for i, fd := range checkRef(l, now, false) {
 			rep.Counts[fd.Rule]++
 			if !want(&fd) {
 				continue
@@ -212,12 +237,31 @@ func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*Li
 				rep.Truncated = true
 				continue
 			}
-			rep.Items = append(rep.Items, fd)
+			if worded == nil {
+				worded = checkRef(l, now, true)
+			}
+			rep.Items = append(rep.Items, worded[i])
+			if fd.Rule == RuleDanglingOwner.ID {
+				dangling = append(dangling, l.Clone())
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(dangling) == 0 {
+		return rep, nil
+	}
+	if err := src.FillDangling(ctx, dangling); err != nil {
+		return nil, err
+	}
+	for i := range rep.Items {
+		if it := &rep.Items[i]; it.Rule == RuleDanglingOwner.ID {
+			l := dangling[0]
+			dangling = dangling[1:]
+			it.Message = danglingMessage(l, ownerName(l.Ref), now)
+		}
 	}
 	return rep, nil
 }

@@ -155,11 +155,11 @@ func TestLintMirror(t *testing.T) {
 	}
 }
 
-// BenchmarkLint lints a mirror of 100,000 objects (101,000 with the
+// BenchmarkLint lints a mirror of 200,000 objects (202,000 with the
 // ClusterRoles): the whole mirror, one namespace of it, and the counts the
 // metric uses.
 func BenchmarkLint(b *testing.B) {
-	store, want := benchMirror(b, 100000)
+	store, want := benchMirror(b, 200000)
 	ctx := context.Background()
 	counts, err := LintCounts(ctx, store, time.Now())
 	if err != nil {

@@ -126,6 +126,19 @@ func (r refs) LintRefs(_ context.Context, namespace string, fn func(*db.LintRef)
 	return nil
 }
 
+// FillDangling dates every dangling reference as pending since 2026-01-01,
+// as the mirror would for one ownergc holds a decision about.
+func (r refs) FillDangling(_ context.Context, refs []*db.LintRef) error {
+	for _, l := range refs {
+		if l.Owner == nil {
+			l.PendingSince = &danglingSince
+		}
+	}
+	return nil
+}
+
+var danglingSince = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 func TestLint(t *testing.T) {
 	ref := func(ns, name string, change func(l *db.LintRef)) *db.LintRef {
 		l := liveRef()
@@ -182,6 +195,10 @@ func TestLint(t *testing.T) {
 			var got []string
 			for _, f := range rep.Items {
 				got = append(got, f.Target.Name)
+				// The words of a kept dangling reference say what FillDangling found.
+				if pending := strings.Contains(f.Message, "pending about it since 2026-01-01"); pending != (f.Rule == RuleDanglingOwner.ID) {
+					t.Errorf("%s: %s message %q: says when pending: %v", f.Target.Name, f.Rule, f.Message, pending)
+				}
 			}
 			if !reflect.DeepEqual(tt.wantItems, got) {
 				t.Errorf("items (-want +got):\n%s", diff.Diff(tt.wantItems, got))
@@ -199,15 +216,28 @@ func TestLint(t *testing.T) {
 	}
 }
 
-type failing struct{}
+// failing is a LintSource whose reads fail: the stream, or the reading of
+// when its one dangling reference began to dangle.
+type failing struct{ fillOnly bool }
 
-func (failing) LintRefs(context.Context, string, func(*db.LintRef) error) error {
+func (f failing) LintRefs(ctx context.Context, ns string, fn func(*db.LintRef) error) error {
+	if !f.fillOnly {
+		return errors.New("disk I/O error")
+	}
+	l := liveRef()
+	l.Owner = nil
+	return refs{l}.LintRefs(ctx, ns, fn)
+}
+
+func (failing) FillDangling(context.Context, []*db.LintRef) error {
 	return errors.New("disk I/O error")
 }
 
 func TestLintError(t *testing.T) {
-	if _, err := Lint(context.Background(), failing{}, LintFilter{}, now); err == nil || !strings.Contains(err.Error(), "disk I/O error") {
-		t.Errorf("Lint error = %v, want the source's", err)
+	for _, src := range []failing{{}, {fillOnly: true}} {
+		if _, err := Lint(context.Background(), src, LintFilter{Limit: 10}, now); err == nil || !strings.Contains(err.Error(), "disk I/O error") {
+			t.Errorf("%+v: Lint error = %v, want the source's", src, err)
+		}
 	}
 	if _, err := LintCounts(context.Background(), failing{}, now); err == nil {
 		t.Error("LintCounts: no error")
