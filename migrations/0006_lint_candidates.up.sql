@@ -30,8 +30,8 @@ FROM owner_refs r
     JOIN objects d ON d.uid = r.dependent_uid
     LEFT JOIN objects o ON o.uid = r.owner_uid;
 
-ALTER TABLE owner_refs ADD COLUMN lint_candidate INTEGER NOT NULL DEFAULT 1;
-UPDATE owner_refs SET lint_candidate = (SELECT v.candidate FROM owner_ref_lint v
+ALTER TABLE owner_refs ADD COLUMN lint_candidate INTEGER NOT NULL DEFAULT 0;
+UPDATE owner_refs SET lint_candidate = 1 WHERE (SELECT v.candidate FROM owner_ref_lint v
     WHERE v.dependent_uid = owner_refs.dependent_uid AND v.position = owner_refs.position);
 CREATE INDEX owner_refs_lint_candidates ON owner_refs (dependent_uid, position) WHERE lint_candidate;
 
@@ -40,10 +40,11 @@ CREATE INDEX owner_refs_lint_candidates ON owner_refs (dependent_uid, position) 
 -- owner appearing, going, or starting or stopping to be deleted (UID, kind,
 -- name and namespace of an object never change, nor its group). A
 -- dependent's namespace never changes either.
-CREATE TRIGGER owner_refs_lint_insert AFTER INSERT ON owner_refs BEGIN
-    UPDATE owner_refs SET lint_candidate = (SELECT v.candidate FROM owner_ref_lint v
-        WHERE v.dependent_uid = NEW.dependent_uid AND v.position = NEW.position)
-    WHERE dependent_uid = NEW.dependent_uid AND position = NEW.position;
+-- A reference is written unmarked and marked only when it is a candidate:
+-- most are not, and the check costs less than a second write.
+CREATE TRIGGER owner_refs_lint_insert AFTER INSERT ON owner_refs
+WHEN (SELECT v.candidate FROM owner_ref_lint v WHERE v.dependent_uid = NEW.dependent_uid AND v.position = NEW.position) BEGIN
+    UPDATE owner_refs SET lint_candidate = 1 WHERE dependent_uid = NEW.dependent_uid AND position = NEW.position;
 END;
 
 CREATE TRIGGER objects_lint_insert AFTER INSERT ON objects BEGIN

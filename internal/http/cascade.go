@@ -29,7 +29,7 @@ func (s *server) cascade(w http.ResponseWriter, r *http.Request) {
 	}
 	limit := q.limit(cascadeDefaultLimit, cascadeMaxLimit)
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	uid := chi.URLParam(r, "uid")
@@ -37,5 +37,5 @@ func (s *server) cascade(w http.ResponseWriter, r *http.Request) {
 	if s.objectReadFailed(w, r, uid, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, diagnose.PreviewCascade(facts, policy))
+	writeJSON(w, r, http.StatusOK, diagnose.PreviewCascade(facts, policy))
 }

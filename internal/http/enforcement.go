@@ -50,23 +50,23 @@ const maxReasonLen = 1000
 // operator visits cannot release enforcement behind their back.
 func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	if s.Releaser == nil {
-		writeError(w, http.StatusNotFound, "no controllers run here: nothing to release")
+		writeError(w, r, http.StatusNotFound, "no controllers run here: nothing to release")
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, "POST /enforcement/release takes Content-Type: application/json")
+		writeError(w, r, http.StatusUnsupportedMediaType, "POST /enforcement/release takes Content-Type: application/json")
 		return
 	}
 	var req releaseRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, "invalid body: want {\"reason\": \"...\"}: "+err.Error())
+		writeError(w, r, http.StatusBadRequest, "invalid body: want {\"reason\": \"...\"}: "+err.Error())
 		return
 	}
 	req.Reason = strings.TrimSpace(req.Reason)
 	if len(req.Reason) > maxReasonLen {
-		writeError(w, http.StatusBadRequest, "reason too long: at most 1000 bytes")
+		writeError(w, r, http.StatusBadRequest, "reason too long: at most 1000 bytes")
 		return
 	}
 	by := r.RemoteAddr
@@ -76,13 +76,13 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	err := s.Releaser.Release(r.Context(), req.Reason, by)
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusOK, map[string]string{"status": "released"})
+		writeJSON(w, r, http.StatusOK, map[string]string{"status": "released"})
 	case errors.Is(err, ErrNotHeld):
-		writeError(w, http.StatusConflict, err.Error())
+		writeError(w, r, http.StatusConflict, err.Error())
 	case errors.Is(err, ErrLedgerUnavailable):
 		// The store's state is what /readyz shows too; the release waits
 		// for it, as every write does.
-		writeError(w, http.StatusServiceUnavailable, "the release cannot be recorded, so it is not made: "+err.Error())
+		writeError(w, r, http.StatusServiceUnavailable, "the release cannot be recorded, so it is not made: "+err.Error())
 	default:
 		s.internalError(w, r, err)
 	}

@@ -57,7 +57,7 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 		q.fail("at needs uid, and does not combine with namespace")
 	}
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	var g *db.Graph
@@ -68,7 +68,7 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 		g, err = s.graphAt(r.Context(), f, at)
 	}
 	if errors.Is(err, db.ErrNotFound) {
-		writeError(w, http.StatusNotFound, err.Error())
+		writeError(w, r, http.StatusNotFound, err.Error())
 		return
 	}
 	if err != nil {
@@ -76,7 +76,7 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if format != "dot" {
-		writeJSON(w, http.StatusOK, g)
+		writeJSON(w, r, http.StatusOK, g)
 		return
 	}
 	w.Header().Set("Content-Type", "text/vnd.graphviz; charset=utf-8")
@@ -240,7 +240,7 @@ func (s *server) objectReadFailed(w http.ResponseWriter, r *http.Request, uid st
 	case err == nil:
 		return false
 	case errors.Is(err, db.ErrNotFound):
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no object with uid %q in the mirror", uid))
+		writeError(w, r, http.StatusNotFound, fmt.Sprintf("no object with uid %q in the mirror", uid))
 	default:
 		s.internalError(w, r, err)
 	}
@@ -253,7 +253,7 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 	q := &query{v: r.URL.Query()}
 	q.only()
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	uid := chi.URLParam(r, "uid")
@@ -288,7 +288,7 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 		out.Object.OwnerReferences = append(out.Object.OwnerReferences, ownerRefJSON{APIVersion: ref.APIVersion, Kind: ref.Kind,
 			Name: ref.Name, UID: ref.UID, Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion})
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 // actionPhrases say what a pending action does to the object.

@@ -150,7 +150,7 @@ func TestGraphJSON(t *testing.T) {
 	}
 	// A namespace with nothing in it is an empty graph, with arrays.
 	resp, body := get(t, srv, "/graph?namespace=empty")
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"nodes": []`) || !strings.Contains(string(body), `"edges": []`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"nodes":[]`) || !strings.Contains(string(body), `"edges":[]`) {
 		t.Fatalf("empty graph: %d %s", resp.StatusCode, body)
 	}
 }

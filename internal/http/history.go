@@ -105,7 +105,7 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 		Limit:      q.limit(1000, 10000),
 	}
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	items, err := s.DB.ListPending(r.Context(), f)
@@ -120,7 +120,7 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 			out.Items[i].TimeLeft = max(time.Until(*p.NotBefore), 0).Round(time.Second).String()
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 type auditJSON struct {
@@ -152,7 +152,7 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		q.fail("until must be after since")
 	}
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	items, next, err := s.DB.ListAudit(r.Context(), f)
@@ -164,7 +164,7 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	if next > 0 {
 		out.Next = strconv.FormatInt(next, 10)
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 type leasesJSON struct {
@@ -184,7 +184,7 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 		q.fail("invalid expired %q: want true or false", v)
 	}
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	items, err := s.DB.Leases(r.Context(), f, time.Now())
@@ -197,5 +197,5 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, leasesJSON{Items: out})
+	writeJSON(w, r, http.StatusOK, leasesJSON{Items: out})
 }

@@ -48,7 +48,7 @@ func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
 	q := &query{v: r.URL.Query()}
 	q.only()
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	uid := chi.URLParam(r, "uid")
@@ -63,7 +63,7 @@ func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(entries) == 0 && len(audit) == 0 {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("neither history nor audit knows uid %q", uid))
+		writeError(w, r, http.StatusNotFound, fmt.Sprintf("neither history nor audit knows uid %q", uid))
 		return
 	}
 	out := objectHistoryJSON{Items: make([]historyItemJSON, 0, len(entries)), Audit: audit, AuditTruncated: next > 0}
@@ -74,7 +74,7 @@ func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
 		last := entries[n-1]
 		out.Target = &db.Target{APIVersion: last.APIVersion, Kind: last.Kind, Namespace: last.Namespace, Name: last.Name, UID: uid}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 func historyItem(e db.HistoryEntry) historyItemJSON {

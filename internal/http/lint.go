@@ -41,7 +41,7 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 		q.fail("invalid severity %q: want error, warning or info", f.Severity)
 	}
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	rep, err := diagnose.Lint(r.Context(), s.DB, f, time.Now())
@@ -49,7 +49,7 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	writeJSON(w, r, http.StatusOK, rep)
 }
 
 // lintCollector exports the number of lint findings by rule, one series per

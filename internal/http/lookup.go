@@ -43,7 +43,7 @@ func (s *server) lookup(w http.ResponseWriter, r *http.Request) {
 		f.Group = &group
 	}
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	objs, truncated, err := s.DB.LookupObjects(r.Context(), f)
@@ -55,7 +55,7 @@ func (s *server) lookup(w http.ResponseWriter, r *http.Request) {
 	for _, o := range objs {
 		out.Items = append(out.Items, objectJSONOf(o))
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 // objectJSONOf is the summary of an object that /objects/{uid} also shows.

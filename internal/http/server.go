@@ -211,7 +211,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/stuck", s.stuck)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
+		writeError(w, r, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
 	})
 	return r, nil
 }
@@ -224,12 +224,12 @@ var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects"
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	for _, p := range apiPrefixes {
 		if r.URL.Path == p || strings.HasPrefix(r.URL.Path, p+"/") {
-			writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+			writeError(w, r, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 			return
 		}
 	}
 	if s.UI == nil || r.Method != http.MethodGet {
-		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+		writeError(w, r, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
 		return
 	}
 	// The UI is a single page: unknown paths get index.html.
@@ -249,7 +249,7 @@ func noQuery(next http.Handler) http.Handler {
 		q := &query{v: r.URL.Query()}
 		q.only()
 		if q.err != nil {
-			writeError(w, http.StatusBadRequest, q.err.Error())
+			writeError(w, r, http.StatusBadRequest, q.err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -268,7 +268,7 @@ func (s *server) checkHost(next http.Handler) http.Handler {
 		if s.allowedHosts != nil && host != "" && host != "localhost" && net.ParseIP(host) == nil && !s.allowedHosts[host] {
 			// 403 rather than 421 Misdirected Request, which invites a
 			// client to retry on another connection, for the same answer.
-			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q is not allowed (see --allowed-hosts)", r.Host))
+			writeError(w, r, http.StatusForbidden, fmt.Sprintf("host %q is not allowed (see --allowed-hosts)", r.Host))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -286,32 +286,32 @@ func normalizeHost(hostport string) string {
 	return strings.TrimSuffix(strings.ToLower(host), ".")
 }
 
-func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.Ledger != nil {
 		if err := s.Ledger.LedgerError(); err != nil {
-			writeError(w, http.StatusServiceUnavailable, err.Error())
+			writeError(w, r, http.StatusServiceUnavailable, err.Error())
 			return
 		}
 	}
 	if !s.Ingest.Synced() {
 		var waiting []string
-		for _, r := range s.Ingest.Resources() {
-			if !r.Synced {
-				waiting = append(waiting, resourceName(r.Resource))
+		for _, res := range s.Ingest.Resources() {
+			if !res.Synced {
+				waiting = append(waiting, resourceName(res.Resource))
 			}
 		}
 		msg := "mirror not synced"
 		if len(waiting) > 0 {
 			msg += ": waiting for " + strings.Join(waiting, ", ")
 		}
-		writeError(w, http.StatusServiceUnavailable, msg)
+		writeError(w, r, http.StatusServiceUnavailable, msg)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 func resourceName(r db.Resource) string {
@@ -377,7 +377,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 			Namespaced: res.Namespaced, Synced: res.Synced, Objects: n,
 		})
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 // errorJSON is the one error shape of the whole API.
@@ -385,26 +385,32 @@ type errorJSON struct {
 	Error string `json:"error"`
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// writeJSON answers v as JSON: indented for a person at a terminal (curl
+// or wget, as kube-apiserver decides), compact for programs such as the UI
+// and the CLI. Indenting costs more than encoding: a third of a 10,000-item
+// cascade preview.
+func writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if ua := r.UserAgent(); strings.HasPrefix(ua, "curl/") || strings.HasPrefix(ua, "Wget/") {
+		enc.SetIndent("", "  ")
+	}
 	_ = enc.Encode(v)
 }
 
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, errorJSON{Error: msg})
+func writeError(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	writeJSON(w, r, code, errorJSON{Error: msg})
 }
 
 // internalError logs the cause and tells the client only that it failed.
 func (s *server) internalError(w http.ResponseWriter, r *http.Request, err error) {
 	s.Logger.Error("request failed", "path", r.URL.Path, "request_id", middleware.GetReqID(r.Context()), "err", err)
 	if r.Context().Err() != nil {
-		writeError(w, http.StatusServiceUnavailable, "request timed out")
+		writeError(w, r, http.StatusServiceUnavailable, "request timed out")
 		return
 	}
-	writeError(w, http.StatusInternalServerError, "internal error")
+	writeError(w, r, http.StatusInternalServerError, "internal error")
 }
 
 func (s *server) recoverer(next http.Handler) http.Handler {
@@ -415,7 +421,7 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 					panic(rec)
 				}
 				s.Logger.Error("panic serving request", "path", r.URL.Path, "panic", rec)
-				writeError(w, http.StatusInternalServerError, "internal error")
+				writeError(w, r, http.StatusInternalServerError, "internal error")
 			}
 		}()
 		next.ServeHTTP(w, r)

@@ -1,12 +1,16 @@
 package http
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,8 +59,32 @@ func TestStatusJSONUnchanged(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	_, got := get(t, srv, "/status")
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("/status (-want +got):\n%s", diff)
+	// curl gets it indented, as before; a program, compact.
+	for _, ua := range []string{"curl/8.5.0", "Go-http-client/1.1"} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/status", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("User-Agent", ua)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := want
+		if !strings.HasPrefix(ua, "curl/") {
+			var b bytes.Buffer
+			if err := json.Compact(&b, want); err != nil {
+				t.Fatal(err)
+			}
+			want = append(b.Bytes(), '\n')
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("/status for %s (-want +got):\n%s", ua, diff)
+		}
 	}
 }

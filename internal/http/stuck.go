@@ -38,7 +38,7 @@ func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
 	}
 	f := db.StuckFilter{Namespace: q.str("namespace"), Kind: q.str("kind"), Limit: q.limit(500, 10000)}
 	if q.err != nil {
-		writeError(w, http.StatusBadRequest, q.err.Error())
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
 	now := time.Now()
@@ -54,7 +54,7 @@ func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
 	if s.Discovery != nil {
 		opts.DiscoveryFailures = s.Discovery.DiscoveryFailures()
 	}
-	writeJSON(w, http.StatusOK, stuckJSON{Items: diagnose.Stuck(data, opts), Truncated: data.Truncated})
+	writeJSON(w, r, http.StatusOK, stuckJSON{Items: diagnose.Stuck(data, opts), Truncated: data.Truncated})
 }
 
 // stuckCounts is what one query of the stuck metrics returns.

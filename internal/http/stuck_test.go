@@ -167,7 +167,7 @@ func BenchmarkStuck(b *testing.B) {
 		b.Run(path, func(b *testing.B) {
 			for b.Loop() {
 				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil))
 				if rec.Code != http.StatusOK {
 					b.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
 				}
