@@ -3,16 +3,21 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // envOf is a lookupEnv over a map.
@@ -176,5 +181,71 @@ func TestAPIErrorMessage(t *testing.T) {
 	want := `kubegcd: GET ` + srv.URL + `/pending?controller=nope: 400 Bad Request: invalid controller "nope" second line` + "\n"
 	if code != 1 || stderr != want {
 		t.Errorf("exit %d, stderr %q; want 1, %q", code, stderr, want)
+	}
+}
+
+// TestAuditFollowsCursor pages through /audit as the API does, from a
+// server whose pages are shorter than asked: rows up to --limit, the next
+// cursor kept, one page passed through as it came.
+func TestAuditFollowsCursor(t *testing.T) {
+	const rows, pageMax = 5, 2
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RawQuery)
+		before := rows + 1
+		if c := r.URL.Query().Get("cursor"); c != "" {
+			before, _ = strconv.Atoi(c)
+		}
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		var items []string
+		id := before - 1
+		for ; id >= 1 && len(items) < min(limit, pageMax); id-- {
+			items = append(items, fmt.Sprintf(`{"id": %d, "controller": "ownergc", "target": {"kind": "ConfigMap", "name": "cm-%d"}}`, id, id))
+		}
+		next := ""
+		if id >= 1 {
+			next = fmt.Sprintf(`, "next": "%d"`, id+1)
+		}
+		fmt.Fprintf(w, `{"items": [%s]%s}`, strings.Join(items, ", "), next)
+	}))
+	defer srv.Close()
+	tests := []struct {
+		limit     string
+		wantIDs   []int
+		wantNext  string
+		wantAsked []string
+	}{
+		{"1", []int{5}, "5", []string{"limit=1"}},
+		{"3", []int{5, 4, 3}, "3", []string{"limit=3", "cursor=4&limit=1"}},
+		{"10", []int{5, 4, 3, 2, 1}, "", []string{"limit=10", "cursor=4&limit=8", "cursor=2&limit=6"}},
+	}
+	for _, tt := range tests {
+		t.Run("limit "+tt.limit, func(t *testing.T) {
+			asked = nil
+			code, stdout, stderr := runCLI(t, map[string]string{envServer: srv.URL}, "get", "audit", "--limit", tt.limit, "-o", "json")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var got struct {
+				Items []struct{ ID int }
+				Next  string
+			}
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatalf("%v: %s", err, stdout)
+			}
+			var ids []int
+			for _, it := range got.Items {
+				ids = append(ids, it.ID)
+			}
+			if diff := cmp.Diff(tt.wantIDs, ids); diff != "" {
+				t.Errorf("ids (-want +got):\n%s", diff)
+			}
+			if got.Next != tt.wantNext {
+				t.Errorf("next = %q, want %q", got.Next, tt.wantNext)
+			}
+			if diff := cmp.Diff(tt.wantAsked, asked); diff != "" {
+				t.Errorf("queries (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

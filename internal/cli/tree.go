@@ -22,22 +22,22 @@ ownerReference that ties it to the line above (controller,
 blockOwnerDeletion). Coloured on a terminal unless NO_COLOR is set.
 
 --at TIME draws the tree as kubegcd's history shows it then: an RFC 3339
-time, or a duration back from now (10m). -o json prints the API's /graph
-answer, -o dot its GraphViz form (the shape of kube-controller-manager's
+time, or a duration back from now (10m). -o json or yaml prints the API's
+/graph answer, -o dot its GraphViz form (the shape of kube-controller-manager's
 garbage collector dump).
 
 ` + connHelp
 
 func runTree(ctx context.Context, e *env, args []string) error {
 	var f objectFlags
-	fs := e.flagSet("tree", "tree KIND/NAME [-n NS] [-o tree|json|dot] [--at TIME]", treeHelp)
-	f.register(fs, "output: tree, json or dot", outTree)
+	fs := e.flagSet("tree", "tree KIND/NAME [-n NS] [-o tree|json|yaml|dot] [--at TIME]", treeHelp)
+	f.register(fs, "output: tree, json, yaml or dot", outTree)
 	at := fs.String("at", "", "draw the tree as it stood then: an RFC 3339 time, or a duration ago such as 1h")
 	args, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := checkOutput(f.output, outTree, outJSON, outDOT); err != nil {
+	if err := checkOutput(f.output, outTree, outJSON, outYAML, outDOT); err != nil {
 		return err
 	}
 	q := url.Values{}
@@ -60,8 +60,12 @@ func runTree(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if f.output == outDOT {
+		_, err := e.stdout.Write(body)
+		return err
+	}
 	if f.output != outTree {
-		return printRaw(e.stdout, outJSON, body)
+		return printRaw(e.stdout, f.output, body)
 	}
 	var g db.Graph
 	if err := json.Unmarshal(body, &g); err != nil {
