@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -180,12 +179,6 @@ func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, v a
 		return nil, fmt.Errorf("GET %s%s: the answer is not the JSON expected (is --server a kubegcd?): %w", c.Server, path, err)
 	}
 	return body, nil
-}
-
-// isNotFound reports a 404 from the API.
-func isNotFound(err error) bool {
-	var e *APIError
-	return errors.As(err, &e) && e.Status == http.StatusNotFound
 }
 
 // oneLine keeps an error on the one line the commands print.
