@@ -64,7 +64,7 @@ func TestParseFlagsAnywhere(t *testing.T) {
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			ns := fs.String("n", "", "")
-			got, err := parse(fs, tt.args)
+			got, err := parse(fs, tt.args, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestParseFlagsAnywhere(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var ue *usageError
-	if _, err := parse(fs, []string{"x", "--nope"}); !errors.As(err, &ue) {
+	if _, err := parse(fs, []string{"x", "--nope"}, io.Discard); !errors.As(err, &ue) {
 		t.Errorf("unknown flag: %v, want a usage error", err)
 	}
 }
@@ -93,6 +93,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"get", "pending", "-n", "a", "-A"},
 		{"get", "audit", "--since", "yesterday"},
 		{"get", "pending", "--limit", "0"},
+		{"get", "pending", "--no-such-flag"},
+		{"why", "cm/x", "-n"},
 		{"why"},
 		{"tree", "deploy/web", "-o", "wide"},
 		{"tree", "deploy/web", "--at", "then"},
@@ -115,7 +117,7 @@ func TestHelp(t *testing.T) {
 	for _, c := range commands {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, nil, c.name, "--help")
-			if code != 0 || !strings.HasPrefix(stdout, "Usage: kubegcd "+c.name) || stderr != "" {
+			if code != 0 || !strings.HasPrefix(stdout, "Usage: kubegcd "+c.name) || strings.Count(stdout, "Usage:") != 1 || stderr != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 			}
 			code, stdout2, _ := runCLI(t, nil, "help", c.name)

@@ -27,7 +27,7 @@ func runCascade(ctx context.Context, e *env, args []string) error {
 	fs := e.flagSet("cascade", "cascade KIND/NAME [-n NS] [--propagation background|foreground|orphan] [-o table|wide|json|yaml]", cascadeHelp)
 	f.register(fs, "output: table, wide, json or yaml", outTable)
 	propagation := fs.String("propagation", "background", "the delete's propagation policy: background, foreground or orphan")
-	args, err := parse(fs, args)
+	args, err := parse(fs, args, e.stdout)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ type command struct {
 var commands = []command{
 	{"get", "get pending|audit|stuck|lint|leases [flags]", "list what kubegcd holds, decided, or found", runGet},
 	{"why", "why KIND/NAME [-n NS] [flags]", "explain in words why an object is, or is not, collected", runWhy},
-	{"tree", "tree KIND/NAME [-n NS] [-o tree|json|dot] [--at TIME]", "an object's owners up and dependents down", runTree},
+	{"tree", "tree KIND/NAME [-n NS] [-o tree|json|yaml|dot] [--at TIME]", "an object's owners up and dependents down", runTree},
 	{"cascade", "cascade KIND/NAME [-n NS] [--propagation P]", "what deleting an object would take with it", runCascade},
 	{"status", "status [flags]", "mode, leader, mirror and controllers", runStatus},
 	{"kubectl-plugin", "kubectl-plugin install [--dir DIR]", "install the kubectl plugin: kubectl gc …", runPlugin},
@@ -133,22 +133,25 @@ func (e *env) main(ctx context.Context, args []string) int {
 // flagSet is a command's flags with their help text.
 func (e *env) flagSet(name, synopsis, description string) *flag.FlagSet {
 	fs := flag.NewFlagSet(e.prog+" "+name, flag.ContinueOnError)
+	// The flag package prints the usage at every parse error too: it goes
+	// nowhere then, and parse prints it for -h alone.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprintf(e.stdout, "Usage: %s %s\n\n%s\n\nFlags:\n", e.prog, synopsis, strings.TrimSpace(description))
-		fs.SetOutput(e.stdout)
+		fmt.Fprintf(fs.Output(), "Usage: %s %s\n\n%s\n\nFlags:\n", e.prog, synopsis, strings.TrimSpace(description))
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
 // parse parses flags and arguments in any order, as kubectl takes them
-// (why deploy/web -n prod), and returns the arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// (why deploy/web -n prod), and returns the arguments; -h prints the
+// usage to helpOut.
+func parse(fs *flag.FlagSet, args []string, helpOut io.Writer) ([]string, error) {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(helpOut)
 				fs.Usage()
 				return nil, err
 			}

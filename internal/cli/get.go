@@ -85,7 +85,7 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.rule, "rule", "", "only this rule's findings (an id such as KG-LINT-01, or its name)")
 	fs.StringVar(&f.severity, "severity", "", "only findings of this severity: error, warning or info")
 	fs.IntVar(&f.limit, "limit", 0, "at most this many rows (default: the API's, 100 for audit)")
-	args, err := parse(fs, args)
+	args, err := parse(fs, args, e.stdout)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ is replaced; a file of that name is not.`
 func runPlugin(_ context.Context, e *env, args []string) error {
 	flags := e.flagSet("kubectl-plugin", "kubectl-plugin install [--dir DIR]", pluginHelp)
 	dir := flags.String("dir", "", "where to create the kubectl-gc symlink")
-	args, err := parse(flags, args)
+	args, err := parse(flags, args, e.stdout)
 	if err != nil {
 		return err
 	}

@@ -102,10 +102,10 @@ func orNone(s string) string {
 	return s
 }
 
-// useColor: colours only on a terminal, and never when NO_COLOR is set
-// (https://no-color.org), whatever its value.
+// useColor: colours only on a terminal, and never when NO_COLOR is set to
+// anything but "" (https://no-color.org).
 func useColor(w io.Writer, lookupEnv func(string) (string, bool)) bool {
-	if _, set := lookupEnv("NO_COLOR"); set {
+	if v, _ := lookupEnv("NO_COLOR"); v != "" {
 		return false
 	}
 	f, ok := w.(*os.File)

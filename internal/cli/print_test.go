@@ -2,10 +2,15 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 func TestTablePrint(t *testing.T) {
@@ -80,13 +85,59 @@ func TestPrintRaw(t *testing.T) {
 }
 
 func TestUseColor(t *testing.T) {
-	unset := func(string) (string, bool) { return "", false }
-	noColor := func(name string) (string, bool) { return "", name == "NO_COLOR" }
-	if useColor(&bytes.Buffer{}, unset) {
-		t.Error("colours on a buffer, want none off a terminal")
+	tty := openTerminal(t)
+	tests := []struct {
+		name string
+		w    io.Writer
+		env  map[string]string
+		want bool
+	}{
+		{"terminal", tty, nil, true},
+		{"terminal, NO_COLOR", tty, map[string]string{"NO_COLOR": "1"}, false},
+		{"terminal, NO_COLOR empty", tty, map[string]string{"NO_COLOR": ""}, true},
+		{"buffer", &bytes.Buffer{}, nil, false},
+		{"file", mustCreate(t), nil, false},
 	}
-	// Set, even empty, NO_COLOR wins before the terminal is looked at.
-	if useColor(&bytes.Buffer{}, noColor) {
-		t.Error("colours with NO_COLOR set")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := useColor(tt.w, envOf(tt.env)); got != tt.want {
+				t.Errorf("useColor = %v, want %v", got, tt.want)
+			}
+		})
 	}
+}
+
+// openTerminal opens the terminal side of a new pseudo-terminal: a
+// terminal that every Linux machine, CI's containers included, can make.
+func openTerminal(t *testing.T) *os.File {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	// unlockpt, then ptsname, as posix_openpt's callers do.
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return tty
+}
+
+func mustCreate(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -45,7 +45,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	conn.register(fs)
 	output := fs.String("o", "text", "output: text, wide, json or yaml")
 	fs.StringVar(output, "output", "text", "same as -o")
-	args, err := parse(fs, args)
+	args, err := parse(fs, args, e.stdout)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func runTree(ctx context.Context, e *env, args []string) error {
 	fs := e.flagSet("tree", "tree KIND/NAME [-n NS] [-o tree|json|yaml|dot] [--at TIME]", treeHelp)
 	f.register(fs, "output: tree, json, yaml or dot", outTree)
 	at := fs.String("at", "", "draw the tree as it stood then: an RFC 3339 time, or a duration ago such as 1h")
-	args, err := parse(fs, args)
+	args, err := parse(fs, args, e.stdout)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func runWhy(ctx context.Context, e *env, args []string) error {
 	var f objectFlags
 	fs := e.flagSet("why", "why KIND/NAME [-n NS] [-o text|json|yaml]", whyHelp)
 	f.register(fs, "output: text, json or yaml", "text")
-	args, err := parse(fs, args)
+	args, err := parse(fs, args, e.stdout)
 	if err != nil {
 		return err
 	}
