@@ -148,6 +148,9 @@ func (c *Client) Get(ctx context.Context, path string, query url.Values) ([]byte
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
+	// A password in --server stays out of messages, as net/http keeps it
+	// out of its own errors.
+	shown := req.URL.Redacted()
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		// url.Error says GET "URL": cause, on one line.
@@ -156,14 +159,14 @@ func (c *Client) Get(ctx context.Context, path string, query url.Values) ([]byte
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: reading the answer: %w", u, err)
+		return nil, fmt.Errorf("GET %s: reading the answer: %w", shown, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
 			Error string `json:"error"`
 		}
 		_ = json.Unmarshal(body, &e) // a body that is not the API's error shape leaves the status alone
-		return nil, &APIError{URL: "GET " + u, Status: resp.StatusCode, Message: oneLine(e.Error), TokenSent: c.Token != ""}
+		return nil, &APIError{URL: "GET " + shown, Status: resp.StatusCode, Message: oneLine(e.Error), TokenSent: c.Token != ""}
 	}
 	return body, nil
 }
@@ -176,7 +179,7 @@ func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, v a
 		return nil, err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return nil, fmt.Errorf("GET %s%s: the answer is not the JSON expected (is --server a kubegcd?): %w", c.Server, path, err)
+		return nil, fmt.Errorf("GET %s: the answer is not the JSON expected (is --server a kubegcd?): %w", path, err)
 	}
 	return body, nil
 }
@@ -184,4 +187,13 @@ func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, v a
 // oneLine keeps an error on the one line the commands print.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// redacted is a URL with its password, if any, hidden.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
 }

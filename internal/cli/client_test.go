@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -151,7 +152,9 @@ func TestUnauthorized(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	srv := httptest.NewTLSServer(statusServer(""))
+	srv := httptest.NewUnstartedServer(statusServer(""))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is the point
+	srv.StartTLS()
 	defer srv.Close()
 	ca := writeTemp(t, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
 	vars := map[string]string{envServer: srv.URL}
@@ -167,6 +170,20 @@ func TestTLS(t *testing.T) {
 	code, stdout, stderr = runCLI(t, vars, "status", "--insecure-skip-tls-verify")
 	if code != 0 || !strings.Contains(stdout, "v-test") || !strings.Contains(stderr, "warning: --insecure-skip-tls-verify") {
 		t.Errorf("--insecure-skip-tls-verify: exit %d, stdout %q, stderr %q; want 0 and a warning", code, stdout, stderr)
+	}
+}
+
+func TestPasswordNotShown(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	withPassword := strings.Replace(srv.URL, "http://", "http://admin:hunter2@", 1)
+	for _, server := range []string{withPassword, "http://admin:hunter2@127.0.0.1:1"} {
+		code, _, stderr := runCLI(t, map[string]string{envServer: server}, "status")
+		if code != 1 || strings.Contains(stderr, "hunter2") || !strings.Contains(stderr, "admin:") {
+			t.Errorf("exit %d, stderr %q; want 1 and the password hidden", code, stderr)
+		}
 	}
 }
 

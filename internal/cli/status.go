@@ -67,7 +67,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if *output == outJSON || *output == outYAML {
 		return printRaw(e.stdout, *output, body)
 	}
-	return printStatus(e.stdout, &st, c.Server, *output == outWide, e.now())
+	return printStatus(e.stdout, &st, redacted(c.Server), *output == outWide, e.now())
 }
 
 func printStatus(w io.Writer, st *statusAnswer, server string, wide bool, now time.Time) error {
