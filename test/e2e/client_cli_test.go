@@ -139,6 +139,8 @@ func TestClientCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t, "cli-"+string(uuid.NewUUID())[:8])
+	// newNamespace makes a ServiceAccount "default": one in each namespace.
+	other := newNamespace(t, ns+"-b")
 	groups := []string{"a.cli.e2e.kubegcd.io", "b.cli.e2e.kubegcd.io"}
 	for _, g := range groups {
 		if err := createCRD(ctx, g, "gizmos", "Gizmo", "Namespaced"); err != nil {
@@ -177,6 +179,9 @@ func TestClientCommands(t *testing.T) {
 	for _, name := range []string{"orphan-1", "orphan-2"} {
 		configMap(name, nil, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: uuid.NewUUID()})
 	}
+	// A name no other namespace holds, found without -n.
+	solo := ns + "-solo"
+	configMap(solo, nil)
 	configMap("held", []string{"e2e.kubegcd.io/hold"})
 	t.Cleanup(func() { dropFinalizers(t, configMapsGVR, ns, "held") })
 	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
@@ -238,7 +243,8 @@ func TestClientCommands(t *testing.T) {
 		cliOK(t, d, []string{"Deployment " + ns + "/web (apps/v1)", "It is not pending: it has no owner references",
 			"Dependents: 1", "ReplicaSet " + ns + "/web-1 (blockOwnerDeletion)"}, "why", "deploy/web", "-n", ns)
 		cliOK(t, d, []string{"ConfigMap " + ns + "/orphan-1", "It is pending", "Pending decisions:", "ownergc: delete (rule BR-21-01",
-			"Lint findings:", "KG-LINT-01 dangling-owner (warning)", "Recent audit:", "dry-run"}, "why", "CM", "orphan-1")
+			"Lint findings:", "KG-LINT-01 dangling-owner (warning)", "Recent audit:", "dry-run"}, "why", "CM", "orphan-1", "-n", ns)
+		cliOK(t, d, []string{"ConfigMap " + ns + "/" + solo, "It is not pending: it has no owner references"}, "why", "configmap/"+solo)
 		cliOK(t, d, []string{"Deletion: finalizing", "Blocked by:", "- finalizer e2e.kubegcd.io/hold"}, "why", "configmaps/held", "-n", ns)
 		var found lookupReply
 		d.GetJSON(t, "/objects?kind=Deployment&name=web&"+q, http.StatusOK, &found)
@@ -283,6 +289,8 @@ func TestClientCommands(t *testing.T) {
 		cliFails(t, 1, []string{"several API groups", groups[0], groups[1], "give KIND.group", "gizmo." + groups[0] + "/g"},
 			"why", "gizmo/g", "-n", ns, "--server", d.URL)
 		cliOK(t, d, []string{"Gizmo " + ns + "/g (" + groups[1] + "/v1)"}, "why", "gizmos."+groups[1]+"/g", "-n", ns)
+		cliFails(t, 1, []string{`ServiceAccount "default" exists in several namespaces`, ns, other, "give -n NAMESPACE"},
+			"why", "sa/default", "--server", d.URL)
 		cliFails(t, 1, []string{"400 Bad Request", `invalid rule "KG-NOPE"`}, "get", "lint", "--rule", "KG-NOPE", "--server", d.URL)
 		cliFails(t, 2, []string{"--since does not apply to get pending"}, "get", "pending", "--since", "1h", "--server", d.URL)
 		// The server side of tokens is not built yet: a server answering
