@@ -92,7 +92,8 @@ func ConnHelp() string { return connHelp + "\n" }
 
 // Main runs a client command (args[0]) as prog and returns the exit code:
 // 0, 1 when kubegcd cannot be reached or answers an error, 2 on a usage
-// error. Invoked as the kubectl plugin, it also answers help.
+// error. It answers help too, for the kubectl plugin, which has no
+// kubegcd help to ask.
 func Main(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	e := &env{prog: prog, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, now: time.Now}
 	return e.main(ctx, args)

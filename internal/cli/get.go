@@ -261,10 +261,11 @@ func auditTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 	if f.output == outWide {
 		header = append(header, "ID", "TIME", "DRY RUN", "UID", "REASON", "ERROR")
 	}
-	t := newTable(header...)
+	// NAMESPACE goes by the object's kind and name, after the decision.
 	if f.namespace == "" {
-		t.header = slices.Insert(header, 3, "NAMESPACE")
+		header = slices.Insert(header, 3, "NAMESPACE")
 	}
+	t := newTable(header...)
 	for _, r := range a.Items {
 		cells := []string{age(&r.Time, now), r.Controller, r.Action, r.Target.Kind, r.Target.Name, r.Outcome, r.Rule}
 		if f.namespace == "" {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -24,35 +23,6 @@ every namespace is searched, and a name found in several is an error.
 -o json or yaml prints the API's /objects/{uid} answer.
 
 ` + connHelp
-
-// objectFlags are the flags of the commands about one object.
-type objectFlags struct {
-	conn              connFlags
-	namespace, output string
-}
-
-func (f *objectFlags) register(fs *flag.FlagSet, outputHelp, outputDefault string) {
-	f.conn.register(fs)
-	fs.StringVar(&f.namespace, "n", "", "the object's namespace (default: search every namespace)")
-	fs.StringVar(&f.namespace, "namespace", "", "same as -n")
-	fs.StringVar(&f.output, "o", outputDefault, outputHelp)
-	fs.StringVar(&f.output, "output", outputDefault, "same as -o")
-}
-
-// resolveObject is the start of every command about one object: the
-// reference parsed, a client, and the object found.
-func (f *objectFlags) resolveObject(ctx context.Context, e *env, args []string) (*Client, *objectSummary, error) {
-	ref, err := parseObjectRef(args)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := f.conn.client(e.lookupEnv, e.stderr)
-	if err != nil {
-		return nil, nil, err
-	}
-	o, err := resolve(ctx, c, e.prog, ref, f.namespace)
-	return c, o, err
-}
 
 // objectDetail is /objects/{uid}'s answer, as far as why prints it.
 type objectDetail struct {
