@@ -8,11 +8,18 @@ import (
 	"syscall"
 
 	"github.com/kubegcd/kubegcd/internal/app"
+	"github.com/kubegcd/kubegcd/internal/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := app.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var code int
+	if cli.InvokedAsPlugin(os.Args[0]) {
+		// kubectl runs kubectl-gc for `kubectl gc`: the client alone.
+		code = cli.Main(ctx, "kubectl gc", os.Args[1:], os.Stdout, os.Stderr)
+	} else {
+		code = app.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +28,9 @@ import (
 const mirrorTimeout = time.Minute
 
 // TestDemo runs the demo end to end (control plane, seed, bin/kubegcd) and
-// checks, while it is up, that kubegcd mirrors the seeded cluster, and after it
-// has exited, that nothing is left behind.
+// checks, while it is up, that kubegcd mirrors the seeded cluster and that
+// the CLI commands it prints show the seeded objects, and after it has
+// exited, that nothing is left behind.
 func TestDemo(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // run's os.MkdirTemp goes here, so leftovers show
@@ -53,7 +56,10 @@ func TestDemo(t *testing.T) {
 		if err := checkMirror(ctx, d); err != nil {
 			return err
 		}
-		return checkPending(ctx, d)
+		if err := checkPending(ctx, d); err != nil {
+			return err
+		}
+		return checkCommands(ctx, d)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -188,4 +194,49 @@ func checkPending(ctx context.Context, d demo) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// commandShows is what each of tryCommands must print about the seed, in
+// their order.
+var commandShows = [][]string{
+	{"Mirror:      synced", "Mode:        dry-run"},
+	{"child-of-deleted", "ownergc", "nightly-28760", "podgc", "node-a", "ttl"},
+	{"held-owner", "deleting-dependents", "ingest-unscheduled", "finalizer demo.kubegcd.io/hold"},
+	{"ConfigMap demo-garbage/child-of-deleted", "It is pending", "ConfigMap demo-garbage/parent: missing", "KG-LINT-01"},
+	{"Deployment/web", "└─ReplicaSet/web-7c9d8b5f4 ◀", "├─Pod/web-7c9d8b5f4-q8m4z", "└─Pod/web-7c9d8b5f4-x2k9p", "controller,blockOwnerDeletion"},
+	{"Deleting Deployment demo-shop/web with propagation foreground would touch 3 objects", "web-7c9d8b5f4-x2k9p"},
+}
+
+// checkCommands runs the CLI commands the demo prints, with the binary it
+// runs, and checks that each succeeds and shows the seeded objects.
+func checkCommands(ctx context.Context, d demo) error {
+	bin, err := testcluster.KubegcdBin()
+	if err != nil {
+		return err
+	}
+	cmds := tryCommands(d.URL)
+	if len(cmds) != len(commandShows) {
+		return fmt.Errorf("%d commands, but commandShows has %d", len(cmds), len(commandShows))
+	}
+	for i, args := range cmds {
+		if !slices.Contains(args, d.URL) {
+			return fmt.Errorf("kubegcd %v: no --server %s, though kubegcd does not listen at the default", args, d.URL)
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(os.Environ(), "KUBEGCD_SERVER=", "NO_COLOR=1")
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			return fmt.Errorf("kubegcd %v: %w: %s", args, err, stderr)
+		}
+		for _, w := range commandShows[i] {
+			if !strings.Contains(string(out), w) {
+				return fmt.Errorf("kubegcd %v: output lacks %q:\n%s", args, w, out)
+			}
+		}
+	}
+	return nil
 }

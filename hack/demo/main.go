@@ -1,6 +1,6 @@
 // Command demo starts a local control plane, seeds it with a small but
 // realistic ownership graph, runs bin/kubegcd against it and prints where to
-// look. Ctrl-C stops everything and removes every file it made.
+// look, with CLI commands to try. Ctrl-C stops everything and removes every file it made.
 //
 //	go run ./hack/demo [-listen 127.0.0.1:8080] [-exit-after 0]
 package main
@@ -14,9 +14,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/cli"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
@@ -123,7 +125,13 @@ kubegcd is running against a local control plane.
   status:     %[1]s/status
   kubeconfig: %[2]s   (kubectl --kubeconfig %[2]s get cm -A)
   log:        %[3]s
+
+Try the CLI on the seeded objects:
 `, base, cluster.Kubeconfig, logPath)
+	for _, c := range tryCommands(base) {
+		fmt.Printf("  %s %s\n", displayPath(kubegcdBin), strings.Join(c, " "))
+	}
+	fmt.Println()
 	var timeout <-chan time.Time
 	if exitAfter > 0 {
 		fmt.Printf("Exiting after %s (-exit-after); Ctrl-C stops earlier; everything is removed on exit.\n\n", exitAfter)
@@ -140,6 +148,39 @@ kubegcd is running against a local control plane.
 		return fmt.Errorf("kubegcd exited unexpectedly (%w); see %s", d.Err(), logPath)
 	}
 	return nil
+}
+
+// tryCommands are the CLI commands the demo suggests, each about objects
+// seed made, with --server unless kubegcd listens where the CLI looks by
+// default.
+func tryCommands(base string) [][]string {
+	cmds := [][]string{
+		{"status"},
+		{"get", "pending"},
+		{"get", "stuck", "--min-age", "0"},
+		{"why", "cm/child-of-deleted", "-n", "demo-garbage"},
+		{"tree", "rs/web-7c9d8b5f4", "-n", "demo-shop"},
+		{"cascade", "deploy/web", "-n", "demo-shop", "--propagation", "foreground"},
+	}
+	if base != cli.DefaultServer {
+		for i := range cmds {
+			cmds[i] = append(cmds[i], "--server", base)
+		}
+	}
+	return cmds
+}
+
+// displayPath shows path relative to the working directory (bin/kubegcd
+// under make demo) when it lies below it.
+func displayPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
 }
 
 // listenAddr returns addr if it can be bound, else a free port on its host.

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
 
+	"github.com/kubegcd/kubegcd/internal/cli"
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
@@ -54,7 +55,7 @@ const (
 	exitUsage = 2
 )
 
-const usage = `kubegcd mirrors a Kubernetes cluster's object metadata and ownership graph
+var usage = `kubegcd mirrors a Kubernetes cluster's object metadata and ownership graph
 into SQLite, finds garbage with SQL and collects it (or, in dry-run, records
 what it would do), keeping a durable audit history served over HTTP.
 
@@ -69,7 +70,9 @@ Usage:
   kubegcd help [command]                 show help
 
 Run 'kubegcd help run' for the daemon's flags.
-`
+
+Client commands, kubectl-style (also 'kubectl gc …' once the plugin is installed):
+` + cli.Synopsis("kubegcd") + "\n" + cli.ConnHelp()
 
 // Main runs the kubegcd command line and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -84,6 +87,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return migrateCommand(ctx, args[1:], stdout, stderr)
 	case "release":
 		return releaseCommand(ctx, args[1:], stdout, stderr)
+	case "get", "why", "tree", "cascade", "status", "kubectl-plugin":
+		return cli.Main(ctx, "kubegcd", args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "kubegcd", version())
 		return exitOK

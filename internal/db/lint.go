@@ -64,7 +64,7 @@ const earlierControllers = `CASE WHEN r.controller AND r.position > 0 THEN (
 // the dependents and references that from joins (CROSS JOIN fixes the loop
 // order, so that orderBy costs no sort of the whole result), each joined to
 // the owner with its UID through the primary key. Only references the
-// mirror keeps marked as lint candidates are read (migration 0006 keeps
+// mirror keeps marked as lint candidates are read (migration 0007 keeps
 // the mark as objects and references change): most references are not
 // findings, and joining each of them to its dependent and owner costs more
 // than the whole lint of the few that may be. The mark must let through

@@ -11,7 +11,7 @@ import (
 // TestLintCandidatesFollowTheMirror changes a small mirror at random, the
 // ways ingestion does (lists, watch events, discovery adding and dropping
 // kinds), and checks after every step that the lint candidate mark
-// migration 0006 keeps on each reference equals what its view computes
+// migration 0007 keeps on each reference equals what its view computes
 // from scratch: a mark missed by a trigger would hide a finding from /lint.
 func TestLintCandidatesFollowTheMirror(t *testing.T) {
 	ctx := context.Background()

@@ -11,7 +11,8 @@ import (
 type LookupFilter struct {
 	// Kind is matched as kubectl does, in any case: the kind, or the
 	// resource's plural (a singular is the lowercase kind), each alone or
-	// followed by "." and the group (deployments.apps).
+	// followed by "." and the group (deployments.apps), or a short name
+	// discovery lists (deploy).
 	Kind string
 	// Group, when set, keeps only resources of that API group (a pointer:
 	// "" is the core group).
@@ -86,11 +87,12 @@ func (d *DB) LookupObjects(ctx context.Context, f LookupFilter) ([]*Object, bool
 	return out, truncated, nil
 }
 
-// lookupResources returns the ids of the resources whose kind or plural is
-// f.Kind, in f.Group when set.
+// lookupResources returns the ids of the resources whose kind, plural or
+// short name is f.Kind, in f.Group when set.
 func lookupResources(ctx context.Context, q querier, f LookupFilter) ([]int64, error) {
-	query := `SELECT id FROM resources WHERE lower(?1) IN (lower(kind), resource,
-		lower(kind) || '.' || api_group, resource || '.' || api_group)`
+	query := `SELECT id FROM resources WHERE (lower(?1) IN (lower(kind), resource,
+		lower(kind) || '.' || api_group, resource || '.' || api_group)
+		OR EXISTS (SELECT 1 FROM json_each(short_names) WHERE lower(value) = lower(?1)))`
 	args := []any{f.Kind}
 	if f.Group != nil {
 		query += ` AND api_group = ?2`

@@ -16,6 +16,9 @@ type Resource struct {
 	Resource   string
 	Kind       string
 	Namespaced bool
+	// ShortNames are those discovery lists (cm, deploy), which lookups by
+	// kind accept; EnsureResource records them.
+	ShortNames []string
 }
 
 // Object is the metadata kubegcd keeps of one cluster object.
@@ -383,11 +386,11 @@ func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) 
 func (d *DB) EnsureResource(ctx context.Context, r Resource) (int64, error) {
 	var id int64
 	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `INSERT INTO resources (api_group, version, resource, kind, namespaced, synced)
-			VALUES (?, ?, ?, ?, ?, 0)
+		return tx.QueryRowContext(ctx, `INSERT INTO resources (api_group, version, resource, kind, namespaced, short_names, synced)
+			VALUES (?, ?, ?, ?, ?, ?, 0)
 			ON CONFLICT (api_group, version, resource) DO UPDATE SET kind = excluded.kind,
-				namespaced = excluded.namespaced, synced = 0
-			RETURNING id`, r.Group, r.Version, r.Resource, r.Kind, r.Namespaced).Scan(&id)
+				namespaced = excluded.namespaced, short_names = excluded.short_names, synced = 0
+			RETURNING id`, r.Group, r.Version, r.Resource, r.Kind, r.Namespaced, jsonOrNull(r.ShortNames)).Scan(&id)
 	})
 	return id, err
 }

@@ -52,7 +52,7 @@ type Finding struct {
 // CheckRef applies the rules to one ownerReference. A reference whose owner
 // cannot be resolved (kind not served, scope impossible) gets only that
 // finding: what the mirror holds under its UID says nothing then.
-// The mirror preselects the references this may flag (migration 0006's
+// The mirror preselects the references this may flag (migration 0007's
 // lint candidates); a new rule goes into both (TestLintMirror checks that
 // they agree).
 func CheckRef(l *db.LintRef, now time.Time) []Finding {

@@ -15,9 +15,11 @@ import (
 func TestLookup(t *testing.T) {
 	srv, store := testServer(t)
 	ctx := context.Background()
-	// A second group serving a kind named ConfigMap, and a cluster-scoped
-	// kind, to see several groups match and namespaces not apply.
-	other, err := store.EnsureResource(ctx, db.Resource{Group: "example.com", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	// A second group serving a kind named ConfigMap, with a short name, and
+	// a cluster-scoped kind, to see several groups match and namespaces not
+	// apply.
+	other, err := store.EnsureResource(ctx, db.Resource{Group: "example.com", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true,
+		ShortNames: []string{"ecm"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +56,10 @@ func TestLookup(t *testing.T) {
 		{query: "kind=ConfigMap&apiVersion=v1&limit=2", want: []string{"uid-A", "uid-B"}, wantTruncated: true},
 		{query: "kind=ConfigMap&apiVersion=v1&limit=6", want: []string{"uid-A", "uid-B", "uid-D", "uid-E", "uid-G", "uid-L"}},
 		{query: "kind=clusterroles&namespace=a&name=view", want: []string{"uid-cr"}},
+		{query: "kind=ecm&name=A", want: []string{"uid-ex-A"}},
+		{query: "kind=ECM&name=A", want: []string{"uid-ex-A"}},
+		{query: "kind=ecm&name=A&apiVersion=v1", want: []string{}},
+		{query: "kind=ec&name=A", want: []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {

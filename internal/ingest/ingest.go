@@ -232,6 +232,7 @@ func (i *Ingester) Run(ctx context.Context) error {
 type resourceInfo struct {
 	kind       string
 	namespaced bool
+	shortNames []string
 }
 
 // deletableResources returns the preferred version of every resource that
@@ -262,7 +263,7 @@ func deletableResources(dc discovery.DiscoveryInterface) (map[schema.GroupVersio
 			if ignoredResources[gvr.GroupResource()] {
 				continue
 			}
-			out[gvr] = resourceInfo{kind: r.Kind, namespaced: r.Namespaced}
+			out[gvr] = resourceInfo{kind: r.Kind, namespaced: r.Namespaced, shortNames: r.ShortNames}
 		}
 	}
 	return out, failed, nil
@@ -336,7 +337,8 @@ func (i *Ingester) resync(ctx context.Context) error {
 }
 
 func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionResource, info resourceInfo, startRV string) error {
-	res := db.Resource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: info.kind, Namespaced: info.namespaced}
+	res := db.Resource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: info.kind, Namespaced: info.namespaced,
+		ShortNames: info.shortNames}
 	id, err := i.opts.DB.EnsureResource(ctx, res)
 	if err != nil {
 		return err

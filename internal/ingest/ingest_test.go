@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -151,5 +153,24 @@ func TestMetricsLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("metric %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestDiscoveryKeepsShortNames reads the real API server's discovery: the
+// short names it lists reach the resources table, where lookups by kind
+// accept them (cm, deploy).
+func TestDiscoveryKeepsShortNames(t *testing.T) {
+	found, failed, err := deletableResources(discovery.NewDiscoveryClientForConfigOrDie(cluster.Config))
+	if err != nil || len(failed) > 0 {
+		t.Fatalf("discovery: %v, failed groups %v", err, failed)
+	}
+	for gvr, want := range map[schema.GroupVersionResource][]string{
+		{Version: "v1", Resource: "configmaps"}:                 {"cm"},
+		{Group: "apps", Version: "v1", Resource: "deployments"}: {"deploy"},
+		{Version: "v1", Resource: "secrets"}:                    nil,
+	} {
+		if got := found[gvr].shortNames; !slices.Equal(got, want) {
+			t.Errorf("%s: short names %q, want %q", gvr, got, want)
+		}
 	}
 }

@@ -30,9 +30,9 @@ type lookupReply struct {
 	Truncated bool         `json:"truncated"`
 }
 
-// TestLookupByName finds objects by kind, plural or singular, with and
-// without apiVersion, among them a kind two API groups serve, against the
-// real API server's discovery. Dry-run only (the default).
+// TestLookupByName finds objects by kind, plural, singular or short name,
+// with and without apiVersion, among them a kind two API groups serve,
+// against the real API server's discovery. Dry-run only (the default).
 func TestLookupByName(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -91,6 +91,8 @@ func TestLookupByName(t *testing.T) {
 		{"kind", "kind=ConfigMap&name=cm-x&" + q, []string{string(cm.UID)}},
 		{"plural", "kind=configmaps&name=cm-x&" + q, []string{string(cm.UID)}},
 		{"singular", "kind=configmap&name=cm-x&" + q, []string{string(cm.UID)}},
+		{"short name from discovery", "kind=cm&name=cm-x&" + q, []string{string(cm.UID)}},
+		{"short name in upper case", "kind=CM&name=cm-x&" + q, []string{string(cm.UID)}},
 		{"with apiVersion", "kind=ConfigMap&apiVersion=v1&name=cm-x&" + q, []string{string(cm.UID)}},
 		{"apiVersion of another group", "kind=ConfigMap&apiVersion=apps/v1&name=cm-x&" + q, []string{}},
 		{"two groups", "kind=Gadget&name=g&" + q, []string{gadgets[groups[0]], gadgets[groups[1]]}},

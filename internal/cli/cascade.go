@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kubegcd/kubegcd/internal/diagnose"
+)
+
+const cascadeHelp = `Previews what deleting an object with a propagation policy would take
+with it, from kubegcd's mirror alone (nothing is deleted): every object the
+garbage collector would delete, orphan or leave, how deep in the chain, and
+which dependents would hold a foreground deletion.
+
+-o json or yaml prints the API's /objects/{uid}/cascade answer.
+
+` + connHelp
+
+func runCascade(ctx context.Context, e *env, args []string) error {
+	var f objectFlags
+	fs := e.flagSet("cascade", "cascade KIND/NAME [-n NS] [--propagation background|foreground|orphan] [-o table|wide|json|yaml]", cascadeHelp)
+	f.register(fs, "output: table, wide, json or yaml", outTable)
+	propagation := fs.String("propagation", "background", "the delete's propagation policy: background, foreground or orphan")
+	args, err := parse(fs, args, e.stdout)
+	if err != nil {
+		return err
+	}
+	if err := checkOutput(f.output, outTable, outWide, outJSON, outYAML); err != nil {
+		return err
+	}
+	switch *propagation {
+	case "background", "foreground", "orphan":
+	default:
+		return usagef("invalid --propagation %q: want background, foreground or orphan", *propagation)
+	}
+	c, o, err := f.resolveObject(ctx, e, args)
+	if err != nil {
+		return err
+	}
+	var p diagnose.Cascade
+	body, err := c.GetJSON(ctx, "/objects/"+url.PathEscape(o.UID)+"/cascade", url.Values{"propagation": {*propagation}}, &p)
+	if err != nil {
+		return err
+	}
+	if f.output == outJSON || f.output == outYAML {
+		return printRaw(e.stdout, f.output, body)
+	}
+	return printCascade(e.stdout, &p, o, *propagation, f.output == outWide)
+}
+
+func printCascade(w io.Writer, p *diagnose.Cascade, o *objectSummary, propagation string, wide bool) error {
+	fmt.Fprintf(w, "Deleting %s with propagation %s would touch %d objects", o.target(), propagation, p.Total)
+	var parts []string
+	for _, kind := range slices.Sorted(maps.Keys(p.ByKind)) {
+		for _, action := range slices.Sorted(maps.Keys(p.ByKind[kind])) {
+			parts = append(parts, fmt.Sprintf("%s %d %s", action, p.ByKind[kind][action], kind))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, ": %s", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w, ".")
+	if p.Truncated {
+		fmt.Fprintln(w, "The preview is cut: the object has more dependents than the API looked at.")
+	}
+	if len(p.Items) > 0 {
+		header := []string{"DEPTH", "ACTION", "KIND", "NAMESPACE", "NAME", "RULE"}
+		if wide {
+			header = append(header, "PROPAGATION", "UID", "REASON")
+		}
+		t := newTable(header...)
+		for _, it := range p.Items {
+			cells := []string{strconv.Itoa(it.Depth), it.Action, it.Target.Kind, orNone(it.Target.Namespace), it.Target.Name, orNone(it.Rule)}
+			if wide {
+				cells = append(cells, orNone(it.Propagation), it.Target.UID, it.Reason)
+			}
+			t.add(cells...)
+		}
+		fmt.Fprintln(w)
+		if err := t.print(w); err != nil {
+			return err
+		}
+	}
+	if len(p.BlockedBy) > 0 {
+		fmt.Fprintln(w, "\nA foreground deletion would wait for:")
+		for _, b := range p.BlockedBy {
+			fmt.Fprintf(w, "  %s (holds %s): %s\n", b.Target, b.Owner, b.Reason)
+		}
+	}
+	return nil
+}

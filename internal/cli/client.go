@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// DefaultServer is where the client commands look for kubegcd when neither
+// --server nor $KUBEGCD_SERVER says: the daemon's default --listen.
+const DefaultServer = "http://127.0.0.1:8080"
+
+// Environment variables the client commands read.
+const (
+	envServer = "KUBEGCD_SERVER"
+	envToken  = "KUBEGCD_TOKEN"
+)
+
+// Client reads a running kubegcd's JSON API.
+type Client struct {
+	// Server is the base URL, without a trailing slash.
+	Server string
+	// Token, when set, is sent as a bearer token.
+	Token string
+	HTTP  *http.Client
+}
+
+// connFlags are the flags every client command takes to reach kubegcd.
+type connFlags struct {
+	server, tokenFile, caFile string
+	insecure                  bool
+}
+
+func (c *connFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.server, "server", "", "URL of the kubegcd to ask (default $"+envServer+", else "+DefaultServer+")")
+	fs.StringVar(&c.tokenFile, "token-file", "", "file holding a bearer token to send (default: the token in $"+envToken+")")
+	fs.StringVar(&c.caFile, "certificate-authority", "", "PEM file of the CA that signed the server's certificate (https)")
+	fs.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "do not check the server's certificate (https); insecure")
+}
+
+// usageError is a command line that cannot work: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// client builds the Client the flags and the environment describe: --server,
+// else $KUBEGCD_SERVER, else DefaultServer; the token from --token-file,
+// else $KUBEGCD_TOKEN.
+func (c *connFlags) client(lookupEnv func(string) (string, bool), stderr io.Writer) (*Client, error) {
+	getenv := func(name string) string { v, _ := lookupEnv(name); return v }
+	server := c.server
+	if server == "" {
+		server = getenv(envServer)
+	}
+	if server == "" {
+		server = DefaultServer
+	}
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usagef("invalid server URL %q: want http://HOST:PORT or https://HOST:PORT", server)
+	}
+	token := ""
+	if c.tokenFile != "" {
+		data, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(data)); token == "" {
+			return nil, fmt.Errorf("--token-file %s: the file is empty", c.tokenFile)
+		}
+	} else {
+		token = strings.TrimSpace(getenv(envToken))
+	}
+	if c.caFile != "" && c.insecure {
+		return nil, usagef("--certificate-authority and --insecure-skip-tls-verify exclude each other")
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	switch {
+	case c.caFile != "":
+		pem, err := os.ReadFile(c.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--certificate-authority: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--certificate-authority %s: no PEM certificate in the file", c.caFile)
+		}
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	case c.insecure:
+		fmt.Fprintln(stderr, "kubegcd: warning: --insecure-skip-tls-verify: the server's certificate is not checked, so anyone on the path can read and answer these requests")
+		transport.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // asked for by the user, who was warned
+	}
+	return &Client{Server: strings.TrimRight(server, "/"), Token: token,
+		HTTP: &http.Client{Timeout: 60 * time.Second, Transport: transport}}, nil
+}
+
+// APIError is an answer of the API other than 200: its status and the
+// message of the API's JSON error.
+type APIError struct {
+	URL     string
+	Status  int
+	Message string
+	// TokenSent: the request carried a bearer token (a 401 then means it
+	// was refused rather than missing).
+	TokenSent bool
+}
+
+func (e *APIError) Error() string {
+	status := fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))
+	if e.Status == http.StatusUnauthorized {
+		if e.TokenSent {
+			return fmt.Sprintf("%s: %s: the server refused the bearer token (check --token-file or $%s)", e.URL, status, envToken)
+		}
+		return fmt.Sprintf("%s: %s: the server wants a bearer token: give --token-file FILE or set $%s", e.URL, status, envToken)
+	}
+	if e.Message == "" {
+		return fmt.Sprintf("%s: %s", e.URL, status)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.URL, status, e.Message)
+}
+
+// maxAnswer bounds what the client reads of one answer.
+const maxAnswer = 256 << 20
+
+// Get returns the body of GET path?query, which must answer 200; any other
+// answer is an *APIError.
+func (c *Client) Get(ctx context.Context, path string, query url.Values) ([]byte, error) {
+	u := c.Server + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	// A password in --server stays out of messages, as net/http keeps it
+	// out of its own errors.
+	shown := req.URL.Redacted()
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		// url.Error says GET "URL": cause, on one line.
+		return nil, fmt.Errorf("cannot reach kubegcd: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: reading the answer: %w", shown, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e) // a body that is not the API's error shape leaves the status alone
+		return nil, &APIError{URL: "GET " + shown, Status: resp.StatusCode, Message: oneLine(e.Error), TokenSent: c.Token != ""}
+	}
+	return body, nil
+}
+
+// GetJSON is Get, decoding the answer into v; it returns the answer too,
+// for -o json to print as it came.
+func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, v any) ([]byte, error) {
+	body, err := c.Get(ctx, path, query)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return nil, fmt.Errorf("GET %s: the answer is not the JSON expected (is --server a kubegcd?): %w", path, err)
+	}
+	return body, nil
+}
+
+// oneLine keeps an error on the one line the commands print.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// redacted is a URL with its password, if any, hidden.
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Redacted()
+}

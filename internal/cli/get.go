@@ -1,0 +1,396 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
+)
+
+const getHelp = `Lists what kubegcd holds (pending), decided (audit), or found (stuck,
+lint, leases), as tables like kubectl's, or as the API's own JSON or YAML.
+
+  pending  decisions held: quarantined, backing off, or recorded in dry-run
+  audit    decisions made, newest first (follows the API's cursor up to --limit)
+  stuck    deletions that do not finish, and what holds each
+  lint     ownerReferences that are wrong, and why
+  leases   the Lease inventory, expired ones first
+
+Every namespace unless -n NS. A filter the API has not for that list is an
+error, not ignored: --controller (pending, audit), --kind (pending, stuck),
+--since (audit), --outcome (audit), --min-age (stuck), --rule and --severity
+(lint), --limit (all but leases).
+
+` + connHelp
+
+// getFlags are get's filters; set records the ones given.
+type getFlags struct {
+	conn                             connFlags
+	namespace, output                string
+	allNamespaces                    bool
+	controller, kind, since, outcome string
+	minAge, rule, severity           string
+	limit                            int
+	set                              map[string]bool
+}
+
+// listing is one of get's lists: its endpoint, the filters it takes and
+// how its table looks.
+type listing struct {
+	path    string
+	filters []string
+	// fetch reads the list; the default is one GET of path.
+	fetch func(ctx context.Context, c *Client, q url.Values, f *getFlags) ([]byte, error)
+	table func(body []byte, f *getFlags, now time.Time) (*table, int, error)
+	what  string
+}
+
+var listings = map[string]listing{
+	"pending": {path: "/pending", filters: []string{"controller", "kind", "limit"}, table: pendingTable, what: "pending decisions"},
+	"audit":   {path: "/audit", filters: []string{"controller", "since", "outcome", "limit"}, fetch: fetchAudit, table: auditTable, what: "audit rows"},
+	"stuck":   {path: "/stuck", filters: []string{"kind", "min-age", "limit"}, table: stuckTable, what: "stuck deletions"},
+	"lint":    {path: "/lint", filters: []string{"rule", "severity", "limit"}, table: lintTable, what: "lint findings"},
+	"leases":  {path: "/leases", table: leasesTable, what: "leases"},
+}
+
+// apiParams maps get's filter flags to the API's query parameters.
+var apiParams = map[string]string{"controller": "controller", "kind": "kind", "since": "since", "outcome": "outcome",
+	"min-age": "minAge", "rule": "rule", "severity": "severity", "limit": "limit"}
+
+func runGet(ctx context.Context, e *env, args []string) error {
+	f := &getFlags{set: map[string]bool{}}
+	fs := e.flagSet("get", "get pending|audit|stuck|lint|leases [-n NS|-A] [--controller C] [--kind K] [--since D] [--limit N] [-o table|wide|json|yaml]", getHelp)
+	f.conn.register(fs)
+	fs.StringVar(&f.namespace, "n", "", "only this namespace (default: every namespace)")
+	fs.StringVar(&f.namespace, "namespace", "", "same as -n")
+	fs.BoolVar(&f.allNamespaces, "A", false, "every namespace (the default)")
+	fs.BoolVar(&f.allNamespaces, "all-namespaces", false, "same as -A")
+	fs.StringVar(&f.output, "o", outTable, "output: table, wide, json or yaml")
+	fs.StringVar(&f.output, "output", outTable, "same as -o")
+	fs.StringVar(&f.controller, "controller", "", "only this controller's: ownergc, podgc, ttl, svgc, kubegcd, operator")
+	fs.StringVar(&f.kind, "kind", "", "only this kind (a kind, or a resource's plural)")
+	fs.StringVar(&f.since, "since", "", "only rows newer than this: a duration such as 1h, or an RFC 3339 time")
+	fs.StringVar(&f.outcome, "outcome", "", "only this outcome: applied, dry-run, failed, conflict, not-found, skipped")
+	fs.StringVar(&f.minAge, "min-age", "", "only deletions requested longer ago than this, such as 5m; 0 for all (default: the daemon's --stuck-after)")
+	fs.StringVar(&f.rule, "rule", "", "only this rule's findings (an id such as KG-LINT-01, or its name)")
+	fs.StringVar(&f.severity, "severity", "", "only findings of this severity: error, warning or info")
+	fs.IntVar(&f.limit, "limit", 0, "at most this many rows (default: the API's, 100 for audit)")
+	args, err := parse(fs, args, e.stdout)
+	if err != nil {
+		return err
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if len(args) != 1 {
+		return usagef("want one of pending, audit, stuck, lint, leases")
+	}
+	l, ok := listings[args[0]]
+	if !ok {
+		return usagef("cannot get %q: want one of pending, audit, stuck, lint, leases", args[0])
+	}
+	if err := checkOutput(f.output, outTable, outWide, outJSON, outYAML); err != nil {
+		return err
+	}
+	if f.namespace != "" && f.allNamespaces {
+		return usagef("-n and -A exclude each other")
+	}
+	q := url.Values{}
+	if f.namespace != "" {
+		q.Set("namespace", f.namespace)
+	}
+	for name, param := range apiParams {
+		if !f.set[name] {
+			continue
+		}
+		if !slices.Contains(l.filters, name) {
+			return usagef("--%s does not apply to get %s", name, args[0])
+		}
+		v := fs.Lookup(name).Value.String()
+		switch name {
+		case "since":
+			since, err := sinceTime(v, e.now())
+			if err != nil {
+				return err
+			}
+			v = since.Format(time.RFC3339Nano)
+		case "limit":
+			if f.limit < 1 {
+				return usagef("invalid --limit %d: want a number from 1", f.limit)
+			}
+		}
+		q.Set(param, v)
+	}
+	c, err := f.conn.client(e.lookupEnv, e.stderr)
+	if err != nil {
+		return err
+	}
+	fetch := l.fetch
+	if fetch == nil {
+		fetch = func(ctx context.Context, c *Client, q url.Values, _ *getFlags) ([]byte, error) {
+			return c.Get(ctx, l.path, q)
+		}
+	}
+	body, err := fetch(ctx, c, q, f)
+	if err != nil {
+		return err
+	}
+	if f.output == outJSON || f.output == outYAML {
+		return printRaw(e.stdout, f.output, body)
+	}
+	t, n, err := l.table(body, f, e.now())
+	if err != nil {
+		return fmt.Errorf("GET %s: the answer is not the JSON expected: %w", l.path, err)
+	}
+	if n == 0 {
+		// As kubectl: the table's absence is news, not data.
+		where := ""
+		if f.namespace != "" {
+			where = " in namespace " + f.namespace
+		}
+		fmt.Fprintf(e.stderr, "No %s found%s.\n", l.what, where)
+		return nil
+	}
+	return t.print(e.stdout)
+}
+
+// sinceTime reads --since: a duration back from now, or a time.
+func sinceTime(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return now.Add(-d).UTC(), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usagef("invalid --since %q: want a duration such as 30m or 2h, or an RFC 3339 time", v)
+}
+
+// auditPageMax is the API's largest page of /audit.
+const auditPageMax = 1000
+
+// fetchAudit follows /audit's cursor until --limit rows (100 by default)
+// or the end. One page is the API's answer as it came; several are joined
+// into one answer of the same shape, next being the last page's.
+func fetchAudit(ctx context.Context, c *Client, q url.Values, f *getFlags) ([]byte, error) {
+	want := cmp.Or(f.limit, 100)
+	var items []json.RawMessage
+	var next string
+	for pages := 0; ; pages++ {
+		q.Set("limit", strconv.Itoa(min(want-len(items), auditPageMax)))
+		var page struct {
+			Items []json.RawMessage `json:"items"`
+			Next  string            `json:"next"`
+		}
+		body, err := c.GetJSON(ctx, "/audit", q, &page)
+		if err != nil {
+			return nil, err
+		}
+		if pages == 0 && (page.Next == "" || len(page.Items) >= want) {
+			return body, nil
+		}
+		items, next = append(items, page.Items...), page.Next
+		if next == "" || len(items) >= want {
+			break
+		}
+		q.Set("cursor", next)
+	}
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	return json.MarshalIndent(struct {
+		Items []json.RawMessage `json:"items"`
+		Next  string            `json:"next,omitempty"`
+	}{items, next}, "", "  ")
+}
+
+// withNamespace puts the NAMESPACE column first when every namespace is
+// listed, as kubectl -A does.
+func withNamespace(f *getFlags, header ...string) *table {
+	if f.namespace == "" {
+		header = append([]string{"NAMESPACE"}, header...)
+	}
+	return newTable(header...)
+}
+
+func addRow(t *table, f *getFlags, namespace string, cells ...string) {
+	if f.namespace == "" {
+		cells = append([]string{namespace}, cells...)
+	}
+	t.add(cells...)
+}
+
+type pendingItem struct {
+	db.Pending
+	TimeLeft string `json:"timeLeft"`
+}
+
+func pendingTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
+	var a struct{ Items []pendingItem }
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, 0, err
+	}
+	header := []string{"KIND", "NAME", "CONTROLLER", "ACTION", "RULE", "WAITS", "AGE"}
+	if f.output == outWide {
+		header = append(header, "API VERSION", "UID", "REASON")
+	}
+	t := withNamespace(f, header...)
+	for _, p := range a.Items {
+		cells := []string{p.Target.Kind, p.Target.Name, p.Controller, p.Action, p.Rule, orNone(p.TimeLeft), age(&p.Since, now)}
+		if f.output == outWide {
+			cells = append(cells, p.Target.APIVersion, p.Target.UID, p.Reason)
+		}
+		addRow(t, f, p.Target.Namespace, cells...)
+	}
+	return t, len(a.Items), nil
+}
+
+func auditTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
+	var a struct{ Items []db.AuditEntry }
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, 0, err
+	}
+	header := []string{"AGE", "CONTROLLER", "ACTION", "KIND", "NAME", "OUTCOME", "RULE"}
+	if f.output == outWide {
+		header = append(header, "ID", "TIME", "DRY RUN", "UID", "REASON", "ERROR")
+	}
+	// NAMESPACE goes by the object's kind and name, after the decision.
+	if f.namespace == "" {
+		header = slices.Insert(header, 3, "NAMESPACE")
+	}
+	t := newTable(header...)
+	for _, r := range a.Items {
+		cells := []string{age(&r.Time, now), r.Controller, r.Action, r.Target.Kind, r.Target.Name, r.Outcome, r.Rule}
+		if f.namespace == "" {
+			cells = slices.Insert(cells, 3, r.Target.Namespace)
+		}
+		if f.output == outWide {
+			cells = append(cells, strconv.FormatInt(r.ID, 10), r.Time.UTC().Format(time.RFC3339), strconv.FormatBool(r.DryRun),
+				r.Target.UID, r.Reason, orNone(r.Error))
+		}
+		t.add(cells...)
+	}
+	return t, len(a.Items), nil
+}
+
+func stuckTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
+	var a struct{ Items []diagnose.StuckItem }
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, 0, err
+	}
+	header := []string{"KIND", "NAME", "STATE", "BLOCKED BY", "AGE"}
+	if f.output == outWide {
+		header = append(header, "UID", "EXPLANATION")
+	}
+	t := withNamespace(f, header...)
+	for _, s := range a.Items {
+		blocked := "<none>"
+		if len(s.Blockers) > 0 {
+			blocked = blockerText(s.Blockers[0])
+			if n := len(s.Blockers) - 1; n > 0 {
+				blocked += fmt.Sprintf(" (+%d more)", n)
+			}
+		}
+		cells := []string{s.Target.Kind, s.Target.Name, s.State, blocked, age(&s.DeletionRequested, now)}
+		if f.output == outWide {
+			cells = append(cells, s.Target.UID, s.Explanation)
+		}
+		addRow(t, f, s.Target.Namespace, cells...)
+	}
+	return t, len(a.Items), nil
+}
+
+// blockerText names what a blocker is, in a few words.
+func blockerText(b diagnose.Blocker) string {
+	switch {
+	case b.Finalizer != "":
+		return "finalizer " + b.Finalizer
+	case b.Target != nil:
+		return b.Type + " " + b.Target.String()
+	case b.GroupVersion != "":
+		return "discovery of " + b.GroupVersion
+	case len(b.Counts) > 0:
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(b.Counts)) {
+			parts = append(parts, fmt.Sprintf("%d %s", b.Counts[k], k))
+		}
+		return "content: " + strings.Join(parts, ", ")
+	default:
+		return b.Reason
+	}
+}
+
+func lintTable(body []byte, f *getFlags, _ time.Time) (*table, int, error) {
+	var a diagnose.LintReport
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, 0, err
+	}
+	header := []string{"KIND", "NAME", "RULE", "SEVERITY", "OWNER"}
+	if f.output == outWide {
+		header = append(header, "UID", "MESSAGE")
+	}
+	t := withNamespace(f, header...)
+	for _, fd := range a.Items {
+		cells := []string{fd.Target.Kind, fd.Target.Name, fd.Rule + " " + fd.Name, fd.Severity,
+			fd.OwnerReference.Kind + "/" + fd.OwnerReference.Name}
+		if f.output == outWide {
+			cells = append(cells, fd.Target.UID, fd.Message)
+		}
+		addRow(t, f, fd.Target.Namespace, cells...)
+	}
+	return t, len(a.Items), nil
+}
+
+type leaseItem struct {
+	db.LeaseInfo
+	HolderChanges []diagnose.HolderChange `json:"holderChanges"`
+	Gaps          []diagnose.LeaseGap     `json:"gaps"`
+}
+
+func leasesTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
+	var a struct{ Items []leaseItem }
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, 0, err
+	}
+	// Expired first: those are the ones to look at.
+	slices.SortStableFunc(a.Items, func(x, y leaseItem) int {
+		switch {
+		case x.Expired == y.Expired:
+			return 0
+		case x.Expired:
+			return -1
+		}
+		return 1
+	})
+	header := []string{"NAME", "ROLE", "HOLDER", "EXPIRED", "RENEWED", "ACQUIRED"}
+	if f.output == outWide {
+		header = append(header, "DURATION", "TRANSITIONS", "GAPS", "UID")
+	}
+	t := withNamespace(f, header...)
+	for _, l := range a.Items {
+		holder := "<none>"
+		if l.HolderIdentity != nil && *l.HolderIdentity != "" {
+			holder = *l.HolderIdentity
+		}
+		cells := []string{l.Name, l.Role, holder, strconv.FormatBool(l.Expired), ago(l.RenewTime, now), ago(l.AcquireTime, now)}
+		if f.output == outWide {
+			dur, trans := "<none>", "<none>"
+			if l.LeaseDurationSeconds != nil {
+				dur = (time.Duration(*l.LeaseDurationSeconds) * time.Second).String()
+			}
+			if l.LeaseTransitions != nil {
+				trans = strconv.Itoa(int(*l.LeaseTransitions))
+			}
+			cells = append(cells, dur, trans, strconv.Itoa(len(l.Gaps)), l.UID)
+		}
+		addRow(t, f, l.Namespace, cells...)
+	}
+	return t, len(a.Items), nil
+}

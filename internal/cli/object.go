@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// objectRef is an object as kubectl names one: KIND/NAME or KIND NAME,
+// KIND being a kind, plural or short name, alone or with .group.
+type objectRef struct{ kind, name string }
+
+func parseObjectRef(args []string) (objectRef, error) {
+	var r objectRef
+	switch len(args) {
+	case 1:
+		var ok bool
+		if r.kind, r.name, ok = strings.Cut(args[0], "/"); !ok {
+			return r, usagef("%q: want KIND/NAME or KIND NAME, such as deploy/web", args[0])
+		}
+	case 2:
+		r.kind, r.name = args[0], args[1]
+		if strings.Contains(r.kind, "/") {
+			return r, usagef("%q %q: want KIND/NAME or KIND NAME, not both", args[0], args[1])
+		}
+	case 0:
+		return r, usagef("no object given: want KIND/NAME or KIND NAME, such as deploy/web")
+	default:
+		return r, usagef("too many arguments %q: want KIND/NAME or KIND NAME", args)
+	}
+	if r.kind == "" || r.name == "" || strings.Contains(r.name, "/") {
+		return r, usagef("%q: want KIND/NAME or KIND NAME, such as deploy/web", strings.Join(args, " "))
+	}
+	return r, nil
+}
+
+// objectSummary is an object as /objects lists it.
+type objectSummary struct {
+	UID               string        `json:"uid"`
+	APIVersion        string        `json:"apiVersion"`
+	Kind              string        `json:"kind"`
+	Namespace         string        `json:"namespace"`
+	Name              string        `json:"name"`
+	CreationTimestamp *time.Time    `json:"creationTimestamp"`
+	DeletionTimestamp *time.Time    `json:"deletionTimestamp"`
+	Finalizers        []string      `json:"finalizers"`
+	OwnerReferences   []db.OwnerRef `json:"ownerReferences"`
+}
+
+func (o *objectSummary) target() db.Target {
+	return db.Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
+}
+
+type lookupAnswer struct {
+	Items []objectSummary `json:"items"`
+}
+
+// resolve finds the one object ref names, in namespace when given, else in
+// any: a name several namespaces or API groups hold is an error that says
+// how to pick one, as is a kind the mirror does not know.
+func resolve(ctx context.Context, c *Client, prog string, ref objectRef, namespace string) (*objectSummary, error) {
+	q := url.Values{"kind": {ref.kind}, "name": {ref.name}}
+	if namespace != "" {
+		q.Set("namespace", namespace)
+	}
+	var found lookupAnswer
+	if _, err := c.GetJSON(ctx, "/objects", q, &found); err != nil {
+		return nil, err
+	}
+	if len(found.Items) == 0 {
+		// Without the name: is the kind unknown, or the object?
+		var any lookupAnswer
+		if _, err := c.GetJSON(ctx, "/objects", url.Values{"kind": {ref.kind}, "limit": {"1"}}, &any); err != nil {
+			return nil, err
+		}
+		if len(any.Items) == 0 {
+			return nil, fmt.Errorf("unknown kind %q: no resource in kubegcd's mirror has that kind, plural or short name, "+
+				"or none of its objects exist (see '%s status' for the resources mirrored)", ref.kind, prog)
+		}
+		where := "in any namespace"
+		if namespace != "" {
+			where = "in namespace " + namespace
+		}
+		return nil, fmt.Errorf("%s %q not found %s", any.Items[0].Kind, ref.name, where)
+	}
+	var groups, namespaces []string
+	for _, o := range found.Items {
+		group, _, ok := strings.Cut(o.APIVersion, "/")
+		if !ok {
+			group = "core"
+		}
+		if !slices.Contains(groups, group) {
+			groups = append(groups, group)
+		}
+		if !slices.Contains(namespaces, o.Namespace) {
+			namespaces = append(namespaces, o.Namespace)
+		}
+	}
+	if len(groups) > 1 {
+		example := groups[0]
+		if example == "core" {
+			example = groups[1]
+		}
+		return nil, fmt.Errorf("%q matches %q in several API groups (%s): give KIND.group, such as %s.%s/%s",
+			ref.kind, ref.name, strings.Join(groups, ", "), strings.ToLower(found.Items[0].Kind), example, ref.name)
+	}
+	if len(namespaces) > 1 {
+		return nil, fmt.Errorf("%s %q exists in several namespaces (%s): give -n NAMESPACE",
+			found.Items[0].Kind, ref.name, strings.Join(namespaces, ", "))
+	}
+	return &found.Items[0], nil
+}
+
+// objectFlags are the flags of the commands about one object.
+type objectFlags struct {
+	conn              connFlags
+	namespace, output string
+}
+
+func (f *objectFlags) register(fs *flag.FlagSet, outputHelp, outputDefault string) {
+	f.conn.register(fs)
+	fs.StringVar(&f.namespace, "n", "", "the object's namespace (default: search every namespace)")
+	fs.StringVar(&f.namespace, "namespace", "", "same as -n")
+	fs.StringVar(&f.output, "o", outputDefault, outputHelp)
+	fs.StringVar(&f.output, "output", outputDefault, "same as -o")
+}
+
+// resolveObject is the start of every command about one object: the
+// reference parsed, a client, and the object found.
+func (f *objectFlags) resolveObject(ctx context.Context, e *env, args []string) (*Client, *objectSummary, error) {
+	ref, err := parseObjectRef(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := f.conn.client(e.lookupEnv, e.stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := resolve(ctx, c, e.prog, ref, f.namespace)
+	return c, o, err
+}

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+const pluginHelp = `Installs kubegcd as a kubectl plugin: a symlink named kubectl-gc to this
+binary, in --dir (default: this binary's directory when it is writable,
+else ~/.local/bin). kubectl finds plugins in $PATH, so that 'kubectl gc why
+deploy/web' runs 'kubegcd why deploy/web'. An existing kubectl-gc symlink
+is replaced; a file of that name is not.`
+
+func runPlugin(_ context.Context, e *env, args []string) error {
+	flags := e.flagSet("kubectl-plugin", "kubectl-plugin install [--dir DIR]", pluginHelp)
+	dir := flags.String("dir", "", "where to create the kubectl-gc symlink")
+	args, err := parse(flags, args, e.stdout)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 || args[0] != "install" {
+		return usagef("want: kubectl-plugin install [--dir DIR]")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this binary: %w", err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		return fmt.Errorf("finding this binary: %w", err)
+	}
+	if *dir == "" {
+		*dir = filepath.Dir(self)
+		if !writable(*dir) {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return fmt.Errorf("%s is not writable and there is no home directory: give --dir", *dir)
+			}
+			*dir = filepath.Join(home, ".local", "bin")
+		}
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	link := filepath.Join(*dir, PluginName)
+	if st, err := os.Lstat(link); err == nil {
+		if st.Mode()&fs.ModeSymlink == 0 {
+			return fmt.Errorf("%s exists and is not a symlink: remove it first", link)
+		}
+		if err := os.Remove(link); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Symlink(self, link); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "installed %s -> %s\n", link, self)
+	if path, _ := e.lookupEnv("PATH"); !slices.Contains(filepath.SplitList(path), *dir) {
+		fmt.Fprintf(e.stderr, "warning: %s is not in $PATH, where kubectl looks for plugins\n", *dir)
+	}
+	return nil
+}
+
+// writable reports whether a file can be created in dir.
+func writable(dir string) bool {
+	f, err := os.CreateTemp(dir, ".kubegcd-probe-*")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return true
+}

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+)
+
+// Output formats.
+const (
+	outTable = "table"
+	outWide  = "wide"
+	outJSON  = "json"
+	outYAML  = "yaml"
+	outTree  = "tree"
+	outDOT   = "dot"
+)
+
+// checkOutput refuses an -o the command does not print.
+func checkOutput(o string, allowed ...string) error {
+	for _, a := range allowed {
+		if o == a {
+			return nil
+		}
+	}
+	return usagef("invalid output %q: want one of %s", o, strings.Join(allowed, ", "))
+}
+
+// printRaw prints the API's answer as it came (json) or as YAML: what a
+// script reads is the API's own document, not a re-encoding of the
+// client's structs.
+func printRaw(w io.Writer, output string, body []byte) error {
+	if output == outYAML {
+		y, err := yaml.JSONToYAML(body)
+		if err != nil {
+			return fmt.Errorf("converting the answer to YAML: %w", err)
+		}
+		body = y
+	}
+	_, err := w.Write(body)
+	return err
+}
+
+// table prints rows as kubectl does: upper-case headers, columns aligned
+// with three spaces between them.
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+func newTable(header ...string) *table { return &table{header: header} }
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) print(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	for _, row := range append([][]string{t.header}, t.rows...) {
+		cells := make([]string, len(row))
+		for i, c := range row {
+			// A tab or newline in a name or message would break the columns.
+			cells[i] = strings.Map(func(r rune) rune {
+				if r == '\t' || r == '\n' || r == '\r' {
+					return ' '
+				}
+				return r
+			}, c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// age is kubectl's AGE: how long ago t was, as 5m, 2d or 3h10m.
+func age(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(*t))
+}
+
+// ago is age with "ago", for a time that is not the object's creation;
+// <never> when unset.
+func ago(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "<never>"
+	}
+	return age(t, now) + " ago"
+}
+
+// orNone shows an empty cell as kubectl shows a missing value.
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// useColor: colours only on a terminal, and never when NO_COLOR is set to
+// anything but "" (https://no-color.org).
+func useColor(w io.Writer, lookupEnv func(string) (string, bool)) bool {
+	if v, _ := lookupEnv("NO_COLOR"); v != "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

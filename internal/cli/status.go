@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	kubehttp "github.com/kubegcd/kubegcd/internal/http"
+)
+
+const statusHelp = `Shows what kubegcd is doing: its version, whether the mirror is synced,
+whether it enforces or only records (dry-run) and whether enforcement is
+paused and why, the leader, and each controller's last pass. -o wide adds
+the resources mirrored with their object counts; -o json or yaml prints the
+API's /status answer.
+
+` + connHelp
+
+// statusAnswer is /status's answer as status prints it.
+type statusAnswer struct {
+	Version        string                      `json:"version"`
+	StartedAt      time.Time                   `json:"startedAt"`
+	Synced         bool                        `json:"synced"`
+	Enforcement    *kubehttp.EnforcementStatus `json:"enforcement"`
+	Leader         bool                        `json:"leader"`
+	LeaderElection *kubehttp.LeaderStatus      `json:"leaderElection"`
+	Objects        int64                       `json:"objects"`
+	Resources      []struct {
+		Group    string `json:"group"`
+		Version  string `json:"version"`
+		Resource string `json:"resource"`
+		Kind     string `json:"kind"`
+		Synced   bool   `json:"synced"`
+		Objects  int64  `json:"objects"`
+	} `json:"resources"`
+	Controllers []kubehttp.ControllerStatus `json:"controllers"`
+}
+
+func runStatus(ctx context.Context, e *env, args []string) error {
+	var conn connFlags
+	fs := e.flagSet("status", "status [-o text|wide|json|yaml]", statusHelp)
+	conn.register(fs)
+	output := fs.String("o", "text", "output: text, wide, json or yaml")
+	fs.StringVar(output, "output", "text", "same as -o")
+	args, err := parse(fs, args, e.stdout)
+	if err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	if err := checkOutput(*output, "text", outWide, outJSON, outYAML); err != nil {
+		return err
+	}
+	c, err := conn.client(e.lookupEnv, e.stderr)
+	if err != nil {
+		return err
+	}
+	var st statusAnswer
+	body, err := c.GetJSON(ctx, "/status", nil, &st)
+	if err != nil {
+		return err
+	}
+	if *output == outJSON || *output == outYAML {
+		return printRaw(e.stdout, *output, body)
+	}
+	return printStatus(e.stdout, &st, redacted(c.Server), *output == outWide, e.now())
+}
+
+func printStatus(w io.Writer, st *statusAnswer, server string, wide bool, now time.Time) error {
+	synced := "synced"
+	if !st.Synced {
+		synced = "not synced yet"
+	}
+	fmt.Fprintf(w, "kubegcd %s at %s, up %s\n", st.Version, server, age(&st.StartedAt, now))
+	fmt.Fprintf(w, "Mirror:      %s, %d objects in %d resources\n", synced, st.Objects, len(st.Resources))
+	if en := st.Enforcement; en != nil {
+		mode := "enforcing"
+		if en.DryRun {
+			mode = "dry-run (records what it would do, writes nothing)"
+		}
+		if en.Paused {
+			mode += fmt.Sprintf("; PAUSED by %s since %s", strings.Join(en.PausedBy, ", "), ago(en.PausedSince, now))
+			if en.PausedReason != "" {
+				mode += ": " + en.PausedReason
+			}
+		}
+		fmt.Fprintf(w, "Mode:        %s\n", mode)
+		fmt.Fprintf(w, "Writes:      %d in the last minute, cap %d a minute\n", en.WritesLastMinute, en.MaxDeletionsPerMinute)
+	}
+	if le := st.LeaderElection; le != nil {
+		switch {
+		case !le.Enabled:
+			fmt.Fprintf(w, "Leader:      no election (%s)\n", le.Reason)
+		case le.Leader:
+			fmt.Fprintf(w, "Leader:      this instance (%s)\n", le.Identity)
+		default:
+			fmt.Fprintf(w, "Leader:      %s since %s; this instance is %s\n", orNone(le.Holder), ago(le.HolderSince, now), le.Identity)
+		}
+	}
+	if len(st.Controllers) > 0 {
+		fmt.Fprintln(w, "\nControllers:")
+		t := newTable("  NAME", "LAST PASS", "SKIPPING", "SKIPPED PASSES")
+		for _, c := range st.Controllers {
+			skipping := "no"
+			if c.Skipping {
+				skipping = "yes: " + c.SkipReason
+			}
+			t.add("  "+c.Name, ago(c.LastPass, now), skipping, strconv.FormatInt(c.SkippedPasses, 10))
+		}
+		if err := t.print(w); err != nil {
+			return err
+		}
+	}
+	if !wide {
+		return nil
+	}
+	fmt.Fprintln(w, "\nResources:")
+	t := newTable("  RESOURCE", "KIND", "VERSION", "SYNCED", "OBJECTS")
+	for _, r := range st.Resources {
+		name := r.Resource
+		if r.Group != "" {
+			name += "." + r.Group
+		}
+		t.add("  "+name, r.Kind, r.Version, strconv.FormatBool(r.Synced), strconv.FormatInt(r.Objects, 10))
+	}
+	return t.print(w)
+}

@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
+)
+
+const whyHelp = `Explains in words what kubegcd knows of one object: its owners and their
+state, its dependents, the decisions pending about it and why it is, or is
+not, pending, what holds its deletion, lint findings about its
+ownerReferences, and the last audit rows.
+
+KIND is a kind, plural or short name (deploy, cm, po), in any case, with
+.group when several API groups serve it (deployments.apps). Without -n,
+every namespace is searched, and a name found in several is an error.
+-o json or yaml prints the API's /objects/{uid} answer.
+
+` + connHelp
+
+// objectDetail is /objects/{uid}'s answer, as far as why prints it.
+type objectDetail struct {
+	Object              objectSummary       `json:"object"`
+	Owners              []db.OwnerStatus    `json:"owners"`
+	Dependents          []db.DependentInfo  `json:"dependents"`
+	DependentsTruncated bool                `json:"dependentsTruncated"`
+	Pending             []db.Pending        `json:"pending"`
+	RecentAudit         []db.AuditEntry     `json:"recentAudit"`
+	Why                 string              `json:"why"`
+	Stuck               *diagnose.StuckItem `json:"stuck"`
+	Lint                []diagnose.Finding  `json:"lint"`
+}
+
+// whyMaxDependents is how many dependents why names; the count is whole.
+const whyMaxDependents = 10
+
+func runWhy(ctx context.Context, e *env, args []string) error {
+	var f objectFlags
+	fs := e.flagSet("why", "why KIND/NAME [-n NS] [-o text|json|yaml]", whyHelp)
+	f.register(fs, "output: text, json or yaml", "text")
+	args, err := parse(fs, args, e.stdout)
+	if err != nil {
+		return err
+	}
+	if err := checkOutput(f.output, "text", outJSON, outYAML); err != nil {
+		return err
+	}
+	c, o, err := f.resolveObject(ctx, e, args)
+	if err != nil {
+		return err
+	}
+	var d objectDetail
+	body, err := c.GetJSON(ctx, "/objects/"+url.PathEscape(o.UID), nil, &d)
+	if err != nil {
+		return err
+	}
+	if f.output != "text" {
+		return printRaw(e.stdout, f.output, body)
+	}
+	return printWhy(e.stdout, &d, e.now())
+}
+
+func printWhy(w io.Writer, d *objectDetail, now time.Time) error {
+	o := &d.Object
+	fmt.Fprintf(w, "%s (%s)\n", o.target(), o.APIVersion)
+	fmt.Fprintf(w, "  uid:      %s\n", o.UID)
+	fmt.Fprintf(w, "  created:  %s\n", ago(o.CreationTimestamp, now))
+	if o.DeletionTimestamp != nil {
+		fmt.Fprintf(w, "  deleting: since %s\n", ago(o.DeletionTimestamp, now))
+	}
+	if len(o.Finalizers) > 0 {
+		fmt.Fprintf(w, "  finalizers: %s\n", strings.Join(o.Finalizers, ", "))
+	}
+	fmt.Fprintf(w, "\n%s\n", d.Why)
+
+	fmt.Fprintln(w, "\nOwners:")
+	if len(d.Owners) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, st := range d.Owners {
+		name := st.Kind + " " + st.Name
+		if st.Namespace != "" {
+			name = st.Kind + " " + st.Namespace + "/" + st.Name
+		}
+		fmt.Fprintf(w, "  %s: %s\n", name, st.State)
+	}
+
+	fmt.Fprintf(w, "\nDependents: %d", len(d.Dependents))
+	if d.DependentsTruncated {
+		fmt.Fprint(w, " or more")
+	}
+	fmt.Fprintln(w)
+	for i, dep := range d.Dependents {
+		if i == whyMaxDependents {
+			fmt.Fprintf(w, "  … and %d more ('tree' shows them all)\n", len(d.Dependents)-i)
+			break
+		}
+		flag := ""
+		if dep.BlockOwnerDeletion {
+			flag = " (blockOwnerDeletion)"
+		}
+		fmt.Fprintf(w, "  %s%s\n", db.Target{Kind: dep.Kind, Namespace: dep.Namespace, Name: dep.Name}, flag)
+	}
+
+	if len(d.Pending) > 0 {
+		fmt.Fprintln(w, "\nPending decisions:")
+		for _, p := range d.Pending {
+			wait := ""
+			if p.NotBefore != nil && p.NotBefore.After(now) {
+				wait = ", waits until " + p.NotBefore.Sub(now).Round(time.Second).String() + " from now"
+			}
+			fmt.Fprintf(w, "  %s: %s (rule %s, since %s%s): %s\n", p.Controller, p.Action, p.Rule, ago(&p.Since, now), wait, p.Reason)
+		}
+	}
+
+	if s := d.Stuck; s != nil {
+		// The explanation is in Why already.
+		fmt.Fprintf(w, "\nDeletion: %s, requested %s\n", s.State, ago(&s.DeletionRequested, now))
+		if len(s.Blockers) > 0 {
+			fmt.Fprintln(w, "  Blocked by:")
+			printBlockers(w, s.Blockers, "    ")
+		}
+	}
+
+	if len(d.Lint) > 0 {
+		fmt.Fprintln(w, "\nLint findings:")
+		for _, fd := range d.Lint {
+			fmt.Fprintf(w, "  %s %s (%s): %s\n", fd.Rule, fd.Name, fd.Severity, fd.Message)
+		}
+	}
+
+	fmt.Fprintln(w, "\nRecent audit:")
+	if len(d.RecentAudit) == 0 {
+		fmt.Fprintln(w, "  none")
+		return nil
+	}
+	t := newTable("  AGE", "CONTROLLER", "ACTION", "OUTCOME", "RULE", "REASON")
+	for _, r := range d.RecentAudit {
+		t.add("  "+age(&r.Time, now), r.Controller, r.Action, r.Outcome, r.Rule, r.Reason)
+	}
+	return t.print(w)
+}
+
+// printBlockers prints the chain of blockers as an indented list.
+func printBlockers(w io.Writer, bs []diagnose.Blocker, indent string) {
+	for _, b := range bs {
+		text := blockerText(b)
+		if b.Reason != "" && text != b.Reason {
+			text += ": " + b.Reason
+		}
+		fmt.Fprintf(w, "%s- %s\n", indent, text)
+		printBlockers(w, b.Blockers, indent+"  ")
+	}
+}
