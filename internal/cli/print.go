@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -43,6 +45,14 @@ func printRaw(w io.Writer, output string, body []byte) error {
 			return fmt.Errorf("converting the answer to YAML: %w", err)
 		}
 		body = y
+	} else {
+		// The API answers programs compactly; people read it indented, as
+		// kubectl prints it. Only whitespace changes.
+		var b bytes.Buffer
+		if err := json.Indent(&b, bytes.TrimSpace(body), "", "  "); err != nil {
+			return fmt.Errorf("the answer is not JSON: %w", err)
+		}
+		body = append(b.Bytes(), '\n')
 	}
 	_, err := w.Write(body)
 	return err

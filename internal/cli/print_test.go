@@ -68,13 +68,14 @@ func TestAge(t *testing.T) {
 }
 
 func TestPrintRaw(t *testing.T) {
-	body := []byte("{\n  \"items\": [\n    {\n      \"name\": \"web\"\n    }\n  ]\n}\n")
+	body := []byte(`{"items":[{"name":"web"}]}` + "\n")
+	want := "{\n  \"items\": [\n    {\n      \"name\": \"web\"\n    }\n  ]\n}\n"
 	var j, y bytes.Buffer
 	if err := printRaw(&j, outJSON, body); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(j.Bytes(), body) {
-		t.Errorf("json: %q, want the answer as it came, %q", j.Bytes(), body)
+	if j.String() != want {
+		t.Errorf("json: %q, want the answer indented, %q", j.Bytes(), want)
 	}
 	if err := printRaw(&y, outYAML, body); err != nil {
 		t.Fatal(err)
