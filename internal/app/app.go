@@ -48,6 +48,9 @@ func version() string {
 	return "dev"
 }
 
+// apiReadConns is the size of the HTTP API's own read pool.
+const apiReadConns = 4
+
 // Exit codes.
 const (
 	exitOK    = 0
@@ -201,6 +204,13 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		return err
 	}
 	defer store.Close()
+	// The API reads through connections of its own: however many clients
+	// ask, the controllers' reads never wait behind theirs.
+	apiStore, err := db.Open(ctx, cfg.dbPath, db.Options{ReadOnly: true, ReadConns: apiReadConns})
+	if err != nil {
+		return err
+	}
+	defer apiStore.Close()
 
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
@@ -231,7 +241,8 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}
 
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
-		DB:           store,
+		DB:           apiStore,
+		MaxInflight:  cfg.maxInflight,
 		Ingest:       ingestView{ing},
 		Applier:      applierView{ctrls.applier},
 		Leader:       lead,
@@ -252,7 +263,10 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		// Past the handlers' own 30 s: the time to send a large answer to
+		// a slow client, who then cannot hold it (and its memory) forever.
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 
 	logger.Info("kubegcd starting", "version", version(), "server", hidePassword(restCfg.Host, restCfg.Host), "db", store.Path,
 		"listen", ln.Addr().String(), "dry_run", cfg.dryRun, "controllers", strings.Join(cfg.controllers, ","))

@@ -33,6 +33,7 @@ type runConfig struct {
 	dbPath            string
 	listen            string
 	allowedHosts      []string
+	maxInflight       int
 	logLevel          slog.Level
 	logFormat         string
 	dryRun            bool
@@ -105,6 +106,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	allowedHosts := fs.String("allowed-hosts", "",
 		"comma-separated host names the HTTP API answers to, besides IP addresses, localhost and the --listen host; "+
 			"other names in a request's Host are refused, so that a web page cannot reach the API through DNS rebinding ('*': any)")
+	fs.IntVar(&cfg.maxInflight, "max-requests-inflight", 16,
+		"HTTP API requests served at once; more get a 429 with Retry-After (health checks are never refused; 0: no limit)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&cfg.dryRun, "dry-run", true,
@@ -224,6 +227,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --terminated-pod-max-age %s: must be 0 (off) or positive", cfg.terminatedMaxAge)
 	case cfg.stuckAfter < 0:
 		return nil, fmt.Errorf("invalid --stuck-after %s: must not be negative", cfg.stuckAfter)
+	case cfg.maxInflight < 0:
+		return nil, fmt.Errorf("invalid --max-requests-inflight %d: must be 0 (no limit) or more", cfg.maxInflight)
 	}
 	if l := cfg.leader; l.enabled {
 		switch {

@@ -4,6 +4,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -64,9 +65,13 @@ type DB struct {
 type Options struct {
 	// Registerer receives the database's metrics; nil means none.
 	Registerer prometheus.Registerer
-	// ReadOnly opens without migrating and without taking the write lock, for
-	// tools that only inspect a database.
+	// ReadOnly opens without migrating, without taking the write lock and
+	// without a writer: for tools that only inspect a database, and for the
+	// HTTP API's reads, which get connections of their own so that API
+	// clients never take the controllers'.
 	ReadOnly bool
+	// ReadConns bounds the read connections (default 8).
+	ReadConns int
 }
 
 // Open locks the database at path against other kubegcd processes, checks
@@ -80,7 +85,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	d := &DB{Path: path, Now: time.Now, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}), corrupt: make(chan struct{})}
 	if opts.ReadOnly {
-		close(d.writerDone) // writes fail at once
+		// Writes fail at once: a nil queue is never ready, so inWriteTx
+		// always picks the closed writerDone.
+		d.writes = nil
+		close(d.writerDone)
 	} else {
 		lock, err := lockFile(path)
 		if err != nil {
@@ -99,11 +107,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}()
 
-	if d.write, err = openPool(path, false); err != nil {
-		return nil, err
-	}
-	d.write.SetMaxOpenConns(1)
 	if !opts.ReadOnly {
+		if d.write, err = openPool(path, false); err != nil {
+			return nil, err
+		}
+		d.write.SetMaxOpenConns(1)
 		// Before migrating: a damaged file must stop the daemon at start
 		// with one clear line, not fail it later, half-running.
 		if err := quickCheck(ctx, d.write, path); err != nil {
@@ -116,7 +124,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if d.read, err = openPool(path, true); err != nil {
 		return nil, err
 	}
-	d.read.SetMaxOpenConns(8)
+	d.read.SetMaxOpenConns(cmp.Or(opts.ReadConns, 8))
 	if err := d.read.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}

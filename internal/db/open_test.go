@@ -157,3 +157,37 @@ func TestOpenNamesExactlyThatFile(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnlyOpen: the HTTP API's view of the database reads what the
+// daemon's writes, with a pool of the size asked, takes no lock and has no
+// writer: a write through it fails at once instead of reaching the file.
+func TestReadOnlyOpen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kubegcd.db")
+	rw, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	ro, err := Open(ctx, path, Options{ReadOnly: true, ReadConns: 3})
+	if err != nil {
+		t.Fatalf("read-only open beside the daemon's: %v", err)
+	}
+	defer ro.Close()
+	if got := ro.read.Stats().MaxOpenConnections; got != 3 {
+		t.Errorf("read pool of %d connections, want 3", got)
+	}
+	if ro.write != nil || ro.lock != nil {
+		t.Error("a read-only open holds a writer or the lock")
+	}
+	if _, err := rw.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ro.Resources(ctx)
+	if err != nil || len(res) != 1 {
+		t.Fatalf("read-only view reads %v, %v; want the one resource written", res, err)
+	}
+	if _, err := ro.EnsureResource(ctx, Resource{Version: "v1", Resource: "secrets", Kind: "Secret", Namespaced: true}); err == nil {
+		t.Error("a write through the read-only view succeeded")
+	}
+}

@@ -102,14 +102,16 @@ type LeaderStatus struct {
 
 // Options configure the handler.
 type Options struct {
-	DB        *db.DB
-	Ingest    Ingest
-	Applier   Enforcement
-	Leader    Leadership
-	Version   string
-	StartedAt time.Time
-	Logger    *slog.Logger
-	Registry  *prometheus.Registry
+	DB *db.DB
+	// MaxInflight bounds the API requests served at once (0: no bound).
+	MaxInflight int
+	Ingest      Ingest
+	Applier     Enforcement
+	Leader      Leadership
+	Version     string
+	StartedAt   time.Time
+	Logger      *slog.Logger
+	Registry    *prometheus.Registry
 	// Gatherer serves /metrics; defaults to Registry.
 	Gatherer prometheus.Gatherer
 	// UI holds the web UI's static files.
@@ -187,7 +189,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, s.logRequests, s.recoverer,
-		middleware.Timeout(30*time.Second), s.instrument, s.checkHost)
+		middleware.Timeout(30*time.Second), s.instrument, s.checkHost, securityHeaders, limitInflight(opts.MaxInflight))
 
 	// Endpoints without parameters refuse any, as the others refuse those
 	// they do not know: a typo is an error, not a silently ignored filter.
