@@ -23,6 +23,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/web"
 )
 
@@ -207,8 +208,11 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		return err
 	}
 
+	// The loops the systemd watchdog checks (see systemd.go).
+	loops := liveness.New(nil)
 	ing, err := ingest.New(ingest.Options{
 		Config:            restCfg,
+		Heartbeat:         loops.Loop("ingest discovery", cfg.discoveryInterval),
 		DB:                store,
 		Logger:            logger.With("component", "ingest"),
 		Registerer:        reg,
@@ -220,7 +224,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 
 	instance := instanceID()
 	lead := newLeadership(cfg, instance, store)
-	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger, instance, lead.mayWrite)
+	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger, instance, lead.mayWrite, loops)
 	if err != nil {
 		return err
 	}
@@ -278,6 +282,14 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		}
 		return nil
 	})
+	// READY=1 now: the database is open and the API serves.
+	if sd := newSystemd(logger.With("component", "systemd"), func() sdState { return sdStateOf(ing, ctrls.applier, lead) },
+		aliveCheck(loops, store)); sd != nil {
+		part("systemd", func() error {
+			sd.run(gctx)
+			return nil
+		})
+	}
 	part("database", func() error {
 		select {
 		case <-store.Corrupt():

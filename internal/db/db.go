@@ -53,6 +53,7 @@ type DB struct {
 	writes     chan *writeReq
 	stopWriter chan struct{}
 	writerDone chan struct{}
+	probes     chan struct{} // WriterAlive's
 
 	// Closed when a write found the file corrupt (see corrupt.go).
 	corrupt     chan struct{}
@@ -78,7 +79,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{Path: path, Now: time.Now, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
-		writerDone: make(chan struct{}), corrupt: make(chan struct{})}
+		writerDone: make(chan struct{}), probes: make(chan struct{}), corrupt: make(chan struct{})}
 	if opts.ReadOnly {
 		close(d.writerDone) // writes fail at once
 	} else {
