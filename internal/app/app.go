@@ -48,11 +48,13 @@ func version() string {
 	return "dev"
 }
 
-// Exit codes.
+// Exit codes. systemd's RestartPreventExitStatus= names those that no
+// restart can cure.
 const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	exitOK      = 0
+	exitError   = 1
+	exitUsage   = 2
+	exitCorrupt = 3 // the database is corrupt: restore it or move it away
 )
 
 const usage = `kubegcd mirrors a Kubernetes cluster's object metadata and ownership graph
@@ -154,6 +156,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 	if err := run(ctx, cfg, logger); err != nil {
 		fmt.Fprintln(stderr, "kubegcd:", err)
+		if errors.Is(err, db.ErrCorrupt) || db.IsCorrupt(err) {
+			return exitCorrupt
+		}
 		return exitError
 	}
 	return exitOK
