@@ -138,3 +138,38 @@ func TestSystemdNotifier(t *testing.T) {
 		t.Errorf("sent (-want +got):\n%s", diff)
 	}
 }
+
+// Without WatchdogSec= there is nothing to ping and nothing to check.
+func TestSystemdNotifierWithoutWatchdog(t *testing.T) {
+	var state atomic.Pointer[sdState]
+	state.Store(&sdState{election: true})
+	var checks atomic.Int64
+	rec := &sent{}
+	sd := &systemd{log: slog.New(slog.NewTextHandler(io.Discard, nil)), send: rec.send,
+		status: func() sdState { return *state.Load() },
+		alive:  func(context.Context) error { checks.Add(1); return nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		sd.run(ctx)
+		close(done)
+	}()
+	waitFor(t, "READY=1", func() bool { return len(rec.all()) > 0 })
+	state.Store(&sdState{resources: 3, live: 3, election: true, leading: true})
+	waitFor(t, "the live status", func() bool {
+		return slices.Contains(rec.all(), "STATUS=mirror live: 3 resources; enforcing; leader")
+	})
+	cancel()
+	<-done
+	want := []string{
+		"READY=1\nSTATUS=discovering API resources; enforcing; follower",
+		"STATUS=mirror live: 3 resources; enforcing; leader",
+		"STOPPING=1\nSTATUS=stopping",
+	}
+	if diff := cmp.Diff(want, rec.all()); diff != "" {
+		t.Errorf("sent (-want +got):\n%s", diff)
+	}
+	if n := checks.Load(); n != 0 {
+		t.Errorf("%d liveness checks without a watchdog, want none", n)
+	}
+}
