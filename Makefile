@@ -8,10 +8,10 @@ KUBE_BINS  := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 TEST_FLAGS ?=
 
-.PHONY: help build test unit e2e demo bench lint kube-bins clean
+.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean
 
 help: ## show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/kubegcd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/kubegcd ./cmd/kubegcd
@@ -27,7 +27,15 @@ $(BIN)/kube-apiserver: hack/kube/go.mod hack/kube/go.sum
 $(BIN)/kube-controller-manager: hack/kube/go.mod hack/kube/go.sum
 	cd hack/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/kube-controller-manager
 
-test: build kube-bins ## run every test, end-to-end tests against a real kube-apiserver included
+# deploy/'s test checks the unit with systemd-analyze (Debian's systemd
+# package): installed when missing and root, else one line says how.
+systemd-analyze: ## install systemd-analyze (package systemd) for the unit's test, when missing
+	@command -v systemd-analyze >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd; \
+	else echo "make: systemd-analyze is missing: install the systemd package (sudo apt-get install systemd) and run make test again" >&2; exit 1; fi
+
+test: build kube-bins systemd-analyze ## run every test, end-to-end tests against a real kube-apiserver included
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m $(TEST_FLAGS) ./...
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...

@@ -1,6 +1,7 @@
 // Package deploy holds what kubegcd ships beside its binary: the systemd
-// unit, an example config and example Prometheus alert rules. Its test keeps
-// the rules loadable by Prometheus and true to the metrics kubegcd exports.
+// unit, an example config and example Prometheus alert rules. Its tests keep
+// the rules loadable by Prometheus and true to the metrics kubegcd exports,
+// and the unit hardened and valid (unit_test.go).
 package deploy
 
 import (

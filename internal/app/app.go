@@ -24,6 +24,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/web"
 )
 
@@ -51,11 +52,13 @@ func version() string {
 // apiReadConns is the size of the HTTP API's own read pool.
 const apiReadConns = 4
 
-// Exit codes.
+// Exit codes. systemd's RestartPreventExitStatus= names those that no
+// restart can cure.
 const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	exitOK      = 0
+	exitError   = 1
+	exitUsage   = 2
+	exitCorrupt = 3 // the database is corrupt: restore it or move it away
 )
 
 var usage = `kubegcd mirrors a Kubernetes cluster's object metadata and ownership graph
@@ -161,6 +164,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 	if err := run(ctx, cfg, logger); err != nil {
 		fmt.Fprintln(stderr, "kubegcd:", err)
+		if errors.Is(err, db.ErrCorrupt) || db.IsCorrupt(err) {
+			return exitCorrupt
+		}
 		return exitError
 	}
 	return exitOK
@@ -222,8 +228,11 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		return err
 	}
 
+	// The loops the systemd watchdog checks (see systemd.go).
+	loops := liveness.New(nil)
 	ing, err := ingest.New(ingest.Options{
 		Config:            restCfg,
+		Heartbeat:         loops.Loop("ingest discovery", cfg.discoveryInterval),
 		DB:                store,
 		Logger:            logger.With("component", "ingest"),
 		Registerer:        reg,
@@ -235,7 +244,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 
 	instance := instanceID()
 	lead := newLeadership(cfg, instance, store)
-	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger, instance, lead.mayWrite)
+	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger, instance, lead.mayWrite, loops)
 	if err != nil {
 		return err
 	}
@@ -297,6 +306,14 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		}
 		return nil
 	})
+	// READY=1 now: the database is open and the API serves.
+	if sd := newSystemd(logger.With("component", "systemd"), func() sdState { return sdStateOf(ing, ctrls.applier, lead) },
+		aliveCheck(loops, store)); sd != nil {
+		part("systemd", func() error {
+			sd.run(gctx)
+			return nil
+		})
+	}
 	part("database", func() error {
 		select {
 		case <-store.Corrupt():

@@ -158,7 +158,11 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: kubegcd run [flags]\n\nRuns the daemon until SIGINT or SIGTERM (exit 0), or until a failure leaves it\n"+
-			"unable to do its job: one line on stderr, exit 1.\n\nFlags:\n")
+			"unable to do its job: one line on stderr, exit 1 (3: the database is corrupt;\n"+
+			"2: a bad flag or config value).\n\n"+
+			"Under systemd (Type=notify, $NOTIFY_SOCKET) it says READY=1 once it serves,\n"+
+			"what it does in STATUS=, and STOPPING=1; with WatchdogSec= it pings the\n"+
+			"watchdog only while its loops make progress and its database writer answers.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, helpOut); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
 	"github.com/kubegcd/kubegcd/internal/reconcile/podgc"
@@ -78,7 +79,7 @@ func (c *controllers) Controllers() []kubehttp.ControllerStatus {
 }
 
 func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *ingest.Ingester, reg prometheus.Registerer,
-	logger *slog.Logger, instance string, mayWrite func() error) (*controllers, error) {
+	logger *slog.Logger, instance string, mayWrite func() error, loops *liveness.Registry) (*controllers, error) {
 	writeCfg := rest.CopyConfig(restCfg)
 	writeCfg.QPS, writeCfg.Burst = float32(cfg.kubeAPIQPS), cfg.kubeAPIBurst
 	mc, err := metadata.NewForConfig(writeCfg)
@@ -115,7 +116,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 		gc, err := ownergc.New(ownergc.Options{
 			DB: store, Applier: applier, Client: mc, Recorder: recorder, Logger: logger.With("controller", ownergc.Name),
 			Synced: ing.Synced, Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod,
-			UnknownKindRetry: cfg.discoveryInterval, Registerer: reg,
+			UnknownKindRetry: cfg.discoveryInterval, Registerer: reg, Heartbeat: loops.Loop(ownergc.Name, cfg.resyncPeriod),
 		})
 		if err != nil {
 			return nil, err
@@ -129,6 +130,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 			ResourceSynced: ing.ResourceSynced, Passes: passes,
 			Period: cfg.podgcPeriod, TerminatedThreshold: cfg.terminatedThreshold, NamespaceThresholds: cfg.namespaceThresholds,
 			MaxAge: cfg.terminatedMaxAge, Quarantine: cfg.podgcQuarantine, Workers: cfg.gcWorkers, Registerer: reg,
+			Heartbeat: loops.Loop(podgc.Name, cfg.podgcPeriod),
 		})
 		if err != nil {
 			return nil, err
@@ -140,6 +142,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", ttl.Name), Synced: ing.Synced,
 			ResourceSynced: ing.ResourceSynced, Passes: passes,
 			Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod, Registerer: reg,
+			Heartbeat: loops.Loop(ttl.Name, cfg.resyncPeriod),
 		})
 		if err != nil {
 			return nil, err
@@ -150,7 +153,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if slices.Contains(cfg.controllers, svgc.Name) {
 		sc, err := svgc.New(svgc.Options{
 			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", svgc.Name), Synced: ing.Synced,
-			ResyncPeriod: cfg.resyncPeriod, Registerer: reg,
+			ResyncPeriod: cfg.resyncPeriod, Registerer: reg, Heartbeat: loops.Loop(svgc.Name, cfg.resyncPeriod),
 		})
 		if err != nil {
 			return nil, err

@@ -26,11 +26,20 @@ func IsCorrupt(err error) bool {
 	return false
 }
 
+// ErrCorrupt matches (errors.Is) the error of a database found corrupt, at
+// start or by a write.
+var ErrCorrupt = errors.New("database is corrupt")
+
 // corruptError is the one line a corrupt database gets, at start or when a
 // write finds it later.
 func corruptError(path, cause string) error {
-	return fmt.Errorf("database %s is corrupt (%s); restore it from a backup or move it away to start afresh", path, cause)
+	return corrupt{fmt.Sprintf("database %s is corrupt (%s); restore it from a backup or move it away to start afresh", path, cause)}
 }
+
+type corrupt struct{ msg string }
+
+func (c corrupt) Error() string        { return c.msg }
+func (c corrupt) Is(target error) bool { return target == ErrCorrupt }
 
 // quickCheck runs PRAGMA quick_check: it reads every page, so it finds
 // damage anywhere in the file, but skips the index-against-table

@@ -53,8 +53,8 @@ func TestCorruptionFoundByAWriteIsReported(t *testing.T) {
 		t.Fatal("Corrupt not closed after a write found the file corrupt")
 	}
 	prefix := "database " + path + " is corrupt (events: database disk image is malformed"
-	if got := d.CorruptErr(); got == nil || !strings.HasPrefix(got.Error(), prefix) {
-		t.Fatalf("CorruptErr = %v, want %q…", got, prefix)
+	if got := d.CorruptErr(); got == nil || !strings.HasPrefix(got.Error(), prefix) || !errors.Is(got, ErrCorrupt) {
+		t.Fatalf("CorruptErr = %v, want %q… matching ErrCorrupt", got, prefix)
 	}
 }
 

@@ -54,6 +54,7 @@ type DB struct {
 	writes     chan *writeReq
 	stopWriter chan struct{}
 	writerDone chan struct{}
+	probes     chan struct{} // WriterAlive's
 
 	// Closed when a write found the file corrupt (see corrupt.go).
 	corrupt     chan struct{}
@@ -83,7 +84,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{Path: path, Now: time.Now, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
-		writerDone: make(chan struct{}), corrupt: make(chan struct{})}
+		writerDone: make(chan struct{}), probes: make(chan struct{}), corrupt: make(chan struct{})}
 	if opts.ReadOnly {
 		// Writes fail at once: a nil queue is never ready, so inWriteTx
 		// always picks the closed writerDone.
@@ -223,9 +224,21 @@ func openPool(path string, readOnly bool) (*sql.DB, error) {
 	return db, nil
 }
 
+// createPrivate creates the database file, if it does not exist, readable
+// by its owner only: it holds the cluster's object names and owner edges.
+// SQLite creates the -wal and -shm files with the main file's mode. An
+// existing file keeps the mode it has.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("database %s: %w", path, err)
+	}
+	return f.Close()
+}
+
 // lockFile takes an exclusive flock on PATH.lock so that two daemons never
 // share one database; the lock dies with the process, so a crash leaves
-// nothing to clean up.
+// nothing to clean up. It then creates the database file if needed.
 func lockFile(path string) (*os.File, error) {
 	lockPath := path + ".lock"
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
@@ -245,6 +258,12 @@ func lockFile(path string) (*os.File, error) {
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	// Under the lock, so that whatever writes the database (the daemon,
+	// migrate) finds it created private.
+	if err := createPrivate(path); err != nil {
+		f.Close()
+		return nil, err
 	}
 	return f, nil
 }

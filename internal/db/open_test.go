@@ -75,6 +75,9 @@ func TestOpenRefusesCorruptFile(t *testing.T) {
 				!strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
 				t.Errorf("Open: %q, want one line %q…%q…%q", msg, prefix, tc.want, suffix)
 			}
+			if !errors.Is(err, ErrCorrupt) { // kubegcd run exits 3 on it
+				t.Errorf("Open: %v is not ErrCorrupt", err)
+			}
 			if _, _, err := Migrate(ctx, path, "up"); err == nil || !strings.HasPrefix(err.Error(), prefix) {
 				t.Errorf("Migrate up: %v, want %q…", err, prefix)
 			}

@@ -65,6 +65,8 @@ func (d *DB) runWriter() {
 	for {
 		var first *writeReq
 		select {
+		case <-d.probes: // see WriterAlive
+			continue
 		case first = <-d.writes:
 		case <-d.stopWriter:
 			for {

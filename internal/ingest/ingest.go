@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	Registerer        prometheus.Registerer
 	DiscoveryInterval time.Duration // default 30s
 	PageSize          int64         // list page size, default 500
+	// Heartbeat beats at every turn of the discovery loop, for the
+	// watchdog; nil for none.
+	Heartbeat *liveness.Loop
 }
 
 // ResourceStatus is a watched resource and whether its mirror is live.
@@ -209,6 +213,7 @@ func (i *Ingester) Run(ctx context.Context) error {
 	defer i.stopAll()
 	b := backoff{min: time.Second, max: i.opts.DiscoveryInterval}
 	for {
+		i.opts.Heartbeat.Beat()
 		wait := i.opts.DiscoveryInterval
 		if err := i.resync(ctx); err != nil {
 			if ctx.Err() != nil {

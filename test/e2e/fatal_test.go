@@ -99,9 +99,9 @@ func TestCorruptDatabaseRefusedAtStart(t *testing.T) {
 	code, _, stderr := runBinary(t, 20*time.Second, "run", "--kubeconfig", cluster.Kubeconfig, "--db", path,
 		"--listen", freeAddr(t))
 	want := "kubegcd: database " + path + " is corrupt (PRAGMA quick_check: "
-	if code != 1 || !strings.HasPrefix(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
+	if code != 3 || !strings.HasPrefix(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
 		!strings.HasSuffix(stderr, "); restore it from a backup or move it away to start afresh\n") {
-		t.Fatalf("exit %d, stderr %q; want 1 and one line %q…", code, stderr, want)
+		t.Fatalf("exit %d, stderr %q; want 3 and one line %q…", code, stderr, want)
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("took %s to refuse a corrupt database", took)
@@ -110,7 +110,7 @@ func TestCorruptDatabaseRefusedAtStart(t *testing.T) {
 
 // The file goes bad under a running daemon (a failing disk, another
 // program writing into it): the first write that finds it must end the
-// run, exit 1 and say why, rather than leave a daemon that serves /healthz
+// run, exit 3 and say why, rather than leave a daemon that serves /healthz
 // and mirrors nothing.
 func TestCorruptionWhileRunningEndsTheRun(t *testing.T) {
 	t.Parallel()
@@ -149,8 +149,8 @@ func TestCorruptionWhileRunningEndsTheRun(t *testing.T) {
 	logs := d.Logs.String()
 	last := tail(logs, 1)
 	want := "kubegcd: database " + d.DBPath + " is corrupt ("
-	if code != 1 || !strings.HasPrefix(last, want) || !strings.Contains(logs, `msg="stopping: a part of kubegcd failed" part=database`) {
-		t.Fatalf("exit %d, last line %q; want 1, %q… and the reason logged:\n%s", code, last, want, tail(logs, 30))
+	if code != 3 || !strings.HasPrefix(last, want) || !strings.Contains(logs, `msg="stopping: a part of kubegcd failed" part=database`) {
+		t.Fatalf("exit %d, last line %q; want 3, %q… and the reason logged:\n%s", code, last, want, tail(logs, 30))
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
+	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
@@ -57,6 +58,8 @@ type Options struct {
 	Workers int
 	// ResyncPeriod is how often every candidate is looked at again.
 	ResyncPeriod time.Duration
+	// Heartbeat beats at every full pass, for the watchdog; nil for none.
+	Heartbeat *liveness.Loop
 	// UnknownKindRetry is how long to wait before retrying an owner kind
 	// the API does not serve, or a resource path it answers 404 for (the
 	// next discovery refresh).
@@ -155,6 +158,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	for range c.opts.Workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
+	c.opts.Heartbeat.Beat()
 	c.fullPass(ctx)
 	t := time.NewTicker(c.opts.ResyncPeriod)
 	defer t.Stop()
@@ -167,6 +171,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-t.C:
 		case <-c.resync:
 		}
+		c.opts.Heartbeat.Beat()
 		c.fullPass(ctx)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -79,6 +80,9 @@ type Options struct {
 	Passes *reconcile.Passes
 	// Period between passes (upstream: 20s).
 	Period time.Duration
+	// Heartbeat beats at every pass and every pod handed to a worker, for
+	// the watchdog; nil for none.
+	Heartbeat *liveness.Loop
 	// TerminatedThreshold is how many terminated pods the cluster keeps;
 	// 0 disables gcTerminated.
 	TerminatedThreshold int
@@ -157,6 +161,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // longer held. It is skipped, and says so, while the mirror of pods or
 // nodes is not live: a node missing from a stale mirror is not gone.
 func (c *Controller) Pass(ctx context.Context) error {
+	c.opts.Heartbeat.Beat()
 	start := c.opts.Now()
 	for _, r := range []string{"pods", "nodes"} {
 		if !c.opts.ResourceSynced("", r) {
@@ -199,10 +204,11 @@ type pass struct {
 	seen map[string]bool
 	jobs chan job
 	wg   sync.WaitGroup
+	beat *liveness.Loop
 }
 
 func (c *Controller) newPass(ctx context.Context, now time.Time) *pass {
-	p := &pass{now: now, seen: map[string]bool{}, jobs: make(chan job)}
+	p := &pass{now: now, seen: map[string]bool{}, jobs: make(chan job), beat: c.opts.Heartbeat}
 	for range c.opts.Workers {
 		p.wg.Go(func() {
 			for j := range p.jobs {
@@ -221,6 +227,9 @@ func (p *pass) choose(ctx context.Context, j job) error {
 	p.seen[j.pod.UID] = true
 	select {
 	case p.jobs <- j:
+		// A long pass (thousands of pods behind the client's rate
+		// limit) is progress too, as long as the workers take pods.
+		p.beat.Beat()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

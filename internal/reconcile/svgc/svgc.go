@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -53,7 +54,9 @@ type Options struct {
 	Synced func() bool
 	// ResyncPeriod is how often every StorageVersion is looked at again.
 	ResyncPeriod time.Duration
-	Registerer   prometheus.Registerer
+	// Heartbeat beats at every scan, for the watchdog; nil for none.
+	Heartbeat  *liveness.Loop
+	Registerer prometheus.Registerer
 }
 
 // Controller is the StorageVersion garbage collector.
@@ -127,6 +130,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	t := time.NewTicker(c.opts.ResyncPeriod)
 	defer t.Stop()
 	for {
+		c.opts.Heartbeat.Beat()
 		c.scan(ctx)
 		select {
 		case <-ctx.Done():

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -114,7 +115,10 @@ type Options struct {
 	Workers int
 	// ResyncPeriod is how often every node is looked at without a change.
 	ResyncPeriod time.Duration
-	Registerer   prometheus.Registerer
+	// Heartbeat beats at every reconcile and every node handed to a
+	// worker, for the watchdog; nil for none.
+	Heartbeat  *liveness.Loop
+	Registerer prometheus.Registerer
 }
 
 // Controller is the TTL controller.
@@ -177,6 +181,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	t := time.NewTicker(c.opts.ResyncPeriod)
 	defer t.Stop()
 	for {
+		c.opts.Heartbeat.Beat()
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("reconcile failed", "err", err)
 		}
@@ -262,6 +267,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			continue
 		}
 		work <- n
+		c.opts.Heartbeat.Beat() // a long reconcile of many nodes is progress too
 	}
 	close(work)
 	wg.Wait()
