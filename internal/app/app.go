@@ -69,9 +69,6 @@ Usage:
   kubegcd run [flags]                    run the daemon
   kubegcd migrate up|down|version --db PATH
                                          manage the database schema
-  kubegcd release [--server URL] [--reason TEXT]
-                                         resume enforcement the blast-radius
-                                         cap holds (--blast-radius-resume=manual)
   kubegcd version                        print the version
   kubegcd help [command]                 show help
 
@@ -91,9 +88,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCommand(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCommand(ctx, args[1:], stdout, stderr)
-	case "release":
-		return releaseCommand(ctx, args[1:], stdout, stderr)
-	case "get", "why", "tree", "cascade", "status", "kubectl-plugin":
+	case "get", "why", "tree", "cascade", "status", "release", "kubectl-plugin":
 		return cli.Main(ctx, "kubegcd", args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "kubegcd", version())

@@ -45,6 +45,7 @@ var commands = []command{
 	{"tree", "tree KIND/NAME [-n NS] [-o tree|json|yaml|dot] [--at TIME]", "an object's owners up and dependents down", runTree},
 	{"cascade", "cascade KIND/NAME [-n NS] [--propagation P]", "what deleting an object would take with it", runCascade},
 	{"status", "status [flags]", "mode, leader, mirror and controllers", runStatus},
+	{"release", "release [--reason TEXT]", "resume enforcement held by the blast-radius cap", runRelease},
 	{"kubectl-plugin", "kubectl-plugin install [--dir DIR]", "install the kubectl plugin: kubectl gc …", runPlugin},
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -140,35 +141,52 @@ func (c *Client) Get(ctx context.Context, path string, query url.Values) ([]byte
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	return c.do(ctx, http.MethodGet, u, nil)
+}
+
+// Post sends v as JSON to path, which must answer 200; any other answer is
+// an *APIError.
+func (c *Client) Post(ctx context.Context, path string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, http.MethodPost, c.Server+path, body)
+}
+
+func (c *Client) do(ctx context.Context, method, u string, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	// A password in --server stays out of messages, as net/http keeps it
 	// out of its own errors.
-	shown := req.URL.Redacted()
+	shown := method + " " + req.URL.Redacted()
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		// url.Error says GET "URL": cause, on one line.
+		// url.Error says METHOD "URL": cause, on one line.
 		return nil, fmt.Errorf("cannot reach kubegcd: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: reading the answer: %w", shown, err)
+		return nil, fmt.Errorf("%s: reading the answer: %w", shown, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
 			Error string `json:"error"`
 		}
-		_ = json.Unmarshal(body, &e) // a body that is not the API's error shape leaves the status alone
-		return nil, &APIError{URL: "GET " + shown, Status: resp.StatusCode, Message: oneLine(e.Error), TokenSent: c.Token != ""}
+		_ = json.Unmarshal(answer, &e) // a body that is not the API's error shape leaves the status alone
+		return nil, &APIError{URL: shown, Status: resp.StatusCode, Message: oneLine(e.Error), TokenSent: c.Token != ""}
 	}
-	return body, nil
+	return answer, nil
 }
 
 // GetJSON is Get, decoding the answer into v; it returns the answer too,

@@ -1,45 +1,36 @@
-// Package cli holds kubegcd's client subcommands: HTTP clients of a running
-// kubegcd's API, which never open the database or the cluster themselves.
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 )
 
-// Release asks the kubegcd serving at server to release enforcement held
-// by the blast-radius cap (--blast-radius-resume=manual), giving reason for
-// the audit history. An error carries the server's own message.
-func Release(ctx context.Context, client *http.Client, server, reason string) error {
-	body, err := json.Marshal(map[string]string{"reason": reason})
+const releaseHelp = `Resumes enforcement that the blast-radius cap holds
+(--blast-radius-resume=manual). The release is logged and recorded in the
+audit history with the reason given. A kubegcd that holds nothing answers
+409.
+
+` + connHelp
+
+func runRelease(ctx context.Context, e *env, args []string) error {
+	var conn connFlags
+	fs := e.flagSet("release", "release [--reason TEXT]", releaseHelp)
+	conn.register(fs)
+	reason := fs.String("reason", "", "why enforcement may resume; recorded in the audit history")
+	args, err := parse(fs, args, e.stdout)
 	if err != nil {
 		return err
 	}
-	url := strings.TrimRight(server, "/") + "/enforcement/release"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("--server %s: %w", server, err)
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
+	c, err := conn.client(e.lookupEnv, e.stderr)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		return nil
+	if _, err := c.Post(ctx, "/enforcement/release", map[string]string{"reason": *reason}); err != nil {
+		return fmt.Errorf("release: %w", err)
 	}
-	var e struct {
-		Error string `json:"error"`
-	}
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if json.Unmarshal(data, &e) != nil || e.Error == "" {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return fmt.Errorf("%s: %s", resp.Status, e.Error)
+	fmt.Fprintln(e.stdout, "enforcement released")
+	return nil
 }
