@@ -49,12 +49,11 @@ web: ## reinstall the UI's JavaScript libraries from web/package-lock.json into 
 	cd web && npm ci --no-audit --no-fund
 	rm -rf web/vendor && mkdir -p web/vendor
 	# dagre.min.js bundles graphlib and lodash: their licences go with it.
-	for p in cytoscape dagre cytoscape-dagre graphlib lodash; do \
+	for p in cytoscape dagre graphlib lodash; do \
 		mkdir -p web/vendor/$$p && cp web/node_modules/$$p/LICENSE web/vendor/$$p/; \
 	done
 	cp web/node_modules/cytoscape/dist/cytoscape.min.js web/vendor/cytoscape/
 	cp web/node_modules/dagre/dist/dagre.min.js web/vendor/dagre/
-	cp web/node_modules/cytoscape-dagre/cytoscape-dagre.js web/vendor/cytoscape-dagre/
 
 demo: build kube-bins ## start a local control plane, seed it, run kubegcd against it and print the UI's URL
 	$(GO) run ./hack/demo
