@@ -334,6 +334,9 @@ func TestAuditFilterAndPaging(t *testing.T) {
 			seen[r] = true
 		}
 	}
+	if c := p.text("#count"); !strings.HasPrefix(c, "page 3: 5 rows") {
+		t.Errorf("count on the last page = %q, want page 3: 5 rows", c)
+	}
 	p.shot("audit-page-3")
 	p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
 	p.run(chromedpClick("#newer"))

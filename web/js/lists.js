@@ -74,9 +74,10 @@ const auditFields = [
   { name: 'until', label: 'until', placeholder: '2026-01-02T15:04:05Z' },
 ];
 
-// trails remember, per filter, the cursors of the newer pages seen, so
-// that "Newer" goes back one page as "Older" went forward.
-const trails = new Map();
+// newerOf remembers, per filter, the cursor of the page before each page
+// "Older" led to, so that "Newer" goes back one page, also after the
+// browser's own back and forward buttons.
+const newerOf = new Map();
 
 export async function auditPage(view, ctx) {
   setTitle('Audit');
@@ -86,9 +87,8 @@ export async function auditPage(view, ctx) {
   const limit = Math.min(Number(p.get('limit')) || pageSize, 1000);
   const apiFilter = { ...filter, since: rangeTime(filter.since), until: rangeTime(filter.until) };
   const key = qs(filter) + '&limit=' + limit;
-  const trail = trails.get(key) || [];
-  trails.set(key, trail);
-  if (!cursor) trail.length = 0;
+  if (!newerOf.has(key)) newerOf.set(key, new Map());
+  const prev = newerOf.get(key);
   view.append(h('h1', { text: 'Audit' }),
     h('p', { class: 'muted', text: 'Every decision, newest first.' }),
     filterForm(auditFields, p, (v) => go('/audit', v)));
@@ -104,19 +104,20 @@ export async function auditPage(view, ctx) {
     { title: 'reason', value: (e) => e.reason + (e.error ? ' — ' + e.error : ''), cell: (e) => [e.reason, e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },
     { title: 'by', value: (e) => e.instance, cell: (e) => h('span', { class: 'muted', text: e.instance }) },
   ];
-  const page = trail.length + 1;
+  let page = 1;
+  for (let c = cursor; c && page < 10000; c = prev.get(c)) page++;
+  const known = !cursor || prev.has(cursor);
   view.append(h('div', { class: 'toolbar' },
-    h('span', { class: 'muted', id: 'count', text: `page ${page}: ${r.items.length} row${r.items.length === 1 ? '' : 's'}` }),
+    h('span', { class: 'muted', id: 'count', text: `${known ? 'page ' + page : 'older page'}: ${r.items.length} row${r.items.length === 1 ? '' : 's'}` }),
     downloadButtons('audit', () => auditAll(apiFilter), cols)));
   view.append(table(cols, r.items, { id: 'rows', empty: 'no audit rows match' }));
   view.append(h('div', { class: 'pager' },
     h('button', { type: 'button', id: 'newest', text: 'Newest', disabled: !cursor, onclick: () => go('/audit', { ...filter, limit: p.get('limit') }) }),
     h('button', { type: 'button', id: 'newer', text: '← Newer', disabled: !cursor, onclick: () => {
-      const prev = trail.pop();
-      go('/audit', { ...filter, limit: p.get('limit'), cursor: prev || '' });
+      go('/audit', { ...filter, limit: p.get('limit'), cursor: prev.get(cursor) || '' });
     } }),
     h('button', { type: 'button', id: 'older', text: 'Older →', disabled: !r.next, onclick: () => {
-      trail.push(cursor);
+      prev.set(r.next, cursor);
       go('/audit', { ...filter, limit: p.get('limit'), cursor: r.next });
     } })));
 }

@@ -12,7 +12,7 @@ function svg(tag, attrs, ...children) {
 }
 
 // barChart draws buckets [{start, applied, dryRun}] as stacked bars.
-function barChart(title, buckets, label) {
+function barChart(title, buckets, label, span) {
   const w = 600;
   const hgt = 90;
   const maxv = Math.max(1, ...buckets.map((b) => b.applied + b.dryRun));
@@ -37,7 +37,7 @@ function barChart(title, buckets, label) {
     h('div', {}, h('span', { class: 'big', text: String(applied) }), ' deleted',
       dry > 0 ? h('span', { class: 'muted', text: ` · ${dry} in dry-run` }) : null),
     chart,
-    h('div', { class: 'legend' }, h('span', { text: label(buckets[0].start) }), h('span', { text: 'peak ' + maxv + ' per bar' }), h('span', { text: 'now' })));
+    h('div', { class: 'legend' }, h('span', { text: span + ' ago' }), h('span', { text: 'peak ' + maxv + ' per bar' }), h('span', { text: 'now' })));
 }
 
 const hhmm = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
@@ -146,8 +146,8 @@ export async function overviewPage(view, ctx) {
   if (ov.status === 'fulfilled') {
     const d = ov.value.deletions;
     view.append(h('div', { class: 'charts', id: 'deletions' },
-      barChart('Last hour, per minute', d.lastHour, hhmm),
-      barChart('Last day, per hour', d.lastDay, hhmm)),
+      barChart('Last hour, per minute', d.lastHour, hhmm, '60 min'),
+      barChart('Last day, per hour', d.lastDay, hhmm, '24 h')),
     h('div', { class: 'legend' }, h('span', {}, h('span', { class: 'swatch applied' }), 'deleted'),
       h('span', {}, h('span', { class: 'swatch dryrun' }), 'decided in dry-run')));
   } else {

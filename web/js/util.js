@@ -93,7 +93,8 @@ export function objLink(t) {
 // table renders rows with columns [{title, cell(row) → node|string, class}].
 export function table(columns, rows, opts = {}) {
   const head = h('tr', {}, columns.map((c) => h('th', { class: c.class, scope: 'col', text: c.title })));
-  const body = h('tbody', {}, rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: c.class }, c.cell(r))))));
+  // data-label names each cell's column where a phone shows rows as cards.
+  const body = h('tbody', {}, rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: c.class, dataset: { label: c.title } }, c.cell(r))))));
   if (rows.length === 0) {
     body.append(h('tr', {}, h('td', { class: 'muted', colSpan: columns.length, text: opts.empty || 'none' })));
   }
