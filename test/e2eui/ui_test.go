@@ -2,8 +2,11 @@ package e2eui
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kubegcd/kubegcd/test/e2eutil"
@@ -72,28 +77,36 @@ func TestSearchFindsObjectByName(t *testing.T) {
 
 	for _, tt := range []struct {
 		typed string
+		down  int    // ArrowDown presses before Enter
 		want  string // the suggestion's text
 	}{
 		{typed: "checkout-web", want: "ui-search/checkout-web"},                    // a name, in any kind
 		{typed: "ui-search/configmaps/checkout-w", want: "ui-search/checkout-web"}, // namespace/kind/fragment
 		{typed: "ConfigMap/out-d", want: "ui-search/checkout-db"},                  // kind/fragment
+		// Two match, checkout-db first: ArrowDown selects checkout-web.
+		{typed: "ui-search/configmap/checkout", down: 1, want: "ui-search/checkout-web"},
 	} {
 		t.Run(tt.typed, func(t *testing.T) {
 			p.t = t
 			p.goTo("/")
 			p.eval(`(() => { const s = document.getElementById('search'); s.value = ''; s.focus(); return true; })()`, nil)
 			p.run(chromedpSendKeys("#search", tt.typed))
-			p.waitJS(fmt.Sprintf(`!document.getElementById('suggestions').hidden &&
-				[...document.querySelectorAll('#suggestions li[role=option]')].some((li) => li.textContent.includes(%q))`, tt.want))
+			// Suggestions for the whole text, not for a part typed before.
+			p.waitJS(fmt.Sprintf(`(() => { const l = document.getElementById('suggestions'); return !l.hidden && l.dataset.for === %q &&
+				[...l.querySelectorAll('li[role=option]')].some((li) => li.textContent.includes(%q)); })()`, tt.typed, tt.want))
 			if tt.typed == "checkout-web" {
 				p.shot("search-suggestions")
 			}
-			// The first suggestion is selected: Enter opens it.
-			first := p.text("#suggestions li[role=option]")
-			if !strings.Contains(first, tt.want) {
-				t.Fatalf("first suggestion %q, want %q", first, tt.want)
+			// The first suggestion is selected, ArrowDown the next: Enter
+			// opens the selected one.
+			for range tt.down {
+				p.run(chromedpSendKeys("#search", kb.ArrowDown))
 			}
-			p.run(chromedpSendKeys("#search", "\r"))
+			selected := p.text(`#suggestions li[aria-selected="true"]`)
+			if !strings.Contains(selected, tt.want) {
+				t.Fatalf("selected suggestion %q, want %q", selected, tt.want)
+			}
+			p.run(chromedpSendKeys("#search", kb.Enter))
 			p.waitJS(fmt.Sprintf(`(document.getElementById('object-title') || {}).textContent === %q`, "ConfigMap "+tt.want))
 		})
 	}
@@ -298,6 +311,33 @@ func TestAuditFilterAndPaging(t *testing.T) {
 		}
 	}
 	p.shot("audit-filtered")
+
+	// The CSV download holds the filter's rows, every page of them.
+	dir := t.TempDir()
+	p.run(cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir))
+	p.run(chromedpClick("#download-csv"))
+	var csvRows [][]string
+	e2eutil.Eventually(t, pageTimeout, func() error {
+		files, err := filepath.Glob(filepath.Join(dir, "kubegcd-audit-*.csv"))
+		if err != nil || len(files) != 1 {
+			return fmt.Errorf("downloaded files %v %v", files, err)
+		}
+		f, err := os.Open(files[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		csvRows, err = csv.NewReader(f).ReadAll()
+		return err
+	})
+	if len(csvRows) != 4 || strings.Join(csvRows[0], ",") != "time,controller,rule,action,object,outcome,reason,by" {
+		t.Fatalf("CSV download: %q, want a header and the 3 rows of %s", csvRows, nsB)
+	}
+	for _, r := range csvRows[1:] {
+		if !strings.HasPrefix(r[4], "ConfigMap "+nsB+"/") {
+			t.Errorf("CSV row of another namespace: %q", r)
+		}
+	}
 
 	// Paging follows the cursor: 25 rows by 10 are pages of 10, 10 and 5,
 	// newest first, each row once; Newer goes back.

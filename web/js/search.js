@@ -141,6 +141,7 @@ export function initSearch() {
         if (mine.signal.aborted) return;
         items = got;
         fresh = true;
+        list.dataset.for = text; // which text these answer
         active = items.length > 0 && !items[0].note ? 0 : -1;
         draw();
         if (enterPending) {
