@@ -471,6 +471,11 @@ func TestEveryPage(t *testing.T) {
 		if e := p.text(".view .error"); e != "" {
 			t.Errorf("%s: error shown: %s", r.name, e)
 		}
+		var overflow int
+		p.eval(`document.documentElement.scrollWidth - window.innerWidth`, &overflow)
+		if overflow > 0 {
+			t.Errorf("%s at %d px: the page is %d px wider than the window", r.name, desktopWidth, overflow)
+		}
 	}
 	p.goTo("/lint")
 	if n := p.count(`section[data-rule] tbody tr`); n == 0 {

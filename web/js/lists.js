@@ -48,7 +48,7 @@ export async function pendingPage(view, ctx) {
   const cols = [
     { title: 'since', value: (i) => i.since, cell: (i) => when(i.since), class: 'nowrap' },
     { title: 'controller', value: (i) => i.controller, cell: (i) => i.controller },
-    { title: 'rule', value: (i) => i.rule, cell: (i) => h('code', { text: i.rule }) },
+    { title: 'rule', value: (i) => i.rule, cell: (i) => h('code', { text: i.rule }), class: 'nowrap' },
     { title: 'action', value: (i) => i.action, cell: (i) => i.action },
     { title: 'object', value: (i) => targetText(i.target), cell: (i) => objLink(i.target) },
     { title: 'reason', value: (i) => i.reason, cell: (i) => i.reason, class: 'reason' },
@@ -97,7 +97,7 @@ export async function auditPage(view, ctx) {
   const cols = [
     { title: 'time', value: (e) => e.time, cell: (e) => when(e.time), class: 'nowrap' },
     { title: 'controller', value: (e) => e.controller, cell: (e) => e.controller },
-    { title: 'rule', value: (e) => e.rule, cell: (e) => h('code', { text: e.rule }) },
+    { title: 'rule', value: (e) => e.rule, cell: (e) => h('code', { text: e.rule }), class: 'nowrap' },
     { title: 'action', value: (e) => e.action, cell: (e) => e.action },
     { title: 'object', value: (e) => targetText(e.target), cell: (e) => objLink(e.target) },
     { title: 'outcome', value: (e) => e.outcome + (e.dryRun ? ' (dry-run)' : ''), cell: (e) => outcomeBadge(e) },

@@ -92,7 +92,7 @@ export async function objectPage(view, ctx) {
   view.append(h('h2', { text: 'Pending decisions' }), table([
     { title: 'controller', cell: (p) => p.controller },
     { title: 'action', cell: (p) => p.action },
-    { title: 'rule', cell: (p) => h('code', { text: p.rule }) },
+    { title: 'rule', cell: (p) => h('code', { text: p.rule }), class: 'nowrap' },
     { title: 'reason', cell: (p) => p.reason, class: 'reason' },
     { title: 'since', cell: (p) => when(p.since) },
     { title: 'not before', cell: (p) => p.notBefore ? when(p.notBefore) : '' },
@@ -144,7 +144,7 @@ function auditTable(items) {
   return table([
     { title: 'time', cell: (e) => when(e.time), class: 'nowrap' },
     { title: 'controller', cell: (e) => e.controller },
-    { title: 'rule', cell: (e) => h('code', { text: e.rule }) },
+    { title: 'rule', cell: (e) => h('code', { text: e.rule }), class: 'nowrap' },
     { title: 'action', cell: (e) => e.action },
     { title: 'outcome', cell: (e) => [badge(e.outcome, e.outcome === 'failed' ? 'bad' : ''), e.dryRun && e.outcome !== 'dry-run' ? badge('dry-run') : null] },
     { title: 'reason', cell: (e) => [e.reason, e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },
