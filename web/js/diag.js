@@ -1,15 +1,5 @@
 // Stuck deletions, ownerReference lint and the Lease inventory.
-import { h, api, qs, table, when, objLink, filterForm, badge, setTitle, age } from './util.js';
-
-function go(path, params) {
-  location.hash = '#' + path + qs(params);
-}
-
-function paramsObject(params, names) {
-  const out = {};
-  for (const n of names) if (params.get(n)) out[n] = params.get(n);
-  return out;
-}
+import { h, api, qs, table, when, objLink, filterForm, badge, setTitle, age, go, paramsObject } from './util.js';
 
 const stateTitles = {
   'namespace-terminating': 'Namespaces Terminating',

@@ -12,7 +12,7 @@ const colours = {
 // nodeState names a node's colour: dangling (no such owner in the mirror),
 // waiting (deleted in the foreground, waiting for its dependents), being
 // deleted, or solid.
-export function nodeState(n) {
+function nodeState(n) {
   if (n.missing || n.virtual) return 'dangling';
   if (n.deletingDependents) return 'waiting';
   if (n.beingDeleted) return 'deleting';

@@ -1,26 +1,16 @@
 // The Pending and Audit tables: filters the API applies, paging by the
 // API's cursor (never everything at once), links to objects, downloads.
-import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, setTitle, errorBox, targetText } from './util.js';
+import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, setTitle, errorBox, targetText, go, paramsObject } from './util.js';
 
 const controllers = ['ownergc', 'podgc', 'ttl', 'svgc'];
 const outcomes = ['applied', 'dry-run', 'failed', 'conflict', 'not-found', 'skipped'];
 const pageSize = 50;
 const downloadCap = 50000; // rows a download reads at most, 1,000 a request
 
-function go(path, params) {
-  location.hash = '#' + path + qs(params);
-}
-
-function paramsObject(params, names) {
-  const out = {};
-  for (const n of names) if (params.get(n)) out[n] = params.get(n);
-  return out;
-}
-
 // rangeTime turns a relative "1h" or "30m" into an RFC 3339 time that long
 // ago; anything else goes to the API as typed, which refuses what it cannot
 // read.
-export function rangeTime(v) {
+function rangeTime(v) {
   const m = /^(\d+)([smhd])$/.exec(v || '');
   if (!m) return v || '';
   const unit = { s: 1, m: 60, h: 3600, d: 86400 }[m[2]];

@@ -18,7 +18,7 @@ const routes = [
 ];
 
 // parseHash splits "#/audit?controller=ownergc" into path and parameters.
-export function parseHash() {
+function parseHash() {
   const raw = location.hash.replace(/^#/, '') || '/';
   const i = raw.indexOf('?');
   const path = i < 0 ? raw : raw.slice(0, i);

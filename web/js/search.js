@@ -54,7 +54,7 @@ async function lookup(k, namespace, fragment, signal) {
 }
 
 // suggest turns the box's text into suggestions.
-export async function suggest(text, signal) {
+async function suggest(text, signal) {
   await loadKinds();
   const parts = text.trim().split(/[/\s]+/).filter(Boolean);
   if (parts.length === 0) return [];

@@ -162,6 +162,18 @@ export function badge(text, kind) {
   return h('span', { class: 'badge' + (kind ? ' ' + kind : ''), text });
 }
 
+// go opens a route with query parameters, leaving out empty ones.
+export function go(path, params) {
+  location.hash = '#' + path + qs(params);
+}
+
+// paramsObject picks the named, non-empty parameters of a route.
+export function paramsObject(params, names) {
+  const out = {};
+  for (const n of names) if (params.get(n)) out[n] = params.get(n);
+  return out;
+}
+
 // setTitle names the page in the tab.
 export function setTitle(s) {
   document.title = s ? s + ' · kubegcd' : 'kubegcd';
