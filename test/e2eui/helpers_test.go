@@ -44,6 +44,9 @@ type page struct {
 
 	mu       sync.Mutex
 	problems []string
+	// notFound are paths whose 404 the test expects: the browser logs it
+	// as a failed load, which is not a fault then.
+	notFound []string
 }
 
 func openPage(t *testing.T, d *e2eutil.Daemon) *page {
@@ -68,6 +71,9 @@ func openPage(t *testing.T, d *e2eutil.Daemon) *page {
 		case *runtime.EventExceptionThrown:
 			p.problem("uncaught exception: %s", ev.ExceptionDetails.Error())
 		case *cdplog.EventEntryAdded:
+			if p.expected404(ev.Entry) {
+				return
+			}
 			if ev.Entry.Level == cdplog.LevelError || ev.Entry.Level == cdplog.LevelWarning {
 				p.problem("browser %s: %s %s", ev.Entry.Level, ev.Entry.Text, ev.Entry.URL)
 			}
@@ -95,6 +101,27 @@ func openPage(t *testing.T, d *e2eutil.Daemon) *page {
 	p.run(cdplog.Enable(), chromedp.EmulateViewport(desktopWidth, desktopHeight), chromedp.Navigate(d.URL+"/"))
 	p.waitLoaded()
 	return p
+}
+
+// expectNotFound tells the page that a 404 for path is what the test wants.
+func (p *page) expectNotFound(path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notFound = append(p.notFound, path)
+}
+
+func (p *page) expected404(e *cdplog.Entry) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.Source != cdplog.SourceNetwork || !strings.Contains(e.Text, "404") {
+		return false
+	}
+	for _, path := range p.notFound {
+		if strings.HasSuffix(e.URL, path) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *page) problem(format string, args ...any) {

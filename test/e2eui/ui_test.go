@@ -200,6 +200,37 @@ func TestObjectPageDrawsTheGraph(t *testing.T) {
 	if why := p.text("#why"); !strings.Contains(why, "being deleted") {
 		t.Errorf("why of root = %q, want it said to be being deleted", why)
 	}
+
+	// A gone object's page shows its history, and its graph as it was
+	// just before it went: a-child, its owner a and a's owners root and
+	// gone-owner.
+	childUID := objectUID(t, d, ns, "a-child")
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "a-child", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		if code, _, err := d.Get("/objects/" + childUID); err != nil || code != 404 {
+			return fmt.Errorf("a-child still mirrored: %d %v", code, err)
+		}
+		return nil
+	})
+	// The mirror no longer holds it: /objects/{uid} and the graph read
+	// beside it answer 404, then the page asks the history.
+	p.expectNotFound("/objects/" + childUID)
+	p.expectNotFound("/graph?uid=" + childUID)
+	p.goTo("/objects/" + childUID)
+	p.waitJS(`document.getElementById('graph').dataset.ready === 'true'`)
+	if title := p.text("#object-title"); title != "ConfigMap "+ns+"/a-child" {
+		t.Errorf("gone object's title %q", title)
+	}
+	if hist := p.text("#history"); !strings.Contains(hist, "deleted") {
+		t.Errorf("gone object's history %q lacks its deletion", hist)
+	}
+	p.eval(`({nodes: window.kubegcdGraph.cy.nodes().length, edges: window.kubegcdGraph.cy.edges().length})`, &got)
+	if got.Nodes != 4 || got.Edges != 3 {
+		t.Errorf("gone object's graph: %d nodes and %d edges, want 4 and 3", got.Nodes, got.Edges)
+	}
+	p.shot("object-gone")
 }
 
 // The acceptance figure: the graph of an object with 500 dependents is

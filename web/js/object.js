@@ -46,16 +46,7 @@ export async function objectPage(view, ctx) {
   const graphBox = h('div', { id: 'graph', role: 'img', 'aria-label': 'ownership graph: owners above, dependents below; click a node to open it' });
   const graphNote = h('span', { class: 'muted' });
   view.append(h('h2', { text: 'Ownership graph' }),
-    h('div', { class: 'legend' },
-      h('span', {}, h('span', { class: 'swatch self' }), 'this object'),
-      h('span', {}, h('span', { class: 'swatch solid' }), 'solid'),
-      h('span', {}, h('span', { class: 'swatch dangling' }), 'dangling (no such owner)'),
-      h('span', {}, h('span', { class: 'swatch waiting' }), 'waiting (foreground deletion)'),
-      h('span', {}, h('span', { class: 'swatch deleting' }), 'being deleted'),
-      h('span', {}, h('span', { class: 'edgekey' }), 'controller'),
-      h('span', {}, h('span', { class: 'edgekey ref' }), 'not controller'),
-      h('span', {}, h('span', { class: 'edgekey block' }), 'blockOwnerDeletion'),
-      h('span', { text: 'arrows: owner → dependent' })),
+    graphLegend(),
     graphBox, h('div', { class: 'graphbar' }, graphNote));
   const graphDone = graphRead.then(async (g) => {
     if (!ctx.isCurrent()) return;
@@ -127,6 +118,20 @@ export async function objectPage(view, ctx) {
   view.append(h('h2', {}, 'Audit rows ', h('a', { class: 'muted', href: '#/audit' + qs({ uid }), text: '(all)' })),
     auditTable(det.recentAudit));
   await graphDone;
+}
+
+// graphLegend says what the graph's colours and lines mean.
+function graphLegend() {
+  return h('div', { class: 'legend' },
+    h('span', {}, h('span', { class: 'swatch self' }), 'this object'),
+    h('span', {}, h('span', { class: 'swatch solid' }), 'solid'),
+    h('span', {}, h('span', { class: 'swatch dangling' }), 'dangling (no such owner)'),
+    h('span', {}, h('span', { class: 'swatch waiting' }), 'waiting (foreground deletion)'),
+    h('span', {}, h('span', { class: 'swatch deleting' }), 'being deleted'),
+    h('span', {}, h('span', { class: 'edgekey' }), 'controller'),
+    h('span', {}, h('span', { class: 'edgekey ref' }), 'not controller'),
+    h('span', {}, h('span', { class: 'edgekey block' }), 'blockOwnerDeletion'),
+    h('span', { text: 'arrows: owner → dependent' }));
 }
 
 function historyTable(items) {
@@ -214,7 +219,23 @@ async function gonePage(view, ctx, uid) {
     view.querySelector('h1').textContent = targetText(hist.target);
     setTitle(targetText(hist.target));
   }
-  view.append(h('div', { class: 'why', text: 'It is gone: the mirror no longer holds it. Its history and audit rows follow.' }),
-    h('h2', { text: 'History' }), historyTable(hist.items),
+  const deleted = hist.items.filter((e) => e.event === 'deleted').pop();
+  view.append(h('div', { class: 'why', id: 'why', text: 'It is gone: the mirror no longer holds it.' +
+    (deleted ? ' Its owners and dependents as they were just before it went, its history and audit rows follow.' : ' Its history and audit rows follow.') }));
+  if (deleted) {
+    // The graph as history shows it a millisecond before the deletion:
+    // what owned it, what it owned, when it went.
+    const at = new Date(Date.parse(deleted.time) - 1).toISOString();
+    const box = h('div', { id: 'graph', role: 'img', 'aria-label': 'ownership graph just before the deletion' });
+    view.append(h('h2', {}, 'Ownership graph ', h('span', { class: 'muted', text: 'just before it was deleted' })), graphLegend(), box);
+    try {
+      const g = await api('/graph' + qs({ uid, at }));
+      if (!ctx.isCurrent()) return;
+      await drawGraph(box, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
+    } catch (err) {
+      box.replaceChildren(errorBox(err));
+    }
+  }
+  view.append(h('h2', { text: 'History' }), historyTable(hist.items),
     h('h2', {}, 'Audit rows ', h('a', { class: 'muted', href: '#/audit' + qs({ uid }), text: '(all)' })), auditTable(hist.audit || []));
 }
