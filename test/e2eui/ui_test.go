@@ -110,6 +110,23 @@ func TestSearchFindsObjectByName(t *testing.T) {
 			p.waitJS(fmt.Sprintf(`(document.getElementById('object-title') || {}).textContent === %q`, "ConfigMap "+tt.want))
 		})
 	}
+
+	// A fragment of a namespace completes to it; the kind and a fragment
+	// of the name then find the object.
+	t.Run("complete a namespace", func(t *testing.T) {
+		p.t = t
+		p.goTo("/")
+		p.eval(`(() => { const s = document.getElementById('search'); s.value = ''; s.focus(); return true; })()`, nil)
+		p.run(chromedpSendKeys("#search", "i-sear"))
+		p.waitJS(`(() => { const l = document.getElementById('suggestions'); return !l.hidden && l.dataset.for === 'i-sear' &&
+			(l.querySelector('li[aria-selected="true"]') || {}).textContent === 'namespaceui-search/'; })()`)
+		p.run(chromedpSendKeys("#search", kb.Enter))
+		p.waitJS(`document.getElementById('search').value === 'ui-search/'`)
+		p.run(chromedpSendKeys("#search", "configmap/web"))
+		p.waitJS(`(() => { const l = document.getElementById('suggestions'); return !l.hidden && l.dataset.for === 'ui-search/configmap/web'; })()`)
+		p.run(chromedpSendKeys("#search", kb.Enter))
+		p.waitJS(`(document.getElementById('object-title') || {}).textContent === 'ConfigMap ui-search/checkout-web'`)
+	})
 }
 
 func TestObjectPageDrawsTheGraph(t *testing.T) {

@@ -7,11 +7,20 @@ const listLimit = 200; // objects of one kind read to match a name fragment
 const shown = 12;
 
 let kinds = null; // [{kind, resource, group, objects}] from /status
+let namespaces = null; // names, the first 10,000
+
+async function loadNamespaces(signal) {
+  if (!namespaces) {
+    const r = await api('/objects' + qs({ kind: 'namespaces', limit: 10000 }), { signal });
+    namespaces = r.items.map((o) => o.name);
+  }
+  return namespaces;
+}
 
 async function loadKinds() {
   if (kinds) return kinds;
   const st = await api('/status');
-  kinds = st.resources.map((r) => ({ kind: r.kind, resource: r.resource, group: r.group, objects: r.objects }));
+  kinds = st.resources.map((r) => ({ kind: r.kind, resource: r.resource, group: r.group, objects: r.objects, namespaced: r.namespaced }));
   return kinds;
 }
 
@@ -70,15 +79,25 @@ async function suggest(text, signal) {
     if (k1) return (await lookup(k1, parts[0], '', signal)).map(objSuggestion);
     return [{ note: 'type namespace/kind/name or kind/name' }];
   }
-  // One word: kinds it starts, and objects of that exact name in every
-  // kind that has objects (one indexed lookup each).
+  if (text.trim().endsWith('/')) {
+    // "Kind/" lists the kind's first objects; "namespace/" offers the kinds
+    // to narrow by.
+    const k = kindOf(parts[0]);
+    if (k) return (await lookup(k, '', '', signal)).map(objSuggestion);
+    return kinds.filter((k) => k.objects > 0 && k.namespaced).map((k) => ({ label: parts[0] + '/' + k.kind + '/', kind: 'kind', complete: parts[0] + '/' + k.kind + '/' }));
+  }
+  // One word: objects of that exact name in every kind that has objects
+  // (one indexed lookup each), then kinds it starts and namespaces holding
+  // it, which complete the box so that the next word narrows.
   const w = parts[0].toLowerCase();
-  const out = kinds.filter((k) => k.objects > 0 && (k.kind.toLowerCase().startsWith(w) || k.resource.startsWith(w)))
+  const completions = kinds.filter((k) => k.objects > 0 && (k.kind.toLowerCase().startsWith(w) || k.resource.startsWith(w)))
     .slice(0, 4).map((k) => ({ label: k.kind + '/', kind: 'kind', complete: k.kind + '/' }));
+  completions.push(...(await loadNamespaces(signal)).filter((n) => n.includes(w)).slice(0, 6)
+    .map((n) => ({ label: n + '/', kind: 'namespace', complete: n + '/' })));
   const withObjects = kinds.filter((k) => k.objects > 0);
   const found = await Promise.all(withObjects.map((k) =>
     api('/objects' + qs({ kind: kindParam(k), name: parts[0], limit: 5 }), { signal }).then((r) => r.items)));
-  return out.concat(found.flat().map(objSuggestion));
+  return found.flat().map(objSuggestion).concat(completions);
 }
 
 export function initSearch() {
