@@ -31,9 +31,11 @@ export async function pendingPage(view, ctx) {
   view.append(h('h1', { text: 'Pending decisions' }),
     h('p', { class: 'muted', text: 'What each controller would do next, the decisions waiting longest first (the API\'s order).' }),
     filterForm(pendingFields, p, (v) => go('/pending', v)));
-  const r = await api('/pending' + qs({ ...filter, limit: limit + 1 }));
+  // One row more than shown says whether there are more, within the API's
+  // 10,000.
+  const r = await api('/pending' + qs({ ...filter, limit: Math.min(limit + 1, 10000) }));
   if (!ctx.isCurrent()) return;
-  const more = r.items.length > limit;
+  const more = r.items.length > limit || r.items.length === 10000;
   const items = r.items.slice(0, limit);
   const cols = [
     { title: 'since', value: (i) => i.since, cell: (i) => when(i.since), class: 'nowrap' },
