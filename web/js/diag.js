@@ -56,9 +56,14 @@ export async function stuckPage(view, ctx) {
       { name: 'kind', label: 'kind' },
       { name: 'minAge', label: 'older than (default --stuck-after)', placeholder: '5m' },
     ], p, (v) => go('/stuck', v)));
-  const r = await api('/stuck' + qs(filter));
+  const limit = Math.min(Number(p.get('limit')) || 500, 10000);
+  const r = await api('/stuck' + qs({ ...filter, limit }));
   if (!ctx.isCurrent()) return;
   view.append(h('p', { class: 'muted', id: 'count', text: `${r.items.length}${r.truncated ? '+' : ''} stuck deletion${r.items.length === 1 ? '' : 's'}` }));
+  if (r.truncated) {
+    view.append(h('div', { class: 'note' }, `More than the first ${limit.toLocaleString()}: narrow by namespace or kind`,
+      limit < 10000 ? [', or ', h('a', { href: '#/stuck' + qs({ ...filter, limit: Math.min(limit * 4, 10000) }), text: 'show more' })] : null, '.'));
+  }
   if (r.items.length === 0) view.append(h('div', { class: 'note', text: 'Nothing is stuck.' }));
   const groups = new Map();
   for (const it of r.items) {
