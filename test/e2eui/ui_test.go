@@ -548,3 +548,29 @@ func TestEveryPage(t *testing.T) {
 	}
 	p.desktop()
 }
+
+// A graph larger than the page draws (1,000 objects) is not laid out, which
+// would hold the browser for long: the page says so and links the DOT.
+func TestGraphTooLargeIsNotDrawn(t *testing.T) {
+	ns := newNamespace(t, "ui-huge")
+	owner := configMap(t, ns, "owner")
+	ctx := context.Background()
+	for i := range 2000 {
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, newOwned(ns, fmt.Sprintf("dep-%04d", i), ownerRef(owner, true, false)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := startDaemon(t)
+	graphSize(t, d, string(owner.UID), 2001)
+	p := openPage(t, d)
+	p.goTo("/objects/" + string(owner.UID))
+	if note := p.text("#graph .note"); !strings.Contains(note, "too many to draw") {
+		t.Errorf("graph box says %q, want that it is too large to draw", note)
+	}
+	var drawn bool
+	p.eval(`!!window.kubegcdGraph`, &drawn)
+	if drawn {
+		t.Error("a graph of 2,001 objects was drawn")
+	}
+	p.shot("object-too-large")
+}

@@ -9,14 +9,19 @@ const ownerStateBadge = {
   present: 'ok', missing: 'bad', 'being-deleted': 'warn', 'deleting-dependents': 'warn', 'other-namespace': 'bad', 'name-mismatch': 'bad',
 };
 
+// maxDrawn is the most objects the page draws in one graph: dagre lays out
+// 500 in about a second, and its time grows faster than the count.
+const maxDrawn = 1000;
+
 function flag(v) {
   return v === true ? 'true' : v === false ? 'false' : '—';
 }
 
 export async function objectPage(view, ctx) {
   const uid = ctx.args[0];
-  // The graph is read beside the object, not after it.
-  const graphRead = api('/graph' + qs({ uid }));
+  // The graph is read beside the object, not after it, and only as much
+  // of it as a browser lays out in a few seconds.
+  const graphRead = api('/graph' + qs({ uid, limit: maxDrawn }));
   graphRead.catch(() => {}); // a gone object's 404 is answered below
   let det;
   try {
@@ -55,6 +60,13 @@ export async function objectPage(view, ctx) {
     if (!g.nodes.some((n) => n.uid === o.uid)) {
       g.nodes.unshift({ uid: o.uid, kind: o.kind, namespace: o.namespace, name: o.name, beingDeleted: !!o.deletionTimestamp,
         deletingDependents: o.finalizers.includes('foregroundDeletion') && !!o.deletionTimestamp, missing: false, virtual: false });
+    }
+    if (g.truncated) {
+      graphBox.classList.add('toolarge');
+      graphBox.replaceChildren(h('div', { class: 'note' }, `Over ${maxDrawn.toLocaleString()} objects around it: too many to draw. `,
+        'The lists below name its owners and first dependents; ',
+        h('a', { href: '/graph' + qs({ uid, format: 'dot' }), text: 'the graph in DOT' }), ' holds them all (up to the API\'s limit).'));
+      return;
     }
     if (g.nodes.length > 150) graphBox.classList.add('big');
     const cy = await drawGraph(graphBox, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
