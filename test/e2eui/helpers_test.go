@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,7 +104,8 @@ func openPage(t *testing.T, d *e2eutil.Daemon) *page {
 	return p
 }
 
-// expectNotFound tells the page that a 404 for path is what the test wants.
+// expectNotFound tells the page that a 404 for a URL starting with path
+// (and query) is what the test wants.
 func (p *page) expectNotFound(path string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -116,8 +118,12 @@ func (p *page) expected404(e *cdplog.Entry) bool {
 	if e.Source != cdplog.SourceNetwork || !strings.Contains(e.Text, "404") {
 		return false
 	}
+	u, err := url.Parse(e.URL)
+	if err != nil {
+		return false
+	}
 	for _, path := range p.notFound {
-		if strings.HasSuffix(e.URL, path) {
+		if strings.HasPrefix(u.RequestURI(), path) {
 			return true
 		}
 	}
