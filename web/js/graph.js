@@ -74,7 +74,9 @@ export function drawGraph(container, g, selfUID, open) {
     { selector: 'node.dangling', style: { 'border-style': 'dashed' } },
     { selector: 'node.self', style: { 'border-width': 4, 'border-color': '#0969da', 'font-weight': 'bold' } },
     { selector: 'edge', style: {
-      'curve-style': big ? 'straight' : 'bezier', 'target-arrow-shape': 'triangle', width: 1.5, 'line-color': '#888',
+      // haystack edges, straight and without arrowheads, draw in about
+      // half the time of others on a large graph; owners stay above.
+      'curve-style': big ? 'haystack' : 'bezier', 'target-arrow-shape': big ? 'none' : 'triangle', width: 1.5, 'line-color': '#888',
       'target-arrow-color': '#888', label: 'data(label)', 'font-size': 8, 'text-background-color': '#fff',
       'text-background-opacity': 0.9, 'text-background-padding': '1px', color: '#444', 'min-zoomed-font-size': 6,
     } },
@@ -127,7 +129,7 @@ export function drawGraph(container, g, selfUID, open) {
       const self = cy.getElementById(selfUID);
       if (big && self.nonempty()) {
         cy.zoom(1);
-        cy.center(self);
+        cy.center(self.closedNeighborhood());
       }
       const ms = performance.now() - start;
       const buildMs = ms - layoutMs;

@@ -70,7 +70,7 @@ export async function objectPage(view, ctx) {
     }
     if (g.nodes.length > 150) graphBox.classList.add('big');
     const cy = await drawGraph(graphBox, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
-    graphNote.replaceChildren(`${g.nodes.length} objects, ${g.edges.length} references${g.truncated ? ' (truncated)' : ''}. Scroll to zoom, drag to pan. `,
+    graphNote.replaceChildren(`${g.nodes.length} objects, ${g.edges.length} references${g.nodes.length > 150 ? ' (so many that edges have no arrowheads: owners are above)' : ''}. Scroll to zoom, drag to pan. `,
       h('button', { type: 'button', text: 'Fit all', onclick: () => cy.fit(undefined, 20) }));
   }).catch((err) => graphBox.replaceChildren(errorBox(err)));
 
