@@ -8,7 +8,7 @@ KUBE_BINS  := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 TEST_FLAGS ?=
 
-.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean
+.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,10 +35,33 @@ systemd-analyze: ## install systemd-analyze (package systemd) for the unit's tes
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd; \
 	else echo "make: systemd-analyze is missing: install the systemd package (sudo apt-get install systemd) and run make test again" >&2; exit 1; fi
 
-test: build kube-bins systemd-analyze ## run every test, end-to-end tests against a real kube-apiserver included
+test: build kube-bins systemd-analyze chromium ## run every test, end-to-end tests against a real kube-apiserver included
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m $(TEST_FLAGS) ./...
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# The browser tests (test/e2eui) drive Debian's Chromium headless.
+chromium: ## install Debian's chromium for the browser tests when it is missing (root only)
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+		else \
+			echo "the browser tests need Chromium: run 'sudo apt-get install chromium' (Debian) and make test again" >&2; exit 1; \
+		fi; \
+	fi
+
+# The UI's graph library comes from npm (web/package-lock.json); its built
+# files are copied into web/vendor/ and committed, so that go build alone
+# embeds them and no build or test needs npm.
+web: ## reinstall the UI's JavaScript libraries from web/package-lock.json into web/vendor/
+	cd web && npm ci --no-audit --no-fund
+	rm -rf web/vendor && mkdir -p web/vendor
+	# dagre.min.js bundles graphlib and lodash: their licences go with it.
+	for p in cytoscape dagre graphlib lodash; do \
+		mkdir -p web/vendor/$$p && cp web/node_modules/$$p/LICENSE web/vendor/$$p/; \
+	done
+	cp web/node_modules/cytoscape/dist/cytoscape.min.js web/vendor/cytoscape/
+	cp web/node_modules/dagre/dist/dagre.min.js web/vendor/dagre/
 
 demo: build kube-bins ## start a local control plane, seed it, run kubegcd against it and print the UI's URL
 	$(GO) run ./hack/demo

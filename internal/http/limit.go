@@ -33,12 +33,22 @@ func limitInflight(n int) func(http.Handler) http.Handler {
 	}
 }
 
-// securityHeaders keeps browsers from guessing content types, from framing
-// the UI in another site's page, and from sending the UI's URLs (object
-// names) to other sites.
+// contentSecurityPolicy lets the UI run only the scripts and styles it
+// ships, talk only to this API, and be framed by no page. The one inline
+// style allowed, by its hash, is the stylesheet cytoscape adds to the page
+// (web/vendor/cytoscape); a new version of it with another stylesheet fails
+// the browser tests until the hash follows.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; " +
+	"style-src 'self' 'sha256-pgvDUBa4IjFA2yuSJ2cqcyxmNYJMborsd0ORcRv9vw8='; img-src 'self' data:; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// securityHeaders keeps browsers from running anything but the UI's own
+// files, from guessing content types, from framing the UI in another site's
+// page, and from sending the UI's URLs (object names) to other sites.
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -76,11 +77,16 @@ func TestLimitInflightZeroIsNoLimit(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
+	for _, want := range []string{"script-src 'self';", "frame-ancestors 'none'", "object-src 'none'"} {
+		if !strings.Contains(contentSecurityPolicy, want) {
+			t.Errorf("Content-Security-Policy %q lacks %q", contentSecurityPolicy, want)
+		}
+	}
 	srv, _ := testServer(t)
 	for _, path := range []string{"/", "/status", "/no-such-endpoint"} {
 		resp, _ := get(t, srv, path)
 		for k, want := range map[string]string{"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
-			"Referrer-Policy": "no-referrer"} {
+			"Referrer-Policy": "no-referrer", "Content-Security-Policy": contentSecurityPolicy} {
 			if got := resp.Header.Get(k); got != want {
 				t.Errorf("%s: %s = %q, want %q", path, k, got, want)
 			}

@@ -211,6 +211,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Get("/leases", s.leases)
 	r.Post("/enforcement/release", s.release)
 	r.Get("/stuck", s.stuck)
+	r.With(noQuery).Get("/overview", s.overview)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
@@ -221,7 +222,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 // apiPrefixes are paths that belong to the JSON API: unknown paths under
 // them are JSON 404s instead of the UI.
 var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/lint", "/stuck", "/healthz", "/readyz", "/metrics", "/api", "/debug",
-	"/enforcement"}
+	"/enforcement", "/overview"}
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	for _, p := range apiPrefixes {

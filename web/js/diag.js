@@ -1,0 +1,147 @@
+// Stuck deletions, ownerReference lint and the Lease inventory.
+import { h, api, qs, table, when, objLink, filterForm, badge, setTitle, age, go, paramsObject } from './util.js';
+
+const stateTitles = {
+  'namespace-terminating': 'Namespaces Terminating',
+  'deleting-dependents': 'Foreground deletions waiting for dependents',
+  'orphaning-dependents': 'Orphan deletions waiting for dependents',
+  finalizing: 'Held by finalizers',
+  deleting: 'Being deleted',
+};
+
+// blockerLine says what one blocker is, in one line.
+function blockerLine(b) {
+  const parts = [badge(b.type, b.type === 'finalizer' ? 'warn' : '')];
+  if (b.target) parts.push(' ', objLink(b.target));
+  if (b.finalizer) parts.push(' ', h('code', { text: b.finalizer }));
+  if (b.groupVersion) parts.push(' ', h('code', { text: b.groupVersion }));
+  if (b.counts) {
+    parts.push(' ', h('span', { class: 'muted', text: Object.entries(b.counts).map(([k, n]) => `${n} ${k}`).join(', ') }));
+  }
+  if (b.reason) parts.push(h('span', { class: 'muted', text: ' — ' + b.reason }));
+  return parts;
+}
+
+// blockerChain renders blockers as a nested list: owner ← dependent ←
+// finalizer reads top to bottom.
+export function blockerChain(blockers) {
+  if (!blockers || blockers.length === 0) return null;
+  return h('ul', { class: 'chain' }, blockers.map((b) => h('li', {}, blockerLine(b), blockerChain(b.blockers))));
+}
+
+export function stuckItem(it) {
+  return h('div', { class: 'item', dataset: { uid: it.target.uid } },
+    h('div', { class: 'head' }, h('strong', {}, objLink(it.target)),
+      h('span', { class: 'muted', title: it.deletionRequested, text: 'deletion requested ' + age(it.age) + ' ago' }),
+      badge(it.state, 'bad')),
+    h('div', { text: it.explanation }),
+    blockerChain(it.blockers),
+    it.conditions && it.conditions.length ? h('details', {}, h('summary', { text: 'conditions' }),
+      table([
+        { title: 'type', cell: (c) => c.type },
+        { title: 'status', cell: (c) => c.status },
+        { title: 'reason', cell: (c) => c.reason || '' },
+        { title: 'message', cell: (c) => c.message || '', class: 'reason' },
+      ], it.conditions)) : null);
+}
+
+export async function stuckPage(view, ctx) {
+  setTitle('Stuck');
+  const p = ctx.params;
+  const filter = paramsObject(p, ['namespace', 'kind', 'minAge']);
+  view.append(h('h1', { text: 'Stuck deletions' }),
+    h('p', { class: 'muted', text: 'Deletions that do not finish, oldest request first, with what holds each. minAge 0 lists every deletion.' }),
+    filterForm([
+      { name: 'namespace', label: 'namespace' },
+      { name: 'kind', label: 'kind' },
+      { name: 'minAge', label: 'older than (default --stuck-after)', placeholder: '5m' },
+    ], p, (v) => go('/stuck', v)));
+  const limit = Math.min(Number(p.get('limit')) || 500, 10000);
+  const r = await api('/stuck' + qs({ ...filter, limit }));
+  if (!ctx.isCurrent()) return;
+  view.append(h('p', { class: 'muted', id: 'count', text: `${r.items.length}${r.truncated ? '+' : ''} stuck deletion${r.items.length === 1 ? '' : 's'}` }));
+  if (r.truncated) {
+    view.append(h('div', { class: 'note' }, `More than the first ${limit.toLocaleString()}: narrow by namespace or kind`,
+      limit < 10000 ? [', or ', h('a', { href: '#/stuck' + qs({ ...filter, limit: Math.min(limit * 4, 10000) }), text: 'show more' })] : null, '.'));
+  }
+  if (r.items.length === 0) view.append(h('div', { class: 'note', text: 'Nothing is stuck.' }));
+  const groups = new Map();
+  for (const it of r.items) {
+    if (!groups.has(it.state)) groups.set(it.state, []);
+    groups.get(it.state).push(it);
+  }
+  for (const [state, items] of groups) {
+    view.append(h('section', { class: 'group', dataset: { state } },
+      h('h2', { text: `${stateTitles[state] || state} (${items.length})` }),
+      h('div', { class: 'body' }, items.map(stuckItem))));
+  }
+}
+
+export async function lintPage(view, ctx) {
+  setTitle('Lint');
+  const p = ctx.params;
+  const filter = paramsObject(p, ['namespace', 'rule', 'severity']);
+  const limit = Math.min(Number(p.get('limit')) || 1000, 100000);
+  view.append(h('h1', { text: 'ownerReference lint' }),
+    h('p', { class: 'muted', text: 'Problems in ownerReferences, found from the mirror alone, grouped by rule.' }),
+    filterForm([
+      { name: 'namespace', label: 'namespace' },
+      { name: 'rule', label: 'rule (id or name)' },
+      { name: 'severity', label: 'severity', options: ['error', 'warning', 'info'] },
+    ], p, (v) => go('/lint', v)));
+  const r = await api('/lint' + qs({ ...filter, limit }));
+  if (!ctx.isCurrent()) return;
+  const counts = r.counts || {};
+  view.append(h('div', { class: 'toolbar' }, Object.keys(counts).sort().map((rule) =>
+    h('a', { class: 'button', href: '#/lint' + qs({ ...filter, rule }), text: `${rule}: ${counts[rule]}` }))));
+  view.append(h('p', { class: 'muted', id: 'count', text: `${r.items.length} finding${r.items.length === 1 ? '' : 's'} shown` }));
+  if (r.truncated) {
+    view.append(h('div', { class: 'note' }, `More findings than the first ${limit.toLocaleString()}: narrow by namespace or rule, or `,
+      h('a', { href: '#/lint' + qs({ ...filter, limit: Math.min(limit * 10, 100000) }), text: 'show more' }), '.'));
+  }
+  const groups = new Map();
+  for (const f of r.items) {
+    const k = f.rule + ' ' + f.name;
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(f);
+  }
+  for (const [k, items] of groups) {
+    const sev = items[0].severity;
+    view.append(h('section', { class: 'group', dataset: { rule: items[0].rule } },
+      h('h2', {}, badge(sev, sev === 'error' ? 'bad' : sev === 'warning' ? 'warn' : ''), ' ', k, h('span', { class: 'muted', text: ` (${counts[items[0].rule] ?? items.length})` })),
+      h('div', { class: 'body' }, table([
+        { title: 'object', cell: (f) => objLink(f.target) },
+        { title: 'owner reference', cell: (f) => h('code', { text: `${f.ownerReference.kind}/${f.ownerReference.name}` }) },
+        { title: 'message', cell: (f) => f.message, class: 'reason' },
+      ], items))));
+  }
+  if (r.items.length === 0) view.append(h('div', { class: 'note', text: 'No findings.' }));
+}
+
+export async function leasesPage(view, ctx) {
+  setTitle('Leases');
+  const p = ctx.params;
+  const filter = paramsObject(p, ['namespace', 'expired']);
+  view.append(h('h1', { text: 'Leases' }),
+    h('p', { class: 'muted', text: 'Every Lease, expired ones first, then the longest since renewed.' }),
+    filterForm([
+      { name: 'namespace', label: 'namespace' },
+      { name: 'expired', label: 'expired', options: ['true', 'false'] },
+    ], p, (v) => go('/leases', v)));
+  const r = await api('/leases' + qs(filter));
+  if (!ctx.isCurrent()) return;
+  const items = r.items.slice().sort((a, b) => (b.expired - a.expired) || ((b.renewAgeSeconds ?? Infinity) - (a.renewAgeSeconds ?? Infinity)) ||
+    (a.namespace + '/' + a.name).localeCompare(b.namespace + '/' + b.name));
+  view.append(h('p', { class: 'muted', id: 'count', text: `${items.length} lease${items.length === 1 ? '' : 's'}, ${items.filter((l) => l.expired).length} expired` }));
+  view.append(table([
+    { title: 'lease', cell: (l) => objLink({ kind: 'Lease', namespace: l.namespace, name: l.name, uid: l.uid }) },
+    { title: 'role', cell: (l) => l.role || '' },
+    { title: 'holder', cell: (l) => l.holderIdentity ? h('code', { text: l.holderIdentity }) : h('span', { class: 'muted', text: 'none' }) },
+    { title: 'renewed', cell: (l) => l.renewTime ? when(l.renewTime) : '—', class: 'nowrap' },
+    { title: 'duration', class: 'num', cell: (l) => l.leaseDurationSeconds != null ? l.leaseDurationSeconds + 's' : '' },
+    { title: 'state', cell: (l) => l.expired ? badge('expired', 'bad') : badge('live', 'ok') },
+    { title: 'transitions', class: 'num', cell: (l) => l.leaseTransitions != null ? String(l.leaseTransitions) : '' },
+    { title: 'holder changes', class: 'num', cell: (l) => String((l.holderChanges || []).length) },
+    { title: 'gaps', cell: (l) => (l.gaps || []).map((g) => h('div', { class: 'muted' }, when(g.from), ' → ', g.to ? when(g.to) : 'now')) },
+  ], items, { id: 'rows', empty: 'no Leases' }));
+}

@@ -1,0 +1,253 @@
+// One object: what it is, its owners and dependents drawn as a graph, why it
+// is or is not pending, what holds its deletion, its history and audit rows,
+// and what a delete would take with it.
+import { h, api, ApiError, qs, table, when, objLink, badge, setTitle, errorBox, targetText } from './util.js';
+import { drawGraph } from './graph.js';
+import { stuckItem } from './diag.js';
+
+const ownerStateBadge = {
+  present: 'ok', missing: 'bad', 'being-deleted': 'warn', 'deleting-dependents': 'warn', 'other-namespace': 'bad', 'name-mismatch': 'bad',
+};
+
+// maxDrawn is the most objects the page draws in one graph: dagre lays out
+// 500 in about a second, and its time grows faster than the count.
+const maxDrawn = 1000;
+
+function flag(v) {
+  return v === true ? 'true' : v === false ? 'false' : '—';
+}
+
+export async function objectPage(view, ctx) {
+  const uid = ctx.args[0];
+  // The graph is read beside the object, not after it, and only as much
+  // of it as a browser lays out in a few seconds.
+  const graphRead = api('/graph' + qs({ uid, limit: maxDrawn }));
+  graphRead.catch(() => {}); // a gone object's 404 is answered below
+  let det;
+  try {
+    det = await api('/objects/' + encodeURIComponent(uid));
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 404) throw err;
+    return gonePage(view, ctx, uid);
+  }
+  if (!ctx.isCurrent()) return;
+  const o = det.object;
+  const t = { kind: o.kind, namespace: o.namespace, name: o.name, uid: o.uid };
+  setTitle(targetText(t));
+  view.append(h('h1', { id: 'object-title', text: targetText(t) }),
+    h('div', { class: 'toolbar' },
+      o.deletionTimestamp ? badge('being deleted', 'bad') : badge('exists', 'ok'),
+      o.finalizers.map((f) => badge('finalizer ' + f, 'warn')),
+      det.pending.length ? badge(det.pending.length + ' pending', 'warn') : null),
+    h('dl', { class: 'facts' },
+      h('dt', { text: 'apiVersion' }), h('dd', { text: o.apiVersion }),
+      h('dt', { text: 'uid' }), h('dd', {}, h('code', { text: o.uid })),
+      h('dt', { text: 'created' }), h('dd', {}, when(o.creationTimestamp)),
+      o.deletionTimestamp ? [h('dt', { text: 'deletion requested' }), h('dd', {}, when(o.deletionTimestamp))] : null,
+      h('dt', { text: 'resourceVersion' }), h('dd', { text: o.resourceVersion })),
+    h('div', { class: 'why', id: 'why', text: det.why }));
+
+  // The graph first: it is what people come for.
+  const graphBox = h('div', { id: 'graph', role: 'img', 'aria-label': 'ownership graph: owners above, dependents below; click a node to open it' });
+  const graphNote = h('span', { class: 'muted' });
+  view.append(h('h2', { text: 'Ownership graph' }),
+    graphLegend(),
+    graphBox, h('div', { class: 'graphbar' }, graphNote));
+  const graphDone = graphRead.then(async (g) => {
+    if (!ctx.isCurrent()) return;
+    // /graph lists an object only with an edge: the object alone is drawn
+    // alone.
+    if (!g.nodes.some((n) => n.uid === o.uid)) {
+      g.nodes.unshift({ uid: o.uid, kind: o.kind, namespace: o.namespace, name: o.name, beingDeleted: !!o.deletionTimestamp,
+        deletingDependents: o.finalizers.includes('foregroundDeletion') && !!o.deletionTimestamp, missing: false, virtual: false });
+    }
+    if (g.truncated) {
+      graphBox.classList.add('toolarge');
+      graphBox.replaceChildren(h('div', { class: 'note' }, `Over ${maxDrawn.toLocaleString()} objects around it: too many to draw. `,
+        'The lists below name its owners and first dependents; ',
+        h('a', { href: '/graph' + qs({ uid, format: 'dot' }), text: 'the graph in DOT' }), ' holds them all (up to the API\'s limit).'));
+      return;
+    }
+    if (g.nodes.length > 150) graphBox.classList.add('big');
+    const cy = await drawGraph(graphBox, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
+    graphNote.replaceChildren(`${g.nodes.length} objects, ${g.edges.length} references${g.nodes.length > 150 ? ' (so many that edges have no arrowheads: owners are above)' : ''}. Scroll to zoom, drag to pan. `,
+      h('button', { type: 'button', text: 'Fit all', onclick: () => cy.fit(undefined, 20) }));
+  }).catch((err) => graphBox.replaceChildren(errorBox(err)));
+
+  // Owners and dependents as lists too: links a keyboard reaches.
+  const refs = new Map(o.ownerReferences.map((r) => [r.uid, r]));
+  view.append(h('h2', { text: `Owners (${det.owners.length})` }), table([
+    { title: 'owner', cell: (w) => objLink(w) },
+    { title: 'state', cell: (w) => badge(w.state, ownerStateBadge[w.state]) },
+    { title: 'controller', cell: (w) => flag(refs.get(w.uid)?.controller) },
+    { title: 'blockOwnerDeletion', cell: (w) => flag(refs.get(w.uid)?.blockOwnerDeletion) },
+  ], det.owners, { id: 'owners', empty: 'no owner references' }));
+  // A long list of dependents is folded: the graph shows them all.
+  const deps = h('details', { id: 'dependents', open: det.dependents.length <= 20 },
+    h('summary', {}, h('h2', { class: 'inline', text: `Dependents (${det.dependents.length}${det.dependentsTruncated ? '+' : ''})` })),
+    table([
+      { title: 'dependent', cell: (d) => objLink(d) },
+      { title: 'blockOwnerDeletion', cell: (d) => flag(d.blockOwnerDeletion) },
+    ], det.dependents, { empty: 'no dependents' }),
+    det.dependentsTruncated ? h('p', { class: 'muted', text: 'More than listed here: the graph shows them all.' }) : null);
+  view.append(deps);
+
+  view.append(h('h2', { text: 'Pending decisions' }), table([
+    { title: 'controller', cell: (p) => p.controller },
+    { title: 'action', cell: (p) => p.action },
+    { title: 'rule', cell: (p) => h('code', { text: p.rule }), class: 'nowrap' },
+    { title: 'reason', cell: (p) => p.reason, class: 'reason' },
+    { title: 'since', cell: (p) => when(p.since) },
+    { title: 'not before', cell: (p) => p.notBefore ? when(p.notBefore) : '' },
+  ], det.pending, { empty: 'nothing pending' }));
+
+  if (det.stuck) {
+    view.append(h('h2', { text: 'What holds its deletion' }), h('div', { id: 'blockers' }, stuckItem(det.stuck)));
+  }
+  if (det.lint.length) {
+    view.append(h('h2', { text: 'ownerReference lint' }), table([
+      { title: 'rule', cell: (f) => [badge(f.severity, f.severity === 'error' ? 'bad' : 'warn'), ' ', h('code', { text: f.rule + ' ' + f.name })] },
+      { title: 'owner reference', cell: (f) => h('code', { text: `${f.ownerReference.kind}/${f.ownerReference.name}` }) },
+      { title: 'message', cell: (f) => f.message, class: 'reason' },
+    ], det.lint));
+  }
+
+  view.append(cascadeSection(uid));
+
+  view.append(h('h2', { text: 'History' }), historyTable(det.history.items));
+  if (det.history.truncated) {
+    const more = h('button', { type: 'button', text: 'Full history', onclick: async () => {
+      more.disabled = true;
+      try {
+        const full = await api(det.links.history);
+        more.replaceWith(historyTable(full.items));
+      } catch (err) {
+        more.replaceWith(errorBox(err));
+      }
+    } });
+    view.append(more);
+  }
+  view.append(h('h2', {}, 'Audit rows ', h('a', { class: 'muted', href: '#/audit' + qs({ uid }), text: '(all)' })),
+    auditTable(det.recentAudit));
+  await graphDone;
+}
+
+// graphLegend says what the graph's colours and lines mean.
+function graphLegend() {
+  return h('div', { class: 'legend' },
+    h('span', {}, h('span', { class: 'swatch self' }), 'this object'),
+    h('span', {}, h('span', { class: 'swatch solid' }), 'solid'),
+    h('span', {}, h('span', { class: 'swatch dangling' }), 'dangling (no such owner)'),
+    h('span', {}, h('span', { class: 'swatch waiting' }), 'waiting (foreground deletion)'),
+    h('span', {}, h('span', { class: 'swatch deleting' }), 'being deleted'),
+    h('span', {}, h('span', { class: 'edgekey' }), 'controller'),
+    h('span', {}, h('span', { class: 'edgekey ref' }), 'not controller'),
+    h('span', {}, h('span', { class: 'edgekey block' }), 'blockOwnerDeletion'),
+    h('span', { text: 'arrows: owner → dependent' }));
+}
+
+function historyTable(items) {
+  return table([
+    { title: 'time', cell: (e) => when(e.time), class: 'nowrap' },
+    { title: 'event', cell: (e) => badge(e.event, e.event === 'deleted' ? 'bad' : '') },
+    { title: 'owners', cell: (e) => (e.ownerReferences || []).map((r) => h('div', {}, h('code', { text: `${r.kind}/${r.name}` }),
+      r.controller ? ' controller' : '', r.blockOwnerDeletion ? ' block' : '')) },
+    { title: 'finalizers', cell: (e) => (e.finalizers || []).join(', ') },
+    { title: 'deletion', cell: (e) => e.deletionTimestamp ? when(e.deletionTimestamp) : (e.holder ? 'holder ' + e.holder : '') },
+  ], items, { id: 'history', empty: 'no history recorded' });
+}
+
+function auditTable(items) {
+  return table([
+    { title: 'time', cell: (e) => when(e.time), class: 'nowrap' },
+    { title: 'controller', cell: (e) => e.controller },
+    { title: 'rule', cell: (e) => h('code', { text: e.rule }), class: 'nowrap' },
+    { title: 'action', cell: (e) => e.action },
+    { title: 'outcome', cell: (e) => [badge(e.outcome, e.outcome === 'failed' ? 'bad' : ''), e.dryRun && e.outcome !== 'dry-run' ? badge('dry-run') : null] },
+    { title: 'reason', cell: (e) => [e.reason, e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },
+  ], items, { id: 'audit', empty: 'no audit rows' });
+}
+
+// cascadeSection previews what a delete with each propagation would take.
+function cascadeSection(uid) {
+  const out = h('div', { id: 'cascade' });
+  const buttons = ['background', 'foreground', 'orphan'].map((p) => h('button', { type: 'button', dataset: { propagation: p },
+    text: 'Preview ' + p + ' delete', onclick: () => preview(p) }));
+  async function preview(p) {
+    for (const b of buttons) b.classList.toggle('primary', b.dataset.propagation === p);
+    out.replaceChildren(h('p', { class: 'muted', text: 'walking the dependents…' }));
+    try {
+      const c = await api(`/objects/${encodeURIComponent(uid)}/cascade` + qs({ propagation: p }));
+      const counts = Object.entries(c.byKind || {}).map(([kind, acts]) => ({ kind, ...acts }));
+      out.replaceChildren(...[
+        h('p', {}, h('strong', { text: `${c.total} object${c.total === 1 ? '' : 's'}` }), ` walked with propagation ${p}`,
+          c.truncated ? h('span', { class: 'warn', text: ' (truncated)' }) : null),
+        table([
+          { title: 'kind', cell: (r) => r.kind },
+          { title: 'delete', class: 'num', cell: (r) => String(r.delete || 0) },
+          { title: 'remove reference', class: 'num', cell: (r) => String(r['remove-owner-reference'] || 0) },
+          { title: 'keep', class: 'num', cell: (r) => String(r.keep || 0) },
+        ], counts),
+        c.blockedBy && c.blockedBy.length ? [h('h3', { text: 'Would wait for' }), table([
+          { title: 'object', cell: (b) => objLink(b.target) },
+          { title: 'finalizers', cell: (b) => (b.finalizers || []).join(', ') },
+          { title: 'reason', cell: (b) => b.reason, class: 'reason' },
+        ], c.blockedBy)] : null,
+        h('h3', { text: 'Objects' }),
+        table([
+          { title: 'depth', class: 'num', cell: (i) => String(i.depth) },
+          { title: 'object', cell: (i) => objLink(i.target) },
+          { title: 'action', cell: (i) => badge(i.action, i.action === 'delete' ? 'bad' : i.action === 'keep' ? 'ok' : 'warn') },
+          { title: 'rule', cell: (i) => i.rule ? h('code', { text: i.rule }) : '' },
+          { title: 'reason', cell: (i) => i.reason, class: 'reason' },
+        ], c.items.slice(0, 200), { id: 'cascade-items' }),
+        c.items.length > 200 ? h('p', { class: 'muted', text: `the first 200 of ${c.items.length} are listed` }) : null,
+      ].flat().filter(Boolean));
+    } catch (err) {
+      out.replaceChildren(errorBox(err));
+    }
+  }
+  return h('section', {}, h('h2', { text: 'Preview a delete' }),
+    h('p', { class: 'muted', text: 'What the ownership GC would do to the dependents if this object were deleted now, decided by the collector\'s own rules from the mirror. Nothing is deleted.' }),
+    h('div', { class: 'toolbar' }, buttons), out);
+}
+
+// gonePage shows an object the mirror no longer holds, from its history.
+async function gonePage(view, ctx, uid) {
+  setTitle(uid);
+  view.append(h('h1', { id: 'object-title', text: 'Object ' + uid }));
+  let hist;
+  try {
+    hist = await api(`/objects/${encodeURIComponent(uid)}/history`);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) {
+      view.append(h('div', { class: 'note', text: 'Neither the mirror nor the history knows this UID: it may be an owner that never existed in this cluster (a dangling reference).' }));
+      return;
+    }
+    throw err;
+  }
+  if (!ctx.isCurrent()) return;
+  if (hist.target) {
+    view.querySelector('h1').textContent = targetText(hist.target);
+    setTitle(targetText(hist.target));
+  }
+  const deleted = hist.items.filter((e) => e.event === 'deleted').pop();
+  view.append(h('div', { class: 'why', id: 'why', text: 'It is gone: the mirror no longer holds it.' +
+    (deleted ? ' Its owners and dependents as they were just before it went, its history and audit rows follow.' : ' Its history and audit rows follow.') }));
+  if (deleted) {
+    // The graph as history shows it a millisecond before the deletion:
+    // what owned it, what it owned, when it went.
+    const at = new Date(Date.parse(deleted.time) - 1).toISOString();
+    const box = h('div', { id: 'graph', role: 'img', 'aria-label': 'ownership graph just before the deletion' });
+    view.append(h('h2', {}, 'Ownership graph ', h('span', { class: 'muted', text: 'just before it was deleted' })), graphLegend(), box);
+    try {
+      const g = await api('/graph' + qs({ uid, at }));
+      if (!ctx.isCurrent()) return;
+      await drawGraph(box, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
+    } catch (err) {
+      box.replaceChildren(errorBox(err));
+    }
+  }
+  view.append(h('h2', { text: 'History' }), historyTable(hist.items),
+    h('h2', {}, 'Audit rows ', h('a', { class: 'muted', href: '#/audit' + qs({ uid }), text: '(all)' })), auditTable(hist.audit || []));
+}

@@ -1,0 +1,180 @@
+// Helpers shared by the pages: DOM building, the API, formatting, tables.
+
+// h builds an element: attrs sets properties (class, text, href, on*,
+// dataset…); children are nodes or strings (text, never HTML).
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k in el && typeof v !== 'string') el[k] = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+}
+
+// ApiError is an API answer other than 2xx, with the API's one-line error.
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+// api GETs a JSON endpoint.
+export async function api(path, opts = {}) {
+  const resp = await fetch(path, { headers: { Accept: 'application/json' }, signal: opts.signal });
+  let body = null;
+  try {
+    body = await resp.json();
+  } catch {
+    // an answer that is not JSON: its status says enough
+  }
+  if (!resp.ok) {
+    throw new ApiError(resp.status, (body && body.error) || `${path}: HTTP ${resp.status}`);
+  }
+  return body;
+}
+
+// qs builds a query string from an object, leaving out empty values.
+export function qs(params) {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== '') u.set(k, v);
+  }
+  const s = u.toString();
+  return s ? '?' + s : '';
+}
+
+// age formats seconds as kubectl does: 45s, 5m, 3h, 2d.
+export function age(seconds) {
+  if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return '';
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 120) return s + 's';
+  if (s < 7200) return Math.floor(s / 60) + 'm';
+  if (s < 172800) return Math.floor(s / 3600) + 'h';
+  return Math.floor(s / 86400) + 'd';
+}
+
+export function secondsSince(iso) {
+  return (Date.now() - Date.parse(iso)) / 1000;
+}
+
+// when shows a time as its age, with the exact time on hover.
+export function when(iso) {
+  if (!iso) return h('span', { class: 'muted', text: '—' });
+  const s = secondsSince(iso);
+  return h('time', { datetime: iso, title: iso, text: s >= 0 ? age(s) + ' ago' : 'in ' + age(-s) });
+}
+
+// targetText names an object as kubectl users read it.
+export function targetText(t) {
+  if (!t) return '';
+  return `${t.kind} ${t.namespace ? t.namespace + '/' : ''}${t.name}`;
+}
+
+// objLink links to an object's page.
+export function objLink(t) {
+  if (!t || !t.uid) return h('span', { text: targetText(t) });
+  return h('a', { href: '#/objects/' + encodeURIComponent(t.uid), text: targetText(t), title: 'uid ' + t.uid });
+}
+
+// table renders rows with columns [{title, cell(row) → node|string, class}].
+export function table(columns, rows, opts = {}) {
+  const head = h('tr', {}, columns.map((c) => h('th', { class: c.class, scope: 'col', text: c.title })));
+  // data-label names each cell's column where a phone shows rows as cards.
+  const body = h('tbody', {}, rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: c.class, dataset: { label: c.title } }, c.cell(r))))));
+  if (rows.length === 0) {
+    body.append(h('tr', {}, h('td', { class: 'muted', colSpan: columns.length, text: opts.empty || 'none' })));
+  }
+  return h('div', { class: 'tablewrap' }, h('table', { id: opts.id }, h('thead', {}, head), body));
+}
+
+// filterForm renders inputs for fields [{name, label, options?, placeholder?}]
+// filled from values; submit calls onSubmit with the non-empty values.
+export function filterForm(fields, values, onSubmit) {
+  const inputs = {};
+  const form = h('form', { class: 'filters', onsubmit: (ev) => {
+    ev.preventDefault();
+    const out = {};
+    for (const [k, el] of Object.entries(inputs)) {
+      const v = el.value.trim();
+      if (v) out[k] = v;
+    }
+    onSubmit(out);
+  } });
+  for (const f of fields) {
+    let el;
+    if (f.options) {
+      el = h('select', { name: f.name }, h('option', { value: '', text: 'any' }),
+        f.options.map((o) => h('option', { value: o, text: o })));
+    } else {
+      el = h('input', { name: f.name, type: f.type || 'text', placeholder: f.placeholder || '', spellcheck: 'false' });
+    }
+    el.value = values.get(f.name) || '';
+    inputs[f.name] = el;
+    form.append(h('label', {}, f.label, el));
+  }
+  form.append(h('button', { type: 'submit', class: 'primary', text: 'Apply' }));
+  form.append(h('button', { type: 'button', text: 'Clear', onclick: () => onSubmit({}) }));
+  return form;
+}
+
+// errorBox shows a failed request in one line.
+export function errorBox(err) {
+  return h('div', { class: 'error', role: 'alert', text: err && err.message ? err.message : String(err) });
+}
+
+// csv renders rows as RFC 4180 CSV with columns [{title, value(row)}].
+export function csv(columns, rows) {
+  const esc = (v) => {
+    const s = v === undefined || v === null ? '' : String(v);
+    return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  };
+  const lines = [columns.map((c) => esc(c.title)).join(',')];
+  for (const r of rows) lines.push(columns.map((c) => esc(c.value(r))).join(','));
+  return lines.join('\r\n') + '\r\n';
+}
+
+// download saves text as a file.
+export function download(name, type, text) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = h('a', { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+// badge is a small coloured label.
+export function badge(text, kind) {
+  return h('span', { class: 'badge' + (kind ? ' ' + kind : ''), text });
+}
+
+// go opens a route with query parameters, leaving out empty ones.
+export function go(path, params) {
+  location.hash = '#' + path + qs(params);
+}
+
+// paramsObject picks the named, non-empty parameters of a route.
+export function paramsObject(params, names) {
+  const out = {};
+  for (const n of names) if (params.get(n)) out[n] = params.get(n);
+  return out;
+}
+
+// setTitle names the page in the tab.
+export function setTitle(s) {
+  document.title = s ? s + ' · kubegcd' : 'kubegcd';
+}
