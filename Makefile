@@ -8,7 +8,7 @@ KUBE_BINS  := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 TEST_FLAGS ?=
 
-.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web
+.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -39,6 +39,22 @@ test: build kube-bins systemd-analyze chromium ## run every test, end-to-end tes
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m $(TEST_FLAGS) ./...
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# Fuzz targets, as package:Target; `make test` runs each for TEST_FUZZTIME,
+# `make fuzz FUZZTIME=10m` for as long as asked. A failing input is kept
+# under the package's testdata/fuzz/, where the plain tests replay it.
+FUZZ_TARGETS  := internal/http:FuzzQueryParameters internal/http:FuzzDOTQuote internal/gcrules:FuzzClassify \
+	internal/app:FuzzConfigFile internal/cli:FuzzParseObjectRef
+FUZZTIME      ?= 1m
+TEST_FUZZTIME ?= 5s
+
+fuzz: ## run every fuzz target for FUZZTIME (default 1m) each
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t#*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$pkg; \
+	done
 
 # The browser tests (test/e2eui) drive Debian's Chromium headless.
 chromium: ## install Debian's chromium for the browser tests when it is missing (root only)

@@ -26,7 +26,7 @@ func boolp(b bool) *bool { return &b }
 // testServer serves a database holding, in namespace a, A ← B (controller,
 // blocking), G → a Deployment that was never mirrored, D (being deleted in
 // the foreground) ← E, and L with no owners.
-func testServer(t *testing.T) (*httptest.Server, *db.DB) {
+func testServer(t testing.TB) (*httptest.Server, *db.DB) {
 	t.Helper()
 	ctx := context.Background()
 	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
