@@ -246,7 +246,7 @@ func (p *cascadePreview) cycleDependent(i int) string {
 }
 
 func (p *cascadePreview) result() *Cascade {
-	out := &Cascade{Items: []CascadeItem{}, ByKind: map[string]map[string]int{}, Truncated: p.facts.Truncated}
+	out := &Cascade{Items: make([]CascadeItem, 0, len(p.items)), ByKind: map[string]map[string]int{}, Truncated: p.facts.Truncated}
 	kindKeys := map[db.Target]string{} // by apiVersion and kind only
 	for _, it := range p.items {
 		if it.Action == "" {
