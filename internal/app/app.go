@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -244,25 +245,47 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		return err
 	}
 
+	httpLog := logger.With("component", "http")
+	var tokens *kubehttp.Tokens
+	if cfg.authTokenFile != "" {
+		if tokens, err = kubehttp.LoadTokens(cfg.authTokenFile, httpLog.Warn); err != nil {
+			return err
+		}
+	}
+	var tlsConfig *tls.Config
+	if cfg.tlsCertFile != "" {
+		files := &kubehttp.TLSFiles{CertFile: cfg.tlsCertFile, KeyFile: cfg.tlsKeyFile, ClientCAFile: cfg.clientCAFile, Logf: httpLog.Warn}
+		if tlsConfig, err = files.Config(); err != nil {
+			return err
+		}
+	}
+	insecure := cfg.insecureUnauthenticated && tokens == nil && cfg.clientCAFile == ""
+	if insecure {
+		logger.Warn("the HTTP API serves everyone who reaches it: --insecure-allow-unauthenticated, no --auth-token-file, no --client-ca-file",
+			"listen", cfg.listen)
+	}
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
-		DB:           apiStore,
-		MaxInflight:  cfg.maxInflight,
-		Ingest:       ingestView{ing},
-		Applier:      applierView{ctrls.applier},
-		Leader:       lead,
-		Version:      version(),
-		StartedAt:    started,
-		Logger:       logger.With("component", "http"),
-		Registry:     reg,
-		UI:           web.FS,
-		Profiling:    cfg.profiling,
-		AllowedHosts: cfg.allowedHosts,
-		Controllers:  ctrls,
-		Ledger:       ctrls.applier,
-		Releaser:     applierView{ctrls.applier},
-		StuckAfter:   cfg.stuckAfter,
-		GC:           cfg.garbageCollector(),
-		Discovery:    ing,
+		DB:                      apiStore,
+		MaxInflight:             cfg.maxInflight,
+		Tokens:                  tokens,
+		ClientCerts:             cfg.clientCAFile != "",
+		InsecureUnauthenticated: insecure,
+		Ingest:                  ingestView{ing},
+		Applier:                 applierView{ctrls.applier},
+		Leader:                  lead,
+		Version:                 version(),
+		StartedAt:               started,
+		Logger:                  httpLog,
+		Registry:                reg,
+		UI:                      web.FS,
+		Profiling:               cfg.profiling,
+		AllowedHosts:            cfg.allowedHosts,
+		Controllers:             ctrls,
+		Ledger:                  ctrls.applier,
+		Releaser:                applierView{ctrls.applier},
+		StuckAfter:              cfg.stuckAfter,
+		GC:                      cfg.garbageCollector(),
+		Discovery:               ing,
 	})
 	if err != nil {
 		return err
@@ -270,7 +293,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		// Past the handlers' own 30 s: the time to send a large answer to
 		// a slow client, who then cannot hold it (and its memory) forever.
-		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, TLSConfig: tlsConfig}
 
 	logger.Info("kubegcd starting", "version", version(), "server", hidePassword(restCfg.Host, restCfg.Host), "db", store.Path,
 		"listen", ln.Addr().String(), "dry_run", cfg.dryRun, "controllers", strings.Join(cfg.controllers, ","))
@@ -296,7 +319,12 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}
 	part("http", func() error {
 		defer stopWork()
-		if err := kubehttp.Serve(gctx, srv, func() error { return srv.Serve(ln) }); err != nil {
+		serve := func() error { return srv.Serve(ln) }
+		if tlsConfig != nil {
+			// The certificate comes from TLSConfig.GetCertificate.
+			serve = func() error { return srv.ServeTLS(ln, "", "") }
+		}
+		if err := kubehttp.Serve(gctx, srv, serve); err != nil {
 			return fmt.Errorf("http: %w", err)
 		}
 		return nil

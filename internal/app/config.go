@@ -28,18 +28,21 @@ import (
 var knownControllers = []string{"ownergc", "podgc", "ttl", "svgc"}
 
 type runConfig struct {
-	kubeconfig        string
-	kubeContext       string
-	dbPath            string
-	listen            string
-	allowedHosts      []string
-	maxInflight       int
-	logLevel          slog.Level
-	logFormat         string
-	dryRun            bool
-	controllers       []string
-	discoveryInterval time.Duration
-	startupTimeout    time.Duration
+	kubeconfig   string
+	kubeContext  string
+	dbPath       string
+	listen       string
+	allowedHosts []string
+	maxInflight  int
+	// The API's authentication and TLS.
+	authTokenFile, tlsCertFile, tlsKeyFile, clientCAFile string
+	insecureUnauthenticated                              bool
+	logLevel                                             slog.Level
+	logFormat                                            string
+	dryRun                                               bool
+	controllers                                          []string
+	discoveryInterval                                    time.Duration
+	startupTimeout                                       time.Duration
 
 	kubeAPIQPS            float64
 	kubeAPIBurst          int
@@ -106,6 +109,14 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	allowedHosts := fs.String("allowed-hosts", "",
 		"comma-separated host names the HTTP API answers to, besides IP addresses, localhost and the --listen host; "+
 			"other names in a request's Host are refused, so that a web page cannot reach the API through DNS rebinding ('*': any)")
+	fs.StringVar(&cfg.authTokenFile, "auth-token-file", "",
+		"file of bearer tokens, one per line (TOKEN or TOKEN,NAME), that API requests must carry (but /healthz and /readyz); re-read when it changes")
+	fs.StringVar(&cfg.tlsCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); re-read when it changes")
+	fs.StringVar(&cfg.tlsKeyFile, "tls-private-key-file", "", "the PEM private key of --tls-cert-file")
+	fs.StringVar(&cfg.clientCAFile, "client-ca-file", "",
+		"PEM CA bundle: a client certificate it verifies authenticates a request (mTLS); needs --tls-cert-file")
+	fs.BoolVar(&cfg.insecureUnauthenticated, "insecure-allow-unauthenticated", false,
+		"serve a --listen address that is not loopback without --auth-token-file or --client-ca-file: anyone who reaches it reads the API")
 	fs.IntVar(&cfg.maxInflight, "max-requests-inflight", 16,
 		"HTTP API requests served at once; more get a 429 with Retry-After (health checks are never refused; 0: no limit)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -252,6 +263,16 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid --listen %q: %w", cfg.listen, err)
 	}
+	switch {
+	case (cfg.tlsCertFile == "") != (cfg.tlsKeyFile == ""):
+		return nil, errors.New("invalid --tls-cert-file/--tls-private-key-file: give both or neither")
+	case cfg.clientCAFile != "" && cfg.tlsCertFile == "":
+		return nil, errors.New("invalid --client-ca-file: client certificates need TLS: give --tls-cert-file and --tls-private-key-file too")
+	case !isLoopback(listenHost) && cfg.authTokenFile == "" && cfg.clientCAFile == "" && !cfg.insecureUnauthenticated:
+		return nil, fmt.Errorf("refusing --listen %s without authentication: anyone who reaches it could read the cluster's "+
+			"ownership graph; give --auth-token-file or --client-ca-file (with --tls-cert-file), "+
+			"or --insecure-allow-unauthenticated to serve it anyway", cfg.listen)
+	}
 	if listenHost != "" {
 		cfg.allowedHosts = append(cfg.allowedHosts, listenHost)
 	}
@@ -269,6 +290,16 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		return nil, errors.New("invalid --db: empty path")
 	}
 	return cfg, nil
+}
+
+// isLoopback: host, of a --listen address, reaches only this machine. An
+// empty host listens on every address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // applyConfigFile sets every flag the file names that the command line did

@@ -157,8 +157,9 @@ func TestAllowedHosts(t *testing.T) {
 		wantErr string
 	}{
 		{nil, "127.0.0.1", ""},
-		{[]string{"--listen", ":8080"}, "", ""},
-		{[]string{"--listen", "kubegcd.internal:8080", "--allowed-hosts", " a.example, B.example ,"}, "kubegcd.internal,a.example,B.example", ""},
+		{[]string{"--listen", ":8080", "--insecure-allow-unauthenticated"}, "", ""},
+		{[]string{"--listen", "kubegcd.internal:8080", "--allowed-hosts", " a.example, B.example ,", "--auth-token-file", "t"},
+			"kubegcd.internal,a.example,B.example", ""},
 		{[]string{"--allowed-hosts", "*"}, "127.0.0.1,*", ""},
 		{[]string{"--allowed-hosts", "::1"}, "127.0.0.1,::1", ""},
 		{[]string{"--allowed-hosts", "a.example:8080"}, "", `"a.example:8080" is not a host name`},
@@ -202,6 +203,39 @@ func TestHidePassword(t *testing.T) {
 	for _, tc := range tests {
 		if got := hidePassword(tc.s, tc.server); got != tc.want {
 			t.Errorf("%s: hidePassword(%q, %q) = %q, want %q", tc.name, tc.s, tc.server, got, tc.want)
+		}
+	}
+}
+
+// TestListenNeedsAuthentication: a --listen address other machines reach
+// needs a way to authenticate its callers, or the override said aloud.
+func TestListenNeedsAuthentication(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--listen", "127.0.0.1:8080"}, ""},
+		{[]string{"--listen", "[::1]:8080"}, ""},
+		{[]string{"--listen", "localhost:8080"}, ""},
+		{[]string{"--listen", ":8080"}, "refusing --listen :8080 without authentication"},
+		{[]string{"--listen", "0.0.0.0:8080"}, "give --auth-token-file or --client-ca-file"},
+		{[]string{"--listen", "10.0.0.5:8080"}, "--insecure-allow-unauthenticated"},
+		{[]string{"--listen", "0.0.0.0:8080", "--auth-token-file", "tokens"}, ""},
+		{[]string{"--listen", "0.0.0.0:8080", "--client-ca-file", "ca.pem", "--tls-cert-file", "c", "--tls-private-key-file", "k"}, ""},
+		{[]string{"--listen", "0.0.0.0:8080", "--insecure-allow-unauthenticated"}, ""},
+		{[]string{"--tls-cert-file", "c"}, "give both or neither"},
+		{[]string{"--tls-private-key-file", "k"}, "give both or neither"},
+		{[]string{"--client-ca-file", "ca.pem"}, "client certificates need TLS"},
+	}
+	for _, tc := range tests {
+		_, err := parseRunFlags(tc.args, io.Discard)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.wantErr)
+		case err != nil && strings.Contains(err.Error(), "\n"):
+			t.Errorf("%v: error %q is not one line", tc.args, err)
 		}
 	}
 }

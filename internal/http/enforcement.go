@@ -70,6 +70,9 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	by := r.RemoteAddr
+	if who := Caller(r.Context()); who != "" {
+		by = who + " from " + by
+	}
 	if ua := r.UserAgent(); ua != "" {
 		by += " (" + ua + ")"
 	}

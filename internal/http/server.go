@@ -105,6 +105,15 @@ type Options struct {
 	DB *db.DB
 	// MaxInflight bounds the API requests served at once (0: no bound).
 	MaxInflight int
+	// Tokens, when set, are the bearer tokens a request must carry.
+	Tokens *Tokens
+	// ClientCerts: a client certificate verified by --client-ca-file
+	// authenticates a request.
+	ClientCerts bool
+	// InsecureUnauthenticated: serving a non-loopback address without
+	// authentication, as --insecure-allow-unauthenticated allowed; /status
+	// says so.
+	InsecureUnauthenticated bool
 	Ingest      Ingest
 	Applier     Enforcement
 	Leader      Leadership
@@ -189,7 +198,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, s.logRequests, s.recoverer,
-		middleware.Timeout(30*time.Second), s.instrument, s.checkHost, securityHeaders, limitInflight(opts.MaxInflight))
+		middleware.Timeout(30*time.Second), s.instrument, s.checkHost, securityHeaders, s.authenticate,
+		limitInflight(opts.MaxInflight))
 
 	// Endpoints without parameters refuse any, as the others refuse those
 	// they do not know: a typo is an error, not a silently ignored filter.
@@ -345,6 +355,12 @@ type statusJSON struct {
 	LeaderElection *LeaderStatus  `json:"leaderElection,omitempty"`
 	Objects        int64          `json:"objects"`
 	Resources      []resourceJSON `json:"resources"`
+	// Authentication: how the API knows its callers ("token",
+	// "client-certificate", both, or "none"); InsecureUnauthenticated: it
+	// serves a non-loopback address to anyone, as
+	// --insecure-allow-unauthenticated allowed.
+	Authentication          string `json:"authentication"`
+	InsecureUnauthenticated bool   `json:"insecureUnauthenticated,omitempty"`
 
 	Controllers []ControllerStatus `json:"controllers"`
 }
@@ -360,6 +376,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 		counts[st.ID] = st.Objects
 	}
 	out := statusJSON{Version: s.Version, StartedAt: s.StartedAt.UTC(), Synced: s.Ingest.Synced(), Resources: []resourceJSON{},
+		Authentication: s.authentication(), InsecureUnauthenticated: s.InsecureUnauthenticated,
 		Controllers: []ControllerStatus{}}
 	if s.Applier != nil {
 		st := s.Applier.Status()
@@ -435,9 +452,10 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		start := time.Now()
-		next.ServeHTTP(ww, r)
+		var caller string
+		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), callerKey{}, &caller)))
 		s.Logger.Debug("http request", "method", r.Method, "path", r.URL.Path, "status", ww.Status(),
-			"duration", time.Since(start), "request_id", middleware.GetReqID(r.Context()))
+			"duration", time.Since(start), "request_id", middleware.GetReqID(r.Context()), "caller", caller)
 	})
 }
 

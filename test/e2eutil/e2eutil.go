@@ -50,6 +50,8 @@ type Daemon struct {
 	t      *testing.T
 	URL    string
 	DBPath string
+	// Client makes Get's requests.
+	Client *http.Client
 	Logs   *SyncBuffer
 	cancel context.CancelFunc
 	done   chan int
@@ -72,12 +74,42 @@ func FreeAddr(t *testing.T) string {
 // /healthz. It is stopped when the test ends.
 func StartDaemon(t *testing.T, kubeconfig, dbPath string, args ...string) *Daemon {
 	t.Helper()
+	return startDaemon(t, kubeconfig, dbPath, nil, args...)
+}
+
+// StartTLSDaemon is StartDaemon for a daemon serving HTTPS (args give its
+// certificate): client, which trusts it, makes the Daemon's requests.
+func StartTLSDaemon(t *testing.T, kubeconfig, dbPath string, client *http.Client, args ...string) *Daemon {
+	t.Helper()
+	return startDaemon(t, kubeconfig, dbPath, client, args...)
+}
+
+func startDaemon(t *testing.T, kubeconfig, dbPath string, client *http.Client, args ...string) *Daemon {
+	t.Helper()
 	if dbPath == "" {
 		dbPath = filepath.Join(t.TempDir(), "kubegcd.db")
 	}
 	addr := FreeAddr(t)
+	// A --listen of the caller's wins; its every-address host is reached
+	// on loopback.
+	for i, a := range args {
+		if a == "--listen" && i+1 < len(args) {
+			host, port, err := net.SplitHostPort(args[i+1])
+			if err != nil {
+				t.Fatalf("--listen %s: %v", args[i+1], err)
+			}
+			if host == "" || host == "0.0.0.0" || host == "::" {
+				host = "127.0.0.1"
+			}
+			addr = net.JoinHostPort(host, port)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &Daemon{t: t, URL: "http://" + addr, DBPath: dbPath, Logs: &SyncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	d := &Daemon{t: t, URL: "http://" + addr, DBPath: dbPath, Logs: &SyncBuffer{}, cancel: cancel, done: make(chan int, 1),
+		Client: &http.Client{Timeout: 10 * time.Second}}
+	if client != nil {
+		d.URL, d.Client = "https://"+addr, client
+	}
 	full := append([]string{"run", "--kubeconfig", kubeconfig, "--db", dbPath, "--listen", addr,
 		"--log-level", "debug"}, args...)
 	go func() { d.done <- app.Main(ctx, full, io.Discard, d.Logs) }()
@@ -133,8 +165,7 @@ func (d *Daemon) Exited() (int, bool) {
 
 // Get fetches path from the daemon's HTTP server.
 func (d *Daemon) Get(path string) (int, []byte, error) {
-	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(d.URL + path)
+	resp, err := d.Client.Get(d.URL + path)
 	if err != nil {
 		return 0, nil, err
 	}

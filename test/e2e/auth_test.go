@@ -1,0 +1,283 @@
+package e2e
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubegcd/kubegcd/test/e2eutil"
+)
+
+// call GETs url with client, and a bearer token when not empty.
+func call(t *testing.T, client *http.Client, url, token string) (int, http.Header, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("GET %s: %d, not JSON: %v", url, resp.StatusCode, err)
+	}
+	return resp.StatusCode, resp.Header, body
+}
+
+// writeTouched writes a file with a modification time unlike its last, so
+// that a reload sees the change even within the file system's time step.
+func writeTouched(t *testing.T, path, content string, mod time.Time) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, mod, mod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAPIBearerTokens: with --auth-token-file every path but the health
+// checks wants a token of the file; the file is re-read when it changes;
+// the CLI sends one from --token-file and says what a 401 means.
+func TestAPIBearerTokens(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTouched(t, file, "# operators\ns3cret-a,alice\nt0ken-b\n", time.Now().Add(-time.Hour))
+	d := startDaemon(t, "", "--auth-token-file", file)
+	c := &http.Client{Timeout: 10 * time.Second}
+
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, _, _ := call(t, c, d.URL+p, ""); code != http.StatusOK && code != http.StatusServiceUnavailable {
+			t.Errorf("%s without a token: %d, want it answered", p, code)
+		}
+	}
+	for _, p := range []string{"/status", "/graph", "/metrics?x", "/", "/no-such"} {
+		code, h, body := call(t, c, d.URL+strings.TrimSuffix(p, "?x"), "")
+		if code != http.StatusUnauthorized || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") || body["error"] == "" {
+			t.Errorf("%s without a token: %d %v %v, want a 401 JSON error with WWW-Authenticate", p, code, h, body)
+		}
+	}
+	if code, _, body := call(t, c, d.URL+"/status", "wrong"); code != http.StatusUnauthorized || !strings.Contains(fmt.Sprint(body["error"]), "not valid") {
+		t.Errorf("a wrong token: %d %v", code, body)
+	}
+	for _, token := range []string{"s3cret-a", "t0ken-b"} {
+		code, _, body := call(t, c, d.URL+"/status", token)
+		if code != http.StatusOK || body["authentication"] != "token" {
+			t.Errorf("token %s: %d %v, want 200 and authentication token", token, code, body["authentication"])
+		}
+	}
+	// The request log names the caller.
+	eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(d.Logs.String(), "caller=alice") {
+			return fmt.Errorf("no request logged with caller=alice")
+		}
+		return nil
+	})
+
+	// The CLI: without a token, one line saying how to give one; with it,
+	// the answer.
+	code, _, stderr := cliRun("status", "--server", d.URL)
+	if code != 1 || !strings.Contains(stderr, "401") || !strings.Contains(stderr, "--token-file") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("kubegcd status without a token: exit %d, stderr %q", code, stderr)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	writeTouched(t, tokenFile, "t0ken-b\n", time.Now())
+	if code, stdout, stderr := cliRun("status", "--server", d.URL, "--token-file", tokenFile); code != 0 || stdout == "" {
+		t.Errorf("kubegcd status --token-file: exit %d, stderr %q", code, stderr)
+	}
+
+	// Rotation without a restart: the old tokens go, the new one works.
+	writeTouched(t, file, "n3w-c,carol\n", time.Now())
+	eventually(t, 10*time.Second, func() error {
+		if code, _, _ := call(t, c, d.URL+"/status", "n3w-c"); code != http.StatusOK {
+			return fmt.Errorf("the new token: %d", code)
+		}
+		return nil
+	})
+	if code, _, _ := call(t, c, d.URL+"/status", "s3cret-a"); code != http.StatusUnauthorized {
+		t.Errorf("a token removed from the file: %d, want 401", code)
+	}
+	// A file broken by an edit keeps the tokens loaded before.
+	writeTouched(t, file, "", time.Now().Add(time.Minute))
+	eventually(t, 10*time.Second, func() error {
+		if code, _, _ := call(t, c, d.URL+"/status", "n3w-c"); code != http.StatusOK {
+			return stopError{Err: fmt.Errorf("after the file was emptied: %d, want the loaded token kept", code)}
+		}
+		if !strings.Contains(d.Logs.String(), "auth token file not reloaded") {
+			return fmt.Errorf("the emptied file was not looked at yet")
+		}
+		return nil
+	})
+}
+
+// testPKI is a CA with the certificates the TLS test needs.
+type testPKI struct {
+	dir    string
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	caPool *x509.CertPool
+}
+
+func newPKI(t *testing.T, name string) *testPKI {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &testPKI{dir: t.TempDir(), ca: ca, caKey: key, caPool: x509.NewCertPool()}
+	p.caPool.AddCert(ca)
+	writeTouched(t, filepath.Join(p.dir, "ca.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), time.Now())
+	return p
+}
+
+// issue writes a certificate for cn (a server one for 127.0.0.1 when
+// server) and its key as NAME.pem and NAME-key.pem, and returns them.
+func (p *testPKI) issue(t *testing.T, name, cn string, serial int64, server bool, mod time.Time) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage, tmpl.IPAddresses = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, []net.IP{net.ParseIP("127.0.0.1")}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	writeTouched(t, filepath.Join(p.dir, name+"-key.pem"), string(keyPEM), mod)
+	writeTouched(t, filepath.Join(p.dir, name+".pem"), string(certPEM), mod)
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
+}
+
+// TestAPITLSAndClientCertificates: HTTPS from --tls-cert-file, reloaded
+// when the files change; with --client-ca-file a certificate it signed
+// authenticates a client without a token, a client without one gets a
+// 401 but for the health checks, and one signed by another CA is refused.
+func TestAPITLSAndClientCertificates(t *testing.T) {
+	t.Parallel()
+	pki := newPKI(t, "kubegcd-test-ca")
+	pki.issue(t, "server", "kubegcd", 10, true, time.Now().Add(-time.Hour))
+	alice := pki.issue(t, "alice", "alice", 11, false, time.Now())
+	other := newPKI(t, "someone-else")
+	mallory := other.issue(t, "mallory", "mallory", 12, false, time.Now())
+
+	clientWith := func(certs ...tls.Certificate) *http.Client {
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pki.caPool, Certificates: certs, MinVersion: tls.VersionTLS12}}}
+	}
+	anonymous := clientWith()
+	d := e2eutil.StartTLSDaemon(t, cluster.Kubeconfig, "", anonymous,
+		"--tls-cert-file", filepath.Join(pki.dir, "server.pem"), "--tls-private-key-file", filepath.Join(pki.dir, "server-key.pem"),
+		"--client-ca-file", filepath.Join(pki.dir, "ca.pem"))
+
+	if code, _, _ := call(t, anonymous, d.URL+"/healthz", ""); code != http.StatusOK {
+		t.Errorf("/healthz over HTTPS without a client certificate: %d", code)
+	}
+	if code, _, body := call(t, anonymous, d.URL+"/status", ""); code != http.StatusUnauthorized || !strings.Contains(fmt.Sprint(body["error"]), "client certificate") {
+		t.Errorf("/status without a client certificate: %d %v, want 401", code, body)
+	}
+	code, _, body := call(t, clientWith(alice), d.URL+"/status", "")
+	if code != http.StatusOK || body["authentication"] != "client-certificate" {
+		t.Errorf("/status with alice's certificate: %d %v", code, body["authentication"])
+	}
+	// A certificate of another CA, sent though the server asked for its
+	// own CA's: the handshake fails, or at most the request is anonymous.
+	forced := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pki.caPool, MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &mallory, nil }}}}
+	if resp, err := forced.Get(d.URL + "/status"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("a client certificate of another CA was accepted")
+		}
+	}
+	if resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(strings.Replace(d.URL, "https:", "http:", 1) + "/status"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP was served on the HTTPS port")
+		}
+	}
+
+	// A renewed certificate is served without a restart.
+	pki.issue(t, "server", "kubegcd", 20, true, time.Now())
+	eventually(t, 15*time.Second, func() error {
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(d.URL, "https://"), &tls.Config{RootCAs: pki.caPool, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if serial := conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64(); serial != 20 {
+			return fmt.Errorf("served certificate %d, want the renewed 20", serial)
+		}
+		return nil
+	})
+}
+
+// TestListenRefusedWithoutAuthentication: a --listen address other hosts
+// reach, without tokens or client certificates, stops the start with one
+// line naming the flags (exit 2); --insecure-allow-unauthenticated
+// overrides it, loudly in the log and in /status.
+func TestListenRefusedWithoutAuthentication(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := runBinary(t, 30*time.Second, "run", "--kubeconfig", cluster.Kubeconfig,
+		"--db", filepath.Join(t.TempDir(), "k.db"), "--listen", "0.0.0.0:0")
+	if code != 2 || !strings.Contains(stderr, "--auth-token-file") || !strings.Contains(stderr, "--insecure-allow-unauthenticated") ||
+		strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("--listen 0.0.0.0:0 without authentication: exit %d, stderr %q; want exit 2 and one line naming the flags", code, stderr)
+	}
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	d := startDaemon(t, "", "--listen", "0.0.0.0:"+port, "--insecure-allow-unauthenticated")
+	var status map[string]any
+	d.GetJSON(t, "/status", http.StatusOK, &status)
+	if status["insecureUnauthenticated"] != true || status["authentication"] != "none" {
+		t.Errorf("/status: insecureUnauthenticated %v, authentication %v", status["insecureUnauthenticated"], status["authentication"])
+	}
+	if !strings.Contains(d.Logs.String(), "serves everyone who reaches it") {
+		t.Error("no warning in the log")
+	}
+}
