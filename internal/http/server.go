@@ -114,13 +114,13 @@ type Options struct {
 	// authentication, as --insecure-allow-unauthenticated allowed; /status
 	// says so.
 	InsecureUnauthenticated bool
-	Ingest      Ingest
-	Applier     Enforcement
-	Leader      Leadership
-	Version     string
-	StartedAt   time.Time
-	Logger      *slog.Logger
-	Registry    *prometheus.Registry
+	Ingest                  Ingest
+	Applier                 Enforcement
+	Leader                  Leadership
+	Version                 string
+	StartedAt               time.Time
+	Logger                  *slog.Logger
+	Registry                *prometheus.Registry
 	// Gatherer serves /metrics; defaults to Registry.
 	Gatherer prometheus.Gatherer
 	// UI holds the web UI's static files.
