@@ -144,7 +144,8 @@ func Caller(ctx context.Context) string {
 }
 
 // authenticate lets a request through when it carries a known bearer token
-// or a client certificate the client CA verified; health checks always. With
+// or a client certificate the client CA verified; health checks and the
+// UI's static files always. With
 // neither tokens nor a client CA it lets everything through (the daemon
 // refuses to start so on a non-loopback address unless told to).
 func (s *server) authenticate(next http.Handler) http.Handler {
@@ -152,7 +153,9 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		// Health checks are for probes; the UI's own files hold no data, and
+		// a browser loads them before it can send a token.
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || !isAPIPath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}

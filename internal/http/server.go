@@ -234,12 +234,20 @@ func NewHandler(opts Options) (http.Handler, error) {
 var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/lint", "/stuck", "/healthz", "/readyz", "/metrics", "/api", "/debug",
 	"/enforcement", "/overview"}
 
-func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+// isAPIPath: path belongs to the JSON API, not to the UI's files.
+func isAPIPath(path string) bool {
 	for _, p := range apiPrefixes {
-		if r.URL.Path == p || strings.HasPrefix(r.URL.Path, p+"/") {
-			writeError(w, r, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
-			return
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
 		}
+	}
+	return false
+}
+
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	if isAPIPath(r.URL.Path) {
+		writeError(w, r, http.StatusNotFound, "no such endpoint: "+r.URL.Path)
+		return
 	}
 	if s.UI == nil || r.Method != http.MethodGet {
 		writeError(w, r, http.StatusNotFound, "no such endpoint: "+r.URL.Path)

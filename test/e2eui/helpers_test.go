@@ -48,13 +48,25 @@ type page struct {
 	// notFound are paths whose 404 the test expects: the browser logs it
 	// as a failed load, which is not a fault then.
 	notFound []string
+	// unauthorized: the test expects 401s (the API wants a token the page
+	// has yet to ask for).
+	unauthorized bool
 }
 
 func openPage(t *testing.T, d *e2eutil.Daemon) *page {
 	t.Helper()
+	p := newPage(t, d, false)
+	p.waitLoaded()
+	return p
+}
+
+// newPage opens a tab on the UI without waiting for its page: unauthorized
+// says that 401s are expected.
+func newPage(t *testing.T, d *e2eutil.Daemon, unauthorized bool) *page {
+	t.Helper()
 	ctx, cancel := chromedp.NewContext(browser)
 	t.Cleanup(cancel)
-	p := &page{t: t, ctx: ctx, base: d.URL}
+	p := &page{t: t, ctx: ctx, base: d.URL, unauthorized: unauthorized}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
@@ -100,7 +112,6 @@ func openPage(t *testing.T, d *e2eutil.Daemon) *page {
 		t.Fatalf("opening a tab: %v", err)
 	}
 	p.run(cdplog.Enable(), chromedp.EmulateViewport(desktopWidth, desktopHeight), chromedp.Navigate(d.URL+"/"))
-	p.waitLoaded()
 	return p
 }
 
@@ -115,6 +126,9 @@ func (p *page) expectNotFound(path string) {
 func (p *page) expected404(e *cdplog.Entry) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.unauthorized && e.Source == cdplog.SourceNetwork && strings.Contains(e.Text, "401") {
+		return true
+	}
 	if e.Source != cdplog.SourceNetwork || !strings.Contains(e.Text, "404") {
 		return false
 	}

@@ -32,19 +32,66 @@ export class ApiError extends Error {
   }
 }
 
-// api GETs a JSON endpoint.
+// The API may want a bearer token (--auth-token-file): the page asks for it
+// once, keeps it in this tab's session storage (gone with the tab) and
+// sends it with every request.
+const tokenKey = 'kubegcd-token';
+let asking = null; // the one open question, shared by the requests that wait for it
+
+function authHeaders() {
+  const token = sessionStorage.getItem(tokenKey);
+  return token ? { Authorization: 'Bearer ' + token } : {};
+}
+
+// askToken opens a dialog for the token, saying why, and resolves once it
+// is given (or the dialog dismissed).
+function askToken(why) {
+  if (!asking) {
+    asking = new Promise((resolve) => {
+      const input = h('input', { type: 'password', id: 'token-input', name: 'token', autocomplete: 'off', spellcheck: false });
+      const dialog = h('dialog', { class: 'token-dialog', id: 'token-dialog' },
+        h('form', { method: 'dialog' },
+          h('h2', { text: 'Sign in to kubegcd' }),
+          h('p', { class: 'muted', text: why }),
+          h('label', { for: 'token-input', text: 'Bearer token (a token of --auth-token-file)' }),
+          input,
+          h('div', { class: 'token-actions' }, h('button', { type: 'submit', class: 'primary', id: 'token-submit', text: 'Sign in' }))));
+      dialog.addEventListener('close', () => {
+        const token = input.value.trim();
+        if (token) sessionStorage.setItem(tokenKey, token);
+        dialog.remove();
+        asking = null;
+        resolve();
+      });
+      document.body.append(dialog);
+      dialog.showModal();
+      input.focus();
+    });
+  }
+  return asking;
+}
+
+// api GETs a JSON endpoint; a 401 asks for a token and tries again.
 export async function api(path, opts = {}) {
-  const resp = await fetch(path, { headers: { Accept: 'application/json' }, signal: opts.signal });
-  let body = null;
-  try {
-    body = await resp.json();
-  } catch {
-    // an answer that is not JSON: its status says enough
+  for (let attempt = 0; ; attempt++) {
+    const resp = await fetch(path, { headers: { Accept: 'application/json', ...authHeaders() }, signal: opts.signal });
+    let body = null;
+    try {
+      body = await resp.json();
+    } catch {
+      // an answer that is not JSON: its status says enough
+    }
+    const message = (body && body.error) || `${path}: HTTP ${resp.status}`;
+    if (resp.status === 401 && attempt < 3) {
+      sessionStorage.removeItem(tokenKey);
+      await askToken(message);
+      continue;
+    }
+    if (!resp.ok) {
+      throw new ApiError(resp.status, message);
+    }
+    return body;
   }
-  if (!resp.ok) {
-    throw new ApiError(resp.status, (body && body.error) || `${path}: HTTP ${resp.status}`);
-  }
-  return body;
 }
 
 // qs builds a query string from an object, leaving out empty values.
