@@ -266,3 +266,21 @@ func TestAuditFollowsCursor(t *testing.T) {
 		})
 	}
 }
+
+// TestGetAuditFilters: get audit's --kind and --rule reach the API as its
+// own kind and rule, unchanged.
+func TestGetAuditFilters(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RawQuery)
+		fmt.Fprint(w, `{"items": []}`)
+	}))
+	defer srv.Close()
+	code, _, stderr := runCLI(t, map[string]string{envServer: srv.URL}, "get", "audit", "--kind", "deployments", "--rule", "BR-21-03", "-n", "shop")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if diff := cmp.Diff([]string{"kind=deployments&limit=100&namespace=shop&rule=BR-21-03"}, asked); diff != "" {
+		t.Errorf("queries (-want +got):\n%s", diff)
+	}
+}

@@ -27,9 +27,9 @@ lint, leases), as tables like kubectl's, or as the API's own JSON or YAML.
   leases   the Lease inventory, expired ones first
 
 Every namespace unless -n NS. A filter the API has not for that list is an
-error, not ignored: --controller (pending, audit), --kind (pending, stuck),
---since (audit), --outcome (audit), --min-age (stuck), --rule and --severity
-(lint), --limit (all but leases).
+error, not ignored: --controller (pending, audit), --kind (pending, audit,
+stuck), --since (audit), --outcome (audit), --min-age (stuck), --rule (audit,
+lint), --severity (lint), --limit (all but leases).
 
 ` + connHelp
 
@@ -57,7 +57,7 @@ type listing struct {
 
 var listings = map[string]listing{
 	"pending": {path: "/pending", filters: []string{"controller", "kind", "limit"}, table: pendingTable, what: "pending decisions"},
-	"audit":   {path: "/audit", filters: []string{"controller", "since", "outcome", "limit"}, fetch: fetchAudit, table: auditTable, what: "audit rows"},
+	"audit":   {path: "/audit", filters: []string{"controller", "kind", "rule", "since", "outcome", "limit"}, fetch: fetchAudit, table: auditTable, what: "audit rows"},
 	"stuck":   {path: "/stuck", filters: []string{"kind", "min-age", "limit"}, table: stuckTable, what: "stuck deletions"},
 	"lint":    {path: "/lint", filters: []string{"rule", "severity", "limit"}, table: lintTable, what: "lint findings"},
 	"leases":  {path: "/leases", table: leasesTable, what: "leases"},
@@ -69,7 +69,7 @@ var apiParams = map[string]string{"controller": "controller", "kind": "kind", "s
 
 func runGet(ctx context.Context, e *env, args []string) error {
 	f := &getFlags{set: map[string]bool{}}
-	fs := e.flagSet("get", "get pending|audit|stuck|lint|leases [-n NS|-A] [--controller C] [--kind K] [--since D] [--limit N] [-o table|wide|json|yaml]", getHelp)
+	fs := e.flagSet("get", "get pending|audit|stuck|lint|leases [-n NS|-A] [--controller C] [--kind K] [--rule R] [--since D] [--limit N] [-o table|wide|json|yaml]", getHelp)
 	f.conn.register(fs)
 	fs.StringVar(&f.namespace, "n", "", "only this namespace (default: every namespace)")
 	fs.StringVar(&f.namespace, "namespace", "", "same as -n")
@@ -82,7 +82,7 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.since, "since", "", "only rows newer than this: a duration such as 1h, or an RFC 3339 time")
 	fs.StringVar(&f.outcome, "outcome", "", "only this outcome: applied, dry-run, failed, conflict, not-found, skipped")
 	fs.StringVar(&f.minAge, "min-age", "", "only deletions requested longer ago than this, such as 5m; 0 for all (default: the daemon's --stuck-after)")
-	fs.StringVar(&f.rule, "rule", "", "only this rule's findings (an id such as KG-LINT-01, or its name)")
+	fs.StringVar(&f.rule, "rule", "", "only this rule's: audit rows of a rule id such as BR-21-03, lint findings of an id such as KG-LINT-01 or its name")
 	fs.StringVar(&f.severity, "severity", "", "only findings of this severity: error, warning or info")
 	fs.IntVar(&f.limit, "limit", 0, "at most this many rows (default: the API's, 100 for audit)")
 	args, err := parse(fs, args, e.stdout)

@@ -198,11 +198,15 @@ type AuditFilter struct {
 	Controller string
 	Namespace  string
 	UID        string
-	Outcome    string
-	Since      time.Time
-	Until      time.Time
-	Before     int64
-	Limit      int
+	// Kind keeps rows about objects of that kind (any case) or resource
+	// plural; Rule those of that rule id (any case).
+	Kind    string
+	Rule    string
+	Outcome string
+	Since   time.Time
+	Until   time.Time
+	Before  int64
+	Limit   int
 }
 
 // ListAudit returns entries matching f, newest first, and the cursor of the
@@ -222,6 +226,17 @@ func (d *DB) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64,
 	}
 	if f.UID != "" {
 		add("uid = ?", f.UID)
+	}
+	if f.Kind != "" {
+		cond, kinds, err := d.kindCondition(ctx, f.Kind)
+		if err != nil {
+			return nil, 0, fmt.Errorf("audit: %w", err)
+		}
+		where = append(where, cond)
+		args = append(args, kinds...)
+	}
+	if f.Rule != "" {
+		add("rule = ? COLLATE NOCASE", f.Rule)
 	}
 	if f.Outcome != "" {
 		add("outcome = ?", f.Outcome)
@@ -524,6 +539,38 @@ func (d *DB) loadPendingKeys(ctx context.Context) error {
 		d.pendingKeys.add(c, u)
 	}
 	return rows.Err()
+}
+
+// kindCondition matches the kind column against a kind in any case or a
+// resource's plural, as StuckFilter.Kind does. Audit and pending rows keep
+// the kind, not the resource, so a plural is resolved to its kinds first:
+// one kind (the usual case) is one comparison, which audit_by_kind reads in
+// id order.
+func (d *DB) kindCondition(ctx context.Context, kind string) (string, []any, error) {
+	rows, err := d.query(ctx, `SELECT DISTINCT kind FROM resources WHERE kind = ?1 COLLATE NOCASE OR resource = lower(?1)`, kind)
+	if err != nil {
+		return "", nil, err
+	}
+	defer rows.Close()
+	var kinds []any
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return "", nil, err
+		}
+		kinds = append(kinds, k)
+	}
+	if err := rows.Err(); err != nil {
+		return "", nil, err
+	}
+	switch len(kinds) {
+	case 0:
+		// A kind no resource serves any longer still has its history.
+		return "kind = ? COLLATE NOCASE", []any{kind}, nil
+	case 1:
+		return "kind = ? COLLATE NOCASE", kinds, nil
+	}
+	return "kind COLLATE NOCASE IN (?" + strings.Repeat(", ?", len(kinds)-1) + ")", kinds, nil
 }
 
 // PendingFilter selects pending decisions.

@@ -118,3 +118,107 @@ func TestAppliedRowsSettlePending(t *testing.T) {
 		t.Fatalf("audit %+v, %v", rows, err)
 	}
 }
+
+// queryPlan returns SQLite's plan of a query, one step a line.
+func queryPlan(t *testing.T, d *DB, query string, args ...any) string {
+	t.Helper()
+	rows, err := d.read.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(detail + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan.String()
+}
+
+// The audit's kind filter takes a kind in any case or a resource's plural,
+// its rule filter a rule id in any case; both page by the cursor and read
+// their index in id order, without sorting.
+func TestListAuditKindAndRule(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	for _, r := range []Resource{
+		{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true},
+		{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true},
+	} {
+		if _, err := d.EnsureResource(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	entry := func(kind, rule, uid string) *AuditEntry {
+		e := auditEntry("ownergc", "delete", uid, OutcomeDryRun, t0)
+		e.Target.Kind, e.Rule = kind, rule
+		return e
+	}
+	if err := d.InsertAudits(ctx, []*AuditEntry{
+		entry("ConfigMap", "BR-21-01", "cm1"),
+		entry("Deployment", "BR-21-03", "dep1"),
+		entry("ConfigMap", "BR-21-03", "cm2"),
+		entry("Widget", "BR-21-01", "w1"), // no resource serves it any longer
+		entry("ConfigMap", "BR-21-01", "cm3"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		f    AuditFilter
+		want []string // uids, newest first
+	}{
+		{"kind", AuditFilter{Kind: "ConfigMap"}, []string{"cm3", "cm2", "cm1"}},
+		{"kind in lower case", AuditFilter{Kind: "configmap"}, []string{"cm3", "cm2", "cm1"}},
+		{"plural", AuditFilter{Kind: "deployments"}, []string{"dep1"}},
+		{"plural in another case", AuditFilter{Kind: "Deployments"}, []string{"dep1"}},
+		{"kind no resource serves", AuditFilter{Kind: "widget"}, []string{"w1"}},
+		{"unknown kind", AuditFilter{Kind: "Secret"}, []string{}},
+		{"rule", AuditFilter{Rule: "BR-21-03"}, []string{"cm2", "dep1"}},
+		{"rule in lower case", AuditFilter{Rule: "br-21-01"}, []string{"cm3", "w1", "cm1"}},
+		{"kind and rule", AuditFilter{Kind: "configmaps", Rule: "BR-21-01"}, []string{"cm3", "cm1"}},
+		{"unknown rule", AuditFilter{Rule: "BR-99-01"}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// One row a page: the cursor carries the filter through.
+			got := []string{}
+			f := tt.f
+			f.Limit = 1
+			for range 10 {
+				items, next, err := d.ListAudit(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range items {
+					got = append(got, e.Target.UID)
+				}
+				if next == 0 {
+					break
+				}
+				f.Before = next
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("uids (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	for _, tt := range []struct{ cond, index string }{
+		{"kind = ? COLLATE NOCASE", "audit_by_kind"},
+		{"rule = ? COLLATE NOCASE", "audit_by_rule"},
+	} {
+		plan := queryPlan(t, d, `SELECT id FROM audit WHERE `+tt.cond+` AND id < ? ORDER BY id DESC LIMIT 10`, "x", 100)
+		if !strings.Contains(plan, tt.index) || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%s does not read %s in order:\n%s", tt.cond, tt.index, plan)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -59,6 +60,19 @@ func (q *query) oneOf(name string, allowed map[string]bool) string {
 	}
 	return s
 }
+
+// token reads a kind or a rule id: letters, digits, '-' and '.', at most
+// 100 characters. Anything else cannot name one, and is an error rather
+// than an empty answer.
+func (q *query) token(name string) string {
+	s := q.str(name)
+	if s != "" && !tokenRE.MatchString(s) {
+		q.fail("invalid %s %q: want letters, digits, '-' and '.'", name, s)
+	}
+	return s
+}
+
+var tokenRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,99}$`)
 
 func (q *query) limit(def, max int) int {
 	s := q.str("limit")
@@ -131,11 +145,13 @@ type auditJSON struct {
 
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	q := &query{v: r.URL.Query()}
-	q.only("controller", "namespace", "uid", "outcome", "since", "until", "limit", "cursor")
+	q.only("controller", "namespace", "uid", "kind", "rule", "outcome", "since", "until", "limit", "cursor")
 	f := db.AuditFilter{
 		Controller: q.oneOf("controller", knownControllers),
 		Namespace:  q.str("namespace"),
 		UID:        q.str("uid"),
+		Kind:       q.token("kind"),
+		Rule:       q.token("rule"),
 		Outcome:    q.oneOf("outcome", knownOutcomes),
 		Since:      q.time("since"),
 		Until:      q.time("until"),

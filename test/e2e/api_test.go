@@ -115,10 +115,25 @@ func TestPendingAndAuditAPI(t *testing.T) {
 		t.Errorf("until/outcome/controller filters gave %d rows, want %d", len(one.Items), n)
 	}
 
+	// Kind in any case or by its plural, and rule in any case.
+	for _, q := range []string{"kind=configmaps", "kind=configmap&rule=br-21-01", "rule=BR-21-01"} {
+		d.GetJSON(t, "/audit?namespace="+ns+"&"+q, http.StatusOK, &one)
+		if len(one.Items) != n {
+			t.Errorf("%s gave %d rows, want %d", q, len(one.Items), n)
+		}
+	}
+	for _, q := range []string{"kind=secrets", "rule=BR-21-03"} {
+		d.GetJSON(t, "/audit?namespace="+ns+"&"+q, http.StatusOK, &one)
+		if len(one.Items) != 0 {
+			t.Errorf("%s gave %d rows, want none", q, len(one.Items))
+		}
+	}
+
 	for _, bad := range []string{
 		"/pending?controller=nope", "/pending?limit=0", "/pending?limit=x", "/pending?colour=blue",
 		"/audit?outcome=maybe", "/audit?since=yesterday", "/audit?cursor=-3", "/audit?limit=100000",
 		"/audit?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", "/audit?uid=a&uid=b",
+		"/audit?kind=config%20map", "/audit?rule=BR-21-01%3B", "/audit?rule=a&rule=b",
 	} {
 		var e struct{ Error string }
 		d.GetJSON(t, bad, http.StatusBadRequest, &e)

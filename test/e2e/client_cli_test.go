@@ -229,6 +229,13 @@ func TestClientCommands(t *testing.T) {
 			t.Errorf("--limit 1: %d lines, want the header and one row:\n%s", n, out)
 		}
 		sameAsAPI(t, d, "/audit?"+q, nil, "get", "audit", "-n", ns)
+		// --kind and --rule are the API's kind and rule.
+		cliOK(t, d, []string{"orphan-1", "orphan-2", "BR-21-01"}, "get", "audit", "-n", ns, "--kind", "configmaps", "--rule", "br-21-01")
+		sameAsAPI(t, d, "/audit?kind=ConfigMap&rule=BR-21-01&"+q, nil, "get", "audit", "-n", ns, "--kind", "ConfigMap", "--rule", "BR-21-01")
+		if code, stdout, stderr := cliRun("get", "audit", "-n", ns, "--kind", "secrets", "--server", d.URL); code != 0 || stdout != "" ||
+			stderr != "No audit rows found in namespace "+ns+".\n" {
+			t.Errorf("get audit --kind secrets: exit %d, stdout %q, stderr %q; want no rows", code, stdout, stderr)
+		}
 	})
 	t.Run("get stuck", func(t *testing.T) {
 		cliOK(t, d, []string{"STATE", "BLOCKED BY", "held", "finalizer e2e.kubegcd.io/hold"}, "get", "stuck", "-n", ns, "--min-age", "0")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -316,8 +317,13 @@ func TestAuditFilterAndPaging(t *testing.T) {
 	for i := range 3 {
 		configMap(t, nsB, fmt.Sprintf("orphan-%02d", i), danglingRef(fmt.Sprintf("ghost-b-%02d", i)))
 	}
+	// A Secret among them, for the kind filter to leave out.
+	if _, err := kube.CoreV1().Secrets(nsB).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: "orphan-secret", OwnerReferences: []metav1.OwnerReference{danglingRef("ghost-b-secret")}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	d := startDaemon(t)
-	for ns, n := range map[string]int{nsA: 25, nsB: 3} {
+	for ns, n := range map[string]int{nsA: 25, nsB: 4} {
 		e2eutil.Eventually(t, 60*time.Second, func() error {
 			var out struct{ Items []struct{} }
 			d.GetJSON(t, "/audit?limit=1000&namespace="+ns, 200, &out)
@@ -338,28 +344,52 @@ func TestAuditFilterAndPaging(t *testing.T) {
 	}
 	p.shot("overview-with-deletions")
 
-	// A filter narrows the rows: every namespace, then one.
+	// A filter narrows the rows: every namespace, then one, then one kind
+	// in it (by its plural) and one rule.
 	p.goTo("/audit")
 	all := p.count("#rows tbody tr")
-	if all < 28 {
-		t.Fatalf("%d rows unfiltered, want at least 28", all)
+	if all < 29 {
+		t.Fatalf("%d rows unfiltered, want at least 29", all)
 	}
 	p.shot("audit")
-	p.eval(fmt.Sprintf(`(() => { document.querySelector('form.filters input[name=namespace]').value = %q; return true; })()`, nsB), nil)
-	p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
-	p.run(chromedpClick(`form.filters button[type=submit]`))
-	p.waitLoaded()
-	if n := p.count("#rows tbody tr"); n != 3 {
-		t.Fatalf("%d rows with namespace %s, want 3", n, nsB)
+	filter := func(field, value string) {
+		p.eval(fmt.Sprintf(`(() => { document.querySelector('form.filters input[name=%s]').value = %q; return true; })()`, field, value), nil)
+		p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
+		p.run(chromedpClick(`form.filters button[type=submit]`))
+		p.waitLoaded()
 	}
-	var namespaces []string
-	p.eval(`[...document.querySelectorAll('#rows tbody tr td:nth-child(5)')].map((td) => td.textContent.split(' ')[1].split('/')[0])`, &namespaces)
-	for _, ns := range namespaces {
-		if ns != nsB {
-			t.Errorf("row of namespace %q in the filtered table", ns)
+	objects := func() []string {
+		var names []string
+		p.eval(`[...document.querySelectorAll('#rows tbody tr td:nth-child(5)')].map((td) => td.textContent)`, &names)
+		return names
+	}
+	filter("namespace", nsB)
+	if got := objects(); len(got) != 4 {
+		t.Fatalf("rows with namespace %s: %q, want 4", nsB, got)
+	}
+	for _, o := range objects() {
+		if !strings.Contains(o, " "+nsB+"/") {
+			t.Errorf("row of another namespace in the filtered table: %q", o)
+		}
+	}
+	filter("kind", "configmaps")
+	if got := objects(); len(got) != 3 {
+		t.Fatalf("rows with namespace %s and kind configmaps: %q, want its 3 ConfigMaps", nsB, got)
+	}
+	for _, o := range objects() {
+		if !strings.HasPrefix(o, "ConfigMap "+nsB+"/") {
+			t.Errorf("row of another kind or namespace in the filtered table: %q", o)
 		}
 	}
 	p.shot("audit-filtered")
+	filter("rule", "BR-21-03")
+	if n := p.count("#rows tbody tr td.muted"); n != 1 || !strings.Contains(p.text("#rows tbody"), "no audit rows match") {
+		t.Errorf("rule BR-21-03 (no foreground deletion here) shows %q, want no rows", p.text("#rows tbody"))
+	}
+	filter("rule", "br-21-01")
+	if got := objects(); len(got) != 3 {
+		t.Fatalf("rows with rule br-21-01: %q, want the 3 ConfigMaps", got)
+	}
 
 	// The CSV download holds the filter's rows, every page of them.
 	dir := t.TempDir()
@@ -380,11 +410,11 @@ func TestAuditFilterAndPaging(t *testing.T) {
 		return err
 	})
 	if len(csvRows) != 4 || strings.Join(csvRows[0], ",") != "time,controller,rule,action,object,outcome,reason,by" {
-		t.Fatalf("CSV download: %q, want a header and the 3 rows of %s", csvRows, nsB)
+		t.Fatalf("CSV download: %q, want a header and the 3 ConfigMap rows of %s", csvRows, nsB)
 	}
 	for _, r := range csvRows[1:] {
-		if !strings.HasPrefix(r[4], "ConfigMap "+nsB+"/") {
-			t.Errorf("CSV row of another namespace: %q", r)
+		if !strings.HasPrefix(r[4], "ConfigMap "+nsB+"/") || r[2] != "BR-21-01" {
+			t.Errorf("CSV row outside the filter: %q", r)
 		}
 	}
 
@@ -436,8 +466,8 @@ func TestAuditFilterAndPaging(t *testing.T) {
 
 	// Pending: the same decisions wait, and its filter narrows too.
 	p.goTo("/pending?namespace=" + nsB)
-	if n := p.count("#rows tbody tr"); n != 3 {
-		t.Errorf("%d pending rows in %s, want 3", n, nsB)
+	if n := p.count("#rows tbody tr"); n != 4 {
+		t.Errorf("%d pending rows in %s, want 4", n, nsB)
 	}
 	p.goTo("/pending")
 	p.shot("pending")

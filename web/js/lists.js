@@ -60,6 +60,8 @@ export async function pendingPage(view, ctx) {
 const auditFields = [
   { name: 'controller', label: 'controller', options: [...controllers, 'kubegcd', 'operator'] },
   { name: 'namespace', label: 'namespace' },
+  { name: 'kind', label: 'kind', placeholder: 'ConfigMap' },
+  { name: 'rule', label: 'rule', placeholder: 'BR-21-01' },
   { name: 'outcome', label: 'outcome', options: outcomes },
   { name: 'uid', label: 'object uid' },
   { name: 'since', label: 'since (1h, 2d or RFC 3339)', placeholder: '24h' },
@@ -74,7 +76,7 @@ const newerOf = new Map();
 export async function auditPage(view, ctx) {
   setTitle('Audit');
   const p = ctx.params;
-  const filter = paramsObject(p, ['controller', 'namespace', 'outcome', 'uid', 'since', 'until']);
+  const filter = paramsObject(p, ['controller', 'namespace', 'kind', 'rule', 'outcome', 'uid', 'since', 'until']);
   const cursor = p.get('cursor') || '';
   const limit = Math.min(Number(p.get('limit')) || pageSize, 1000);
   const apiFilter = { ...filter, since: rangeTime(filter.since), until: rangeTime(filter.until) };

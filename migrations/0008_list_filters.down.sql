@@ -1,0 +1,2 @@
+DROP INDEX audit_by_rule;
+DROP INDEX audit_by_kind;
