@@ -573,23 +573,64 @@ func (d *DB) kindCondition(ctx context.Context, kind string) (string, []any, err
 	return "kind COLLATE NOCASE IN (?" + strings.Repeat(", ?", len(kinds)-1) + ")", kinds, nil
 }
 
-// PendingFilter selects pending decisions.
+// PendingFilter selects pending decisions. Kind is a kind in any case or
+// a resource plural, as AuditFilter.Kind.
 type PendingFilter struct {
 	Controller string
 	Namespace  string
 	Kind       string
-	Limit      int
+	// Newest lists the newest decisions first; by default the decisions
+	// waiting longest come first.
+	Newest bool
+	// After, when set, continues a listing in the same order after the
+	// decision it names (PendingKey of the last one of a page).
+	After *PendingKey
+	Limit int
 }
 
-// ListPending returns pending decisions, oldest first.
-func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error) {
+// PendingKey is a pending decision's place in the listing: its since, then
+// its primary key, so that decisions of the same since keep one order.
+type PendingKey struct {
+	Since      time.Time
+	Controller string
+	UID        string
+	Action     string
+}
+
+// Key returns p's place in the listing.
+func (p *Pending) Key() PendingKey {
+	return PendingKey{Since: p.Since, Controller: p.Controller, UID: p.Target.UID, Action: p.Action}
+}
+
+// ListPending returns pending decisions in since order (oldest first unless
+// f.Newest) and the key to continue after (nil at the end). Pages are
+// keyset ranges of pending_by_since, never an OFFSET: a page costs the same
+// however deep, and a decision that comes or goes between two pages moves
+// no other one to a page already read.
+func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, *PendingKey, error) {
 	var where []string
 	var args []any
-	for _, c := range []struct{ col, v string }{{"controller", f.Controller}, {"namespace", f.Namespace}, {"kind", f.Kind}} {
+	for _, c := range []struct{ col, v string }{{"controller", f.Controller}, {"namespace", f.Namespace}} {
 		if c.v != "" {
 			where = append(where, c.col+" = ?")
 			args = append(args, c.v)
 		}
+	}
+	if f.Kind != "" {
+		cond, kinds, err := d.kindCondition(ctx, f.Kind)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pending: %w", err)
+		}
+		where = append(where, cond)
+		args = append(args, kinds...)
+	}
+	op, dir := ">", "ASC"
+	if f.Newest {
+		op, dir = "<", "DESC"
+	}
+	if k := f.After; k != nil {
+		where = append(where, "(since, controller, uid, action) "+op+" (?, ?, ?, ?)")
+		args = append(args, formatTime(&k.Since), k.Controller, k.UID, k.Action)
 	}
 	q := `SELECT ` + pendingColumns + ` FROM pending`
 	if len(where) > 0 {
@@ -598,17 +639,22 @@ func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
-	q += " ORDER BY since, uid LIMIT ?"
-	args = append(args, f.Limit)
+	q += fmt.Sprintf(" ORDER BY since %[1]s, controller %[1]s, uid %[1]s, action %[1]s LIMIT ?", dir)
+	args = append(args, f.Limit+1)
 	rows, err := d.query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pending: %w", err)
+		return nil, nil, fmt.Errorf("pending: %w", err)
 	}
 	out, err := scanPending(rows)
 	if err != nil {
-		return nil, fmt.Errorf("pending: %w", err)
+		return nil, nil, fmt.Errorf("pending: %w", err)
 	}
-	return out, nil
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		next := out[len(out)-1].Key()
+		return out, &next, nil
+	}
+	return out, nil, nil
 }
 
 const pendingColumns = `controller, rule, action, reason, since, not_before, api_version, kind, namespace, name, uid, resource_version`

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,7 @@ func TestAppliedRowsSettlePending(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pending, err := d.ListPending(ctx, PendingFilter{})
+	pending, _, err := d.ListPending(ctx, PendingFilter{})
 	if err != nil || len(pending) != 1 || pending[0].Target.UID != "failed" {
 		t.Fatalf("pending %+v, %v; want only the failed decision", pending, err)
 	}
@@ -219,6 +220,82 @@ func TestListAuditKindAndRule(t *testing.T) {
 		plan := queryPlan(t, d, `SELECT id FROM audit WHERE `+tt.cond+` AND id < ? ORDER BY id DESC LIMIT 10`, "x", 100)
 		if !strings.Contains(plan, tt.index) || strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("%s does not read %s in order:\n%s", tt.cond, tt.index, plan)
+		}
+	}
+}
+
+// Pending decisions page by a key either way: oldest first by default,
+// newest first on request; decisions of one since keep one order; the
+// filters hold across pages; every page is a range of pending_by_since.
+func TestListPendingPages(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	if _, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	add := func(controller, kind, uid string, since time.Time) {
+		t.Helper()
+		p := &Pending{Controller: controller, Rule: "r", Action: "delete", Reason: "why", Since: since,
+			Target: Target{APIVersion: "v1", Kind: kind, Namespace: "ns", Name: uid, UID: uid}}
+		if _, err := d.UpsertPending(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("ownergc", "ConfigMap", "c", t0.Add(2*time.Second))
+	add("ownergc", "ConfigMap", "a", t0)
+	add("podgc", "Pod", "p", t0.Add(time.Second))
+	add("ownergc", "ConfigMap", "b", t0) // same since as a: the key orders them
+	add("ttl", "ConfigMap", "b", t0)     // and another controller about b
+	add("ownergc", "ConfigMap", "d", t0.Add(3*time.Second))
+
+	tests := []struct {
+		name string
+		f    PendingFilter
+		want []string // controller/uid, in order
+	}{
+		{"oldest first", PendingFilter{}, []string{"ownergc/a", "ownergc/b", "ttl/b", "podgc/p", "ownergc/c", "ownergc/d"}},
+		{"newest first", PendingFilter{Newest: true}, []string{"ownergc/d", "ownergc/c", "podgc/p", "ttl/b", "ownergc/b", "ownergc/a"}},
+		{"kind by plural", PendingFilter{Kind: "configmaps", Newest: true}, []string{"ownergc/d", "ownergc/c", "ttl/b", "ownergc/b", "ownergc/a"}},
+		{"kind in lower case", PendingFilter{Kind: "pod"}, []string{"podgc/p"}},
+		{"controller", PendingFilter{Controller: "ownergc"}, []string{"ownergc/a", "ownergc/b", "ownergc/c", "ownergc/d"}},
+	}
+	for _, tt := range tests {
+		for _, size := range []int{1, 2, 4, 100} {
+			t.Run(fmt.Sprintf("%s by %d", tt.name, size), func(t *testing.T) {
+				got := []string{}
+				f := tt.f
+				f.Limit = size
+				for range 10 {
+					items, next, err := d.ListPending(ctx, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, p := range items {
+						got = append(got, p.Controller+"/"+p.Target.UID)
+					}
+					if next == nil {
+						break
+					}
+					if len(items) != size {
+						t.Errorf("a page of %d before the end, want %d", len(items), size)
+					}
+					f.After = next
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("decisions (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+
+	for _, q := range []string{
+		`SELECT uid FROM pending WHERE (since, controller, uid, action) > (?, ?, ?, ?) ORDER BY since ASC, controller ASC, uid ASC, action ASC LIMIT 10`,
+		`SELECT uid FROM pending WHERE (since, controller, uid, action) < (?, ?, ?, ?) ORDER BY since DESC, controller DESC, uid DESC, action DESC LIMIT 10`,
+	} {
+		plan := queryPlan(t, d, q, "x", "c", "u", "a")
+		if !strings.Contains(plan, "pending_by_since (") || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("a page is not a range of pending_by_since read in order:\n%s", plan)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -420,39 +421,7 @@ func TestAuditFilterAndPaging(t *testing.T) {
 
 	// Paging follows the cursor: 25 rows by 10 are pages of 10, 10 and 5,
 	// newest first, each row once; Newer goes back.
-	p.goTo("/audit?namespace=" + nsA + "&limit=10")
-	var pages [][]string
-	rows := func() []string {
-		var names []string
-		p.eval(`[...document.querySelectorAll('#rows tbody tr td:nth-child(5)')].map((td) => td.textContent)`, &names)
-		return names
-	}
-	for {
-		pages = append(pages, rows())
-		var older bool
-		p.eval(`!document.getElementById('older').disabled`, &older)
-		if !older {
-			break
-		}
-		if len(pages) > 5 {
-			t.Fatalf("more than 5 pages: %v", pages)
-		}
-		p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
-		p.run(chromedpClick("#older"))
-		p.waitLoaded()
-	}
-	if len(pages) != 3 || len(pages[0]) != 10 || len(pages[1]) != 10 || len(pages[2]) != 5 {
-		t.Fatalf("pages of %v rows, want 10, 10, 5: %v", lens(pages), pages)
-	}
-	seen := map[string]bool{}
-	for _, pg := range pages {
-		for _, r := range pg {
-			if seen[r] {
-				t.Errorf("row %q on two pages", r)
-			}
-			seen[r] = true
-		}
-	}
+	pages := pageThrough(t, p, "/audit?namespace="+nsA+"&limit=10")
 	if c := p.text("#count"); !strings.HasPrefix(c, "page 3: 5 rows") {
 		t.Errorf("count on the last page = %q, want page 3: 5 rows", c)
 	}
@@ -460,7 +429,7 @@ func TestAuditFilterAndPaging(t *testing.T) {
 	p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
 	p.run(chromedpClick("#newer"))
 	p.waitLoaded()
-	if got := rows(); strings.Join(got, ",") != strings.Join(pages[1], ",") {
+	if got := objects(); strings.Join(got, ",") != strings.Join(pages[1], ",") {
 		t.Errorf("Newer from page 3 shows %v, want page 2 %v", got, pages[1])
 	}
 
@@ -469,8 +438,92 @@ func TestAuditFilterAndPaging(t *testing.T) {
 	if n := p.count("#rows tbody tr"); n != 4 {
 		t.Errorf("%d pending rows in %s, want 4", n, nsB)
 	}
+	filter("kind", "ConfigMap")
+	if got := objects(); len(got) != 3 {
+		t.Errorf("pending rows of kind ConfigMap in %s: %q, want 3", nsB, got)
+	}
+	// Its download holds the filter's decisions.
+	p.run(chromedpClick("#download-csv"))
+	e2eutil.Eventually(t, pageTimeout, func() error {
+		files, err := filepath.Glob(filepath.Join(dir, "kubegcd-pending-*.csv"))
+		if err != nil || len(files) != 1 {
+			return fmt.Errorf("downloaded files %v %v", files, err)
+		}
+		f, err := os.Open(files[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		csvRows, err = csv.NewReader(f).ReadAll()
+		return err
+	})
+	if len(csvRows) != 4 || strings.Join(csvRows[0], ",") != "since,controller,rule,action,object,reason,waits" {
+		t.Fatalf("pending CSV download: %q, want a header and the 3 ConfigMap decisions of %s", csvRows, nsB)
+	}
+	for _, r := range csvRows[1:] {
+		if !strings.HasPrefix(r[4], "ConfigMap "+nsB+"/") {
+			t.Errorf("pending CSV row outside the filter: %q", r)
+		}
+	}
+	// Newest first, paged by the cursor as Audit is: the API's newest-first
+	// order, page after page.
+	var want struct {
+		Items []struct {
+			Target struct{ Kind, Namespace, Name string }
+		}
+	}
+	d.GetJSON(t, "/pending?order=newest&namespace="+nsA, 200, &want)
+	var wantNames []string
+	for _, i := range want.Items {
+		wantNames = append(wantNames, i.Target.Kind+" "+i.Target.Namespace+"/"+i.Target.Name)
+	}
+	pages = pageThrough(t, p, "/pending?namespace="+nsA+"&limit=10")
+	if got := slices.Concat(pages...); strings.Join(got, ",") != strings.Join(wantNames, ",") {
+		t.Errorf("pending pages %v, want the API's newest first %v", got, wantNames)
+	}
+	if c := p.text("#count"); !strings.HasPrefix(c, "page 3: 5 decisions") {
+		t.Errorf("count on the last pending page = %q, want page 3: 5 decisions", c)
+	}
+	p.shot("pending-page-3")
 	p.goTo("/pending")
 	p.shot("pending")
+}
+
+// pageThrough opens route, a list of 25 rows by 10, and follows Older to
+// the end: pages of 10, 10 and 5, each row once.
+func pageThrough(t *testing.T, p *page, route string) [][]string {
+	t.Helper()
+	p.goTo(route)
+	var pages [][]string
+	for {
+		var names []string
+		p.eval(`[...document.querySelectorAll('#rows tbody tr td:nth-child(5)')].map((td) => td.textContent)`, &names)
+		pages = append(pages, names)
+		var older bool
+		p.eval(`!document.getElementById('older').disabled`, &older)
+		if !older {
+			break
+		}
+		if len(pages) > 5 {
+			t.Fatalf("%s: more than 5 pages: %v", route, pages)
+		}
+		p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
+		p.run(chromedpClick("#older"))
+		p.waitLoaded()
+	}
+	if len(pages) != 3 || len(pages[0]) != 10 || len(pages[1]) != 10 || len(pages[2]) != 5 {
+		t.Fatalf("%s: pages of %v rows, want 10, 10, 5: %v", route, lens(pages), pages)
+	}
+	seen := map[string]bool{}
+	for _, pg := range pages {
+		for _, r := range pg {
+			if seen[r] {
+				t.Errorf("%s: row %q on two pages", route, r)
+			}
+			seen[r] = true
+		}
+	}
+	return pages
 }
 
 func lens(pages [][]string) []int {
