@@ -144,6 +144,8 @@ type server struct {
 	requests *prometheus.HistogramVec
 	// allowedHosts holds AllowedHosts, lower case; nil allows any host.
 	allowedHosts map[string]bool
+	// uiETags holds each UI file's ETag, by name.
+	uiETags map[string]string
 }
 
 // NewHandler returns the daemon's HTTP handler.
@@ -161,6 +163,12 @@ func NewHandler(opts Options) (http.Handler, error) {
 			break
 		}
 		s.allowedHosts[normalizeHost(h)] = true
+	}
+	if opts.UI != nil {
+		var err error
+		if s.uiETags, err = uiETags(opts.UI); err != nil {
+			return nil, fmt.Errorf("web UI: %w", err)
+		}
 	}
 	s.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "kubegcd", Subsystem: "http", Name: "request_duration_seconds",
@@ -243,7 +251,7 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	if st, err := fs.Stat(s.UI, name); err != nil || st.IsDir() {
 		name = "index.html"
 	}
-	http.ServeFileFS(w, r, s.UI, name)
+	s.serveUI(w, r, name)
 }
 
 // noQuery refuses every query parameter.

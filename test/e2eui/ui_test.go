@@ -18,6 +18,7 @@ import (
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/go-cmp/cmp"
 
@@ -608,6 +609,18 @@ func TestEveryPage(t *testing.T) {
 		if overflow > 0 {
 			t.Errorf("%s at %d px: the page is %d px wider than the window", r.name, desktopWidth, overflow)
 		}
+	}
+	// Loaded again, the page revalidates the graph library by its ETag
+	// (a 304, headers only) rather than downloading its 430 KB again.
+	p.run(chromedp.Reload())
+	p.waitLoaded()
+	// (Chrome reports the cached response's 200; the transfer tells: 0
+	// from its cache unasked, the whole file downloaded, or headers only.)
+	var transferred float64
+	p.eval(`(() => { const e = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/vendor/cytoscape/cytoscape.min.js'));
+		return e ? e.transferSize : -1; })()`, &transferred)
+	if transferred <= 0 || transferred >= 10_000 {
+		t.Errorf("cytoscape.min.js on a reload: %.0f bytes transferred, want the headers of a 304 only", transferred)
 	}
 	p.goTo("/lint")
 	if n := p.count(`section[data-rule] tbody tr`); n == 0 {
