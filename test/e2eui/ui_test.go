@@ -486,6 +486,20 @@ func TestAuditFilterAndPaging(t *testing.T) {
 		t.Errorf("count on the last pending page = %q, want page 3: 5 decisions", c)
 	}
 	p.shot("pending-page-3")
+	// Waiting longest first on request: the API's default order, and the
+	// buttons say which way they go.
+	d.GetJSON(t, "/pending?namespace="+nsA+"&limit=10", 200, &want)
+	wantNames = wantNames[:0]
+	for _, i := range want.Items {
+		wantNames = append(wantNames, i.Target.Kind+" "+i.Target.Namespace+"/"+i.Target.Name)
+	}
+	p.goTo("/pending?namespace=" + nsA + "&limit=10&order=oldest")
+	if got := objects(); strings.Join(got, ",") != strings.Join(wantNames, ",") {
+		t.Errorf("pending oldest first %v, want the API's %v", got, wantNames)
+	}
+	if b := p.text("#older"); b != "Newer →" {
+		t.Errorf("oldest first, the next page's button says %q, want Newer →", b)
+	}
 	p.goTo("/pending")
 	p.shot("pending")
 }

@@ -31,7 +31,8 @@ export async function pendingPage(view, ctx) {
   const apiFilter = { ...filter, order: filter.order || 'newest' };
   const limit = Math.min(Number(p.get('limit')) || pageSize, 1000);
   view.append(h('h1', { text: 'Pending decisions' }),
-    h('p', { class: 'muted', text: 'What each controller would do next, newest first.' }),
+    h('p', { class: 'muted', text: 'What each controller would do next, ' +
+      (filter.order === 'oldest' ? 'the decisions waiting longest first.' : 'newest first.') }),
     filterForm(pendingFields, p, (v) => go('/pending', v)));
   const r = await api('/pending' + qs({ ...apiFilter, limit, cursor: p.get('cursor') }));
   if (!ctx.isCurrent()) return;
