@@ -583,7 +583,7 @@ type PendingFilter struct {
 	// waiting longest come first.
 	Newest bool
 	// After, when set, continues a listing in the same order after the
-	// decision it names (PendingKey of the last one of a page).
+	// decision it names: the key ListPending returned with a page.
 	After *PendingKey
 	Limit int
 }
@@ -597,8 +597,8 @@ type PendingKey struct {
 	Action     string
 }
 
-// Key returns p's place in the listing.
-func (p *Pending) Key() PendingKey {
+// key returns p's place in the listing.
+func (p *Pending) key() PendingKey {
 	return PendingKey{Since: p.Since, Controller: p.Controller, UID: p.Target.UID, Action: p.Action}
 }
 
@@ -651,7 +651,7 @@ func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, *Pend
 	}
 	if len(out) > f.Limit {
 		out = out[:f.Limit]
-		next := out[len(out)-1].Key()
+		next := out[len(out)-1].key()
 		return out, &next, nil
 	}
 	return out, nil, nil

@@ -308,10 +308,10 @@ var actionPhrases = map[string]string{
 // it is a decision made in dry-run since the object's ownership last
 // changed (changed), else nil. In dry-run ownergc remembers what it would
 // already have changed, so such a decision may leave nothing pending (a
-// removal of owner references does not) while it still holds.
+// removal of owner references leaves none) while it still holds.
 func dryRunDecision(audit []db.AuditEntry, changed time.Time) *db.AuditEntry {
 	for i, e := range audit { // newest first
-		if e.Controller != ownergcName {
+		if e.Controller != "ownergc" {
 			continue
 		}
 		if e.Outcome == db.OutcomeDryRun && !e.Time.Before(changed) {
@@ -321,8 +321,6 @@ func dryRunDecision(audit []db.AuditEntry, changed time.Time) *db.AuditEntry {
 	}
 	return nil
 }
-
-const ownergcName = "ownergc"
 
 // why explains, from the mirror alone, why an object is or is not pending.
 // It follows ownergc's order: a decision recorded wins; an object being
