@@ -195,20 +195,20 @@ func TestAPIErrorMessage(t *testing.T) {
 	}))
 	defer srv.Close()
 	code, _, stderr := runCLI(t, map[string]string{envServer: srv.URL}, "get", "pending", "--controller", "nope")
-	want := `kubegcd: GET ` + srv.URL + `/pending?controller=nope: 400 Bad Request: invalid controller "nope" second line` + "\n"
+	want := `kubegcd: GET ` + srv.URL + `/pending?controller=nope&limit=1000: 400 Bad Request: invalid controller "nope" second line` + "\n"
 	if code != 1 || stderr != want {
 		t.Errorf("exit %d, stderr %q; want 1, %q", code, stderr, want)
 	}
 }
 
-// TestAuditFollowsCursor pages through /audit as the API does, from a
-// server whose pages are shorter than asked: rows up to --limit, the next
-// cursor kept, one page passed through as it came.
-func TestAuditFollowsCursor(t *testing.T) {
+// TestFollowsCursor pages through /audit and /pending as the API does,
+// from a server whose pages are shorter than asked: rows up to --limit,
+// the next cursor kept, one page passed through as it came.
+func TestFollowsCursor(t *testing.T) {
 	const rows, pageMax = 5, 2
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked = append(asked, r.URL.RawQuery)
+		asked = append(asked, r.URL.Path+"?"+r.URL.RawQuery)
 		before := rows + 1
 		if c := r.URL.Query().Get("cursor"); c != "" {
 			before, _ = strconv.Atoi(c)
@@ -237,32 +237,56 @@ func TestAuditFollowsCursor(t *testing.T) {
 		{"10", []int{5, 4, 3, 2, 1}, "", []string{"limit=10", "cursor=4&limit=8", "cursor=2&limit=6"}},
 	}
 	for _, tt := range tests {
-		t.Run("limit "+tt.limit, func(t *testing.T) {
-			asked = nil
-			code, stdout, stderr := runCLI(t, map[string]string{envServer: srv.URL}, "get", "audit", "--limit", tt.limit, "-o", "json")
-			if code != 0 {
-				t.Fatalf("exit %d: %s", code, stderr)
-			}
-			var got struct {
-				Items []struct{ ID int }
-				Next  string
-			}
-			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-				t.Fatalf("%v: %s", err, stdout)
-			}
-			var ids []int
-			for _, it := range got.Items {
-				ids = append(ids, it.ID)
-			}
-			if diff := cmp.Diff(tt.wantIDs, ids); diff != "" {
-				t.Errorf("ids (-want +got):\n%s", diff)
-			}
-			if got.Next != tt.wantNext {
-				t.Errorf("next = %q, want %q", got.Next, tt.wantNext)
-			}
-			if diff := cmp.Diff(tt.wantAsked, asked); diff != "" {
-				t.Errorf("queries (-want +got):\n%s", diff)
-			}
-		})
+		for _, list := range []string{"audit", "pending"} {
+			t.Run(list+" limit "+tt.limit, func(t *testing.T) {
+				asked = nil
+				code, stdout, stderr := runCLI(t, map[string]string{envServer: srv.URL}, "get", list, "--limit", tt.limit, "-o", "json")
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr)
+				}
+				var got struct {
+					Items []struct{ ID int }
+					Next  string
+				}
+				if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+					t.Fatalf("%v: %s", err, stdout)
+				}
+				var ids []int
+				for _, it := range got.Items {
+					ids = append(ids, it.ID)
+				}
+				if diff := cmp.Diff(tt.wantIDs, ids); diff != "" {
+					t.Errorf("ids (-want +got):\n%s", diff)
+				}
+				if got.Next != tt.wantNext {
+					t.Errorf("next = %q, want %q", got.Next, tt.wantNext)
+				}
+				var wantAsked []string
+				for _, q := range tt.wantAsked {
+					wantAsked = append(wantAsked, "/"+list+"?"+q)
+				}
+				if diff := cmp.Diff(wantAsked, asked); diff != "" {
+					t.Errorf("queries (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestGetAuditFilters: get audit's --kind and --rule reach the API as its
+// own kind and rule, unchanged.
+func TestGetAuditFilters(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RawQuery)
+		fmt.Fprint(w, `{"items": []}`)
+	}))
+	defer srv.Close()
+	code, _, stderr := runCLI(t, map[string]string{envServer: srv.URL}, "get", "audit", "--kind", "deployments", "--rule", "BR-21-03", "-n", "shop")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if diff := cmp.Diff([]string{"kind=deployments&limit=100&namespace=shop&rule=BR-21-03"}, asked); diff != "" {
+		t.Errorf("queries (-want +got):\n%s", diff)
 	}
 }

@@ -20,16 +20,17 @@ import (
 const getHelp = `Lists what kubegcd holds (pending), decided (audit), or found (stuck,
 lint, leases), as tables like kubectl's, or as the API's own JSON or YAML.
 
-  pending  decisions held: quarantined, backing off, or recorded in dry-run
+  pending  decisions held: quarantined, backing off, or recorded in dry-run,
+           waiting longest first (follows the API's cursor up to --limit)
   audit    decisions made, newest first (follows the API's cursor up to --limit)
   stuck    deletions that do not finish, and what holds each
   lint     ownerReferences that are wrong, and why
   leases   the Lease inventory, expired ones first
 
 Every namespace unless -n NS. A filter the API has not for that list is an
-error, not ignored: --controller (pending, audit), --kind (pending, stuck),
---since (audit), --outcome (audit), --min-age (stuck), --rule and --severity
-(lint), --limit (all but leases).
+error, not ignored: --controller (pending, audit), --kind (pending, audit,
+stuck), --since (audit), --outcome (audit), --min-age (stuck), --rule (audit,
+lint), --severity (lint), --limit (all but leases).
 
 ` + connHelp
 
@@ -56,11 +57,13 @@ type listing struct {
 }
 
 var listings = map[string]listing{
-	"pending": {path: "/pending", filters: []string{"controller", "kind", "limit"}, table: pendingTable, what: "pending decisions"},
-	"audit":   {path: "/audit", filters: []string{"controller", "since", "outcome", "limit"}, fetch: fetchAudit, table: auditTable, what: "audit rows"},
-	"stuck":   {path: "/stuck", filters: []string{"kind", "min-age", "limit"}, table: stuckTable, what: "stuck deletions"},
-	"lint":    {path: "/lint", filters: []string{"rule", "severity", "limit"}, table: lintTable, what: "lint findings"},
-	"leases":  {path: "/leases", table: leasesTable, what: "leases"},
+	"pending": {path: "/pending", filters: []string{"controller", "kind", "limit"}, fetch: pager{"/pending", 10000, 1000}.fetch,
+		table: pendingTable, what: "pending decisions"},
+	"audit": {path: "/audit", filters: []string{"controller", "kind", "rule", "since", "outcome", "limit"}, fetch: pager{"/audit", 1000, 100}.fetch,
+		table: auditTable, what: "audit rows"},
+	"stuck":  {path: "/stuck", filters: []string{"kind", "min-age", "limit"}, table: stuckTable, what: "stuck deletions"},
+	"lint":   {path: "/lint", filters: []string{"rule", "severity", "limit"}, table: lintTable, what: "lint findings"},
+	"leases": {path: "/leases", table: leasesTable, what: "leases"},
 }
 
 // apiParams maps get's filter flags to the API's query parameters.
@@ -69,7 +72,7 @@ var apiParams = map[string]string{"controller": "controller", "kind": "kind", "s
 
 func runGet(ctx context.Context, e *env, args []string) error {
 	f := &getFlags{set: map[string]bool{}}
-	fs := e.flagSet("get", "get pending|audit|stuck|lint|leases [-n NS|-A] [--controller C] [--kind K] [--since D] [--limit N] [-o table|wide|json|yaml]", getHelp)
+	fs := e.flagSet("get", "get pending|audit|stuck|lint|leases [-n NS|-A] [--controller C] [--kind K] [--rule R] [--since D] [--limit N] [-o table|wide|json|yaml]", getHelp)
 	f.conn.register(fs)
 	fs.StringVar(&f.namespace, "n", "", "only this namespace (default: every namespace)")
 	fs.StringVar(&f.namespace, "namespace", "", "same as -n")
@@ -82,9 +85,9 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.since, "since", "", "only rows newer than this: a duration such as 1h, or an RFC 3339 time")
 	fs.StringVar(&f.outcome, "outcome", "", "only this outcome: applied, dry-run, failed, conflict, not-found, skipped")
 	fs.StringVar(&f.minAge, "min-age", "", "only deletions requested longer ago than this, such as 5m; 0 for all (default: the daemon's --stuck-after)")
-	fs.StringVar(&f.rule, "rule", "", "only this rule's findings (an id such as KG-LINT-01, or its name)")
+	fs.StringVar(&f.rule, "rule", "", "only this rule's: audit rows of a rule id such as BR-21-03, lint findings of an id such as KG-LINT-01 or its name")
 	fs.StringVar(&f.severity, "severity", "", "only findings of this severity: error, warning or info")
-	fs.IntVar(&f.limit, "limit", 0, "at most this many rows (default: the API's, 100 for audit)")
+	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending and audit (default: 1000 pending, 100 audit, the API's for the others)")
 	args, err := parse(fs, args, e.stdout)
 	if err != nil {
 		return err
@@ -173,23 +176,27 @@ func sinceTime(v string, now time.Time) (time.Time, error) {
 	return time.Time{}, usagef("invalid --since %q: want a duration such as 30m or 2h, or an RFC 3339 time", v)
 }
 
-// auditPageMax is the API's largest page of /audit.
-const auditPageMax = 1000
+// pager follows a list's cursor: the API's largest page, and how many
+// rows get reads when --limit is not given.
+type pager struct {
+	path              string
+	pageMax, defLimit int
+}
 
-// fetchAudit follows /audit's cursor until --limit rows (100 by default)
-// or the end. One page is the API's answer as it came; several are joined
-// into one answer of the same shape, next being the last page's.
-func fetchAudit(ctx context.Context, c *Client, q url.Values, f *getFlags) ([]byte, error) {
-	want := cmp.Or(f.limit, 100)
+// fetch follows the cursor until --limit rows or the end. One page is the
+// API's answer as it came; several are joined into one answer of the same
+// shape, next being the last page's.
+func (pg pager) fetch(ctx context.Context, c *Client, q url.Values, f *getFlags) ([]byte, error) {
+	want := cmp.Or(f.limit, pg.defLimit)
 	var items []json.RawMessage
 	var next string
 	for pages := 0; ; pages++ {
-		q.Set("limit", strconv.Itoa(min(want-len(items), auditPageMax)))
+		q.Set("limit", strconv.Itoa(min(want-len(items), pg.pageMax)))
 		var page struct {
 			Items []json.RawMessage `json:"items"`
 			Next  string            `json:"next"`
 		}
-		body, err := c.GetJSON(ctx, "/audit", q, &page)
+		body, err := c.GetJSON(ctx, pg.path, q, &page)
 		if err != nil {
 			return nil, err
 		}

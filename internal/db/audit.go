@@ -198,11 +198,15 @@ type AuditFilter struct {
 	Controller string
 	Namespace  string
 	UID        string
-	Outcome    string
-	Since      time.Time
-	Until      time.Time
-	Before     int64
-	Limit      int
+	// Kind keeps rows about objects of that kind (any case) or resource
+	// plural; Rule those of that rule id (any case).
+	Kind    string
+	Rule    string
+	Outcome string
+	Since   time.Time
+	Until   time.Time
+	Before  int64
+	Limit   int
 }
 
 // ListAudit returns entries matching f, newest first, and the cursor of the
@@ -222,6 +226,17 @@ func (d *DB) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64,
 	}
 	if f.UID != "" {
 		add("uid = ?", f.UID)
+	}
+	if f.Kind != "" {
+		cond, kinds, err := d.kindCondition(ctx, f.Kind)
+		if err != nil {
+			return nil, 0, fmt.Errorf("audit: %w", err)
+		}
+		where = append(where, cond)
+		args = append(args, kinds...)
+	}
+	if f.Rule != "" {
+		add("rule = ? COLLATE NOCASE", f.Rule)
 	}
 	if f.Outcome != "" {
 		add("outcome = ?", f.Outcome)
@@ -526,23 +541,96 @@ func (d *DB) loadPendingKeys(ctx context.Context) error {
 	return rows.Err()
 }
 
-// PendingFilter selects pending decisions.
+// kindCondition matches the kind column against a kind in any case or a
+// resource's plural, as StuckFilter.Kind does. Audit and pending rows keep
+// the kind, not the resource, so a plural is resolved to its kinds first:
+// one kind (the usual case) is one comparison, which audit_by_kind reads in
+// id order.
+func (d *DB) kindCondition(ctx context.Context, kind string) (string, []any, error) {
+	rows, err := d.query(ctx, `SELECT DISTINCT kind FROM resources WHERE kind = ?1 COLLATE NOCASE OR resource = lower(?1)`, kind)
+	if err != nil {
+		return "", nil, err
+	}
+	defer rows.Close()
+	var kinds []any
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return "", nil, err
+		}
+		kinds = append(kinds, k)
+	}
+	if err := rows.Err(); err != nil {
+		return "", nil, err
+	}
+	switch len(kinds) {
+	case 0:
+		// A kind no resource serves any longer still has its history.
+		return "kind = ? COLLATE NOCASE", []any{kind}, nil
+	case 1:
+		return "kind = ? COLLATE NOCASE", kinds, nil
+	}
+	return "kind COLLATE NOCASE IN (?" + strings.Repeat(", ?", len(kinds)-1) + ")", kinds, nil
+}
+
+// PendingFilter selects pending decisions. Kind is a kind in any case or
+// a resource plural, as AuditFilter.Kind.
 type PendingFilter struct {
 	Controller string
 	Namespace  string
 	Kind       string
-	Limit      int
+	// Newest lists the newest decisions first; by default the decisions
+	// waiting longest come first.
+	Newest bool
+	// After, when set, continues a listing in the same order after the
+	// decision it names: the key ListPending returned with a page.
+	After *PendingKey
+	Limit int
 }
 
-// ListPending returns pending decisions, oldest first.
-func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error) {
+// PendingKey is a pending decision's place in the listing: its since, then
+// its primary key, so that decisions of the same since keep one order.
+type PendingKey struct {
+	Since      time.Time
+	Controller string
+	UID        string
+	Action     string
+}
+
+// key returns p's place in the listing.
+func (p *Pending) key() PendingKey {
+	return PendingKey{Since: p.Since, Controller: p.Controller, UID: p.Target.UID, Action: p.Action}
+}
+
+// ListPending returns pending decisions in since order (oldest first unless
+// f.Newest) and the key to continue after (nil at the end). Pages are
+// keyset ranges of pending_by_since, never an OFFSET: a page costs the same
+// however deep, and a decision that comes or goes between two pages moves
+// no other one to a page already read.
+func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, *PendingKey, error) {
 	var where []string
 	var args []any
-	for _, c := range []struct{ col, v string }{{"controller", f.Controller}, {"namespace", f.Namespace}, {"kind", f.Kind}} {
+	for _, c := range []struct{ col, v string }{{"controller", f.Controller}, {"namespace", f.Namespace}} {
 		if c.v != "" {
 			where = append(where, c.col+" = ?")
 			args = append(args, c.v)
 		}
+	}
+	if f.Kind != "" {
+		cond, kinds, err := d.kindCondition(ctx, f.Kind)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pending: %w", err)
+		}
+		where = append(where, cond)
+		args = append(args, kinds...)
+	}
+	op, dir := ">", "ASC"
+	if f.Newest {
+		op, dir = "<", "DESC"
+	}
+	if k := f.After; k != nil {
+		where = append(where, "(since, controller, uid, action) "+op+" (?, ?, ?, ?)")
+		args = append(args, formatTime(&k.Since), k.Controller, k.UID, k.Action)
 	}
 	q := `SELECT ` + pendingColumns + ` FROM pending`
 	if len(where) > 0 {
@@ -551,17 +639,22 @@ func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, error
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
-	q += " ORDER BY since, uid LIMIT ?"
-	args = append(args, f.Limit)
+	q += fmt.Sprintf(" ORDER BY since %[1]s, controller %[1]s, uid %[1]s, action %[1]s LIMIT ?", dir)
+	args = append(args, f.Limit+1)
 	rows, err := d.query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pending: %w", err)
+		return nil, nil, fmt.Errorf("pending: %w", err)
 	}
 	out, err := scanPending(rows)
 	if err != nil {
-		return nil, fmt.Errorf("pending: %w", err)
+		return nil, nil, fmt.Errorf("pending: %w", err)
 	}
-	return out, nil
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		next := out[len(out)-1].key()
+		return out, &next, nil
+	}
+	return out, nil, nil
 }
 
 const pendingColumns = `controller, rule, action, reason, since, not_before, api_version, kind, namespace, name, uid, resource_version`

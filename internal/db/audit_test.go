@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,11 +111,191 @@ func TestAppliedRowsSettlePending(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pending, err := d.ListPending(ctx, PendingFilter{})
+	pending, _, err := d.ListPending(ctx, PendingFilter{})
 	if err != nil || len(pending) != 1 || pending[0].Target.UID != "failed" {
 		t.Fatalf("pending %+v, %v; want only the failed decision", pending, err)
 	}
 	if rows, _, err := d.ListAudit(ctx, AuditFilter{}); err != nil || len(rows) != 3 {
 		t.Fatalf("audit %+v, %v", rows, err)
+	}
+}
+
+// queryPlan returns SQLite's plan of a query, one step a line.
+func queryPlan(t *testing.T, d *DB, query string, args ...any) string {
+	t.Helper()
+	rows, err := d.read.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(detail + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan.String()
+}
+
+// The audit's kind filter takes a kind in any case or a resource's plural,
+// its rule filter a rule id in any case; both page by the cursor and read
+// their index in id order, without sorting.
+func TestListAuditKindAndRule(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	for _, r := range []Resource{
+		{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true},
+		{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true},
+	} {
+		if _, err := d.EnsureResource(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	entry := func(kind, rule, uid string) *AuditEntry {
+		e := auditEntry("ownergc", "delete", uid, OutcomeDryRun, t0)
+		e.Target.Kind, e.Rule = kind, rule
+		return e
+	}
+	if err := d.InsertAudits(ctx, []*AuditEntry{
+		entry("ConfigMap", "BR-21-01", "cm1"),
+		entry("Deployment", "BR-21-03", "dep1"),
+		entry("ConfigMap", "BR-21-03", "cm2"),
+		entry("Widget", "BR-21-01", "w1"), // no resource serves it any longer
+		entry("ConfigMap", "BR-21-01", "cm3"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		f    AuditFilter
+		want []string // uids, newest first
+	}{
+		{"kind", AuditFilter{Kind: "ConfigMap"}, []string{"cm3", "cm2", "cm1"}},
+		{"kind in lower case", AuditFilter{Kind: "configmap"}, []string{"cm3", "cm2", "cm1"}},
+		{"plural", AuditFilter{Kind: "deployments"}, []string{"dep1"}},
+		{"plural in another case", AuditFilter{Kind: "Deployments"}, []string{"dep1"}},
+		{"kind no resource serves", AuditFilter{Kind: "widget"}, []string{"w1"}},
+		{"unknown kind", AuditFilter{Kind: "Secret"}, []string{}},
+		{"rule", AuditFilter{Rule: "BR-21-03"}, []string{"cm2", "dep1"}},
+		{"rule in lower case", AuditFilter{Rule: "br-21-01"}, []string{"cm3", "w1", "cm1"}},
+		{"kind and rule", AuditFilter{Kind: "configmaps", Rule: "BR-21-01"}, []string{"cm3", "cm1"}},
+		{"unknown rule", AuditFilter{Rule: "BR-99-01"}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// One row a page: the cursor carries the filter through.
+			got := []string{}
+			f := tt.f
+			f.Limit = 1
+			for range 10 {
+				items, next, err := d.ListAudit(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range items {
+					got = append(got, e.Target.UID)
+				}
+				if next == 0 {
+					break
+				}
+				f.Before = next
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("uids (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	for _, tt := range []struct{ cond, index string }{
+		{"kind = ? COLLATE NOCASE", "audit_by_kind"},
+		{"rule = ? COLLATE NOCASE", "audit_by_rule"},
+	} {
+		plan := queryPlan(t, d, `SELECT id FROM audit WHERE `+tt.cond+` AND id < ? ORDER BY id DESC LIMIT 10`, "x", 100)
+		if !strings.Contains(plan, tt.index) || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%s does not read %s in order:\n%s", tt.cond, tt.index, plan)
+		}
+	}
+}
+
+// Pending decisions page by a key either way: oldest first by default,
+// newest first on request; decisions of one since keep one order; the
+// filters hold across pages; every page is a range of pending_by_since.
+func TestListPendingPages(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	if _, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	add := func(controller, kind, uid string, since time.Time) {
+		t.Helper()
+		p := &Pending{Controller: controller, Rule: "r", Action: "delete", Reason: "why", Since: since,
+			Target: Target{APIVersion: "v1", Kind: kind, Namespace: "ns", Name: uid, UID: uid}}
+		if _, err := d.UpsertPending(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("ownergc", "ConfigMap", "c", t0.Add(2*time.Second))
+	add("ownergc", "ConfigMap", "a", t0)
+	add("podgc", "Pod", "p", t0.Add(time.Second))
+	add("ownergc", "ConfigMap", "b", t0) // same since as a: the key orders them
+	add("ttl", "ConfigMap", "b", t0)     // and another controller about b
+	add("ownergc", "ConfigMap", "d", t0.Add(3*time.Second))
+
+	tests := []struct {
+		name string
+		f    PendingFilter
+		want []string // controller/uid, in order
+	}{
+		{"oldest first", PendingFilter{}, []string{"ownergc/a", "ownergc/b", "ttl/b", "podgc/p", "ownergc/c", "ownergc/d"}},
+		{"newest first", PendingFilter{Newest: true}, []string{"ownergc/d", "ownergc/c", "podgc/p", "ttl/b", "ownergc/b", "ownergc/a"}},
+		{"kind by plural", PendingFilter{Kind: "configmaps", Newest: true}, []string{"ownergc/d", "ownergc/c", "ttl/b", "ownergc/b", "ownergc/a"}},
+		{"kind in lower case", PendingFilter{Kind: "pod"}, []string{"podgc/p"}},
+		{"controller", PendingFilter{Controller: "ownergc"}, []string{"ownergc/a", "ownergc/b", "ownergc/c", "ownergc/d"}},
+	}
+	for _, tt := range tests {
+		for _, size := range []int{1, 2, 4, 100} {
+			t.Run(fmt.Sprintf("%s by %d", tt.name, size), func(t *testing.T) {
+				got := []string{}
+				f := tt.f
+				f.Limit = size
+				for range 10 {
+					items, next, err := d.ListPending(ctx, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, p := range items {
+						got = append(got, p.Controller+"/"+p.Target.UID)
+					}
+					if next == nil {
+						break
+					}
+					if len(items) != size {
+						t.Errorf("a page of %d before the end, want %d", len(items), size)
+					}
+					f.After = next
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("decisions (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+
+	for _, q := range []string{
+		`SELECT uid FROM pending WHERE (since, controller, uid, action) > (?, ?, ?, ?) ORDER BY since ASC, controller ASC, uid ASC, action ASC LIMIT 10`,
+		`SELECT uid FROM pending WHERE (since, controller, uid, action) < (?, ?, ?, ?) ORDER BY since DESC, controller DESC, uid DESC, action DESC LIMIT 10`,
+	} {
+		plan := queryPlan(t, d, q, "x", "c", "u", "a")
+		if !strings.Contains(plan, "pending_by_since (") || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("a page is not a range of pending_by_since read in order:\n%s", plan)
+		}
 	}
 }

@@ -280,7 +280,11 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	out.Why = diagnose.ExplainObject(why(det), len(det.Pending) > 0, out.Stuck, out.Lint)
+	var changed time.Time
+	if h := out.History.Items; len(h) > 0 {
+		changed = h[len(h)-1].Time
+	}
+	out.Why = diagnose.ExplainObject(why(det, dryRunDecision(audit, changed)), len(det.Pending) > 0, out.Stuck, out.Lint)
 	if out.Object.Finalizers == nil {
 		out.Object.Finalizers = []string{}
 	}
@@ -300,10 +304,29 @@ var actionPhrases = map[string]string{
 	"keep":               "keep it",
 }
 
+// dryRunDecision returns ownergc's newest audit row about an object when
+// it is a decision made in dry-run since the object's ownership last
+// changed (changed), else nil. In dry-run ownergc remembers what it would
+// already have changed, so such a decision may leave nothing pending (a
+// removal of owner references leaves none) while it still holds.
+func dryRunDecision(audit []db.AuditEntry, changed time.Time) *db.AuditEntry {
+	for i, e := range audit { // newest first
+		if e.Controller != "ownergc" {
+			continue
+		}
+		if e.Outcome == db.OutcomeDryRun && !e.Time.Before(changed) {
+			return &audit[i]
+		}
+		return nil
+	}
+	return nil
+}
+
 // why explains, from the mirror alone, why an object is or is not pending.
 // It follows ownergc's order: a decision recorded wins; an object being
-// deleted is left to its finalizers; then its owners decide.
-func why(det *db.ObjectDetail) string {
+// deleted is left to its finalizers; then its owners decide, and dry
+// (ownergc's decision in dry-run, or nil) says what it decided of them.
+func why(det *db.ObjectDetail, dry *db.AuditEntry) string {
 	o := det.Object
 	if len(det.Pending) > 0 {
 		var parts []string
@@ -342,14 +365,31 @@ func why(det *db.ObjectDetail) string {
 	}
 	if len(holding) > 0 {
 		s := fmt.Sprintf("It is not pending: at least one owner exists (%s)", holding[0])
-		if len(other) > 0 {
+		switch {
+		case len(other) > 0 && dry != nil:
+			s += fmt.Sprintf("; its other references (%s) would be removed: %s", strings.Join(other, "; "), dryRunWords(dry))
+		case len(other) > 0:
 			s += fmt.Sprintf("; its other references (%s) would be removed, but ownergc has not decided about them yet", strings.Join(other, "; "))
 		}
 		return s + "."
 	}
 	s := fmt.Sprintf("It is not pending yet, though no owner holds it in the mirror (%s)", strings.Join(other, "; "))
-	if missing {
+	switch {
+	case dry != nil:
+		return s + ": " + dryRunWords(dry) + "."
+	case missing:
 		return s + ": a missing owner is only suspected absent, and ownergc confirms with a live GET before it decides."
 	}
 	return s + ": ownergc has not recorded a decision yet."
+}
+
+// dryRunWords say what ownergc decided in dry-run, and that it stays a
+// decision.
+func dryRunWords(e *db.AuditEntry) string {
+	phrase, ok := actionPhrases[e.Action]
+	if !ok {
+		phrase = "act on it (" + e.Action + ")"
+	}
+	return fmt.Sprintf("ownergc decided in dry-run at %s to %s (rule %s): %s; dry-run sends nothing to the cluster",
+		e.Time.UTC().Format(time.RFC3339), phrase, e.Rule, strings.TrimSuffix(e.Reason, "."))
 }

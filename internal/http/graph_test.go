@@ -363,29 +363,70 @@ func TestWhy(t *testing.T) {
 	owner := func(kind, name, state string) db.OwnerStatus {
 		return db.OwnerStatus{Kind: kind, Name: name, State: state}
 	}
+	decided := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dryRemove := &db.AuditEntry{Time: decided, Controller: "ownergc", Rule: "BR-21-01", Action: "remove-owner-refs",
+		Reason: "1 owner(s) still exist; removing 1 reference(s)", DryRun: true, Outcome: db.OutcomeDryRun}
+	dryDelete := &db.AuditEntry{Time: decided, Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
+		Reason: "no owner exists.", DryRun: true, Outcome: db.OutcomeDryRun}
 	for _, tc := range []struct {
 		name   string
 		det    db.ObjectDetail
+		dry    *db.AuditEntry
 		wanted string
 	}{
-		{"being deleted, no finalizers", db.ObjectDetail{Object: &db.Object{DeletionTimestamp: &now}},
+		{"being deleted, no finalizers", db.ObjectDetail{Object: &db.Object{DeletionTimestamp: &now}}, nil,
 			"It is not pending: it is being deleted and no finalizer holds it, so the API server removes it."},
 		{"owner being deleted still holds", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{
-			owner("Deployment", "gone", db.OwnerMissing), owner("ReplicaSet", "rs", db.OwnerBeingDeleted)}},
+			owner("Deployment", "gone", db.OwnerMissing), owner("ReplicaSet", "rs", db.OwnerBeingDeleted)}}, nil,
 			"It is not pending: at least one owner exists (ReplicaSet/rs, itself being deleted); its other references " +
 				"(Deployment/gone: missing) would be removed, but ownergc has not decided about them yet."},
+		{"references removed in dry-run", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{
+			owner("ConfigMap", "owner", db.OwnerPresent), owner("ConfigMap", "lint-me", db.OwnerMissing)}}, dryRemove,
+			"It is not pending: at least one owner exists (ConfigMap/owner); its other references (ConfigMap/lint-me: missing) " +
+				"would be removed: ownergc decided in dry-run at 2026-01-02T03:04:05Z to remove owner references from it " +
+				"(rule BR-21-01): 1 owner(s) still exist; removing 1 reference(s); dry-run sends nothing to the cluster."},
+		{"deleted in dry-run", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{owner("ConfigMap", "gone", db.OwnerMissing)}}, dryDelete,
+			"It is not pending yet, though no owner holds it in the mirror (ConfigMap/gone: missing): ownergc decided in dry-run " +
+				"at 2026-01-02T03:04:05Z to delete it (rule BR-21-01): no owner exists; dry-run sends nothing to the cluster."},
 		{"owners deleting dependents", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{
-			owner("Job", "j", db.OwnerDeletingDependents), owner("ConfigMap", "c", db.OwnerOtherNamespace)}},
+			owner("Job", "j", db.OwnerDeletingDependents), owner("ConfigMap", "c", db.OwnerOtherNamespace)}}, nil,
 			"It is not pending yet, though no owner holds it in the mirror (Job/j: deleting-dependents; ConfigMap/c: " +
 				"other-namespace): ownergc has not recorded a decision yet."},
 		{"two decisions", db.ObjectDetail{Object: obj, Pending: []db.Pending{
 			{Controller: "ownergc", Action: "unblock-owner-refs", Rule: "BR-21-03", Reason: "cycle"},
-			{Controller: "ownergc", Action: "delete", Rule: "BR-21-03", Reason: "foreground"}}},
+			{Controller: "ownergc", Action: "delete", Rule: "BR-21-03", Reason: "foreground"}}}, dryDelete,
 			"It is pending: ownergc would make its owner references non-blocking (rule BR-21-03): cycle; and " +
 				"ownergc would delete it (rule BR-21-03): foreground."},
 	} {
-		if got := why(&tc.det); got != tc.wanted {
+		if got := why(&tc.det, tc.dry); got != tc.wanted {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.wanted)
+		}
+	}
+}
+
+// Only ownergc's newest row about the object counts, and only when it is a
+// dry-run decision made since the object's ownership last changed.
+func TestDryRunDecision(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	row := func(controller, outcome string, at time.Time) db.AuditEntry {
+		return db.AuditEntry{Time: at, Controller: controller, Outcome: outcome, DryRun: outcome == db.OutcomeDryRun}
+	}
+	for _, tc := range []struct {
+		name    string
+		audit   []db.AuditEntry
+		changed time.Time
+		want    int // index of the row, -1 for none
+	}{
+		{"none", nil, t0, -1},
+		{"dry-run since the change", []db.AuditEntry{row("ownergc", db.OutcomeDryRun, t0)}, t0, 0},
+		{"dry-run before the change", []db.AuditEntry{row("ownergc", db.OutcomeDryRun, t0)}, t0.Add(time.Second), -1},
+		{"another controller's first", []db.AuditEntry{row("podgc", db.OutcomeDryRun, t0), row("ownergc", db.OutcomeDryRun, t0)}, t0, 1},
+		{"newest is kept, not dry-run", []db.AuditEntry{row("ownergc", db.OutcomeSkipped, t0), row("ownergc", db.OutcomeDryRun, t0)}, t0, -1},
+		{"newest applied", []db.AuditEntry{row("ownergc", db.OutcomeApplied, t0)}, time.Time{}, -1},
+	} {
+		got := dryRunDecision(tc.audit, tc.changed)
+		if tc.want < 0 && got != nil || tc.want >= 0 && got != &tc.audit[tc.want] {
+			t.Errorf("%s: got %+v, want row %d", tc.name, got, tc.want)
 		}
 	}
 }

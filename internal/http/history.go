@@ -1,9 +1,14 @@
 package http
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -60,6 +65,19 @@ func (q *query) oneOf(name string, allowed map[string]bool) string {
 	return s
 }
 
+// token reads a kind or a rule id: letters, digits, '-' and '.', at most
+// 100 characters. Anything else cannot name one, and is an error rather
+// than an empty answer.
+func (q *query) token(name string) string {
+	s := q.str(name)
+	if s != "" && !tokenRE.MatchString(s) {
+		q.fail("invalid %s %q: want letters, digits, '-' and '.'", name, s)
+	}
+	return s
+}
+
+var tokenRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,99}$`)
+
 func (q *query) limit(def, max int) int {
 	s := q.str("limit")
 	if s == "" {
@@ -86,6 +104,9 @@ func (q *query) time(name string) time.Time {
 
 type pendingJSON struct {
 	Items []pendingItem `json:"items"`
+	// Next is the cursor of the following page, in the same order; empty
+	// at the end.
+	Next string `json:"next,omitempty"`
 }
 
 // pendingItem is a pending decision; one that waits (a quarantine, a
@@ -95,20 +116,30 @@ type pendingItem struct {
 	TimeLeft string `json:"timeLeft,omitempty"`
 }
 
+var pendingOrders = map[string]bool{"oldest": true, "newest": true}
+
 func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 	q := &query{v: r.URL.Query()}
-	q.only("controller", "namespace", "kind", "limit")
+	q.only("controller", "namespace", "kind", "order", "limit", "cursor")
 	f := db.PendingFilter{
 		Controller: q.oneOf("controller", knownControllers),
 		Namespace:  q.str("namespace"),
-		Kind:       q.str("kind"),
+		Kind:       q.token("kind"),
+		Newest:     q.oneOf("order", pendingOrders) == "newest",
 		Limit:      q.limit(1000, 10000),
+	}
+	if c := q.str("cursor"); c != "" {
+		k, err := decodePendingCursor(c, f.Newest)
+		if err != nil {
+			q.fail("invalid cursor %q: %v", c, err)
+		}
+		f.After = k
 	}
 	if q.err != nil {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	items, err := s.DB.ListPending(r.Context(), f)
+	items, next, err := s.DB.ListPending(r.Context(), f)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -120,7 +151,43 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 			out.Items[i].TimeLeft = max(time.Until(*p.NotBefore), 0).Round(time.Second).String()
 		}
 	}
+	if next != nil {
+		out.Next = encodePendingCursor(*next, f.Newest)
+	}
 	writeJSON(w, r, http.StatusOK, out)
+}
+
+// A /pending cursor is the last decision's place and the order it was
+// listed in, as base64url JSON: opaque to clients, and a cursor of one
+// order given with the other is refused rather than read backwards.
+type pendingCursor struct {
+	Newest     bool      `json:"n,omitempty"`
+	Since      time.Time `json:"s"`
+	Controller string    `json:"c"`
+	UID        string    `json:"u"`
+	Action     string    `json:"a"`
+}
+
+func encodePendingCursor(k db.PendingKey, newest bool) string {
+	b, _ := json.Marshal(pendingCursor{Newest: newest, Since: k.Since, Controller: k.Controller, UID: k.UID, Action: k.Action})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodePendingCursor(s string, newest bool) (*db.PendingKey, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, errors.New("not a cursor /pending gave")
+	}
+	var c pendingCursor
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil || c.Since.IsZero() || c.Controller == "" || c.UID == "" {
+		return nil, errors.New("not a cursor /pending gave")
+	}
+	if c.Newest != newest {
+		return nil, errors.New("it continues the other order")
+	}
+	return &db.PendingKey{Since: c.Since, Controller: c.Controller, UID: c.UID, Action: c.Action}, nil
 }
 
 type auditJSON struct {
@@ -131,11 +198,13 @@ type auditJSON struct {
 
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	q := &query{v: r.URL.Query()}
-	q.only("controller", "namespace", "uid", "outcome", "since", "until", "limit", "cursor")
+	q.only("controller", "namespace", "uid", "kind", "rule", "outcome", "since", "until", "limit", "cursor")
 	f := db.AuditFilter{
 		Controller: q.oneOf("controller", knownControllers),
 		Namespace:  q.str("namespace"),
 		UID:        q.str("uid"),
+		Kind:       q.token("kind"),
+		Rule:       q.token("rule"),
 		Outcome:    q.oneOf("outcome", knownOutcomes),
 		Since:      q.time("since"),
 		Until:      q.time("until"),

@@ -153,6 +153,8 @@ type server struct {
 	requests *prometheus.HistogramVec
 	// allowedHosts holds AllowedHosts, lower case; nil allows any host.
 	allowedHosts map[string]bool
+	// uiETags holds each UI file's ETag, by name.
+	uiETags map[string]string
 }
 
 // NewHandler returns the daemon's HTTP handler.
@@ -170,6 +172,12 @@ func NewHandler(opts Options) (http.Handler, error) {
 			break
 		}
 		s.allowedHosts[normalizeHost(h)] = true
+	}
+	if opts.UI != nil {
+		var err error
+		if s.uiETags, err = uiETags(opts.UI); err != nil {
+			return nil, fmt.Errorf("web UI: %w", err)
+		}
 	}
 	s.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "kubegcd", Subsystem: "http", Name: "request_duration_seconds",
@@ -261,7 +269,7 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	if st, err := fs.Stat(s.UI, name); err != nil || st.IsDir() {
 		name = "index.html"
 	}
-	http.ServeFileFS(w, r, s.UI, name)
+	s.serveUI(w, r, name)
 }
 
 // noQuery refuses every query parameter.

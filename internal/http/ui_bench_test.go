@@ -68,6 +68,12 @@ func BenchmarkUIRequests(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// A cursor 1,000 decisions into Pending.
+	_, deep, err := store.ListPending(ctx, db.PendingFilter{Limit: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pendingDeep := encodePendingCursor(*deep, false)
 	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), StuckAfter: time.Minute,
 		AllowedHosts: []string{"*"}})
 	if err != nil {
@@ -80,8 +86,11 @@ func BenchmarkUIRequests(b *testing.B) {
 		"/objects?kind=configmaps&name=cm-4242&limit=5", "/objects?kind=configmaps&namespace=ns-7&limit=200",
 		// the object page of the owner of 500
 		"/objects/cm-0", "/graph?uid=cm-0",
-		// Audit's first page, a filtered one, one deep in the cursor; Pending
-		"/audit?limit=50", "/audit?limit=50&namespace=ns-3", "/audit?limit=50&cursor=50000", "/pending?limit=101",
+		// Audit's first page, filtered ones, one deep in the cursor; Pending's
+		// first page either way, and one deep in its cursor
+		"/audit?limit=50", "/audit?limit=50&namespace=ns-3", "/audit?limit=50&kind=configmaps", "/audit?limit=50&cursor=50000",
+		"/audit?limit=50&rule=br-21-01&cursor=50000", "/pending?limit=50", "/pending?limit=50&order=newest",
+		"/pending?limit=50&cursor=" + pendingDeep,
 	} {
 		b.Run(path, func(b *testing.B) {
 			for b.Loop() {

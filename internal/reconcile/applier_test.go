@@ -153,7 +153,7 @@ func TestBlastRadiusPausesAndResumes(t *testing.T) {
 		!cmp.Equal(st.PausedBy, []string{pauseBlastRadius}) {
 		t.Fatalf("status while paused: %+v", st)
 	}
-	pending, err := a.store.ListPending(ctx, db.PendingFilter{})
+	pending, _, err := a.store.ListPending(ctx, db.PendingFilter{})
 	if err != nil || len(pending) != 1 || pending[0].Target.UID != "d" {
 		t.Fatalf("pending while paused: %+v, %v", pending, err)
 	}
@@ -347,7 +347,7 @@ func TestApplyOutcomes(t *testing.T) {
 			if len(rows) != 1 || rows[0].Outcome != tc.outcome || rows[0].DryRun {
 				t.Fatalf("audit %+v", rows)
 			}
-			pending, _ := a.store.ListPending(ctx, db.PendingFilter{})
+			pending, _, _ := a.store.ListPending(ctx, db.PendingFilter{})
 			if len(pending) != tc.pending {
 				t.Fatalf("pending %+v, want %d", pending, tc.pending)
 			}

@@ -18,6 +18,7 @@ import (
 
 type pendingPage struct {
 	Items []db.Pending `json:"items"`
+	Next  string       `json:"next"`
 }
 
 type auditPage struct {
@@ -66,8 +67,37 @@ func TestPendingAndAuditAPI(t *testing.T) {
 		t.Errorf("kind filter kept %d items", len(pending.Items))
 	}
 	d.GetJSON(t, "/pending?namespace="+ns+"&limit=2", http.StatusOK, &pending)
-	if len(pending.Items) != 2 {
-		t.Errorf("limit=2 gave %d items", len(pending.Items))
+	if len(pending.Items) != 2 || pending.Next == "" {
+		t.Errorf("limit=2 gave %d items, next %q", len(pending.Items), pending.Next)
+	}
+	d.GetJSON(t, "/pending?namespace="+ns+"&kind=configmaps", http.StatusOK, &pending)
+	if len(pending.Items) != n {
+		t.Errorf("kind=configmaps gave %d items, want %d", len(pending.Items), n)
+	}
+	// Paged two at a time by the cursor, either way: each decision once, in
+	// since order.
+	for _, order := range []string{"", "oldest", "newest"} {
+		var seen []db.Pending
+		cursor := ""
+		for page := 0; ; page++ {
+			var p pendingPage
+			d.GetJSON(t, "/pending?limit=2&namespace="+ns+"&order="+order+"&cursor="+url.QueryEscape(cursor), http.StatusOK, &p)
+			seen = append(seen, p.Items...)
+			if p.Next == "" || page > n {
+				break
+			}
+			cursor = p.Next
+		}
+		uids := map[string]bool{}
+		for i, p := range seen {
+			uids[p.Target.UID] = true
+			if i > 0 && (order == "newest" && p.Since.After(seen[i-1].Since) || order != "newest" && p.Since.Before(seen[i-1].Since)) {
+				t.Errorf("order %q: since %s after %s", order, p.Since, seen[i-1].Since)
+			}
+		}
+		if len(seen) != n || len(uids) != n {
+			t.Errorf("order %q: paged through %d decisions (%d distinct), want %d", order, len(seen), len(uids), n)
+		}
 	}
 
 	// The audit history, paged two at a time, newest first.
@@ -115,10 +145,26 @@ func TestPendingAndAuditAPI(t *testing.T) {
 		t.Errorf("until/outcome/controller filters gave %d rows, want %d", len(one.Items), n)
 	}
 
+	// Kind in any case or by its plural, and rule in any case.
+	for _, q := range []string{"kind=configmaps", "kind=configmap&rule=br-21-01", "rule=BR-21-01"} {
+		d.GetJSON(t, "/audit?namespace="+ns+"&"+q, http.StatusOK, &one)
+		if len(one.Items) != n {
+			t.Errorf("%s gave %d rows, want %d", q, len(one.Items), n)
+		}
+	}
+	for _, q := range []string{"kind=secrets", "rule=BR-21-03"} {
+		d.GetJSON(t, "/audit?namespace="+ns+"&"+q, http.StatusOK, &one)
+		if len(one.Items) != 0 {
+			t.Errorf("%s gave %d rows, want none", q, len(one.Items))
+		}
+	}
+
 	for _, bad := range []string{
 		"/pending?controller=nope", "/pending?limit=0", "/pending?limit=x", "/pending?colour=blue",
 		"/audit?outcome=maybe", "/audit?since=yesterday", "/audit?cursor=-3", "/audit?limit=100000",
 		"/audit?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", "/audit?uid=a&uid=b",
+		"/audit?kind=config%20map", "/audit?rule=BR-21-01%3B", "/audit?rule=a&rule=b",
+		"/pending?order=random", "/pending?cursor=nope", "/pending?kind=a%2Fb",
 	} {
 		var e struct{ Error string }
 		d.GetJSON(t, bad, http.StatusBadRequest, &e)

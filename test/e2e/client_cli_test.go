@@ -220,6 +220,20 @@ func TestClientCommands(t *testing.T) {
 		cliOK(t, d, []string{"NAMESPACE", ns, "orphan-2"}, "get", "pending", "-A", "--kind", "ConfigMap")
 		cliOK(t, d, []string{"UID", "REASON", "orphan-1"}, "get", "pending", "-n", ns, "-o", "wide")
 		sameAsAPI(t, d, "/pending?"+q, nil, "get", "pending", "-n", ns)
+		// --limit is the page's limit, and next its cursor.
+		out = cliOK(t, d, []string{"orphan-"}, "get", "pending", "-n", ns, "--controller", "ownergc", "--limit", "1")
+		if n := strings.Count(out, "\n"); n != 2 {
+			t.Errorf("--limit 1: %d lines, want the header and one row:\n%s", n, out)
+		}
+		_, body, err := d.Get("/pending?controller=ownergc&limit=1&" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, js, stderr := cliRun("get", "pending", "-n", ns, "--controller", "ownergc", "--limit", "1", "-o", "json", "--server", d.URL)
+		var page struct{ Next string }
+		if code != 0 || json.Unmarshal([]byte(js), &page) != nil || page.Next == "" || !strings.Contains(string(body), page.Next) {
+			t.Errorf("get pending --limit 1 -o json: exit %d, %s (stderr %q); want the API's page with its next cursor %s", code, js, stderr, body)
+		}
 	})
 	t.Run("get audit", func(t *testing.T) {
 		cliOK(t, d, []string{"AGE", "CONTROLLER", "OUTCOME", "orphan-1", "orphan-2", "dry-run"},
@@ -229,6 +243,13 @@ func TestClientCommands(t *testing.T) {
 			t.Errorf("--limit 1: %d lines, want the header and one row:\n%s", n, out)
 		}
 		sameAsAPI(t, d, "/audit?"+q, nil, "get", "audit", "-n", ns)
+		// --kind and --rule are the API's kind and rule.
+		cliOK(t, d, []string{"orphan-1", "orphan-2", "BR-21-01"}, "get", "audit", "-n", ns, "--kind", "configmaps", "--rule", "br-21-01")
+		sameAsAPI(t, d, "/audit?kind=ConfigMap&rule=BR-21-01&"+q, nil, "get", "audit", "-n", ns, "--kind", "ConfigMap", "--rule", "BR-21-01")
+		if code, stdout, stderr := cliRun("get", "audit", "-n", ns, "--kind", "secrets", "--server", d.URL); code != 0 || stdout != "" ||
+			stderr != "No audit rows found in namespace "+ns+".\n" {
+			t.Errorf("get audit --kind secrets: exit %d, stdout %q, stderr %q; want no rows", code, stdout, stderr)
+		}
 	})
 	t.Run("get stuck", func(t *testing.T) {
 		cliOK(t, d, []string{"STATE", "BLOCKED BY", "held", "finalizer e2e.kubegcd.io/hold"}, "get", "stuck", "-n", ns, "--min-age", "0")

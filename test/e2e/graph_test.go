@@ -309,3 +309,46 @@ func graphFindNode(g graphJSON, uid string) db.GraphNode {
 	}
 	return db.GraphNode{}
 }
+
+// TestWhyAfterDryRunRemoval: in dry-run, ownergc's decision to remove a
+// dangling reference from an object another owner holds leaves nothing
+// pending (it remembers the reference as removed); the object's why says
+// what it decided rather than that it has not decided.
+func TestWhyAfterDryRunRemoval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t, "why-dry-run")
+	owner, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dep",
+		OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.UID},
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: uuid.NewUUID()},
+		}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, "", "--resync-period=1s")
+	d.WaitReady(t, 60*time.Second)
+	var det graphObjectDetail
+	eventually(t, 60*time.Second, func() error {
+		det = graphObjectDetail{}
+		d.GetJSON(t, "/objects/"+string(dep.UID), http.StatusOK, &det)
+		if len(det.RecentAudit) == 0 || det.RecentAudit[0].Action != "remove-owner-refs" {
+			return fmt.Errorf("no dry-run removal audited yet: %+v", det.RecentAudit)
+		}
+		return nil
+	})
+	e := det.RecentAudit[0]
+	if !e.DryRun || e.Outcome != db.OutcomeDryRun || len(det.Pending) != 0 {
+		t.Fatalf("audit %+v, pending %+v: want a dry-run removal and nothing pending", e, det.Pending)
+	}
+	want := fmt.Sprintf("It is not pending: at least one owner exists (ConfigMap/owner); its other references (ConfigMap/ghost: missing) "+
+		"would be removed: ownergc decided in dry-run at %s to remove owner references from it (rule %s): ",
+		e.Time.UTC().Format(time.RFC3339), e.Rule)
+	if !strings.HasPrefix(det.Why, want) || !strings.Contains(det.Why, "dry-run sends nothing to the cluster.") {
+		t.Errorf("why = %q\nwant it to start %q", det.Why, want)
+	}
+}

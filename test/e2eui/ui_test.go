@@ -7,15 +7,18 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/go-cmp/cmp"
 
@@ -316,8 +319,13 @@ func TestAuditFilterAndPaging(t *testing.T) {
 	for i := range 3 {
 		configMap(t, nsB, fmt.Sprintf("orphan-%02d", i), danglingRef(fmt.Sprintf("ghost-b-%02d", i)))
 	}
+	// A Secret among them, for the kind filter to leave out.
+	if _, err := kube.CoreV1().Secrets(nsB).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: "orphan-secret", OwnerReferences: []metav1.OwnerReference{danglingRef("ghost-b-secret")}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	d := startDaemon(t)
-	for ns, n := range map[string]int{nsA: 25, nsB: 3} {
+	for ns, n := range map[string]int{nsA: 25, nsB: 4} {
 		e2eutil.Eventually(t, 60*time.Second, func() error {
 			var out struct{ Items []struct{} }
 			d.GetJSON(t, "/audit?limit=1000&namespace="+ns, 200, &out)
@@ -338,28 +346,52 @@ func TestAuditFilterAndPaging(t *testing.T) {
 	}
 	p.shot("overview-with-deletions")
 
-	// A filter narrows the rows: every namespace, then one.
+	// A filter narrows the rows: every namespace, then one, then one kind
+	// in it (by its plural) and one rule.
 	p.goTo("/audit")
 	all := p.count("#rows tbody tr")
-	if all < 28 {
-		t.Fatalf("%d rows unfiltered, want at least 28", all)
+	if all < 29 {
+		t.Fatalf("%d rows unfiltered, want at least 29", all)
 	}
 	p.shot("audit")
-	p.eval(fmt.Sprintf(`(() => { document.querySelector('form.filters input[name=namespace]').value = %q; return true; })()`, nsB), nil)
-	p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
-	p.run(chromedpClick(`form.filters button[type=submit]`))
-	p.waitLoaded()
-	if n := p.count("#rows tbody tr"); n != 3 {
-		t.Fatalf("%d rows with namespace %s, want 3", n, nsB)
+	filter := func(field, value string) {
+		p.eval(fmt.Sprintf(`(() => { document.querySelector('form.filters input[name=%s]').value = %q; return true; })()`, field, value), nil)
+		p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
+		p.run(chromedpClick(`form.filters button[type=submit]`))
+		p.waitLoaded()
 	}
-	var namespaces []string
-	p.eval(`[...document.querySelectorAll('#rows tbody tr td:nth-child(5)')].map((td) => td.textContent.split(' ')[1].split('/')[0])`, &namespaces)
-	for _, ns := range namespaces {
-		if ns != nsB {
-			t.Errorf("row of namespace %q in the filtered table", ns)
+	objects := func() []string {
+		var names []string
+		p.eval(`[...document.querySelectorAll('#rows tbody tr td:nth-child(5)')].map((td) => td.textContent)`, &names)
+		return names
+	}
+	filter("namespace", nsB)
+	if got := objects(); len(got) != 4 {
+		t.Fatalf("rows with namespace %s: %q, want 4", nsB, got)
+	}
+	for _, o := range objects() {
+		if !strings.Contains(o, " "+nsB+"/") {
+			t.Errorf("row of another namespace in the filtered table: %q", o)
+		}
+	}
+	filter("kind", "configmaps")
+	if got := objects(); len(got) != 3 {
+		t.Fatalf("rows with namespace %s and kind configmaps: %q, want its 3 ConfigMaps", nsB, got)
+	}
+	for _, o := range objects() {
+		if !strings.HasPrefix(o, "ConfigMap "+nsB+"/") {
+			t.Errorf("row of another kind or namespace in the filtered table: %q", o)
 		}
 	}
 	p.shot("audit-filtered")
+	filter("rule", "BR-21-03")
+	if n := p.count("#rows tbody tr td.muted"); n != 1 || !strings.Contains(p.text("#rows tbody"), "no audit rows match") {
+		t.Errorf("rule BR-21-03 (no foreground deletion here) shows %q, want no rows", p.text("#rows tbody"))
+	}
+	filter("rule", "br-21-01")
+	if got := objects(); len(got) != 3 {
+		t.Fatalf("rows with rule br-21-01: %q, want the 3 ConfigMaps", got)
+	}
 
 	// The CSV download holds the filter's rows, every page of them.
 	dir := t.TempDir()
@@ -380,49 +412,17 @@ func TestAuditFilterAndPaging(t *testing.T) {
 		return err
 	})
 	if len(csvRows) != 4 || strings.Join(csvRows[0], ",") != "time,controller,rule,action,object,outcome,reason,by" {
-		t.Fatalf("CSV download: %q, want a header and the 3 rows of %s", csvRows, nsB)
+		t.Fatalf("CSV download: %q, want a header and the 3 ConfigMap rows of %s", csvRows, nsB)
 	}
 	for _, r := range csvRows[1:] {
-		if !strings.HasPrefix(r[4], "ConfigMap "+nsB+"/") {
-			t.Errorf("CSV row of another namespace: %q", r)
+		if !strings.HasPrefix(r[4], "ConfigMap "+nsB+"/") || r[2] != "BR-21-01" {
+			t.Errorf("CSV row outside the filter: %q", r)
 		}
 	}
 
 	// Paging follows the cursor: 25 rows by 10 are pages of 10, 10 and 5,
 	// newest first, each row once; Newer goes back.
-	p.goTo("/audit?namespace=" + nsA + "&limit=10")
-	var pages [][]string
-	rows := func() []string {
-		var names []string
-		p.eval(`[...document.querySelectorAll('#rows tbody tr td:nth-child(5)')].map((td) => td.textContent)`, &names)
-		return names
-	}
-	for {
-		pages = append(pages, rows())
-		var older bool
-		p.eval(`!document.getElementById('older').disabled`, &older)
-		if !older {
-			break
-		}
-		if len(pages) > 5 {
-			t.Fatalf("more than 5 pages: %v", pages)
-		}
-		p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
-		p.run(chromedpClick("#older"))
-		p.waitLoaded()
-	}
-	if len(pages) != 3 || len(pages[0]) != 10 || len(pages[1]) != 10 || len(pages[2]) != 5 {
-		t.Fatalf("pages of %v rows, want 10, 10, 5: %v", lens(pages), pages)
-	}
-	seen := map[string]bool{}
-	for _, pg := range pages {
-		for _, r := range pg {
-			if seen[r] {
-				t.Errorf("row %q on two pages", r)
-			}
-			seen[r] = true
-		}
-	}
+	pages := pageThrough(t, p, "/audit?namespace="+nsA+"&limit=10")
 	if c := p.text("#count"); !strings.HasPrefix(c, "page 3: 5 rows") {
 		t.Errorf("count on the last page = %q, want page 3: 5 rows", c)
 	}
@@ -430,17 +430,115 @@ func TestAuditFilterAndPaging(t *testing.T) {
 	p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
 	p.run(chromedpClick("#newer"))
 	p.waitLoaded()
-	if got := rows(); strings.Join(got, ",") != strings.Join(pages[1], ",") {
+	if got := objects(); strings.Join(got, ",") != strings.Join(pages[1], ",") {
 		t.Errorf("Newer from page 3 shows %v, want page 2 %v", got, pages[1])
 	}
 
 	// Pending: the same decisions wait, and its filter narrows too.
 	p.goTo("/pending?namespace=" + nsB)
-	if n := p.count("#rows tbody tr"); n != 3 {
-		t.Errorf("%d pending rows in %s, want 3", n, nsB)
+	if n := p.count("#rows tbody tr"); n != 4 {
+		t.Errorf("%d pending rows in %s, want 4", n, nsB)
+	}
+	filter("kind", "ConfigMap")
+	if got := objects(); len(got) != 3 {
+		t.Errorf("pending rows of kind ConfigMap in %s: %q, want 3", nsB, got)
+	}
+	// Its download holds the filter's decisions.
+	p.run(chromedpClick("#download-csv"))
+	e2eutil.Eventually(t, pageTimeout, func() error {
+		files, err := filepath.Glob(filepath.Join(dir, "kubegcd-pending-*.csv"))
+		if err != nil || len(files) != 1 {
+			return fmt.Errorf("downloaded files %v %v", files, err)
+		}
+		f, err := os.Open(files[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		csvRows, err = csv.NewReader(f).ReadAll()
+		return err
+	})
+	if len(csvRows) != 4 || strings.Join(csvRows[0], ",") != "since,controller,rule,action,object,reason,waits" {
+		t.Fatalf("pending CSV download: %q, want a header and the 3 ConfigMap decisions of %s", csvRows, nsB)
+	}
+	for _, r := range csvRows[1:] {
+		if !strings.HasPrefix(r[4], "ConfigMap "+nsB+"/") {
+			t.Errorf("pending CSV row outside the filter: %q", r)
+		}
+	}
+	// Newest first, paged by the cursor as Audit is: the API's newest-first
+	// order, page after page.
+	var want struct {
+		Items []struct {
+			Target struct{ Kind, Namespace, Name string }
+		}
+	}
+	d.GetJSON(t, "/pending?order=newest&namespace="+nsA, 200, &want)
+	var wantNames []string
+	for _, i := range want.Items {
+		wantNames = append(wantNames, i.Target.Kind+" "+i.Target.Namespace+"/"+i.Target.Name)
+	}
+	pages = pageThrough(t, p, "/pending?namespace="+nsA+"&limit=10")
+	if got := slices.Concat(pages...); strings.Join(got, ",") != strings.Join(wantNames, ",") {
+		t.Errorf("pending pages %v, want the API's newest first %v", got, wantNames)
+	}
+	if c := p.text("#count"); !strings.HasPrefix(c, "page 3: 5 decisions") {
+		t.Errorf("count on the last pending page = %q, want page 3: 5 decisions", c)
+	}
+	p.shot("pending-page-3")
+	// Waiting longest first on request: the API's default order, and the
+	// buttons say which way they go.
+	d.GetJSON(t, "/pending?namespace="+nsA+"&limit=10", 200, &want)
+	wantNames = wantNames[:0]
+	for _, i := range want.Items {
+		wantNames = append(wantNames, i.Target.Kind+" "+i.Target.Namespace+"/"+i.Target.Name)
+	}
+	p.goTo("/pending?namespace=" + nsA + "&limit=10&order=oldest")
+	if got := objects(); strings.Join(got, ",") != strings.Join(wantNames, ",") {
+		t.Errorf("pending oldest first %v, want the API's %v", got, wantNames)
+	}
+	if b := p.text("#older"); b != "Newer →" {
+		t.Errorf("oldest first, the next page's button says %q, want Newer →", b)
 	}
 	p.goTo("/pending")
 	p.shot("pending")
+}
+
+// pageThrough opens route, a list of 25 rows by 10, and follows Older to
+// the end: pages of 10, 10 and 5, each row once.
+func pageThrough(t *testing.T, p *page, route string) [][]string {
+	t.Helper()
+	p.goTo(route)
+	var pages [][]string
+	for {
+		var names []string
+		p.eval(`[...document.querySelectorAll('#rows tbody tr td:nth-child(5)')].map((td) => td.textContent)`, &names)
+		pages = append(pages, names)
+		var older bool
+		p.eval(`!document.getElementById('older').disabled`, &older)
+		if !older {
+			break
+		}
+		if len(pages) > 5 {
+			t.Fatalf("%s: more than 5 pages: %v", route, pages)
+		}
+		p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
+		p.run(chromedpClick("#older"))
+		p.waitLoaded()
+	}
+	if len(pages) != 3 || len(pages[0]) != 10 || len(pages[1]) != 10 || len(pages[2]) != 5 {
+		t.Fatalf("%s: pages of %v rows, want 10, 10, 5: %v", route, lens(pages), pages)
+	}
+	seen := map[string]bool{}
+	for _, pg := range pages {
+		for _, r := range pg {
+			if seen[r] {
+				t.Errorf("%s: row %q on two pages", route, r)
+			}
+			seen[r] = true
+		}
+	}
+	return pages
 }
 
 func lens(pages [][]string) []int {
@@ -525,6 +623,18 @@ func TestEveryPage(t *testing.T) {
 		if overflow > 0 {
 			t.Errorf("%s at %d px: the page is %d px wider than the window", r.name, desktopWidth, overflow)
 		}
+	}
+	// Loaded again, the page revalidates the graph library by its ETag
+	// (a 304, headers only) rather than downloading its 430 KB again.
+	p.run(chromedp.Reload())
+	p.waitLoaded()
+	// (Chrome reports the cached response's 200; the transfer tells: 0
+	// from its cache unasked, the whole file downloaded, or headers only.)
+	var transferred float64
+	p.eval(`(() => { const e = performance.getEntriesByType('resource').find((e) => e.name.endsWith('/vendor/cytoscape/cytoscape.min.js'));
+		return e ? e.transferSize : -1; })()`, &transferred)
+	if transferred <= 0 || transferred >= 10_000 {
+		t.Errorf("cytoscape.min.js on a reload: %.0f bytes transferred, want the headers of a 304 only", transferred)
 	}
 	p.goTo("/lint")
 	if n := p.count(`section[data-rule] tbody tr`); n == 0 {

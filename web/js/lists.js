@@ -5,7 +5,7 @@ import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, set
 const controllers = ['ownergc', 'podgc', 'ttl', 'svgc'];
 const outcomes = ['applied', 'dry-run', 'failed', 'conflict', 'not-found', 'skipped'];
 const pageSize = 50;
-const downloadCap = 50000; // rows a download reads at most, 1,000 a request
+const downloadCap = 50000; // rows a download reads at most, by pages of the API's largest
 
 // rangeTime turns a relative "1h" or "30m" into an RFC 3339 time that long
 // ago; anything else goes to the API as typed, which refuses what it cannot
@@ -20,23 +20,22 @@ function rangeTime(v) {
 const pendingFields = [
   { name: 'controller', label: 'controller', options: controllers },
   { name: 'namespace', label: 'namespace' },
-  { name: 'kind', label: 'kind' },
+  { name: 'kind', label: 'kind', placeholder: 'ConfigMap' },
+  { name: 'order', label: 'order', options: ['oldest'], labels: { '': 'newest first', oldest: 'waiting longest first' } },
 ];
 
 export async function pendingPage(view, ctx) {
   setTitle('Pending');
   const p = ctx.params;
-  const filter = paramsObject(p, ['controller', 'namespace', 'kind']);
-  const limit = Math.min(Number(p.get('limit')) || 100, 10000);
+  const filter = paramsObject(p, ['controller', 'namespace', 'kind', 'order']);
+  const apiFilter = { ...filter, order: filter.order || 'newest' };
+  const limit = Math.min(Number(p.get('limit')) || pageSize, 1000);
   view.append(h('h1', { text: 'Pending decisions' }),
-    h('p', { class: 'muted', text: 'What each controller would do next, the decisions waiting longest first (the API\'s order).' }),
+    h('p', { class: 'muted', text: 'What each controller would do next, ' +
+      (filter.order === 'oldest' ? 'the decisions waiting longest first.' : 'newest first.') }),
     filterForm(pendingFields, p, (v) => go('/pending', v)));
-  // One row more than shown says whether there are more, within the API's
-  // 10,000.
-  const r = await api('/pending' + qs({ ...filter, limit: Math.min(limit + 1, 10000) }));
+  const r = await api('/pending' + qs({ ...apiFilter, limit, cursor: p.get('cursor') }));
   if (!ctx.isCurrent()) return;
-  const more = r.items.length > limit || r.items.length === 10000;
-  const items = r.items.slice(0, limit);
   const cols = [
     { title: 'since', value: (i) => i.since, cell: (i) => when(i.since), class: 'nowrap' },
     { title: 'controller', value: (i) => i.controller, cell: (i) => i.controller },
@@ -46,45 +45,36 @@ export async function pendingPage(view, ctx) {
     { title: 'reason', value: (i) => i.reason, cell: (i) => i.reason, class: 'reason' },
     { title: 'waits', value: (i) => i.notBefore || '', cell: (i) => i.notBefore ? h('span', { title: i.notBefore, text: i.timeLeft }) : '' },
   ];
+  const pg = cursorPager('/pending', filter, p, r.next,
+    filter.order === 'oldest' ? ['Oldest', '← Older', 'Newer →'] : undefined);
   view.append(h('div', { class: 'toolbar' },
-    h('span', { class: 'muted', id: 'count', text: `${items.length}${more ? '+' : ''} decision${items.length === 1 ? '' : 's'}` }),
-    downloadButtons('pending', async () => (await api('/pending' + qs({ ...filter, limit: 10000 }))).items, cols)));
-  view.append(table(cols, items, { id: 'rows', empty: 'nothing pending' }));
-  if (more) {
-    view.append(h('div', { class: 'pager' }, limit < 10000
-      ? h('button', { type: 'button', id: 'more', text: 'Show more', onclick: () => go('/pending', { ...filter, limit: Math.min(limit * 2, 10000) }) })
-      : h('span', { class: 'muted', text: 'at most 10,000 shown: narrow the filter' })));
-  }
+    h('span', { class: 'muted', id: 'count', text: `${pg.label}: ${r.items.length} decision${r.items.length === 1 ? '' : 's'}` }),
+    downloadButtons('pending', () => readAll('/pending', apiFilter, 10000), cols)));
+  view.append(table(cols, r.items, { id: 'rows', empty: 'nothing pending' }));
+  view.append(pg.buttons);
 }
 
 const auditFields = [
   { name: 'controller', label: 'controller', options: [...controllers, 'kubegcd', 'operator'] },
   { name: 'namespace', label: 'namespace' },
+  { name: 'kind', label: 'kind', placeholder: 'ConfigMap' },
+  { name: 'rule', label: 'rule', placeholder: 'BR-21-01' },
   { name: 'outcome', label: 'outcome', options: outcomes },
   { name: 'uid', label: 'object uid' },
   { name: 'since', label: 'since (1h, 2d or RFC 3339)', placeholder: '24h' },
   { name: 'until', label: 'until', placeholder: '2026-01-02T15:04:05Z' },
 ];
 
-// newerOf remembers, per filter, the cursor of the page before each page
-// "Older" led to, so that "Newer" goes back one page, also after the
-// browser's own back and forward buttons.
-const newerOf = new Map();
-
 export async function auditPage(view, ctx) {
   setTitle('Audit');
   const p = ctx.params;
-  const filter = paramsObject(p, ['controller', 'namespace', 'outcome', 'uid', 'since', 'until']);
-  const cursor = p.get('cursor') || '';
+  const filter = paramsObject(p, ['controller', 'namespace', 'kind', 'rule', 'outcome', 'uid', 'since', 'until']);
   const limit = Math.min(Number(p.get('limit')) || pageSize, 1000);
   const apiFilter = { ...filter, since: rangeTime(filter.since), until: rangeTime(filter.until) };
-  const key = qs(filter) + '&limit=' + limit;
-  if (!newerOf.has(key)) newerOf.set(key, new Map());
-  const prev = newerOf.get(key);
   view.append(h('h1', { text: 'Audit' }),
     h('p', { class: 'muted', text: 'Every decision, newest first.' }),
     filterForm(auditFields, p, (v) => go('/audit', v)));
-  const r = await api('/audit' + qs({ ...apiFilter, limit, cursor }));
+  const r = await api('/audit' + qs({ ...apiFilter, limit, cursor: p.get('cursor') }));
   if (!ctx.isCurrent()) return;
   const cols = [
     { title: 'time', value: (e) => e.time, cell: (e) => when(e.time), class: 'nowrap' },
@@ -96,22 +86,42 @@ export async function auditPage(view, ctx) {
     { title: 'reason', value: (e) => e.reason + (e.error ? ' — ' + e.error : ''), cell: (e) => [e.reason, e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },
     { title: 'by', value: (e) => e.instance, cell: (e) => h('span', { class: 'muted', text: e.instance }) },
   ];
+  const pg = cursorPager('/audit', filter, p, r.next);
+  view.append(h('div', { class: 'toolbar' },
+    h('span', { class: 'muted', id: 'count', text: `${pg.label}: ${r.items.length} row${r.items.length === 1 ? '' : 's'}` }),
+    downloadButtons('audit', () => readAll('/audit', apiFilter, 1000), cols)));
+  view.append(table(cols, r.items, { id: 'rows', empty: 'no audit rows match' }));
+  view.append(pg.buttons);
+}
+
+// newerOf remembers, per route and filter, the cursor of the page before
+// each page "Older" led to, so that "Newer" goes back one page, also after
+// the browser's own back and forward buttons.
+const newerOf = new Map();
+
+// cursorPager pages a route by the API's cursor: the page's label and the
+// buttons to the first page, the one before and the one after (#newest,
+// #newer, #older, named for the newest-first order), texts their words in
+// the list's order. next is the API's cursor of the following page.
+function cursorPager(route, filter, p, next, texts = ['Newest', '← Newer', 'Older →']) {
+  const cursor = p.get('cursor') || '';
+  const key = route + qs(filter) + '&limit=' + (p.get('limit') || '');
+  if (!newerOf.has(key)) newerOf.set(key, new Map());
+  const prev = newerOf.get(key);
   let page = 1;
   for (let c = cursor; c && page < 10000; c = prev.get(c)) page++;
   const known = !cursor || prev.has(cursor);
-  view.append(h('div', { class: 'toolbar' },
-    h('span', { class: 'muted', id: 'count', text: `${known ? 'page ' + page : 'older page'}: ${r.items.length} row${r.items.length === 1 ? '' : 's'}` }),
-    downloadButtons('audit', () => auditAll(apiFilter), cols)));
-  view.append(table(cols, r.items, { id: 'rows', empty: 'no audit rows match' }));
-  view.append(h('div', { class: 'pager' },
-    h('button', { type: 'button', id: 'newest', text: 'Newest', disabled: !cursor, onclick: () => go('/audit', { ...filter, limit: p.get('limit') }) }),
-    h('button', { type: 'button', id: 'newer', text: '← Newer', disabled: !cursor, onclick: () => {
-      go('/audit', { ...filter, limit: p.get('limit'), cursor: prev.get(cursor) || '' });
+  const base = { ...filter, limit: p.get('limit') };
+  const buttons = h('div', { class: 'pager' },
+    h('button', { type: 'button', id: 'newest', text: texts[0], disabled: !cursor, onclick: () => go(route, base) }),
+    h('button', { type: 'button', id: 'newer', text: texts[1], disabled: !cursor, onclick: () => {
+      go(route, { ...base, cursor: prev.get(cursor) || '' });
     } }),
-    h('button', { type: 'button', id: 'older', text: 'Older →', disabled: !r.next, onclick: () => {
-      prev.set(r.next, cursor);
-      go('/audit', { ...filter, limit: p.get('limit'), cursor: r.next });
-    } })));
+    h('button', { type: 'button', id: 'older', text: texts[2], disabled: !next, onclick: () => {
+      prev.set(next, cursor);
+      go(route, { ...base, cursor: next });
+    } }));
+  return { label: known ? 'page ' + page : 'older page', buttons };
 }
 
 function outcomeBadge(e) {
@@ -119,16 +129,17 @@ function outcomeBadge(e) {
   return [badge(e.outcome, cls), e.dryRun && e.outcome !== 'dry-run' ? badge('dry-run') : null];
 }
 
-// auditAll pages through the filter's rows, up to downloadCap.
-async function auditAll(filter) {
+// readAll pages through a filter's rows by the cursor, pageMax a request,
+// up to downloadCap.
+async function readAll(path, filter, pageMax) {
   const out = [];
   let cursor = '';
   do {
-    const r = await api('/audit' + qs({ ...filter, limit: 1000, cursor }));
+    const r = await api(path + qs({ ...filter, limit: Math.min(pageMax, downloadCap - out.length), cursor }));
     out.push(...r.items);
     cursor = r.next || '';
   } while (cursor && out.length < downloadCap);
-  return out.slice(0, downloadCap);
+  return out;
 }
 
 // downloadButtons save what fetch() returns as CSV or as the API's JSON.

@@ -148,8 +148,10 @@ export function table(columns, rows, opts = {}) {
   return h('div', { class: 'tablewrap' }, h('table', { id: opts.id }, h('thead', {}, head), body));
 }
 
-// filterForm renders inputs for fields [{name, label, options?, placeholder?}]
-// filled from values; submit calls onSubmit with the non-empty values.
+// filterForm renders inputs for fields [{name, label, options?, labels?,
+// placeholder?}] filled from values (labels names a select's options, ''
+// its default, "any" unless named); submit calls onSubmit with the
+// non-empty values.
 export function filterForm(fields, values, onSubmit) {
   const inputs = {};
   const form = h('form', { class: 'filters', onsubmit: (ev) => {
@@ -164,8 +166,9 @@ export function filterForm(fields, values, onSubmit) {
   for (const f of fields) {
     let el;
     if (f.options) {
-      el = h('select', { name: f.name }, h('option', { value: '', text: 'any' }),
-        f.options.map((o) => h('option', { value: o, text: o })));
+      const text = (o) => (f.labels && f.labels[o]) || o || 'any';
+      el = h('select', { name: f.name }, h('option', { value: '', text: text('') }),
+        f.options.map((o) => h('option', { value: o, text: text(o) })));
     } else {
       el = h('input', { name: f.name, type: f.type || 'text', placeholder: f.placeholder || '', spellcheck: 'false' });
     }
