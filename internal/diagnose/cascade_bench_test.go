@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
@@ -71,7 +69,7 @@ func BenchmarkCascadePreview(b *testing.B) {
 
 	// The machine is shared: CPU time per preview says more than the
 	// wall clock when others load it.
-	cpu0 := cascadeCPUTime(b)
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		f, err := d.Cascade(ctx, "u-root", 10000)
 		if err != nil {
@@ -82,14 +80,5 @@ func BenchmarkCascadePreview(b *testing.B) {
 			b.Fatalf("previewed %d objects (truncated %v), want 10000", c.Total, c.Truncated)
 		}
 	}
-	b.ReportMetric(float64((cascadeCPUTime(b)-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
-}
-
-// cascadeCPUTime is the CPU time the process has used, user and system.
-func cascadeCPUTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -32,11 +31,7 @@ import (
 // which says more on a shared machine.
 func BenchmarkDiagnosisEndpoints(b *testing.B) {
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(b.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := benchStore(b)
 	list := func(r db.Resource, objs func(add func(*db.Object))) {
 		rid, err := store.EnsureResource(ctx, r)
 		if err != nil {

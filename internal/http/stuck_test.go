@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -111,11 +110,7 @@ kubegcd_namespaces_terminating 0
 // a blocking dependent), and 5 namespaces Terminating.
 func BenchmarkStuck(b *testing.B) {
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(b.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := benchStore(b)
 	cms, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)
@@ -125,22 +120,16 @@ func BenchmarkStuck(b *testing.B) {
 		b.Fatal(err)
 	}
 	deleted := time.Now().Add(-time.Hour)
-	var evs []db.Event
-	flush := func() {
-		if _, err := store.ApplyEvents(ctx, evs); err != nil {
-			b.Fatal(err)
-		}
-		evs = evs[:0]
-	}
+	evs := &events{b: b, store: store}
 	for n := range 200 {
 		ns := &db.Object{UID: fmt.Sprintf("ns-%d", n), APIVersion: "v1", Kind: "Namespace", Name: fmt.Sprintf("ns-%d", n), ResourceVersion: "1"}
 		if n < 5 {
 			ns.DeletionTimestamp = &deleted
 			ns.NamespaceStatus = &db.NamespaceStatus{Phase: "Terminating", SpecFinalizers: []string{"kubernetes"}}
 		}
-		evs = append(evs, db.Event{ResourceID: nss, Object: ns})
+		evs.add(nss, ns)
 	}
-	flush()
+	evs.flush()
 	for i := range 200_000 {
 		o := &db.Object{UID: fmt.Sprintf("cm-%d", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprintf("ns-%d", i%200),
 			Name: fmt.Sprintf("cm-%d", i), ResourceVersion: "1"}
@@ -153,12 +142,9 @@ func BenchmarkStuck(b *testing.B) {
 			owner := fmt.Sprintf("cm-%d", i-1)
 			o.OwnerReferences = []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner, BlockOwnerDeletion: boolp(true)}}
 		}
-		evs = append(evs, db.Event{ResourceID: cms, Object: o})
-		if len(evs) == 1000 {
-			flush()
-		}
+		evs.add(cms, o)
 	}
-	flush()
+	evs.flush()
 	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), StuckAfter: time.Minute})
 	if err != nil {
 		b.Fatal(err)

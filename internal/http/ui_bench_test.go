@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,22 +19,12 @@ import (
 // stays responsive at that size only if each page's requests do.
 func BenchmarkUIRequests(b *testing.B) {
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(b.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := benchStore(b)
 	cms, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var evs []db.Event
-	flush := func() {
-		if _, err := store.ApplyEvents(ctx, evs); err != nil {
-			b.Fatal(err)
-		}
-		evs = evs[:0]
-	}
+	evs := &events{b: b, store: store}
 	for i := range 100_000 {
 		o := &db.Object{UID: fmt.Sprintf("cm-%d", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprintf("ns-%d", i%100),
 			Name: fmt.Sprintf("cm-%d", i), ResourceVersion: "1"}
@@ -43,12 +32,9 @@ func BenchmarkUIRequests(b *testing.B) {
 			// cm-0 owns 500 ConfigMaps of its namespace.
 			o.OwnerReferences = []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "cm-0", UID: "cm-0", Controller: boolp(true)}}
 		}
-		evs = append(evs, db.Event{ResourceID: cms, Object: o})
-		if len(evs) == 1000 {
-			flush()
-		}
+		evs.add(cms, o)
 	}
-	flush()
+	evs.flush()
 	now := time.Now()
 	var audit []*db.AuditEntry
 	for i := range 100_000 {
