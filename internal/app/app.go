@@ -70,6 +70,9 @@ Usage:
   kubegcd run [flags]                    run the daemon
   kubegcd migrate up|down|version --db PATH
                                          manage the database schema
+  kubegcd db check|backup [--db PATH] [DEST]
+                                         check the database, or copy it while
+                                         kubegcd runs
   kubegcd version                        print the version
   kubegcd help [command]                 show help
 
@@ -89,6 +92,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runCommand(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrateCommand(ctx, args[1:], stdout, stderr)
+	case "db":
+		return dbCommand(ctx, args[1:], stdout, stderr)
 	case "get", "why", "tree", "cascade", "status", "release", "kubectl-plugin":
 		return cli.Main(ctx, "kubegcd", args, stdout, stderr)
 	case "version", "--version":

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"modernc.org/sqlite"
@@ -45,13 +46,19 @@ func (c corrupt) Is(target error) bool { return target == ErrCorrupt }
 // damage anywhere in the file, but skips the index-against-table
 // comparison that makes integrity_check several times slower.
 func quickCheck(ctx context.Context, pool *sql.DB, path string) error {
+	return checkPages(ctx, pool, path, "quick_check")
+}
+
+// checkPages runs PRAGMA check (quick_check or integrity_check) and turns
+// the problems it lists into one corrupt error.
+func checkPages(ctx context.Context, pool *sql.DB, path, check string) error {
 	failed := func(err error) error {
 		if IsCorrupt(err) {
 			return corruptError(path, err.Error())
 		}
 		return fmt.Errorf("database %s: %w", path, err)
 	}
-	rows, err := pool.QueryContext(ctx, "PRAGMA quick_check")
+	rows, err := pool.QueryContext(ctx, "PRAGMA "+check)
 	if err != nil {
 		return failed(err)
 	}
@@ -82,7 +89,74 @@ func quickCheck(ctx context.Context, pool *sql.DB, path string) error {
 	if len(problems) > shown {
 		summary += fmt.Sprintf("; and %d more", len(problems)-shown)
 	}
-	return corruptError(path, "PRAGMA quick_check: "+summary)
+	return corruptError(path, "PRAGMA "+check+": "+summary)
+}
+
+// Check runs PRAGMA integrity_check on the database at path, which a
+// running kubegcd may be using (it reads one snapshot, and takes no lock):
+// nil when it is sound, an error that Is ErrCorrupt when it is not.
+func Check(ctx context.Context, path string) error {
+	path, err := existing(path)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(path, true)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return checkPages(ctx, pool, path, "integrity_check")
+}
+
+// Backup copies the database at path, which a running kubegcd may be
+// using, to dest, a file that must not exist yet: one consistent snapshot
+// (VACUUM INTO), private to its owner (0600) like the database, then
+// checked. A failed backup leaves no file behind.
+func Backup(ctx context.Context, path, dest string) (err error) {
+	path, err = existing(path)
+	if err != nil {
+		return err
+	}
+	// Created empty and private first, which VACUUM INTO accepts: the copy
+	// is never readable by others, not even for a moment.
+	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	f.Close()
+	defer func() {
+		if err != nil {
+			os.Remove(dest)
+		}
+	}()
+	pool, err := openPool(path, false)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := pool.ExecContext(ctx, "VACUUM INTO ?", dest); err != nil {
+		if IsCorrupt(err) {
+			return corruptError(path, err.Error())
+		}
+		return fmt.Errorf("backup of %s to %s: %w", path, dest, err)
+	}
+	if err := Check(ctx, dest); err != nil {
+		return fmt.Errorf("backup %s does not check out: %w", dest, err)
+	}
+	return nil
+}
+
+// existing makes path absolute and requires the file to exist: opening a
+// missing database would create an empty one.
+func existing(path string) (string, error) {
+	abs, err := resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("database %s: %w", abs, err)
+	}
+	return abs, nil
 }
 
 // checkFile runs quickCheck on its own connection.
