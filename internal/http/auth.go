@@ -178,7 +178,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			case s.ClientCerts:
 				msg += " or a client certificate signed by --client-ca-file"
 			}
-			if r.Header.Get("Authorization") != "" {
+			if s.Tokens != nil && r.Header.Get("Authorization") != "" {
 				msg = "the bearer token is not valid"
 			}
 			writeError(w, r, http.StatusUnauthorized, msg)

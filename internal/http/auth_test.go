@@ -1,6 +1,8 @@
 package http
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +86,45 @@ func TestTokensReload(t *testing.T) {
 	}
 	if _, err := LoadTokens(filepath.Join(t.TempDir(), "missing"), nil); err == nil || !strings.Contains(err.Error(), "--auth-token-file") {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// TestAuthenticateMessages: a 401 says what the API takes: a token, a
+// client certificate, or either; a token sent to an API that takes only
+// certificates is not called invalid.
+func TestAuthenticateMessages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte("good,alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := LoadTokens(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	tests := []struct {
+		name        string
+		s           *server
+		auth        string
+		wantCode    int
+		wantMessage string
+	}{
+		{"no token", &server{Options: Options{Tokens: tokens}}, "", 401, "send Authorization: Bearer TOKEN"},
+		{"wrong token", &server{Options: Options{Tokens: tokens}}, "Bearer bad", 401, "not valid"},
+		{"good token", &server{Options: Options{Tokens: tokens}}, "Bearer good", 200, ""},
+		{"certificates only", &server{Options: Options{ClientCerts: true}}, "Bearer good", 401, "present a client certificate"},
+		{"either", &server{Options: Options{Tokens: tokens, ClientCerts: true}}, "", 401, "or a client certificate"},
+		{"neither configured", &server{}, "", 200, ""},
+	}
+	for _, tc := range tests {
+		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/status", nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		rec := httptest.NewRecorder()
+		tc.s.authenticate(ok).ServeHTTP(rec, req)
+		if rec.Code != tc.wantCode || !strings.Contains(rec.Body.String(), tc.wantMessage) {
+			t.Errorf("%s: %d %s, want %d with %q", tc.name, rec.Code, rec.Body, tc.wantCode, tc.wantMessage)
+		}
 	}
 }
