@@ -339,6 +339,10 @@ func TestWhyAfterDryRunRemoval(t *testing.T) {
 		if len(det.RecentAudit) == 0 || det.RecentAudit[0].Action != "remove-owner-refs" {
 			return fmt.Errorf("no dry-run removal audited yet: %+v", det.RecentAudit)
 		}
+		// The pending row goes just after the audit row is written.
+		if len(det.Pending) != 0 {
+			return fmt.Errorf("still pending: %+v", det.Pending)
+		}
 		return nil
 	})
 	e := det.RecentAudit[0]
