@@ -185,13 +185,22 @@ type NodeTTL struct {
 
 const nodesWhere = ` FROM nodes n JOIN objects o ON o.uid = n.uid WHERE o.kind = 'Node' AND o.api_version = 'v1'`
 
-// NodeCount counts the v1 Nodes.
-func (d *DB) NodeCount(ctx context.Context) (int, error) {
-	var n int
-	if err := d.queryRow(ctx, `SELECT count(*)`+nodesWhere).Scan(&n); err != nil {
-		return 0, fmt.Errorf("counting nodes: %w", err)
+// NodeUIDs returns the UIDs of the v1 Nodes.
+func (d *DB) NodeUIDs(ctx context.Context) ([]string, error) {
+	rows, err := d.query(ctx, `SELECT o.uid`+nodesWhere)
+	if err != nil {
+		return nil, fmt.Errorf("nodes: %w", err)
 	}
-	return n, nil
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return nil, fmt.Errorf("nodes: %w", err)
+		}
+		out = append(out, uid)
+	}
+	return out, rows.Err()
 }
 
 // NodeTTLs counts the nodes by the value of their TTL annotation (nodes

@@ -117,6 +117,15 @@ func TestTTLFollowsClusterSizeWithHysteresis(t *testing.T) {
 		}
 	}
 
+	// All nodes gone and 95 back at once: the count passed below 90, so
+	// upstream ends in band 0, and so must kubegcd however few reconciles
+	// saw the dip (the band moves with every node event).
+	setNodes(t, 0)
+	setNodes(t, 95)
+	allTTL(t, d, 95, "0")
+	setNodes(t, 120)
+	allTTL(t, d, 120, "15")
+
 	// Below 90 the cluster falls back to band 0.
 	setNodes(t, 85)
 	allTTL(t, d, 85, "0")

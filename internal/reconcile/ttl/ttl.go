@@ -2,7 +2,8 @@
 // SQLite mirror: it sets the node.alpha.kubernetes.io/ttl annotation (how
 // long kubelets may cache objects) on every node from the size of the
 // cluster, in five bands that overlap so a cluster near a boundary does not
-// flap. Unlike upstream, which re-annotates a node only on that node's next
+// flap. The band moves with every node add and delete, as upstream's does
+// (band.go), so the path the count took counts. Unlike upstream, which re-annotates a node only on that node's next
 // update, a change of the desired TTL reaches every node at once, and the
 // band survives a restart.
 package ttl
@@ -132,9 +133,9 @@ type Controller struct {
 	// until then every change wakes the controller.
 	nodesResource atomic.Int64
 
-	step        int
-	initialized bool
-	applied     reconcile.AppliedWrites
+	band    band
+	step    int // the band of the last reconcile, to log a change
+	applied reconcile.AppliedWrites
 }
 
 // New returns a controller; Run starts it.
@@ -156,15 +157,25 @@ func New(opts Options) (*Controller, error) {
 		wake: make(chan struct{}, 1)}, nil
 }
 
-// OnChange is the ingest subscription: a change to a node wakes the
-// controller. It never blocks.
+// OnChange is the ingest subscription: a change to a node moves the band
+// and wakes the controller. It never blocks.
 func (c *Controller) OnChange(changes []db.Change) {
 	id := c.nodesResource.Load()
+	if id == 0 {
+		// Before Run knows the nodes resource: the band is loaded from
+		// the mirror later, which holds these changes.
+		reconcile.Wake(c.wake)
+		return
+	}
+	var nodes []db.Change
 	for _, ch := range changes {
-		if id == 0 || ch.ResourceID == id || ch.Type == db.ChangeRelisted {
-			reconcile.Wake(c.wake)
-			return
+		if ch.ResourceID == id {
+			nodes = append(nodes, ch)
 		}
+	}
+	if len(nodes) > 0 {
+		c.band.observe(nodes)
+		reconcile.Wake(c.wake)
 	}
 }
 
@@ -209,21 +220,15 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return nil
 	}
 	c.passes.Ran(time.Now())
-	count, err := c.opts.DB.NodeCount(ctx)
-	if err != nil {
-		return err
-	}
-	prev := c.step
-	if !c.initialized {
-		carried, err := c.opts.DB.NodeTTLs(ctx)
-		if err != nil {
+	if c.band.needsLoad() {
+		if err := c.loadBand(ctx); err != nil {
+			c.band.abortLoad()
 			return err
 		}
-		c.step, c.initialized = initialStep(count, carried), true
-		c.log.Info("band recovered from the mirror", "nodes", count, "step", c.step, "ttl_seconds", boundaries[c.step].ttlSeconds)
-	} else {
-		c.step = nextStep(c.step, count)
 	}
+	prev := c.step
+	var count int
+	c.step, count = c.band.current()
 	b := boundaries[c.step]
 	if c.step != prev {
 		c.log.Info("cluster size band changed", "nodes", count, "from_step", prev, "to_step", c.step, "ttl_seconds", b.ttlSeconds)
@@ -271,6 +276,27 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	close(work)
 	wg.Wait()
+	return nil
+}
+
+// loadBand (re)loads the band's node set from the mirror: at the first
+// reconcile, and after nodes were listed again.
+func (c *Controller) loadBand(ctx context.Context) error {
+	uids, err := c.opts.DB.NodeUIDs(ctx)
+	if err != nil {
+		return err
+	}
+	carried, err := c.opts.DB.NodeTTLs(ctx)
+	if err != nil {
+		return err
+	}
+	first := !c.band.isLoaded()
+	c.band.load(uids, carried)
+	if first {
+		step, n := c.band.current()
+		c.step = step
+		c.log.Info("band recovered from the mirror", "nodes", n, "step", step, "ttl_seconds", boundaries[step].ttlSeconds)
+	}
 	return nil
 }
 
