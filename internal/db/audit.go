@@ -43,6 +43,12 @@ const (
 	OutcomeSkipped  = "skipped"
 )
 
+// commonOutcomes are left out of the index audit_rare_outcomes, whose
+// condition is rareOutcome (migration 0009).
+var commonOutcomes = map[string]bool{OutcomeApplied: true, OutcomeDryRun: true, OutcomeSkipped: true}
+
+const rareOutcome = "outcome NOT IN ('applied', 'dry-run', 'skipped')"
+
 // Audit rows about enforcement itself rather than about an object: the
 // daemon's own (a manual hold of the blast-radius cap, the audit store
 // writable again) and an operator's (a release). They name no target and
@@ -240,6 +246,14 @@ func (d *DB) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64,
 	}
 	if f.Outcome != "" {
 		add("outcome = ?", f.Outcome)
+		// A rare outcome's query states the partial index's condition,
+		// which SQLite must see to use it; a common one's says it walks
+		// back through the history (so each has its own plan).
+		if commonOutcomes[f.Outcome] {
+			where = append(where, "NOT "+rareOutcome)
+		} else {
+			where = append(where, rareOutcome)
+		}
 	}
 	if !f.Since.IsZero() {
 		add("time >= ?", formatTime(&f.Since))

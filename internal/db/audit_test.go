@@ -158,8 +158,8 @@ func TestListAuditKindAndRule(t *testing.T) {
 		}
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	entry := func(kind, rule, uid string) *AuditEntry {
-		e := auditEntry("ownergc", "delete", uid, OutcomeDryRun, t0)
+	entry := func(kind, rule, uid string, outcome ...string) *AuditEntry {
+		e := auditEntry("ownergc", "delete", uid, append(outcome, OutcomeDryRun)[0], t0)
 		e.Target.Kind, e.Rule = kind, rule
 		return e
 	}
@@ -167,8 +167,8 @@ func TestListAuditKindAndRule(t *testing.T) {
 		entry("ConfigMap", "BR-21-01", "cm1"),
 		entry("Deployment", "BR-21-03", "dep1"),
 		entry("ConfigMap", "BR-21-03", "cm2"),
-		entry("Widget", "BR-21-01", "w1"), // no resource serves it any longer
-		entry("ConfigMap", "BR-21-01", "cm3"),
+		entry("Widget", "BR-21-01", "w1", OutcomeFailed), // no resource serves it any longer
+		entry("ConfigMap", "BR-21-01", "cm3", OutcomeApplied),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +187,11 @@ func TestListAuditKindAndRule(t *testing.T) {
 		{"rule in lower case", AuditFilter{Rule: "br-21-01"}, []string{"cm3", "w1", "cm1"}},
 		{"kind and rule", AuditFilter{Kind: "configmaps", Rule: "BR-21-01"}, []string{"cm3", "cm1"}},
 		{"unknown rule", AuditFilter{Rule: "BR-99-01"}, []string{}},
+		{"a common outcome", AuditFilter{Outcome: OutcomeDryRun}, []string{"cm2", "dep1", "cm1"}},
+		{"another common outcome", AuditFilter{Outcome: OutcomeApplied}, []string{"cm3"}},
+		{"a rare outcome (audit_rare_outcomes)", AuditFilter{Outcome: OutcomeFailed}, []string{"w1"}},
+		{"a rare outcome without rows", AuditFilter{Outcome: OutcomeConflict}, []string{}},
+		{"rule and a rare outcome", AuditFilter{Rule: "BR-21-01", Outcome: OutcomeFailed}, []string{"w1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -73,6 +73,10 @@ type Options struct {
 	ReadOnly bool
 	// ReadConns bounds the read connections (default 8).
 	ReadConns int
+	// Driver names the database/sql driver of the read connections; ""
+	// is modernc's "sqlite". A test registers a driver wrapping it to see
+	// every statement the reads run (their query plans are checked).
+	Driver string
 }
 
 // Open locks the database at path against other kubegcd processes, checks
@@ -122,7 +126,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	if d.read, err = openPool(path, true); err != nil {
+	if d.read, err = openPoolWith(cmp.Or(opts.Driver, "sqlite"), path, true); err != nil {
 		return nil, err
 	}
 	d.read.SetMaxOpenConns(cmp.Or(opts.ReadConns, 8))
@@ -217,7 +221,11 @@ func dsn(path string, readOnly bool) string {
 }
 
 func openPool(path string, readOnly bool) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn(path, readOnly))
+	return openPoolWith("sqlite", path, readOnly)
+}
+
+func openPoolWith(driver, path string, readOnly bool) (*sql.DB, error) {
+	db, err := sql.Open(driver, dsn(path, readOnly))
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}

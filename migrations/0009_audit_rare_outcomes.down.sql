@@ -1,0 +1,1 @@
+DROP INDEX audit_rare_outcomes;
