@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/klog/v2"
 
 	"github.com/kubegcd/kubegcd/internal/cli"
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -183,7 +182,7 @@ func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
 
 // run is the daemon: it returns when ctx ends (nil) or on a fatal error.
 func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
-	klog.SetSlogLogger(logger.With("source", "client-go"))
+	routeKlog(logger.With("source", "client-go"))
 	started := time.Now()
 
 	restCfg, err := cfg.restConfig()
