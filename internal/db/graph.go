@@ -165,7 +165,7 @@ func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, error) 
 		args = append(args, f.Namespace, f.Namespace)
 	}
 	if len(sets) == 0 {
-		sets = append(sets, `SELECT dependent_uid AS uid FROM owner_refs UNION SELECT owner_uid FROM owner_refs`)
+		sets = append(sets, allGraphUIDs(""))
 	}
 	query := ""
 	if len(ctes) > 0 {
@@ -197,38 +197,49 @@ func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, error) 
 	return out, rows.Err()
 }
 
-// graphNodes reads the nodes whose UIDs the JSON array set holds. Owners that
-// are not mirrored take their identity from their first reference (in
-// owner_refs_by_owner order, so no sort however many dependents they have).
-// With a namespace filter, every such owner kept is named from that
+// graphNodes reads the nodes whose UIDs the JSON array set holds. With a
+// namespace filter, every owner that is not mirrored is named from that
 // namespace.
 func graphNodes(ctx context.Context, q querier, set any, namespace string) ([]GraphNode, error) {
+	out := []GraphNode{}
+	err := scanGraphNodes(ctx, q, `json_each(?1) k`, "k.value", []any{set}, namespace, func(n GraphNode) error {
+		out = append(out, n)
+		return nil
+	})
+	return out, err
+}
+
+// scanGraphNodes reads the nodes whose UIDs the column uid of from (a
+// table expression, with args) lists, in that order, and calls fn for each.
+// Owners that are not mirrored take their identity from their first
+// reference (in owner_refs_by_owner order, so no sort however many
+// dependents they have).
+func scanGraphNodes(ctx context.Context, q querier, from, uid string, args []any, namespace string, fn func(GraphNode) error) error {
 	namespaced, err := namespacedKinds(ctx, q)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rows, err := q.QueryContext(ctx, `
-		SELECT k.value, o.uid IS NULL,
+		SELECT `+uid+`, o.uid IS NULL,
 			coalesce(o.api_version, r.api_version, ''), coalesce(o.kind, r.kind, ''),
 			coalesce(o.namespace, d.namespace, ''), coalesce(o.name, r.name, ''),
 			o.deletion_timestamp IS NOT NULL, o.finalizers
-		FROM json_each(?1) k
-			LEFT JOIN objects o ON o.uid = k.value
+		FROM `+from+`
+			LEFT JOIN objects o ON o.uid = `+uid+`
 			LEFT JOIN owner_refs r ON o.uid IS NULL AND (r.dependent_uid, r.position) = (
 				SELECT r2.dependent_uid, r2.position FROM owner_refs r2
-				WHERE r2.owner_uid = k.value ORDER BY r2.dependent_uid, r2.position LIMIT 1)
+				WHERE r2.owner_uid = `+uid+` ORDER BY r2.dependent_uid, r2.position LIMIT 1)
 			LEFT JOIN objects d ON d.uid = r.dependent_uid
-		ORDER BY k.value`, set)
+		ORDER BY `+uid, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	out := []GraphNode{}
 	for rows.Next() {
 		var n GraphNode
 		var finalizers sql.NullString
 		if err := rows.Scan(&n.UID, &n.Missing, &n.APIVersion, &n.Kind, &n.Namespace, &n.Name, &n.BeingDeleted, &finalizers); err != nil {
-			return nil, err
+			return err
 		}
 		if n.Missing {
 			n.Virtual = true
@@ -245,13 +256,15 @@ func graphNodes(ctx context.Context, q querier, set any, namespace string) ([]Gr
 		if n.BeingDeleted {
 			fins, err := decodeFinalizers(finalizers)
 			if err != nil {
-				return nil, fmt.Errorf("object %s: %w", n.UID, err)
+				return fmt.Errorf("object %s: %w", n.UID, err)
 			}
 			n.DeletingDependents = slices.Contains(fins, gcrules.FinalizerForeground)
 		}
-		out = append(out, n)
+		if err := fn(n); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // graphEdges reads the ownerReferences between nodes of the set.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -18,6 +19,9 @@ import (
 const (
 	graphDefaultLimit = 10000
 	graphMaxLimit     = 100000
+	// graphStreamMaxLimit bounds the whole graph, which streams: memory
+	// does not grow with it.
+	graphStreamMaxLimit = 100_000_000
 	// graphMaxUIDs bounds ?uid=: each one is a recursive walk.
 	graphMaxUIDs = 1000
 	// objectMaxDependents bounds /objects/{uid}'s dependents; the graph
@@ -34,7 +38,14 @@ var graphFormats = map[string]bool{"json": true, "dot": true}
 func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 	q := &query{v: r.URL.Query()}
 	q.only("namespace", "uid", "limit", "format", "at")
-	f := db.GraphFilter{Namespace: q.str("namespace"), Limit: q.limit(graphDefaultLimit, graphMaxLimit)}
+	// The whole graph streams, so it may be as large as the cluster; a
+	// filtered one is built in memory, within graphMaxLimit.
+	whole := len(q.v["uid"]) == 0 && q.v.Get("namespace") == ""
+	maxLimit := graphMaxLimit
+	if whole {
+		maxLimit = graphStreamMaxLimit
+	}
+	f := db.GraphFilter{Namespace: q.str("namespace"), Limit: q.limit(graphDefaultLimit, maxLimit)}
 	format := q.oneOf("format", graphFormats)
 	uids := q.v["uid"]
 	if len(uids) > graphMaxUIDs {
@@ -58,6 +69,10 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 	}
 	if q.err != nil {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
+		return
+	}
+	if whole && at.IsZero() {
+		s.streamGraph(w, r, f.Limit, format)
 		return
 	}
 	var g *db.Graph
@@ -92,22 +107,12 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 // dump read ours.
 func marshalDOT(g *db.Graph, limit int) []byte {
 	var b bytes.Buffer
-	b.WriteString("strict digraph full {\n")
-	if g.Truncated {
-		// A comment keeps the output valid DOT and upstream-shaped.
-		fmt.Fprintf(&b, "  // Truncated to the first %d vertices by UID; raise ?limit= (at most %d) or filter.\n", limit, graphMaxLimit)
-	}
+	d := &dotWriter{w: &b}
+	d.start(g.Truncated, limit, graphMaxLimit)
 	nodes := append([]db.GraphNode(nil), g.Nodes...)
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].UID < nodes[j].UID })
-	if len(nodes) > 0 {
-		b.WriteString("  // Node definitions.\n")
-	}
 	for _, n := range nodes {
-		fmt.Fprintf(&b, "  %s [\n", dotQuote(n.UID))
-		for _, a := range dotAttributes(n) {
-			fmt.Fprintf(&b, "    %s=%s\n", a[0], dotQuote(a[1]))
-		}
-		b.WriteString("  ];\n")
+		d.node(n)
 	}
 	edges := append([]db.GraphEdge(nil), g.Edges...)
 	sort.SliceStable(edges, func(i, j int) bool {
@@ -116,15 +121,48 @@ func marshalDOT(g *db.Graph, limit int) []byte {
 		}
 		return edges[i].Owner < edges[j].Owner
 	})
-	if len(edges) > 0 {
-		b.WriteString("  // Edge definitions.\n")
-	}
 	for _, e := range edges {
-		fmt.Fprintf(&b, "  %s -> %s;\n", dotQuote(e.Dependent), dotQuote(e.Owner))
+		d.edge(e)
 	}
-	b.WriteString("}\n")
+	d.end()
 	return b.Bytes()
 }
+
+// dotWriter writes a graph in DOT as its nodes, then its edges, come.
+type dotWriter struct {
+	w            io.Writer
+	nodes, edges bool
+}
+
+func (d *dotWriter) start(truncated bool, limit, maxLimit int) {
+	io.WriteString(d.w, "strict digraph full {\n")
+	if truncated {
+		// A comment keeps the output valid DOT and upstream-shaped.
+		fmt.Fprintf(d.w, "  // Truncated to the first %d vertices by UID; raise ?limit= (at most %d) or filter.\n", limit, maxLimit)
+	}
+}
+
+func (d *dotWriter) node(n db.GraphNode) {
+	if !d.nodes {
+		d.nodes = true
+		io.WriteString(d.w, "  // Node definitions.\n")
+	}
+	fmt.Fprintf(d.w, "  %s [\n", dotQuote(n.UID))
+	for _, a := range dotAttributes(n) {
+		fmt.Fprintf(d.w, "    %s=%s\n", a[0], dotQuote(a[1]))
+	}
+	io.WriteString(d.w, "  ];\n")
+}
+
+func (d *dotWriter) edge(e db.GraphEdge) {
+	if !d.edges {
+		d.edges = true
+		io.WriteString(d.w, "  // Edge definitions.\n")
+	}
+	fmt.Fprintf(d.w, "  %s -> %s;\n", dotQuote(e.Dependent), dotQuote(e.Owner))
+}
+
+func (d *dotWriter) end() { io.WriteString(d.w, "}\n") }
 
 // dotAttributes lists a vertex's attributes as upstream does: a label of
 // uid, namespace, Kind.version[.group]/name and the conditions that hold,

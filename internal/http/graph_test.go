@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -255,19 +257,20 @@ func TestDOTQuote(t *testing.T) {
 func TestGraphBadRequests(t *testing.T) {
 	srv, _ := testServer(t)
 	for path, want := range map[string]int{
-		"/graph?format=xml":              400,
-		"/graph?format=dot&format=json":  400,
-		"/graph?limit=0":                 400,
-		"/graph?limit=100001":            400,
-		"/graph?limit=ten":               400,
-		"/graph?colour=red":              400,
-		"/graph?uid=":                    400,
-		"/graph?namespace=a&namespace=b": 400,
-		"/graph?uid=nope":                404,
-		"/graph?uid=uid-A&uid=nope":      404,
-		"/graph?uid=nope&format=dot":     404,
-		"/objects/nope":                  404,
-		"/objects/uid-A?verbose=1":       400,
+		"/graph?format=xml":               400,
+		"/graph?format=dot&format=json":   400,
+		"/graph?limit=0":                  400,
+		"/graph?limit=100001&namespace=a": 400,
+		"/graph?limit=100000001":          400,
+		"/graph?limit=ten":                400,
+		"/graph?colour=red":               400,
+		"/graph?uid=":                     400,
+		"/graph?namespace=a&namespace=b":  400,
+		"/graph?uid=nope":                 404,
+		"/graph?uid=uid-A&uid=nope":       404,
+		"/graph?uid=nope&format=dot":      404,
+		"/objects/nope":                   404,
+		"/objects/uid-A?verbose=1":        400,
 	} {
 		var e map[string]any
 		getJSON(t, srv, path, want, &e)
@@ -427,6 +430,32 @@ func TestDryRunDecision(t *testing.T) {
 		got := dryRunDecision(tc.audit, tc.changed)
 		if tc.want < 0 && got != nil || tc.want >= 0 && got != &tc.audit[tc.want] {
 			t.Errorf("%s: got %+v, want row %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The whole graph streams; what it streams is, at every limit, what the
+// in-memory graph renders: the same JSON document, the same DOT.
+func TestGraphWholeStreams(t *testing.T) {
+	srv, store := testServer(t)
+	for limit := 1; limit <= 8; limit++ {
+		want, err := store.Graph(context.Background(), db.GraphFilter{Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got db.Graph
+		getJSON(t, srv, fmt.Sprintf("/graph?limit=%d", limit), 200, &got)
+		if diff := cmp.Diff(*want, got); diff != "" {
+			t.Errorf("limit %d: JSON (-in memory +streamed):\n%s", limit, diff)
+		}
+		resp, body := get(t, srv, fmt.Sprintf("/graph?format=dot&limit=%d", limit))
+		wantDOT := strings.Replace(string(marshalDOT(want, limit)), fmt.Sprintf("(at most %d)", graphMaxLimit),
+			fmt.Sprintf("(at most %d)", graphStreamMaxLimit), 1)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/vnd.graphviz; charset=utf-8" {
+			t.Errorf("limit %d: DOT answer %d %q", limit, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		if diff := cmp.Diff(wantDOT, string(body)); diff != "" {
+			t.Errorf("limit %d: DOT (-in memory +streamed):\n%s", limit, diff)
 		}
 	}
 }

@@ -29,7 +29,7 @@ var planRequests = []string{
 	"/audit", "/audit?controller=ownergc", "/audit?namespace=a", "/audit?uid=uid-B", "/audit?kind=ConfigMap",
 	"/audit?rule=BR-21-03", "/audit?outcome=applied", "/audit?outcome=failed", "/audit?since=2026-01-01T00:00:00Z&until=2027-01-01T00:00:00Z",
 	"/audit?limit=1&cursor=CURSOR:/audit?limit=1",
-	"/graph", "/graph?namespace=a", "/graph?uid=uid-B", "/graph?uid=uid-A&uid=uid-E", "/graph?format=dot&namespace=a",
+	"/graph", "/graph?limit=2", "/graph?format=dot&limit=2", "/graph?namespace=a", "/graph?uid=uid-B", "/graph?uid=uid-A&uid=uid-E", "/graph?format=dot&namespace=a",
 	"/graph?uid=uid-B&at=2026-06-01T00:00:00Z",
 	"/objects?kind=cm&name=A&namespace=a", "/objects?kind=configmaps", "/objects?kind=ConfigMap&apiVersion=v1&name=B",
 	"/objects?kind=deployments.apps&name=web",
@@ -53,8 +53,11 @@ var fullScans = []struct {
 	{"FROM audit WHERE outcome = ? AND NOT outcome NOT IN ('applied', 'dry-run', 'skipped') ORDER BY id DESC LIMIT ?", "audit",
 		"a common outcome (applied, dry-run, skipped): most rows have one, so a walk back finds a page at once; a rare one uses audit_rare_outcomes"},
 	{"SELECT controller, count(*) FROM pending GROUP BY controller", "pending", "the overview counts every pending decision"},
-	{"SELECT uid FROM (SELECT dependent_uid AS uid FROM owner_refs UNION SELECT owner_uid FROM owner_refs)", "owner_refs",
-		"the unfiltered graph is the whole graph, paged in uid order"},
+	{"SELECT uid FROM (SELECT dependent_uid AS uid FROM owner_refs UNION SELECT owner_uid FROM owner_refs) ORDER BY uid LIMIT 2 OFFSET ?",
+		"owner_refs", "the whole graph's cut: its limit-th UID, in the order of owner_refs' key and owner index"},
+	{"FROM (SELECT dependent_uid AS uid FROM owner_refs UNION SELECT owner_uid FROM owner_refs) k", "owner_refs",
+		"the whole graph's nodes, streamed in UID order"},
+	{"FROM owner_refs ORDER BY dependent_uid, position", "owner_refs", "the whole graph's edges, streamed in key order"},
 }
 
 // TestQueryPlans runs every API read against a database whose driver

@@ -267,7 +267,8 @@ func TestGraphAndObjects(t *testing.T) {
 		unknown := string(uuid.NewUUID())
 		for path, code := range map[string]int{
 			"/graph?limit=0":                      http.StatusBadRequest,
-			"/graph?limit=100001":                 http.StatusBadRequest,
+			"/graph?limit=100000001":              http.StatusBadRequest,
+			"/graph?limit=100001&namespace=" + ns: http.StatusBadRequest,
 			"/graph?format=svg":                   http.StatusBadRequest,
 			"/graph?namespaces=" + ns:             http.StatusBadRequest,
 			"/graph?uid=" + unknown:               http.StatusNotFound,
