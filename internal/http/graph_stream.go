@@ -2,11 +2,16 @@ package http
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 )
+
+// graphStreamTimeout bounds a stream of the whole graph.
+const graphStreamTimeout = 10 * time.Minute
 
 // streamGraph writes the whole ownership graph as the database reads it,
 // node by node and edge by edge, in the JSON or DOT that /graph answers
@@ -14,7 +19,18 @@ import (
 // answer has begun aborts the connection, so that a client never takes a
 // cut answer for a whole one.
 func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, format string) {
+	// A graph of millions takes longer than the API's 30 s: the stream has
+	// its own deadline, and ends sooner when the client goes (a write
+	// fails).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), graphStreamTimeout)
+	defer cancel()
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(graphStreamTimeout))
 	bw := bufio.NewWriterSize(w, 64<<10)
+	// written reports a failed write: the client left.
+	written := func() error {
+		_, err := bw.Write(nil)
+		return err
+	}
 	started := false
 	var walk db.GraphWalk
 	var end func()
@@ -28,8 +44,8 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 				d.start(truncated, limit, graphStreamMaxLimit)
 				return nil
 			},
-			Node: func(n db.GraphNode) error { d.node(n); return nil },
-			Edge: func(e db.GraphEdge) error { d.edge(e); return nil },
+			Node: func(n db.GraphNode) error { d.node(n); return written() },
+			Edge: func(e db.GraphEdge) error { d.edge(e); return written() },
 		}
 		end = d.end
 	} else {
@@ -72,7 +88,7 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 			bw.WriteString("]}\n")
 		}
 	}
-	err := s.DB.WalkGraph(r.Context(), limit, walk)
+	err := s.DB.WalkGraph(ctx, limit, walk)
 	if err == nil {
 		end()
 		err = bw.Flush()
@@ -85,6 +101,10 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 		s.internalError(w, r, err)
 		return
 	}
-	s.Logger.Error("streaming the graph failed", "path", r.URL.Path, "err", err)
+	if written() != nil {
+		s.Logger.Debug("the client left while the graph streamed", "err", err)
+	} else {
+		s.Logger.Error("streaming the graph failed", "path", r.URL.Path, "err", err)
+	}
 	panic(http.ErrAbortHandler)
 }
