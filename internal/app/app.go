@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
 
@@ -173,14 +172,6 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return exitOK
 }
 
-func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 // run is the daemon: it returns when ctx ends (nil) or on a fatal error.
 func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	klog.SetSlogLogger(logger.With("source", "client-go"))
@@ -204,7 +195,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerRuntimeMetrics(reg)
 
 	store, err := db.Open(ctx, cfg.dbPath, db.Options{Registerer: reg})
 	if err != nil {

@@ -120,7 +120,9 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	fs.IntVar(&cfg.maxInflight, "max-requests-inflight", 16,
 		"HTTP API requests served at once; more get a 429 with Retry-After (health checks are never refused; 0: no limit)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&cfg.logFormat, "log-format", logFormatAuto,
+		"log format: text, json, or journal (text without timestamps, each line led by its syslog priority, <6> for info); "+
+			"auto: journal when stderr is the systemd journal ($JOURNAL_STREAM), else text")
 	fs.BoolVar(&cfg.dryRun, "dry-run", true,
 		"decide and record what would be done without writing to the cluster; --dry-run=false enforces")
 	controllers := fs.String("controllers", strings.Join(knownControllers, ","),
@@ -194,8 +196,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	if err := cfg.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", *level)
 	}
-	if cfg.logFormat != "text" && cfg.logFormat != "json" {
-		return nil, fmt.Errorf("invalid --log-format %q: want text or json", cfg.logFormat)
+	if !slices.Contains([]string{logFormatAuto, logFormatText, logFormatJSON, logFormatJournal}, cfg.logFormat) {
+		return nil, fmt.Errorf("invalid --log-format %q: want auto, text, json or journal", cfg.logFormat)
 	}
 	for _, c := range strings.Split(*controllers, ",") {
 		c = strings.TrimSpace(c)

@@ -28,7 +28,7 @@ func TestParseRunFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
 			if !c.dryRun || c.dbPath != "kubegcd.db" || c.blastRadiusResume != "auto" || c.listen != "127.0.0.1:8080" || c.discoveryInterval != 30*time.Second ||
-				strings.Join(c.controllers, ",") != "ownergc,podgc,ttl,svgc" || c.logFormat != "text" {
+				strings.Join(c.controllers, ",") != "ownergc,podgc,ttl,svgc" || c.logFormat != "auto" {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
