@@ -163,7 +163,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 	if err := run(ctx, cfg, logger); err != nil {
-		fmt.Fprintln(stderr, "kubegcd:", err)
+		fmt.Fprintf(stderr, "%skubegcd: %v\n", fatalPrefix(stderr, cfg.logFormat), err)
 		if errors.Is(err, db.ErrCorrupt) || db.IsCorrupt(err) {
 			return exitCorrupt
 		}

@@ -19,15 +19,29 @@ const (
 	logFormatJournal = "journal"
 )
 
+// resolveLogFormat is the format --log-format means for writing to w.
+func resolveLogFormat(w io.Writer, format string) string {
+	if format != logFormatAuto {
+		return format
+	}
+	if toJournal(w) {
+		return logFormatJournal
+	}
+	return logFormatText
+}
+
+// fatalPrefix leads the one line that says why kubegcd exits: in the
+// journal, at error priority, as its other errors are.
+func fatalPrefix(w io.Writer, format string) string {
+	if resolveLogFormat(w, format) == logFormatJournal {
+		return syslogPriority(slog.LevelError)
+	}
+	return ""
+}
+
 func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
-	if format == logFormatAuto {
-		format = logFormatText
-		if toJournal(w) {
-			format = logFormatJournal
-		}
-	}
-	switch format {
+	switch resolveLogFormat(w, format) {
 	case logFormatJSON:
 		return slog.New(slog.NewJSONHandler(w, opts))
 	case logFormatJournal:

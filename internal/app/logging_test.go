@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,6 +74,47 @@ func TestLogFormatAuto(t *testing.T) {
 			}
 			if got := string(b[off:]); !strings.HasPrefix(got, tt.wantPrefix) {
 				t.Errorf("logged %q, want it to start with %q", got, tt.wantPrefix)
+			}
+		})
+	}
+}
+
+// TestFatalLineInJournal: the one line that says why kubegcd exits is at
+// error priority in the journal, and plain elsewhere.
+func TestFatalLineInJournal(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\"}\n"+
+		"contexts:\n- name: c\n  context: {cluster: c}\ncurrent-context: c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, journal := range []bool{true, false} {
+		t.Run(fmt.Sprint("journal=", journal), func(t *testing.T) {
+			f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			t.Setenv("JOURNAL_STREAM", "")
+			want := "kubegcd: "
+			if journal {
+				var st syscall.Stat_t
+				if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
+				want = "<3>kubegcd: "
+			}
+			// A database in a directory that does not exist: the run fails
+			// after the logger is set up.
+			code := Main(t.Context(), []string{"run", "--kubeconfig", kubeconfig, "--db", filepath.Join(dir, "missing", "k.db")}, io.Discard, f)
+			b, err := os.ReadFile(f.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			if last := lines[len(lines)-1]; code != exitError || !strings.HasPrefix(last, want) {
+				t.Errorf("exit %d, last line %q; want %d and a line starting %q", code, last, exitError, want)
 			}
 		})
 	}
