@@ -60,11 +60,12 @@ func toJournal(w io.Writer) bool {
 	if stream == "" || !ok {
 		return false
 	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return false
 	}
-	return stream == fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && stream == fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 }
 
 // journalHandler writes text lines for the journal: no time (journald
