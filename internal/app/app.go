@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kubegcd/kubegcd/internal/cli"
@@ -163,21 +162,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 	if err := run(ctx, cfg, logger); err != nil {
-		fmt.Fprintln(stderr, "kubegcd:", err)
+		fmt.Fprintf(stderr, "%skubegcd: %v\n", fatalPrefix(stderr, cfg.logFormat), err)
 		if errors.Is(err, db.ErrCorrupt) || db.IsCorrupt(err) {
 			return exitCorrupt
 		}
 		return exitError
 	}
 	return exitOK
-}
-
-func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // run is the daemon: it returns when ctx ends (nil) or on a fatal error.
@@ -203,7 +194,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerRuntimeMetrics(reg)
 
 	store, err := db.Open(ctx, cfg.dbPath, db.Options{Registerer: reg})
 	if err != nil {

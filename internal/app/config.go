@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,7 +103,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	cfg := &runConfig{}
 	fs := flag.NewFlagSet("kubegcd run", flag.ContinueOnError)
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "",
-		"path of the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster config)")
+		"path of the kubeconfig file (default: the systemd credential kubeconfig in $CREDENTIALS_DIRECTORY, then $KUBECONFIG, "+
+			"then ~/.kube/config, then in-cluster config)")
 	fs.StringVar(&cfg.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
 	fs.StringVar(&cfg.dbPath, "db", "kubegcd.db", "path of the SQLite database; created if missing")
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address of the HTTP API, metrics and web UI")
@@ -120,7 +122,9 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	fs.IntVar(&cfg.maxInflight, "max-requests-inflight", 16,
 		"HTTP API requests served at once; more get a 429 with Retry-After (health checks are never refused; 0: no limit)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&cfg.logFormat, "log-format", logFormatAuto,
+		"log format: text, json, or journal (text without timestamps, each line led by its syslog priority, <6> for info); "+
+			"auto: journal when stderr is the systemd journal ($JOURNAL_STREAM), else text")
 	fs.BoolVar(&cfg.dryRun, "dry-run", true,
 		"decide and record what would be done without writing to the cluster; --dry-run=false enforces")
 	controllers := fs.String("controllers", strings.Join(knownControllers, ","),
@@ -194,8 +198,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	if err := cfg.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", *level)
 	}
-	if cfg.logFormat != "text" && cfg.logFormat != "json" {
-		return nil, fmt.Errorf("invalid --log-format %q: want text or json", cfg.logFormat)
+	if !slices.Contains([]string{logFormatAuto, logFormatText, logFormatJSON, logFormatJournal}, cfg.logFormat) {
+		return nil, fmt.Errorf("invalid --log-format %q: want auto, text, json or journal", cfg.logFormat)
 	}
 	for _, c := range strings.Split(*controllers, ",") {
 		c = strings.TrimSpace(c)
@@ -257,6 +261,10 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		case l.leaseDuration <= l.renewDeadline:
 			return nil, fmt.Errorf("invalid --leader-elect-lease-duration %s: must be more than --leader-elect-renew-deadline (%s)",
 				l.leaseDuration, l.renewDeadline)
+		case l.leaseDuration-fenceMargin(l.leaseDuration) <= 2*l.retryPeriod:
+			return nil, fmt.Errorf("invalid --leader-elect-lease-duration %s: a leader writes only within the lease duration less %s "+
+				"of a renewal, which must leave more than two --leader-elect-retry-period (%s)", l.leaseDuration,
+				fenceMargin(l.leaseDuration), l.retryPeriod)
 		}
 	}
 	listenHost, _, err := net.SplitHostPort(cfg.listen)
@@ -347,8 +355,10 @@ func parseFlags(fs *flag.FlagSet, args []string, helpOut io.Writer) error {
 	return err
 }
 
-// restConfig loads the client configuration: --kubeconfig, else
-// $KUBECONFIG, else ~/.kube/config, else the in-cluster service account.
+// restConfig loads the client configuration: --kubeconfig (from the
+// command line or the config file), else the systemd credential
+// "kubeconfig" (LoadCredential=), else $KUBECONFIG, else ~/.kube/config,
+// else the in-cluster service account.
 func (c *runConfig) restConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.kubeconfig != "" {
@@ -356,6 +366,8 @@ func (c *runConfig) restConfig() (*rest.Config, error) {
 			return nil, fmt.Errorf("kubeconfig %s: %w", c.kubeconfig, err)
 		}
 		rules.ExplicitPath = c.kubeconfig
+	} else if p := credentialPath("kubeconfig"); p != "" {
+		rules.ExplicitPath = p
 	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.kubeContext}
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
@@ -367,13 +379,28 @@ func (c *runConfig) restConfig() (*rest.Config, error) {
 		if inCluster, icErr := rest.InClusterConfig(); icErr == nil {
 			return withUserAgent(inCluster), nil
 		}
-		return nil, errors.New("no kubeconfig found: pass --kubeconfig, set $KUBECONFIG or create ~/.kube/config")
+		return nil, errors.New("no kubeconfig found: pass --kubeconfig, load the systemd credential kubeconfig, set $KUBECONFIG or create ~/.kube/config")
 	}
-	where := c.kubeconfig
+	where := rules.ExplicitPath
 	if where == "" {
 		where = strings.Join(rules.GetLoadingPrecedence(), ":")
 	}
 	return nil, fmt.Errorf("kubeconfig %s: %w", where, err)
+}
+
+// credentialPath is the path of the systemd credential name (passed with
+// LoadCredential=, so that root reads the file and kubegcd's user needs no
+// access to it), or "" when there is none.
+func credentialPath(name string) string {
+	dir := os.Getenv("CREDENTIALS_DIRECTORY")
+	if dir == "" {
+		return ""
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 func withUserAgent(cfg *rest.Config) *rest.Config {

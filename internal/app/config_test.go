@@ -28,7 +28,7 @@ func TestParseRunFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
 			if !c.dryRun || c.dbPath != "kubegcd.db" || c.blastRadiusResume != "auto" || c.listen != "127.0.0.1:8080" || c.discoveryInterval != 30*time.Second ||
-				strings.Join(c.controllers, ",") != "ownergc,podgc,ttl,svgc" || c.logFormat != "text" {
+				strings.Join(c.controllers, ",") != "ownergc,podgc,ttl,svgc" || c.logFormat != "auto" {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
@@ -113,7 +113,8 @@ func TestExampleConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.dbPath != "/var/lib/kubegcd/kubegcd.db" || !c.dryRun || c.logFormat != "json" {
+	// No kubeconfig: the one the unit passes as a credential is read.
+	if c.dbPath != "/var/lib/kubegcd/kubegcd.db" || !c.dryRun || c.logFormat != "auto" || c.kubeconfig != "" {
 		t.Errorf("example config read as %+v", c)
 	}
 }
@@ -141,6 +142,8 @@ func TestConfigRepeatableAndLeaderFlags(t *testing.T) {
 		{"--terminated-pod-gc-threshold-namespace", "ci"},
 		{"--terminated-pod-gc-threshold-namespace", "ci=-1"},
 		{"--leader-elect-retry-period", "0s"},
+		// The fence (3s less 2s) leaves less than two retry periods.
+		{"--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms"},
 		{"--podgc-period", "100ms"},
 		{"--terminated-pod-max-age", "-1h"},
 	} {

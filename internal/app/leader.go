@@ -34,6 +34,7 @@ type leadership struct {
 	ns, name string
 	store    *db.DB
 	leading  atomic.Bool
+	fence    atomic.Pointer[fencedLock] // set while electing
 
 	mu     sync.Mutex
 	holder string
@@ -58,12 +59,16 @@ func newLeadership(cfg *runConfig, identity string, store *db.DB) *leadership {
 	return l
 }
 
-// mayWrite is the applier's guard: only the leader writes.
+// mayWrite is the applier's guard: only the leader writes, and only while
+// its lease is surely still its own (see fencedLock).
 func (l *leadership) mayWrite() error {
-	if l.leading.Load() {
-		return nil
+	if !l.leading.Load() {
+		return errNotLeader
 	}
-	return errNotLeader
+	if f := l.fence.Load(); f != nil {
+		return f.held()
+	}
+	return nil
 }
 
 // Status is what /status shows.
@@ -99,10 +104,10 @@ type leaderConfig struct {
 }
 
 // lead runs leader election until ctx ends, running work (the controllers)
-// while this instance holds the lease. It returns nil when ctx ended (the
-// lease is released), errLostLease when another instance took it, and
-// work's error when work failed (the lease is released too, for another
-// instance to take).
+// while this instance holds the lease. It returns nil when ctx ended (work
+// has returned, then the lease is released), errLostLease when another
+// instance took it, and work's error when work failed (the lease is
+// released too, for another instance to take).
 func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.Config, logger *slog.Logger, work func(context.Context) error) error {
 	client, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(restCfg), "kubegcd-leader-election"))
 	if err != nil {
@@ -113,10 +118,38 @@ func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.C
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: l.identity},
 	}
-	electing, stopElecting := context.WithCancel(ctx)
+	return l.elect(ctx, cfg, newFencedLock(lock, cfg.leaseDuration, time.Now), logger, work)
+}
+
+// elect is lead with the lock given.
+func (l *leadership) elect(ctx context.Context, cfg leaderConfig, lock *fencedLock, logger *slog.Logger, work func(context.Context) error) error {
+	l.fence.Store(lock)
+	// The elector runs until work has returned, so that a graceful stop
+	// releases the lease only once the writes under way have ended: the
+	// next leader must not start while this one still writes.
+	electing, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElecting()
-	var worked sync.WaitGroup
-	var workErr error
+	var (
+		mu       sync.Mutex
+		stopping bool
+		working  chan struct{} // closed when work returns; nil before it starts
+		workErr  error
+	)
+	// stopWork stops work from starting and waits for it to return.
+	stopWork := func() {
+		mu.Lock()
+		stopping = true
+		done := working
+		mu.Unlock()
+		if done != nil {
+			<-done
+		}
+	}
+	stopAfterWork := context.AfterFunc(ctx, func() {
+		stopWork()
+		stopElecting()
+	})
+	defer stopAfterWork()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   cfg.leaseDuration,
@@ -126,14 +159,30 @@ func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.C
 		Name:            "kubegcd",
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
+				mu.Lock()
+				defer mu.Unlock()
+				if stopping {
+					return
+				}
+				done := make(chan struct{})
+				working = done
 				l.leading.Store(true)
 				logger.Info("leading: this instance now writes to the cluster", "identity", l.identity)
-				worked.Go(func() {
-					if err := work(lctx); err != nil {
+				// Work ends when the daemon stops (ctx) or the lease is lost
+				// (lctx), whichever comes first.
+				wctx, cancel := context.WithCancel(ctx)
+				stop := context.AfterFunc(lctx, cancel)
+				go func() {
+					defer close(done)
+					defer cancel()
+					defer stop()
+					if err := work(wctx); err != nil {
+						mu.Lock()
 						workErr = err
+						mu.Unlock()
 						stopElecting()
 					}
-				})
+				}()
 			},
 			OnStoppedLeading: func() {
 				// First of all: no write from here on.
@@ -155,7 +204,9 @@ func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.C
 	}
 	elector.Run(electing) // returns when electing ends or the lease is lost
 	l.leading.Store(false)
-	worked.Wait()
+	stopWork()
+	mu.Lock()
+	defer mu.Unlock()
 	switch {
 	case workErr != nil:
 		return workErr
@@ -163,4 +214,71 @@ func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.C
 		return nil
 	}
 	return errLostLease
+}
+
+// fencedLock is the Lease lock, recording when its last successful renewal
+// started. Other instances time the lease from when they see that renewal,
+// which is after it started: until leaseDuration after the start, no other
+// instance can hold the lease. client-go's elector does not bound its own
+// belief that way (it may think itself leader for up to a retry period plus
+// the renew deadline after its last renewal, with a renewal request hanging
+// meanwhile), so a write is allowed only within valid, the lease duration
+// less a margin for the write's own travel to the API server.
+type fencedLock struct {
+	resourcelock.Interface
+	now   func() time.Time
+	valid time.Duration
+
+	mu      sync.Mutex
+	renewed time.Time // start of the last renewal; zero when not held
+}
+
+// fenceMargin is the time a write admitted just before the fence closes
+// has to reach the API server: a tenth of the lease, at least 2 s.
+func fenceMargin(leaseDuration time.Duration) time.Duration {
+	return max(2*time.Second, leaseDuration/10)
+}
+
+func newFencedLock(lock resourcelock.Interface, leaseDuration time.Duration, now func() time.Time) *fencedLock {
+	return &fencedLock{Interface: lock, now: now, valid: leaseDuration - fenceMargin(leaseDuration)}
+}
+
+func (f *fencedLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	return f.record(r, func() error { return f.Interface.Create(ctx, r) })
+}
+
+func (f *fencedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	return f.record(r, func() error { return f.Interface.Update(ctx, r) })
+}
+
+// record times a write of the lease record: one naming this instance renews
+// the lease from its start; one naming none (the release) ends it.
+func (f *fencedLock) record(r resourcelock.LeaderElectionRecord, write func() error) error {
+	start := f.now()
+	err := write()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case err != nil: // the last renewal stands
+	case r.HolderIdentity == f.Identity():
+		f.renewed = start
+	default:
+		f.renewed = time.Time{}
+	}
+	return err
+}
+
+// held says whether the lease is surely this instance's now.
+func (f *fencedLock) held() error {
+	f.mu.Lock()
+	renewed := f.renewed
+	f.mu.Unlock()
+	if renewed.IsZero() {
+		return errNotLeader
+	}
+	if age := f.now().Sub(renewed); age >= f.valid {
+		return fmt.Errorf("not writing: the lease was last renewed %s ago, and a leader writes only within %s of a renewal, "+
+			"lest another instance hold the lease already", age.Round(time.Millisecond), f.valid)
+	}
+	return nil
 }
