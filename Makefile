@@ -29,7 +29,9 @@ PKG_VERSION  = $(shell v='$(VERSION)'; case "$$v" in \
 	(*) echo "0.0.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$$v" | sed 's/-/./g' ;; esac)
 PKG_STAGE   := $(DIST)/stage
 # The package's docs, made from the built binary's own help: the step to
-# change for man pages (nfpm.yaml ships whatever lands in $(PKG_STAGE)/doc).
+# change for man pages. nfpm.yaml ships whatever lands in $(PKG_STAGE)/doc
+# as /usr/share/doc/kubegcd/; man pages want an entry of their own there,
+# to /usr/share/man/man1/ (and packaging/'s test its docPages).
 PKG_DOCS     = for c in '' run migrate db get why tree cascade status release kubectl-plugin; do \
 	$(PKG_STAGE)/kubegcd help $$c > $(PKG_STAGE)/doc/kubegcd$${c:+-$$c}.txt || exit 1; done
 
