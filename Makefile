@@ -8,13 +8,44 @@ KUBE_BINS  := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 TEST_FLAGS ?=
 
-.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz
+.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz package
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/kubegcd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/kubegcd ./cmd/kubegcd
+
+# `make package`: the .deb and .rpm, from packaging/nfpm.yaml, into DIST.
+# nfpm is a tool of packaging/'s own Go module, so that its dependencies stay
+# out of kubegcd's. The package's version comes from VERSION: v1.2.3 → 1.2.3,
+# v1.2.3-4-gabc1234 → 1.2.3+4.gabc1234, a pre-release's - → ~ (sorts before
+# the release), untagged abc1234 → 0.0.0~git<commit date>.abc1234, -dirty →
+# .dirty; the packaged binary prints it (kubegcd version).
+DIST        := dist
+GOARCH      ?= $(shell $(GO) env GOARCH)
+PKG_VERSION  = $(shell v='$(VERSION)'; case "$$v" in \
+	(v[0-9]*|[0-9]*.*) echo "$$v" | sed -E 's/^v//; s/-([0-9]+)-g([0-9a-f]+)/+\1.g\2/; s/-dirty$$/.dirty/; s/-/~/g' ;; \
+	(*) echo "0.0.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$$v" | sed 's/-/./g' ;; esac)
+PKG_STAGE   := $(DIST)/stage
+# The package's docs, made from the built binary's own help: the step to
+# change for man pages. nfpm.yaml ships whatever lands in $(PKG_STAGE)/doc
+# as /usr/share/doc/kubegcd/; man pages want an entry of their own there,
+# to /usr/share/man/man1/ (and packaging/'s test its docPages).
+PKG_DOCS     = for c in '' run migrate db get why tree cascade status release kubectl-plugin; do \
+	$(PKG_STAGE)/kubegcd help $$c > $(PKG_STAGE)/doc/kubegcd$${c:+-$$c}.txt || exit 1; done
+
+package: ## build the .deb and .rpm into dist/ (nfpm, from packaging/)
+	rm -rf $(PKG_STAGE) && mkdir -p $(PKG_STAGE)/doc
+	CGO_ENABLED=0 GOARCH=$(GOARCH) $(MAKE) --no-print-directory build BIN=$(PKG_STAGE) VERSION=$(PKG_VERSION)
+	# The unit as deploy/ has it (and tests it), with the binary where the
+	# package puts it.
+	sed 's|/usr/local/bin/kubegcd|/usr/bin/kubegcd|g' deploy/kubegcd.service > $(PKG_STAGE)/kubegcd.service
+	grep -q '^ExecStart=/usr/bin/kubegcd ' $(PKG_STAGE)/kubegcd.service
+	$(PKG_DOCS)
+	cd packaging && for p in deb rpm; do \
+		STAGE=$(abspath $(PKG_STAGE)) PKG_VERSION='$(PKG_VERSION)' GOARCH=$(GOARCH) \
+		$(GO) tool nfpm package -f nfpm.yaml -p $$p -t $(abspath $(DIST)) || exit 1; done
 
 kube-bins: $(KUBE_BINS) ## build etcd, kube-apiserver and kube-controller-manager for tests (first time ≈ 5 min)
 
@@ -42,6 +73,8 @@ test: build kube-bins systemd-analyze chromium ## run every test, end-to-end tes
 	# the end-to-end suites run without it, to stay within CI's time.
 	$(GO) test -race -count=1 -timeout 10m ./internal/... ./cmd/...
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
+	# packaging/'s test runs make package itself, into a directory of its own.
+	cd packaging && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # Fuzz targets, as package:Target; `make test` runs each for TEST_FUZZTIME,
@@ -92,5 +125,5 @@ lint: ## go vet and golangci-lint
 	$(GO) vet ./...
 	$(GO) run $(GOLANGCI) run ./...
 
-clean: ## remove built binaries
-	rm -rf $(BIN)
+clean: ## remove built binaries and packages
+	rm -rf $(BIN) $(DIST)
