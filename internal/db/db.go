@@ -45,6 +45,10 @@ type DB struct {
 	lock  *os.File
 
 	writeSeconds *prometheus.HistogramVec
+	// writesPerCommit shows group commit at work: how many callers' writes
+	// (an intent per worker about to send a write, ingest batches, audit
+	// rows…) each transaction carried.
+	writesPerCommit prometheus.Histogram
 
 	readStmts, writeStmts stmtCache
 	pendingKeys           keySet
@@ -145,9 +149,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		Help:      "Time to apply one batched write transaction to SQLite.",
 		Buckets:   prometheus.ExponentialBuckets(0.0005, 2, 14),
 	}, []string{"operation"})
+	d.writesPerCommit = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "kubegcd",
+		Subsystem: "db",
+		Name:      "writes_per_commit",
+		Help:      "Writes (of concurrent callers) committed together in one SQLite transaction.",
+		Buckets:   prometheus.ExponentialBuckets(1, 2, 9),
+	})
 	if opts.Registerer != nil {
-		if err := opts.Registerer.Register(d.writeSeconds); err != nil {
-			return nil, err
+		for _, c := range []prometheus.Collector{d.writeSeconds, d.writesPerCommit} {
+			if err := opts.Registerer.Register(c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	ok = true

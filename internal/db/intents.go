@@ -27,7 +27,8 @@ const (
 	sqlDeleteIntent = `DELETE FROM intents WHERE id = ?`
 )
 
-// InsertIntent commits in and sets its ID. It returns once the commit is
+// InsertIntent commits in and sets its ID (and in.Entry's IntentID, so
+// that the entry, once it has an outcome, resolves it). It returns once the commit is
 // done: the caller sends the write only then. Concurrent callers share a
 // commit (the writer groups what is waiting), so a worker waits for the
 // one transaction that holds its intent, not for one per worker.
@@ -40,7 +41,7 @@ func (d *DB) InsertIntent(ctx context.Context, in *Intent) error {
 	if len(e.Facts) > 0 {
 		facts = string(e.Facts)
 	}
-	return d.inWriteTx(ctx, "intent", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, "intent", func(tx *sql.Tx) error {
 		st, err := d.txStmt(ctx, tx, sqlInsertIntent)
 		if err != nil {
 			return err
@@ -48,6 +49,8 @@ func (d *DB) InsertIntent(ctx context.Context, in *Intent) error {
 		return st.QueryRowContext(ctx, formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion,
 			e.Target.Kind, e.Target.Namespace, e.Target.Name, e.Target.UID, in.ResourceVersion, facts, e.Reason).Scan(&in.ID)
 	})
+	e.IntentID = in.ID
+	return err
 }
 
 // resolveIntent deletes the intent an audit row settles, in that row's
