@@ -212,9 +212,19 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	// WAL with synchronous=NORMAL stays consistent after a crash; it may lose
-	// the last commits, which the next relist restores from the cluster.
-	q.Add("_pragma", "synchronous(NORMAL)")
+	// The writer syncs the WAL at every commit (FULL): a committed intent
+	// must survive a power loss, since its write may already be out (see
+	// docs/architecture.md, Intents). Group commit makes that one fsync per
+	// transaction, not per write. Readers write nothing.
+	if readOnly {
+		q.Add("_pragma", "synchronous(NORMAL)")
+	} else {
+		q.Add("_pragma", "synchronous(FULL)")
+		// Each write of a group commit runs in a savepoint, whose
+		// sub-journal copies every page it first changes: in memory, not
+		// through a temporary file's write syscalls.
+		q.Add("_pragma", "temp_store(MEMORY)")
+	}
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 		// Reads go through the file's pages in the kernel's page cache,

@@ -374,7 +374,7 @@ func newApplierMetrics(reg prometheus.Registerer) (*applierMetrics, error) {
 	m := &applierMetrics{
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "kubegcd", Subsystem: "reconcile", Name: "actions_total",
-			Help: "Decisions applied or recorded, by controller, rule, action and outcome (applied, dry-run, failed, conflict, not-found, skipped).",
+			Help: "Decisions applied or recorded, by controller, rule, action and outcome (applied, dry-run, failed, conflict, not-found, skipped, unknown).",
 		}, []string{"controller", "rule", "action", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "kubegcd", Subsystem: "reconcile", Name: "decision_to_apply_seconds",
