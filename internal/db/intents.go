@@ -67,6 +67,12 @@ func (d *DB) resolveIntent(ctx context.Context, tx *sql.Tx, id int64) error {
 	return err
 }
 
+// WithdrawIntent deletes the intent of a write that was not sent after
+// all, which needs no audit row.
+func (d *DB) WithdrawIntent(ctx context.Context, id int64) error {
+	return d.inWriteTx(ctx, "intent", func(tx *sql.Tx) error { return d.resolveIntent(ctx, tx, id) })
+}
+
 // OpenIntents returns the intents without an outcome, oldest first.
 func (d *DB) OpenIntents(ctx context.Context) ([]Intent, error) {
 	rows, err := d.read.QueryContext(ctx, `SELECT id, time, instance, controller, rule, action, api_version, kind, namespace, name,

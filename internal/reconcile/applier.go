@@ -213,6 +213,14 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 		a.unreserve(reserved)
 		return "", a.storeFailed(ctx, err)
 	}
+	if a.opts.MayWrite != nil {
+		// Asked again: the commit may have waited (for a lock, the disk)
+		// past the end of this instance's lease.
+		if err := a.opts.MayWrite(); err != nil {
+			a.unreserve(reserved)
+			return "", errors.Join(err, a.withdraw(ctx, in))
+		}
+	}
 	err = do(ctx)
 	outcome := db.OutcomeApplied
 	switch {
@@ -251,6 +259,16 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 		a.logDecision(e, slog.LevelDebug) // a retry of a failure already recorded
 	}
 	return outcome, errors.Join(err, perr)
+}
+
+// withdraw deletes the intent of a write that was not sent; should that
+// fail, the next start finds the object as it was and records the write's
+// outcome as unknown.
+func (a *Applier) withdraw(ctx context.Context, in *db.Intent) error {
+	if err := a.opts.DB.WithdrawIntent(context.WithoutCancel(ctx), in.ID); err != nil {
+		return a.storeFailed(ctx, err)
+	}
+	return nil
 }
 
 // Record audits a decision that needs no write (a kept object), once per

@@ -145,3 +145,34 @@ func TestRecoverIntents(t *testing.T) {
 		})
 	}
 }
+
+// The lease is asked about again once the intent is committed, which may
+// have waited: lost meanwhile, the write is not sent and its intent is
+// withdrawn, without an audit row.
+func TestLeaseLostWhileTheIntentCommits(t *testing.T) {
+	ctx := context.Background()
+	errLost := errors.New("not the leader")
+	asked := 0
+	a := newTestApplier(t, ApplierOptions{MayWrite: func() error {
+		if asked++; asked > 1 {
+			return errLost
+		}
+		return nil
+	}})
+	_, err := a.Apply(ctx, decision("a"), func(context.Context) error {
+		t.Error("write sent after the lease was lost")
+		return nil
+	})
+	if !errors.Is(err, errLost) {
+		t.Fatalf("Apply: %v, want %v", err, errLost)
+	}
+	if asked != 2 {
+		t.Fatalf("MayWrite asked %d times, want 2: before the intent and after its commit", asked)
+	}
+	if uids := openIntentUIDs(t, a.store); len(uids) != 0 {
+		t.Fatalf("open intents %v: the intent of a write not sent stays", uids)
+	}
+	if rows := audit(t, a.store, 0); len(rows) != 0 {
+		t.Fatalf("audit rows %v for a write not sent", rowsOf(rows))
+	}
+}
