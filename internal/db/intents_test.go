@@ -62,6 +62,7 @@ func TestIntentsAreGroupCommitted(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the writer never took the first intent")
 		}
+		time.Sleep(time.Millisecond)
 	}
 	dones := make([]chan error, workers-1)
 	intents := make([]*Intent, workers-1)
