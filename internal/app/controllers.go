@@ -52,6 +52,8 @@ type controllers struct {
 	runs    []namedRun
 	stop    func()
 	log     *slog.Logger
+	// liveUID reads the cluster for the intents an earlier run left open.
+	liveUID reconcile.LiveUID
 }
 
 // namedRun is a controller's Run and the name its error carries.
@@ -111,7 +113,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubegcd"})
 
 	c := &controllers{applier: applier, passes: passes, stop: sync.OnceFunc(broadcaster.Shutdown),
-		log: logger}
+		log: logger, liveUID: reconcile.MetadataLiveUID(store, mc)}
 	if slices.Contains(cfg.controllers, ownergc.Name) {
 		gc, err := ownergc.New(ownergc.Options{
 			DB: store, Applier: applier, Client: mc, Recorder: recorder, Logger: logger.With("controller", ownergc.Name),
@@ -169,6 +171,21 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 // that loses its lease exits.
 func (c *controllers) run(ctx context.Context) error {
 	defer c.stop()
+	// Writes an earlier run sent without recording their outcome (it
+	// crashed) are settled against the cluster before any new decision,
+	// and before the blast-radius window is read, which they count in.
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		err := c.applier.RecoverIntents(ctx, c.liveUID)
+		if err == nil {
+			break
+		}
+		c.log.Error("settling the writes of an earlier run without an outcome; controllers wait, retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
 	// The blast-radius window and a manual hold come back from the audit
 	// history before the first write.
 	for {

@@ -83,7 +83,7 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.controller, "controller", "", "only this controller's: ownergc, podgc, ttl, svgc, kubegcd, operator")
 	fs.StringVar(&f.kind, "kind", "", "only this kind (a kind, or a resource's plural)")
 	fs.StringVar(&f.since, "since", "", "only rows newer than this: a duration such as 1h, or an RFC 3339 time")
-	fs.StringVar(&f.outcome, "outcome", "", "only this outcome: applied, dry-run, failed, conflict, not-found, skipped")
+	fs.StringVar(&f.outcome, "outcome", "", "only this outcome: applied, dry-run, failed, conflict, not-found, skipped, unknown")
 	fs.StringVar(&f.minAge, "min-age", "", "only deletions requested longer ago than this, such as 5m; 0 for all (default: the daemon's --stuck-after)")
 	fs.StringVar(&f.rule, "rule", "", "only this rule's: audit rows of a rule id such as BR-21-03, lint findings of an id such as KG-LINT-01 or its name")
 	fs.StringVar(&f.severity, "severity", "", "only findings of this severity: error, warning or info")

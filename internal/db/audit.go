@@ -41,6 +41,11 @@ const (
 	OutcomeConflict = "conflict"
 	OutcomeNotFound = "not-found"
 	OutcomeSkipped  = "skipped"
+	// OutcomeUnknown is the outcome of a write sent before a crash whose
+	// result was never recorded, when its object is still there at start:
+	// the write may or may not have reached the API server, and the
+	// decision stays pending for its controller to make again.
+	OutcomeUnknown = "unknown"
 )
 
 // commonOutcomes are left out of the index audit_rare_outcomes, whose
@@ -75,6 +80,9 @@ type AuditEntry struct {
 	DryRun     bool            `json:"dryRun"`
 	Outcome    string          `json:"outcome"`
 	Error      string          `json:"error"`
+	// IntentID is the intent this row settles (see Intent): writing the
+	// row resolves it, in the same transaction.
+	IntentID int64 `json:"-"`
 }
 
 // InsertAudit appends an entry and sets its id.
@@ -101,9 +109,12 @@ func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error {
 	if err != nil {
 		return err
 	}
-	return st.QueryRowContext(ctx,
+	if err := st.QueryRowContext(ctx,
 		formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion, e.Target.Kind,
-		e.Target.Namespace, e.Target.Name, e.Target.UID, facts, e.Reason, e.DryRun, e.Outcome, e.Error).Scan(&e.ID)
+		e.Target.Namespace, e.Target.Name, e.Target.UID, facts, e.Reason, e.DryRun, e.Outcome, e.Error).Scan(&e.ID); err != nil {
+		return err
+	}
+	return d.resolveIntent(ctx, tx, e.IntentID)
 }
 
 // settles reports whether e records a decision carried out (applied, or
@@ -346,32 +357,41 @@ func (d *DB) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
 	d.pendingKeys.add(p.Controller, p.Target.UID)
 	var isNew bool
 	err := d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
-		var rule, reason, rv, since string
-		err := tx.QueryRowContext(ctx, `SELECT rule, reason, resource_version, since FROM pending
-			WHERE controller = ? AND uid = ? AND action = ?`, p.Controller, p.Target.UID, p.Action).Scan(&rule, &reason, &rv, &since)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			isNew = true
-		case err != nil:
-			return err
-		default:
-			isNew = rule != p.Rule || reason != p.Reason || rv != p.ResourceVersion
-			if t := parseTime(sql.NullString{String: since, Valid: true}); t != nil && !isNew {
-				p.Since = *t
-			}
-		}
-		if p.Since.IsZero() {
-			p.Since = d.Now()
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO pending (controller, uid, action, rule, reason, api_version, kind, namespace,
-				name, resource_version, since, not_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (controller, uid, action) DO UPDATE SET rule = excluded.rule, reason = excluded.reason,
-				api_version = excluded.api_version, kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
-				resource_version = excluded.resource_version, since = excluded.since, not_before = excluded.not_before`,
-			p.Controller, p.Target.UID, p.Action, p.Rule, p.Reason, p.Target.APIVersion, p.Target.Kind, p.Target.Namespace,
-			p.Target.Name, p.ResourceVersion, formatTime(&p.Since), formatTime(p.NotBefore))
+		var err error
+		isNew, err = d.upsertPending(ctx, tx, p)
 		return err
 	})
+	return isNew, err
+}
+
+// upsertPending writes p in tx and reports whether it is a new decision
+// (see UpsertPending).
+func (d *DB) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool, error) {
+	var rule, reason, rv, since string
+	isNew := false
+	err := tx.QueryRowContext(ctx, `SELECT rule, reason, resource_version, since FROM pending
+		WHERE controller = ? AND uid = ? AND action = ?`, p.Controller, p.Target.UID, p.Action).Scan(&rule, &reason, &rv, &since)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		isNew = true
+	case err != nil:
+		return false, err
+	default:
+		isNew = rule != p.Rule || reason != p.Reason || rv != p.ResourceVersion
+		if t := parseTime(sql.NullString{String: since, Valid: true}); t != nil && !isNew {
+			p.Since = *t
+		}
+	}
+	if p.Since.IsZero() {
+		p.Since = d.Now()
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO pending (controller, uid, action, rule, reason, api_version, kind, namespace,
+			name, resource_version, since, not_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (controller, uid, action) DO UPDATE SET rule = excluded.rule, reason = excluded.reason,
+			api_version = excluded.api_version, kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
+			resource_version = excluded.resource_version, since = excluded.since, not_before = excluded.not_before`,
+		p.Controller, p.Target.UID, p.Action, p.Rule, p.Reason, p.Target.APIVersion, p.Target.Kind, p.Target.Namespace,
+		p.Target.Name, p.ResourceVersion, formatTime(&p.Since), formatTime(p.NotBefore))
 	return isNew, err
 }
 

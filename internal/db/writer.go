@@ -145,7 +145,9 @@ func (d *DB) commitGroup(batch []*writeReq) {
 	}
 	if err := tx.Commit(); err != nil {
 		fail(fmt.Errorf("commit: %w", err))
+		return
 	}
+	d.writesPerCommit.Observe(float64(ok))
 }
 
 // savepointError is a failure of the savepoint machinery itself, which

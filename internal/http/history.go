@@ -21,7 +21,7 @@ var knownControllers = map[string]bool{"ownergc": true, "podgc": true, "ttl": tr
 
 var knownOutcomes = map[string]bool{
 	db.OutcomeApplied: true, db.OutcomeDryRun: true, db.OutcomeFailed: true, db.OutcomeConflict: true,
-	db.OutcomeNotFound: true, db.OutcomeSkipped: true,
+	db.OutcomeNotFound: true, db.OutcomeSkipped: true, db.OutcomeUnknown: true,
 }
 
 // query reads and validates query parameters; the first problem wins.

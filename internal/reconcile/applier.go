@@ -174,12 +174,13 @@ func (a *Applier) Status() Status {
 // Apply carries out d. In dry-run it records d as pending and audits it
 // once: a decision seen before (same rule, reason and resourceVersion) is
 // not audited again, so a standing decision costs one row, not one per
-// pass. Enforcing, it runs do and audits the outcome; what failed or was
-// held back by the blast-radius cap stays pending, and a failure is
-// audited once per decision, not once per retry. Nothing is written while
-// the audit history cannot be (ErrLedgerUnavailable). It returns the
-// outcome; a conflict or failure also returns the error, so the caller can
-// retry.
+// pass. Enforcing, it commits the decision as an intent, runs do, and
+// audits the outcome, which resolves the intent; what failed or was held
+// back by the blast-radius cap stays pending, and a failure is audited
+// once per decision, not once per retry. Nothing is written while the
+// audit history cannot be (ErrLedgerUnavailable), nor when the intent
+// cannot be committed. It returns the outcome; a conflict or failure also
+// returns the error, so the caller can retry.
 func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Context) error) (string, error) {
 	if err := a.LedgerError(); err != nil {
 		return "", err
@@ -204,6 +205,22 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	if err != nil {
 		return "", err
 	}
+	// The decision is committed before the write leaves: should kubegcd
+	// die before the outcome's row is, the intent is settled at the next
+	// start (RecoverIntents). No intent, no write.
+	in := &db.Intent{Entry: *a.row(d), ResourceVersion: d.ResourceVersion}
+	if err := a.opts.DB.InsertIntent(ctx, in); err != nil {
+		a.unreserve(reserved)
+		return "", a.storeFailed(ctx, err)
+	}
+	if a.opts.MayWrite != nil {
+		// Asked again: the commit may have waited (for a lock, the disk)
+		// past the end of this instance's lease.
+		if err := a.opts.MayWrite(); err != nil {
+			a.unreserve(reserved)
+			return "", errors.Join(err, a.withdraw(ctx, in))
+		}
+	}
 	err = do(ctx)
 	outcome := db.OutcomeApplied
 	switch {
@@ -222,6 +239,7 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 		a.metrics.latency.WithLabelValues(d.Controller).Observe(time.Since(d.DecidedAt).Seconds())
 	}
 	e := a.entry(d, outcome, err)
+	e.IntentID = in.ID
 	if err == nil {
 		a.logDecision(e, slog.LevelInfo)
 		a.recordApplied(e)
@@ -229,18 +247,28 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	}
 	// The write went out: its record is kept even if ctx ends now.
 	wctx := context.WithoutCancel(ctx)
-	isNew, perr := a.pend(wctx, d, d.Reason)
+	isNew, perr := a.opts.DB.RecordFailure(wctx, a.pending(d, d.Reason, nil), e)
 	switch {
 	case perr != nil:
 		a.logDecision(e, slog.LevelWarn)
-		a.keep(e)
+		a.keep(e) // written later, it still resolves the intent
+		perr = a.storeFailed(wctx, perr)
 	case isNew:
 		a.logDecision(e, slog.LevelWarn)
-		perr = a.audit(wctx, e)
 	default:
 		a.logDecision(e, slog.LevelDebug) // a retry of a failure already recorded
 	}
 	return outcome, errors.Join(err, perr)
+}
+
+// withdraw deletes the intent of a write that was not sent; should that
+// fail, the next start finds the object as it was and records the write's
+// outcome as unknown.
+func (a *Applier) withdraw(ctx context.Context, in *db.Intent) error {
+	if err := a.opts.DB.WithdrawIntent(context.WithoutCancel(ctx), in.ID); err != nil {
+		return a.storeFailed(ctx, err)
+	}
+	return nil
 }
 
 // Record audits a decision that needs no write (a kept object), once per
@@ -298,13 +326,18 @@ func (a *Applier) pending(d Decision, reason string, notBefore *time.Time) *db.P
 		Target: d.Target, ResourceVersion: d.ResourceVersion, NotBefore: notBefore}
 }
 
+// row builds the audit row of d, without an outcome.
+func (a *Applier) row(d Decision) *db.AuditEntry {
+	return &db.AuditEntry{
+		Time: a.opts.Now(), Instance: a.opts.Instance, Controller: d.Controller, Rule: d.Rule, Action: d.Action, Target: d.Target,
+		Reason: d.Reason, DryRun: a.opts.DryRun, Facts: encodeFacts(d.Facts),
+	}
+}
+
 // entry builds the audit row of d and counts it.
 func (a *Applier) entry(d Decision, outcome string, applyErr error) *db.AuditEntry {
-	e := &db.AuditEntry{
-		Time: a.opts.Now(), Instance: a.opts.Instance, Controller: d.Controller, Rule: d.Rule, Action: d.Action, Target: d.Target,
-		Reason: d.Reason, DryRun: a.opts.DryRun, Outcome: outcome,
-	}
-	e.Facts = encodeFacts(d.Facts)
+	e := a.row(d)
+	e.Outcome = outcome
 	if applyErr != nil {
 		e.Error = applyErr.Error()
 	}
@@ -359,7 +392,7 @@ func newApplierMetrics(reg prometheus.Registerer) (*applierMetrics, error) {
 	m := &applierMetrics{
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "kubegcd", Subsystem: "reconcile", Name: "actions_total",
-			Help: "Decisions applied or recorded, by controller, rule, action and outcome (applied, dry-run, failed, conflict, not-found, skipped).",
+			Help: "Decisions applied or recorded, by controller, rule, action and outcome (applied, dry-run, failed, conflict, not-found, skipped, unknown).",
 		}, []string{"controller", "rule", "action", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "kubegcd", Subsystem: "reconcile", Name: "decision_to_apply_seconds",

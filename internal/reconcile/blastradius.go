@@ -48,21 +48,10 @@ func (a *Applier) trimLocked(now time.Time) {
 	a.cap.window = a.cap.window[cut:]
 }
 
-// admit waits while too many applied writes wait for their audit rows,
-// then reserves room for one write under the cap, and returns when it did
+// admit reserves room for one write under the cap, and returns when it did
 // (zero without a cap).
 func (a *Applier) admit(ctx context.Context) (time.Time, error) {
 	a.mu.Lock()
-	for a.ledger.inflight >= maxInflight && a.ledger.failedSince.IsZero() {
-		changed := a.changed
-		a.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		}
-		a.mu.Lock()
-	}
 	if !a.ledger.failedSince.IsZero() {
 		err := a.ledgerErrorLocked()
 		a.mu.Unlock()

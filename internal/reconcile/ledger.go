@@ -11,22 +11,19 @@ import (
 )
 
 // The audit store's health: no write goes to the cluster while the audit
-// history cannot be written. The first failure to write an audit or pending
-// row pauses enforcement; the rows of writes already made wait in memory
-// (the backlog) and Run writes them, then resumes, once the database takes
-// writes again.
+// history cannot be written. Every write's intent is committed before it
+// is sent (see Apply), so a write never leaves without a durable record;
+// the first failure to write an intent, an audit or a pending row pauses
+// enforcement; the rows of writes already made wait in memory (the
+// backlog) and Run writes them, then resumes, once the database takes
+// writes again. A row still unwritten when the process dies leaves its
+// intent open, which the next start settles (RecoverIntents).
 const (
 	// ruleAuditStore names the store in the audit row of its recovery.
 	ruleAuditStore = "audit-store"
-	// maxInflight bounds the applied writes whose rows are queued but not
-	// committed: beyond it, writes wait for the disk. So a crash, or a
-	// database locked until its busy timeout, leaves at most this many
-	// writes without a committed row. Under load the queue holds a few
-	// milliseconds of writes, far fewer.
-	maxInflight = 1000
 	// maxBacklog bounds the rows kept in memory for a failed store. It is
 	// only reached if the store fails again and again: each failure pauses
-	// enforcement at once, leaving at most maxInflight + workers rows.
+	// enforcement at once, leaving at most a row per worker.
 	maxBacklog = 100000
 	// flushChunk is how many backlog rows share one transaction.
 	flushChunk = 1000
@@ -41,7 +38,8 @@ type ledgerState struct {
 	// backlog holds audit rows the store refused, oldest first.
 	backlog []*db.AuditEntry
 	// inflight counts applied writes whose rows are queued (RecordApplied)
-	// and not yet committed or refused.
+	// and not yet committed or refused: at most one per worker, since a
+	// worker's next intent commits behind its last row.
 	inflight int
 }
 

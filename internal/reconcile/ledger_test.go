@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -31,20 +30,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// On a full disk, the first audit or pending row refused pauses every
-// write; the rows of writes already made wait in memory, are written once
-// there is room again, and enforcement resumes by itself.
+// On a full disk, the first intent, audit or pending row refused pauses
+// every write; the rows of writes already made wait in memory, are written
+// once there is room again — resolving their intents — and enforcement
+// resumes by itself. A write whose intent is refused is never sent.
 func TestFullDiskPausesEnforcementUntilTheAuditIsWritten(t *testing.T) {
 	gr := schema.GroupResource{Resource: "configmaps"}
+	conflict := func(context.Context) error { return apierrors.NewConflict(gr, "a", errors.New("rv")) }
 	for _, tc := range []struct {
-		name    string
-		do      func(context.Context) error
-		outcome string
+		name string
+		// fillFirst fills the disk before the write is decided, so that its
+		// intent is refused; otherwise the first write fills it while it is
+		// sent, after its intent committed, and its outcome row is refused.
+		fillFirst bool
+		do        func(context.Context) error
+		// rows of "a", the write under the full disk, and "b", after.
+		want []row
 	}{
+		{name: "intent refused", fillFirst: true, do: ok,
+			want: []row{{db.ControllerKubegcd, db.ActionResume, "", db.OutcomeApplied}, {"ownergc", "delete", "b", db.OutcomeApplied}}},
 		// The row of an applied write is queued; the commit fails.
-		{"applied write", ok, db.OutcomeApplied},
-		// A failed write stores its pending row first; that fails.
-		{"conflicting write", func(context.Context) error { return apierrors.NewConflict(gr, "a", errors.New("rv")) }, db.OutcomeConflict},
+		{name: "applied write", do: ok, want: []row{{"ownergc", "delete", "a", db.OutcomeApplied},
+			{db.ControllerKubegcd, db.ActionResume, "", db.OutcomeApplied}, {"ownergc", "delete", "b", db.OutcomeApplied}}},
+		// A failed write stores its pending and audit rows in one
+		// transaction; that fails.
+		{name: "conflicting write", do: conflict, want: []row{{"ownergc", "delete", "a", db.OutcomeConflict},
+			{db.ControllerKubegcd, db.ActionResume, "", db.OutcomeApplied}, {"ownergc", "delete", "b", db.OutcomeConflict}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -56,19 +67,31 @@ func TestFullDiskPausesEnforcementUntilTheAuditIsWritten(t *testing.T) {
 			}
 			audit(t, a.store, 1)
 
-			disk.Fill(t, a.store.Path)
+			if tc.fillFirst {
+				disk.Fill(t, a.store.Path)
+			}
 			writes := 0
-			do := func(ctx context.Context) error { writes++; return tc.do(ctx) }
-			outcome, _ := a.Apply(ctx, decision("a"), do)
-			if outcome != tc.outcome {
-				t.Fatalf("outcome %q, want %q", outcome, tc.outcome)
+			do := func(ctx context.Context) error {
+				writes++
+				if writes == 1 && !tc.fillFirst {
+					disk.Fill(t, a.store.Path)
+				}
+				return tc.do(ctx)
+			}
+			outcome, err := a.Apply(ctx, decision("a"), do)
+			wantWrites := 1
+			if tc.fillFirst {
+				wantWrites = 0
+				if !errors.Is(err, ErrLedgerUnavailable) || outcome != "" {
+					t.Fatalf("Apply with its intent refused: %q, %v; want ErrLedgerUnavailable", outcome, err)
+				}
 			}
 			waitFor(t, "the refused row pauses enforcement", func() bool { return a.LedgerError() != nil })
 			if _, err := a.Apply(ctx, decision("b"), do); !errors.Is(err, ErrLedgerUnavailable) || !errors.Is(err, ErrPaused) {
 				t.Fatalf("Apply with the audit store failing: %v, want ErrLedgerUnavailable", err)
 			}
-			if writes != 1 {
-				t.Fatalf("%d writes sent, want 1: none after the audit store failed", writes)
+			if writes != wantWrites {
+				t.Fatalf("%d writes sent, want %d: none after the audit store failed", writes, wantWrites)
 			}
 			if _, err := a.Record(ctx, decision("kept")); !errors.Is(err, ErrPaused) {
 				t.Errorf("Record: %v, want ErrPaused", err)
@@ -77,64 +100,77 @@ func TestFullDiskPausesEnforcementUntilTheAuditIsWritten(t *testing.T) {
 				t.Errorf("Defer: %v, want ErrPaused", err)
 			}
 			st := a.Status()
-			if !st.Paused || !cmp.Equal(st.PausedBy, []string{pauseAuditStore}) || st.AuditBacklog != 1 ||
+			if !st.Paused || !cmp.Equal(st.PausedBy, []string{pauseAuditStore}) || st.AuditBacklog != wantWrites ||
 				!strings.HasPrefix(st.PausedReason, "audit history cannot be written: ") || strings.Contains(st.PausedReason, "\n") {
 				t.Fatalf("status with the audit store failing: %+v", st)
 			}
 			if got := testutil.ToFloat64(a.metrics.paused.WithLabelValues(pauseAuditStore)); got != 1 {
 				t.Errorf("paused{reason=audit-store} = %v, want 1", got)
 			}
+			// The write sent has its intent, committed before it left.
+			if got := openIntentUIDs(t, a.store); len(got) != wantWrites {
+				t.Fatalf("open intents %v, want %d", got, wantWrites)
+			}
 
 			disk.Free(t)
 			waitFor(t, "enforcement resumes once the disk has room", func() bool { return a.LedgerError() == nil })
-			if _, err := a.Apply(ctx, decision("b"), do); err != nil && tc.outcome == db.OutcomeApplied {
+			if _, err := a.Apply(ctx, decision("b"), do); err != nil && !apierrors.IsConflict(err) {
 				t.Fatalf("after the recovery: %v", err)
 			}
-			want := []row{
-				{"ownergc", "delete", "before", db.OutcomeApplied},
-				{"ownergc", "delete", "a", tc.outcome},
-				{db.ControllerKubegcd, db.ActionResume, "", db.OutcomeApplied},
-				{"ownergc", "delete", "b", tc.outcome},
-			}
+			want := append([]row{{"ownergc", "delete", "before", db.OutcomeApplied}}, tc.want...)
 			if diff := cmp.Diff(want, rowsOf(audit(t, a.store, len(want)))); diff != "" {
 				t.Fatalf("audit (-want +got):\n%s", diff)
 			}
 			if st := a.Status(); st.Paused || st.AuditBacklog != 0 {
 				t.Fatalf("status after the recovery: %+v", st)
 			}
+			waitFor(t, "every intent is resolved by its row", func() bool { return len(openIntentUIDs(t, a.store)) == 0 })
 		})
 	}
 }
 
-// While the database is locked, applied writes queue their rows; past
-// maxInflight of them no further write goes out until the rows commit, so
-// a crash or a lock never leaves more writes than that unrecorded.
-func TestUncommittedRowsBoundTheWrites(t *testing.T) {
+// openIntentUIDs lists the targets of the open intents, oldest first.
+func openIntentUIDs(t *testing.T, store *db.DB) []string {
+	t.Helper()
+	intents, err := store.OpenIntents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := []string{}
+	for _, in := range intents {
+		uids = append(uids, in.Entry.Target.UID)
+	}
+	return uids
+}
+
+// While another process holds the write lock, no write goes out: its
+// intent waits for the lock. It goes once the lock is released.
+func TestLockedDatabaseHoldsBackTheWrite(t *testing.T) {
 	ctx := context.Background()
 	a := newTestApplier(t, ApplierOptions{})
 	unlock := dbfault.HoldWriteLock(t, a.store.Path)
-	for i := range maxInflight {
-		if _, err := a.Apply(ctx, decision(fmt.Sprint(i)), ok); err != nil {
-			t.Fatal(err)
-		}
-	}
 	wrote := make(chan struct{})
+	applied := make(chan error, 1)
 	go func() {
-		_, _ = a.Apply(ctx, decision("over"), func(context.Context) error { close(wrote); return nil })
+		_, err := a.Apply(ctx, decision("held"), func(context.Context) error { close(wrote); return nil })
+		applied <- err
 	}()
 	select {
 	case <-wrote:
-		t.Fatalf("a write went out with %d rows uncommitted", maxInflight)
+		t.Fatal("a write went out while its intent could not be committed")
 	case <-time.After(300 * time.Millisecond):
 	}
 	unlock()
 	select {
 	case <-wrote:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the write did not go out once the rows committed")
+		t.Fatal("the write did not go out once its intent committed")
 	}
-	if rows := audit(t, a.store, maxInflight+1); len(rows) != maxInflight+1 {
-		t.Fatalf("%d rows, want %d", len(rows), maxInflight+1)
+	if err := <-applied; err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]row{{"ownergc", "delete", "held", db.OutcomeApplied}}, rowsOf(audit(t, a.store, 1))); diff != "" {
+		t.Fatalf("audit (-want +got):\n%s", diff)
 	}
 }
 
@@ -154,8 +190,12 @@ func TestRowsStillRefusedAtExitAreLogged(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { a.Run(runCtx); close(done) }()
-	disk.Fill(t, store.Path)
-	if _, err := a.Apply(ctx, decision("written-in-the-log"), ok); err != nil {
+	// The disk fills while the write is sent: its intent is committed, its
+	// row is refused.
+	if _, err := a.Apply(ctx, decision("written-in-the-log"), func(context.Context) error {
+		disk.Fill(t, store.Path)
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the refused row pauses enforcement", func() bool { return a.LedgerError() != nil })
@@ -168,6 +208,10 @@ func TestRowsStillRefusedAtExitAreLogged(t *testing.T) {
 	if !strings.Contains(logs.String(), `msg="audit row lost: the database did not take it before exit"`) ||
 		!strings.Contains(logs.String(), "uid=written-in-the-log") {
 		t.Fatalf("the lost row is not in the log:\n%s", logs.String())
+	}
+	// Its intent stays open, for the next start to settle.
+	if diff := cmp.Diff([]string{"written-in-the-log"}, openIntentUIDs(t, store)); diff != "" {
+		t.Errorf("open intents (-want +got):\n%s", diff)
 	}
 }
 

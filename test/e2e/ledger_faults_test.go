@@ -255,8 +255,9 @@ func TestFullDiskPausesEnforcement(t *testing.T) {
 	disk.Fill(t, d.DBPath)
 
 	waitLedgerPaused(t, d, 20*time.Second)
-	// The writes admitted before the store failed (one per worker at most;
-	// they may still wait on the client's rate limiter) go out; then none.
+	// The writes whose intents committed before the store failed (one per
+	// worker at most; they may still wait on the client's rate limiter) go
+	// out; then none.
 	gone := settledDeletions(t, ns, deps)
 	committed := len(appliedRows(t, d, ns))
 	st := enforcementOf(t, d)
@@ -278,9 +279,9 @@ func TestFullDiskPausesEnforcement(t *testing.T) {
 	waitResumed(t, d, ns, deps)
 }
 
-// A write lock held past the busy timeout (10 s) fails the queued rows:
-// they are kept, not dropped, enforcement pauses, and resumes by itself
-// once the lock is gone.
+// A write lock held past the busy timeout (10 s) fails the queued intents
+// and rows: no write goes out without its intent, the rows are kept, not
+// dropped, enforcement pauses, and resumes by itself once the lock is gone.
 func TestLockedDatabasePausesEnforcement(t *testing.T) {
 	ns := newNamespace(t, "ledger-locked")
 	leaveNoGarbage(t, ns)
@@ -303,8 +304,9 @@ func TestLockedDatabasePausesEnforcement(t *testing.T) {
 	if !strings.Contains(st.PausedReason, "database is locked") {
 		t.Errorf("pause reason %q does not name the lock", st.PausedReason)
 	}
-	// Until the busy timeout ran out, writes went on with their rows
-	// queued; now those rows wait in the backlog, and no write goes out.
+	// From the lock on, no write went out but those whose intents had
+	// committed before it: the next intents waited for the lock until the
+	// busy timeout failed them.
 	gone := settledDeletions(t, ns, deps)
 	t.Logf("paused with %d of %d dependents deleted; %d rows in the backlog", gone, len(deps), enforcementOf(t, d).AuditBacklog)
 	if gone == len(deps) {

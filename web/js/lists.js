@@ -3,7 +3,7 @@
 import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, setTitle, errorBox, targetText, go, paramsObject } from './util.js';
 
 const controllers = ['ownergc', 'podgc', 'ttl', 'svgc'];
-const outcomes = ['applied', 'dry-run', 'failed', 'conflict', 'not-found', 'skipped'];
+const outcomes = ['applied', 'dry-run', 'failed', 'conflict', 'not-found', 'skipped', 'unknown'];
 const pageSize = 50;
 const downloadCap = 50000; // rows a download reads at most, by pages of the API's largest
 
@@ -125,7 +125,7 @@ function cursorPager(route, filter, p, next, texts = ['Newest', '← Newer', 'Ol
 }
 
 function outcomeBadge(e) {
-  const cls = { applied: 'ok', 'dry-run': '', failed: 'bad', conflict: 'warn', 'not-found': '', skipped: 'warn' }[e.outcome];
+  const cls = { applied: 'ok', 'dry-run': '', failed: 'bad', conflict: 'warn', 'not-found': '', skipped: 'warn', unknown: 'warn' }[e.outcome];
   return [badge(e.outcome, cls), e.dryRun && e.outcome !== 'dry-run' ? badge('dry-run') : null];
 }
 

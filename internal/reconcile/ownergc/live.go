@@ -12,26 +12,8 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
-
-// pathNotServed reports whether err is a 404 for the request path itself —
-// a group/version or resource the API server no longer serves (a CRD
-// version turned off or the CRD deleted since the last discovery, an API
-// service removed) — rather than for the object name: the API server says
-// an object is missing with a Status whose details name it, while an
-// unserved path gets a bare "404 page not found" that names nothing. Only
-// the former proves an owner absent or an object gone.
-func pathNotServed(err error, name string) bool {
-	if !apierrors.IsNotFound(err) {
-		return false
-	}
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		return true
-	}
-	d := st.Status().Details
-	return d == nil || d.Name != name
-}
 
 // errUnservedPath: a live GET or write found the resource path not served.
 // Like an unknown kind, it is retried after discovery, never taken for an
@@ -50,7 +32,7 @@ func (e errUnservedPath) Error() string {
 // unservedPath turns a 404 for the path into errUnservedPath, which the
 // applier does not read as a missing object; every other error is kept.
 func unservedPath(err error, gvr schema.GroupVersionResource, name string) error {
-	if pathNotServed(err, name) {
+	if reconcile.PathNotServed(err, name) {
 		return errUnservedPath{gvr: gvr, name: name, err: err}
 	}
 	return err

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 func TestConflictBackoff(t *testing.T) {
@@ -71,8 +73,8 @@ func TestPathNotServed(t *testing.T) {
 		{name: "other error", err: errors.New("connection refused"), want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := pathNotServed(tc.err, "owner"); got != tc.want {
-				t.Errorf("pathNotServed(%v) = %v, want %v", tc.err, got, tc.want)
+			if got := reconcile.PathNotServed(tc.err, "owner"); got != tc.want {
+				t.Errorf("PathNotServed(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 			gvr := sprockets.WithVersion("v1")
 			err := unservedPath(tc.err, gvr, "owner")

@@ -1,0 +1,140 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// LiveUID returns the UID of the object at t's coordinates in the cluster
+// now, "" when there is none, or an error when the cluster cannot say.
+type LiveUID func(ctx context.Context, t db.Target) (string, error)
+
+// ErrKindNotServed is LiveUID's error for a target whose kind the cluster
+// does not serve (as far as discovery knows): nothing can be read of it,
+// and no controller can write to it either.
+var ErrKindNotServed = errors.New("kind not served by the cluster")
+
+// Reasons of the audit rows of intents settled at start.
+const (
+	recoveredGone = "recovered at start: the write was sent before kubegcd stopped and its outcome was not recorded; " +
+		"the object is gone"
+	recoveredUnknown = "recovered at start: the write was sent before kubegcd stopped and its outcome was not recorded; " +
+		"the object is still there, so the write may or may not have reached the API server: its controller decides again"
+)
+
+// RecoverIntents settles the intents an earlier run left open — writes
+// committed to be sent whose outcome a crash or a power loss kept from
+// being recorded — against the cluster, by UID, each with exactly one
+// audit row: the object gone (not found, or another UID at its name) →
+// applied; still there with the same UID → unknown, and the decision stays
+// pending so that its controller decides again. An intent the cluster
+// cannot answer for stays open, and RecoverIntents returns an error (the
+// caller tries again): guessing could record a write that never happened.
+// One whose kind is not served stays open without an error, for a later
+// start. It writes nothing to the cluster. Call it before the controllers
+// run.
+func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
+	intents, err := a.opts.DB.OpenIntents(ctx)
+	if err != nil {
+		return err
+	}
+	var failed []error
+	for _, in := range intents {
+		e := in.Entry // IntentID is set: writing the row resolves the intent
+		t := e.Target
+		uid, err := live(ctx, t)
+		if errors.Is(err, ErrKindNotServed) {
+			a.log.Warn("write of an earlier run left without an outcome: its kind is not served, it is settled at a later start",
+				"controller", e.Controller, "action", e.Action, "kind", t.Kind, "namespace", t.Namespace, "name", t.Name, "uid", t.UID)
+			continue
+		}
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s %s: %w", t, t.UID, err))
+			continue
+		}
+		var p *db.Pending
+		if uid == t.UID {
+			e.Outcome, e.Reason = db.OutcomeUnknown, recoveredUnknown+" ("+e.Reason+")"
+			p = &db.Pending{Controller: e.Controller, Rule: e.Rule, Action: e.Action, Reason: e.Reason, Target: t,
+				ResourceVersion: in.ResourceVersion}
+		} else {
+			e.Outcome, e.Reason = db.OutcomeApplied, recoveredGone+" ("+e.Reason+")"
+		}
+		if err := a.opts.DB.SettleIntent(ctx, &e, p); err != nil {
+			return a.storeFailed(ctx, err)
+		}
+		a.metrics.actions.WithLabelValues(e.Controller, e.Rule, e.Action, e.Outcome).Inc()
+		a.logDecision(&e, slog.LevelWarn)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d writes of an earlier run without an outcome could not be checked against the cluster: %w",
+			len(failed), len(intents), failed[0])
+	}
+	if len(intents) > 0 {
+		a.log.Info("writes of an earlier run without an outcome settled", "intents", len(intents))
+	}
+	return nil
+}
+
+// MetadataLiveUID reads targets through client, resolving their kinds to
+// resources through discovery as the database records it.
+func MetadataLiveUID(store *db.DB, client metadata.Interface) LiveUID {
+	return func(ctx context.Context, t db.Target) (string, error) {
+		gv, err := schema.ParseGroupVersion(t.APIVersion)
+		if err != nil {
+			return "", fmt.Errorf("%w: apiVersion %q: %v", ErrKindNotServed, t.APIVersion, err)
+		}
+		r, err := store.ResourceForKind(ctx, gv.Group, t.Kind)
+		if errors.Is(err, db.ErrNotFound) {
+			return "", fmt.Errorf("%w: %s %s", ErrKindNotServed, t.APIVersion, t.Kind)
+		}
+		if err != nil {
+			return "", err
+		}
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+		rc := client.Resource(gvr)
+		var obj *metav1.PartialObjectMetadata
+		if r.Namespaced {
+			obj, err = rc.Namespace(t.Namespace).Get(ctx, t.Name, metav1.GetOptions{})
+		} else {
+			obj, err = rc.Get(ctx, t.Name, metav1.GetOptions{})
+		}
+		switch {
+		case PathNotServed(err, t.Name):
+			return "", fmt.Errorf("the API server does not serve %s/%s: %w", gvr.GroupVersion(), gvr.Resource, err)
+		case apierrors.IsNotFound(err):
+			return "", nil
+		case err != nil:
+			return "", err
+		}
+		return string(obj.UID), nil
+	}
+}
+
+// PathNotServed reports whether err is a 404 for the request path itself —
+// a group/version or resource the API server no longer serves (a CRD
+// version turned off or the CRD deleted since the last discovery, an API
+// service removed) — rather than for the object name: the API server says
+// an object is missing with a Status whose details name it, while an
+// unserved path gets a bare "404 page not found" that names nothing. Only
+// the former proves an owner absent or an object gone.
+func PathNotServed(err error, name string) bool {
+	if !apierrors.IsNotFound(err) {
+		return false
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return true
+	}
+	d := st.Status().Details
+	return d == nil || d.Name != name
+}
