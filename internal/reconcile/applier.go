@@ -171,6 +171,10 @@ func (a *Applier) Status() Status {
 	return s
 }
 
+// inflightGrace bounds a write's wait for its answer once kubegcd is
+// stopping: within systemd's TimeoutStopSec= (30 s in the unit).
+const inflightGrace = 10 * time.Second
+
 // Apply carries out d. In dry-run it records d as pending and audits it
 // once: a decision seen before (same rule, reason and resourceVersion) is
 // not audited again, so a standing decision costs one row, not one per
@@ -221,7 +225,17 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 			return "", errors.Join(err, a.withdraw(ctx, in))
 		}
 	}
-	err = do(ctx)
+	if ctx.Err() != nil {
+		// Stopping: a write not yet sent is not sent.
+		a.unreserve(reserved)
+		return "", errors.Join(ctx.Err(), a.withdraw(context.WithoutCancel(ctx), in))
+	}
+	// A write once sent runs to its answer even when kubegcd stops (a
+	// graceful stop waits for it before it releases the Lease): cut short,
+	// it may still reach the API server, with no outcome recorded.
+	sent, cancel := context.WithTimeout(context.WithoutCancel(ctx), inflightGrace)
+	err = do(sent)
+	cancel()
 	outcome := db.OutcomeApplied
 	switch {
 	case err == nil:

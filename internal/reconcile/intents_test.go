@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -174,5 +175,38 @@ func TestLeaseLostWhileTheIntentCommits(t *testing.T) {
 	}
 	if rows := audit(t, a.store, 0); len(rows) != 0 {
 		t.Fatalf("audit rows %v for a write not sent", rowsOf(rows))
+	}
+}
+
+// A write once sent runs to its answer when kubegcd stops, and its outcome
+// is recorded; a write not yet sent when the stop comes is not sent, and
+// its intent goes.
+func TestStopLetsTheWriteInFlightFinish(t *testing.T) {
+	a := newTestApplier(t, ApplierOptions{})
+	ctx, stop := context.WithCancel(context.Background())
+	outcome, err := a.Apply(ctx, decision("in-flight"), func(wctx context.Context) error {
+		stop() // SIGTERM while the request is on its way
+		select {
+		case <-wctx.Done():
+			return wctx.Err()
+		case <-time.After(50 * time.Millisecond): // the API server answers
+			return nil
+		}
+	})
+	if err != nil || outcome != db.OutcomeApplied {
+		t.Fatalf("the write in flight: outcome %q, err %v; want applied", outcome, err)
+	}
+	if got := rowsOf(audit(t, a.store, 1)); len(got) != 1 || got[0].Outcome != db.OutcomeApplied {
+		t.Errorf("rows %+v, want one applied", got)
+	}
+
+	if _, err := a.Apply(ctx, decision("not-sent"), func(context.Context) error {
+		t.Error("a write was sent after the stop")
+		return nil
+	}); !errors.Is(err, context.Canceled) {
+		t.Errorf("after the stop: err %v, want context.Canceled", err)
+	}
+	if open, err := a.store.OpenIntents(context.Background()); err != nil || len(open) != 0 {
+		t.Errorf("open intents %+v %v, want none", open, err)
 	}
 }
