@@ -2,12 +2,13 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/kubegcd/kubegcd/internal/cmdline"
 )
 
 func TestParseObjectRef(t *testing.T) {
@@ -31,7 +32,7 @@ func TestParseObjectRef(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			got, err := parseObjectRef(tt.args)
 			if tt.wantErr != "" {
-				var ue *usageError
+				var ue *cmdline.UsageError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want a usage error with %q", err, tt.wantErr)
 				}
@@ -47,40 +48,41 @@ func TestParseObjectRef(t *testing.T) {
 	}
 }
 
-func TestParseFlagsAnywhere(t *testing.T) {
+// TestFlagsAnywhere: flags and arguments come in any order, as kubectl
+// takes them (why deploy/web -n prod), and after "--" everything is an
+// argument.
+func TestFlagsAnywhere(t *testing.T) {
 	tests := []struct {
-		args          []string
-		wantNamespace string
-		wantArgs      []string
+		args      []string
+		wantQuery string
 	}{
-		{[]string{"deploy/web", "-n", "prod"}, "prod", []string{"deploy/web"}},
-		{[]string{"-n", "prod", "deploy", "web"}, "prod", []string{"deploy", "web"}},
-		{[]string{"deploy", "-n=prod", "web"}, "prod", []string{"deploy", "web"}},
-		{[]string{"--", "-n", "x"}, "", []string{"-n", "x"}},
-		{nil, "", nil},
+		{[]string{"deploy/web", "-n", "prod"}, "kind=deploy&name=web&namespace=prod"},
+		{[]string{"-n", "prod", "deploy", "web"}, "kind=deploy&name=web&namespace=prod"},
+		{[]string{"deploy", "-n=prod", "web"}, "kind=deploy&name=web&namespace=prod"},
+		{[]string{"deploy", "--namespace", "prod", "web"}, "kind=deploy&name=web&namespace=prod"},
+		{[]string{"--", "-n", "x"}, "kind=-n&name=x"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			fs := flag.NewFlagSet("t", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
-			ns := fs.String("n", "", "")
-			got, err := parse(fs, tt.args, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *ns != tt.wantNamespace {
-				t.Errorf("-n = %q, want %q", *ns, tt.wantNamespace)
-			}
-			if diff := cmp.Diff(tt.wantArgs, got); diff != "" {
-				t.Errorf("arguments (-want +got):\n%s", diff)
+			queries := make(chan string, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case queries <- r.URL.RawQuery:
+				default:
+				}
+				_, _ = io.WriteString(w, `{"items": []}`)
+			}))
+			defer srv.Close()
+			runCLI(t, nil, append([]string{"why", "--server", srv.URL}, tt.args...)...)
+			select {
+			case got := <-queries:
+				if got != tt.wantQuery {
+					t.Errorf("asked /objects?%s, want ?%s", got, tt.wantQuery)
+				}
+			default:
+				t.Errorf("no request made")
 			}
 		})
-	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var ue *usageError
-	if _, err := parse(fs, []string{"x", "--nope"}, io.Discard); !errors.As(err, &ue) {
-		t.Errorf("unknown flag: %v, want a usage error", err)
 	}
 }
 
@@ -115,15 +117,15 @@ func TestUsageErrorsExit2(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, c := range commands {
-		t.Run(c.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, nil, c.name, "--help")
-			if code != 0 || !strings.HasPrefix(stdout, "Usage: kubegcd "+c.name) || strings.Count(stdout, "Usage:") != 1 || stderr != "" {
+	for _, c := range (&env{prog: "kubegcd"}).commands() {
+		t.Run(c.Name(), func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, nil, c.Name(), "--help")
+			if code != 0 || !strings.HasPrefix(stdout, "Usage: kubegcd "+c.Use+"\n") || strings.Count(stdout, "Usage:") != 1 || stderr != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 			}
-			code, stdout2, _ := runCLI(t, nil, "help", c.name)
+			code, stdout2, _ := runCLI(t, nil, "help", c.Name())
 			if code != 0 || stdout2 != stdout {
-				t.Errorf("help %s: exit %d, %q; want what --help prints", c.name, code, stdout2)
+				t.Errorf("help %s: exit %d, %q; want what --help prints", c.Name(), code, stdout2)
 			}
 		})
 	}
