@@ -1,7 +1,6 @@
 package app
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +22,7 @@ func FuzzConfigFile(f *testing.F) {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := parseRunFlags([]string{"--config", path}, io.Discard)
+		cfg, err := parseRunFlags("--config", path)
 		if err != nil {
 			if msg := err.Error(); strings.Contains(msg, "\n") || msg == "" {
 				t.Fatalf("error %q is not one line", msg)

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 )
 
 // Exit codes every command shares; a command may add its own.
@@ -77,6 +79,9 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 // get", "kubectl gc help why".
 func helpCommandLine(cmd *cobra.Command) string {
 	root := cmd.Root()
+	if cmd.Parent() == root && cmd.Name() == "help" {
+		cmd = root // help's own error: a command that does not exist
+	}
 	return root.DisplayName() + " help" + strings.TrimPrefix(cmd.CommandPath(), root.DisplayName())
 }
 
@@ -141,7 +146,8 @@ func HelpCommand() *cobra.Command {
 func Help(cmd *cobra.Command, groups *NamedFlagSets) {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Usage: %s\n", cmd.UseLine())
-	if long := strings.TrimSpace(cmd.Long); long != "" {
+	// Trim only newlines: a description may start indented.
+	if long := strings.Trim(cmd.Long, "\n"); long != "" {
 		fmt.Fprintf(w, "\n%s\n", long)
 	} else if cmd.Short != "" {
 		fmt.Fprintf(w, "\n%s.\n", strings.TrimSuffix(cmd.Short, "."))
@@ -154,13 +160,28 @@ func Help(cmd *cobra.Command, groups *NamedFlagSets) {
 			}
 		}
 	}
+	cols := width(w)
 	if groups != nil {
-		groups.print(w)
+		groups.print(w, cols)
 		return
 	}
 	if flags := cmd.LocalFlags(); flags.HasAvailableFlags() {
-		fmt.Fprintf(w, "\nFlags:\n%s", flags.FlagUsages())
+		fmt.Fprintf(w, "\nFlags:\n%s", flags.FlagUsagesWrapped(cols))
 	}
+}
+
+// width is the terminal's width when w is one, else 0: no wrapping, for
+// what reads a pipe or a file.
+func width(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 // NamedFlagSets are a command's flags in named groups, in the order help
@@ -190,13 +211,13 @@ func (n *NamedFlagSets) AddTo(fs *pflag.FlagSet) {
 	}
 }
 
-func (n *NamedFlagSets) print(w io.Writer) {
+func (n *NamedFlagSets) print(w io.Writer, cols int) {
 	for _, name := range n.Order {
 		fs := n.Sets[name]
 		if !fs.HasAvailableFlags() {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s flags:\n%s", strings.ToUpper(name[:1])+name[1:], fs.FlagUsages())
+		fmt.Fprintf(w, "\n%s flags:\n%s", strings.ToUpper(name[:1])+name[1:], fs.FlagUsagesWrapped(cols))
 	}
 }
 
