@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubegcd/kubegcd/internal/cmdline"
 )
@@ -128,5 +131,36 @@ func TestHelp(t *testing.T) {
 				t.Errorf("help %s: exit %d, %q; want what --help prints", c.Name(), code, stdout2)
 			}
 		})
+	}
+}
+
+// TestPluginNames: run as kubectl gc, the commands name themselves so in
+// help and errors, and the daemon's commands are not there.
+func TestPluginNames(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		e := &env{prog: "kubectl gc", stdout: &out, stderr: &errb, lookupEnv: envOf(nil), now: time.Now}
+		return e.main(context.Background(), args), out.String(), errb.String()
+	}
+	if code, stdout, _ := run("help"); code != 0 || !strings.Contains(stdout, "\n  kubectl gc why KIND/NAME") {
+		t.Errorf("help: exit %d, %q", code, stdout)
+	}
+	if code, stdout, _ := run("why", "--help"); code != 0 || !strings.HasPrefix(stdout, "Usage: kubectl gc why KIND/NAME") {
+		t.Errorf("why --help: exit %d, %q", code, stdout)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run"}, `kubectl gc: unknown command "run" (see 'kubectl gc help')` + "\n"},
+		{[]string{"completion", "bash"}, `kubectl gc: unknown command "completion" (see 'kubectl gc help')` + "\n"},
+		{[]string{"get", "things"}, `kubectl gc: cannot get "things": want one of pending, audit, stuck, lint, leases (see 'kubectl gc help get')` + "\n"},
+	} {
+		if code, _, stderr := run(tc.args...); code != 2 || stderr != tc.want {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if code, _, stderr := run(); code != 2 || !strings.HasPrefix(stderr, "kubectl gc asks kubegcd") {
+		t.Errorf("no arguments: exit %d, stderr %q", code, stderr)
 	}
 }
