@@ -8,13 +8,18 @@ KUBE_BINS  := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 TEST_FLAGS ?=
 
-.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz
+.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz man
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/kubegcd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/kubegcd ./cmd/kubegcd
+
+# The man pages come from the commands and their flags, as --help does.
+man: ## write the man pages (section 1) into bin/man/
+	rm -rf $(BIN)/man
+	$(GO) run ./hack/gendocs --dir $(BIN)/man
 
 kube-bins: $(KUBE_BINS) ## build etcd, kube-apiserver and kube-controller-manager for tests (first time ≈ 5 min)
 
