@@ -145,7 +145,11 @@ func HelpCommand() *cobra.Command {
 // its flags, in the groups of flags when it has them (nil: one list).
 func Help(cmd *cobra.Command, groups *NamedFlagSets) {
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "Usage: %s\n", cmd.UseLine())
+	use := cmd.UseLine()
+	if !cmd.Runnable() && cmd.HasAvailableSubCommands() {
+		use = cmd.CommandPath() + " COMMAND"
+	}
+	fmt.Fprintf(w, "Usage: %s\n", use)
 	// Trim only newlines: a description may start indented.
 	if long := strings.Trim(cmd.Long, "\n"); long != "" {
 		fmt.Fprintf(w, "\n%s\n", long)
