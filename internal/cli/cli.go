@@ -106,14 +106,7 @@ func (e *env) main(ctx context.Context, args []string) int {
 	}
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.SetHelpCommand(cmdline.HelpCommand())
-	root.SetHelpFunc(func(c *cobra.Command, _ []string) {
-		if c == root {
-			fmt.Fprint(e.stdout, pluginUsage())
-			return
-		}
-		cmdline.Help(c, nil)
-	})
+	cmdline.SetHelp(root, pluginUsage())
 	root.AddCommand(e.commands()...)
 	return cmdline.Execute(ctx, root, args, e.stderr, nil)
 }

@@ -110,10 +110,23 @@ func RejectCommand(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// HelpCommand is `help [command]`: the command's help on stdout, or a usage
+// SetHelp gives root the help command and the help layout of this package:
+// text is root's own help, every other command's is Help's.
+func SetHelp(root *cobra.Command, text string) {
+	root.SetHelpCommand(helpCommand())
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		if c == root {
+			fmt.Fprint(c.OutOrStdout(), text)
+			return
+		}
+		Help(c, nil)
+	})
+}
+
+// helpCommand is `help [command]`: the command's help on stdout, or a usage
 // error for a command that does not exist (cobra's own prints the root's
 // help and exits 0).
-func HelpCommand() *cobra.Command {
+func helpCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [command]",
 		Short: "show a command's help",
@@ -153,8 +166,9 @@ func Help(cmd *cobra.Command, groups *NamedFlagSets) {
 	// Trim only newlines: a description may start indented.
 	if long := strings.Trim(cmd.Long, "\n"); long != "" {
 		fmt.Fprintf(w, "\n%s\n", long)
-	} else if cmd.Short != "" {
-		fmt.Fprintf(w, "\n%s.\n", strings.TrimSuffix(cmd.Short, "."))
+	} else if short := strings.TrimSuffix(cmd.Short, "."); short != "" {
+		// The summary, as a sentence.
+		fmt.Fprintf(w, "\n%s%s.\n", strings.ToUpper(short[:1]), short[1:])
 	}
 	if cmd.HasAvailableSubCommands() {
 		fmt.Fprint(w, "\nCommands:\n")
