@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +164,37 @@ func TestPluginNames(t *testing.T) {
 	}
 	if code, _, stderr := run(); code != 2 || !strings.HasPrefix(stderr, "kubectl gc asks kubegcd") {
 		t.Errorf("no arguments: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestPluginCompletionScript: kubectl-plugin install writes, beside the
+// kubectl-gc link, the kubectl_complete-gc kubectl runs to complete the
+// plugin's words; it replaces its own script, never someone else's.
+func TestPluginCompletionScript(t *testing.T) {
+	dir := t.TempDir()
+	vars := map[string]string{"PATH": dir}
+	if code, _, stderr := runCLI(t, vars, "kubectl-plugin", "install", "--dir", dir); code != 0 {
+		t.Fatalf("install: exit %d, stderr %q", code, stderr)
+	}
+	path := filepath.Join(dir, completionName)
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm()&0o111 == 0 {
+		t.Fatalf("%s: %v, mode %v; want an executable", path, err, st)
+	}
+	script, _ := os.ReadFile(path)
+	if want := "exec '" + filepath.Join(dir, PluginName) + "' __complete \"$@\"\n"; !strings.HasSuffix(string(script), want) {
+		t.Errorf("script:\n%s\nwant it to end with %q", script, want)
+	}
+	if code, _, stderr := runCLI(t, vars, "kubectl-plugin", "install", "--dir", dir); code != 0 {
+		t.Fatalf("second install: exit %d, stderr %q", code, stderr)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\necho mine\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, vars, "kubectl-plugin", "install", "--dir", dir); code != 1 || !strings.Contains(stderr, "kubegcd did not write it") {
+		t.Errorf("over a script of someone else's: exit %d, stderr %q; want 1", code, stderr)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "#!/bin/sh\necho mine\n" {
+		t.Errorf("someone else's script was changed: %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -15,7 +16,11 @@ const pluginHelp = `Installs kubegcd as a kubectl plugin: a symlink named kubect
 binary, in --dir (default: this binary's directory when it is writable,
 else ~/.local/bin). kubectl finds plugins in $PATH, so that 'kubectl gc why
 deploy/web' runs 'kubegcd why deploy/web'. An existing kubectl-gc symlink
-is replaced; a file of that name is not.`
+is replaced; a file of that name is not.
+
+Beside it, kubectl_complete-gc: kubectl (1.26 and later) runs it to complete
+the words after 'kubectl gc' on the shell. One that kubegcd did not write is
+left alone.`
 
 func pluginCommand(e *env) *cobra.Command {
 	cmd := newCommand("kubectl-plugin install [--dir DIR]", "install the kubectl plugin: kubectl gc …", pluginHelp)
@@ -65,10 +70,39 @@ func installPlugin(e *env, dir string, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "installed %s -> %s\n", link, self)
+	complete := filepath.Join(dir, completionName)
+	if err := writeCompletion(complete, link); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "installed %s\n", complete)
 	if path, _ := e.lookupEnv("PATH"); !slices.Contains(filepath.SplitList(path), dir) {
 		fmt.Fprintf(e.stderr, "warning: %s is not in $PATH, where kubectl looks for plugins\n", dir)
 	}
 	return nil
+}
+
+// completionName is the executable kubectl runs to complete a plugin's
+// words: kubectl_complete-<plugin>.
+const completionName = "kubectl_complete-gc"
+
+// completionMark starts every completion script kubegcd writes: one that
+// does not start with it is someone else's.
+const completionMark = "#!/bin/sh\n# Written by kubegcd kubectl-plugin install:"
+
+// writeCompletion writes the script kubectl runs to complete `kubectl gc`:
+// the plugin's own words, from cobra's __complete, in the format kubectl
+// expects.
+func writeCompletion(path, plugin string) error {
+	if old, err := os.ReadFile(path); err == nil && !strings.HasPrefix(string(old), completionMark) {
+		return fmt.Errorf("%s exists and kubegcd did not write it: remove it first", path)
+	}
+	script := fmt.Sprintf("%s kubectl completes 'kubectl gc' through it.\nexec '%s' __complete \"$@\"\n",
+		completionMark, strings.ReplaceAll(plugin, "'", `'\''`))
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(script), 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // writable reports whether a file can be created in dir.
