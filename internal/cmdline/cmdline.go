@@ -50,8 +50,14 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 	}
 	root.SetArgs(args)
 	root.SilenceErrors, root.SilenceUsage = true, true
-	root.SetFlagErrorFunc(flagError)
-	cmd, err := root.ExecuteContextC(ctx)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err.Error()} })
+	cmd, rest, err := root.Find(args)
+	if err == nil && (len(args) == 0 || args[0] != cobra.ShellCompRequestCmd) {
+		err = singleDash(cmd, rest)
+	}
+	if err == nil {
+		cmd, err = root.ExecuteContextC(ctx)
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -75,6 +81,35 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 	return code(err)
 }
 
+// singleDash refuses a long flag given with one dash, as kubegcd took them
+// before pflag: pflag reads -db as the shorthands d and b, and, worse,
+// -namespace=prod as -n with the value "amespace=prod". args are cmd's,
+// flags and arguments; a flag's value in the next argument is skipped.
+func singleDash(cmd *cobra.Command, args []string) error {
+	fs := cmd.Flags()
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		var f *pflag.Flag
+		switch {
+		case a == "--":
+			return nil
+		case strings.HasPrefix(a, "--"):
+			f = fs.Lookup(a[2:]) // nil with "=value": nothing to skip
+		case len(a) == 2 && a[0] == '-':
+			f = fs.ShorthandLookup(a[1:])
+		case len(a) > 2 && a[0] == '-':
+			name, _, _ := strings.Cut(a[1:], "=")
+			if fs.Lookup(name) != nil {
+				return Usagef("unknown flag %s: long flags take two dashes, --%s", a, name)
+			}
+		}
+		if f != nil && f.NoOptDefVal == "" {
+			i++ // its value
+		}
+	}
+	return nil
+}
+
 // helpCommandLine is the command line that shows cmd's help: "kubegcd help
 // get", "kubectl gc help why".
 func helpCommandLine(cmd *cobra.Command) string {
@@ -83,22 +118,6 @@ func helpCommandLine(cmd *cobra.Command) string {
 		cmd = root // help's own error: a command that does not exist
 	}
 	return root.DisplayName() + " help" + strings.TrimPrefix(cmd.CommandPath(), root.DisplayName())
-}
-
-// flagError makes a flag that does not parse a usage error. A long flag
-// given with one dash, as kubegcd took them before pflag (-db), gets a
-// message that says how to write it.
-func flagError(cmd *cobra.Command, err error) error {
-	msg := err.Error()
-	// pflag reads -db as the shorthands d and b: "unknown shorthand flag:
-	// 'd' in -db".
-	if _, arg, ok := strings.Cut(msg, " in -"); ok && strings.HasPrefix(msg, "unknown shorthand flag") {
-		name, _, _ := strings.Cut(arg, "=")
-		if cmd.Flags().Lookup(name) != nil {
-			return Usagef("unknown flag -%s: long flags take two dashes, --%s", arg, name)
-		}
-	}
-	return &UsageError{msg}
 }
 
 // RejectCommand is the Args of a root command: an argument is a command

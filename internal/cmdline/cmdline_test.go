@@ -44,6 +44,11 @@ func TestExecute(t *testing.T) {
 		{"unknown flag", nil, []string{"do", "--colour"}, 2, "prog: unknown flag: --colour (see 'prog help do')\n"},
 		{"long flag, one dash", nil, []string{"do", "-count=3"},
 			2, "prog: unknown flag -count=3: long flags take two dashes, --count (see 'prog help do')\n"},
+		// Not run: pflag would read -n with the value "ame=x".
+		{"long flag with a shorthand's letter, one dash", errors.New("ran"), []string{"do", "-name=x"},
+			2, "prog: unknown flag -name=x: long flags take two dashes, --name (see 'prog help do')\n"},
+		{"a value with one dash", nil, []string{"do", "-n", "-count", "--name", "-count"}, 0, ""},
+		{"after --", nil, []string{"do", "--", "-count"}, 0, ""},
 		{"shorthands that are not a flag", nil, []string{"do", "-xy"}, 2, "prog: unknown shorthand flag: 'x' in -xy (see 'prog help do')\n"},
 		{"bad value", nil, []string{"do", "--count", "many"},
 			2, `prog: invalid argument "many" for "--count" flag: strconv.ParseInt: parsing "many": invalid syntax (see 'prog help do')` + "\n"},
