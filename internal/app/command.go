@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubegcd/kubegcd/internal/cli"
 	"github.com/kubegcd/kubegcd/internal/cmdline"
@@ -138,7 +141,22 @@ func (p *program) runCommand() *cobra.Command {
 	for name, words := range valueCompletions {
 		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
 	}
+	_ = cmd.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return kubeContexts(f.cfg.kubeconfig), cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
+}
+
+// kubeContexts are the contexts of the kubeconfig run would read, as
+// kubectl completes --context.
+func kubeContexts(kubeconfig string) []cobra.Completion {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	config, err := rules.Load()
+	if err != nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(config.Contexts))
 }
 
 const migrateHelp = `  up       apply every migration this binary carries

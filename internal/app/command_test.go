@@ -130,6 +130,16 @@ func TestCompletion(t *testing.T) {
 			}
 		})
 	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: staging, context: {cluster: c, user: u}}, {name: prod, context: {cluster: c, user: u}}]
+current-context: prod
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want []string
@@ -140,6 +150,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"get", "pending", "-o", ""}, []string{"table", "wide", "json", "yaml"}},
 		{[]string{"migrate", ""}, []string{"up", "down", "version"}},
 		{[]string{"help", "ru"}, []string{"run"}},
+		{[]string{"run", "--kubeconfig", kubeconfig, "--context", ""}, []string{"prod", "staging"}},
 	}
 	for _, tc := range tests {
 		code, stdout, _ := runMain(t, append([]string{"__complete"}, tc.args...)...)
