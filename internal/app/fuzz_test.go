@@ -12,7 +12,7 @@ import (
 // exits 2), never a panic; a file that parses sets only what it says.
 func FuzzConfigFile(f *testing.F) {
 	for _, s := range []string{"", "# comment\n", "dry-run = false\n", "--listen = 127.0.0.1:0", `db = "/var/lib/kubegcd/kubegcd.db"`,
-		"gc-workers = 0\n", "unknown = 1", "no equals sign", "config = other.conf", "=", "dry-run = maybe",
+		"gc-workers = 0\n", "unknown = 1", "no equals sign", "config = other.conf", "help = true", "-db = k.db", "=", "dry-run = maybe",
 		"terminated-pod-gc-threshold-namespace = a=1\nterminated-pod-gc-threshold-namespace = b=2", "\xff\xfe = \x00"} {
 		f.Add(s)
 	}
