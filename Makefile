@@ -8,7 +8,7 @@ KUBE_BINS  := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 TEST_FLAGS ?=
 
-.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz package
+.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz package man
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,6 +46,11 @@ package: ## build the .deb and .rpm into dist/ (nfpm, from packaging/)
 	cd packaging && for p in deb rpm; do \
 		STAGE=$(abspath $(PKG_STAGE)) PKG_VERSION='$(PKG_VERSION)' GOARCH=$(GOARCH) \
 		$(GO) tool nfpm package -f nfpm.yaml -p $$p -t $(abspath $(DIST)) || exit 1; done
+
+# The man pages come from the commands and their flags, as --help does.
+man: ## write the man pages (section 1) into bin/man/
+	rm -rf $(BIN)/man
+	$(GO) run ./hack/gendocs --dir $(BIN)/man
 
 kube-bins: $(KUBE_BINS) ## build etcd, kube-apiserver and kube-controller-manager for tests (first time ≈ 5 min)
 

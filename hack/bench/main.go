@@ -15,7 +15,7 @@
 //
 // Usage:
 //
-//	go run ./hack/bench [-run ingest,ownergc,podgc,ttl] [-sizes 10000,50000] [-workers 32] [-kcm=true]
+//	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--workers 32] [--kcm=true]
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
@@ -26,7 +26,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -38,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	flag "github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -122,13 +122,13 @@ func main() {
 		case "ttl":
 			cfg.runTTL = true
 		default:
-			fmt.Fprintf(os.Stderr, "bench: -run: unknown benchmark %q\n", b)
+			fmt.Fprintf(os.Stderr, "bench: --run: unknown benchmark %q\n", b)
 			os.Exit(2)
 		}
 	}
 	var err error
 	if cfg.sizes, err = parseSizes(*sizes); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: -sizes:", err)
+		fmt.Fprintln(os.Stderr, "bench: --sizes:", err)
 		os.Exit(2)
 	}
 	if cfg.workers < 1 || flag.NArg() > 0 {

@@ -2,13 +2,12 @@
 // realistic ownership graph, runs bin/kubegcd against it and prints where to
 // look, with CLI commands to try. Ctrl-C stops everything and removes every file it made.
 //
-//	go run ./hack/demo [-listen 127.0.0.1:8080] [-exit-after 0]
+//	go run ./hack/demo [--listen 127.0.0.1:8080] [--exit-after 0]
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/kubegcd/kubegcd/internal/cli"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
@@ -134,7 +135,7 @@ Try the CLI on the seeded objects:
 	fmt.Println()
 	var timeout <-chan time.Time
 	if exitAfter > 0 {
-		fmt.Printf("Exiting after %s (-exit-after); Ctrl-C stops earlier; everything is removed on exit.\n\n", exitAfter)
+		fmt.Printf("Exiting after %s (--exit-after); Ctrl-C stops earlier; everything is removed on exit.\n\n", exitAfter)
 		timeout = time.After(exitAfter)
 	} else {
 		fmt.Print("Press Ctrl-C to stop; everything is removed on exit.\n\n")
@@ -192,11 +193,11 @@ func listenAddr(addr string) (string, error) {
 	}
 	host, _, splitErr := net.SplitHostPort(addr)
 	if splitErr != nil {
-		return "", fmt.Errorf("-listen %q: %w", addr, splitErr)
+		return "", fmt.Errorf("--listen %q: %w", addr, splitErr)
 	}
 	l, err2 := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err2 != nil {
-		return "", fmt.Errorf("-listen %s: %w", addr, err)
+		return "", fmt.Errorf("--listen %s: %w", addr, err)
 	}
 	defer l.Close()
 	free := l.Addr().String()

@@ -6,9 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kubegcd/kubegcd/internal/cli"
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
@@ -60,116 +57,6 @@ const (
 	exitCorrupt = 3 // the database is corrupt: restore it or move it away
 )
 
-var usage = `kubegcd mirrors a Kubernetes cluster's object metadata and ownership graph
-into SQLite, finds garbage with SQL and collects it (or, in dry-run, records
-what it would do), keeping a durable audit history served over HTTP.
-
-Usage:
-  kubegcd run [flags]                    run the daemon
-  kubegcd migrate up|down|version --db PATH
-                                         manage the database schema
-  kubegcd db check|backup [--db PATH] [DEST]
-                                         check the database, or copy it while
-                                         kubegcd runs
-  kubegcd version                        print the version
-  kubegcd help [command]                 show help
-
-Run 'kubegcd help run' for the daemon's flags.
-
-Client commands, kubectl-style (also 'kubectl gc …' once the plugin is installed):
-` + cli.Synopsis("kubegcd") + "\n" + cli.ConnHelp()
-
-// Main runs the kubegcd command line and returns the process exit code.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "run":
-		return runCommand(ctx, args[1:], stdout, stderr)
-	case "migrate":
-		return migrateCommand(ctx, args[1:], stdout, stderr)
-	case "db":
-		return dbCommand(ctx, args[1:], stdout, stderr)
-	case "get", "why", "tree", "cascade", "status", "release", "kubectl-plugin":
-		return cli.Main(ctx, "kubegcd", args, stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "kubegcd", version())
-		return exitOK
-	case "help", "-h", "--help":
-		if len(args) > 1 {
-			return Main(ctx, []string{args[1], "--help"}, stdout, stderr)
-		}
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "kubegcd: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
-	}
-}
-
-func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kubegcd migrate", flag.ContinueOnError)
-	dbPath := fs.String("db", "kubegcd.db", "path of the SQLite database")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: kubegcd migrate up|down|version [--db PATH]\n\n"+
-			"  up       apply every migration this binary carries\n"+
-			"  down     revert the newest applied migration\n"+
-			"  version  print the schema version\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	// Accept the command before or after the flags.
-	var command string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		command, args = args[0], args[1:]
-	}
-	if err := parseFlags(fs, args, stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "kubegcd: %v (see 'kubegcd help migrate')\n", err)
-		return exitUsage
-	}
-	if command == "" && fs.NArg() > 0 {
-		command = fs.Arg(0)
-	}
-	if command == "" || fs.NArg() > 1 {
-		fmt.Fprintln(stderr, "kubegcd: migrate needs exactly one of up, down or version (see 'kubegcd help migrate')")
-		return exitUsage
-	}
-	v, dirty, err := db.Migrate(ctx, *dbPath, command)
-	if err != nil {
-		fmt.Fprintln(stderr, "kubegcd:", err)
-		return exitError
-	}
-	state := ""
-	if dirty {
-		state = " (dirty)"
-	}
-	fmt.Fprintf(stdout, "schema version %d%s (this kubegcd supports up to %d)\n", v, state, db.LatestVersion())
-	return exitOK
-}
-
-func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseRunFlags(args, stdout)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintln(stderr, "kubegcd:", err)
-		return exitUsage
-	}
-	logger := newLogger(stderr, cfg.logLevel, cfg.logFormat)
-	if err := run(ctx, cfg, logger); err != nil {
-		fmt.Fprintf(stderr, "%skubegcd: %v\n", fatalPrefix(stderr, cfg.logFormat), err)
-		if errors.Is(err, db.ErrCorrupt) || db.IsCorrupt(err) {
-			return exitCorrupt
-		}
-		return exitError
-	}
-	return exitOK
-}
 
 // run is the daemon: it returns when ctx ends (nil) or on a fatal error.
 func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {

@@ -3,9 +3,7 @@ package app
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -16,12 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubegcd/kubegcd/internal/cmdline"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
@@ -98,17 +98,42 @@ func (n *namespaceThresholds) Set(v string) error {
 	return nil
 }
 
-// parseRunFlags parses `kubegcd run`'s flags; --help prints to helpOut.
-func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
-	cfg := &runConfig{}
-	fs := flag.NewFlagSet("kubegcd run", flag.ContinueOnError)
+func (n *namespaceThresholds) Type() string { return "NAMESPACE=COUNT" }
+
+// runFlags are kubegcd run's flags, in the groups its help prints, as
+// kube-controller-manager prints its own. Every flag belongs to a group.
+type runFlags struct {
+	cfg    runConfig
+	groups cmdline.NamedFlagSets
+	// What complete reads into cfg.
+	level, controllers, allowedHosts, configFile string
+}
+
+func newRunFlags() *runFlags {
+	f := &runFlags{}
+	cfg := &f.cfg
+
+	fs := f.groups.FlagSet("cluster")
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "",
 		"path of the kubeconfig file (default: the systemd credential kubeconfig in $CREDENTIALS_DIRECTORY, then $KUBECONFIG, "+
 			"then ~/.kube/config, then in-cluster config)")
 	fs.StringVar(&cfg.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
+	fs.DurationVar(&cfg.startupTimeout, "startup-timeout", 30*time.Second,
+		"how long to keep trying to reach the API server at start before giving up")
+	fs.DurationVar(&cfg.discoveryInterval, "discovery-interval", 30*time.Second,
+		"how often to re-discover API resources, so CRDs added or removed later are watched or dropped")
+	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 20, "queries per second of the controllers' writes and live checks to the API server")
+	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 30, "burst above --kube-api-qps")
+
+	fs = f.groups.FlagSet("database")
 	fs.StringVar(&cfg.dbPath, "db", "kubegcd.db", "path of the SQLite database; created if missing")
+	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
+	fs.DurationVar(&cfg.historyRetention, "history-retention", 7*24*time.Hour,
+		"how long object history (ownership changes, deletions) is kept; an object's state at the cutoff stays while it exists (0: forever)")
+
+	fs = f.groups.FlagSet("HTTP")
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address of the HTTP API, metrics and web UI")
-	allowedHosts := fs.String("allowed-hosts", "",
+	fs.StringVar(&f.allowedHosts, "allowed-hosts", "",
 		"comma-separated host names the HTTP API answers to, besides IP addresses, localhost and the --listen host; "+
 			"other names in a request's Host are refused, so that a web page cannot reach the API through DNS rebinding ('*': any)")
 	fs.StringVar(&cfg.authTokenFile, "auth-token-file", "",
@@ -121,32 +146,24 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"serve a --listen address that is not loopback without --auth-token-file or --client-ca-file: anyone who reaches it reads the API")
 	fs.IntVar(&cfg.maxInflight, "max-requests-inflight", 16,
 		"HTTP API requests served at once; more get a 429 with Retry-After (health checks are never refused; 0: no limit)")
-	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&cfg.logFormat, "log-format", logFormatAuto,
-		"log format: text, json, or journal (text without timestamps, each line led by its syslog priority, <6> for info); "+
-			"auto: journal when stderr is the systemd journal ($JOURNAL_STREAM), else text")
+	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen")
+
+	fs = f.groups.FlagSet("controllers")
 	fs.BoolVar(&cfg.dryRun, "dry-run", true,
 		"decide and record what would be done without writing to the cluster; --dry-run=false enforces")
-	controllers := fs.String("controllers", strings.Join(knownControllers, ","),
+	fs.StringVar(&f.controllers, "controllers", strings.Join(knownControllers, ","),
 		"comma-separated controllers to run: "+strings.Join(knownControllers, ", "))
-	fs.DurationVar(&cfg.discoveryInterval, "discovery-interval", 30*time.Second,
-		"how often to re-discover API resources, so CRDs added or removed later are watched or dropped")
-	fs.DurationVar(&cfg.startupTimeout, "startup-timeout", 30*time.Second,
-		"how long to keep trying to reach the API server at start before giving up")
-	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 20, "queries per second of the controllers' writes and live checks to the API server")
-	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 30, "burst above --kube-api-qps")
 	fs.IntVar(&cfg.gcWorkers, "gc-workers", 20, "objects each controller works on at once")
+	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
+		"how often controllers look at every candidate again, beside reacting to changes")
 	fs.IntVar(&cfg.maxDeletionsPerMinute, "max-deletions-per-minute", 6000,
 		"blast-radius cap: writes to the cluster (deletes and patches alike) beyond this many in any minute pause enforcement; "+
 			"the count survives restarts (0: no cap)")
 	fs.StringVar(&cfg.blastRadiusResume, "blast-radius-resume", "auto",
 		"after the blast-radius cap paused enforcement: auto resumes when the rate falls; manual holds, across restarts, "+
 			"until an operator runs 'kubegcd release'")
-	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
-	fs.DurationVar(&cfg.historyRetention, "history-retention", 7*24*time.Hour,
-		"how long object history (ownership changes, deletions) is kept; an object's state at the cutoff stays while it exists (0: forever)")
-	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
-		"how often controllers look at every candidate again, beside reacting to changes")
+	fs.DurationVar(&cfg.stuckAfter, "stuck-after", 5*time.Minute,
+		"a deletion not finished this long after it was requested is stuck: /stuck lists it by default and kubegcd_deletions_stuck counts it")
 	fs.DurationVar(&cfg.podgcPeriod, "podgc-period", 20*time.Second, "time between PodGC passes")
 	fs.IntVar(&cfg.terminatedThreshold, "terminated-pod-gc-threshold", 12500,
 		"terminated pods the cluster keeps before PodGC deletes the excess, Evicted and oldest first (0: never)")
@@ -156,6 +173,8 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"delete terminated pods created longer ago than this, however many there are (0: off)")
 	fs.Var(&cfg.namespaceThresholds, "terminated-pod-gc-threshold-namespace",
 		"NAMESPACE=COUNT: terminated pods that namespace keeps before PodGC deletes its excess; repeatable (default: none)")
+
+	fs = f.groups.FlagSet("leader election")
 	fs.BoolVar(&cfg.leader.enabled, "leader-elect", true,
 		"run for a Lease so that, of several kubegcd instances, only the holder writes to the cluster (not in dry-run, which writes nothing)")
 	fs.StringVar(&cfg.leader.namespace, "leader-elect-namespace", "kube-system", "namespace of the leader-election Lease")
@@ -166,42 +185,47 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 		"how long the leader keeps retrying to renew before it gives the lease up (and stops writing)")
 	fs.DurationVar(&cfg.leader.retryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"how often to try to acquire or renew the lease")
-	fs.DurationVar(&cfg.stuckAfter, "stuck-after", 5*time.Minute,
-		"a deletion not finished this long after it was requested is stuck: /stuck lists it by default and kubegcd_deletions_stuck counts it")
-	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen")
-	configFile := fs.String("config", "",
+
+	fs = f.groups.FlagSet("logging")
+	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.logFormat, "log-format", logFormatAuto,
+		"log format: text, json, or journal (text without timestamps, each line led by its syslog priority, <6> for info); "+
+			"auto: journal when stderr is the systemd journal ($JOURNAL_STREAM), else text")
+
+	fs = f.groups.FlagSet("generic")
+	fs.StringVar(&f.configFile, "config", "",
 		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: kubegcd run [flags]\n\nRuns the daemon until SIGINT or SIGTERM (exit 0), or until a failure leaves it\n"+
-			"unable to do its job: one line on stderr, exit 1 (3: the database is corrupt;\n"+
-			"2: a bad flag or config value).\n\n"+
-			"Under systemd (Type=notify, $NOTIFY_SOCKET) it says READY=1 once it serves,\n"+
-			"what it does in STATUS=, and STOPPING=1; with WatchdogSec= it pings the\n"+
-			"watchdog only while its loops make progress and its database writer answers.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args, helpOut); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w (see 'kubegcd help run')", err)
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (see 'kubegcd help run')", fs.Arg(0))
-	}
-	if *configFile != "" {
-		if err := applyConfigFile(fs, *configFile); err != nil {
+	// cobra's own --help, in a group so that help lists it.
+	fs.BoolP("help", "h", false, "help for run")
+	return f
+}
+
+// valueCompletions are the words shell completion offers for the flags
+// that take one of a few.
+var valueCompletions = map[string][]string{
+	"log-level":           {"debug", "info", "warn", "error"},
+	"log-format":          {logFormatAuto, logFormatText, logFormatJSON, logFormatJournal},
+	"blast-radius-resume": {"auto", "manual"},
+	"controllers":         knownControllers,
+}
+
+// complete reads the config file into the flags the command line (fs) did
+// not set, checks every value and returns the configuration.
+func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
+	cfg := &f.cfg
+	if f.configFile != "" {
+		if err := applyConfigFile(fs, f.configFile); err != nil {
 			return nil, err
 		}
 	}
 
-	if err := cfg.logLevel.UnmarshalText([]byte(*level)); err != nil {
-		return nil, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", *level)
+	if err := cfg.logLevel.UnmarshalText([]byte(f.level)); err != nil {
+		return nil, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", f.level)
 	}
 	if !slices.Contains([]string{logFormatAuto, logFormatText, logFormatJSON, logFormatJournal}, cfg.logFormat) {
 		return nil, fmt.Errorf("invalid --log-format %q: want auto, text, json or journal", cfg.logFormat)
 	}
-	for _, c := range strings.Split(*controllers, ",") {
+	for _, c := range strings.Split(f.controllers, ",") {
 		c = strings.TrimSpace(c)
 		if c == "" {
 			continue
@@ -284,7 +308,7 @@ func parseRunFlags(args []string, helpOut io.Writer) (*runConfig, error) {
 	if listenHost != "" {
 		cfg.allowedHosts = append(cfg.allowedHosts, listenHost)
 	}
-	for _, h := range strings.Split(*allowedHosts, ",") {
+	for _, h := range strings.Split(f.allowedHosts, ",") {
 		h = strings.TrimSpace(h)
 		if h == "" {
 			continue
@@ -312,13 +336,13 @@ func isLoopback(host string) bool {
 
 // applyConfigFile sets every flag the file names that the command line did
 // not set.
-func applyConfigFile(fs *flag.FlagSet, path string) error {
+func applyConfigFile(fs *pflag.FlagSet, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config %w", err)
 	}
 	onCommandLine := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { onCommandLine[f.Name] = true })
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -330,7 +354,7 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		if !ok || name == "" {
 			return fmt.Errorf("config %s:%d: want 'flag = value', got %q", path, i+1, line)
 		}
-		if name == "config" || fs.Lookup(name) == nil {
+		if name == "config" || name == "help" || fs.Lookup(name) == nil {
 			return fmt.Errorf("config %s:%d: unknown setting %q (see 'kubegcd help run')", path, i+1, name)
 		}
 		if onCommandLine[name] {
@@ -341,18 +365,6 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		}
 	}
 	return nil
-}
-
-// parseFlags parses quietly, so a bad flag costs one line of error rather
-// than the whole usage; --help prints the usage to helpOut.
-func parseFlags(fs *flag.FlagSet, args []string, helpOut io.Writer) error {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(helpOut)
-		fs.Usage()
-	}
-	return err
 }
 
 // restConfig loads the client configuration: --kubeconfig (from the

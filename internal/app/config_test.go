@@ -1,7 +1,11 @@
 package app
 
 import (
-	"io"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +14,26 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
+
+// parseRunFlags runs `kubegcd run args` as Main does, with a daemon that
+// only keeps its configuration: the configuration, or the one line that
+// kubegcd prints before it exits 2.
+func parseRunFlags(args ...string) (*runConfig, error) {
+	var got *runConfig
+	var stdout, stderr bytes.Buffer
+	p := &program{stdout: &stdout, stderr: &stderr, daemon: func(_ context.Context, cfg *runConfig, _ *slog.Logger) error {
+		got = cfg
+		return nil
+	}}
+	code := p.main(context.Background(), append([]string{"run"}, args...))
+	switch {
+	case code == exitOK && got != nil:
+		return got, nil
+	case code == exitUsage && stdout.Len() == 0 && strings.Count(stderr.String(), "\n") == 1:
+		return nil, errors.New(strings.TrimSuffix(stderr.String(), "\n"))
+	}
+	return nil, fmt.Errorf("exit %d, stdout %q, stderr %q: want 0 and a configuration, or 2 and one line", code, stdout.String(), stderr.String())
+}
 
 func TestParseRunFlags(t *testing.T) {
 	dir := t.TempDir()
@@ -88,11 +112,11 @@ func TestParseRunFlags(t *testing.T) {
 		{name: "history retention negative", args: func() []string { return []string{"--history-retention=-1h"} },
 			wantErr: "invalid --history-retention -1h0m0s"},
 		{name: "history retention not a duration", args: func() []string { return []string{"--history-retention", "7d"} },
-			wantErr: `invalid value "7d" for flag -history-retention`},
+			wantErr: `kubegcd: invalid argument "7d" for "--history-retention" flag: time: unknown unit "d" in duration "7d" (see 'kubegcd help run')`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := parseRunFlags(tc.args(), io.Discard)
+			c, err := parseRunFlags(tc.args()...)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -109,7 +133,7 @@ func TestParseRunFlags(t *testing.T) {
 
 // The example config shipped for systemd must stay valid.
 func TestExampleConfigParses(t *testing.T) {
-	c, err := parseRunFlags([]string{"--config", "../../deploy/kubegcd.conf"}, io.Discard)
+	c, err := parseRunFlags("--config", "../../deploy/kubegcd.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +152,7 @@ func TestConfigRepeatableAndLeaderFlags(t *testing.T) {
 			"leader-elect-lease-duration = 30s\nleader-elect-renew-deadline = 20s\nleader-elect-retry-period = 5s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseRunFlags([]string{"--config", p}, io.Discard)
+	c, err := parseRunFlags("--config", p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +171,7 @@ func TestConfigRepeatableAndLeaderFlags(t *testing.T) {
 		{"--podgc-period", "100ms"},
 		{"--terminated-pod-max-age", "-1h"},
 	} {
-		if _, err := parseRunFlags(bad, io.Discard); err == nil {
+		if _, err := parseRunFlags(bad...); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}
@@ -169,7 +193,7 @@ func TestAllowedHosts(t *testing.T) {
 		{[]string{"--allowed-hosts", "http://a.example"}, "", `"http://a.example" is not a host name`},
 	}
 	for _, tc := range tests {
-		c, err := parseRunFlags(tc.args, io.Discard)
+		c, err := parseRunFlags(tc.args...)
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%v: err = %v, want %q", tc.args, err, tc.wantErr)
@@ -231,7 +255,7 @@ func TestListenNeedsAuthentication(t *testing.T) {
 		{[]string{"--client-ca-file", "ca.pem"}, "client certificates need TLS"},
 	}
 	for _, tc := range tests {
-		_, err := parseRunFlags(tc.args, io.Discard)
+		_, err := parseRunFlags(tc.args...)
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%v: %v", tc.args, err)

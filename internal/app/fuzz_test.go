@@ -1,7 +1,6 @@
 package app
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,7 @@ import (
 // exits 2), never a panic; a file that parses sets only what it says.
 func FuzzConfigFile(f *testing.F) {
 	for _, s := range []string{"", "# comment\n", "dry-run = false\n", "--listen = 127.0.0.1:0", `db = "/var/lib/kubegcd/kubegcd.db"`,
-		"gc-workers = 0\n", "unknown = 1", "no equals sign", "config = other.conf", "=", "dry-run = maybe",
+		"gc-workers = 0\n", "unknown = 1", "no equals sign", "config = other.conf", "help = true", "-db = k.db", "=", "dry-run = maybe",
 		"terminated-pod-gc-threshold-namespace = a=1\nterminated-pod-gc-threshold-namespace = b=2", "\xff\xfe = \x00"} {
 		f.Add(s)
 	}
@@ -23,7 +22,7 @@ func FuzzConfigFile(f *testing.F) {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := parseRunFlags([]string{"--config", path}, io.Discard)
+		cfg, err := parseRunFlags("--config", path)
 		if err != nil {
 			if msg := err.Error(); strings.Contains(msg, "\n") || msg == "" {
 				t.Fatalf("error %q is not one line", msg)

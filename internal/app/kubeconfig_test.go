@@ -55,7 +55,7 @@ func TestKubeconfigPrecedence(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("CREDENTIALS_DIRECTORY", tt.credentials)
 			t.Setenv("KUBECONFIG", tt.kubeconfig)
-			c, err := parseRunFlags(tt.args, nil)
+			c, err := parseRunFlags(tt.args...)
 			if err != nil {
 				t.Fatal(err)
 			}

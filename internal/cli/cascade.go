@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
@@ -22,36 +24,37 @@ which dependents would hold a foreground deletion.
 
 ` + connHelp
 
-func runCascade(ctx context.Context, e *env, args []string) error {
-	var f objectFlags
-	fs := e.flagSet("cascade", "cascade KIND/NAME [-n NS] [--propagation background|foreground|orphan] [-o table|wide|json|yaml]", cascadeHelp)
-	f.register(fs, "output: table, wide, json or yaml", outTable)
-	propagation := fs.String("propagation", "background", "the delete's propagation policy: background, foreground or orphan")
-	args, err := parse(fs, args, e.stdout)
-	if err != nil {
-		return err
-	}
-	if err := checkOutput(f.output, outTable, outWide, outJSON, outYAML); err != nil {
-		return err
-	}
-	switch *propagation {
+func cascadeCommand(e *env) *cobra.Command {
+	f := &objectFlags{}
+	cmd := newCommand("cascade KIND/NAME [-n NS] [--propagation background|foreground|orphan] [-o table|wide|json|yaml]",
+		"what deleting an object would take with it", cascadeHelp)
+	f.register(cmd, outTable, outWide, outJSON, outYAML)
+	propagation := cmd.Flags().String("propagation", "background", "the delete's propagation policy: background, foreground or orphan")
+	_ = cmd.RegisterFlagCompletionFunc("propagation",
+		cobra.FixedCompletions([]string{"background", "foreground", "orphan"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return f.cascade(cmd.Context(), e, *propagation, args) }
+	return cmd
+}
+
+func (f *objectFlags) cascade(ctx context.Context, e *env, propagation string, args []string) error {
+	switch propagation {
 	case "background", "foreground", "orphan":
 	default:
-		return usagef("invalid --propagation %q: want background, foreground or orphan", *propagation)
+		return usagef("invalid --propagation %q: want background, foreground or orphan", propagation)
 	}
 	c, o, err := f.resolveObject(ctx, e, args)
 	if err != nil {
 		return err
 	}
 	var p diagnose.Cascade
-	body, err := c.GetJSON(ctx, "/objects/"+url.PathEscape(o.UID)+"/cascade", url.Values{"propagation": {*propagation}}, &p)
+	body, err := c.GetJSON(ctx, "/objects/"+url.PathEscape(o.UID)+"/cascade", url.Values{"propagation": {propagation}}, &p)
 	if err != nil {
 		return err
 	}
 	if f.output == outJSON || f.output == outYAML {
 		return printRaw(e.stdout, f.output, body)
 	}
-	return printCascade(e.stdout, &p, o, *propagation, f.output == outWide)
+	return printCascade(e.stdout, &p, o, propagation, f.output == outWide)
 }
 
 func printCascade(w io.Writer, p *diagnose.Cascade, o *objectSummary, propagation string, wide bool) error {

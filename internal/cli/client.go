@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,10 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kubegcd/kubegcd/internal/cmdline"
 )
 
 // DefaultServer is where the client commands look for kubegcd when neither
@@ -41,19 +44,15 @@ type connFlags struct {
 	insecure                  bool
 }
 
-func (c *connFlags) register(fs *flag.FlagSet) {
+func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.server, "server", "", "URL of the kubegcd to ask (default $"+envServer+", else "+DefaultServer+")")
 	fs.StringVar(&c.tokenFile, "token-file", "", "file holding a bearer token to send (default: the token in $"+envToken+")")
 	fs.StringVar(&c.caFile, "certificate-authority", "", "PEM file of the CA that signed the server's certificate (https)")
 	fs.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "do not check the server's certificate (https); insecure")
 }
 
-// usageError is a command line that cannot work: exit code 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+// usagef is a command line that cannot work: exit code 2.
+func usagef(format string, args ...any) error { return cmdline.Usagef(format, args...) }
 
 // client builds the Client the flags and the environment describe: --server,
 // else $KUBEGCD_SERVER, else DefaultServer; the token from --token-file,
@@ -184,7 +183,7 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) ([]byte,
 			Error string `json:"error"`
 		}
 		_ = json.Unmarshal(answer, &e) // a body that is not the API's error shape leaves the status alone
-		return nil, &APIError{URL: shown, Status: resp.StatusCode, Message: oneLine(e.Error), TokenSent: c.Token != ""}
+		return nil, &APIError{URL: shown, Status: resp.StatusCode, Message: cmdline.OneLine(e.Error), TokenSent: c.Token != ""}
 	}
 	return answer, nil
 }
@@ -200,11 +199,6 @@ func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, v a
 		return nil, fmt.Errorf("GET %s: the answer is not the JSON expected (is --server a kubegcd?): %w", path, err)
 	}
 	return body, nil
-}
-
-// oneLine keeps an error on the one line the commands print.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // redacted is a URL with its password, if any, hidden.

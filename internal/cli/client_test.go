@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubegcd/kubegcd/internal/cmdline"
 )
 
 // envOf is a lookupEnv over a map.
@@ -88,7 +90,7 @@ func TestConnFlagErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one with %q", err, tt.want)
 			}
-			var ue *usageError
+			var ue *cmdline.UsageError
 			if errors.As(err, &ue) != tt.wantUsage {
 				t.Errorf("usage error = %v, want %v", errors.As(err, &ue), tt.wantUsage)
 			}

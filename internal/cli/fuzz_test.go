@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/kubegcd/kubegcd/internal/cmdline"
 )
 
 // FuzzParseObjectRef: any one or two arguments are an object (a kind and a
@@ -20,7 +22,7 @@ func FuzzParseObjectRef(f *testing.F) {
 		}
 		ref, err := parseObjectRef(args)
 		if err != nil {
-			if _, ok := err.(*usageError); !ok {
+			if _, ok := err.(*cmdline.UsageError); !ok {
 				t.Fatalf("%q: %T %v, want a usage error", args, err, err)
 			}
 			return

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"maps"
 	"net/url"
@@ -12,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
@@ -34,7 +36,7 @@ lint), --severity (lint), --limit (all but leases).
 
 ` + connHelp
 
-// getFlags are get's filters; set records the ones given.
+// getFlags are get's filters.
 type getFlags struct {
 	conn                             connFlags
 	namespace, output                string
@@ -42,7 +44,6 @@ type getFlags struct {
 	controller, kind, since, outcome string
 	minAge, rule, severity           string
 	limit                            int
-	set                              map[string]bool
 }
 
 // listing is one of get's lists: its endpoint, the filters it takes and
@@ -70,16 +71,16 @@ var listings = map[string]listing{
 var apiParams = map[string]string{"controller": "controller", "kind": "kind", "since": "since", "outcome": "outcome",
 	"min-age": "minAge", "rule": "rule", "severity": "severity", "limit": "limit"}
 
-func runGet(ctx context.Context, e *env, args []string) error {
-	f := &getFlags{set: map[string]bool{}}
-	fs := e.flagSet("get", "get pending|audit|stuck|lint|leases [-n NS|-A] [--controller C] [--kind K] [--rule R] [--since D] [--limit N] [-o table|wide|json|yaml]", getHelp)
-	f.conn.register(fs)
-	fs.StringVar(&f.namespace, "n", "", "only this namespace (default: every namespace)")
-	fs.StringVar(&f.namespace, "namespace", "", "same as -n")
-	fs.BoolVar(&f.allNamespaces, "A", false, "every namespace (the default)")
-	fs.BoolVar(&f.allNamespaces, "all-namespaces", false, "same as -A")
-	fs.StringVar(&f.output, "o", outTable, "output: table, wide, json or yaml")
-	fs.StringVar(&f.output, "output", outTable, "same as -o")
+func getCommand(e *env) *cobra.Command {
+	f := &getFlags{}
+	cmd := newCommand("get pending|audit|stuck|lint|leases [-n NS|-A] [--controller C] [--kind K] [--rule R] [--since D] [--limit N] [-o table|wide|json|yaml]",
+		"list what kubegcd holds, decided, or found", getHelp)
+	cmd.ValidArgs = slices.Sorted(maps.Keys(listings))
+	f.conn.register(cmd.Flags())
+	fs := cmd.Flags()
+	fs.StringVarP(&f.namespace, "namespace", "n", "", "only this namespace (default: every namespace)")
+	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every namespace (the default)")
+	registerOutput(cmd, &f.output, outTable, outWide, outJSON, outYAML)
 	fs.StringVar(&f.controller, "controller", "", "only this controller's: ownergc, podgc, ttl, svgc, kubegcd, operator")
 	fs.StringVar(&f.kind, "kind", "", "only this kind (a kind, or a resource's plural)")
 	fs.StringVar(&f.since, "since", "", "only rows newer than this: a duration such as 1h, or an RFC 3339 time")
@@ -88,20 +89,24 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&f.rule, "rule", "", "only this rule's: audit rows of a rule id such as BR-21-03, lint findings of an id such as KG-LINT-01 or its name")
 	fs.StringVar(&f.severity, "severity", "", "only findings of this severity: error, warning or info")
 	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending and audit (default: 1000 pending, 100 audit, the API's for the others)")
-	args, err := parse(fs, args, e.stdout)
-	if err != nil {
-		return err
+	for name, values := range map[string][]string{
+		"controller": {"ownergc", "podgc", "ttl", "svgc", "kubegcd", "operator"},
+		"outcome":    {"applied", "dry-run", "failed", "conflict", "not-found", "skipped"},
+		"severity":   {"error", "warning", "info"},
+	} {
+		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
-	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return f.run(cmd.Context(), e, fs, args) }
+	return cmd
+}
+
+func (f *getFlags) run(ctx context.Context, e *env, fs *pflag.FlagSet, args []string) error {
 	if len(args) != 1 {
 		return usagef("want one of pending, audit, stuck, lint, leases")
 	}
 	l, ok := listings[args[0]]
 	if !ok {
 		return usagef("cannot get %q: want one of pending, audit, stuck, lint, leases", args[0])
-	}
-	if err := checkOutput(f.output, outTable, outWide, outJSON, outYAML); err != nil {
-		return err
 	}
 	if f.namespace != "" && f.allNamespaces {
 		return usagef("-n and -A exclude each other")
@@ -111,7 +116,7 @@ func runGet(ctx context.Context, e *env, args []string) error {
 		q.Set("namespace", f.namespace)
 	}
 	for name, param := range apiParams {
-		if !f.set[name] {
+		if !fs.Changed(name) {
 			continue
 		}
 		if !slices.Contains(l.filters, name) {

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 )
@@ -123,12 +124,12 @@ type objectFlags struct {
 	namespace, output string
 }
 
-func (f *objectFlags) register(fs *flag.FlagSet, outputHelp, outputDefault string) {
-	f.conn.register(fs)
-	fs.StringVar(&f.namespace, "n", "", "the object's namespace (default: search every namespace)")
-	fs.StringVar(&f.namespace, "namespace", "", "same as -n")
-	fs.StringVar(&f.output, "o", outputDefault, outputHelp)
-	fs.StringVar(&f.output, "output", outputDefault, "same as -o")
+// register registers the flags on cmd: -o takes one of outputs, the
+// first being the default.
+func (f *objectFlags) register(cmd *cobra.Command, outputs ...string) {
+	f.conn.register(cmd.Flags())
+	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "the object's namespace (default: search every namespace)")
+	registerOutput(cmd, &f.output, outputs...)
 }
 
 // resolveObject is the start of every command about one object: the

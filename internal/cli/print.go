@@ -25,16 +25,6 @@ const (
 	outDOT   = "dot"
 )
 
-// checkOutput refuses an -o the command does not print.
-func checkOutput(o string, allowed ...string) error {
-	for _, a := range allowed {
-		if o == a {
-			return nil
-		}
-	}
-	return usagef("invalid output %q: want one of %s", o, strings.Join(allowed, ", "))
-}
-
 // printRaw prints the API's answer as it came (json) or as YAML: what a
 // script reads is the API's own document, not a re-encoding of the
 // client's structs.

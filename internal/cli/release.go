@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+
+	"github.com/spf13/cobra"
 )
 
 const releaseHelp = `Resumes enforcement that the blast-radius cap holds
@@ -12,15 +14,16 @@ audit history with the reason given. A kubegcd that holds nothing answers
 
 ` + connHelp
 
-func runRelease(ctx context.Context, e *env, args []string) error {
+func releaseCommand(e *env) *cobra.Command {
 	var conn connFlags
-	fs := e.flagSet("release", "release [--reason TEXT]", releaseHelp)
-	conn.register(fs)
-	reason := fs.String("reason", "", "why enforcement may resume; recorded in the audit history")
-	args, err := parse(fs, args, e.stdout)
-	if err != nil {
-		return err
-	}
+	cmd := newCommand("release [--reason TEXT]", "resume enforcement held by the blast-radius cap", releaseHelp)
+	conn.register(cmd.Flags())
+	reason := cmd.Flags().String("reason", "", "why enforcement may resume; recorded in the audit history")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return release(cmd.Context(), e, &conn, *reason, args) }
+	return cmd
+}
+
+func release(ctx context.Context, e *env, conn *connFlags, reason string, args []string) error {
 	if len(args) > 0 {
 		return usagef("unexpected argument %q", args[0])
 	}
@@ -28,7 +31,7 @@ func runRelease(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.Post(ctx, "/enforcement/release", map[string]string{"reason": *reason}); err != nil {
+	if _, err := c.Post(ctx, "/enforcement/release", map[string]string{"reason": reason}); err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
 	fmt.Fprintln(e.stdout, "enforcement released")

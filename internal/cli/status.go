@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 )
 
@@ -39,21 +41,19 @@ type statusAnswer struct {
 	Controllers []kubehttp.ControllerStatus `json:"controllers"`
 }
 
-func runStatus(ctx context.Context, e *env, args []string) error {
+func statusCommand(e *env) *cobra.Command {
 	var conn connFlags
-	fs := e.flagSet("status", "status [-o text|wide|json|yaml]", statusHelp)
-	conn.register(fs)
-	output := fs.String("o", "text", "output: text, wide, json or yaml")
-	fs.StringVar(output, "output", "text", "same as -o")
-	args, err := parse(fs, args, e.stdout)
-	if err != nil {
-		return err
-	}
+	var output string
+	cmd := newCommand("status [-o text|wide|json|yaml]", "mode, leader, mirror and controllers", statusHelp)
+	conn.register(cmd.Flags())
+	registerOutput(cmd, &output, "text", outWide, outJSON, outYAML)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return status(cmd.Context(), e, &conn, output, args) }
+	return cmd
+}
+
+func status(ctx context.Context, e *env, conn *connFlags, output string, args []string) error {
 	if len(args) > 0 {
 		return usagef("unexpected argument %q", args[0])
-	}
-	if err := checkOutput(*output, "text", outWide, outJSON, outYAML); err != nil {
-		return err
 	}
 	c, err := conn.client(e.lookupEnv, e.stderr)
 	if err != nil {
@@ -64,10 +64,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *output == outJSON || *output == outYAML {
-		return printRaw(e.stdout, *output, body)
+	if output == outJSON || output == outYAML {
+		return printRaw(e.stdout, output, body)
 	}
-	return printStatus(e.stdout, &st, redacted(c.Server), *output == outWide, e.now())
+	return printStatus(e.stdout, &st, redacted(c.Server), output == outWide, e.now())
 }
 
 func printStatus(w io.Writer, st *statusAnswer, server string, wide bool, now time.Time) error {

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -28,23 +30,21 @@ garbage collector dump).
 
 ` + connHelp
 
-func runTree(ctx context.Context, e *env, args []string) error {
-	var f objectFlags
-	fs := e.flagSet("tree", "tree KIND/NAME [-n NS] [-o tree|json|yaml|dot] [--at TIME]", treeHelp)
-	f.register(fs, "output: tree, json, yaml or dot", outTree)
-	at := fs.String("at", "", "draw the tree as it stood then: an RFC 3339 time, or a duration ago such as 1h")
-	args, err := parse(fs, args, e.stdout)
-	if err != nil {
-		return err
-	}
-	if err := checkOutput(f.output, outTree, outJSON, outYAML, outDOT); err != nil {
-		return err
-	}
+func treeCommand(e *env) *cobra.Command {
+	f := &objectFlags{}
+	cmd := newCommand("tree KIND/NAME [-n NS] [-o tree|json|yaml|dot] [--at TIME]", "an object's owners up and dependents down", treeHelp)
+	f.register(cmd, outTree, outJSON, outYAML, outDOT)
+	at := cmd.Flags().String("at", "", "draw the tree as it stood then: an RFC 3339 time, or a duration ago such as 1h")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return f.tree(cmd.Context(), e, *at, args) }
+	return cmd
+}
+
+func (f *objectFlags) tree(ctx context.Context, e *env, at string, args []string) error {
 	q := url.Values{}
-	if *at != "" {
-		t, err := sinceTime(*at, e.now())
+	if at != "" {
+		t, err := sinceTime(at, e.now())
 		if err != nil {
-			return usagef("invalid --at %q: want an RFC 3339 time, or a duration ago such as 1h", *at)
+			return usagef("invalid --at %q: want an RFC 3339 time, or a duration ago such as 1h", at)
 		}
 		q.Set("at", t.Format(time.RFC3339Nano))
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -40,17 +42,15 @@ type objectDetail struct {
 // whyMaxDependents is how many dependents why names; the count is whole.
 const whyMaxDependents = 10
 
-func runWhy(ctx context.Context, e *env, args []string) error {
-	var f objectFlags
-	fs := e.flagSet("why", "why KIND/NAME [-n NS] [-o text|json|yaml]", whyHelp)
-	f.register(fs, "output: text, json or yaml", "text")
-	args, err := parse(fs, args, e.stdout)
-	if err != nil {
-		return err
-	}
-	if err := checkOutput(f.output, "text", outJSON, outYAML); err != nil {
-		return err
-	}
+func whyCommand(e *env) *cobra.Command {
+	f := &objectFlags{}
+	cmd := newCommand("why KIND/NAME [-n NS] [-o text|json|yaml]", "explain in words why an object is, or is not, collected", whyHelp)
+	f.register(cmd, "text", outJSON, outYAML)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return f.why(cmd.Context(), e, args) }
+	return cmd
+}
+
+func (f *objectFlags) why(ctx context.Context, e *env, args []string) error {
 	c, o, err := f.resolveObject(ctx, e, args)
 	if err != nil {
 		return err

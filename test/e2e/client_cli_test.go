@@ -363,6 +363,11 @@ func TestClientCommands(t *testing.T) {
 		if code, _, errs := plugin("run"); code != 2 || !strings.Contains(errs, `kubectl gc: unknown command "run"`) {
 			t.Errorf("kubectl gc run: exit %d, stderr %q; want 2, unknown command", code, errs)
 		}
+		// kubectl completes `kubectl gc get <TAB>` through kubectl_complete-gc.
+		complete := exec.Command(filepath.Join(dir, "kubectl_complete-gc"), "get", "")
+		if out, err := complete.Output(); err != nil || !strings.Contains(string(out), "\npending\n") {
+			t.Errorf("kubectl_complete-gc get '': %v, %q; want the lists get takes", err, out)
+		}
 		// Installing again replaces the link.
 		if code, _, stderr := runBinary(t, 30*time.Second, "kubectl-plugin", "install", "--dir", dir); code != 0 {
 			t.Errorf("second install: exit %d, %q", code, stderr)

@@ -281,7 +281,7 @@ func TestHistoryRetentionFlag(t *testing.T) {
 	for _, tc := range []struct{ value, want string }{
 		{"30m", "kubegcd: invalid --history-retention 30m0s: must be 0 (forever) or at least 1h"},
 		{"-1h", "kubegcd: invalid --history-retention -1h0m0s: must be 0 (forever) or at least 1h"},
-		{"7d", `kubegcd: invalid value "7d" for flag -history-retention: parse error (see 'kubegcd help run')`},
+		{"7d", `kubegcd: invalid argument "7d" for "--history-retention" flag: time: unknown unit "d" in duration "7d" (see 'kubegcd help run')`},
 	} {
 		code, _, stderr := runBinary(t, 30*time.Second, "run", "--kubeconfig", cluster.Kubeconfig,
 			"--db", t.TempDir()+"/k.db", "--history-retention="+tc.value)
@@ -290,7 +290,7 @@ func TestHistoryRetentionFlag(t *testing.T) {
 		}
 	}
 	code, stdout, _ := runBinary(t, 30*time.Second, "help", "run")
-	if code != 0 || !strings.Contains(stdout, "-history-retention duration") {
+	if code != 0 || !strings.Contains(stdout, "\n      --history-retention duration") {
 		t.Errorf("kubegcd help run (exit %d) does not list --history-retention:\n%s", code, stdout)
 	}
 }

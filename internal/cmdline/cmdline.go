@@ -1,0 +1,265 @@
+// Package cmdline is what kubegcd's commands share on the command line
+// (spf13/cobra and spf13/pflag, as kubectl and kube-controller-manager):
+// one line and exit code 2 for a usage error, one help layout, and flags in
+// named groups as Kubernetes components print them.
+package cmdline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+)
+
+// Exit codes every command shares; a command may add its own.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// UsageError is a command line that cannot work: exit code 2, and the
+// message points at the command's help.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a UsageError.
+func Usagef(format string, args ...any) error {
+	return &UsageError{fmt.Sprintf(format, args...)}
+}
+
+// ExitCode is an error whose message was printed already (or needs none):
+// the process ends with this code and prints nothing more.
+type ExitCode int
+
+func (c ExitCode) Error() string { return fmt.Sprintf("exit code %d", int(c)) }
+
+// Execute runs root with args and returns the process's exit code: 0; 2 for
+// a usage error, printed as one line on stderr that points at the help; or
+// code(err) for any other error (1 when code is nil), printed as one line.
+func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer, code func(error) int) int {
+	if args == nil {
+		args = []string{} // cobra reads os.Args when given nil
+	}
+	root.SetArgs(args)
+	root.SilenceErrors, root.SilenceUsage = true, true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err.Error()} })
+	cmd, rest, err := root.Find(args)
+	if err == nil && (len(args) == 0 || args[0] != cobra.ShellCompRequestCmd) {
+		err = singleDash(cmd, rest)
+	}
+	if err == nil {
+		cmd, err = root.ExecuteContextC(ctx)
+	}
+	if err == nil {
+		return ExitOK
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	prog := root.DisplayName()
+	var ec ExitCode
+	var ue *UsageError
+	switch {
+	case errors.As(err, &ec):
+		return int(ec)
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "%s: %s (see '%s')\n", prog, OneLine(ue.Msg), helpCommandLine(cmd))
+		return ExitUsage
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", prog, OneLine(err.Error()))
+	if code == nil {
+		return ExitError
+	}
+	return code(err)
+}
+
+// singleDash refuses a long flag given with one dash, as kubegcd took them
+// before pflag: pflag reads -db as the shorthands d and b, and, worse,
+// -namespace=prod as -n with the value "amespace=prod". args are cmd's,
+// flags and arguments; a flag's value in the next argument is skipped.
+func singleDash(cmd *cobra.Command, args []string) error {
+	fs := cmd.Flags()
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		var f *pflag.Flag
+		switch {
+		case a == "--":
+			return nil
+		case strings.HasPrefix(a, "--"):
+			f = fs.Lookup(a[2:]) // nil with "=value": nothing to skip
+		case len(a) == 2 && a[0] == '-':
+			f = fs.ShorthandLookup(a[1:])
+		case len(a) > 2 && a[0] == '-':
+			name, _, _ := strings.Cut(a[1:], "=")
+			if fs.Lookup(name) != nil {
+				return Usagef("unknown flag %s: long flags take two dashes, --%s", a, name)
+			}
+		}
+		if f != nil && f.NoOptDefVal == "" {
+			i++ // its value
+		}
+	}
+	return nil
+}
+
+// helpCommandLine is the command line that shows cmd's help: "kubegcd help
+// get", "kubectl gc help why".
+func helpCommandLine(cmd *cobra.Command) string {
+	root := cmd.Root()
+	if cmd.Parent() == root && cmd.Name() == "help" {
+		cmd = root // help's own error: a command that does not exist
+	}
+	return root.DisplayName() + " help" + strings.TrimPrefix(cmd.CommandPath(), root.DisplayName())
+}
+
+// RejectCommand is the Args of a root command: an argument is a command
+// that does not exist. (cobra's own message spans lines.)
+func RejectCommand(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return Usagef("unknown command %q", args[0])
+	}
+	return nil
+}
+
+// SetHelp gives root the help command and the help layout of this package:
+// text is root's own help, every other command's is Help's.
+func SetHelp(root *cobra.Command, text string) {
+	root.SetHelpCommand(helpCommand())
+	root.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		if c == root {
+			fmt.Fprint(c.OutOrStdout(), text)
+			return
+		}
+		Help(c, nil)
+	})
+}
+
+// helpCommand is `help [command]`: the command's help on stdout, or a usage
+// error for a command that does not exist (cobra's own prints the root's
+// help and exits 0).
+func helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "show a command's help",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, sub := range c.Root().Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			root := c.Root()
+			cmd, _, err := root.Find(args)
+			if err != nil || (cmd == root && len(args) > 0) {
+				return Usagef("unknown command %q", strings.Join(args, " "))
+			}
+			cmd.InitDefaultHelpFlag() // for the help to list it
+			return cmd.Help()
+		},
+	}
+}
+
+// Help prints cmd's help: its usage line, what it does, its commands and
+// its flags, in the groups of flags when it has them (nil: one list).
+func Help(cmd *cobra.Command, groups *NamedFlagSets) {
+	w := cmd.OutOrStdout()
+	use := cmd.UseLine()
+	if !cmd.Runnable() && cmd.HasAvailableSubCommands() {
+		use = cmd.CommandPath() + " COMMAND"
+	}
+	fmt.Fprintf(w, "Usage: %s\n", use)
+	// Trim only newlines: a description may start indented.
+	if long := strings.Trim(cmd.Long, "\n"); long != "" {
+		fmt.Fprintf(w, "\n%s\n", long)
+	} else if short := strings.TrimSuffix(cmd.Short, "."); short != "" {
+		// The summary, as a sentence.
+		fmt.Fprintf(w, "\n%s%s.\n", strings.ToUpper(short[:1]), short[1:])
+	}
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprint(w, "\nCommands:\n")
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				fmt.Fprintf(w, "  %-*s  %s\n", cmd.NamePadding(), sub.Name(), sub.Short)
+			}
+		}
+	}
+	cols := width(w)
+	if groups != nil {
+		groups.print(w, cols)
+		return
+	}
+	if flags := cmd.LocalFlags(); flags.HasAvailableFlags() {
+		fmt.Fprintf(w, "\nFlags:\n%s", flags.FlagUsagesWrapped(cols))
+	}
+}
+
+// width is the terminal's width when w is one, else 0: no wrapping, for
+// what reads a pipe or a file.
+func width(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
+}
+
+// NamedFlagSets are a command's flags in named groups, in the order help
+// prints them: k8s.io/component-base/cli/flag's NamedFlagSets, without
+// pulling component-base in.
+type NamedFlagSets struct {
+	Order []string
+	Sets  map[string]*pflag.FlagSet
+}
+
+// FlagSet returns the group named name, creating it last in the order.
+func (n *NamedFlagSets) FlagSet(name string) *pflag.FlagSet {
+	if n.Sets == nil {
+		n.Sets = map[string]*pflag.FlagSet{}
+	}
+	if _, ok := n.Sets[name]; !ok {
+		n.Sets[name] = pflag.NewFlagSet(name, pflag.ContinueOnError)
+		n.Order = append(n.Order, name)
+	}
+	return n.Sets[name]
+}
+
+// AddTo adds every group's flags to fs, the command's own.
+func (n *NamedFlagSets) AddTo(fs *pflag.FlagSet) {
+	for _, name := range n.Order {
+		fs.AddFlagSet(n.Sets[name])
+	}
+}
+
+func (n *NamedFlagSets) print(w io.Writer, cols int) {
+	for _, name := range n.Order {
+		fs := n.Sets[name]
+		if !fs.HasAvailableFlags() {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s flags:\n%s", strings.ToUpper(name[:1])+name[1:], fs.FlagUsagesWrapped(cols))
+	}
+}
+
+// OneLine joins the lines of an error's text, so that it stays one line on
+// stderr.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
