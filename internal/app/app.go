@@ -57,7 +57,6 @@ const (
 	exitCorrupt = 3 // the database is corrupt: restore it or move it away
 )
 
-
 // run is the daemon: it returns when ctx ends (nil) or on a fatal error.
 func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	routeKlog(logger.With("source", "client-go"))
