@@ -11,7 +11,12 @@
 //   - podgc: 20,000 terminated pods, threshold 1,000: collector start → 1,000
 //     left;
 //
-//   - ttl: 2,000 nodes without the annotation: controller start → all at 60.
+//   - ttl: 2,000 nodes without the annotation: controller start → all at 60;
+//
+//   - reads (not run by default; no cluster): a database of --read-objects
+//     objects and --read-audit audit rows, filled through kubegcd's ingestion
+//     and ledger code, then p50/p99 of every read endpoint through the
+//     daemon's handler, and the memory of streaming the whole graph.
 //
 // Usage:
 //
@@ -80,6 +85,9 @@ type config struct {
 
 	runPodGC       bool
 	runTTL         bool
+	runReads       bool
+	readObjects    int
+	readAudit      int
 	terminatedPods int
 	podgcQPS       int
 }
@@ -104,13 +112,16 @@ func main() {
 	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
-	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl")
+	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads")
+	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
+	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	dependents := flag.Int("dependents", 20000, "ownergc: dependents of the one owner that is deleted")
 	gcWorkers := flag.Int("gc-workers", 64, "ownergc, podgc, ttl: kubegcd's --gc-workers")
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
 	flag.Parse()
-	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps}
+	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
+		readObjects: *readObjects, readAudit: *readAudit}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":
@@ -121,6 +132,8 @@ func main() {
 			cfg.runPodGC = true
 		case "ttl":
 			cfg.runTTL = true
+		case "reads":
+			cfg.runReads = true
 		default:
 			fmt.Fprintf(os.Stderr, "bench: --run: unknown benchmark %q\n", b)
 			os.Exit(2)
@@ -178,6 +191,15 @@ func run(ctx context.Context, cfg config) (err error) {
 	}()
 
 	fmt.Printf("kubegcd benchmarks: %d CPUs, %d client workers\n", runtime.NumCPU(), cfg.workers)
+	if cfg.runReads {
+		// No cluster: the database is filled through kubegcd's own code.
+		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000); err != nil {
+			return fmt.Errorf("reads: %w", err)
+		}
+		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL {
+			return nil
+		}
+	}
 	cluster, err := testcluster.Start(ctx, testcluster.Options{
 		Dir:  filepath.Join(dir, "cluster"),
 		Logf: func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) },
