@@ -23,6 +23,10 @@ import (
 // maxBatch bounds how many watch events go into one transaction.
 const maxBatch = 1000
 
+// resumeGrace is how long a watch may take to start before its resource
+// counts as out of sync.
+const resumeGrace = 3 * time.Second
+
 // source lists and watches one resource across all namespaces.
 type source interface {
 	list(ctx context.Context, opts metav1.ListOptions) (items []runtime.Object, rv, cont string, err error)
@@ -186,6 +190,10 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 			rv = ""
 			b.wait(ctx)
 		case isExpired(err):
+			// The events since rv are lost: until the relist is committed
+			// the mirror may hold ghosts and miss changes, and no one may
+			// take it for live (a resumed watch marked it synced already).
+			w.markUnsynced(ctx)
 			w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
 			w.log.Info("watch expired, relisting", "err", err)
 			rv = ""
@@ -261,11 +269,23 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 // normally. A failed write is a writeError.
 func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 	timeout := int64(300 + rand.IntN(300))
+	// A watch resumes within moments when the API server is there; but
+	// client-go retries a connection that breaks or times out, ten times,
+	// before it returns an error. Past resumeGrace, the resource is out of
+	// sync: nothing reaches the mirror meanwhile.
+	late := make(chan struct{})
+	timer := time.AfterFunc(resumeGrace, func() {
+		defer close(late)
+		w.markUnsynced(ctx)
+	})
 	wi, err := w.src.watch(ctx, metav1.ListOptions{
 		ResourceVersion:     rv,
 		AllowWatchBookmarks: true,
 		TimeoutSeconds:      &timeout,
 	})
+	if !timer.Stop() {
+		<-late // so that its row is written before the one below
+	}
 	if err != nil {
 		return rv, err
 	}
