@@ -175,7 +175,8 @@ func TestExpiredWatchUnsyncs(t *testing.T) {
 	src := expiringSource{listing: make(chan struct{}), release: make(chan struct{}), watches: new(atomic.Int32)}
 	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store, metrics: m,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
-	// Resuming from resourceVersion 1, as after a broken watch.
+	// A live watch from resourceVersion 1 that expires mid-stream.
+	w.markSynced()
 	go w.run(ctx, "1")
 	select {
 	case <-src.listing:
@@ -255,6 +256,52 @@ func TestStalledWatchUnsyncs(t *testing.T) {
 		}
 		return nil
 	})
+	cancel()
+	<-w.done
+}
+
+// closedSource is a resource whose every watch is client-go's empty watch,
+// closed at once: what a watch call returns when its retries of a broken
+// connection have run out.
+type closedSource struct{}
+
+func (closedSource) list(context.Context, metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	return nil, "2", "", nil
+}
+
+func (closedSource) watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewEmptyWatch(), nil
+}
+
+// TestEmptyWatchIsNoResume: an empty watch that closes at once never puts
+// the resource back in sync, and counts as a failed watch.
+func TestEmptyWatchIsNoResume(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: closedSource{}, db: store, metrics: m,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
+	go w.run(ctx, "1")
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if w.synced.Load() {
+			t.Fatal("synced by a watch that closed at once")
+		}
+	}
+	if n := testutil.ToFloat64(m.errors.WithLabelValues("configmaps", "watch")); n < 1 {
+		t.Errorf("errors{operation=watch} = %v, want at least 1", n)
+	}
 	cancel()
 	<-w.done
 }

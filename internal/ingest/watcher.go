@@ -24,8 +24,16 @@ import (
 const maxBatch = 1000
 
 // resumeGrace is how long a watch may take to start before its resource
-// counts as out of sync.
-const resumeGrace = 3 * time.Second
+// counts as out of sync; watchSettle, how long a resumed watch must stay
+// open, if it delivers nothing, before its resource is back in sync.
+const (
+	resumeGrace = 3 * time.Second
+	watchSettle = time.Second
+)
+
+// errWatchEnded: a resumed watch closed before it delivered anything or
+// settled, as the empty watch client-go returns once it has given up.
+var errWatchEnded = errors.New("the watch ended before it delivered anything")
 
 // source lists and watches one resource across all namespaces.
 type source interface {
@@ -290,13 +298,25 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 		return rv, err
 	}
 	defer wi.Stop()
+	// Resuming after a broken watch, the resource is back in sync once the
+	// watch has delivered an event or stayed open for watchSettle: when
+	// its retries run out, client-go returns an empty watch, already
+	// closed, instead of an error.
+	var settled <-chan time.Time
 	if !w.synced.Load() {
-		// Resuming after a broken watch: the row first, so a database that
-		// takes no writes keeps the resource out of sync.
+		t := time.NewTimer(watchSettle)
+		defer t.Stop()
+		settled = t.C
+	}
+	resumed := func() error {
+		settled = nil
+		// The row first, so a database that takes no writes keeps the
+		// resource out of sync.
 		if err := w.db.SetSynced(ctx, w.res.ID, true); err != nil {
-			return rv, writeError{err}
+			return writeError{err}
 		}
 		w.markSynced()
+		return nil
 	}
 	ch := wi.ResultChan()
 	batch := make([]db.Event, 0, 64)
@@ -306,10 +326,23 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 		select {
 		case <-ctx.Done():
 			return rv, ctx.Err()
+		case <-settled:
+			if err := resumed(); err != nil {
+				return rv, err
+			}
+			continue
 		case ev, ok = <-ch:
 		}
 		if !ok {
+			if settled != nil {
+				return rv, errWatchEnded
+			}
 			return rv, nil
+		}
+		if settled != nil && ev.Type != watch.Error {
+			if err := resumed(); err != nil {
+				return rv, err
+			}
 		}
 		// Take whatever else is already waiting, so a burst of events costs
 		// one transaction instead of one each. next, the resourceVersion
