@@ -400,6 +400,9 @@ type metrics struct {
 	errors  *prometheus.CounterVec
 	relists *prometheus.CounterVec
 	synced  *prometheus.GaugeVec
+	// discoveryFailed has a series for each group/version whose last
+	// discovery failed.
+	discoveryFailed *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -420,8 +423,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "kubegcd", Subsystem: "ingest", Name: "resource_synced",
 			Help: "1 when the resource's mirror is live, 0 while it is being listed or its watch is down.",
 		}, []string{"resource"}),
+		discoveryFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "kubegcd", Subsystem: "ingest", Name: "discovery_failed",
+			Help: "1 for each API group/version whose last discovery failed (an aggregated API down): owners of its kinds cannot be resolved.",
+		}, []string{"group_version"}),
 	}
-	if err := promutil.Register(reg, m.events, m.errors, m.relists, m.synced); err != nil {
+	if err := promutil.Register(reg, m.events, m.errors, m.relists, m.synced, m.discoveryFailed); err != nil {
 		return nil, err
 	}
 	return m, nil

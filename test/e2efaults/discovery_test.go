@@ -89,6 +89,12 @@ func TestAggregatedAPIDiscoveryFails(t *testing.T) {
 	if s := status(t, d); s.DiscoveryFailures[gv.String()] == "" {
 		t.Errorf("/status does not name %s among the groups failing discovery: %+v", gv, s.DiscoveryFailures)
 	}
+	failing := func() float64 {
+		return daemonMetric(t, d, "kubegcd_ingest_discovery_failed", "group_version="+gv.String())
+	}
+	if v := failing(); v != 1 {
+		t.Errorf("kubegcd_ingest_discovery_failed{group_version=%q} = %v, want 1", gv, v)
+	}
 	kept := func(want string) func() error {
 		return func() error {
 			for name, uid := range deps {
@@ -118,6 +124,9 @@ func TestAggregatedAPIDiscoveryFails(t *testing.T) {
 	eventually(t, 30*time.Second, func() error {
 		if f := status(t, d).DiscoveryFailures; len(f) > 0 {
 			return fmt.Errorf("/status still lists groups failing discovery: %v", f)
+		}
+		if v := failing(); v != 0 {
+			return fmt.Errorf("kubegcd_ingest_discovery_failed{group_version=%q} = %v", gv, v)
 		}
 		return nil
 	})
