@@ -112,3 +112,51 @@ func TestLeaderLoss(t *testing.T) {
 		t.Errorf("/status: not the leader after collecting")
 	}
 }
+
+// TestLeaderCutOff cuts the leader off the API server, as in an outage
+// with the default leader election: it cannot renew, so it must stop
+// writing at its renew deadline and exit 1 saying so, before its Lease
+// expires for another instance. Once the API server is back, a restart
+// on the same database leads again and collects what became garbage.
+func TestLeaderCutOff(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "leader-cut")
+	p := newProxy(t)
+	kubeconfig := p.Kubeconfig(confinedToken(t, ns))
+	args := []string{"--dry-run=false", "--controllers=ownergc", "--leader-elect-namespace=" + ns,
+		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
+	d := startDaemon(t, kubeconfig, "", args...)
+	eventually(t, 30*time.Second, func() error {
+		if !status(t, d).Leader {
+			return fmt.Errorf("not the leader yet")
+		}
+		return nil
+	})
+
+	p.Cut()
+	orphan := createCM(t, ns, "orphan", ref("never-was", uuid.NewUUID()))
+	eventually(t, 30*time.Second, func() error {
+		if _, exited := d.Exited(); !exited {
+			return fmt.Errorf("still running, cut off from the API server")
+		}
+		return nil
+	})
+	if code, _ := d.Exited(); code != 1 || !strings.Contains(d.Logs.String(), "lost the leader-election lease") {
+		t.Fatalf("exit %d; want 1, and the log saying that it lost the lease:\n%s", code, d.Logs.String())
+	}
+	if !cmExists(t, ns, "orphan", orphan.UID) {
+		t.Fatalf("the orphan was collected while its only collector was cut off")
+	}
+
+	p.Restore()
+	d2 := startDaemon(t, kubeconfig, d.DBPath, args...)
+	eventually(t, 60*time.Second, func() error {
+		if cmExists(t, ns, "orphan", orphan.UID) {
+			return fmt.Errorf("the orphan is still there")
+		}
+		return nil
+	})
+	if !status(t, d2).Leader {
+		t.Errorf("/status: not the leader after collecting")
+	}
+}
