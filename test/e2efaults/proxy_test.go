@@ -56,8 +56,9 @@ func (p *faultProxy) serve() {
 func (p *faultProxy) forward(c net.Conn) {
 	p.mu.Lock()
 	if p.cut {
-		// Refused, as by a host that is down: the client sees its
-		// connection end before a byte of TLS.
+		// Accepted and closed at once, as by a load balancer whose
+		// server is down: the request ends before a byte of TLS, an
+		// EOF that client-go retries as it would a reset connection.
 		p.mu.Unlock()
 		c.Close()
 		return
