@@ -183,8 +183,8 @@ func TestExpiredWatchUnsyncs(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no relist after the watch expired")
 	}
-	if w.synced.Load() {
-		t.Errorf("synced while relisting after an expired watch")
+	if w.synced.Load() || !w.behind.Load() {
+		t.Errorf("synced %v, behind %v while relisting after an expired watch; want out of sync and behind", w.synced.Load(), w.behind.Load())
 	}
 	if got := testutil.ToFloat64(m.synced.WithLabelValues("configmaps")); got != 0 {
 		t.Errorf("kubegcd_ingest_resource_synced = %v while relisting, want 0", got)
@@ -244,15 +244,15 @@ func TestStalledWatchUnsyncs(t *testing.T) {
 	w.markSynced() // as after a list, the watch of which broke
 	go w.run(ctx, "1")
 	waitFor(t, resumeGrace+5*time.Second, func() error {
-		if w.synced.Load() {
-			return errors.New("still synced while its watch does not start")
+		if w.synced.Load() || !w.behind.Load() {
+			return errors.New("still synced (or not behind) while its watch does not start")
 		}
 		return nil
 	})
 	close(src.release)
 	waitFor(t, 10*time.Second, func() error {
-		if !w.synced.Load() {
-			return errors.New("not synced once its watch started")
+		if !w.synced.Load() || w.behind.Load() {
+			return errors.New("not synced (or still behind) once its watch started")
 		}
 		return nil
 	})
@@ -304,4 +304,63 @@ func TestEmptyWatchIsNoResume(t *testing.T) {
 	}
 	cancel()
 	<-w.done
+}
+
+// refusedSource is a resource the API server answers for with 503, as the
+// aggregator does for an APIService whose server is down.
+type refusedSource struct{}
+
+func (refusedSource) list(context.Context, metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	return nil, "", "", apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
+}
+
+func (refusedSource) watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
+}
+
+// TestBehindOrRefused: a resource the API server refuses to serve is out
+// of sync but not behind (CaughtUp does not wait for it, so one failing API
+// group does not hold the collector), while a watch that closes unanswered,
+// as when the server cannot be reached, leaves it behind.
+func TestBehindOrRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		src        source
+		wantBehind bool
+	}{
+		{"refused with 503", refusedSource{}, false},
+		{"unreachable", closedSource{}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+			if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+				t.Fatal(err)
+			}
+			m, err := newMetrics(prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: tt.src, db: store, metrics: m,
+				log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
+			go w.run(ctx, "1") // resuming, as after a broken watch
+			waitFor(t, 10*time.Second, func() error {
+				if w.synced.Load() || testutil.ToFloat64(m.errors.WithLabelValues("configmaps", "watch")) < 1 {
+					return errors.New("no failed watch yet")
+				}
+				return nil
+			})
+			if got := w.behind.Load(); got != tt.wantBehind {
+				t.Errorf("behind = %v, want %v", got, tt.wantBehind)
+			}
+			cancel()
+			<-w.done
+		})
+	}
 }

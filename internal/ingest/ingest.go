@@ -158,6 +158,22 @@ func (i *Ingester) Synced() bool {
 	return true
 }
 
+// CaughtUp reports whether no resource's mirror is behind the cluster for
+// want of the API server: after an outage, until every watch has resumed
+// or relisted. Unlike Synced, a resource the server refuses to serve (an
+// aggregated API down, a version no longer served) does not count, so that
+// one failing API group does not hold everything else.
+func (i *Ingester) CaughtUp() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, w := range i.watchers {
+		if w.behind.Load() {
+			return false
+		}
+	}
+	return true
+}
+
 // ResourceSynced reports whether the mirror of one resource (group "" is
 // the core group) is live: false while it is not watched, is being listed,
 // or its watch or its writes to the mirror fail. Controllers, /readyz and

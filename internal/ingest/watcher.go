@@ -126,14 +126,22 @@ type watcher struct {
 	metrics    *metrics
 
 	synced atomic.Bool
+	// behind: out of sync because the mirror misses what the API server
+	// has (a watch cut off, stalled or expired, a batch the database
+	// refused), not because the server refuses to serve the resource (an
+	// answer such as 404 or 503, which lasts as long as an aggregated API
+	// is down). See Ingester.CaughtUp.
+	behind atomic.Bool
 	done   chan struct{}
 	cancel context.CancelFunc
 }
 
-// markUnsynced takes the resource out of sync. The row only mirrors the flag
-// (nothing gates on it); when it cannot be written the database is failing,
-// and the relist or resume that follows writes it again.
-func (w *watcher) markUnsynced(ctx context.Context) {
+// markUnsynced takes the resource out of sync, behind or not. The row only
+// mirrors the flag (nothing gates on it); when it cannot be written the
+// database is failing, and the relist or resume that follows writes it
+// again.
+func (w *watcher) markUnsynced(ctx context.Context, behind bool) {
+	w.behind.Store(behind)
 	if !w.synced.Swap(false) {
 		return
 	}
@@ -146,6 +154,7 @@ func (w *watcher) markUnsynced(ctx context.Context) {
 // markSynced puts the resource back in sync once its row says so: callers
 // have committed synced = 1 first.
 func (w *watcher) markSynced() {
+	w.behind.Store(false)
 	if !w.synced.Swap(true) {
 		w.metrics.synced.WithLabelValues(w.label).Set(1)
 	}
@@ -173,7 +182,7 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 				if ctx.Err() != nil {
 					return
 				}
-				w.markUnsynced(ctx)
+				w.markUnsynced(ctx, !servedAnswer(err))
 				w.metrics.errors.WithLabelValues(w.label, "list").Inc()
 				w.log.Warn("list failed", "err", err)
 				b.wait(ctx)
@@ -191,7 +200,7 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 			// start (a complete list committed, then a live watch), and
 			// while the database still fails the list's first write fails
 			// before anything is asked of the API server.
-			w.markUnsynced(ctx)
+			w.markUnsynced(ctx, true)
 			w.metrics.errors.WithLabelValues(w.label, "write").Inc()
 			w.metrics.relists.WithLabelValues(w.label, "write-failed").Inc()
 			w.log.Warn("writing to the mirror failed; relisting", "err", err)
@@ -201,12 +210,12 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 			// The events since rv are lost: until the relist is committed
 			// the mirror may hold ghosts and miss changes, and no one may
 			// take it for live (a resumed watch marked it synced already).
-			w.markUnsynced(ctx)
+			w.markUnsynced(ctx, true)
 			w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
 			w.log.Info("watch expired, relisting", "err", err)
 			rv = ""
 		case err != nil:
-			w.markUnsynced(ctx)
+			w.markUnsynced(ctx, !servedAnswer(err))
 			w.metrics.errors.WithLabelValues(w.label, "watch").Inc()
 			w.log.Warn("watch failed", "err", err)
 			b.wait(ctx)
@@ -214,6 +223,13 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 			b.reset()
 		}
 	}
+}
+
+// servedAnswer reports whether err is the API server's answer (a status
+// such as 404, 403 or 503) rather than a failure to reach it.
+func servedAnswer(err error) bool {
+	var st apierrors.APIStatus
+	return errors.As(err, &st)
 }
 
 func isExpired(err error) bool {
@@ -284,7 +300,7 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 	late := make(chan struct{})
 	timer := time.AfterFunc(resumeGrace, func() {
 		defer close(late)
-		w.markUnsynced(ctx)
+		w.markUnsynced(ctx, true)
 	})
 	wi, err := w.src.watch(ctx, metav1.ListOptions{
 		ResourceVersion:     rv,

@@ -80,6 +80,7 @@ func TestExpiredWatchRelists(t *testing.T) {
 	fresh := createCM(t, ns, "dep-new", ref("owner", owner.UID))
 	compactEtcd(t)
 	p.Restore()
+	noDecisionUntilSynced(t, d, ns, 60*time.Second)
 
 	eventually(t, 60*time.Second, func() error {
 		if n := relists(); n <= before {

@@ -87,6 +87,31 @@ func status(t *testing.T, d *e2eutil.Daemon) statusJSON {
 	return s
 }
 
+// noDecisionUntilSynced waits until kubegcd is synced again, failing the
+// test if an audit row about namespace ns appears before: nothing may be
+// decided while some resource's mirror is behind the cluster (here, where
+// the API server refuses no resource, every unsynced one is behind).
+func noDecisionUntilSynced(t *testing.T, d *e2eutil.Daemon, ns string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, func() error {
+		rows := auditOf(t, d, ns)
+		s := status(t, d)
+		if s.Synced {
+			return nil
+		}
+		if len(rows) > 0 {
+			var waiting []string
+			for _, r := range s.Resources {
+				if !r.Synced {
+					waiting = append(waiting, r.Resource)
+				}
+			}
+			return e2eutil.StopError{Err: fmt.Errorf("a decision while %v were not synced: %+v", waiting, rows[0])}
+		}
+		return fmt.Errorf("not synced yet")
+	})
+}
+
 // newNamespace creates a namespace for one test.
 func newNamespace(t *testing.T, prefix string) string {
 	t.Helper()

@@ -69,7 +69,8 @@ func TestAPIServerUnreachable(t *testing.T) {
 	}
 
 	p.Restore()
-	d.WaitReady(t, 90*time.Second)
+	noDecisionUntilSynced(t, d, ns, 90*time.Second)
+	d.WaitReady(t, 30*time.Second)
 	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
 	eventually(t, 60*time.Second, func() error {
 		for i, uid := range deps {
