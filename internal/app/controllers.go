@@ -117,7 +117,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if slices.Contains(cfg.controllers, ownergc.Name) {
 		gc, err := ownergc.New(ownergc.Options{
 			DB: store, Applier: applier, Client: mc, Recorder: recorder, Logger: logger.With("controller", ownergc.Name),
-			Synced: ing.Synced, Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod,
+			Synced: ing.Synced, CaughtUp: ing.CaughtUp, Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod,
 			UnknownKindRetry: cfg.discoveryInterval, Registerer: reg, Heartbeat: loops.Loop(ownergc.Name, cfg.resyncPeriod),
 		})
 		if err != nil {

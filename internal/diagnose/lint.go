@@ -274,3 +274,22 @@ func LintCounts(ctx context.Context, src LintSource, now time.Time) (map[string]
 	}
 	return rep.Counts, nil
 }
+
+// NoteDiscoveryFailures rewords the findings that an owner's kind is not
+// served when discovery of the owner's API group/version fails right now
+// (failures maps each to its error, as ingest reports them): the kind may
+// well be served, by an aggregated API that is down, and the garbage
+// collector waits for it; it does not give the object up for good.
+func NoteDiscoveryFailures(findings []Finding, failures map[string]string) {
+	for i := range findings {
+		f := &findings[i]
+		ref := f.OwnerReference
+		cause, ok := failures[ref.APIVersion]
+		if !ok || f.Rule != RuleOwnerKindUnserved.ID {
+			continue
+		}
+		f.Message = fmt.Sprintf("discovery of %s fails right now (%s): the owner's kind %s cannot be resolved, so owner %q "+
+			"is neither found nor taken for absent; the garbage collector leaves this object alone and tries again "+
+			"after each discovery", ref.APIVersion, cause, kindOf(ref.APIVersion, ref.Kind), ref.Name)
+	}
+}

@@ -261,3 +261,43 @@ func TestRulesStable(t *testing.T) {
 		}
 	}
 }
+
+func TestNoteDiscoveryFailures(t *testing.T) {
+	unserved := func(apiVersion string) Finding {
+		l := liveRef()
+		l.Ref.APIVersion, l.Ref.Kind, l.Owner, l.KindServed = apiVersion, "Widget", nil, false
+		return CheckRef(l, now)[0]
+	}
+	dangling := func() Finding {
+		l := liveRef()
+		l.Owner = nil
+		return CheckRef(l, now)[0]
+	}
+	failures := map[string]string{"dead.example.com/v1": "the server is currently unable to handle the request"}
+	tests := []struct {
+		name string
+		in   Finding
+		want string // in the message; "" for the message unchanged
+	}{
+		{"owner kind in a group failing discovery", unserved("dead.example.com/v1"),
+			`discovery of dead.example.com/v1 fails right now (the server is currently unable to handle the request): ` +
+				`the owner's kind Widget.dead.example.com cannot be resolved, so owner "owner" is neither found nor taken for absent`},
+		{"another version of that group", unserved("dead.example.com/v2"), ""},
+		{"a dangling owner of a served kind", dangling(), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := []Finding{tt.in}
+			NoteDiscoveryFailures(got, failures)
+			if tt.want == "" {
+				if got[0] != tt.in {
+					t.Errorf("finding changed (-want +got):\n%s", diff.Diff(tt.in, got[0]))
+				}
+				return
+			}
+			if got[0].Rule != RuleOwnerKindUnserved.ID || !strings.Contains(got[0].Message, tt.want) {
+				t.Errorf("%s: %q, want a message containing %q", got[0].Rule, got[0].Message, tt.want)
+			}
+		})
+	}
+}

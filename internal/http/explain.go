@@ -70,6 +70,9 @@ func (s *server) explainObject(ctx context.Context, o *db.Object) (objectExplana
 	if err != nil {
 		return out, err
 	}
+	if s.Discovery != nil {
+		diagnose.NoteDiscoveryFailures(out.Lint, s.Discovery.DiscoveryFailures())
+	}
 	entries, truncated, err := s.DB.RecentHistoryOf(ctx, o.UID, objectHistoryLimit)
 	if err != nil {
 		return out, err

@@ -49,6 +49,9 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
+	if s.Discovery != nil {
+		diagnose.NoteDiscoveryFailures(rep.Items, s.Discovery.DiscoveryFailures())
+	}
 	writeJSON(w, r, http.StatusOK, rep)
 }
 

@@ -371,6 +371,10 @@ type statusJSON struct {
 	LeaderElection *LeaderStatus  `json:"leaderElection,omitempty"`
 	Objects        int64          `json:"objects"`
 	Resources      []resourceJSON `json:"resources"`
+	// DiscoveryFailures maps each API group/version whose discovery fails
+	// to its error: their resources are not watched anew, and owners of
+	// their kinds cannot be resolved (never taken for absent).
+	DiscoveryFailures map[string]string `json:"discoveryFailures,omitempty"`
 	// Authentication: how the API knows its callers ("token",
 	// "client-certificate", both, or "none"); InsecureUnauthenticated: it
 	// serves a non-loopback address to anyone, as
@@ -404,6 +408,11 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.Controllers != nil {
 		out.Controllers = append(out.Controllers, s.Controllers.Controllers()...)
+	}
+	if s.Discovery != nil {
+		if f := s.Discovery.DiscoveryFailures(); len(f) > 0 {
+			out.DiscoveryFailures = f
+		}
 	}
 	for _, res := range s.Ingest.Resources() {
 		n := counts[res.ID]

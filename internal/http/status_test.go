@@ -88,3 +88,46 @@ func TestStatusJSONUnchanged(t *testing.T) {
 		}
 	}
 }
+
+type failingDiscovery map[string]string
+
+func (f failingDiscovery) DiscoveryFailures() map[string]string { return f }
+
+// TestStatusDiscoveryFailures: /status names the API group/versions whose
+// discovery fails, and says nothing of them when none does.
+func TestStatusDiscoveryFailures(t *testing.T) {
+	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	tests := []struct {
+		name     string
+		failures failingDiscovery
+		want     map[string]string
+	}{
+		{"one group fails", failingDiscovery{"dead.example.com/v1": "the server is currently unable to handle the request"},
+			map[string]string{"dead.example.com/v1": "the server is currently unable to handle the request"}},
+		{"none fails", failingDiscovery{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := NewHandler(Options{DB: store, Ingest: statusIngest{}, Discovery: tt.failures, Registry: prometheus.NewRegistry(),
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost/status", nil))
+			var got struct {
+				DiscoveryFailures map[string]string `json:"discoveryFailures"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != http.StatusOK {
+				t.Fatalf("%d %s: %v", rec.Code, rec.Body, err)
+			}
+			if diff := cmp.Diff(tt.want, got.DiscoveryFailures); diff != "" {
+				t.Errorf("discoveryFailures (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -22,6 +22,11 @@ func (i *Ingester) setDiscoveryFailures(failed map[schema.GroupVersion]error) {
 		m[gv.String()] = err.Error()
 	}
 	i.mu.Lock()
+	defer i.mu.Unlock()
 	i.failedDiscovery = m
-	i.mu.Unlock()
+	// Under the lock, so that two discoveries cannot leave a mix.
+	i.metrics.discoveryFailed.Reset()
+	for gv := range m {
+		i.metrics.discoveryFailed.WithLabelValues(gv).Set(1)
+	}
 }

@@ -7,15 +7,19 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -118,5 +122,245 @@ func TestFailedWriteRelists(t *testing.T) {
 	})
 	if n := testutil.ToFloat64(ing.metrics.relists.WithLabelValues("configmaps", "write-failed")); n < 1 {
 		t.Errorf("relists{reason=write-failed} = %v, want at least 1", n)
+	}
+}
+
+// expiringSource is a resource whose first watch ends at once in 410
+// Gone, and whose first list waits for release: the test looks at the
+// watcher while it relists. Later watches stay open.
+type expiringSource struct {
+	listing, release chan struct{}
+	watches          *atomic.Int32
+}
+
+func (s expiringSource) list(ctx context.Context, _ metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	select {
+	case s.listing <- struct{}{}:
+		<-s.release
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, "", "", ctx.Err()
+	}
+	return nil, "2", "", nil
+}
+
+func (s expiringSource) watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	w := watch.NewFakeWithChanSize(1, false)
+	if s.watches.Add(1) == 1 {
+		w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+	}
+	return w, nil
+}
+
+// TestExpiredWatchUnsyncs: a watch that expires has lost the events since
+// its resourceVersion, so the mirror is stale until the relist is done,
+// and the resource must be out of sync meanwhile; controllers and /readyz
+// must not take the stale view for a live one.
+func TestExpiredWatchUnsyncs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := expiringSource{listing: make(chan struct{}), release: make(chan struct{}), watches: new(atomic.Int32)}
+	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store, metrics: m,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
+	// A live watch from resourceVersion 1 that expires mid-stream.
+	w.markSynced()
+	go w.run(ctx, "1")
+	select {
+	case <-src.listing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no relist after the watch expired")
+	}
+	if w.synced.Load() || !w.behind.Load() {
+		t.Errorf("synced %v, behind %v while relisting after an expired watch; want out of sync and behind", w.synced.Load(), w.behind.Load())
+	}
+	if got := testutil.ToFloat64(m.synced.WithLabelValues("configmaps")); got != 0 {
+		t.Errorf("kubegcd_ingest_resource_synced = %v while relisting, want 0", got)
+	}
+	close(src.release)
+	waitFor(t, 10*time.Second, func() error {
+		if !w.synced.Load() {
+			return errors.New("not synced after the relist")
+		}
+		return nil
+	})
+	cancel()
+	<-w.done
+}
+
+// stalledSource is a resource whose watch does not start until release, as
+// when client-go retries a connection the API server no longer answers.
+type stalledSource struct {
+	release chan struct{}
+}
+
+func (s stalledSource) list(context.Context, metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	return nil, "2", "", nil
+}
+
+func (s stalledSource) watch(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return watch.NewFake(), nil
+}
+
+// TestStalledWatchUnsyncs: a watch that cannot be resumed leaves the mirror
+// behind the cluster, so the resource must leave sync once resuming takes
+// longer than resumeGrace, and come back when the watch starts.
+func TestStalledWatchUnsyncs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := stalledSource{release: make(chan struct{})}
+	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store, metrics: m,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
+	w.markSynced() // as after a list, the watch of which broke
+	go w.run(ctx, "1")
+	waitFor(t, resumeGrace+5*time.Second, func() error {
+		if w.synced.Load() || !w.behind.Load() {
+			return errors.New("still synced (or not behind) while its watch does not start")
+		}
+		return nil
+	})
+	close(src.release)
+	waitFor(t, 10*time.Second, func() error {
+		if !w.synced.Load() || w.behind.Load() {
+			return errors.New("not synced (or still behind) once its watch started")
+		}
+		return nil
+	})
+	cancel()
+	<-w.done
+}
+
+// closedSource is a resource whose every watch is client-go's empty watch,
+// closed at once: what a watch call returns when its retries of a broken
+// connection have run out.
+type closedSource struct{}
+
+func (closedSource) list(context.Context, metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	return nil, "2", "", nil
+}
+
+func (closedSource) watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewEmptyWatch(), nil
+}
+
+// TestEmptyWatchIsNoResume: an empty watch that closes at once never puts
+// the resource back in sync, and counts as a failed watch.
+func TestEmptyWatchIsNoResume(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: closedSource{}, db: store, metrics: m,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
+	go w.run(ctx, "1")
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if w.synced.Load() {
+			t.Fatal("synced by a watch that closed at once")
+		}
+	}
+	if n := testutil.ToFloat64(m.errors.WithLabelValues("configmaps", "watch")); n < 1 {
+		t.Errorf("errors{operation=watch} = %v, want at least 1", n)
+	}
+	cancel()
+	<-w.done
+}
+
+// refusedSource is a resource the API server answers for with 503, as the
+// aggregator does for an APIService whose server is down.
+type refusedSource struct{}
+
+func (refusedSource) list(context.Context, metav1.ListOptions) ([]runtime.Object, string, string, error) {
+	return nil, "", "", apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
+}
+
+func (refusedSource) watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
+}
+
+// TestBehindOrRefused: a resource the API server refuses to serve is out
+// of sync but not behind (CaughtUp does not wait for it, so one failing API
+// group does not hold the collector), while a watch that closes unanswered,
+// as when the server cannot be reached, leaves it behind.
+func TestBehindOrRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		src        source
+		wantBehind bool
+	}{
+		{"refused with 503", refusedSource{}, false},
+		{"unreachable", closedSource{}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+			if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+				t.Fatal(err)
+			}
+			m, err := newMetrics(prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: tt.src, db: store, metrics: m,
+				log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
+			go w.run(ctx, "1") // resuming, as after a broken watch
+			waitFor(t, 10*time.Second, func() error {
+				if w.synced.Load() || testutil.ToFloat64(m.errors.WithLabelValues("configmaps", "watch")) < 1 {
+					return errors.New("no failed watch yet")
+				}
+				return nil
+			})
+			if got := w.behind.Load(); got != tt.wantBehind {
+				t.Errorf("behind = %v, want %v", got, tt.wantBehind)
+			}
+			cancel()
+			<-w.done
+		})
 	}
 }

@@ -158,6 +158,22 @@ func (i *Ingester) Synced() bool {
 	return true
 }
 
+// CaughtUp reports whether no resource's mirror is behind the cluster for
+// want of the API server: after an outage, until every watch has resumed
+// or relisted. Unlike Synced, a resource the server refuses to serve (an
+// aggregated API down, a version no longer served) does not count, so that
+// one failing API group does not hold everything else.
+func (i *Ingester) CaughtUp() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, w := range i.watchers {
+		if w.behind.Load() {
+			return false
+		}
+	}
+	return true
+}
+
 // ResourceSynced reports whether the mirror of one resource (group "" is
 // the core group) is live: false while it is not watched, is being listed,
 // or its watch or its writes to the mirror fail. Controllers, /readyz and
@@ -400,6 +416,9 @@ type metrics struct {
 	errors  *prometheus.CounterVec
 	relists *prometheus.CounterVec
 	synced  *prometheus.GaugeVec
+	// discoveryFailed has a series for each group/version whose last
+	// discovery failed.
+	discoveryFailed *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -420,8 +439,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "kubegcd", Subsystem: "ingest", Name: "resource_synced",
 			Help: "1 when the resource's mirror is live, 0 while it is being listed or its watch is down.",
 		}, []string{"resource"}),
+		discoveryFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "kubegcd", Subsystem: "ingest", Name: "discovery_failed",
+			Help: "1 for each API group/version whose last discovery failed (an aggregated API down): owners of its kinds cannot be resolved.",
+		}, []string{"group_version"}),
 	}
-	if err := promutil.Register(reg, m.events, m.errors, m.relists, m.synced); err != nil {
+	if err := promutil.Register(reg, m.events, m.errors, m.relists, m.synced, m.discoveryFailed); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -147,6 +147,7 @@ func TestMetricsLint(t *testing.T) {
 	ing.metrics.errors.WithLabelValues("configmaps", "watch").Inc()
 	ing.metrics.relists.WithLabelValues("configmaps", "expired").Inc()
 	ing.metrics.synced.WithLabelValues("configmaps").Set(1)
+	ing.metrics.discoveryFailed.WithLabelValues("dead.example.com/v1").Set(1)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -172,5 +173,31 @@ func TestDiscoveryKeepsShortNames(t *testing.T) {
 		if got := found[gvr].shortNames; !slices.Equal(got, want) {
 			t.Errorf("%s: short names %q, want %q", gvr, got, want)
 		}
+	}
+}
+
+// TestDiscoveryFailedMetric: the metric names the group/versions of the
+// last discovery's failures, and only those.
+func TestDiscoveryFailedMetric(t *testing.T) {
+	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ing, err := New(Options{Config: cluster.Config, DB: store, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := schema.GroupVersion{Group: "dead.example.com", Version: "v1"}
+	ing.setDiscoveryFailures(map[schema.GroupVersion]error{dead: errors.New("the server is currently unable to handle the request")})
+	if n := testutil.CollectAndCount(ing.metrics.discoveryFailed); n != 1 {
+		t.Errorf("%d series while one group fails, want 1", n)
+	}
+	if v := testutil.ToFloat64(ing.metrics.discoveryFailed.WithLabelValues("dead.example.com/v1")); v != 1 {
+		t.Errorf("kubegcd_ingest_discovery_failed{group_version=dead.example.com/v1} = %v, want 1", v)
+	}
+	ing.setDiscoveryFailures(nil)
+	if n := testutil.CollectAndCount(ing.metrics.discoveryFailed); n != 0 {
+		t.Errorf("%d series once discovery succeeds, want 0", n)
 	}
 }

@@ -23,6 +23,18 @@ import (
 // maxBatch bounds how many watch events go into one transaction.
 const maxBatch = 1000
 
+// resumeGrace is how long a watch may take to start before its resource
+// counts as out of sync; watchSettle, how long a resumed watch must stay
+// open, if it delivers nothing, before its resource is back in sync.
+const (
+	resumeGrace = 3 * time.Second
+	watchSettle = time.Second
+)
+
+// errWatchEnded: a resumed watch closed before it delivered anything or
+// settled, as the empty watch client-go returns once it has given up.
+var errWatchEnded = errors.New("the watch ended before it delivered anything")
+
 // source lists and watches one resource across all namespaces.
 type source interface {
 	list(ctx context.Context, opts metav1.ListOptions) (items []runtime.Object, rv, cont string, err error)
@@ -114,14 +126,22 @@ type watcher struct {
 	metrics    *metrics
 
 	synced atomic.Bool
+	// behind: out of sync because the mirror misses what the API server
+	// has (a watch cut off, stalled or expired, a batch the database
+	// refused), not because the server refuses to serve the resource (an
+	// answer such as 404 or 503, which lasts as long as an aggregated API
+	// is down). See Ingester.CaughtUp.
+	behind atomic.Bool
 	done   chan struct{}
 	cancel context.CancelFunc
 }
 
-// markUnsynced takes the resource out of sync. The row only mirrors the flag
-// (nothing gates on it); when it cannot be written the database is failing,
-// and the relist or resume that follows writes it again.
-func (w *watcher) markUnsynced(ctx context.Context) {
+// markUnsynced takes the resource out of sync, behind or not. The row only
+// mirrors the flag (nothing gates on it); when it cannot be written the
+// database is failing, and the relist or resume that follows writes it
+// again.
+func (w *watcher) markUnsynced(ctx context.Context, behind bool) {
+	w.behind.Store(behind)
 	if !w.synced.Swap(false) {
 		return
 	}
@@ -134,6 +154,7 @@ func (w *watcher) markUnsynced(ctx context.Context) {
 // markSynced puts the resource back in sync once its row says so: callers
 // have committed synced = 1 first.
 func (w *watcher) markSynced() {
+	w.behind.Store(false)
 	if !w.synced.Swap(true) {
 		w.metrics.synced.WithLabelValues(w.label).Set(1)
 	}
@@ -161,7 +182,7 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 				if ctx.Err() != nil {
 					return
 				}
-				w.markUnsynced(ctx)
+				w.markUnsynced(ctx, !servedAnswer(err))
 				w.metrics.errors.WithLabelValues(w.label, "list").Inc()
 				w.log.Warn("list failed", "err", err)
 				b.wait(ctx)
@@ -179,18 +200,22 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 			// start (a complete list committed, then a live watch), and
 			// while the database still fails the list's first write fails
 			// before anything is asked of the API server.
-			w.markUnsynced(ctx)
+			w.markUnsynced(ctx, true)
 			w.metrics.errors.WithLabelValues(w.label, "write").Inc()
 			w.metrics.relists.WithLabelValues(w.label, "write-failed").Inc()
 			w.log.Warn("writing to the mirror failed; relisting", "err", err)
 			rv = ""
 			b.wait(ctx)
 		case isExpired(err):
+			// The events since rv are lost: until the relist is committed
+			// the mirror may hold ghosts and miss changes, and no one may
+			// take it for live (a resumed watch marked it synced already).
+			w.markUnsynced(ctx, true)
 			w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
 			w.log.Info("watch expired, relisting", "err", err)
 			rv = ""
 		case err != nil:
-			w.markUnsynced(ctx)
+			w.markUnsynced(ctx, !servedAnswer(err))
 			w.metrics.errors.WithLabelValues(w.label, "watch").Inc()
 			w.log.Warn("watch failed", "err", err)
 			b.wait(ctx)
@@ -198,6 +223,13 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 			b.reset()
 		}
 	}
+}
+
+// servedAnswer reports whether err is the API server's answer (a status
+// such as 404, 403 or 503) rather than a failure to reach it.
+func servedAnswer(err error) bool {
+	var st apierrors.APIStatus
+	return errors.As(err, &st)
 }
 
 func isExpired(err error) bool {
@@ -261,22 +293,46 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 // normally. A failed write is a writeError.
 func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 	timeout := int64(300 + rand.IntN(300))
+	// A watch resumes within moments when the API server is there; but
+	// client-go retries a connection that breaks or times out, ten times,
+	// before it returns an error. Past resumeGrace, the resource is out of
+	// sync: nothing reaches the mirror meanwhile.
+	late := make(chan struct{})
+	timer := time.AfterFunc(resumeGrace, func() {
+		defer close(late)
+		w.markUnsynced(ctx, true)
+	})
 	wi, err := w.src.watch(ctx, metav1.ListOptions{
 		ResourceVersion:     rv,
 		AllowWatchBookmarks: true,
 		TimeoutSeconds:      &timeout,
 	})
+	if !timer.Stop() {
+		<-late // so that its row is written before the one below
+	}
 	if err != nil {
 		return rv, err
 	}
 	defer wi.Stop()
+	// Resuming after a broken watch, the resource is back in sync once the
+	// watch has delivered an event or stayed open for watchSettle: when
+	// its retries run out, client-go returns an empty watch, already
+	// closed, instead of an error.
+	var settled <-chan time.Time
 	if !w.synced.Load() {
-		// Resuming after a broken watch: the row first, so a database that
-		// takes no writes keeps the resource out of sync.
+		t := time.NewTimer(watchSettle)
+		defer t.Stop()
+		settled = t.C
+	}
+	resumed := func() error {
+		settled = nil
+		// The row first, so a database that takes no writes keeps the
+		// resource out of sync.
 		if err := w.db.SetSynced(ctx, w.res.ID, true); err != nil {
-			return rv, writeError{err}
+			return writeError{err}
 		}
 		w.markSynced()
+		return nil
 	}
 	ch := wi.ResultChan()
 	batch := make([]db.Event, 0, 64)
@@ -286,10 +342,23 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 		select {
 		case <-ctx.Done():
 			return rv, ctx.Err()
+		case <-settled:
+			if err := resumed(); err != nil {
+				return rv, err
+			}
+			continue
 		case ev, ok = <-ch:
 		}
 		if !ok {
+			if settled != nil {
+				return rv, errWatchEnded
+			}
 			return rv, nil
+		}
+		if settled != nil && ev.Type != watch.Error {
+			if err := resumed(); err != nil {
+				return rv, err
+			}
 		}
 		// Take whatever else is already waiting, so a burst of events costs
 		// one transaction instead of one each. next, the resourceVersion

@@ -211,6 +211,10 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	return c.StartAPIServer(ctx)
 }
 
+// EtcdURL is etcd's client URL, for tests that act on etcd directly (for
+// instance compacting it, so that watches from older revisions expire).
+func (c *Cluster) EtcdURL() string { return c.etcdURL }
+
 // StopAPIServer terminates kube-apiserver (SIGTERM, SIGKILL after 10s) and
 // waits for it to exit. etcd keeps running. It is a no-op if it is not running.
 func (c *Cluster) StopAPIServer() error {

@@ -54,8 +54,12 @@ type Options struct {
 	Recorder record.EventRecorder
 	Logger   *slog.Logger
 	// Synced reports whether the mirror is complete; nothing is decided before.
-	Synced  func() bool
-	Workers int
+	Synced func() bool
+	// CaughtUp reports whether no part of the mirror is behind the cluster
+	// (after an outage, until every watch has resumed); while it is not,
+	// nothing is decided. Nil: always.
+	CaughtUp func() bool
+	Workers  int
 	// ResyncPeriod is how often every candidate is looked at again.
 	ResyncPeriod time.Duration
 	// Heartbeat beats at every full pass, for the watchdog; nil for none.
@@ -202,6 +206,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(uid)
+	// Some watches resume before others: the item waits until every part
+	// of the mirror has caught up, as at start.
+	if c.opts.CaughtUp != nil && !reconcile.WaitSynced(ctx, c.opts.CaughtUp) {
+		return false
+	}
 	err := c.sync(ctx, uid)
 	switch {
 	case err == nil:

@@ -1,0 +1,116 @@
+package e2efaults
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// compactEtcd compacts etcd up to its current revision, through its JSON
+// gateway: every watch from an older resourceVersion then expires.
+func compactEtcd(t *testing.T) {
+	t.Helper()
+	post := func(path, body string) map[string]any {
+		resp, err := http.Post(cluster.EtcdURL()+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("etcd %s: HTTP %d %v %v", path, resp.StatusCode, out, err)
+		}
+		return out
+	}
+	header, _ := post("/v3/kv/range", `{"key": "AA=="}`)["header"].(map[string]any)
+	rev, err := strconv.ParseInt(fmt.Sprint(header["revision"]), 10, 64)
+	if err != nil {
+		t.Fatalf("etcd's revision: %v", err)
+	}
+	body, _ := json.Marshal(map[string]any{"revision": rev, "physical": true})
+	post("/v3/kv/compaction", string(body))
+}
+
+// TestExpiredWatchRelists cuts one kubegcd off while the cluster changes
+// and etcd is compacted past every resourceVersion it knows: its watches
+// resume into 410 Gone and it must relist. Meanwhile an owner was deleted
+// and re-created under the same name, one of the old owner's dependents was
+// moved to the new owner and another made for it. A decision from the
+// stale view would delete them for an owner that seems gone; only the old
+// owner's remaining dependent is garbage.
+func TestExpiredWatchRelists(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t, "expiry")
+	old := createCM(t, ns, "owner")
+	garbage := createCM(t, ns, "dep-old", ref("owner", old.UID))
+	moved := createCM(t, ns, "dep-moved", ref("owner", old.UID))
+	for i := range 3 {
+		createCM(t, ns, fmt.Sprintf("doomed-%d", i))
+	}
+
+	p := newProxy(t)
+	d := startDaemon(t, p.Kubeconfig(confinedToken(t, ns)), "", enforcing...)
+	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
+	relists := func() float64 {
+		return daemonMetric(t, d, "kubegcd_ingest_relists_total", "resource=configmaps", "reason=expired")
+	}
+	before := relists()
+
+	p.Cut()
+	waitUnready(t, d, 30*time.Second, "mirror not synced")
+	for i := range 3 {
+		deleteCM(t, ns, fmt.Sprintf("doomed-%d", i))
+	}
+	deleteCM(t, ns, "owner")
+	owner := createCM(t, ns, "owner")
+	moved.OwnerReferences = []metav1.OwnerReference{ref("owner", owner.UID)}
+	moved, err := kube.CoreV1().ConfigMaps(ns).Update(ctx, moved, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := createCM(t, ns, "dep-new", ref("owner", owner.UID))
+	compactEtcd(t)
+	p.Restore()
+	noDecisionUntilSynced(t, d, ns, 60*time.Second)
+
+	eventually(t, 60*time.Second, func() error {
+		if n := relists(); n <= before {
+			return fmt.Errorf("no relist after an expired watch of configmaps yet (%v)", n)
+		}
+		return nil
+	})
+	if !strings.Contains(d.Logs.String(), "watch expired, relisting") {
+		t.Errorf("the log does not say that a watch expired")
+	}
+	d.WaitReady(t, 60*time.Second)
+	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
+	eventually(t, 60*time.Second, func() error {
+		if cmExists(t, ns, "dep-old", garbage.UID) {
+			return fmt.Errorf("dep-old, whose owner is gone, is still there")
+		}
+		return nil
+	})
+	survivors := map[string]types.UID{"dep-moved": moved.UID, "dep-new": fresh.UID, "owner": owner.UID}
+	stable(t, 5*time.Second, func() error {
+		for name, uid := range survivors {
+			if !cmExists(t, ns, name, uid) {
+				return fmt.Errorf("%s, whose owner exists, was deleted", name)
+			}
+		}
+		return nil
+	})
+	for _, r := range auditOf(t, d, ns) {
+		if _, ok := survivors[r.Target.Name]; ok {
+			t.Errorf("a decision about %s, whose owner exists: %+v", r.Target.Name, r)
+		}
+	}
+}

@@ -1,0 +1,267 @@
+package e2efaults
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
+)
+
+var eventually = e2eutil.Eventually
+
+// stable fails the test if fn does not hold throughout d.
+func stable(t *testing.T, d time.Duration, fn func() error) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err := fn(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// enforcing are the flags of a kubegcd that writes to the cluster, alone
+// (no leader election), collecting owner references only.
+var enforcing = []string{"--dry-run=false", "--leader-elect=false", "--controllers=ownergc"}
+
+// startDaemon runs kubegcd against kubeconfig and waits until it is ready.
+func startDaemon(t *testing.T, kubeconfig, dbPath string, args ...string) *e2eutil.Daemon {
+	t.Helper()
+	d := e2eutil.StartDaemon(t, kubeconfig, dbPath, args...)
+	d.WaitReady(t, 60*time.Second)
+	return d
+}
+
+// readyz returns /readyz's status code and body.
+func readyz(t *testing.T, d *e2eutil.Daemon) (int, string) {
+	t.Helper()
+	code, body, err := d.Get("/readyz")
+	if err != nil {
+		t.Fatalf("/readyz: %v", err)
+	}
+	return code, string(body)
+}
+
+// waitUnready waits until /readyz answers 503 with a reason containing want.
+func waitUnready(t *testing.T, d *e2eutil.Daemon, timeout time.Duration, want string) {
+	t.Helper()
+	eventually(t, timeout, func() error {
+		code, body := readyz(t, d)
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
+			return fmt.Errorf("/readyz %d %s, want 503 saying %q", code, body, want)
+		}
+		return nil
+	})
+}
+
+type statusJSON struct {
+	Synced    bool `json:"synced"`
+	Leader    bool `json:"leader"`
+	Resources []struct {
+		Group    string `json:"group"`
+		Resource string `json:"resource"`
+		Synced   bool   `json:"synced"`
+	} `json:"resources"`
+	DiscoveryFailures map[string]string `json:"discoveryFailures"`
+}
+
+func status(t *testing.T, d *e2eutil.Daemon) statusJSON {
+	t.Helper()
+	var s statusJSON
+	d.GetJSON(t, "/status", http.StatusOK, &s)
+	return s
+}
+
+// noDecisionUntilSynced waits until kubegcd is synced again, failing the
+// test if an audit row about namespace ns appears before: nothing may be
+// decided while some resource's mirror is behind the cluster (here, where
+// the API server refuses no resource, every unsynced one is behind).
+func noDecisionUntilSynced(t *testing.T, d *e2eutil.Daemon, ns string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, func() error {
+		rows := auditOf(t, d, ns)
+		s := status(t, d)
+		if s.Synced {
+			return nil
+		}
+		if len(rows) > 0 {
+			var waiting []string
+			for _, r := range s.Resources {
+				if !r.Synced {
+					waiting = append(waiting, r.Resource)
+				}
+			}
+			return e2eutil.StopError{Err: fmt.Errorf("a decision while %v were not synced: %+v", waiting, rows[0])}
+		}
+		return fmt.Errorf("not synced yet")
+	})
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	return e2eutil.NewNamespace(t, kube, prefix+"-"+rand.String(5))
+}
+
+// ref is an ownerReference to a ConfigMap.
+func ref(name string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: uid}
+}
+
+func createCM(t *testing.T, ns, name string, owners ...metav1.OwnerReference) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+func deleteCM(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cmExists reports whether the ConfigMap with that name and UID exists.
+func cmExists(t *testing.T, ns, name string, uid types.UID) bool {
+	t.Helper()
+	cm, err := kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.UID == uid
+}
+
+// auditOf returns the audit rows about objects of namespace ns.
+func auditOf(t *testing.T, d *e2eutil.Daemon, ns string) []db.AuditEntry {
+	t.Helper()
+	rows, _, err := d.DB(t).ListAudit(context.Background(), db.AuditFilter{Namespace: ns, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// mirrorMatchesNamespace compares the uid and resourceVersion of every
+// object the mirror holds in namespace ns (and of every cluster-scoped
+// one) with a fresh list from the API server, resource by resource: a
+// ghost, a missing object or a stale copy is a difference.
+func mirrorMatchesNamespace(ctx context.Context, store *db.DB, ns string) error {
+	resources, err := store.Resources(ctx)
+	if err != nil {
+		return err
+	}
+	if len(resources) < 20 {
+		return fmt.Errorf("only %d resources recorded", len(resources))
+	}
+	for _, r := range resources {
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+		scope := ""
+		if r.Namespaced {
+			scope = ns
+		}
+		list, err := meta.Resource(gvr).Namespace(scope).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // a resource no longer served; not what this compares
+		}
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", gvr, err)
+		}
+		var want, got []string
+		for _, it := range list.Items {
+			want = append(want, string(it.UID)+"@"+it.ResourceVersion)
+		}
+		group := r.Group
+		objs, more, err := store.LookupObjects(ctx, db.LookupFilter{Kind: r.Resource, Group: &group, Namespace: ns, Limit: 5000})
+		if err != nil {
+			return err
+		}
+		if more {
+			return fmt.Errorf("%s: more than 5000 objects", gvr)
+		}
+		for _, o := range objs {
+			got = append(got, o.UID+"@"+o.ResourceVersion)
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%s: the mirror has %v, the cluster %v", gvr, got, want)
+		}
+	}
+	return nil
+}
+
+// metric returns the sum of the samples of a metric whose labels contain
+// every label given ("k=v"), from a Prometheus text exposition.
+func metric(body []byte, name string, labels ...string) float64 {
+	var sum float64
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		matches := true
+		for _, l := range labels {
+			k, v, _ := strings.Cut(l, "=")
+			matches = matches && strings.Contains(rest, k+`="`+v+`"`)
+		}
+		f := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
+		if !matches || len(f) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// daemonMetric reads one of kubegcd's metrics.
+func daemonMetric(t *testing.T, d *e2eutil.Daemon, name string, labels ...string) float64 {
+	t.Helper()
+	code, body, err := d.Get("/metrics")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", code, err)
+	}
+	return metric(body, name, labels...)
+}
+
+// apiDeletes counts the deletes of a resource the API server has carried
+// out or answered for the object (404, 409), from its own metrics: a
+// write refused for want of rights (403) never reached the object.
+func apiDeletes(t *testing.T, resource string) float64 {
+	t.Helper()
+	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, code := range []string{"200", "404", "409"} {
+		n += metric(body, "apiserver_request_total", "verb=DELETE", "resource="+resource, "code="+code)
+	}
+	return n
+}
