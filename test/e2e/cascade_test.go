@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -43,11 +45,18 @@ type cascadeFate struct {
 }
 
 // cascadePreview asks kubegcd what deleting o with propagation would do, and
-// returns it with the items reduced to fates (depth 0 when !depths).
-func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*diagnose.Cascade, map[string]cascadeFate) {
-	s.t.Helper()
+// returns it with the items reduced to fates (depth 0 when !depths); an
+// error, a 404 among them while the mirror has not seen o yet.
+func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*diagnose.Cascade, map[string]cascadeFate, error) {
+	path := "/objects/" + url.PathEscape(string(o.uid)) + "/cascade?propagation=" + propagation
+	code, body, err := s.d.Get(path)
+	if err != nil || code != http.StatusOK {
+		return nil, nil, fmt.Errorf("GET %s: %d %s %v", path, code, body, err)
+	}
 	var c diagnose.Cascade
-	s.d.GetJSON(s.t, "/objects/"+url.PathEscape(string(o.uid))+"/cascade?propagation="+propagation, 200, &c)
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %v", path, err)
+	}
 	out := map[string]cascadeFate{}
 	for _, it := range c.Items {
 		f := cascadeFate{Name: it.Target.Name, Action: it.Action}
@@ -56,7 +65,7 @@ func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*diag
 		}
 		out[string(it.Target.UID)] = f
 	}
-	return &c, out
+	return &c, out, nil
 }
 
 // waitCascadePreview waits until the mirror holds the whole tree, that is until
@@ -66,7 +75,10 @@ func (s *scenario) waitCascadePreview(o obj, propagation string, want map[string
 	var c *diagnose.Cascade
 	eventually(s.t, 20*time.Second, func() error {
 		var got map[string]cascadeFate
-		c, got = s.cascadePreview(o, propagation, true)
+		var err error
+		if c, got, err = s.cascadePreview(o, propagation, true); err != nil {
+			return err
+		}
 		if !maps.Equal(got, want) {
 			return fmt.Errorf("%s preview of %s:\n got %v\nwant %v", propagation, o.name, sortedCascadeFates(got), sortedCascadeFates(want))
 		}

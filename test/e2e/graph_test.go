@@ -80,6 +80,9 @@ func TestGraphAndObjects(t *testing.T) {
 	garbage := create("garbage", metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "never", UID: ghost})
 
 	d := startDaemon(t, "", "--resync-period=1s", "--discovery-interval=2s")
+	// Ready: every resource is discovered, so the graph knows Deployments
+	// are namespaced (a missing owner's namespace depends on it).
+	d.WaitReady(t, 60*time.Second)
 
 	nsPath := "/graph?namespace=" + url.QueryEscape(ns)
 	var g graphJSON
