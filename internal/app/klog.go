@@ -3,27 +3,27 @@ package app
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
 	"k8s.io/klog/v2"
 )
 
-// klog's logger, where client-go logs, is process-wide. It is set once, to
-// a handler that forwards to the running daemon's logger; a daemon started
-// later in the same process (the end-to-end tests run several) switches
-// the forwarding atomically instead of setting klog's logger while other
-// daemons' client-go goroutines read it.
-var (
-	klogOnce    sync.Once
-	klogCurrent atomic.Pointer[slog.Logger]
-)
+// klog's logger, where client-go logs, is process-wide. It is set once,
+// before any goroutine can read it (init), to a handler that forwards to
+// the running daemon's logger; a daemon started later in the same process
+// (the end-to-end tests run several, beside their own client-go clients)
+// switches the forwarding atomically instead of setting klog's logger while
+// other goroutines read it. Before any daemon runs, lines go to slog's
+// default logger (stderr), as klog's own would.
+var klogCurrent atomic.Pointer[slog.Logger]
+
+func init() {
+	klogCurrent.Store(slog.Default())
+	klog.SetSlogLogger(slog.New(klogHandler{}))
+}
 
 // routeKlog sends client-go's klog lines to logger.
-func routeKlog(logger *slog.Logger) {
-	klogCurrent.Store(logger)
-	klogOnce.Do(func() { klog.SetSlogLogger(slog.New(klogHandler{})) })
-}
+func routeKlog(logger *slog.Logger) { klogCurrent.Store(logger) }
 
 // klogHandler forwards to the logger routeKlog was given last. A logger
 // derived with attributes or a group stays with the daemon it was derived
