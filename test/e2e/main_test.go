@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubegcd/kubegcd/internal/testcluster"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 var (
@@ -33,18 +34,13 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var err error
-	cluster, err = testcluster.Start(ctx, testcluster.Options{})
+	cp, err := e2eutil.StartControlPlane(testcluster.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the control plane:", err)
 		return 1
 	}
-	defer cluster.Stop()
-	kube = kubernetes.NewForConfigOrDie(cluster.Config)
-	dyn = dynamic.NewForConfigOrDie(cluster.Config)
-	meta = metadata.NewForConfigOrDie(cluster.Config)
+	defer cp.Stop()
+	cluster, kube, dyn, meta = cp.Cluster, cp.Kube, cp.Dyn, cp.Meta
 
 	binDir, err := os.MkdirTemp("", "kubegcd-e2e-bin-")
 	if err != nil {
@@ -59,6 +55,8 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: building kubegcd:", err)
 		return 1
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if err := installWidgetCRD(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: installing the test CRD:", err)
 		return 1

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -94,25 +92,5 @@ func serveOnlyV2(t *testing.T, name string) {
 // verifications reads kubegcd's count of owner lookups with result.
 func (s *scenario) verifications(result string) float64 {
 	s.t.Helper()
-	code, body, err := s.d.Get("/metrics")
-	if err != nil || code != 200 {
-		s.t.Fatalf("/metrics: %d %v", code, err)
-	}
-	return metricValue(body, "kubegcd_ownergc_owner_verifications_total", `result="`+result+`"`)
-}
-
-// metricValue returns the sample of metric name whose labels include label
-// (`k="v"`) in a Prometheus text exposition, 0 when there is none.
-func metricValue(body []byte, name, label string) float64 {
-	for line := range strings.Lines(string(body)) {
-		labels, value, ok := strings.Cut(strings.TrimSpace(line), "} ")
-		if !ok || !strings.HasPrefix(labels, name+"{") || !strings.Contains(labels, label) {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err == nil {
-			return v
-		}
-	}
-	return 0
+	return s.d.Metric(s.t, "kubegcd_ownergc_owner_verifications_total", "result="+result)
 }

@@ -90,7 +90,7 @@ func TestAggregatedAPIDiscoveryFails(t *testing.T) {
 		t.Errorf("/status does not name %s among the groups failing discovery: %+v", gv, s.DiscoveryFailures)
 	}
 	failing := func() float64 {
-		return daemonMetric(t, d, "kubegcd_ingest_discovery_failed", "group_version="+gv.String())
+		return d.Metric(t, "kubegcd_ingest_discovery_failed", "group_version="+gv.String())
 	}
 	if v := failing(); v != 1 {
 		t.Errorf("kubegcd_ingest_discovery_failed{group_version=%q} = %v, want 1", gv, v)

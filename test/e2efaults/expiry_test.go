@@ -61,7 +61,7 @@ func TestExpiredWatchRelists(t *testing.T) {
 	d := startDaemon(t, p.Kubeconfig(confinedToken(t, ns)), "", enforcing...)
 	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
 	relists := func() float64 {
-		return daemonMetric(t, d, "kubegcd_ingest_relists_total", "resource=configmaps", "reason=expired")
+		return d.Metric(t, "kubegcd_ingest_relists_total", "resource=configmaps", "reason=expired")
 	}
 	before := relists()
 

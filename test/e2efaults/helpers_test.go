@@ -1,13 +1,10 @@
 package e2efaults
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -212,44 +209,6 @@ func mirrorMatchesNamespace(ctx context.Context, store *db.DB, ns string) error 
 	return nil
 }
 
-// metric returns the sum of the samples of a metric whose labels contain
-// every label given ("k=v"), from a Prometheus text exposition.
-func metric(body []byte, name string, labels ...string) float64 {
-	var sum float64
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		matches := true
-		for _, l := range labels {
-			k, v, _ := strings.Cut(l, "=")
-			matches = matches && strings.Contains(rest, k+`="`+v+`"`)
-		}
-		f := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
-		if !matches || len(f) == 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
-}
-
-// daemonMetric reads one of kubegcd's metrics.
-func daemonMetric(t *testing.T, d *e2eutil.Daemon, name string, labels ...string) float64 {
-	t.Helper()
-	code, body, err := d.Get("/metrics")
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("/metrics: %d %v", code, err)
-	}
-	return metric(body, name, labels...)
-}
-
 // apiDeletes counts the deletes of a resource the API server has carried
 // out or answered for the object (404, 409), from its own metrics: a
 // write refused for want of rights (403) never reached the object.
@@ -261,7 +220,7 @@ func apiDeletes(t *testing.T, resource string) float64 {
 	}
 	var n float64
 	for _, code := range []string{"200", "404", "409"} {
-		n += metric(body, "apiserver_request_total", "verb=DELETE", "resource="+resource, "code="+code)
+		n += e2eutil.Metric(body, "apiserver_request_total", "verb=DELETE", "resource="+resource, "code="+code)
 	}
 	return n
 }

@@ -15,13 +15,13 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubegcd/kubegcd/internal/testcluster"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 var (
@@ -36,19 +36,14 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var err error
-	cluster, err = testcluster.Start(ctx, testcluster.Options{APIServerArgs: []string{"--watch-cache=false"}})
+	cp, err := e2eutil.StartControlPlane(testcluster.Options{APIServerArgs: []string{"--watch-cache=false"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2efaults: starting the control plane:", err)
 		return 1
 	}
-	defer cluster.Stop()
-	kube = kubernetes.NewForConfigOrDie(cluster.Config)
-	dyn = dynamic.NewForConfigOrDie(cluster.Config)
-	meta = metadata.NewForConfigOrDie(cluster.Config)
-	if err := createRoles(ctx); err != nil {
+	defer cp.Stop()
+	cluster, kube, dyn, meta = cp.Cluster, cp.Kube, cp.Dyn, cp.Meta
+	if err := createRoles(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "e2efaults:", err)
 		return 1
 	}

@@ -140,7 +140,7 @@ func TestPassesResumeAfterMirrorWriteFault(t *testing.T) {
 			t.Errorf("/status after the fault: %s %+v, want passes made since %s", name, c, released.UTC().Format(time.RFC3339Nano))
 		}
 		series := []string{"controller=" + name, "reason=mirror-not-synced"}
-		if got := daemonMetric(t, d, "kubegcd_reconcile_skipped_passes_total", series...); got < 3 || got != float64(c.SkippedPasses) {
+		if got := d.Metric(t, "kubegcd_reconcile_skipped_passes_total", series...); got < 3 || got != float64(c.SkippedPasses) {
 			t.Errorf("kubegcd_reconcile_skipped_passes_total{controller=%s} = %v, want /status's %d (at least 3)", name, got, c.SkippedPasses)
 		}
 		// One warning for the whole stretch of skipped passes, one line

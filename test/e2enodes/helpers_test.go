@@ -1,12 +1,8 @@
 package e2enodes
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -166,51 +162,6 @@ func setOf(names ...string) map[string]bool {
 }
 
 // metric returns the sum of the samples of a metric family whose labels
-// contain every label given ("k=v"), from a Prometheus text exposition.
-func metric(body []byte, name string, labels ...string) float64 {
-	var sum float64
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
-			continue
-		}
-		rest := line[len(name):]
-		if rest == "" || (rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			k, v, _ := strings.Cut(l, "=")
-			if !strings.Contains(rest, k+`="`+v+`"`) {
-				ok = false
-			}
-		}
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
-		if len(f) == 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(f[0], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
-}
-
-// daemonMetric reads one of kubegcd's metrics.
-func daemonMetric(t *testing.T, d *e2eutil.Daemon, name string, labels ...string) float64 {
-	t.Helper()
-	code, body, err := d.Get("/metrics")
-	if err != nil || code != 200 {
-		t.Fatalf("/metrics: %d %v", code, err)
-	}
-	return metric(body, name, labels...)
-}
-
 // apiDeletes counts the DELETE calls on pods the API server has served.
 func apiDeletes(t *testing.T) float64 {
 	t.Helper()
@@ -218,15 +169,15 @@ func apiDeletes(t *testing.T) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return metric(body, "apiserver_request_total", "verb=DELETE", "resource=pods")
+	return e2eutil.Metric(body, "apiserver_request_total", "verb=DELETE", "resource=pods")
 }
 
 // waitPasses waits until kubegcd has finished n more PodGC passes.
 func waitPasses(t *testing.T, d *e2eutil.Daemon, n int) {
 	t.Helper()
-	start := daemonMetric(t, d, "kubegcd_podgc_pass_duration_seconds_count")
+	start := d.Metric(t, "kubegcd_podgc_pass_duration_seconds_count")
 	eventually(t, time.Duration(n)*5*time.Second+10*time.Second, func() error {
-		if got := daemonMetric(t, d, "kubegcd_podgc_pass_duration_seconds_count"); got < start+float64(n) {
+		if got := d.Metric(t, "kubegcd_podgc_pass_duration_seconds_count"); got < start+float64(n) {
 			return fmt.Errorf("%v passes of %d", got-start, n)
 		}
 		return nil

@@ -7,16 +7,14 @@
 package e2enodes
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"time"
-
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/testcluster"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 var (
@@ -29,15 +27,12 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var err error
-	cluster, err = testcluster.Start(ctx, testcluster.Options{})
+	cp, err := e2eutil.StartControlPlane(testcluster.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2enodes: starting the control plane:", err)
 		return 1
 	}
-	defer cluster.Stop()
-	kube = kubernetes.NewForConfigOrDie(cluster.Config)
+	defer cp.Stop()
+	cluster, kube = cp.Cluster, cp.Kube
 	return m.Run()
 }

@@ -79,7 +79,7 @@ func TestPodGCTerminatedThreshold(t *testing.T) {
 	// Six terminated, threshold 4: the two first in order go.
 	d := startDaemon(t, dbPath, podgcArgs("--terminated-pod-gc-threshold=4")...)
 	waitPods(t, d, ns, setOf("old-b", "mid", "new-x", "new-y", "running"))
-	if got := daemonMetric(t, d, "kubegcd_podgc_force_delete_pods_total", "reason=terminated"); got != 2 {
+	if got := d.Metric(t, "kubegcd_podgc_force_delete_pods_total", "reason=terminated"); got != 2 {
 		t.Errorf("kubegcd_podgc_force_delete_pods_total{reason=terminated} = %v, want 2", got)
 	}
 	d.Stop()

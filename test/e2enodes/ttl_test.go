@@ -57,7 +57,7 @@ func setNodes(t *testing.T, n int) {
 func allTTL(t *testing.T, d *e2eutil.Daemon, n int, ttl string) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
-		if got := daemonMetric(t, d, "kubegcd_ttl_nodes"); got != float64(n) {
+		if got := d.Metric(t, "kubegcd_ttl_nodes"); got != float64(n) {
 			return fmt.Errorf("kubegcd counts %v nodes, want %d", got, n)
 		}
 		nodes, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
@@ -69,7 +69,7 @@ func allTTL(t *testing.T, d *e2eutil.Daemon, n int, ttl string) {
 				return fmt.Errorf("node %s has ttl %q (set: %v), want %s", node.Name, v, ok, ttl)
 			}
 		}
-		if got := daemonMetric(t, d, "kubegcd_ttl_seconds"); fmt.Sprint(got) != ttl {
+		if got := d.Metric(t, "kubegcd_ttl_seconds"); fmt.Sprint(got) != ttl {
 			return fmt.Errorf("kubegcd_ttl_seconds %v, want %s", got, ttl)
 		}
 		return nil
@@ -93,10 +93,10 @@ func TestTTLFollowsClusterSizeWithHysteresis(t *testing.T) {
 	allTTL(t, d, 120, "15")
 
 	// 95 is inside band 1 (90–500): 15 stays, and nothing is patched.
-	patches := daemonMetric(t, d, "kubegcd_ttl_patches_total")
+	patches := d.Metric(t, "kubegcd_ttl_patches_total")
 	setNodes(t, 95)
 	allTTL(t, d, 95, "15")
-	if got := daemonMetric(t, d, "kubegcd_ttl_patches_total"); got != patches {
+	if got := d.Metric(t, "kubegcd_ttl_patches_total"); got != patches {
 		t.Errorf("%v patches at 95 nodes, want none", got-patches)
 	}
 
@@ -108,7 +108,7 @@ func TestTTLFollowsClusterSizeWithHysteresis(t *testing.T) {
 	d.Stop()
 	d = startDaemon(t, dbPath, args...)
 	allTTL(t, d, 95, "15")
-	if got := daemonMetric(t, d, "kubegcd_ttl_patches_total"); got != 0 {
+	if got := d.Metric(t, "kubegcd_ttl_patches_total"); got != 0 {
 		t.Errorf("%v patches after a restart at 95 nodes, want none", got)
 	}
 	for _, r := range audit(t, d, "controller=ttl") {
