@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -35,36 +38,32 @@ const (
 
 // readsFixture names the objects the requests ask about.
 type readsFixture struct {
-	treeRoot  string
-	objects   []string // a sample of UIDs for /objects/{uid}
-	names     []string // "namespace/name" of ConfigMaps, for /objects?kind=
-	kinds     []string
-	auditRows int
+	TreeRoot  string   `json:"treeRoot"`
+	Objects   []string `json:"objects"` // a sample of UIDs for /objects/{uid}
+	Names     []string `json:"names"`   // "namespace/name" of ConfigMaps, for /objects?kind=
+	Kinds     []string `json:"kinds"`
+	AuditRows int      `json:"auditRows"`
 }
 
 // runReads fills a database with objects (one tree of treeSize among them,
 // which /graph?uid= and the cascade preview walk) and auditRows, then times
-// the read endpoints.
-func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int) error {
+// the read endpoints. With keep, the database is kept at that path, with
+// its fixture beside it, and a later run reuses both instead of filling.
+func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int, keep string) error {
 	fmt.Printf("\n== reads: %d mirrored objects, %d audit rows ==\n", objects, auditRows)
 	path := filepath.Join(dir, "reads.db")
-	store, err := db.Open(ctx, path, db.Options{})
+	if keep != "" {
+		path = keep
+	}
+	fx, err := loadFixture(path, keep)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	start := time.Now()
-	fx, err := fillMirror(ctx, store, objects, treeSize)
-	if err != nil {
+	if fx != nil {
+		fmt.Printf("  reusing %s (%d objects asked for are not checked against it)\n", path, objects)
+	} else if fx, err = fillReads(ctx, path, objects, auditRows, treeSize, keep); err != nil {
 		return err
 	}
-	fmt.Printf("  mirror written in %s (%.0f objects/s)\n", time.Since(start).Round(time.Second), float64(objects)/time.Since(start).Seconds())
-	start = time.Now()
-	if err := fillAudit(ctx, store, auditRows, fx); err != nil {
-		return err
-	}
-	fx.auditRows = auditRows
-	fmt.Printf("  audit written in %s\n", time.Since(start).Round(time.Second))
 	if st, err := os.Stat(path); err == nil {
 		fmt.Printf("  database: %d MiB\n", st.Size()/mib)
 	}
@@ -95,14 +94,14 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int)
 		{"/audit (100th page)", func() string { return "/audit?cursor=" + auditPage100 }},
 		{"/audit?controller=podgc", func() string { return "/audit?controller=podgc" }},
 		{"/audit?outcome=failed", func() string { return "/audit?outcome=failed" }},
-		{"/objects/{uid}", func() string { return "/objects/" + fx.objects[r.IntN(len(fx.objects))] }},
-		{"/objects/{uid}/history", func() string { return "/objects/" + fx.objects[r.IntN(len(fx.objects))] + "/history" }},
+		{"/objects/{uid}", func() string { return "/objects/" + fx.Objects[r.IntN(len(fx.Objects))] }},
+		{"/objects/{uid}/history", func() string { return "/objects/" + fx.Objects[r.IntN(len(fx.Objects))] + "/history" }},
 		{"/objects?kind=&name=", func() string {
-			ns, name, _ := strings.Cut(fx.names[r.IntN(len(fx.names))], "/")
+			ns, name, _ := strings.Cut(fx.Names[r.IntN(len(fx.Names))], "/")
 			return "/objects?kind=cm&namespace=" + ns + "&name=" + name
 		}},
-		{fmt.Sprintf("/graph?uid= (a tree of %d)", treeSize), func() string { return "/graph?uid=" + fx.treeRoot }},
-		{fmt.Sprintf("/objects/{uid}/cascade (%d)", treeSize), func() string { return "/objects/" + fx.treeRoot + "/cascade" }},
+		{fmt.Sprintf("/graph?uid= (a tree of %d)", treeSize), func() string { return "/graph?uid=" + fx.TreeRoot }},
+		{fmt.Sprintf("/objects/{uid}/cascade (%d)", treeSize), func() string { return "/objects/" + fx.TreeRoot + "/cascade" }},
 		{"/stuck", func() string { return "/stuck" }},
 		{"/lint", func() string { return "/lint" }},
 		{"/overview", func() string { return "/overview" }},
@@ -160,6 +159,59 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int)
 		size/1e6, time.Since(t0).Round(time.Millisecond), idle.anon/mib, grew/mib, verdict(grew <= graphRSSLimit))
 	fmt.Printf("  (the database's pages mapped by the reads: %d MiB before, %d MiB at most)\n", idle.file/mib, peakFile.Load()/mib)
 	return nil
+}
+
+// fillReads fills the database at path and, with keep, saves its fixture
+// beside it.
+func fillReads(ctx context.Context, path string, objects, auditRows, treeSize int, keep string) (*readsFixture, error) {
+	store, err := db.Open(ctx, path, db.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	start := time.Now()
+	fx, err := fillMirror(ctx, store, objects, treeSize)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("  mirror written in %s (%.0f objects/s)\n", time.Since(start).Round(time.Second), float64(objects)/time.Since(start).Seconds())
+	start = time.Now()
+	if err := fillAudit(ctx, store, auditRows, fx); err != nil {
+		return nil, err
+	}
+	fx.AuditRows = auditRows
+	fmt.Printf("  audit written in %s\n", time.Since(start).Round(time.Second))
+	if keep == "" {
+		return fx, nil
+	}
+	b, err := json.Marshal(fx)
+	if err != nil {
+		return nil, err
+	}
+	return fx, os.WriteFile(keep+".json", b, 0o600)
+}
+
+// loadFixture returns the fixture kept beside a kept database, or nil when
+// there is none to reuse.
+func loadFixture(path, keep string) (*readsFixture, error) {
+	if keep == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(keep + ".json")
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(path); err == nil {
+			return nil, fmt.Errorf("%s exists without its fixture %s.json: remove it to fill it afresh", path, keep)
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var fx readsFixture
+	if err := json.Unmarshal(b, &fx); err != nil {
+		return nil, fmt.Errorf("%s.json: %w", keep, err)
+	}
+	return &fx, nil
 }
 
 type rss struct{ anon, file int64 }
@@ -318,12 +370,12 @@ func fillMirror(ctx context.Context, store *db.DB, objects, treeSize int) (*read
 	zipf := rand.NewZipf(r, 1.2, 1, namespaces-1)
 	sample := func(o *db.Object) {
 		if r.IntN(1000) == 0 {
-			fx.objects = append(fx.objects, o.UID)
+			fx.Objects = append(fx.Objects, o.UID)
 		}
 	}
 	// The tree: one ConfigMap owning 99 owning 100 each (≈ treeSize).
 	root := obj(cms, "tree", "root", nil)
-	fx.treeRoot = root.UID
+	fx.TreeRoot = root.UID
 	if err := add(cms, root); err != nil {
 		return nil, err
 	}
@@ -382,7 +434,7 @@ func fillMirror(ctx context.Context, store *db.DB, objects, treeSize int) (*read
 				o := obj(rs, ns, fmt.Sprintf("cfg-%d-%d", made, depth), owner)
 				sample(o)
 				if rs == cms && r.IntN(20) == 0 {
-					fx.names = append(fx.names, ns+"/"+o.Name)
+					fx.Names = append(fx.Names, ns+"/"+o.Name)
 				}
 				if err := add(rs, o); err != nil {
 					return nil, err
@@ -403,7 +455,7 @@ func fillMirror(ctx context.Context, store *db.DB, objects, treeSize int) (*read
 		}
 	}
 	for _, rs := range all {
-		fx.kinds = append(fx.kinds, rs.Kind)
+		fx.Kinds = append(fx.Kinds, rs.Kind)
 	}
 	return fx, nil
 }
@@ -420,10 +472,10 @@ func fillAudit(ctx context.Context, store *db.DB, rows int, fx *readsFixture) er
 	step := 30 * 24 * time.Hour / time.Duration(max(rows, 1))
 	var batch []*db.AuditEntry
 	for i := range rows {
-		target := db.Target{APIVersion: "v1", Kind: fx.kinds[r.IntN(len(fx.kinds))], Namespace: fmt.Sprintf("team-%04d", r.IntN(1000)),
+		target := db.Target{APIVersion: "v1", Kind: fx.Kinds[r.IntN(len(fx.Kinds))], Namespace: fmt.Sprintf("team-%04d", r.IntN(1000)),
 			Name: fmt.Sprint("obj-", i), UID: fmt.Sprintf("audit-%d", i)}
-		if r.IntN(100) == 0 && len(fx.objects) > 0 {
-			target.UID = fx.objects[r.IntN(len(fx.objects))]
+		if r.IntN(100) == 0 && len(fx.Objects) > 0 {
+			target.UID = fx.Objects[r.IntN(len(fx.Objects))]
 		}
 		batch = append(batch, &db.AuditEntry{Time: start.Add(time.Duration(i) * step), Instance: "bench",
 			Controller: controllers[r.IntN(len(controllers))], Rule: fmt.Sprintf("BR-21-%02d", 1+r.IntN(8)), Action: "delete",
