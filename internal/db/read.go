@@ -23,7 +23,7 @@ type ResourceStat struct {
 func (d *DB) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
 	rows, err := d.query(ctx, `
 		SELECT r.id, r.api_group, r.version, r.resource, r.kind, r.namespaced, r.synced,
-			(SELECT count(*) FROM objects o WHERE o.resource_id = r.id)
+			coalesce((SELECT c.objects FROM resource_counts c WHERE c.resource_id = r.id), 0)
 		FROM resources r ORDER BY r.api_group, r.resource`)
 	if err != nil {
 		return nil, fmt.Errorf("resource stats: %w", err)
