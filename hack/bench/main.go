@@ -89,6 +89,7 @@ type config struct {
 	readObjects    int
 	readAudit      int
 	readDB         string
+	readProfiles   string
 	terminatedPods int
 	podgcQPS       int
 }
@@ -117,13 +118,14 @@ func main() {
 	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	readDB := flag.String("read-db", "", "reads: keep the filled database at this path and reuse it when it is there")
+	readProfiles := flag.String("read-profiles", "", "reads: write a CPU profile of each endpoint's requests into this directory")
 	dependents := flag.Int("dependents", 20000, "ownergc: dependents of the one owner that is deleted")
 	gcWorkers := flag.Int("gc-workers", 64, "ownergc, podgc, ttl: kubegcd's --gc-workers")
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
 	flag.Parse()
 	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
-		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB}
+		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":
@@ -195,7 +197,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	fmt.Printf("kubegcd benchmarks: %d CPUs, %d client workers\n", runtime.NumCPU(), cfg.workers)
 	if cfg.runReads {
 		// No cluster: the database is filled through kubegcd's own code.
-		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000, cfg.readDB); err != nil {
+		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000, cfg.readDB, cfg.readProfiles); err != nil {
 			return fmt.Errorf("reads: %w", err)
 		}
 		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -49,7 +50,9 @@ type readsFixture struct {
 // which /graph?uid= and the cascade preview walk) and auditRows, then times
 // the read endpoints. With keep, the database is kept at that path, with
 // its fixture beside it, and a later run reuses both instead of filling.
-func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int, keep string) error {
+// With profileDir, each endpoint's requests are CPU-profiled into a file of
+// their own there.
+func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int, keep, profileDir string) error {
 	fmt.Printf("\n== reads: %d mirrored objects, %d audit rows ==\n", objects, auditRows)
 	path := filepath.Join(dir, "reads.db")
 	if keep != "" {
@@ -108,6 +111,10 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int,
 	}
 	fmt.Printf("  %-34s %10s %10s %10s  %s\n", "endpoint", "p50", "p99", "max", "target p99 < 100 ms")
 	for _, e := range endpoints {
+		stop, err := startProfile(profileDir, e.name)
+		if err != nil {
+			return err
+		}
 		var times []time.Duration
 		for range readsRequests {
 			path := e.path()
@@ -117,6 +124,9 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int,
 			if code != http.StatusOK {
 				return fmt.Errorf("GET %s: %d", path, code)
 			}
+		}
+		if err := stop(); err != nil {
+			return err
 		}
 		slices.Sort(times)
 		p50, p99 := times[len(times)/2], times[len(times)*99/100]
@@ -212,6 +222,26 @@ func loadFixture(path, keep string) (*readsFixture, error) {
 		return nil, fmt.Errorf("%s.json: %w", keep, err)
 	}
 	return &fx, nil
+}
+
+// startProfile starts a CPU profile of the requests to one endpoint, into
+// dir; without dir it does nothing.
+func startProfile(dir, endpoint string) (stop func() error, err error) {
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	name := strings.Trim(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(endpoint, "-"), "-")
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 type rss struct{ anon, file int64 }

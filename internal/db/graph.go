@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -123,7 +124,7 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 		if g.Nodes, err = graphNodes(ctx, tx, set, f.Namespace); err != nil {
 			return err
 		}
-		g.Edges, err = graphEdges(ctx, tx, set)
+		g.Edges, err = graphEdges(ctx, tx, uids, set)
 		return err
 	})
 	if err != nil {
@@ -151,8 +152,8 @@ func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, error) 
 			closure(uid) AS (SELECT uid FROM up UNION SELECT uid FROM down)`)
 		args = append(args, jsonOrNull(f.UIDs))
 		// Only a seed can fail to take part: every other member was reached
-		// through an ownerReference.
-		sets = append(sets, `SELECT s.uid FROM closure s WHERE `+participates)
+		// through an ownerReference, so only seeds pay the check.
+		sets = append(sets, `SELECT s.uid FROM closure s WHERE s.uid NOT IN (SELECT uid FROM seed) OR `+participates)
 	}
 	if f.Namespace != "" {
 		// Objects of the namespace that take part, and the owners outside any
@@ -197,12 +198,13 @@ func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, error) 
 	return out, rows.Err()
 }
 
-// graphNodes reads the nodes whose UIDs the JSON array set holds. With a
-// namespace filter, every owner that is not mirrored is named from that
-// namespace.
+// graphNodes reads the nodes whose UIDs the JSON array set holds, in its
+// order. With a namespace filter, every owner that is not mirrored is named
+// from that namespace.
 func graphNodes(ctx context.Context, q querier, set any, namespace string) ([]GraphNode, error) {
 	out := []GraphNode{}
-	err := scanGraphNodes(ctx, q, `json_each(?1) k`, "k.value", []any{set}, namespace, func(n GraphNode) error {
+	// The outer loop of the LEFT JOINs walks the array in its order: no sort.
+	err := scanGraphNodes(ctx, q, `json_each(?1) k`, "k.value", "", []any{set}, namespace, func(n GraphNode) error {
 		out = append(out, n)
 		return nil
 	})
@@ -210,36 +212,46 @@ func graphNodes(ctx context.Context, q querier, set any, namespace string) ([]Gr
 }
 
 // scanGraphNodes reads the nodes whose UIDs the column uid of from (a
-// table expression, with args) lists, in that order, and calls fn for each.
+// table expression, with args) lists, in orderBy's order (none: from's),
+// and calls fn for each.
 // Owners that are not mirrored take their identity from their first
 // reference (in owner_refs_by_owner order, so no sort however many
 // dependents they have).
-func scanGraphNodes(ctx context.Context, q querier, from, uid string, args []any, namespace string, fn func(GraphNode) error) error {
+func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, args []any, namespace string, fn func(GraphNode) error) error {
 	namespaced, err := namespacedKinds(ctx, q)
 	if err != nil {
 		return err
 	}
+	// A node that is not mirrored reads its identity from its first
+	// reference in a subquery that runs only for it: as a LEFT JOIN, the
+	// lookup ran for every node.
 	rows, err := q.QueryContext(ctx, `
-		SELECT `+uid+`, o.uid IS NULL,
-			coalesce(o.api_version, r.api_version, ''), coalesce(o.kind, r.kind, ''),
-			coalesce(o.namespace, d.namespace, ''), coalesce(o.name, r.name, ''),
-			o.deletion_timestamp IS NOT NULL, o.finalizers
+		SELECT `+uid+`, o.uid IS NULL, coalesce(o.api_version, ''), coalesce(o.kind, ''), coalesce(o.namespace, ''),
+			coalesce(o.name, ''), o.deletion_timestamp IS NOT NULL, o.finalizers,
+			CASE WHEN o.uid IS NULL THEN (
+				SELECT json_array(r.api_version, r.kind, coalesce(d.namespace, ''), r.name) FROM owner_refs r
+					LEFT JOIN objects d ON d.uid = r.dependent_uid
+				WHERE r.owner_uid = `+uid+` ORDER BY r.dependent_uid, r.position LIMIT 1) END
 		FROM `+from+`
 			LEFT JOIN objects o ON o.uid = `+uid+`
-			LEFT JOIN owner_refs r ON o.uid IS NULL AND (r.dependent_uid, r.position) = (
-				SELECT r2.dependent_uid, r2.position FROM owner_refs r2
-				WHERE r2.owner_uid = `+uid+` ORDER BY r2.dependent_uid, r2.position LIMIT 1)
-			LEFT JOIN objects d ON d.uid = r.dependent_uid
-		ORDER BY `+uid, args...)
+		`+orderBy, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var n GraphNode
-		var finalizers sql.NullString
-		if err := rows.Scan(&n.UID, &n.Missing, &n.APIVersion, &n.Kind, &n.Namespace, &n.Name, &n.BeingDeleted, &finalizers); err != nil {
+		var finalizers, firstRef sql.NullString
+		if err := rows.Scan(&n.UID, &n.Missing, &n.APIVersion, &n.Kind, &n.Namespace, &n.Name, &n.BeingDeleted, &finalizers,
+			&firstRef); err != nil {
 			return err
+		}
+		if firstRef.Valid {
+			var id [4]string
+			if err := json.Unmarshal([]byte(firstRef.String), &id); err != nil {
+				return fmt.Errorf("node %s: %w", n.UID, err)
+			}
+			n.APIVersion, n.Kind, n.Namespace, n.Name = id[0], id[1], id[2], id[3]
 		}
 		if n.Missing {
 			n.Virtual = true
@@ -267,26 +279,50 @@ func scanGraphNodes(ctx context.Context, q querier, from, uid string, args []any
 	return rows.Err()
 }
 
-// graphEdges reads the ownerReferences between nodes of the set.
-func graphEdges(ctx context.Context, q querier, set any) ([]GraphEdge, error) {
+// graphEdges reads the ownerReferences between the nodes uids (set is
+// their JSON array), ordered by dependent, owner and position. Each
+// dependent's references are read through owner_refs' primary key and
+// their owners kept in Go: a second IN over the set would build an index
+// of it per request.
+func graphEdges(ctx context.Context, q querier, uids []string, set any) ([]GraphEdge, error) {
 	rows, err := q.QueryContext(ctx, `
-		SELECT dependent_uid, owner_uid, coalesce(controller, 0), coalesce(block_owner_deletion, 0)
-		FROM owner_refs
-		WHERE dependent_uid IN (SELECT value FROM json_each(?1)) AND owner_uid IN (SELECT value FROM json_each(?1))
-		ORDER BY dependent_uid, owner_uid, position`, set)
+		SELECT r.dependent_uid, r.owner_uid, coalesce(r.controller, 0), coalesce(r.block_owner_deletion, 0)
+		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, set)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []GraphEdge{}
+	nodes := make(map[string]struct{}, len(uids))
+	for _, u := range uids {
+		nodes[u] = struct{}{}
+	}
+	type edge struct {
+		GraphEdge
+		n int // the reference's place in the rows, for a stable order
+	}
+	var edges []edge
 	for rows.Next() {
 		var e GraphEdge
 		if err := rows.Scan(&e.Dependent, &e.Owner, &e.Controller, &e.BlockOwnerDeletion); err != nil {
 			return nil, err
 		}
-		out = append(out, e)
+		if _, ok := nodes[e.Owner]; ok {
+			edges = append(edges, edge{e, len(edges)})
+		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// The rows come by dependent, then position: order each dependent's
+	// references by owner, keeping positions in order for the same owner.
+	slices.SortFunc(edges, func(a, b edge) int {
+		return cmp.Or(strings.Compare(a.Dependent, b.Dependent), strings.Compare(a.Owner, b.Owner), cmp.Compare(a.n, b.n))
+	})
+	out := make([]GraphEdge, len(edges))
+	for i, e := range edges {
+		out[i] = e.GraphEdge
+	}
+	return out, nil
 }
 
 type groupKind struct{ group, kind string }

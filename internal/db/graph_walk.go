@@ -67,7 +67,7 @@ func (d *DB) WalkGraph(ctx context.Context, limit int, w GraphWalk) error {
 		if truncated {
 			bound, args = "uid <= ?1", []any{cut[0]}
 		}
-		if err := scanGraphNodes(ctx, tx, `(`+allGraphUIDs(bound)+`) k`, "k.uid", args, "", w.Node); err != nil {
+		if err := scanGraphNodes(ctx, tx, `(`+allGraphUIDs(bound)+`) k`, "k.uid", "ORDER BY k.uid", args, "", w.Node); err != nil {
 			return err
 		}
 		return walkEdges(ctx, tx, truncated, args, w.Edge)
