@@ -56,28 +56,15 @@ func TestResourceCountsFollowTheMirror(t *testing.T) {
 			t.Fatalf("%s: counts (-count(*) +ResourceStats):\n%s", step, diff)
 		}
 	}
-	list := func(rid int64, objs []*Object) {
-		t.Helper()
-		epoch, err := d.BeginList(ctx, rid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.WriteListPage(ctx, rid, epoch, objs); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var first []*Object
 	for i := range 50 {
 		first = append(first, obj(i))
 	}
-	list(rids[0], first)
+	listAll(t, d, rids[0], first...)
 	check("first list")
-	list(rids[0], first[10:40]) // a relist drops 20
+	listAll(t, d, rids[0], first[10:40]...) // a relist drops 20
 	check("relist")
-	list(rids[1], first[30:35]) // five listed again through v2
+	listAll(t, d, rids[1], first[30:35]...) // five listed again through v2
 	check("moved to another resource")
 
 	r := rand.New(rand.NewPCG(3, 3))
@@ -91,7 +78,7 @@ func TestResourceCountsFollowTheMirror(t *testing.T) {
 		}
 		check(fmt.Sprintf("event %d (%s deleted=%v)", step, ev.Object.UID, ev.Deleted))
 	}
-	list(rids[0], nil)
-	list(rids[1], nil)
+	listAll(t, d, rids[0])
+	listAll(t, d, rids[1])
 	check("emptied")
 }

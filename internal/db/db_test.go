@@ -21,6 +21,23 @@ func openTemp(t *testing.T) *DB {
 	return d
 }
 
+// listAll writes objs as one complete list of resource rid, as the
+// ingester's relist does: what it lacks leaves the mirror.
+func listAll(t *testing.T, d *DB, rid int64, objs ...*Object) {
+	t.Helper()
+	ctx := context.Background()
+	epoch, err := d.BeginList(ctx, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteListPage(ctx, rid, epoch, objs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func tableNames(t *testing.T, path string) []string {
 	t.Helper()
 	conn, err := sql.Open("sqlite", "file:"+path)

@@ -59,19 +59,7 @@ func TestHistoryLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := func(objs ...*Object) {
-		t.Helper()
-		epoch, err := d.BeginList(ctx, rid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.WriteListPage(ctx, rid, epoch, objs); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	list := func(objs ...*Object) { listAll(t, d, rid, objs...) }
 	apply := func(evs ...Event) {
 		t.Helper()
 		if _, err := d.ApplyEvents(ctx, evs); err != nil {
