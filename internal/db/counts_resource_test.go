@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// ResourceStats' counts, kept by triggers (migration 0011), equal a count
+// ResourceStats' counts, kept by triggers (migration 0012), equal a count
 // of the mirror after any mix of lists, relists, watch events and an
 // object moving between two resources of its kind.
 func TestResourceCountsFollowTheMirror(t *testing.T) {
