@@ -91,7 +91,14 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 		return fact, err
 	}
 
-	live, err := c.opts.Client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+	// The dependents of one owner are decided at once, by every worker:
+	// they share one GET rather than each send its own before the first
+	// answer fills the absent cache. Sharing an answer is sound: absent
+	// holds forever (a UID never comes back), present only keeps.
+	v, err, _ := c.ownerGets.Do(key.String(), func() (any, error) {
+		return c.opts.Client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+	})
+	live, _ := v.(*metav1.PartialObjectMetadata)
 	err = unservedPath(err, gvr, ref.Name)
 	switch {
 	case isUnknownKind(err): // the path, not the owner, is missing
