@@ -89,8 +89,7 @@ func TestOneOwnerGETForItsDependents(t *testing.T) {
 		}
 		return nil
 	})
-	// Up to two: a worker may miss the cache in the instant between the
-	// shared answer and its being cached.
+	// One; two only if the API server failed the first (it is retried).
 	if gets := apiGets(t, kube) - getsBefore; gets < 1 || gets > 2 {
 		t.Errorf("%v GETs of configmaps reached the API server for %d dependents of one absent owner, want 1 (at most 2)", gets, n)
 	}
