@@ -5,8 +5,11 @@
 //     default) and, at each size, times kubegcd's initial list→SQLite sync on a
 //     fresh database and reads its resident memory once synced;
 //
-//   - ownergc: 20,000 dependents of one owner, owner deleted → last gone, also
-//     against raw parallel deletes;
+//   - ownergc: 20,000 then 50,000 dependents of one owner, owner deleted →
+//     last gone, against raw deletes from 32 workers on a client with no
+//     client-side rate limit (the API server's own limit) and against
+//     kube-controller-manager; both collectors at QPS/burst 5000 with their
+//     default workers;
 //
 //   - podgc: 20,000 terminated pods, threshold 1,000: collector start → 1,000
 //     left;
@@ -20,7 +23,7 @@
 //
 // Usage:
 //
-//	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--workers 32] [--kcm=true]
+//	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--dependents 20000,50000] [--workers 32] [--kcm=true]
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
@@ -80,7 +83,7 @@ type config struct {
 	kcm        bool
 	runIngest  bool
 	runOwnerGC bool
-	dependents int
+	dependents []int
 	gcWorkers  int
 
 	runPodGC       bool
@@ -119,12 +122,12 @@ func main() {
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	readDB := flag.String("read-db", "", "reads: keep the filled database at this path and reuse it when it is there")
 	readProfiles := flag.String("read-profiles", "", "reads: write a CPU profile of each endpoint's requests into this directory")
-	dependents := flag.Int("dependents", 20000, "ownergc: dependents of the one owner that is deleted")
-	gcWorkers := flag.Int("gc-workers", 64, "ownergc, podgc, ttl: kubegcd's --gc-workers")
+	dependents := flag.String("dependents", "20000,50000", "ownergc: comma-separated counts of dependents of the one owner that is deleted, ascending")
+	gcWorkers := flag.Int("gc-workers", 64, "podgc, ttl: kubegcd's --gc-workers")
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
 	flag.Parse()
-	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
+	cfg := config{workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
@@ -146,6 +149,10 @@ func main() {
 	var err error
 	if cfg.sizes, err = parseSizes(*sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: --sizes:", err)
+		os.Exit(2)
+	}
+	if cfg.dependents, err = parseSizes(*dependents); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: --dependents:", err)
 		os.Exit(2)
 	}
 	if cfg.workers < 1 || flag.NArg() > 0 {

@@ -153,7 +153,7 @@ func newRunFlags() *runFlags {
 		"decide and record what would be done without writing to the cluster; --dry-run=false enforces")
 	fs.StringVar(&f.controllers, "controllers", strings.Join(knownControllers, ","),
 		"comma-separated controllers to run: "+strings.Join(knownControllers, ", "))
-	fs.IntVar(&cfg.gcWorkers, "gc-workers", 20, "objects each controller works on at once")
+	fs.IntVar(&cfg.gcWorkers, "gc-workers", 64, "objects each controller works on at once")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
 		"how often controllers look at every candidate again, beside reacting to changes")
 	fs.IntVar(&cfg.maxDeletionsPerMinute, "max-deletions-per-minute", 6000,

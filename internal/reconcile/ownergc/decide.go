@@ -32,6 +32,10 @@ type refFact struct {
 	Via string `json:"via"`
 }
 
+// errKnownAbsent: a shared lookup of an owner found it in the absent cache
+// and sent no GET.
+var errKnownAbsent = errors.New("owner known absent")
+
 // errInvalidNamespace: a cluster-scoped dependent names a namespaced owner
 // kind, which can never resolve (BR-21-07).
 var errInvalidNamespace = errors.New("cluster-scoped object names a namespaced owner kind")
@@ -91,8 +95,29 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 		return fact, err
 	}
 
-	live, err := c.opts.Client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
-	err = unservedPath(err, gvr, ref.Name)
+	// The dependents of one owner are decided at once, by every worker:
+	// they share one GET rather than each send its own before the first
+	// answer fills the absent cache. Sharing an answer is sound: absent
+	// holds forever (a UID never comes back), present only keeps. The
+	// cache is filled inside the flight and read again at the start of
+	// the next, so a worker that missed it an instant before a flight
+	// ended sends no GET of its own.
+	v, err, _ := c.ownerGets.Do(key.String(), func() (any, error) {
+		if c.absent.has(key) {
+			return nil, errKnownAbsent
+		}
+		live, err := c.opts.Client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err = unservedPath(err, gvr, ref.Name); apierrors.IsNotFound(err) && !isUnknownKind(err) {
+			c.absent.add(key)
+		}
+		return live, err
+	})
+	if errors.Is(err, errKnownAbsent) {
+		c.metrics.verifications.WithLabelValues("cache-hit").Inc()
+		fact.State, fact.Via = state(nil, gcrules.Authoritative), "absent-cache"
+		return fact, nil
+	}
+	live, _ := v.(*metav1.PartialObjectMetadata)
 	switch {
 	case isUnknownKind(err): // the path, not the owner, is missing
 		c.metrics.verifications.WithLabelValues("unserved").Inc()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -73,11 +74,14 @@ type Options struct {
 
 // Controller is the ownership garbage collector.
 type Controller struct {
-	opts    Options
-	log     *slog.Logger
-	queue   workqueue.TypedRateLimitingInterface[string]
-	absent  *absentCache
-	metrics *metrics
+	opts   Options
+	log    *slog.Logger
+	queue  workqueue.TypedRateLimitingInterface[string]
+	absent *absentCache
+	// ownerGets shares the live GET of an owner missing from the mirror
+	// among the workers that need it at once.
+	ownerGets singleflight.Group
+	metrics   *metrics
 	// overlay tracks, in dry-run, what enforce would already have changed,
 	// so dry-run reaches the same decisions; nil when enforcing.
 	overlay *overlay

@@ -17,6 +17,10 @@ type absentKey struct {
 	group, kind, namespace, name, uid string
 }
 
+func (k absentKey) String() string {
+	return k.group + "\x00" + k.kind + "\x00" + k.namespace + "\x00" + k.name + "\x00" + k.uid
+}
+
 // absentCache remembers owners confirmed absent (BR-21-06), so that many
 // dependents of one deleted owner cost one GET, not one each. It is a
 // bounded LRU: a UID never comes back, so entries never go stale.
