@@ -13,6 +13,10 @@
 //
 //   - ttl: 2,000 nodes without the annotation: controller start → all at 60;
 //
+//   - restart (not run by default): --restart-objects ConfigMaps, kubegcd
+//     synced then stopped, garbage made while it is down: start → first
+//     deletion of that garbage, for kubegcd and kube-controller-manager;
+//
 //   - reads (not run by default; no cluster): a database of --read-objects
 //     objects and --read-audit audit rows, filled through kubegcd's ingestion
 //     and ledger code, then p50/p99 of every read endpoint through the
@@ -90,6 +94,9 @@ type config struct {
 	readAudit      int
 	terminatedPods int
 	podgcQPS       int
+
+	runRestart     bool
+	restartObjects int
 }
 
 // result is one size's measurements.
@@ -112,15 +119,16 @@ func main() {
 	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
-	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads")
+	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart")
 	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	dependents := flag.Int("dependents", 20000, "ownergc: dependents of the one owner that is deleted")
 	gcWorkers := flag.Int("gc-workers", 64, "ownergc, podgc, ttl: kubegcd's --gc-workers")
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
+	restartObjects := flag.Int("restart-objects", 200_000, "restart: ConfigMaps in the cluster when kubegcd restarts")
 	flag.Parse()
-	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
+	cfg := config{restartObjects: *restartObjects, workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
@@ -134,6 +142,8 @@ func main() {
 			cfg.runTTL = true
 		case "reads":
 			cfg.runReads = true
+		case "restart":
+			cfg.runRestart = true
 		default:
 			fmt.Fprintf(os.Stderr, "bench: --run: unknown benchmark %q\n", b)
 			os.Exit(2)
@@ -196,7 +206,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000); err != nil {
 			return fmt.Errorf("reads: %w", err)
 		}
-		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL {
+		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart {
 			return nil
 		}
 	}
@@ -232,6 +242,11 @@ func run(ctx context.Context, cfg config) (err error) {
 	if cfg.runTTL {
 		if err := runTTL(ctx, cfg, cluster, kube, dir); err != nil {
 			return err
+		}
+	}
+	if cfg.runRestart {
+		if err := runRestart(ctx, cfg, cluster, kube, dir); err != nil {
+			return fmt.Errorf("restart: %w", err)
 		}
 	}
 	if !cfg.runIngest {
