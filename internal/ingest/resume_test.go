@@ -254,45 +254,57 @@ func TestResumeExpiredLists(t *testing.T) {
 }
 
 // TestResumeWithoutProgressLists: watches that end without ever reaching
-// the collection's resourceVersion, as without the API server's watch
-// cache, which sends no bookmarks, never put the resource in sync; past
-// the catch-up timeout it is listed.
+// the collection's resourceVersion never put the resource in sync. Two in
+// a row without a bookmark, as from an API server without its watch cache,
+// give way to a list at once; bookmarks short of the target, after the
+// catch-up timeout.
 func TestResumeWithoutProgressLists(t *testing.T) {
-	src := &resumeSource{watches: make(chan *watch.FakeWatcher, 64), listed: []runtime.Object{object("b", "20")}}
-	w, store := resumeFixture(t, src)
-	w.catchUpTimeout = 500 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); <-w.done }()
-	go w.run(ctx, "")
+	for _, tt := range []struct {
+		name    string
+		timeout time.Duration
+		deliver func(*watch.FakeWatcher)
+	}{
+		{"no bookmarks", 0, func(fw *watch.FakeWatcher) { fw.Add(object("b", "20")) }},
+		{"bookmarks short of the target", 500 * time.Millisecond, func(fw *watch.FakeWatcher) { fw.Action(watch.Bookmark, object("", "90")) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &resumeSource{watches: make(chan *watch.FakeWatcher, 64), listed: []runtime.Object{object("b", "20")}}
+			w, store := resumeFixture(t, src)
+			w.catchUpTimeout = tt.timeout
+			ctx, cancel := context.WithCancel(context.Background())
+			defer func() { cancel(); <-w.done }()
+			go w.run(ctx, "")
 
-	// Each watch delivers one old event and times out.
-	deadline := time.Now().Add(10 * time.Second)
-	for src.listCount() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no list after the catch-up timeout")
-		}
-		select {
-		case fw := <-src.watches:
-			// synced first: the list counts itself before it syncs.
-			if w.synced.Load() && src.listCount() == 0 {
-				t.Fatal("synced by a watch that never reached the collection's resourceVersion")
+			// Each watch delivers and times out, until the list.
+			deadline := time.Now().Add(10 * time.Second)
+			for src.listCount() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("no list")
+				}
+				select {
+				case fw := <-src.watches:
+					// synced first: the list counts itself before it syncs.
+					if w.synced.Load() && src.listCount() == 0 {
+						t.Fatal("synced by a watch that never reached the collection's resourceVersion")
+					}
+					tt.deliver(fw)
+					fw.Stop()
+				case <-time.After(50 * time.Millisecond):
+				}
 			}
-			fw.Add(object("b", "20"))
-			fw.Stop()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	waitFor(t, 10*time.Second, func() error {
-		if !w.synced.Load() {
-			return errors.New("not synced after the list")
-		}
-		return nil
-	})
-	if diff := cmp.Diff([]db.ObjectKey{{UID: "b", ResourceVersion: "20"}}, mirrored(t, store, w.res.ID)); diff != "" {
-		t.Errorf("mirror after the list (-want +got):\n%s", diff)
-	}
-	if got := testutil.ToFloat64(w.metrics.relists.WithLabelValues("configmaps", "resume-stalled")); got != 1 {
-		t.Errorf("relists_total{reason=resume-stalled} = %v, want 1", got)
+			waitFor(t, 10*time.Second, func() error {
+				if !w.synced.Load() {
+					return errors.New("not synced after the list")
+				}
+				return nil
+			})
+			if diff := cmp.Diff([]db.ObjectKey{{UID: "b", ResourceVersion: "20"}}, mirrored(t, store, w.res.ID)); diff != "" {
+				t.Errorf("mirror after the list (-want +got):\n%s", diff)
+			}
+			if got := testutil.ToFloat64(w.metrics.relists.WithLabelValues("configmaps", "resume-stalled")); got != 1 {
+				t.Errorf("relists_total{reason=resume-stalled} = %v, want 1", got)
+			}
+		})
 	}
 }
 

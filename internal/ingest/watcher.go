@@ -40,10 +40,13 @@ var errWatchEnded = errors.New("the watch ended before it delivered anything")
 // watcher.catchUp): each watch lasts catchUpWatchSeconds, because the API
 // server's watch cache sends a bookmark two seconds before a watch times
 // out, the only news a quiet resource gets of its watch having passed a
-// resourceVersion; a resource not caught up within catchUpTimeout is
-// listed instead.
+// resourceVersion. A resource is listed instead when catchUpQuietWatches
+// watches in a row ended without a bookmark (an API server without its
+// watch cache sends none), or when it has not caught up within
+// catchUpTimeout.
 const (
 	catchUpWatchSeconds = 3
+	catchUpQuietWatches = 2
 	catchUpTimeout      = 30 * time.Second
 )
 
@@ -142,6 +145,9 @@ type watcher struct {
 	stored string
 	// catchUpTimeout overrides the constant of that name in tests.
 	catchUpTimeout time.Duration
+	// bookmarks counts the bookmarks received, for run to tell a watch
+	// that got none.
+	bookmarks int
 
 	synced atomic.Bool
 	// behind: out of sync because the mirror misses what the API server
@@ -197,6 +203,7 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 	// before the resource is in sync.
 	var target string
 	var giveUp time.Time
+	quiet := 0 // catch-up watches in a row without a bookmark
 	if rv == "" && w.stored != "" {
 		rv, target = w.catchUp(ctx)
 		giveUp = time.Now().Add(cmp.Or(w.catchUpTimeout, catchUpTimeout))
@@ -219,14 +226,20 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 			b.reset()
 		}
 		var err error
+		bookmarks := w.bookmarks
 		rv, err = w.watch(ctx, rv, target)
 		if w.synced.Load() {
 			target = ""
 		}
+		if err == nil && w.bookmarks == bookmarks {
+			quiet++
+		} else {
+			quiet = 0
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
-		case target != "" && time.Now().After(giveUp):
+		case target != "" && (quiet >= catchUpQuietWatches || time.Now().After(giveUp)):
 			// No proof of having caught up: without the API server's
 			// watch cache a watch sends no bookmarks.
 			w.metrics.relists.WithLabelValues(w.label, "resume-stalled").Inc()
@@ -459,6 +472,7 @@ func (w *watcher) collect(ev watch.Event, rv string, batch []db.Event) (string, 
 	case watch.Error:
 		return rv, batch, apierrors.FromObject(ev.Object)
 	case watch.Bookmark:
+		w.bookmarks++
 		if m, err := metaOf(ev.Object); err == nil {
 			rv = m.GetResourceVersion()
 		}
