@@ -15,7 +15,8 @@
 //
 //   - restart (not run by default): --restart-objects ConfigMaps, kubegcd
 //     synced then stopped, garbage made while it is down: start → first
-//     deletion of that garbage, for kubegcd and kube-controller-manager;
+//     deletion of that garbage, for kubegcd resuming its watches, kubegcd
+//     made to list everything again, and kube-controller-manager;
 //
 //   - reads (not run by default; no cluster): a database of --read-objects
 //     objects and --read-audit audit rows, filled through kubegcd's ingestion
