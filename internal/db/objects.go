@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -450,6 +451,26 @@ func (d *DB) SetResumeVersion(ctx context.Context, resourceID int64, resourceVer
 func setResumeVersion(ctx context.Context, tx *sql.Tx, resourceID int64, resourceVersion string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ? WHERE id = ?`, resourceVersion, resourceID)
 	return err
+}
+
+// ForgetResumePoints clears every resource's resume point: the next start
+// of each lists it.
+func (d *DB) ForgetResumePoints(ctx context.Context) error {
+	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ''`)
+		return err
+	})
+}
+
+// NamespaceUID returns the UID of the mirrored namespace name, "" when the
+// mirror has none.
+func (d *DB) NamespaceUID(ctx context.Context, name string) (string, error) {
+	var uid string
+	err := d.queryRow(ctx, `SELECT uid FROM objects WHERE kind = 'Namespace' AND namespace = '' AND name = ?`, name).Scan(&uid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return uid, err
 }
 
 // ResumeVersion returns the resourceVersion up to which the mirror of a

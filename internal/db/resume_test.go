@@ -64,3 +64,38 @@ func TestResumeVersion(t *testing.T) {
 	}
 	want("relist under way", "")
 }
+
+func TestForgetResumePointsAndNamespaceUID(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	if uid, err := d.NamespaceUID(ctx, "kube-system"); err != nil || uid != "" {
+		t.Fatalf("NamespaceUID of an empty mirror = %q, %v; want none", uid, err)
+	}
+	id, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "namespaces", Kind: "Namespace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch, err := d.BeginList(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []*Object{
+		{UID: "ks", APIVersion: "v1", Kind: "Namespace", Name: "kube-system", ResourceVersion: "3"},
+		{UID: "cm", APIVersion: "v1", Kind: "ConfigMap", Namespace: "other", Name: "kube-system", ResourceVersion: "4"},
+	}
+	if err := d.WriteListPage(ctx, id, epoch, objs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.FinishList(ctx, id, epoch, "50"); err != nil {
+		t.Fatal(err)
+	}
+	if uid, err := d.NamespaceUID(ctx, "kube-system"); err != nil || uid != "ks" {
+		t.Errorf("NamespaceUID = %q, %v; want ks", uid, err)
+	}
+	if err := d.ForgetResumePoints(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rv, err := d.ResumeVersion(ctx, id); err != nil || rv != "" {
+		t.Errorf("resume point after ForgetResumePoints %q, %v; want none", rv, err)
+	}
+}

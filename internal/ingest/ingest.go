@@ -226,6 +226,9 @@ func (i *Ingester) Run(ctx context.Context) error {
 	if err := i.opts.DB.MarkAllUnsynced(ctx); err != nil {
 		return err
 	}
+	if err := i.forgetForeignResumePoints(ctx); err != nil {
+		return err
+	}
 	defer i.stopAll()
 	b := backoff{min: time.Second, max: i.opts.DiscoveryInterval}
 	for {

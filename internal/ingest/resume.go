@@ -7,6 +7,36 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// forgetForeignResumePoints makes every resource list at this start unless
+// the mirror comes from this very cluster: resourceVersions are one etcd's
+// revisions, and a watch resumed from another cluster's would leave that
+// cluster's objects in the mirror as ghosts (a relist removes them). The
+// cluster is known by its kube-system namespace's UID, which the mirror
+// keeps like any object; when it cannot be read, nothing is resumed.
+func (i *Ingester) forgetForeignResumePoints(ctx context.Context) error {
+	mirrored, err := i.opts.DB.NamespaceUID(ctx, "kube-system")
+	if err != nil {
+		return err
+	}
+	live := ""
+	if ns, err := i.typed.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
+		i.log.Warn("cannot tell which cluster the mirror came from; listing every resource", "err", err)
+	} else {
+		live = string(ns.UID)
+	}
+	if sameCluster(mirrored, live) {
+		return nil
+	}
+	if mirrored != "" && live != "" {
+		i.log.Warn("the database mirrors another cluster; listing every resource", "mirrored_kube_system", mirrored, "kube_system", live)
+	}
+	return i.opts.DB.ForgetResumePoints(ctx)
+}
+
+// sameCluster reports whether the mirror's kube-system namespace UID is the
+// cluster's; an unknown one on either side is not.
+func sameCluster(mirrored, live string) bool { return mirrored != "" && mirrored == live }
+
 // resumePlan is how a start brings a resource's mirror, written by an
 // earlier run, up to date.
 type resumePlan int

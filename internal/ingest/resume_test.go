@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 )
@@ -323,5 +324,75 @@ func TestResumeAtCurrentVersion(t *testing.T) {
 	}
 	if n := src.listCount(); n != 0 {
 		t.Errorf("%d lists, want none", n)
+	}
+}
+
+func TestSameCluster(t *testing.T) {
+	for _, tt := range []struct {
+		mirrored, live string
+		want           bool
+	}{
+		{"u1", "u1", true},
+		{"u1", "u2", false},
+		{"", "u1", false}, // no kube-system in the mirror: never synced, or not this cluster's
+		{"u1", "", false}, // the cluster could not be asked
+		{"", "", false},
+	} {
+		if got := sameCluster(tt.mirrored, tt.live); got != tt.want {
+			t.Errorf("sameCluster(%q, %q) = %v, want %v", tt.mirrored, tt.live, got, tt.want)
+		}
+	}
+}
+
+// TestForeignMirrorLists: a database whose kube-system namespace is not
+// the cluster's mirrors another cluster; its resume points are forgotten,
+// so every resource is listed and the other cluster's objects leave.
+func TestForeignMirrorLists(t *testing.T) {
+	ctx := context.Background()
+	kubeSystem, err := kubernetes.NewForConfigOrDie(cluster.Config).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name        string
+		mirroredUID string
+		want        string
+	}{
+		{"this cluster", string(kubeSystem.UID), "50"},
+		{"another cluster", "00000000-0000-0000-0000-00000000beef", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			id, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "namespaces", Kind: "Namespace"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			epoch, err := store.BeginList(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := &db.Object{UID: tt.mirroredUID, APIVersion: "v1", Kind: "Namespace", Name: "kube-system", ResourceVersion: "7"}
+			if err := store.WriteListPage(ctx, id, epoch, []*db.Object{ns}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.FinishList(ctx, id, epoch, "50"); err != nil {
+				t.Fatal(err)
+			}
+			ing, err := New(Options{Config: cluster.Config, DB: store, Registerer: prometheus.NewRegistry(),
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ing.forgetForeignResumePoints(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := store.ResumeVersion(ctx, id); err != nil || got != tt.want {
+				t.Errorf("resume point %q, %v; want %q", got, err, tt.want)
+			}
+		})
 	}
 }
