@@ -16,6 +16,11 @@
 //
 //   - ttl: 2,000 nodes without the annotation: controller start → all at 60;
 //
+//   - restart (not run by default): --restart-objects ConfigMaps, kubegcd
+//     synced then stopped, garbage made while it is down: start → first
+//     deletion of that garbage, for kubegcd resuming its watches, kubegcd
+//     made to list everything again, and kube-controller-manager;
+//
 //   - reads (not run by default; no cluster): a database of --read-objects
 //     objects and --read-audit audit rows, filled through kubegcd's ingestion
 //     and ledger code, then p50/p99 of every read endpoint through the
@@ -95,6 +100,9 @@ type config struct {
 	readProfiles   string
 	terminatedPods int
 	podgcQPS       int
+
+	runRestart     bool
+	restartObjects int
 }
 
 // result is one size's measurements.
@@ -117,7 +125,7 @@ func main() {
 	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
-	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads")
+	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart")
 	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	readDB := flag.String("read-db", "", "reads: keep the filled database at this path and reuse it when it is there")
@@ -126,8 +134,9 @@ func main() {
 	gcWorkers := flag.Int("gc-workers", 64, "podgc, ttl: kubegcd's --gc-workers")
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
+	restartObjects := flag.Int("restart-objects", 200_000, "restart: ConfigMaps in the cluster when kubegcd restarts")
 	flag.Parse()
-	cfg := config{workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
+	cfg := config{restartObjects: *restartObjects, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
@@ -141,6 +150,8 @@ func main() {
 			cfg.runTTL = true
 		case "reads":
 			cfg.runReads = true
+		case "restart":
+			cfg.runRestart = true
 		default:
 			fmt.Fprintf(os.Stderr, "bench: --run: unknown benchmark %q\n", b)
 			os.Exit(2)
@@ -207,7 +218,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000, cfg.readDB, cfg.readProfiles); err != nil {
 			return fmt.Errorf("reads: %w", err)
 		}
-		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL {
+		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart {
 			return nil
 		}
 	}
@@ -243,6 +254,11 @@ func run(ctx context.Context, cfg config) (err error) {
 	if cfg.runTTL {
 		if err := runTTL(ctx, cfg, cluster, kube, dir); err != nil {
 			return err
+		}
+	}
+	if cfg.runRestart {
+		if err := runRestart(ctx, cfg, cluster, kube, dir); err != nil {
+			return fmt.Errorf("restart: %w", err)
 		}
 	}
 	if !cfg.runIngest {

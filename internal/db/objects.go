@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -334,9 +335,22 @@ func (s *statements) upsertStorageVersion(ctx context.Context, uid string, sv *S
 // ApplyEvents writes a batch of watch events in one transaction and returns
 // what changed.
 func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) {
+	return d.ApplyWatchEvents(ctx, 0, "", events)
+}
+
+// ApplyWatchEvents is ApplyEvents for a batch of one resource's watch,
+// which also records resourceVersion, the watch's position after the
+// batch, as the point its mirror is complete up to (see ResumeVersion), in
+// the same transaction: a crash keeps both or neither.
+func (d *DB) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string, events []Event) ([]Change, error) {
 	changes := make([]Change, 0, len(events))
 	err := d.inWriteTx(ctx, "events", func(tx *sql.Tx) error {
 		changes = changes[:0]
+		if resourceID != 0 {
+			if err := setResumeVersion(ctx, tx, resourceID, resourceVersion); err != nil {
+				return err
+			}
+		}
 		// A batch of deletions needs one statement; bind the others only
 		// when an upsert comes.
 		var s *statements
@@ -415,13 +429,57 @@ func (d *DB) MarkAllUnsynced(ctx context.Context) error {
 
 // BeginList starts a full list of a resource and returns its epoch: every
 // object written with it survives FinishList, every other one is removed.
+// Until FinishList the resource has no resume point: a start meanwhile
+// lists again.
 func (d *DB) BeginList(ctx context.Context, resourceID int64) (int64, error) {
 	var epoch int64
 	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `UPDATE resources SET sync_epoch = sync_epoch + 1 WHERE id = ? RETURNING sync_epoch`,
-			resourceID).Scan(&epoch)
+		return tx.QueryRowContext(ctx, `UPDATE resources SET sync_epoch = sync_epoch + 1, resume_resource_version = ''
+			WHERE id = ? RETURNING sync_epoch`, resourceID).Scan(&epoch)
 	})
 	return epoch, err
+}
+
+// SetResumeVersion records that the mirror of a resource holds every
+// change up to resourceVersion, as a watch bookmark with no events tells.
+func (d *DB) SetResumeVersion(ctx context.Context, resourceID int64, resourceVersion string) error {
+	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+		return setResumeVersion(ctx, tx, resourceID, resourceVersion)
+	})
+}
+
+func setResumeVersion(ctx context.Context, tx *sql.Tx, resourceID int64, resourceVersion string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ? WHERE id = ?`, resourceVersion, resourceID)
+	return err
+}
+
+// ForgetResumePoints clears every resource's resume point: the next start
+// of each lists it.
+func (d *DB) ForgetResumePoints(ctx context.Context) error {
+	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ''`)
+		return err
+	})
+}
+
+// NamespaceUID returns the UID of the mirrored namespace name, "" when the
+// mirror has none.
+func (d *DB) NamespaceUID(ctx context.Context, name string) (string, error) {
+	var uid string
+	err := d.queryRow(ctx, `SELECT uid FROM objects WHERE kind = 'Namespace' AND namespace = '' AND name = ?`, name).Scan(&uid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return uid, err
+}
+
+// ResumeVersion returns the resourceVersion up to which the mirror of a
+// resource holds every change, from which a watch may resume; "" when
+// only a list will do.
+func (d *DB) ResumeVersion(ctx context.Context, resourceID int64) (string, error) {
+	var rv string
+	err := d.read.QueryRowContext(ctx, `SELECT resume_resource_version FROM resources WHERE id = ?`, resourceID).Scan(&rv)
+	return rv, err
 }
 
 // WriteListPage writes one page of a list.
@@ -451,8 +509,8 @@ func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVe
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE resources SET synced = 1, synced_at = ?, list_resource_version = ? WHERE id = ?`,
-			formatTime(ptr(d.Now())), resourceVersion, resourceID)
+		_, err = tx.ExecContext(ctx, `UPDATE resources SET synced = 1, synced_at = ?, list_resource_version = ?,
+			resume_resource_version = ? WHERE id = ?`, formatTime(ptr(d.Now())), resourceVersion, resourceVersion, resourceID)
 		return err
 	})
 	changes = append(changes, Change{Type: ChangeRelisted, ResourceID: resourceID})

@@ -226,6 +226,9 @@ func (i *Ingester) Run(ctx context.Context) error {
 	if err := i.opts.DB.MarkAllUnsynced(ctx); err != nil {
 		return err
 	}
+	if err := i.forgetForeignResumePoints(ctx); err != nil {
+		return err
+	}
 	defer i.stopAll()
 	b := backoff{min: time.Second, max: i.opts.DiscoveryInterval}
 	for {
@@ -365,6 +368,10 @@ func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionReso
 		return err
 	}
 	res.ID = id
+	stored, err := i.opts.DB.ResumeVersion(ctx, id)
+	if err != nil {
+		return err
+	}
 	label := gvr.Resource
 	if gvr.Group != "" {
 		label = gvr.Group + "/" + gvr.Resource
@@ -378,6 +385,7 @@ func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionReso
 		log:        i.log.With("resource", label),
 		notify:     i.notify,
 		metrics:    i.metrics,
+		stored:     stored,
 		done:       make(chan struct{}),
 	}
 	if typed, ok := typedResources[gvr.GroupResource()]; ok {
@@ -415,6 +423,7 @@ type metrics struct {
 	events  *prometheus.CounterVec
 	errors  *prometheus.CounterVec
 	relists *prometheus.CounterVec
+	resumes *prometheus.CounterVec
 	synced  *prometheus.GaugeVec
 	// discoveryFailed has a series for each group/version whose last
 	// discovery failed.
@@ -433,8 +442,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"resource", "operation"}),
 		relists: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "kubegcd", Subsystem: "ingest", Name: "relists_total",
-			Help: "Full relists after the initial one, by resource and reason.",
+			Help: "Full relists after the initial one, or at a start that could not resume from the stored resourceVersion, by resource and reason (expired, resume-stalled, write-failed).",
 		}, []string{"resource", "reason"}),
+		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "kubegcd", Subsystem: "ingest", Name: "resumes_total",
+			Help: "Starts that brought a resource's mirror up to date by watching from the resourceVersion an earlier run stored, without listing it.",
+		}, []string{"resource"}),
 		synced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "kubegcd", Subsystem: "ingest", Name: "resource_synced",
 			Help: "1 when the resource's mirror is live, 0 while it is being listed or its watch is down.",
@@ -444,7 +457,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 for each API group/version whose last discovery failed (an aggregated API down): owners of its kinds cannot be resolved.",
 		}, []string{"group_version"}),
 	}
-	if err := promutil.Register(reg, m.events, m.errors, m.relists, m.synced, m.discoveryFailed); err != nil {
+	if err := promutil.Register(reg, m.events, m.errors, m.relists, m.resumes, m.synced, m.discoveryFailed); err != nil {
 		return nil, err
 	}
 	return m, nil

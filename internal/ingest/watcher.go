@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,20 @@ const (
 // errWatchEnded: a resumed watch closed before it delivered anything or
 // settled, as the empty watch client-go returns once it has given up.
 var errWatchEnded = errors.New("the watch ended before it delivered anything")
+
+// Catching up at start from the resume point an earlier run stored (see
+// watcher.catchUp): each watch lasts catchUpWatchSeconds, because the API
+// server's watch cache sends a bookmark two seconds before a watch times
+// out, the only news a quiet resource gets of its watch having passed a
+// resourceVersion. A resource is listed instead when catchUpQuietWatches
+// watches in a row ended without a bookmark (an API server without its
+// watch cache sends none), or when it has not caught up within
+// catchUpTimeout.
+const (
+	catchUpWatchSeconds = 3
+	catchUpQuietWatches = 2
+	catchUpTimeout      = 30 * time.Second
+)
 
 // source lists and watches one resource across all namespaces.
 type source interface {
@@ -125,6 +140,15 @@ type watcher struct {
 	notify     func([]db.Change)
 	metrics    *metrics
 
+	// stored is the resume point an earlier run recorded: the mirror
+	// holds every change up to it. "" when only a list will do.
+	stored string
+	// catchUpTimeout overrides the constant of that name in tests.
+	catchUpTimeout time.Duration
+	// bookmarks counts the bookmarks received, for run to tell a watch
+	// that got none.
+	bookmarks int
+
 	synced atomic.Bool
 	// behind: out of sync because the mirror misses what the API server
 	// has (a watch cut off, stalled or expired, a batch the database
@@ -168,14 +192,25 @@ func (e writeError) Error() string { return e.err.Error() }
 func (e writeError) Unwrap() error { return e.err }
 
 // run mirrors the resource until ctx ends. With startRV set it first tries
-// to resume watching from there, as after a broken watch.
+// to resume watching from there, as after a broken watch; else, with a
+// stored resume point, it catches up from there (see catchUp).
 func (w *watcher) run(ctx context.Context, startRV string) {
 	defer close(w.done)
 	defer w.metrics.synced.DeleteLabelValues(w.label)
 	b := backoff{min: 200 * time.Millisecond, max: 30 * time.Second}
 	rv := startRV
+	// target, while catching up: the resourceVersion the mirror must reach
+	// before the resource is in sync.
+	var target string
+	var giveUp time.Time
+	quiet := 0 // catch-up watches in a row without a bookmark
+	if rv == "" && w.stored != "" {
+		rv, target = w.catchUp(ctx)
+		giveUp = time.Now().Add(cmp.Or(w.catchUpTimeout, catchUpTimeout))
+	}
 	for ctx.Err() == nil {
 		if rv == "" {
+			target = ""
 			var err error
 			rv, err = w.list(ctx)
 			if err != nil {
@@ -191,10 +226,25 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 			b.reset()
 		}
 		var err error
-		rv, err = w.watch(ctx, rv)
+		bookmarks := w.bookmarks
+		rv, err = w.watch(ctx, rv, target)
+		if w.synced.Load() {
+			target = ""
+		}
+		if err == nil && w.bookmarks == bookmarks {
+			quiet++
+		} else {
+			quiet = 0
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
+		case target != "" && (quiet >= catchUpQuietWatches || time.Now().After(giveUp)):
+			// No proof of having caught up: without the API server's
+			// watch cache a watch sends no bookmarks.
+			w.metrics.relists.WithLabelValues(w.label, "resume-stalled").Inc()
+			w.log.Info("resumed watch did not catch up; listing", "target", target, "at", rv, "err", err)
+			rv = ""
 		case errors.As(err, new(writeError)):
 			// A relist, not a resume: synced then means what it means at
 			// start (a complete list committed, then a live watch), and
@@ -206,6 +256,12 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 			w.log.Warn("writing to the mirror failed; relisting", "err", err)
 			rv = ""
 			b.wait(ctx)
+		case isExpired(err) && target != "":
+			// The stored resume point was compacted away: list, as a
+			// start without one does (still out of sync).
+			w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
+			w.log.Info("stored resourceVersion expired, listing", "err", err)
+			rv = ""
 		case isExpired(err):
 			// The events since rv are lost: until the relist is committed
 			// the mirror may hold ghosts and miss changes, and no one may
@@ -290,9 +346,14 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 // watch applies events until the watch ends. It returns the
 // resourceVersion up to which every event is committed to the mirror, the
 // only point it may resume from, and nil when the server closed the watch
-// normally. A failed write is a writeError.
-func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
+// normally. A failed write is a writeError. With target set (catching up
+// at start), the resource is in sync once the committed resourceVersion
+// reaches it, and not before.
+func (w *watcher) watch(ctx context.Context, rv, target string) (string, error) {
 	timeout := int64(300 + rand.IntN(300))
+	if target != "" {
+		timeout = catchUpWatchSeconds
+	}
 	// A watch resumes within moments when the API server is there; but
 	// client-go retries a connection that breaks or times out, ten times,
 	// before it returns an error. Past resumeGrace, the resource is out of
@@ -319,7 +380,7 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 	// its retries run out, client-go returns an empty watch, already
 	// closed, instead of an error.
 	var settled <-chan time.Time
-	if !w.synced.Load() {
+	if !w.synced.Load() && target == "" {
 		t := time.NewTimer(watchSettle)
 		defer t.Stop()
 		settled = t.C
@@ -384,10 +445,18 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 				break
 			}
 		}
-		if err := w.flush(ctx, batch); err != nil {
+		if err := w.flush(ctx, batch, rv, next); err != nil {
 			return rv, writeError{err}
 		}
 		rv = next
+		if target != "" && reached(rv, target) {
+			target = ""
+			w.log.Debug("resumed watch caught up", "resourceVersion", rv)
+			w.metrics.resumes.WithLabelValues(w.label).Inc()
+			if err := resumed(); err != nil {
+				return rv, err
+			}
+		}
 		if evErr != nil {
 			return rv, evErr
 		}
@@ -403,6 +472,7 @@ func (w *watcher) collect(ev watch.Event, rv string, batch []db.Event) (string, 
 	case watch.Error:
 		return rv, batch, apierrors.FromObject(ev.Object)
 	case watch.Bookmark:
+		w.bookmarks++
 		if m, err := metaOf(ev.Object); err == nil {
 			rv = m.GetResourceVersion()
 		}
@@ -416,11 +486,16 @@ func (w *watcher) collect(ev watch.Event, rv string, batch []db.Event) (string, 
 	return o.ResourceVersion, append(batch, db.Event{ResourceID: w.res.ID, Deleted: ev.Type == watch.Deleted, Object: o}), nil
 }
 
-func (w *watcher) flush(ctx context.Context, batch []db.Event) error {
+// flush commits a batch that moved the watch from rv to next, and next as
+// the resource's resume point with it.
+func (w *watcher) flush(ctx context.Context, batch []db.Event, rv, next string) error {
 	if len(batch) == 0 {
-		return nil
+		if next == rv {
+			return nil
+		}
+		return w.db.SetResumeVersion(ctx, w.res.ID, next)
 	}
-	changes, err := w.db.ApplyEvents(ctx, batch)
+	changes, err := w.db.ApplyWatchEvents(ctx, w.res.ID, next, batch)
 	if err != nil {
 		return err
 	}

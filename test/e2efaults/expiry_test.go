@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 // compactEtcd compacts etcd up to its current revision, through its JSON
@@ -109,6 +111,79 @@ func TestExpiredWatchRelists(t *testing.T) {
 		return nil
 	})
 	for _, r := range auditOf(t, d, ns) {
+		if _, ok := survivors[r.Target.Name]; ok {
+			t.Errorf("a decision about %s, whose owner exists: %+v", r.Target.Name, r)
+		}
+	}
+}
+
+// TestRestartFromCompactedVersionRelists stops kubegcd, changes the
+// cluster and compacts etcd past every resourceVersion its database
+// stored: at the next start its watches cannot resume (410 Gone) and it
+// must list again, leaving no ghost of what was deleted meanwhile. Garbage
+// made while it was down is collected; what has a live owner, the owner
+// re-created under the same name included, is never decided on.
+func TestRestartFromCompactedVersionRelists(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t, "restart-expiry")
+	old := createCM(t, ns, "owner")
+	garbage := createCM(t, ns, "dep-old", ref("owner", old.UID))
+	moved := createCM(t, ns, "dep-moved", ref("owner", old.UID))
+	live := createCM(t, ns, "live-owner")
+	keep := createCM(t, ns, "keep", ref("live-owner", live.UID))
+	for i := range 3 {
+		createCM(t, ns, fmt.Sprintf("doomed-%d", i))
+	}
+
+	config := kubeconfig(t, cluster.Config.Host, confinedToken(t, ns))
+	d := startDaemon(t, config, "", enforcing...)
+	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
+	if code := d.Stop(); code != 0 {
+		t.Fatalf("kubegcd exited with %d", code)
+	}
+
+	for i := range 3 {
+		deleteCM(t, ns, fmt.Sprintf("doomed-%d", i))
+	}
+	deleteCM(t, ns, "owner")
+	owner := createCM(t, ns, "owner")
+	moved.OwnerReferences = []metav1.OwnerReference{ref("owner", owner.UID)}
+	moved, err := kube.CoreV1().ConfigMaps(ns).Update(ctx, moved, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := createCM(t, ns, "dep-new", ref("owner", owner.UID))
+	dangling := createCM(t, ns, "dep-dangling", ref("never-existed", "00000000-0000-0000-0000-00000000dead"))
+	compactEtcd(t)
+
+	d2 := e2eutil.StartDaemon(t, config, d.DBPath, enforcing...)
+	noDecisionUntilSynced(t, d2, ns, 60*time.Second)
+	if n := d2.Metric(t, "kubegcd_ingest_relists_total", "resource=configmaps", "reason=expired"); n != 1 {
+		t.Errorf("configmaps relisted %v times for an expired resourceVersion, want 1", n)
+	}
+	if n := d2.Metric(t, "kubegcd_ingest_resumes_total", "resource=configmaps"); n != 0 {
+		t.Errorf("configmaps resumed %v times from a compacted resourceVersion", n)
+	}
+	eventually(t, 60*time.Second, func() error {
+		for name, uid := range map[string]types.UID{"dep-old": garbage.UID, "dep-dangling": dangling.UID} {
+			if cmExists(t, ns, name, uid) {
+				return fmt.Errorf("%s, whose owner is gone, is still there", name)
+			}
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d2.DB(t), ns) })
+	survivors := map[string]types.UID{"dep-moved": moved.UID, "dep-new": fresh.UID, "owner": owner.UID, "keep": keep.UID, "live-owner": live.UID}
+	stable(t, 3*time.Second, func() error {
+		for name, uid := range survivors {
+			if !cmExists(t, ns, name, uid) {
+				return fmt.Errorf("%s, whose owner exists, was deleted", name)
+			}
+		}
+		return nil
+	})
+	for _, r := range auditOf(t, d2, ns) {
 		if _, ok := survivors[r.Target.Name]; ok {
 			t.Errorf("a decision about %s, whose owner exists: %+v", r.Target.Name, r)
 		}
