@@ -90,6 +90,9 @@ type config struct {
 	readAudit      int
 	terminatedPods int
 	podgcQPS       int
+
+	runScale  bool
+	heartbeat time.Duration
 }
 
 // result is one size's measurements.
@@ -112,16 +115,17 @@ func main() {
 	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
-	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads")
+	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads, scale")
 	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	dependents := flag.Int("dependents", 20000, "ownergc: dependents of the one owner that is deleted")
 	gcWorkers := flag.Int("gc-workers", 64, "ownergc, podgc, ttl: kubegcd's --gc-workers")
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
+	heartbeat := flag.Duration("heartbeat", 10*time.Minute, "scale: how long kubegcd and kube-controller-manager watch the nodes' heartbeats")
 	flag.Parse()
 	cfg := config{workers: *workers, kcm: *kcm, dependents: *dependents, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
-		readObjects: *readObjects, readAudit: *readAudit}
+		readObjects: *readObjects, readAudit: *readAudit, heartbeat: *heartbeat}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":
@@ -134,6 +138,8 @@ func main() {
 			cfg.runTTL = true
 		case "reads":
 			cfg.runReads = true
+		case "scale":
+			cfg.runScale = true
 		default:
 			fmt.Fprintf(os.Stderr, "bench: --run: unknown benchmark %q\n", b)
 			os.Exit(2)
@@ -196,7 +202,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000); err != nil {
 			return fmt.Errorf("reads: %w", err)
 		}
-		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL {
+		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runScale {
 			return nil
 		}
 	}
@@ -218,6 +224,11 @@ func run(ctx context.Context, cfg config) (err error) {
 	kube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
+	}
+	if cfg.runScale {
+		if err := runScale(ctx, fullScale(cfg), cluster, dir); err != nil {
+			return fmt.Errorf("scale: %w", err)
+		}
 	}
 	if cfg.runOwnerGC {
 		if err := runOwnerGC(ctx, cfg, cluster, kube, dir); err != nil {
