@@ -13,6 +13,15 @@
 //
 //   - ttl: 2,000 nodes without the annotation: controller start → all at 60;
 //
+//   - scale (not run by default; needs kwok, which make bench builds): a
+//     cluster of real size simulated by kwok (2,000 nodes renewing their
+//     Leases, 50,000 pods behind Deployments and Jobs, 100,000 ConfigMaps,
+//     Secrets, Services and custom resources with a 1 KB annotation each);
+//     kubegcd's initial sync, its RSS, database and CPU through --heartbeat
+//     of the nodes' heartbeats beside kube-controller-manager's same
+//     controllers, then each, one after the other, collecting 20
+//     Deployments with 10,000 pods;
+//
 //   - reads (not run by default; no cluster): a database of --read-objects
 //     objects and --read-audit audit rows, filled through kubegcd's ingestion
 //     and ledger code, then p50/p99 of every read endpoint through the
@@ -21,6 +30,7 @@
 // Usage:
 //
 //	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--workers 32] [--kcm=true]
+//	go run ./hack/bench --run scale [--heartbeat 10m]
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
