@@ -52,6 +52,9 @@ const (
 	kwokLeaseSeconds  = 40 // kwok renews every quarter: 10 s
 	scaleSample       = 30 * time.Second
 	kwokSettleTimeout = 10 * time.Minute
+	// scaleReadyTimeout bounds kubegcd's initial sync, which took over 5
+	// minutes (readyTimeout) in the first full run, under heartbeats.
+	scaleReadyTimeout = 15 * time.Minute
 	cascadeTimeout    = 10 * time.Minute
 )
 
@@ -675,7 +678,7 @@ func startScaleKubegcd(ctx context.Context, bin string, cluster *testcluster.Clu
 	if err != nil {
 		return nil, "", err
 	}
-	if err := d.WaitReady(ctx, base+"/readyz", readyPoll, readyTimeout); err != nil {
+	if err := d.WaitReady(ctx, base+"/readyz", readyPoll, scaleReadyTimeout); err != nil {
 		return nil, "", errors.Join(err, d.Stop(stopGrace))
 	}
 	r.sync = time.Since(begin)
