@@ -63,6 +63,21 @@ $(BIN)/kube-apiserver: hack/kube/go.mod hack/kube/go.sum
 $(BIN)/kube-controller-manager: hack/kube/go.mod hack/kube/go.sum
 	cd hack/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/kube-controller-manager
 
+# kwok simulates the nodes and pods of hack/bench's scale benchmark against
+# the real kube-apiserver. It comes from hack/kwok/go.mod, a module of its
+# own so that its dependencies stay out of hack/kube's; its stage files
+# (nodes Ready at once and renewing their Leases, pods run and finish) ship
+# in the same module and are copied, from the same pinned version, beside
+# it into $(BIN)/kwok-stages/.
+KWOK_STAGES := node/fast node/heartbeat-with-lease pod/fast
+$(BIN)/kwok: hack/kwok/go.mod hack/kwok/go.sum
+	cd hack/kwok && $(GO) build -o $(abspath $@) sigs.k8s.io/kwok/cmd/kwok
+	rm -rf $(BIN)/kwok-stages && mkdir -p $(BIN)/kwok-stages
+	d=$$(cd hack/kwok && $(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage && \
+	for s in $(KWOK_STAGES); do for f in $$d/$$s/*.yaml; do \
+		[ "$$(basename $$f)" = kustomization.yaml ] || install -m 0644 $$f $(BIN)/kwok-stages/ || exit 1; \
+	done; done
+
 # deploy/'s test checks the unit with systemd-analyze (Debian's systemd
 # package): installed when missing and root, else one line says how.
 systemd-analyze: ## install systemd-analyze (package systemd) for the unit's test, when missing
@@ -71,7 +86,7 @@ systemd-analyze: ## install systemd-analyze (package systemd) for the unit's tes
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd; \
 	else echo "make: systemd-analyze is missing: install the systemd package (sudo apt-get install systemd) and run make test again" >&2; exit 1; fi
 
-test: build kube-bins systemd-analyze chromium ## run every test, end-to-end tests against a real kube-apiserver included
+test: build kube-bins $(BIN)/kwok systemd-analyze chromium ## run every test, end-to-end tests against a real kube-apiserver included
 	$(GO) vet ./...
 	# Every package, the end-to-end suites included, under the race
 	# detector (about 15 minutes on two cores).
@@ -122,8 +137,10 @@ web: ## reinstall the UI's JavaScript libraries from web/package-lock.json into 
 demo: build kube-bins ## start a local control plane, seed it, run kubegcd against it and print the UI's URL
 	$(GO) run ./hack/demo
 
-bench: build kube-bins ## run the scale benchmarks and print their figures
-	$(GO) run ./hack/bench
+# BENCH_FLAGS: e.g. --run scale (see go run ./hack/bench --help).
+BENCH_FLAGS ?=
+bench: build kube-bins $(BIN)/kwok ## run the benchmarks (BENCH_FLAGS='--run scale' for the kwok cluster) and print their figures
+	$(GO) run ./hack/bench $(BENCH_FLAGS)
 
 lint: ## go vet and golangci-lint
 	$(GO) vet ./...

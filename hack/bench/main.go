@@ -21,6 +21,15 @@
 //     deletion of that garbage, for kubegcd resuming its watches, kubegcd
 //     made to list everything again, and kube-controller-manager;
 //
+//   - scale (not run by default; needs kwok, which make bench builds): a
+//     cluster of real size simulated by kwok (2,000 nodes renewing their
+//     Leases, 50,000 pods behind Deployments and Jobs, 100,000 ConfigMaps,
+//     Secrets, Services and custom resources with a 1 KB annotation each);
+//     kubegcd's initial sync, its RSS, database and CPU through --heartbeat
+//     of the nodes' heartbeats beside kube-controller-manager's same
+//     controllers, then each, one after the other, collecting 20
+//     Deployments with 10,000 pods;
+//
 //   - reads (not run by default; no cluster): a database of --read-objects
 //     objects and --read-audit audit rows, filled through kubegcd's ingestion
 //     and ledger code, then p50/p99 of every read endpoint through the
@@ -29,6 +38,7 @@
 // Usage:
 //
 //	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--dependents 20000,50000] [--workers 32] [--kcm=true]
+//	go run ./hack/bench --run scale [--heartbeat 10m]
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
@@ -103,6 +113,9 @@ type config struct {
 
 	runRestart     bool
 	restartObjects int
+
+	runScale  bool
+	heartbeat time.Duration
 }
 
 // result is one size's measurements.
@@ -125,7 +138,7 @@ func main() {
 	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
-	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart")
+	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart, scale")
 	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	readDB := flag.String("read-db", "", "reads: keep the filled database at this path and reuse it when it is there")
@@ -135,8 +148,9 @@ func main() {
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
 	restartObjects := flag.Int("restart-objects", 200_000, "restart: ConfigMaps in the cluster when kubegcd restarts")
+	heartbeat := flag.Duration("heartbeat", 10*time.Minute, "scale: how long kubegcd and kube-controller-manager watch the nodes' heartbeats")
 	flag.Parse()
-	cfg := config{restartObjects: *restartObjects, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
+	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
@@ -152,6 +166,8 @@ func main() {
 			cfg.runReads = true
 		case "restart":
 			cfg.runRestart = true
+		case "scale":
+			cfg.runScale = true
 		default:
 			fmt.Fprintf(os.Stderr, "bench: --run: unknown benchmark %q\n", b)
 			os.Exit(2)
@@ -218,7 +234,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000, cfg.readDB, cfg.readProfiles); err != nil {
 			return fmt.Errorf("reads: %w", err)
 		}
-		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart {
+		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart && !cfg.runScale {
 			return nil
 		}
 	}
@@ -240,6 +256,11 @@ func run(ctx context.Context, cfg config) (err error) {
 	kube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
+	}
+	if cfg.runScale {
+		if err := runScale(ctx, fullScale(cfg), cluster, dir); err != nil {
+			return fmt.Errorf("scale: %w", err)
+		}
 	}
 	if cfg.runOwnerGC {
 		if err := runOwnerGC(ctx, cfg, cluster, kube, dir); err != nil {
