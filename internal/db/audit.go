@@ -432,24 +432,35 @@ func (d *DB) RecordApplied(e *AuditEntry, onDone func(error)) {
 	if queued {
 		return
 	}
-	// ran and written are only touched on the writer's goroutine, or on
-	// this one when the request is refused before it is queued.
+	// taken, ran, written and failed are only touched on the writer's
+	// goroutine, or on this one when the request is refused before it is
+	// queued. The entries are taken from the queue once: a replay of the
+	// group (see runGroup) writes the same ones again.
+	var taken, written []appliedEntry
+	var failed []error
 	ran := false
-	var written []appliedEntry
 	d.inWriteTxAsync("audit", func(tx *sql.Tx) error {
-		ran = true
-		written = d.writeApplied(tx)
+		if !ran {
+			taken = d.takeApplied()
+			ran = true
+		}
+		written, failed = d.writeApplied(tx, taken)
 		return nil
 	}, func(err error) {
 		if !ran {
 			// The request never ran (its transaction could not begin, or
 			// the database is closing): it takes whatever is queued, and
 			// their callers hear why.
-			q.mu.Lock()
-			written, q.entries, q.queued = q.entries, nil, false
-			q.mu.Unlock()
+			written = d.takeApplied()
+			failed = make([]error, len(written))
 		}
-		for _, a := range written {
+		for i, a := range written {
+			if err == nil && failed[i] != nil {
+				if a.onDone != nil {
+					a.onDone(fmt.Errorf("database audit: %w", failed[i]))
+				}
+				continue
+			}
 			if err == nil && a.hadPending {
 				d.pendingKeys.remove(a.e.Controller, a.e.Target.UID)
 			}
@@ -474,20 +485,25 @@ type appliedEntry struct {
 	onDone     func(error)
 }
 
-// writeApplied runs on the writer: it takes every queued entry and writes
-// them, each in a savepoint of its own so that one failure loses only its
-// own row (its caller hears of it at once), and returns those written,
-// whose callers hear of the commit.
-func (d *DB) writeApplied(tx *sql.Tx) []appliedEntry {
+// takeApplied empties the queue of applied entries and returns them.
+func (d *DB) takeApplied() []appliedEntry {
 	q := &d.appliedQueue
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	entries := q.entries
 	q.entries, q.queued = nil, false
-	q.mu.Unlock()
+	return entries
+}
+
+// writeApplied writes entries, each in a savepoint of its own so that one
+// failure loses only its own row, and returns them with each one's error,
+// nil for those written, in a slice of its own: it may run again, on the
+// same entries, when its transaction is replayed.
+func (d *DB) writeApplied(tx *sql.Tx, entries []appliedEntry) ([]appliedEntry, []error) {
 	ctx := context.Background()
-	written := entries[:0]
-	for _, a := range entries {
-		err := d.inSavepoint(ctx, tx, "a", func() error {
+	failed := make([]error, len(entries))
+	for i, a := range entries {
+		failed[i] = d.inSavepoint(ctx, tx, "a", func() error {
 			if err := d.insertAudit(ctx, tx, a.e); err != nil || !a.hadPending {
 				return err
 			}
@@ -498,14 +514,8 @@ func (d *DB) writeApplied(tx *sql.Tx) []appliedEntry {
 			_, err = st.ExecContext(ctx, a.e.Controller, a.e.Target.UID)
 			return err
 		})
-		switch {
-		case err == nil:
-			written = append(written, a)
-		case a.onDone != nil:
-			a.onDone(fmt.Errorf("database audit: %w", err))
-		}
 	}
-	return written
+	return entries, failed
 }
 
 // keySet is the set of (controller, uid) that have pending rows, kept in

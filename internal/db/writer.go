@@ -27,9 +27,10 @@ type writeReq struct {
 // inWriteTx runs fn in a write transaction and returns once it is committed
 // (or failed). Writes from concurrent callers are group-committed: the
 // writer takes every request already waiting and runs them in one
-// transaction, each in a savepoint of its own, so that a burst of small
-// writes costs one commit, not one each, while a failing write still rolls
-// back only itself.
+// transaction, so that a burst of small writes costs one commit, not one
+// each, while a failing write still rolls back only itself (see runGroup).
+// fn may run more than once: it must derive everything from tx and set
+// its outputs anew each time.
 func (d *DB) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	req := &writeReq{ctx: ctx, op: op, fn: fn, start: time.Now(), done: make(chan error, 1)}
 	select {
@@ -105,6 +106,24 @@ func (d *DB) commitGroup(batch []*writeReq) {
 		}
 	}
 	defer finish()
+	if !d.runGroup(batch, results, false) {
+		d.runGroup(batch, results, true)
+	}
+}
+
+// runGroup runs the writes of batch not yet failed in one transaction and
+// commits it. Without savepoints it is the fast pass: at the first failing
+// write it rolls everything back, records that write's error and returns
+// false, and the caller runs the group again with savepoints, replaying
+// the writes before it. A write's failure is the same in both passes: it
+// sees the same writes before it. A savepoint costs more than the write it
+// guards when the write is large: each statement in it truncates the
+// in-memory sub-journal from its start, so a list page of 500 objects paid
+// quadratically for it.
+//
+// Writes are therefore written to be run again: each fn derives everything
+// from its transaction and sets its outputs anew, never appends to them.
+func (d *DB) runGroup(batch []*writeReq, results []error, savepoints bool) bool {
 	fail := func(err error) {
 		for i, r := range batch {
 			if results[i] == nil {
@@ -115,14 +134,16 @@ func (d *DB) commitGroup(batch []*writeReq) {
 	tx, err := d.write.BeginTx(context.Background(), nil)
 	if err != nil {
 		fail(fmt.Errorf("begin: %w", err))
-		return
+		return true
 	}
-	grouped := len(batch) > 1
 	ok := 0
 	for i, r := range batch {
+		if results[i] != nil {
+			continue
+		}
 		run := func() error { return r.fn(tx) }
 		var err error
-		if grouped {
+		if savepoints {
 			err = d.inSavepoint(r.ctx, tx, "w", run)
 		} else {
 			err = run()
@@ -132,7 +153,11 @@ func (d *DB) commitGroup(batch []*writeReq) {
 		case errors.As(err, &sp):
 			tx.Rollback()
 			fail(sp.err)
-			return
+			return true
+		case err != nil && !savepoints && len(batch) > 1:
+			tx.Rollback()
+			results[i] = fmt.Errorf("database %s: %w", r.op, err)
+			return false
 		case err != nil:
 			results[i] = fmt.Errorf("database %s: %w", r.op, err)
 		default:
@@ -141,13 +166,14 @@ func (d *DB) commitGroup(batch []*writeReq) {
 	}
 	if ok == 0 {
 		tx.Rollback()
-		return
+		return true
 	}
 	if err := tx.Commit(); err != nil {
 		fail(fmt.Errorf("commit: %w", err))
-		return
+		return true
 	}
 	d.writesPerCommit.Observe(float64(ok))
+	return true
 }
 
 // savepointError is a failure of the savepoint machinery itself, which

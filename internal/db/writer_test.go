@@ -1,0 +1,159 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// holdWriter occupies the writer with a write that waits until the
+// returned function is called, so that the writes queued meanwhile are
+// committed together, as one group, in the order queued.
+func holdWriter(t *testing.T, d *DB) (release func()) {
+	t.Helper()
+	started, hold, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- d.inWriteTx(context.Background(), "hold", func(*sql.Tx) error {
+			close(started)
+			<-hold
+			return nil
+		})
+	}()
+	<-started
+	return func() {
+		close(hold)
+		if err := <-done; err != nil {
+			t.Errorf("holding write: %v", err)
+		}
+	}
+}
+
+// queueWrite queues fn behind the held writer; its result arrives on the
+// returned channel.
+func queueWrite(d *DB, op string, fn func(*sql.Tx) error) chan error {
+	done := make(chan error, 1)
+	d.inWriteTxAsync(op, fn, func(err error) { done <- err })
+	return done
+}
+
+func insertResource(name string, runs *int) func(*sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		*runs++
+		_, err := tx.Exec(`INSERT INTO resources (api_group, version, resource, kind, namespaced, synced)
+			VALUES ('example.com', 'v1', ?, ?, 1, 0)`, name, strings.ToUpper(name))
+		return err
+	}
+}
+
+func resourceNames(t *testing.T, d *DB) []string {
+	t.Helper()
+	rows, err := d.read.Query(`SELECT resource FROM resources WHERE api_group = 'example.com'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func recv(t *testing.T, c chan error) error {
+	t.Helper()
+	select {
+	case err := <-c:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("a queued write never finished")
+		return nil
+	}
+}
+
+// A group commit runs its writes without savepoints; a write that fails
+// rolls the group back, and the others are run again and committed
+// without it: its own changes, made before it failed, are not.
+func TestGroupCommitDropsOnlyTheFailingWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		failing bool
+		// runs of the write before the failing one
+		wantRunsA int
+	}{
+		{"no write fails: one pass", false, 1},
+		{"the second write fails: the one before runs again", true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := openTemp(t)
+			ctx := context.Background()
+			if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
+				Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "applied", UID: "applied"}}); err != nil {
+				t.Fatal(err)
+			}
+			release := holdWriter(t, d)
+			var runsA, runsB, runsC int
+			a := queueWrite(d, "a", insertResource("a", &runsA))
+			// An applied decision's row, queued between them: a replay
+			// must write it once and tell its caller once.
+			applied := make(chan error, 2)
+			d.RecordApplied(auditEntry("ownergc", "delete", "applied", OutcomeApplied, time.Time{}), func(err error) { applied <- err })
+			boom := errors.New("boom")
+			b := queueWrite(d, "b", func(tx *sql.Tx) error {
+				if err := insertResource("b", &runsB)(tx); err != nil || !tc.failing {
+					return err
+				}
+				return boom
+			})
+			c := queueWrite(d, "c", insertResource("c", &runsC))
+			release()
+
+			if err := recv(t, a); err != nil {
+				t.Errorf("write a: %v", err)
+			}
+			errB := recv(t, b)
+			if tc.failing && !errors.Is(errB, boom) {
+				t.Errorf("write b: %v, want boom", errB)
+			}
+			if !tc.failing && errB != nil {
+				t.Errorf("write b: %v", errB)
+			}
+			if err := recv(t, c); err != nil {
+				t.Errorf("write c: %v", err)
+			}
+			if err := recv(t, applied); err != nil {
+				t.Errorf("applied row: %v", err)
+			}
+			select {
+			case err := <-applied:
+				t.Errorf("the applied row's caller heard twice (%v)", err)
+			default:
+			}
+			want := []string{"a", "b", "c"}
+			if tc.failing {
+				want = []string{"a", "c"}
+			}
+			if got := resourceNames(t, d); strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("resources committed %v, want %v", got, want)
+			}
+			if runsA != tc.wantRunsA || runsB != 1 || runsC != 1 {
+				t.Errorf("runs a=%d b=%d c=%d, want %d, 1, 1", runsA, runsB, runsC, tc.wantRunsA)
+			}
+			rows, _, err := d.ListAudit(ctx, AuditFilter{})
+			if err != nil || len(rows) != 1 {
+				t.Errorf("audit rows %+v (%v), want the applied one once", rows, err)
+			}
+			if pending, _, err := d.ListPending(ctx, PendingFilter{}); err != nil || len(pending) != 0 {
+				t.Errorf("pending %+v (%v), want the applied decision settled", pending, err)
+			}
+		})
+	}
+}
