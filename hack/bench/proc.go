@@ -11,43 +11,55 @@ import (
 	"strings"
 )
 
-// memory is a process's resident set size now and at its peak, in bytes.
+// memory is a process's resident set size now and at its peak, and what
+// is resident now split into its own (anonymous) memory and file-backed
+// pages, such as a database's pages mapped by SQLite, which are the page
+// cache's, in bytes.
 type memory struct {
-	RSS, HWM uint64
+	RSS, HWM   uint64
+	Anon, File uint64
 }
 
-// readMemory reads VmRSS and VmHWM from /proc/PID/status.
+// readMemory reads VmRSS, VmHWM, RssAnon and RssFile (with RssShmem) from
+// /proc/PID/status; "self" reads this process's.
 func readMemory(pid int) (memory, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return readMemoryOf(strconv.Itoa(pid))
+}
+
+func readMemoryOf(proc string) (memory, error) {
+	b, err := os.ReadFile("/proc/" + proc + "/status")
 	if err != nil {
 		return memory{}, err
 	}
 	var m memory
-	var seen int
+	fields := map[string]*uint64{"VmRSS": &m.RSS, "VmHWM": &m.HWM, "RssAnon": &m.Anon, "RssFile": &m.File, "RssShmem": nil}
+	var shmem uint64
+	seen := 0
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		key, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		dst, want := fields[key]
+		if !ok || !want {
 			continue
 		}
-		fields := strings.Fields(value) // "123456 kB"
-		if len(fields) != 2 || fields[1] != "kB" {
-			return memory{}, fmt.Errorf("/proc/%d/status: unexpected %s line %q", pid, key, sc.Text())
+		if dst == nil {
+			dst = &shmem
 		}
-		kb, err := strconv.ParseUint(fields[0], 10, 64)
+		f := strings.Fields(value) // "123456 kB"
+		if len(f) != 2 || f[1] != "kB" {
+			return memory{}, fmt.Errorf("/proc/%s/status: unexpected %s line %q", proc, key, sc.Text())
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
-			return memory{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, key, err)
+			return memory{}, fmt.Errorf("/proc/%s/status: %s: %w", proc, key, err)
 		}
-		if key == "VmRSS" {
-			m.RSS = kb << 10
-		} else {
-			m.HWM = kb << 10
-		}
+		*dst = kb << 10
 		seen++
 	}
-	if seen != 2 {
-		return memory{}, fmt.Errorf("/proc/%d/status: no VmRSS/VmHWM (process gone?)", pid)
+	if seen != len(fields) {
+		return memory{}, fmt.Errorf("/proc/%s/status: no VmRSS, VmHWM, RssAnon, RssFile and RssShmem (process gone?)", proc)
 	}
+	m.File += shmem
 	return m, nil
 }
 

@@ -137,11 +137,11 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int,
 	// stays near idle. Its RSS also counts the database pages the read
 	// connections map (the page cache's, shared and reclaimable), shown
 	// apart.
-	idle, err := selfRSS()
+	idle, err := readMemoryOf("self")
 	if err != nil {
 		return err
 	}
-	var peakAnon, peakFile atomic.Int64
+	var peakAnon, peakFile atomic.Uint64
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(10 * time.Millisecond)
@@ -151,9 +151,9 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int,
 			case <-done:
 				return
 			case <-t.C:
-				if m, err := selfRSS(); err == nil {
-					peakAnon.Store(max(peakAnon.Load(), m.anon))
-					peakFile.Store(max(peakFile.Load(), m.file))
+				if m, err := readMemoryOf("self"); err == nil {
+					peakAnon.Store(max(peakAnon.Load(), m.Anon))
+					peakFile.Store(max(peakFile.Load(), m.File))
 				}
 			}
 		}
@@ -164,10 +164,10 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int,
 	if code != http.StatusOK {
 		return fmt.Errorf("GET /graph: %d", code)
 	}
-	grew := max(peakAnon.Load()-idle.anon, 0)
+	grew := max(peakAnon.Load(), idle.Anon) - idle.Anon
 	fmt.Printf("  whole /graph: %d MB in %s; anonymous RSS %d MiB idle, +%d MiB at most while serving it  %s\n",
-		size/1e6, time.Since(t0).Round(time.Millisecond), idle.anon/mib, grew/mib, verdict(grew <= graphRSSLimit))
-	fmt.Printf("  (the database's pages mapped by the reads: %d MiB before, %d MiB at most)\n", idle.file/mib, peakFile.Load()/mib)
+		size/1e6, time.Since(t0).Round(time.Millisecond), idle.Anon/mib, grew/mib, verdict(grew <= graphRSSLimit))
+	fmt.Printf("  (the database's pages mapped by the reads: %d MiB before, %d MiB at most)\n", idle.File/mib, peakFile.Load()/mib)
 	return nil
 }
 
@@ -242,31 +242,6 @@ func startProfile(dir, endpoint string) (stop func() error, err error) {
 		pprof.StopCPUProfile()
 		return f.Close()
 	}, nil
-}
-
-type rss struct{ anon, file int64 }
-
-// selfRSS reads this process's anonymous and file-backed resident memory.
-func selfRSS() (rss, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return rss{}, err
-	}
-	var m rss
-	for line := range strings.SplitSeq(string(b), "\n") {
-		key, value, _ := strings.Cut(line, ":")
-		var kb int64
-		if _, err := fmt.Sscanf(strings.TrimSpace(value), "%d kB", &kb); err != nil {
-			continue
-		}
-		switch key {
-		case "RssAnon":
-			m.anon = kb << 10
-		case "RssFile", "RssShmem":
-			m.file += kb << 10
-		}
-	}
-	return m, nil
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -85,6 +85,7 @@ type scaleResult struct {
 	objects                     int64
 	sync                        time.Duration
 	rssSynced, rssEnd, rssMax   uint64
+	memSynced, memEnd           memory // kubegcd's, split into anonymous and file-backed
 	dbSynced, dbEnd             int64
 	cpu                         float64 // % of one core over the heartbeat period
 	kcmRSSSynced, kcmRSSEnd     uint64
@@ -153,12 +154,14 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 	}
 	defer func() { err = errors.Join(err, stopKubegcd()) }()
 	dbPath := filepath.Join(dir, "kubegcd-scale.db")
-	if r.rssSynced, err = rssOf(d.Pid()); err != nil {
+	if r.memSynced, err = readMemory(d.Pid()); err != nil {
 		return err
 	}
+	r.rssSynced = r.memSynced.RSS
 	r.dbSynced = dbSize(dbPath)
-	fmt.Printf("  kubegcd: synced %d objects in %s (%.0f objects/s); RSS %.1f MB, database %.1f MB\n",
-		r.objects, r.sync.Round(time.Millisecond), float64(r.objects)/r.sync.Seconds(), mb(r.rssSynced), float64(r.dbSynced)/mib)
+	fmt.Printf("  kubegcd: synced %d objects in %s (%.0f objects/s); RSS %.1f MB (anonymous %.1f, file-backed %.1f), database %.1f MB\n",
+		r.objects, r.sync.Round(time.Millisecond), float64(r.objects)/r.sync.Seconds(), mb(r.rssSynced),
+		mb(r.memSynced.Anon), mb(r.memSynced.File), float64(r.dbSynced)/mib)
 
 	kcmBegin := time.Now()
 	stopKCM, kcmPid, err := startScaleKCM(ctx, cluster)
@@ -780,10 +783,12 @@ func heartbeatPeriod(ctx context.Context, d time.Duration, pid, kcmPid int, base
 		if err := sleep(ctx, min(scaleSample, max(left, 0))); err != nil {
 			return err
 		}
-		m, err := rssOf(pid)
+		mem, err := readMemory(pid)
 		if err != nil {
 			return fmt.Errorf("kubegcd: %w", err)
 		}
+		m := mem.RSS
+		r.memEnd = mem
 		k, err := rssOf(kcmPid)
 		if err != nil {
 			return fmt.Errorf("kube-controller-manager: %w", err)
@@ -936,6 +941,8 @@ func reportScale(sc scaleConfig, r scaleResult) {
 		fmt.Sprintf("≤ %d %s", scaleRSSTarget/mib, verdict(r.rssSynced <= scaleRSSTarget)))
 	row(fmt.Sprintf("RSS MB after %s of heartbeats", r.period.Round(time.Second)), f("%.1f", mb(r.rssEnd)), f("%.1f", mb(r.kcmRSSEnd)),
 		fmt.Sprintf("≤ %d %s", scaleRSSTarget/mib, verdict(r.rssMax <= scaleRSSTarget)))
+	row("  of it anonymous MB, after sync / heartbeats", fmt.Sprintf("%.1f / %.1f", mb(r.memSynced.Anon), mb(r.memEnd.Anon)), "", "")
+	row("  of it database pages mapped MB, after sync / heartbeats", fmt.Sprintf("%.1f / %.1f", mb(r.memSynced.File), mb(r.memEnd.File)), "", "")
 	row("RSS MB, highest sample during heartbeats", f("%.1f", mb(r.rssMax)), f("%.1f", mb(r.kcmRSSMax)), "")
 	growth := float64(r.rssEnd) - float64(r.rssSynced)
 	row("RSS growth MB over the heartbeats", f("%+.1f", growth/mib), f("%+.1f", (float64(r.kcmRSSEnd)-float64(r.kcmRSSSynced))/mib),
