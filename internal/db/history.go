@@ -101,7 +101,9 @@ func (d *DB) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatements,
 // record writes a history row for each ownership fact of o that differs
 // from its last row: one indexed read, and no write for the common update
 // that changes none of them (a status, a label, a lease renewal). It
-// reports whether o's references differ from those mirrored: the last row
+// reports whether any fact the owner GC decides on changed (o is new to
+// the mirror, or its references, finalizers or deletion did), and whether
+// o's references differ from those mirrored: the last row
 // of an object in the mirror holds exactly its owner_refs rows (both are
 // written only here and in upsertObject, in one transaction), so an
 // update that keeps its owners need not rewrite them, which pays for the
@@ -109,7 +111,7 @@ func (d *DB) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatements,
 // with nothing in between, so only then is a Lease renewed after its
 // duration taken for one that ran out; a list may come after a gap in
 // what kubegcd saw.
-func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (ownersChanged bool, err error) {
+func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (factsChanged, ownersChanged bool, err error) {
 	refs := jsonOrNull(o.OwnerReferences)
 	deletion := formatTime(o.DeletionTimestamp)
 	var last string
@@ -126,7 +128,7 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	case errors.Is(err, sql.ErrNoRows):
 		events = []string{HistoryCreated}
 	case err != nil:
-		return false, fmt.Errorf("history of %s: %w", o.UID, err)
+		return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
 	case last == HistoryDeleted:
 		// Back after a relist or a resource dropped too soon: a new life.
 		events = []string{HistoryCreated}
@@ -162,18 +164,21 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 		}
 		if _, err := h.insert.ExecContext(ctx, o.UID, h.now, ev, o.APIVersion, o.Kind, o.Namespace, o.Name, refs, finalizers,
 			deletion, holder, since, lapsed); err != nil {
-			return false, fmt.Errorf("history of %s: %w", o.UID, err)
+			return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
 		}
 	}
 	ownersChanged = len(events) > 0 && (events[0] == HistoryCreated || events[0] == HistoryOwnersChanged)
 	if ownersChanged {
 		for _, r := range o.OwnerReferences {
 			if _, err := h.insertOwner.ExecContext(ctx, r.UID, o.UID); err != nil {
-				return false, fmt.Errorf("history of %s: %w", o.UID, err)
+				return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
 			}
 		}
 	}
-	return ownersChanged, nil
+	for _, ev := range events {
+		factsChanged = factsChanged || ev != HistoryHolderChanged
+	}
+	return factsChanged, ownersChanged, nil
 }
 
 // goneObject is an object deleted from the mirror, as its DELETE returned it.

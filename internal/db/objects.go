@@ -158,6 +158,11 @@ type Change struct {
 	// Owners of a deleted object, as its last state named them (watch
 	// deletions only).
 	Owners []string
+	// Facts, for an upsert: the object is new to the mirror, or its
+	// ownerReferences, finalizers or deletion changed, the facts the owner
+	// GC decides on. An update of anything else (a status, a label, a
+	// Lease renewal) leaves it false.
+	Facts bool
 }
 
 // ChangeType is the kind of a Change.
@@ -257,10 +262,11 @@ func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 	return s, nil
 }
 
-// upsertObject writes o and everything hanging off it. When epoch is
+// upsertObject writes o and everything hanging off it, and reports whether
+// a fact the owner GC decides on changed (see Change.Facts). When epoch is
 // non-zero and the stored row already has o's resourceVersion, only the epoch
 // is bumped: a relist of an unchanged object costs one UPDATE.
-func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (changed bool, err error) {
+func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (factsChanged bool, err error) {
 	if epoch != 0 {
 		res, err := s.touch.ExecContext(ctx, epoch, o.UID, resourceID, o.ResourceVersion)
 		if err != nil {
@@ -271,7 +277,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		}
 	}
 	finalizers := jsonOrNull(o.Finalizers)
-	ownersChanged, err := s.history.record(ctx, o, finalizers, epoch == 0)
+	factsChanged, ownersChanged, err := s.history.record(ctx, o, finalizers, epoch == 0)
 	if err != nil {
 		return false, err
 	}
@@ -300,7 +306,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		ns := o.NamespaceStatus
 		_, err = s.upsertNamespace.ExecContext(ctx, o.UID, ns.Phase, jsonOrNull(ns.SpecFinalizers), jsonOrNull(ns.Conditions))
 	}
-	return true, err
+	return factsChanged, err
 }
 
 func (s *statements) writeRefs(ctx context.Context, o *Object) error {
@@ -386,10 +392,11 @@ func (d *DB) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVer
 					return err
 				}
 			}
-			if _, err := s.upsertObject(ctx, ev.ResourceID, 0, ev.Object); err != nil {
+			facts, err := s.upsertObject(ctx, ev.ResourceID, 0, ev.Object)
+			if err != nil {
 				return err
 			}
-			changes = append(changes, Change{Type: ChangeUpserted, ResourceID: ev.ResourceID, UID: ev.Object.UID})
+			changes = append(changes, Change{Type: ChangeUpserted, ResourceID: ev.ResourceID, UID: ev.Object.UID, Facts: facts})
 		}
 		return nil
 	})

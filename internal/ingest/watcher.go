@@ -24,6 +24,13 @@ import (
 // maxBatch bounds how many watch events go into one transaction.
 const maxBatch = 1000
 
+// flushInterval is how often, at most, a watch under a steady stream of
+// events (2,000 nodes renewing their Leases every 10 s) commits: each
+// commit writes and syncs the write-ahead log, and at one event a commit
+// that cost more than the events themselves. An event after a quiet
+// moment is committed at once; one in a stream waits at most this long.
+const flushInterval = 100 * time.Millisecond
+
 // resumeGrace is how long a watch may take to start before its resource
 // counts as out of sync; watchSettle, how long a resumed watch must stay
 // open, if it delivers nothing, before its resource is back in sync.
@@ -145,6 +152,8 @@ type watcher struct {
 	stored string
 	// catchUpTimeout overrides the constant of that name in tests.
 	catchUpTimeout time.Duration
+	// flushEvery overrides flushInterval in tests.
+	flushEvery time.Duration
 	// bookmarks counts the bookmarks received, for run to tell a watch
 	// that got none.
 	bookmarks int
@@ -397,6 +406,7 @@ func (w *watcher) watch(ctx context.Context, rv, target string) (string, error) 
 	}
 	ch := wi.ResultChan()
 	batch := make([]db.Event, 0, 64)
+	var lastFlush time.Time
 	for {
 		var ev watch.Event
 		var ok bool
@@ -445,9 +455,17 @@ func (w *watcher) watch(ctx context.Context, rv, target string) (string, error) 
 				break
 			}
 		}
+		if !closed && evErr == nil {
+			every := flushInterval
+			if w.flushEvery != 0 {
+				every = w.flushEvery
+			}
+			next, batch, closed, evErr = w.linger(ctx, ch, time.Until(lastFlush.Add(every)), next, batch)
+		}
 		if err := w.flush(ctx, batch, rv, next); err != nil {
 			return rv, writeError{err}
 		}
+		lastFlush = time.Now()
 		rv = next
 		if target != "" && reached(rv, target) {
 			target = ""
@@ -464,6 +482,35 @@ func (w *watcher) watch(ctx context.Context, rv, target string) (string, error) 
 			return rv, nil
 		}
 	}
+}
+
+// linger goes on collecting events into batch for wait, when it is
+// positive, or until the batch is full, the watch ends or an event is an
+// error.
+func (w *watcher) linger(ctx context.Context, ch <-chan watch.Event, wait time.Duration, next string,
+	batch []db.Event) (string, []db.Event, bool, error) {
+	if wait <= 0 || len(batch) >= maxBatch {
+		return next, batch, false, nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var err error
+	for len(batch) < maxBatch {
+		select {
+		case <-ctx.Done():
+			return next, batch, false, nil
+		case <-t.C:
+			return next, batch, false, nil
+		case ev, ok := <-ch:
+			if !ok {
+				return next, batch, true, nil
+			}
+			if next, batch, err = w.collect(ev, next, batch); err != nil {
+				return next, batch, false, err
+			}
+		}
+	}
+	return next, batch, false, nil
 }
 
 // collect turns one watch event into a mirror event.

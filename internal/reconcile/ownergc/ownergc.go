@@ -147,7 +147,12 @@ func (c *Controller) OnChange(changes []db.Change) {
 				c.queue.Add(wakePrefix + o)
 			}
 		default:
-			c.queue.Add(ch.UID)
+			// As upstream's graph builder: an update that changes none of
+			// the facts decided on (a status, a label, a Lease renewal)
+			// changes no decision, and is not looked at.
+			if ch.Facts {
+				c.queue.Add(ch.UID)
+			}
 		}
 	}
 }

@@ -1,0 +1,68 @@
+package db
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// A watch upsert reports whether it changed a fact the owner GC decides
+// on: only then is the object looked at again, as upstream's graph
+// builder does nothing for an update that keeps an object's owners and
+// its deletion state.
+func TestUpsertReportsOwnershipFacts(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	rid, err := d.EnsureResource(ctx, Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lease := func(rv, holder string, renew time.Time, mutate ...func(*Object)) *Object {
+		o := &Object{UID: "u", APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: "kube-node-lease", Name: "n1",
+			ResourceVersion: rv, OwnerReferences: []OwnerRef{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "node-1"}},
+			Lease: &Lease{HolderIdentity: ptr(holder), LeaseDurationSeconds: ptr(int32(40)), RenewTime: &renew}}
+		for _, m := range mutate {
+			m(o)
+		}
+		return o
+	}
+	for _, step := range []struct {
+		name  string
+		obj   *Object
+		facts bool
+	}{
+		{"first seen", lease("1", "n1", t0), true},
+		{"renewed", lease("2", "n1", t0.Add(10*time.Second)), false},
+		{"a label or a status", lease("3", "n1", t0.Add(20*time.Second)), false},
+		{"holder changed", lease("4", "n2", t0.Add(30*time.Second)), false},
+		{"owner changed", lease("5", "n2", t0.Add(40*time.Second), func(o *Object) {
+			o.OwnerReferences[0].UID = "node-2"
+		}), true},
+		{"owner controller flag set", lease("6", "n2", t0.Add(50*time.Second), func(o *Object) {
+			o.OwnerReferences[0].UID, o.OwnerReferences[0].Controller = "node-2", boolp(true)
+		}), true},
+		{"finalizer added", lease("7", "n2", t0.Add(60*time.Second), func(o *Object) {
+			o.OwnerReferences[0].UID, o.OwnerReferences[0].Controller = "node-2", boolp(true)
+			o.Finalizers = []string{"example.com/hold"}
+		}), true},
+		{"deletion requested", lease("8", "n2", t0.Add(70*time.Second), func(o *Object) {
+			o.OwnerReferences[0].UID, o.OwnerReferences[0].Controller = "node-2", boolp(true)
+			o.Finalizers = []string{"example.com/hold"}
+			o.DeletionTimestamp = ptr(t0.Add(70 * time.Second))
+		}), true},
+		{"renewed while deleted", lease("9", "n2", t0.Add(80*time.Second), func(o *Object) {
+			o.OwnerReferences[0].UID, o.OwnerReferences[0].Controller = "node-2", boolp(true)
+			o.Finalizers = []string{"example.com/hold"}
+			o.DeletionTimestamp = ptr(t0.Add(70 * time.Second))
+		}), false},
+	} {
+		changes, err := d.ApplyWatchEvents(ctx, rid, step.obj.ResourceVersion, eventsOf(rid, step.obj))
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if len(changes) != 1 || changes[0].Type != ChangeUpserted || changes[0].Facts != step.facts {
+			t.Errorf("%s: changes %+v, want one upsert with Facts %v", step.name, changes, step.facts)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package ownergc
+
+import (
+	"slices"
+	"testing"
+
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// What each committed change puts in the queue: an upsert only when it
+// changed a fact the collector decides on (db.Change.Facts), as upstream's
+// graph builder ignores an update that keeps an object's owners and its
+// deletion state; a deletion, the object and the owners it named; a
+// relist, a full pass.
+func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change db.Change
+		queued []string
+		resync bool
+	}{
+		{"a Lease renewal", db.Change{Type: db.ChangeUpserted, UID: "lease"}, nil, false},
+		{"owners, finalizers or deletion changed", db.Change{Type: db.ChangeUpserted, UID: "pod", Facts: true}, []string{"pod"}, false},
+		{"deleted", db.Change{Type: db.ChangeDeleted, UID: "rs", Owners: []string{"deploy"}},
+			[]string{gonePrefix + "rs", wakePrefix + "deploy"}, false},
+		{"relisted", db.Change{Type: db.ChangeRelisted, ResourceID: 3}, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Controller{resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
+				workqueue.DefaultTypedControllerRateLimiter[string]())}
+			defer c.queue.ShutDown()
+			c.OnChange([]db.Change{tt.change})
+			var got []string
+			for c.queue.Len() > 0 {
+				k, _ := c.queue.Get()
+				got = append(got, k)
+				c.queue.Done(k)
+			}
+			slices.Sort(got)
+			want := slices.Clone(tt.queued)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("queued %q, want %q", got, want)
+			}
+			if resync := len(c.resync) == 1; resync != tt.resync {
+				t.Errorf("full pass asked %v, want %v", resync, tt.resync)
+			}
+		})
+	}
+}
