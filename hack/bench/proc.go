@@ -14,10 +14,14 @@ import (
 // memory is a process's resident set size now and at its peak, and what
 // is resident now split into its own (anonymous) memory and file-backed
 // pages, such as a database's pages mapped by SQLite, which are the page
-// cache's, in bytes.
+// cache's, in bytes. RSS counts a page once for each mapping of it: each
+// of SQLite's read connections maps the database, so a page read through
+// three connections counts three times. PSS (from smaps_rollup) counts
+// each page once, shared ones in part.
 type memory struct {
 	RSS, HWM   uint64
 	Anon, File uint64
+	PSS        uint64
 }
 
 // readMemory reads VmRSS, VmHWM, RssAnon and RssFile (with RssShmem) from
@@ -60,7 +64,31 @@ func readMemoryOf(proc string) (memory, error) {
 		return memory{}, fmt.Errorf("/proc/%s/status: no VmRSS, VmHWM, RssAnon, RssFile and RssShmem (process gone?)", proc)
 	}
 	m.File += shmem
+	if m.PSS, err = readPSS(proc); err != nil {
+		return memory{}, err
+	}
 	return m, nil
+}
+
+// readPSS reads the Pss line of /proc/PROC/smaps_rollup.
+func readPSS(proc string) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + proc + "/smaps_rollup")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		value, ok := strings.CutPrefix(line, "Pss:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(value)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("/proc/%s/smaps_rollup: unexpected line %q", proc, line)
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
+		return kb << 10, err
+	}
+	return 0, fmt.Errorf("/proc/%s/smaps_rollup: no Pss line", proc)
 }
 
 // findProcess returns the PID of the one running process whose executable is
