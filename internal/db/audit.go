@@ -96,7 +96,7 @@ func (d *DB) InsertAudit(ctx context.Context, e *AuditEntry) error {
 const (
 	sqlInsertAudit = `INSERT INTO audit (time, instance, controller, rule, action, api_version, kind, namespace,
 			name, uid, facts, reason, dry_run, outcome, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeletePending = `DELETE FROM pending WHERE controller = ? AND uid = ?`
 )
 
@@ -109,9 +109,15 @@ func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error {
 	if err != nil {
 		return err
 	}
-	if err := st.QueryRowContext(ctx,
+	// The new row's id from the connection, not RETURNING: that costs a
+	// result set per row.
+	res, err := st.ExecContext(ctx,
 		formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion, e.Target.Kind,
-		e.Target.Namespace, e.Target.Name, e.Target.UID, facts, e.Reason, e.DryRun, e.Outcome, e.Error).Scan(&e.ID); err != nil {
+		e.Target.Namespace, e.Target.Name, e.Target.UID, facts, e.Reason, e.DryRun, e.Outcome, e.Error)
+	if err != nil {
+		return err
+	}
+	if e.ID, err = res.LastInsertId(); err != nil {
 		return err
 	}
 	return d.resolveIntent(ctx, tx, e.IntentID)
@@ -438,24 +444,28 @@ func (d *DB) RecordApplied(e *AuditEntry, onDone func(error)) {
 	// group (see runGroup) writes the same ones again.
 	var taken, written []appliedEntry
 	var failed []error
-	ran := false
+	runs := 0
 	d.inWriteTxAsync("audit", func(tx *sql.Tx) error {
-		if !ran {
+		if runs == 0 {
 			taken = d.takeApplied()
-			ran = true
 		}
-		written, failed = d.writeApplied(tx, taken)
+		// A run again is a replay: its entries go each in a savepoint.
+		careful := runs > 0
+		runs++
+		written, failed = d.writeApplied(tx, taken, careful)
+		if !careful && failed != nil {
+			return errReplayCareful
+		}
 		return nil
 	}, func(err error) {
-		if !ran {
+		if runs == 0 {
 			// The request never ran (its transaction could not begin, or
 			// the database is closing): it takes whatever is queued, and
 			// their callers hear why.
-			written = d.takeApplied()
-			failed = make([]error, len(written))
+			written, failed = d.takeApplied(), nil
 		}
 		for i, a := range written {
-			if err == nil && failed[i] != nil {
+			if err == nil && failed != nil && failed[i] != nil {
 				if a.onDone != nil {
 					a.onDone(fmt.Errorf("database audit: %w", failed[i]))
 				}
@@ -495,15 +505,19 @@ func (d *DB) takeApplied() []appliedEntry {
 	return entries
 }
 
-// writeApplied writes entries, each in a savepoint of its own so that one
-// failure loses only its own row, and returns them with each one's error,
-// nil for those written, in a slice of its own: it may run again, on the
-// same entries, when its transaction is replayed.
-func (d *DB) writeApplied(tx *sql.Tx, entries []appliedEntry) ([]appliedEntry, []error) {
+// writeApplied writes entries and returns them with each one's error (nil
+// for those written; failed is nil when all were), in a slice of its own:
+// it may run again, on the same entries, when its transaction is replayed.
+// Careless, it writes them straight on and stops at the first failure,
+// which leaves the transaction to be rolled back; careful, each is written
+// in a savepoint of its own, so that one failure loses only its own row.
+// A savepoint copies every page its write first changes into the
+// sub-journal: the careless pass is the common one, at half the cost.
+func (d *DB) writeApplied(tx *sql.Tx, entries []appliedEntry, careful bool) ([]appliedEntry, []error) {
 	ctx := context.Background()
-	failed := make([]error, len(entries))
+	var failed []error
 	for i, a := range entries {
-		failed[i] = d.inSavepoint(ctx, tx, "a", func() error {
+		write := func() error {
 			if err := d.insertAudit(ctx, tx, a.e); err != nil || !a.hadPending {
 				return err
 			}
@@ -513,7 +527,22 @@ func (d *DB) writeApplied(tx *sql.Tx, entries []appliedEntry) ([]appliedEntry, [
 			}
 			_, err = st.ExecContext(ctx, a.e.Controller, a.e.Target.UID)
 			return err
-		})
+		}
+		var err error
+		if careful {
+			err = d.inSavepoint(ctx, tx, "a", write)
+		} else {
+			err = write()
+		}
+		if err != nil {
+			if failed == nil {
+				failed = make([]error, len(entries))
+			}
+			failed[i] = err
+			if !careful {
+				break
+			}
+		}
 	}
 	return entries, failed
 }

@@ -23,7 +23,7 @@ type Intent struct {
 
 const (
 	sqlInsertIntent = `INSERT INTO intents (time, instance, controller, rule, action, api_version, kind, namespace, name, uid,
-			resource_version, facts, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+			resource_version, facts, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeleteIntent = `DELETE FROM intents WHERE id = ?`
 )
 
@@ -46,8 +46,13 @@ func (d *DB) InsertIntent(ctx context.Context, in *Intent) error {
 		if err != nil {
 			return err
 		}
-		return st.QueryRowContext(ctx, formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion,
-			e.Target.Kind, e.Target.Namespace, e.Target.Name, e.Target.UID, in.ResourceVersion, facts, e.Reason).Scan(&in.ID)
+		res, err := st.ExecContext(ctx, formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion,
+			e.Target.Kind, e.Target.Namespace, e.Target.Name, e.Target.UID, in.ResourceVersion, facts, e.Reason)
+		if err != nil {
+			return err
+		}
+		in.ID, err = res.LastInsertId()
+		return err
 	})
 	e.IntentID = in.ID
 	return err

@@ -145,11 +145,21 @@ func (d *DB) runGroup(batch []*writeReq, results []error, savepoints bool) bool 
 		var err error
 		if savepoints {
 			err = d.inSavepoint(r.ctx, tx, "w", run)
+			if errors.Is(err, errReplayCareful) {
+				// Its first run, careless, failed in a part: once more,
+				// careful now.
+				err = d.inSavepoint(r.ctx, tx, "w", run)
+			}
 		} else {
 			err = run()
 		}
 		var sp savepointError
 		switch {
+		case errors.Is(err, errReplayCareful) && !savepoints:
+			// The write asks to be run again with savepoints: not a
+			// failure of its own.
+			tx.Rollback()
+			return false
 		case errors.As(err, &sp):
 			tx.Rollback()
 			fail(sp.err)
@@ -175,6 +185,12 @@ func (d *DB) runGroup(batch []*writeReq, results []error, savepoints bool) bool 
 	d.writesPerCommit.Observe(float64(ok))
 	return true
 }
+
+// errReplayCareful is returned by a write of several parts that failed in
+// one of them on its first run, which keeps no part apart: it is run
+// again, with savepoints, where it does (see RecordApplied). It is no
+// failure of its own.
+var errReplayCareful = errors.New("replay the group with savepoints")
 
 // savepointError is a failure of the savepoint machinery itself, which
 // leaves the whole transaction unusable.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -153,6 +154,75 @@ func TestGroupCommitDropsOnlyTheFailingWrite(t *testing.T) {
 			}
 			if pending, _, err := d.ListPending(ctx, PendingFilter{}); err != nil || len(pending) != 0 {
 				t.Errorf("pending %+v (%v), want the applied decision settled", pending, err)
+			}
+		})
+	}
+}
+
+// Applied rows queued together are written in one request without
+// savepoints; one the database refuses fails alone: the others are
+// written once, each caller hears once, and a settled decision leaves
+// pending. So too when another write of the group failed first and the
+// group is replayed before the applied rows ran.
+func TestAppliedRowsFailAlone(t *testing.T) {
+	for _, earlierFails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("earlier write fails=%v", earlierFails), func(t *testing.T) {
+			d := openTemp(t)
+			ctx := context.Background()
+			if _, err := d.write.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON audit WHEN NEW.name = 'bad'
+				BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+				t.Fatal(err)
+			}
+			for _, uid := range []string{"good1", "bad", "good2"} {
+				if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
+					Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			release := holdWriter(t, d)
+			var runs int
+			first := queueWrite(d, "first", func(tx *sql.Tx) error {
+				if err := insertResource("first", &runs)(tx); err != nil || !earlierFails {
+					return err
+				}
+				return errors.New("boom")
+			})
+			heard := map[string]chan error{}
+			for _, uid := range []string{"good1", "bad", "good2"} {
+				c := make(chan error, 2)
+				heard[uid] = c
+				d.RecordApplied(auditEntry("ownergc", "delete", uid, OutcomeApplied, time.Time{}), func(err error) { c <- err })
+			}
+			release()
+			if err := recv(t, first); (err != nil) != earlierFails {
+				t.Errorf("first write: %v", err)
+			}
+			for uid, c := range heard {
+				err := recv(t, c)
+				if (err != nil) != (uid == "bad") {
+					t.Errorf("%s: caller heard %v", uid, err)
+				}
+				select {
+				case err := <-c:
+					t.Errorf("%s: caller heard twice (%v)", uid, err)
+				default:
+				}
+			}
+			rows, _, err := d.ListAudit(ctx, AuditFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range rows {
+				names = append(names, r.Target.Name)
+			}
+			sort.Strings(names)
+			if strings.Join(names, ",") != "good1,good2" {
+				t.Errorf("audit rows %v, want good1 and good2 once each", names)
+			}
+			pending, _, err := d.ListPending(ctx, PendingFilter{})
+			if err != nil || len(pending) != 1 || pending[0].Target.UID != "bad" {
+				t.Errorf("pending %+v (%v), want only bad's", pending, err)
 			}
 		})
 	}
