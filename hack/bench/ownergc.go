@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,10 +97,12 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 			return nil, errors.Join(err, d.Stop(stopGrace))
 		}
 		if path := os.Getenv("KUBEGCD_BENCH_CPUPROFILE"); path != "" {
-			// Profile kubegcd while it collects, for tuning; one file per size.
+			// Profile kubegcd while it collects, for tuning; one file per
+			// size, over KUBEGCD_BENCH_CPUPROFILE_SECONDS (default 4).
 			path = strings.ReplaceAll(path, "%n", size)
+			seconds := cmp.Or(os.Getenv("KUBEGCD_BENCH_CPUPROFILE_SECONDS"), "4")
 			go func() {
-				if b, err := testcluster.HTTPGet(ctx, "http://"+addr+"/debug/pprof/profile?seconds=4"); err == nil {
+				if b, err := testcluster.HTTPGet(ctx, "http://"+addr+"/debug/pprof/profile?seconds="+seconds); err == nil {
 					_ = os.WriteFile(path, b, 0o644)
 				}
 			}()

@@ -418,6 +418,10 @@ func (d *DB) ClearPending(ctx context.Context, controller, uid string) error {
 	return err
 }
 
+// HasPending reports whether controller holds a decision pending about
+// uid, from memory.
+func (d *DB) HasPending(controller, uid string) bool { return d.pendingKeys.has(controller, uid) }
+
 // RecordApplied queues the audit entry of an applied decision, and the
 // removal of what was pending about its target, without waiting for it:
 // the write to the cluster is done, and the worker need not wait for the

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,6 +64,61 @@ func TestUpsertReportsOwnershipFacts(t *testing.T) {
 		}
 		if len(changes) != 1 || changes[0].Type != ChangeUpserted || changes[0].Facts != step.facts {
 			t.Errorf("%s: changes %+v, want one upsert with Facts %v", step.name, changes, step.facts)
+		}
+	}
+}
+
+// A watch deletion is examined in its own commit: whether anything still
+// names the object as an owner, and which of its owners are mirrored with
+// a deletionTimestamp — what the owner GC would otherwise read again.
+func TestWatchDeletionIsExamined(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cm := func(uid string, deleting bool, owners ...string) *Object {
+		o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: "1"}
+		if deleting {
+			o.DeletionTimestamp = &now
+			o.Finalizers = []string{"foregroundDeletion"}
+		}
+		for _, uid := range owners {
+			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: uid, UID: uid})
+		}
+		return o
+	}
+	var events []Event
+	for _, o := range []*Object{cm("owner-deleting", true), cm("owner-live", false),
+		cm("middle", false, "owner-deleting", "owner-live", "owner-missing"), cm("leaf", false, "middle")} {
+		events = append(events, Event{ResourceID: rid, Object: o})
+	}
+	if _, err := d.ApplyEvents(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		obj           *Object
+		hasDependents bool
+		deleting      []string
+	}{
+		{cm("middle", false, "owner-deleting", "owner-live", "owner-missing"), true, []string{"owner-deleting"}},
+		{cm("leaf", false, "middle"), false, nil},
+		{cm("owner-live", false), false, nil},
+	} {
+		changes, err := d.ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: step.obj}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(changes) != 1 {
+			t.Fatalf("%s: changes %+v, want one deletion", step.obj.UID, changes)
+		}
+		c := changes[0]
+		if c.Type != ChangeDeleted || !c.Examined || c.HasDependents != step.hasDependents ||
+			strings.Join(c.DeletingOwners, ",") != strings.Join(step.deleting, ",") || len(c.Owners) != len(step.obj.OwnerReferences) {
+			t.Errorf("%s: change %+v, want examined, dependents %v, owners being deleted %v", step.obj.UID, c,
+				step.hasDependents, step.deleting)
 		}
 	}
 }

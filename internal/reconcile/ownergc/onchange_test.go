@@ -1,6 +1,8 @@
 package ownergc
 
 import (
+	"context"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -12,8 +14,9 @@ import (
 // What each committed change puts in the queue: an upsert only when it
 // changed a fact the collector decides on (db.Change.Facts), as upstream's
 // graph builder ignores an update that keeps an object's owners and its
-// deletion state; a deletion, the object and the owners it named; a
-// relist, a full pass.
+// deletion state; a deletion, the object and the owners it named, or,
+// examined in its commit, only if it has dependents or a decision pending,
+// and only its owners being deleted; a relist, a full pass.
 func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -25,10 +28,28 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 		{"owners, finalizers or deletion changed", db.Change{Type: db.ChangeUpserted, UID: "pod", Facts: true}, []string{"pod"}, false},
 		{"deleted", db.Change{Type: db.ChangeDeleted, UID: "rs", Owners: []string{"deploy"}},
 			[]string{gonePrefix + "rs", wakePrefix + "deploy"}, false},
+		// A deletion the writer examined: only what it found to matter.
+		{"deleted, a leaf whose owners are not being deleted", db.Change{Type: db.ChangeDeleted, UID: "pod",
+			Owners: []string{"rs"}, Examined: true}, nil, false},
+		{"deleted, with dependents, its owner being deleted", db.Change{Type: db.ChangeDeleted, UID: "rs",
+			Owners: []string{"deploy", "other"}, Examined: true, HasDependents: true, DeletingOwners: []string{"deploy"}},
+			[]string{gonePrefix + "rs", wakePrefix + "deploy"}, false},
+		{"deleted, a leaf with a decision pending", db.Change{Type: db.ChangeDeleted, UID: "held", Examined: true},
+			[]string{gonePrefix + "held"}, false},
 		{"relisted", db.Change{Type: db.ChangeRelisted, ResourceID: 3}, nil, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Controller{resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
+			ctx := context.Background()
+			store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if _, err := store.UpsertPending(ctx, &db.Pending{Controller: Name, Rule: "r", Action: "delete", Reason: "x",
+				Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held", UID: "held"}}); err != nil {
+				t.Fatal(err)
+			}
+			c := &Controller{opts: Options{DB: store}, resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
 				workqueue.DefaultTypedControllerRateLimiter[string]())}
 			defer c.queue.ShutDown()
 			c.OnChange([]db.Change{tt.change})

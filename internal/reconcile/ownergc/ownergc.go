@@ -141,9 +141,22 @@ func (c *Controller) OnChange(changes []db.Change) {
 		case db.ChangeRelisted:
 			reconcile.Wake(c.resync)
 		case db.ChangeDeleted:
-			c.queue.Add(gonePrefix + ch.UID)
-			// Owners in foreground deletion may have been waiting for it.
-			for _, o := range ch.Owners {
+			// An object that nothing names as an owner and that has no
+			// decision pending leaves nothing to do when it goes (most of
+			// them: the dependents this collector deletes).
+			if !ch.Examined || ch.HasDependents || c.opts.DB.HasPending(Name, ch.UID) {
+				c.queue.Add(gonePrefix + ch.UID)
+			} else {
+				c.stale.forget(ch.UID)
+			}
+			// Owners in foreground deletion may have been waiting for it:
+			// only owners being deleted can be, but dry-run's are deleted
+			// in its overlay only.
+			owners := ch.Owners
+			if ch.Examined && c.overlay == nil {
+				owners = ch.DeletingOwners
+			}
+			for _, o := range owners {
 				c.queue.Add(wakePrefix + o)
 			}
 		default:
