@@ -252,7 +252,8 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	if !d.DecidedAt.IsZero() {
 		a.metrics.latency.WithLabelValues(d.Controller).Observe(time.Since(d.DecidedAt).Seconds())
 	}
-	e := a.entry(d, outcome, err)
+	// The intent's row, with its facts already encoded, and the outcome.
+	e := a.count(d, withOutcome(in.Entry, a.opts.Now(), outcome, err))
 	e.IntentID = in.ID
 	if err == nil {
 		a.logDecision(e, slog.LevelInfo)
@@ -350,12 +351,21 @@ func (a *Applier) row(d Decision) *db.AuditEntry {
 
 // entry builds the audit row of d and counts it.
 func (a *Applier) entry(d Decision, outcome string, applyErr error) *db.AuditEntry {
-	e := a.row(d)
-	e.Outcome = outcome
+	return a.count(d, withOutcome(*a.row(d), a.opts.Now(), outcome, applyErr))
+}
+
+// withOutcome is row with its outcome, at time at.
+func withOutcome(row db.AuditEntry, at time.Time, outcome string, applyErr error) *db.AuditEntry {
+	row.Time, row.Outcome, row.ID, row.IntentID = at, outcome, 0, 0
 	if applyErr != nil {
-		e.Error = applyErr.Error()
+		row.Error = applyErr.Error()
 	}
-	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, d.Action, outcome).Inc()
+	return &row
+}
+
+// count counts e, an outcome of d.
+func (a *Applier) count(d Decision, e *db.AuditEntry) *db.AuditEntry {
+	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, d.Action, e.Outcome).Inc()
 	return e
 }
 
