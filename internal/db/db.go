@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,6 +44,9 @@ type DB struct {
 	write *sql.DB
 	read  *sql.DB
 	lock  *os.File
+	// unpreparedWrites counts write statements prepared in their
+	// transaction rather than taken from writeStmts (see txStmt).
+	unpreparedWrites atomic.Int64
 
 	writeSeconds *prometheus.HistogramVec
 	// writesPerCommit shows group commit at work: how many callers' writes

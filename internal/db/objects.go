@@ -243,7 +243,7 @@ const (
 // writeQueries are prepared at Open.
 var writeQueries = append([]string{sqlTouch, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
 	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending,
-	sqlInsertIntent, sqlDeleteIntent,
+	sqlInsertIntent, sqlDeleteIntent, sqlHasDependents, sqlIsDeleting,
 	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}, historyWriteQueries...)
 
 func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {

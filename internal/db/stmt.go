@@ -81,10 +81,14 @@ func (d *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, e
 // has one connection, which tx holds, so a statement not cached yet is
 // prepared on tx itself, and cached for the next transaction by warmWrites
 // or by the first use outside a transaction.
+// A query missing from writeQueries is prepared again in every
+// transaction, which costs more than running it: unpreparedWrites counts
+// those, for TestHotWritesArePrepared.
 func (d *DB) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	if st, ok := d.writeStmts.lookup(query); ok {
 		return tx.StmtContext(ctx, st), nil
 	}
+	d.unpreparedWrites.Add(1)
 	return tx.PrepareContext(ctx, query)
 }
 

@@ -227,3 +227,61 @@ func TestAppliedRowsFailAlone(t *testing.T) {
 		})
 	}
 }
+
+// Every write on the collectors' and the watches' hot paths runs a
+// statement prepared once (writeQueries), not prepared again in each
+// transaction: preparing costs SQLite more than running the statement.
+func TestHotWritesArePrepared(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	cm := func(uid string, owners ...string) *Object {
+		o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: "1"}
+		for _, u := range owners {
+			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
+		}
+		return o
+	}
+	epoch, err := d.BeginList(ctx, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteListPage(ctx, rid, epoch, []*Object{cm("owner"), cm("a", "owner"), cm("b", "owner")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
+		t.Fatal(err)
+	}
+	before := d.unpreparedWrites.Load()
+	deleting := cm("c", "owner")
+	deleting.DeletionTimestamp = &now
+	if _, err := d.ApplyWatchEvents(ctx, rid, "2", []Event{{ResourceID: rid, Object: cm("a", "owner", "b")},
+		{ResourceID: rid, Object: deleting}, {ResourceID: rid, Deleted: true, Object: cm("owner")}}); err != nil {
+		t.Fatal(err)
+	}
+	target := Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "a", UID: "a"}
+	if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x", Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	in := &Intent{Entry: AuditEntry{Instance: "i", Controller: "ownergc", Rule: "r", Action: "delete", Target: target}, ResourceVersion: "1"}
+	if err := d.InsertIntent(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	row := in.Entry
+	row.Outcome = OutcomeApplied
+	d.RecordApplied(&row, func(err error) { done <- err })
+	if err := recv(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ApplyWatchEvents(ctx, rid, "3", []Event{{ResourceID: rid, Deleted: true, Object: cm("a", "owner", "b")}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.unpreparedWrites.Load() - before; n != 0 {
+		t.Errorf("%d write statements prepared in their transaction; add them to writeQueries", n)
+	}
+}
