@@ -37,14 +37,15 @@ import (
 // their Leases every 10 s and report their status, pods run and Jobs' pods
 // complete. kubegcd and kube-controller-manager (the same controllers)
 // watch it side by side through the heartbeat period; then each, one after
-// the other, collects 20 Deployments' ReplicaSets and pods.
+// the other, collects the ReplicaSets and pods of 20 Deployments of its own.
 const (
 	// Targets.
 	scaleRSSTarget  = 150 * mib
 	scaleRSSGrowth  = 10 * mib // over the heartbeat period: "flat"
 	scaleCPUTarget  = 10.0     // % of one core during the heartbeat period
 	scaleNamespaces = 50
-	cascadeNS       = "scale-cascade"
+	cascadeNS       = "scale-cascade"     // collected by kubegcd
+	kcmCascadeNS    = "scale-cascade-kcm" // collected by kube-controller-manager
 
 	podsPerDeployment = 25
 	podsPerJob        = 5
@@ -101,7 +102,7 @@ type scaleResult struct {
 
 // runScale builds the cluster, measures, and prints the table.
 func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster, dir string) (err error) {
-	fmt.Printf("\n== scale: %d kwok nodes, %d pods (%d behind %d Deployments to cascade), %d other objects; heartbeats %s\n",
+	fmt.Printf("\n== scale: %d kwok nodes, %d pods (%d behind %d Deployments to cascade, twice), %d other objects; heartbeats %s\n",
 		sc.nodes, sc.pods, sc.cascadePods, sc.cascadeDeployments, sc.others, sc.heartbeat)
 	begin := time.Now()
 	// No client-side rate limit: the API server is the limit.
@@ -187,17 +188,14 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 		return err
 	}
 
+	// Each collector has a cascade of its own, built with the rest: the
+	// one kube-controller-manager collects stays while kubegcd collects
+	// its own, and no second build and kwok settle are needed.
 	fmt.Println("  cascade: kubegcd")
-	if r.cascadeFirst, r.cascade, err = timeCascade(ctx, kube, sc); err != nil {
+	if r.cascadeFirst, r.cascade, err = timeCascade(ctx, kube, cascadeNS, sc); err != nil {
 		return fmt.Errorf("kubegcd: %w", err)
 	}
 	if err := stopKubegcd(); err != nil {
-		return err
-	}
-	if err := b.buildCascade(ctx); err != nil {
-		return err
-	}
-	if err := waitKwok(ctx, kube, cascadeNS, 0); err != nil {
 		return err
 	}
 	stop2, _, err := startScaleKCM(ctx, cluster)
@@ -209,7 +207,7 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 		return err
 	}
 	fmt.Println("  cascade: kube-controller-manager")
-	if r.kcmCascadeFst, r.kcmCascade, err = timeCascade(ctx, kube, sc); err != nil {
+	if r.kcmCascadeFst, r.kcmCascade, err = timeCascade(ctx, kube, kcmCascadeNS, sc); err != nil {
 		return fmt.Errorf("kube-controller-manager: %w", err)
 	}
 	fmt.Printf("  scale benchmark took %s\n", time.Since(begin).Round(time.Second))
@@ -295,7 +293,7 @@ type scaleBuilder struct {
 	dyn  dynamic.Interface
 	c    *creator
 	sc   scaleConfig
-	seq  atomic.Int64 // names of the cascade's recreated chains
+	seq  atomic.Int64 // tells apart the names of each chains call's Deployments
 }
 
 func (b *scaleBuilder) build(ctx context.Context) error {
@@ -309,13 +307,16 @@ func (b *scaleBuilder) build(ctx context.Context) error {
 	fmt.Printf("  %d nodes created in %s\n", b.sc.nodes, time.Since(start).Round(time.Millisecond))
 
 	start = time.Now()
-	rest := b.sc.pods - b.sc.cascadePods
+	rest := b.sc.pods - 2*b.sc.cascadePods
 	jobs := rest / 4 / podsPerJob
 	if err := b.chains(ctx, "scale", rest-jobs*podsPerJob, podsPerDeployment); err != nil {
 		return err
 	}
-	if err := b.buildCascade(ctx); err != nil {
-		return err
+	per := (b.sc.cascadePods + b.sc.cascadeDeployments - 1) / b.sc.cascadeDeployments
+	for _, ns := range []string{cascadeNS, kcmCascadeNS} {
+		if err := b.chains(ctx, ns, b.sc.cascadePods, per); err != nil {
+			return err
+		}
 	}
 	if err := b.jobs(ctx, jobs); err != nil {
 		return err
@@ -334,11 +335,6 @@ func (b *scaleBuilder) build(ctx context.Context) error {
 	return nil
 }
 
-func (b *scaleBuilder) buildCascade(ctx context.Context) error {
-	per := (b.sc.cascadePods + b.sc.cascadeDeployments - 1) / b.sc.cascadeDeployments
-	return b.chains(ctx, cascadeNS, b.sc.cascadePods, per)
-}
-
 func seq(n int) []int {
 	s := make([]int, n)
 	for i := range s {
@@ -350,7 +346,7 @@ func seq(n int) []int {
 func scaleNamespace(i int) string { return fmt.Sprintf("scale-%d", i%scaleNamespaces) }
 
 func (b *scaleBuilder) namespacesAndCRD(ctx context.Context) error {
-	names := []string{cascadeNS}
+	names := []string{cascadeNS, kcmCascadeNS}
 	for i := range scaleNamespaces {
 		names = append(names, scaleNamespace(i))
 	}
@@ -858,11 +854,11 @@ func modifiedEvents(ctx context.Context, base string) (leases, nodes float64, er
 	return leases, nodes, sc.Err()
 }
 
-// timeCascade deletes the cascade namespace's Deployments (background
-// propagation, as kubectl delete does) and times owner deleted → first
-// and last of their pods gone.
-func timeCascade(ctx context.Context, kube kubernetes.Interface, sc scaleConfig) (first, last time.Duration, err error) {
-	pods := kube.CoreV1().Pods(cascadeNS)
+// timeCascade deletes the Deployments of the cascade namespace ns
+// (background propagation, as kubectl delete does) and times owner
+// deleted → first and last of their pods gone.
+func timeCascade(ctx context.Context, kube kubernetes.Interface, ns string, sc scaleConfig) (first, last time.Duration, err error) {
+	pods := kube.CoreV1().Pods(ns)
 	list, err := pods.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, 0, err
@@ -872,7 +868,7 @@ func timeCascade(ctx context.Context, kube kubernetes.Interface, sc scaleConfig)
 		left[p.Name] = true
 	}
 	if len(left) != sc.cascadePods {
-		return 0, 0, fmt.Errorf("%d pods in %s, want %d", len(left), cascadeNS, sc.cascadePods)
+		return 0, 0, fmt.Errorf("%d pods in %s, want %d", len(left), ns, sc.cascadePods)
 	}
 	rv := list.ResourceVersion
 	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
@@ -880,7 +876,7 @@ func timeCascade(ctx context.Context, kube kubernetes.Interface, sc scaleConfig)
 		return 0, 0, err
 	}
 	defer func() { w.Stop() }()
-	deps, err := kube.AppsV1().Deployments(cascadeNS).List(ctx, metav1.ListOptions{})
+	deps, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -888,7 +884,7 @@ func timeCascade(ctx context.Context, kube kubernetes.Interface, sc scaleConfig)
 	c := &creator{kube: kube, workers: len(deps.Items)}
 	bg := metav1.DeletePropagationBackground
 	if err := c.parallel(ctx, seq(len(deps.Items)), func(ctx context.Context, i int) error {
-		return kube.AppsV1().Deployments(cascadeNS).Delete(ctx, deps.Items[i].Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		return kube.AppsV1().Deployments(ns).Delete(ctx, deps.Items[i].Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	}); err != nil {
 		return 0, 0, err
 	}
