@@ -37,14 +37,15 @@ import (
 // their Leases every 10 s and report their status, pods run and Jobs' pods
 // complete. kubegcd and kube-controller-manager (the same controllers)
 // watch it side by side through the heartbeat period; then each, one after
-// the other, collects 20 Deployments' ReplicaSets and pods.
+// the other, collects the ReplicaSets and pods of 20 Deployments of its own.
 const (
 	// Targets.
 	scaleRSSTarget  = 150 * mib
 	scaleRSSGrowth  = 10 * mib // over the heartbeat period: "flat"
 	scaleCPUTarget  = 10.0     // % of one core during the heartbeat period
 	scaleNamespaces = 50
-	cascadeNS       = "scale-cascade"
+	cascadeNS       = "scale-cascade"     // collected by kubegcd
+	kcmCascadeNS    = "scale-cascade-kcm" // collected by kube-controller-manager
 
 	podsPerDeployment = 25
 	podsPerJob        = 5
@@ -97,13 +98,15 @@ type scaleResult struct {
 	period                      time.Duration
 	cascade, kcmCascade         time.Duration
 	cascadeFirst, kcmCascadeFst time.Duration
+	phases                      phases
 }
 
 // runScale builds the cluster, measures, and prints the table.
 func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster, dir string) (err error) {
-	fmt.Printf("\n== scale: %d kwok nodes, %d pods (%d behind %d Deployments to cascade), %d other objects; heartbeats %s\n",
+	fmt.Printf("\n== scale: %d kwok nodes, %d pods (%d behind %d Deployments to cascade, twice), %d other objects; heartbeats %s\n",
 		sc.nodes, sc.pods, sc.cascadePods, sc.cascadeDeployments, sc.others, sc.heartbeat)
-	begin := time.Now()
+	var r scaleResult
+	r.phases.begin()
 	// No client-side rate limit: the API server is the limit.
 	restCfg := rest.CopyConfig(cluster.Config)
 	restCfg.QPS, restCfg.Burst = -1, 0
@@ -118,25 +121,31 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 		return err
 	}
 	b := &scaleBuilder{kube: kube, dyn: dyn, c: &creator{kube: kube, workers: sc.workers}, sc: sc}
-	if err := b.build(ctx); err != nil {
+	if err := b.nodes(ctx); err != nil {
 		return err
 	}
-	// kwok starts once everything is created: its node and pod updates
-	// and the nodes' Lease renewals would compete with the creation for
-	// the API server.
-	kwokBegin := time.Now()
+	r.phases.done(fmt.Sprintf("namespaces, CRD, %d nodes created", sc.nodes))
+	// kwok starts as soon as the nodes exist and runs each pod as it is
+	// created, instead of listing 50,000 pods node by node once they all
+	// exist (8m40s after a 3-minute creation in the first runs). Its pod
+	// status patches and Lease renewals slow the creation down: the API
+	// server is the limit either way.
 	kwok, err := startKwok(cluster, dir)
 	if err != nil {
 		return err
 	}
 	defer kwok.stop()
+	if err := b.build(ctx); err != nil {
+		return err
+	}
+	r.phases.done(fmt.Sprintf("%d pods and %d other objects created, kwok running beside", sc.pods, sc.others))
 	if err := waitKwok(ctx, kube, "", sc.nodes); err != nil {
 		return err
 	}
-	fmt.Printf("  kwok: nodes Ready, pods running and Jobs' pods complete after %s; cluster built in %s\n",
-		time.Since(kwokBegin).Round(time.Second), time.Since(begin).Round(time.Second))
+	r.phases.done("kwok: the last pods running and Jobs' pods complete")
+	fmt.Printf("  kwok: nodes Ready, pods running and Jobs' pods complete; cluster built in %s\n",
+		r.phases.since().Round(time.Second))
 
-	var r scaleResult
 	bin, err := testcluster.KubegcdBin()
 	if err != nil {
 		return err
@@ -160,6 +169,7 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 	}
 	r.rssSynced = r.memSynced.RSS
 	r.dbSynced = dbSize(dbPath)
+	r.phases.done(fmt.Sprintf("kubegcd: initial sync, %s settle", settleDelay))
 	fmt.Printf("  kubegcd: synced %d objects in %s (%.0f objects/s); RSS %.1f MB (anonymous %.1f, file-backed %.1f), PSS %.1f MB, database %.1f MB\n",
 		r.objects, r.sync.Round(time.Millisecond), float64(r.objects)/r.sync.Seconds(), mb(r.rssSynced),
 		mb(r.memSynced.Anon), mb(r.memSynced.File), mb(r.memSynced.PSS), float64(r.dbSynced)/mib)
@@ -177,6 +187,7 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 	if r.kcmRSSSynced, err = settledRSS(ctx, kcmPid); err != nil {
 		return err
 	}
+	r.phases.done("kube-controller-manager: sync, RSS settled")
 	fmt.Printf("  kube-controller-manager: synced in %s; RSS %.1f MB\n", r.kcmSync.Round(time.Millisecond), mb(r.kcmRSSSynced))
 
 	if err := heartbeatPeriod(ctx, sc.heartbeat, d.Pid(), kcmPid, base, &r); err != nil {
@@ -186,18 +197,17 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 	if err := stopKCM(); err != nil {
 		return err
 	}
+	r.phases.done("heartbeats (measured)")
 
+	// Each collector has a cascade of its own, built with the rest: the
+	// one kube-controller-manager collects stays while kubegcd collects
+	// its own, and no second build and kwok settle are needed.
 	fmt.Println("  cascade: kubegcd")
-	if r.cascadeFirst, r.cascade, err = timeCascade(ctx, kube, sc); err != nil {
+	if r.cascadeFirst, r.cascade, err = timeCascade(ctx, kube, cascadeNS, sc); err != nil {
 		return fmt.Errorf("kubegcd: %w", err)
 	}
+	r.phases.done("cascade: kubegcd")
 	if err := stopKubegcd(); err != nil {
-		return err
-	}
-	if err := b.buildCascade(ctx); err != nil {
-		return err
-	}
-	if err := waitKwok(ctx, kube, cascadeNS, 0); err != nil {
 		return err
 	}
 	stop2, _, err := startScaleKCM(ctx, cluster)
@@ -208,14 +218,38 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 	if err := waitKCMSynced(ctx, cluster); err != nil {
 		return err
 	}
+	r.phases.done("kubegcd stopped; kube-controller-manager started again, synced")
 	fmt.Println("  cascade: kube-controller-manager")
-	if r.kcmCascadeFst, r.kcmCascade, err = timeCascade(ctx, kube, sc); err != nil {
+	if r.kcmCascadeFst, r.kcmCascade, err = timeCascade(ctx, kube, kcmCascadeNS, sc); err != nil {
 		return fmt.Errorf("kube-controller-manager: %w", err)
 	}
-	fmt.Printf("  scale benchmark took %s\n", time.Since(begin).Round(time.Second))
+	r.phases.done("cascade: kube-controller-manager")
+	fmt.Printf("  scale benchmark took %s\n", r.phases.since().Round(time.Second))
 	reportScale(sc, r)
 	return nil
 }
+
+// phases are the benchmark's steps and their wall time, in order.
+type phases struct {
+	start, last time.Time
+	steps       []phase
+}
+
+type phase struct {
+	name string
+	took time.Duration
+}
+
+func (p *phases) begin() { p.start = time.Now(); p.last = p.start }
+
+// done ends the step that began when the last one ended.
+func (p *phases) done(name string) {
+	now := time.Now()
+	p.steps = append(p.steps, phase{name, now.Sub(p.last)})
+	p.last = now
+}
+
+func (p *phases) since() time.Duration { return time.Since(p.start) }
 
 // startKwok runs kwok on every node with the stage files of its release.
 func startKwok(cluster *testcluster.Cluster, dir string) (*kwokProcess, error) {
@@ -228,15 +262,18 @@ func startKwok(cluster *testcluster.Cluster, dir string) (*kwokProcess, error) {
 	if _, err := os.Stat(bin); err != nil || len(stages) == 0 {
 		return nil, fmt.Errorf("kwok and its stage files not found in %s (`make bin/kwok` builds them)", binDir)
 	}
-	// kwok's own options: more parallel stage players than its default 4,
-	// so that 50,000 pods start within a minute or two.
+	// kwok's own options (its client has no rate limit of its own): more
+	// parallel stage players than its default 4, each waiting on one
+	// request at a time, and more than one lister of the pods of a node
+	// it starts to manage.
 	conf := filepath.Join(dir, "kwok.yaml")
 	if err := os.WriteFile(conf, []byte(`apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
-  podPlayStageParallelism: 16
+  podPlayStageParallelism: 64
   nodePlayStageParallelism: 8
   nodeLeaseParallelism: 8
+  podsOnNodeSyncParallelism: 4
 `), 0o644); err != nil {
 		return nil, err
 	}
@@ -295,10 +332,11 @@ type scaleBuilder struct {
 	dyn  dynamic.Interface
 	c    *creator
 	sc   scaleConfig
-	seq  atomic.Int64 // names of the cascade's recreated chains
+	seq  atomic.Int64 // tells apart the names of each chains call's Deployments
 }
 
-func (b *scaleBuilder) build(ctx context.Context) error {
+// nodes creates the namespaces, the CRD and the nodes.
+func (b *scaleBuilder) nodes(ctx context.Context) error {
 	if err := b.namespacesAndCRD(ctx); err != nil {
 		return err
 	}
@@ -307,15 +345,23 @@ func (b *scaleBuilder) build(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("  %d nodes created in %s\n", b.sc.nodes, time.Since(start).Round(time.Millisecond))
+	return nil
+}
 
-	start = time.Now()
-	rest := b.sc.pods - b.sc.cascadePods
+// build creates the workloads, the two cascades among them, and the
+// other objects.
+func (b *scaleBuilder) build(ctx context.Context) error {
+	start := time.Now()
+	rest := b.sc.pods - 2*b.sc.cascadePods
 	jobs := rest / 4 / podsPerJob
 	if err := b.chains(ctx, "scale", rest-jobs*podsPerJob, podsPerDeployment); err != nil {
 		return err
 	}
-	if err := b.buildCascade(ctx); err != nil {
-		return err
+	per := (b.sc.cascadePods + b.sc.cascadeDeployments - 1) / b.sc.cascadeDeployments
+	for _, ns := range []string{cascadeNS, kcmCascadeNS} {
+		if err := b.chains(ctx, ns, b.sc.cascadePods, per); err != nil {
+			return err
+		}
 	}
 	if err := b.jobs(ctx, jobs); err != nil {
 		return err
@@ -334,11 +380,6 @@ func (b *scaleBuilder) build(ctx context.Context) error {
 	return nil
 }
 
-func (b *scaleBuilder) buildCascade(ctx context.Context) error {
-	per := (b.sc.cascadePods + b.sc.cascadeDeployments - 1) / b.sc.cascadeDeployments
-	return b.chains(ctx, cascadeNS, b.sc.cascadePods, per)
-}
-
 func seq(n int) []int {
 	s := make([]int, n)
 	for i := range s {
@@ -350,7 +391,7 @@ func seq(n int) []int {
 func scaleNamespace(i int) string { return fmt.Sprintf("scale-%d", i%scaleNamespaces) }
 
 func (b *scaleBuilder) namespacesAndCRD(ctx context.Context) error {
-	names := []string{cascadeNS}
+	names := []string{cascadeNS, kcmCascadeNS}
 	for i := range scaleNamespaces {
 		names = append(names, scaleNamespace(i))
 	}
@@ -858,11 +899,11 @@ func modifiedEvents(ctx context.Context, base string) (leases, nodes float64, er
 	return leases, nodes, sc.Err()
 }
 
-// timeCascade deletes the cascade namespace's Deployments (background
-// propagation, as kubectl delete does) and times owner deleted → first
-// and last of their pods gone.
-func timeCascade(ctx context.Context, kube kubernetes.Interface, sc scaleConfig) (first, last time.Duration, err error) {
-	pods := kube.CoreV1().Pods(cascadeNS)
+// timeCascade deletes the Deployments of the cascade namespace ns
+// (background propagation, as kubectl delete does) and times owner
+// deleted → first and last of their pods gone.
+func timeCascade(ctx context.Context, kube kubernetes.Interface, ns string, sc scaleConfig) (first, last time.Duration, err error) {
+	pods := kube.CoreV1().Pods(ns)
 	list, err := pods.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, 0, err
@@ -872,7 +913,7 @@ func timeCascade(ctx context.Context, kube kubernetes.Interface, sc scaleConfig)
 		left[p.Name] = true
 	}
 	if len(left) != sc.cascadePods {
-		return 0, 0, fmt.Errorf("%d pods in %s, want %d", len(left), cascadeNS, sc.cascadePods)
+		return 0, 0, fmt.Errorf("%d pods in %s, want %d", len(left), ns, sc.cascadePods)
 	}
 	rv := list.ResourceVersion
 	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
@@ -880,7 +921,7 @@ func timeCascade(ctx context.Context, kube kubernetes.Interface, sc scaleConfig)
 		return 0, 0, err
 	}
 	defer func() { w.Stop() }()
-	deps, err := kube.AppsV1().Deployments(cascadeNS).List(ctx, metav1.ListOptions{})
+	deps, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -888,7 +929,7 @@ func timeCascade(ctx context.Context, kube kubernetes.Interface, sc scaleConfig)
 	c := &creator{kube: kube, workers: len(deps.Items)}
 	bg := metav1.DeletePropagationBackground
 	if err := c.parallel(ctx, seq(len(deps.Items)), func(ctx context.Context, i int) error {
-		return kube.AppsV1().Deployments(cascadeNS).Delete(ctx, deps.Items[i].Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		return kube.AppsV1().Deployments(ns).Delete(ctx, deps.Items[i].Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	}); err != nil {
 		return 0, 0, err
 	}
@@ -964,4 +1005,11 @@ func reportScale(sc scaleConfig, r scaleResult) {
 		f("%.3f", r.cascadeFirst.Seconds()), f("%.3f", r.kcmCascadeFst.Seconds()), "")
 	row("cascade s: owner deleted → last pod gone", f("%.2f", r.cascade.Seconds()), f("%.2f", r.kcmCascade.Seconds()), "")
 	fmt.Printf("cascade: kubegcd %.2f× kube-controller-manager's speed\n", r.kcmCascade.Seconds()/r.cascade.Seconds())
+	fmt.Printf("\n%-72s %9s\n", "phase (wall time; the control plane's start before it)", "took")
+	var total time.Duration
+	for _, p := range r.phases.steps {
+		fmt.Printf("%-72s %9s\n", p.name, p.took.Round(time.Second))
+		total += p.took
+	}
+	fmt.Printf("%-72s %9s\n", "total", total.Round(time.Second))
 }
