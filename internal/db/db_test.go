@@ -180,6 +180,28 @@ func TestUnwritablePath(t *testing.T) {
 
 func boolp(b bool) *bool { return &b }
 
+// openConfigMaps opens a temporary database that mirrors ConfigMaps and
+// returns it with the resource's id.
+func openConfigMaps(t *testing.T) (*DB, int64) {
+	t.Helper()
+	d := openTemp(t)
+	rid, err := d.EnsureResource(context.Background(), Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, rid
+}
+
+// configMap is the ConfigMap named and identified by uid in namespace ns,
+// with a reference to each ConfigMap of owners.
+func configMap(uid string, owners ...string) *Object {
+	o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: "1"}
+	for _, u := range owners {
+		o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
+	}
+	return o
+}
+
 func TestObjectRoundTripAndRelist(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)

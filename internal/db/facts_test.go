@@ -73,20 +73,13 @@ func TestUpsertReportsOwnershipFacts(t *testing.T) {
 // a deletionTimestamp — what the owner GC would otherwise read again.
 func TestWatchDeletionIsExamined(t *testing.T) {
 	ctx := context.Background()
-	d := openTemp(t)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, rid := openConfigMaps(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cm := func(uid string, deleting bool, owners ...string) *Object {
-		o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: "1"}
+		o := configMap(uid, owners...)
 		if deleting {
 			o.DeletionTimestamp = &now
 			o.Finalizers = []string{"foregroundDeletion"}
-		}
-		for _, uid := range owners {
-			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: uid, UID: uid})
 		}
 		return o
 	}

@@ -233,19 +233,9 @@ func TestAppliedRowsFailAlone(t *testing.T) {
 // transaction: preparing costs SQLite more than running the statement.
 func TestHotWritesArePrepared(t *testing.T) {
 	ctx := context.Background()
-	d := openTemp(t)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, rid := openConfigMaps(t)
 	now := time.Now()
-	cm := func(uid string, owners ...string) *Object {
-		o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: "1"}
-		for _, u := range owners {
-			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
-		}
-		return o
-	}
+	cm := configMap
 	epoch, err := d.BeginList(ctx, rid)
 	if err != nil {
 		t.Fatal(err)
