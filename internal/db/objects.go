@@ -426,12 +426,14 @@ func (d *DB) examineDeletion(ctx context.Context, tx *sql.Tx, ev Event) (Change,
 	if err := st.QueryRowContext(ctx, ev.Object.UID).Scan(&c.HasDependents); err != nil {
 		return c, err
 	}
+	if len(ev.Object.OwnerReferences) == 0 {
+		return c, nil
+	}
+	if st, err = d.txStmt(ctx, tx, sqlIsDeleting); err != nil {
+		return c, err
+	}
 	for _, r := range ev.Object.OwnerReferences {
 		c.Owners = append(c.Owners, r.UID)
-		st, err := d.txStmt(ctx, tx, sqlIsDeleting)
-		if err != nil {
-			return c, err
-		}
 		var deleting bool
 		if err := st.QueryRowContext(ctx, r.UID).Scan(&deleting); err != nil {
 			return c, err
