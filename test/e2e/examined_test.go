@@ -16,9 +16,9 @@ import (
 // the deletions the watch examined move collection on: a background chain
 // root ← mid ← leaf goes because mid, once gone, is seen to have a
 // dependent; an owner deleted in the foreground goes because its last
-// dependent, once gone, wakes it as an owner being deleted.
+// dependent, once gone, wakes it as an owner being deleted. It enforces,
+// so it runs alone (see mustEnforceAlone).
 func TestDeletionsWakeTheirDependentsAndOwners(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t, "examined-"+string(uuid.NewUUID())[:8])
 	cms := kube.CoreV1().ConfigMaps(ns)

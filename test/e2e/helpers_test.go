@@ -24,7 +24,23 @@ func freeAddr(t *testing.T) string { return e2eutil.FreeAddr(t) }
 // at dbPath (a new one when empty) and waits until it serves /healthz.
 func startDaemon(t *testing.T, dbPath string, args ...string) *daemon {
 	t.Helper()
+	mustEnforceAlone(t, args)
 	return e2eutil.StartDaemon(t, cluster.Kubeconfig, dbPath, args...)
+}
+
+// mustEnforceAlone fails a test that starts an enforcing kubegcd while
+// others run beside it. kubegcd collects the whole cluster: enforcing, it
+// deletes the garbage the dry-run tests running in parallel set up to be
+// found, and they fail at random. t.Setenv refuses a test that called
+// t.Parallel (it panics, naming the test), which is what is wanted here.
+func mustEnforceAlone(t *testing.T, args []string) {
+	t.Helper()
+	for _, a := range args {
+		if a == "--dry-run=false" {
+			t.Setenv("KUBEGCD_E2E_ENFORCING", t.Name())
+			return
+		}
+	}
 }
 
 // stopError ends eventually at once.

@@ -29,8 +29,9 @@ import (
 // without a refusal, collect an orphan, orphan dependents (a patch) and take
 // its Lease; and the role must be in force: what it does not grant is
 // refused.
+//
+// It enforces, so it runs alone (see mustEnforceAlone).
 func TestShippedRBAC(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t, "rbac")
 	user := "kubegcd-e2e-rbac"
@@ -48,7 +49,9 @@ func TestShippedRBAC(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	d := e2eutil.StartDaemon(t, kubeconfig, "", "--dry-run=false", "--resync-period=1s", "--leader-elect-namespace="+ns)
+	args := []string{"--dry-run=false", "--resync-period=1s", "--leader-elect-namespace=" + ns}
+	mustEnforceAlone(t, args)
+	d := e2eutil.StartDaemon(t, kubeconfig, "", args...)
 	d.WaitReady(t, 60*time.Second)
 	in := &instance{url: d.URL}
 
