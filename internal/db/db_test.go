@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +94,95 @@ func TestMigrateUpDownUp(t *testing.T) {
 	if _, _, err := Migrate(ctx, path, "sideways"); err == nil {
 		t.Fatal("unknown migrate command accepted")
 	}
+}
+
+// TestEachDownMigrationRestoresTheSchema takes the schema up one migration
+// at a time, then down and up again one at a time, and wants the schema
+// at each version to be what it was on the way up: every table, column,
+// index, trigger and view as sqlite_master records its SQL. A down
+// migration that forgets a column, an index or a trigger fails here.
+func TestEachDownMigrationRestoresTheSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.db")
+	if err := createPrivate(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMigrate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	step := func(n int, to uint) {
+		t.Helper()
+		if err := m.Steps(n); err != nil {
+			t.Fatalf("migrating %+d to version %d: %v", n, to, err)
+		}
+	}
+	latest := LatestVersion()
+	schemas := []string{schemaOf(t, path)}
+	for v := uint(1); v <= latest; v++ {
+		step(1, v)
+		schemas = append(schemas, schemaOf(t, path))
+	}
+	for v := latest; v > 0; v-- {
+		step(-1, v-1)
+		if got := schemaOf(t, path); got != schemas[v-1] {
+			t.Errorf("down from %d: the schema of version %d is not restored:\n%s", v, v-1, schemaDiff(schemas[v-1], got))
+		}
+	}
+	for v := uint(1); v <= latest; v++ {
+		step(1, v)
+		if got := schemaOf(t, path); got != schemas[v] {
+			t.Errorf("up to %d again: the schema differs from the first time:\n%s", v, schemaDiff(schemas[v], got))
+		}
+	}
+}
+
+// schemaOf is the database's schema as sqlite_master records it, one line
+// per table, index, trigger or view, sorted.
+func schemaOf(t *testing.T, path string) string {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rows, err := conn.Query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master
+		WHERE name <> 'schema_migrations' AND name <> 'version_unique' AND name NOT LIKE 'sqlite_%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var typ, name, table, text string
+		if err := rows.Scan(&typ, &name, &table, &text); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, typ+" "+name+" on "+table+": "+strings.Join(strings.Fields(text), " "))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// schemaDiff lists the lines of want missing from got (-) and the lines of
+// got not in want (+).
+func schemaDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var out []string
+	for _, l := range w {
+		if !slices.Contains(g, l) {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range g {
+		if !slices.Contains(w, l) {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func TestNewerSchemaRefused(t *testing.T) {
