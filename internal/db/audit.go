@@ -580,23 +580,31 @@ func (k *keySet) remove(controller, uid string) {
 	delete(k.m, [2]string{controller, uid})
 }
 
+// of returns the uids controller has pending rows about.
+func (k *keySet) of(controller string) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var uids []string
+	for key := range k.m {
+		if key[0] == controller {
+			uids = append(uids, key[1])
+		}
+	}
+	return uids
+}
+
 // ClearPendingExcept forgets the decisions a controller held about every
 // uid that keep rejects: a controller that decides in full passes calls it
 // after each pass with what that pass still holds. The uids come from
 // memory; only those with rows cost a write.
 func (d *DB) ClearPendingExcept(ctx context.Context, controller string, keep func(uid string) bool) error {
-	k := &d.pendingKeys
-	k.mu.Lock()
-	var stale []string
-	for key := range k.m {
-		if key[0] == controller && !keep(key[1]) {
-			stale = append(stale, key[1])
-		}
-	}
-	k.mu.Unlock()
 	var errs []error
-	for _, uid := range stale {
-		errs = append(errs, d.ClearPending(ctx, controller, uid))
+	// keep is the caller's: it runs outside the set's lock, free to look
+	// at what is pending.
+	for _, uid := range d.pendingKeys.of(controller) {
+		if !keep(uid) {
+			errs = append(errs, d.ClearPending(ctx, controller, uid))
+		}
 	}
 	return errors.Join(errs...)
 }

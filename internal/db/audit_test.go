@@ -304,3 +304,36 @@ func TestListPendingPages(t *testing.T) {
 		}
 	}
 }
+
+// TestClearPendingExceptCallsKeepUnlocked: ClearPendingExcept clears what
+// keep rejects, and keep may look at what is pending (it is called outside
+// the pending set's lock: inside, this test never ends).
+func TestClearPendingExceptCallsKeepUnlocked(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	for _, uid := range []string{"kept", "stale"} {
+		if _, err := d.UpsertPending(ctx, &Pending{Controller: "podgc", Rule: "r", Action: "delete", Reason: "x",
+			Target: Target{APIVersion: "v1", Kind: "Pod", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- d.ClearPendingExcept(ctx, "podgc", func(uid string) bool { return uid == "kept" && d.HasPending("podgc", uid) })
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ClearPendingExcept still running after 10s: keep, which reads the pending set, ran under its lock")
+	}
+	if !d.HasPending("podgc", "kept") || d.HasPending("podgc", "stale") {
+		t.Errorf("pending after the clear: kept %v, stale %v; want only kept", d.HasPending("podgc", "kept"), d.HasPending("podgc", "stale"))
+	}
+	rows, _, err := d.ListPending(ctx, PendingFilter{Controller: "podgc"})
+	if err != nil || len(rows) != 1 || rows[0].Target.UID != "kept" {
+		t.Fatalf("pending rows %+v (%v), want kept's only", rows, err)
+	}
+}

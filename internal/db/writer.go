@@ -45,17 +45,29 @@ func (d *DB) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) error
 	return <-req.done
 }
 
-// inWriteTxAsync queues fn like inWriteTx but does not wait for it;
-// onDone, if set, gets the result on the writer's goroutine. Close commits
-// whatever is still queued.
+// inWriteTxAsync queues fn like inWriteTx and returns at once, without
+// waiting for the write nor for room in the writer's queue: when the queue
+// is full, a goroutine of its own waits for the room. Requests queued while
+// there is room keep their order. onDone, if set, gets the result on the
+// writer's goroutine. Close commits whatever is still queued; a request
+// still waiting for room when the writer has stopped gets errClosed.
 func (d *DB) inWriteTxAsync(op string, fn func(tx *sql.Tx) error, onDone func(error)) {
 	req := &writeReq{ctx: context.Background(), op: op, fn: fn, start: time.Now(), done: make(chan error, 1), onDone: onDone}
+	queue := func() {
+		select {
+		case d.writes <- req:
+		case <-d.writerDone:
+			if onDone != nil {
+				onDone(fmt.Errorf("database %s: %w", op, errClosed))
+			}
+		}
+	}
 	select {
 	case d.writes <- req:
-	case <-d.writerDone:
-		if onDone != nil {
-			onDone(fmt.Errorf("database %s: %w", op, errClosed))
-		}
+	default:
+		// The one caller (RecordApplied) keeps at most one request
+		// queued, so there is at most one such goroutine.
+		go queue()
 	}
 }
 

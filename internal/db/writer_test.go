@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -273,5 +274,54 @@ func TestHotWritesArePrepared(t *testing.T) {
 	}
 	if n := d.unpreparedWrites.Load() - before; n != 0 {
 		t.Errorf("%d write statements prepared in their transaction; add them to writeQueries", n)
+	}
+}
+
+// TestAsyncWriteNeverWaitsForRoom: with the writer busy and its queue
+// full, an asynchronous write returns at once, and is still committed
+// once the writer catches up.
+func TestAsyncWriteNeverWaitsForRoom(t *testing.T) {
+	d := openTemp(t)
+	release := holdWriter(t, d)
+	var waiting []chan error
+	for len(d.writes) < cap(d.writes) {
+		done := make(chan error, 1)
+		go func() { done <- d.inWriteTx(context.Background(), "fill", func(*sql.Tx) error { return nil }) }()
+		waiting = append(waiting, done)
+		for deadline := time.Now().Add(5 * time.Second); len(d.writes) < min(len(waiting), cap(d.writes)); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the writer's queue holds %d of %d writes", len(d.writes), len(waiting))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	runs := 0
+	returned, result := make(chan struct{}), make(chan error, 1)
+	go func() {
+		d.inWriteTxAsync("async", insertResource("async", &runs), func(err error) { result <- err })
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		release()
+		t.Fatal("inWriteTxAsync waited for room in the writer's full queue")
+	}
+	release()
+	for _, w := range waiting {
+		if err := <-w; err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-result:
+		if err != nil || runs == 0 {
+			t.Fatalf("the asynchronous write: %v, ran %d times", err, runs)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the asynchronous write was never committed")
+	}
+	if got := resourceNames(t, d); !slices.Contains(got, "async") {
+		t.Fatalf("resources %v, want async among them", got)
 	}
 }
