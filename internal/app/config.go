@@ -146,7 +146,7 @@ func newRunFlags() *runFlags {
 		"serve a --listen address that is not loopback without --auth-token-file or --client-ca-file: anyone who reaches it reads the API")
 	fs.IntVar(&cfg.maxInflight, "max-requests-inflight", 16,
 		"HTTP API requests served at once; more get a 429 with Retry-After (health checks are never refused; 0: no limit)")
-	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen")
+	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen (a CPU profile or trace of up to 2 minutes: ?seconds=N)")
 
 	fs = f.groups.FlagSet("controllers")
 	fs.BoolVar(&cfg.dryRun, "dry-run", true,

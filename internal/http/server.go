@@ -3,6 +3,7 @@
 package http
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,8 +126,12 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// UI holds the web UI's static files.
 	UI fs.FS
-	// Profiling serves Go's pprof handlers under /debug/pprof/.
+	// Profiling serves Go's pprof handlers under /debug/pprof/. They run
+	// outside RequestTimeout: a CPU profile or a trace lasts as long as
+	// asked, up to the server's WriteTimeout.
 	Profiling bool
+	// RequestTimeout ends an API request that runs longer (0: 30s).
+	RequestTimeout time.Duration
 
 	// Controllers shows which controllers make their passes and which
 	// skip them.
@@ -204,19 +209,19 @@ func NewHandler(opts Options) (http.Handler, error) {
 		}
 	}
 
-	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.logRequests, s.recoverer,
-		middleware.Timeout(30*time.Second), s.instrument, s.checkHost, securityHeaders, s.authenticate,
-		limitInflight(opts.MaxInflight))
+	root := chi.NewRouter()
+	root.Use(middleware.RequestID, s.logRequests, s.recoverer)
+	guard := chi.Middlewares{s.instrument, s.checkHost, securityHeaders, s.authenticate, limitInflight(opts.MaxInflight)}
+	if opts.Profiling {
+		root.With(guard...).Mount("/debug", middleware.Profiler())
+	}
+	r := root.With(append(chi.Middlewares{middleware.Timeout(cmp.Or(opts.RequestTimeout, 30*time.Second))}, guard...)...)
 
 	// Endpoints without parameters refuse any, as the others refuse those
 	// they do not know: a typo is an error, not a silently ignored filter.
 	r.With(noQuery).Get("/healthz", s.healthz)
 	r.With(noQuery).Get("/readyz", s.readyz)
 	r.With(noQuery).Method(http.MethodGet, "/metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
-	if opts.Profiling {
-		r.Mount("/debug", middleware.Profiler())
-	}
 	r.With(noQuery).Get("/status", s.status)
 	r.Get("/pending", s.pending)
 	r.Get("/audit", s.audit)
@@ -230,11 +235,12 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Post("/enforcement/release", s.release)
 	r.Get("/stuck", s.stuck)
 	r.With(noQuery).Get("/overview", s.overview)
+	// Set on the inline router r, they land on root behind r's middlewares.
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
 	})
-	return r, nil
+	return root, nil
 }
 
 // apiPrefixes are paths that belong to the JSON API: unknown paths under

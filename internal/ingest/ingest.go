@@ -122,8 +122,12 @@ func New(opts Options) (*Ingester, error) {
 	}, nil
 }
 
-// Subscribe registers fn to be called after every committed change. fn runs
-// on the writing goroutine and must not block (enqueue and return).
+// Subscribe registers fn to be called after every committed change, on the
+// goroutine that committed it: each resource's watcher and the discovery
+// loop call it, several at once. fn must therefore be safe for concurrent
+// use, and must not block (enqueue and return). One resource's changes
+// come in the order they were committed; across resources there is no
+// order.
 func (i *Ingester) Subscribe(fn func([]db.Change)) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
