@@ -65,9 +65,21 @@ const (
 	backoffMax  = 30 * time.Minute
 )
 
+// Store is what PodGC reads of the mirror, and its pending decisions it
+// forgets; *db.DB is one.
+type Store interface {
+	CountTerminatedPods(ctx context.Context, f db.TerminatedFilter) (int, error)
+	TerminatedPods(ctx context.Context, f db.TerminatedFilter, after *db.PodCursor, limit int) ([]*db.Object, *db.PodCursor, error)
+	TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfService string) ([]*db.Object, error)
+	MissingNodes(ctx context.Context) ([]string, error)
+	PodsOnNode(ctx context.Context, node string) ([]*db.Object, error)
+	UnscheduledTerminatingPods(ctx context.Context) ([]*db.Object, error)
+	ClearPendingExcept(ctx context.Context, controller string, keep func(uid string) bool) error
+}
+
 // Options configure the controller.
 type Options struct {
-	DB      *db.DB
+	DB      Store
 	Applier *reconcile.Applier
 	Client  kubernetes.Interface
 	Logger  *slog.Logger
@@ -174,6 +186,11 @@ func (c *Controller) Pass(ctx context.Context) error {
 	p := c.newPass(ctx, start)
 	err := errors.Join(c.gcTerminated(ctx, p), c.gcTerminating(ctx, p), c.gcOrphaned(ctx, p), c.gcUnscheduledTerminating(ctx, p))
 	p.wait()
+	if p.incomplete {
+		// Some pods went unlisted: what is pending about them is not
+		// stale, only unseen. It waits for a pass that lists them all.
+		return err
+	}
 	return errors.Join(err, c.forgetStale(ctx, p))
 }
 
@@ -202,6 +219,9 @@ type job struct {
 type pass struct {
 	now  time.Time
 	seen map[string]bool
+	// incomplete: a listing of pods failed, so seen may lack pods still of
+	// interest.
+	incomplete bool
 	jobs chan job
 	wg   sync.WaitGroup
 	beat *liveness.Loop
@@ -232,13 +252,22 @@ func (p *pass) choose(ctx context.Context, j job) error {
 		p.beat.Beat()
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return p.listed(ctx.Err())
 	}
 }
 
 // keep marks a pod as still of interest without handing it to a worker
 // (its pending row stays).
 func (p *pass) keep(uid string) { p.seen[uid] = true }
+
+// listed notes a listing's error, if any, and returns it: a pass that
+// could not list some pods must not forget what it holds about them.
+func (p *pass) listed(err error) error {
+	if err != nil {
+		p.incomplete = true
+	}
+	return err
+}
 
 func (p *pass) wait() {
 	close(p.jobs)
@@ -321,7 +350,7 @@ func (c *Controller) collect(ctx context.Context, p *pass, f db.TerminatedFilter
 	for n > 0 {
 		pods, next, err := c.opts.DB.TerminatedPods(ctx, f, after, min(n, pageSize))
 		if err != nil {
-			return err
+			return p.listed(err)
 		}
 		for _, pod := range pods {
 			if err := p.choose(ctx, mk(pod)); err != nil {
@@ -345,7 +374,7 @@ func (c *Controller) gcTerminated(ctx context.Context, p *pass) error {
 	if t := c.opts.TerminatedThreshold; t > 0 {
 		total, err := c.opts.DB.CountTerminatedPods(ctx, db.TerminatedFilter{})
 		if err != nil {
-			return err
+			return p.listed(err)
 		}
 		c.metrics.terminated.Set(float64(total))
 		why := fmt.Sprintf("the cluster holds more terminated pods than --terminated-pod-gc-threshold=%d; "+
@@ -369,7 +398,7 @@ func (c *Controller) gcTerminated(ctx context.Context, p *pass) error {
 		f := db.TerminatedFilter{Namespace: ns}
 		total, err := c.opts.DB.CountTerminatedPods(ctx, f)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, p.listed(err))
 			continue
 		}
 		why := fmt.Sprintf("namespace %s holds more terminated pods than its threshold of %d "+
@@ -387,7 +416,7 @@ func (c *Controller) gcTerminated(ctx context.Context, p *pass) error {
 func (c *Controller) gcTerminating(ctx context.Context, p *pass) error {
 	pods, err := c.opts.DB.TerminatingPodsOnOutOfServiceNodes(ctx, corev1.TaintNodeOutOfService)
 	if err != nil {
-		return err
+		return p.listed(err)
 	}
 	for _, pod := range pods {
 		why := fmt.Sprintf("terminating on node %s, which is not Ready and is tainted %s", pod.Pod.NodeName, corev1.TaintNodeOutOfService)
@@ -406,7 +435,7 @@ func (c *Controller) gcTerminating(ctx context.Context, p *pass) error {
 func (c *Controller) gcOrphaned(ctx context.Context, p *pass) error {
 	missing, err := c.opts.DB.MissingNodes(ctx)
 	if err != nil {
-		return err
+		return p.listed(err)
 	}
 	stillMissing := map[string]bool{}
 	var errs []error
@@ -431,14 +460,13 @@ func (c *Controller) gcOrphaned(ctx context.Context, p *pass) error {
 			continue
 		case !apierrors.IsNotFound(err):
 			c.metrics.nodeChecks.WithLabelValues("error").Inc()
-			errs = append(errs, fmt.Errorf("checking node %s: %w", node, err))
-			c.keepPodsOn(ctx, p, node)
+			errs = append(errs, fmt.Errorf("checking node %s: %w", node, err), c.keepPodsOn(ctx, p, node))
 			continue
 		}
 		c.metrics.nodeChecks.WithLabelValues("absent").Inc()
 		pods, err := c.opts.DB.PodsOnNode(ctx, node)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, p.listed(err))
 			continue
 		}
 		why := fmt.Sprintf("bound to node %s, which is gone: missing from the mirror for %s and not found by a live GET",
@@ -463,7 +491,7 @@ func (c *Controller) gcOrphaned(ctx context.Context, p *pass) error {
 func (c *Controller) quarantine(ctx context.Context, p *pass, node string, end time.Time) error {
 	pods, err := c.opts.DB.PodsOnNode(ctx, node)
 	if err != nil {
-		return err
+		return p.listed(err)
 	}
 	why := fmt.Sprintf("bound to node %s, which is missing from the mirror: in quarantine (--podgc-quarantine=%s) until %s, "+
 		"then the node is looked up live", node, c.opts.Quarantine, end.UTC().Format(time.RFC3339))
@@ -482,21 +510,22 @@ func (c *Controller) quarantine(ctx context.Context, p *pass, node string, end t
 }
 
 // keepPodsOn keeps the pending rows of a node's pods when its check failed.
-func (c *Controller) keepPodsOn(ctx context.Context, p *pass, node string) {
+func (c *Controller) keepPodsOn(ctx context.Context, p *pass, node string) error {
 	pods, err := c.opts.DB.PodsOnNode(ctx, node)
 	if err != nil {
-		return
+		return p.listed(fmt.Errorf("listing the pods of node %s: %w", node, err))
 	}
 	for _, pod := range pods {
 		p.keep(pod.UID)
 	}
+	return nil
 }
 
 // gcUnscheduledTerminating deletes terminating pods bound to no node.
 func (c *Controller) gcUnscheduledTerminating(ctx context.Context, p *pass) error {
 	pods, err := c.opts.DB.UnscheduledTerminatingPods(ctx)
 	if err != nil {
-		return err
+		return p.listed(err)
 	}
 	for _, pod := range pods {
 		if err := p.choose(ctx, job{pod: pod, rule: ruleUnscheduled, reason: reasonUnscheduled,
