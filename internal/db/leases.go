@@ -29,12 +29,25 @@ func (d *DB) StorageVersionsOf(ctx context.Context, serverID string) ([]string, 
 		WHERE e.api_server_id = ? ORDER BY o.name`, serverID)
 }
 
-// StorageVersionsWithoutLease returns the names of the StorageVersions with
-// an entry of a server that has no identity Lease in the mirror.
-func (d *DB) StorageVersionsWithoutLease(ctx context.Context) ([]string, error) {
-	return d.strings(ctx, "storage versions with entries of servers without a lease", `SELECT DISTINCT o.name
-		FROM storage_version_entries e JOIN objects o ON o.uid = e.uid
-		WHERE NOT EXISTS (`+fmt.Sprintf(identityLease, "e.api_server_id")+`) ORDER BY 1`)
+// StorageVersionsWithoutLease returns the StorageVersions with an entry of
+// a server that has no identity Lease in the mirror, by name.
+func (d *DB) StorageVersionsWithoutLease(ctx context.Context) ([]Target, error) {
+	rows, err := d.query(ctx, `SELECT o.uid, o.api_version, o.kind, o.name FROM objects o
+		WHERE o.uid IN (SELECT e.uid FROM storage_version_entries e WHERE NOT EXISTS (`+fmt.Sprintf(identityLease, "e.api_server_id")+`))
+		ORDER BY o.name`)
+	if err != nil {
+		return nil, fmt.Errorf("storage versions with entries of servers without a lease: %w", err)
+	}
+	defer rows.Close()
+	var out []Target
+	for rows.Next() {
+		var t Target
+		if err := rows.Scan(&t.UID, &t.APIVersion, &t.Kind, &t.Name); err != nil {
+			return nil, fmt.Errorf("storage versions with entries of servers without a lease: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
 }
 
 func (d *DB) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {

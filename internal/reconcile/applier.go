@@ -295,6 +295,21 @@ func (a *Applier) Record(ctx context.Context, d Decision) (bool, error) {
 	return a.recordOnce(ctx, d, db.OutcomeSkipped)
 }
 
+// Resolve forgets what controller held pending about uid: the object is
+// gone, or needs nothing done any more. Most calls find nothing to forget
+// and cost no write.
+func (a *Applier) Resolve(ctx context.Context, controller, uid string) error {
+	return a.opts.DB.ClearPending(ctx, controller, uid)
+}
+
+// EndPass ends a full pass of controller over the mirror: what it held
+// pending about an object keep rejects (one the pass no longer chose) is
+// forgotten. A pass that could not look at every object it may hold
+// decisions about must not call it.
+func (a *Applier) EndPass(ctx context.Context, controller string, keep func(uid string) bool) error {
+	return a.opts.DB.ClearPendingExcept(ctx, controller, keep)
+}
+
 // Defer records d as pending, to be acted on no sooner than notBefore,
 // without applying or auditing it: a decision that waits out a quarantine
 // or a back-off.

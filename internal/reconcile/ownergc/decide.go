@@ -224,7 +224,7 @@ func (c *Controller) carryOut(ctx context.Context, obj *db.Object, facts []refFa
 			}
 		})
 	}
-	return c.opts.DB.ClearPending(ctx, Name, obj.UID)
+	return c.opts.Applier.Resolve(ctx, Name, obj.UID)
 }
 
 // apply hands d to the applier; in dry-run, dryRun records what enforce
@@ -335,7 +335,7 @@ func (c *Controller) deleteDependents(ctx context.Context, owner *db.Object) err
 		}
 	}
 	if blocking > 0 {
-		return c.opts.DB.ClearPending(ctx, Name, owner.UID)
+		return c.opts.Applier.Resolve(ctx, Name, owner.UID)
 	}
 	d := reconcile.Decision{Controller: Name, Rule: ruleForeground, Action: actionRemoveFinalizer, Target: db.TargetOf(owner),
 		ResourceVersion: owner.ResourceVersion, DecidedAt: time.Now(),

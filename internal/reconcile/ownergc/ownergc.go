@@ -308,7 +308,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if obj == nil {
 		// Gone from the cluster; the mirror will follow.
-		return c.opts.DB.ClearPending(ctx, Name, uid)
+		return c.opts.Applier.Resolve(ctx, Name, uid)
 	}
 	if c.beingDeleted(obj) {
 		switch gcrules.Plan(gcrules.Object{Deleting: true, Finalizers: c.finalizers(obj)}).Action {
@@ -319,10 +319,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		// Deleted by someone else and waiting on other finalizers: never
 		// sent a second delete. Owners waiting on it are woken when it goes.
-		return c.opts.DB.ClearPending(ctx, Name, uid)
+		return c.opts.Applier.Resolve(ctx, Name, uid)
 	}
 	if len(c.refs(obj)) == 0 {
-		return c.opts.DB.ClearPending(ctx, Name, uid)
+		return c.opts.Applier.Resolve(ctx, Name, uid)
 	}
 	return c.attemptToDelete(ctx, obj)
 }
@@ -353,7 +353,7 @@ func (c *Controller) wakeOwner(ctx context.Context, uid string) error {
 // garbage.
 func (c *Controller) gone(ctx context.Context, uid string) error {
 	c.stale.forget(uid)
-	if err := c.opts.DB.ClearPending(ctx, Name, uid); err != nil {
+	if err := c.opts.Applier.Resolve(ctx, Name, uid); err != nil {
 		return err
 	}
 	if c.overlay == nil {

@@ -65,8 +65,7 @@ const (
 	backoffMax  = 30 * time.Minute
 )
 
-// Store is what PodGC reads of the mirror, and its pending decisions it
-// forgets; *db.DB is one.
+// Store is what PodGC reads of the mirror; *db.DB is one.
 type Store interface {
 	CountTerminatedPods(ctx context.Context, f db.TerminatedFilter) (int, error)
 	TerminatedPods(ctx context.Context, f db.TerminatedFilter, after *db.PodCursor, limit int) ([]*db.Object, *db.PodCursor, error)
@@ -74,7 +73,6 @@ type Store interface {
 	MissingNodes(ctx context.Context) ([]string, error)
 	PodsOnNode(ctx context.Context, node string) ([]*db.Object, error)
 	UnscheduledTerminatingPods(ctx context.Context) ([]*db.Object, error)
-	ClearPendingExcept(ctx context.Context, controller string, keep func(uid string) bool) error
 }
 
 // Options configure the controller.
@@ -200,7 +198,7 @@ func (c *Controller) forgetStale(ctx context.Context, p *pass) error {
 	c.mu.Lock()
 	maps.DeleteFunc(c.backoff, func(uid string, _ *backoff) bool { return !p.seen[uid] })
 	c.mu.Unlock()
-	return c.opts.DB.ClearPendingExcept(ctx, Name, func(uid string) bool { return p.seen[uid] })
+	return c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return p.seen[uid] })
 }
 
 // job is one pod a collection chose, and why.

@@ -145,25 +145,37 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // scan queues the servers without an identity lease (the lease path) and
-// the StorageVersions naming them (the StorageVersion path).
+// the StorageVersions naming them (the StorageVersion path), and ends the
+// pass over what is pending.
 func (c *Controller) scan(ctx context.Context) {
-	servers, err := c.opts.DB.ServersWithoutLease(ctx)
-	if err == nil {
-		for _, s := range servers {
-			c.leases.Add(s)
-		}
-		var svs []string
-		if svs, err = c.opts.DB.StorageVersionsWithoutLease(ctx); err == nil {
-			for _, sv := range svs {
-				c.storageVersions.Add(sv)
-			}
-		}
-	}
-	if err != nil && ctx.Err() == nil {
+	if err := c.scanOnce(ctx); err != nil && ctx.Err() == nil {
 		c.log.Error("scanning the mirror", "err", err)
 	}
 	c.metrics.depth.WithLabelValues("leases").Set(float64(c.leases.Len()))
 	c.metrics.depth.WithLabelValues("storageversions").Set(float64(c.storageVersions.Len()))
+}
+
+// scanOnce queues what the mirror shows without an identity Lease, then
+// forgets what was pending about any other StorageVersion: one gone, or
+// whose servers' Leases are back, needs nothing done any more.
+func (c *Controller) scanOnce(ctx context.Context) error {
+	servers, err := c.opts.DB.ServersWithoutLease(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range servers {
+		c.leases.Add(s)
+	}
+	svs, err := c.opts.DB.StorageVersionsWithoutLease(ctx)
+	if err != nil {
+		return err
+	}
+	candidates := make(map[string]bool, len(svs))
+	for _, sv := range svs {
+		c.storageVersions.Add(sv.Name)
+		candidates[sv.UID] = true
+	}
+	return c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return candidates[uid] })
 }
 
 // work runs one queue: failures are retried with that queue's backoff.

@@ -254,7 +254,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			nodes = append(nodes, n)
 		}
 	}
-	if err := c.opts.DB.ClearPendingExcept(ctx, Name, func(uid string) bool { return wrong[uid] }); err != nil {
+	if err := c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return wrong[uid] }); err != nil {
 		return err
 	}
 	work := make(chan db.NodeTTL)
