@@ -220,9 +220,9 @@ type pass struct {
 	// incomplete: a listing of pods failed, so seen may lack pods still of
 	// interest.
 	incomplete bool
-	jobs chan job
-	wg   sync.WaitGroup
-	beat *liveness.Loop
+	jobs       chan job
+	wg         sync.WaitGroup
+	beat       *liveness.Loop
 }
 
 func (c *Controller) newPass(ctx context.Context, now time.Time) *pass {
