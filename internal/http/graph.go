@@ -128,14 +128,16 @@ func marshalDOT(g *db.Graph, limit int) []byte {
 	return b.Bytes()
 }
 
-// dotWriter writes a graph in DOT as its nodes, then its edges, come.
+// dotWriter writes a graph in DOT as its nodes, then its edges, come. w
+// is a bytes.Buffer or a bufio.Writer, whose first write error sticks and
+// is returned by its Flush: single writes' errors are not looked at.
 type dotWriter struct {
 	w            io.Writer
 	nodes, edges bool
 }
 
 func (d *dotWriter) start(truncated bool, limit, maxLimit int) {
-	io.WriteString(d.w, "strict digraph full {\n")
+	_, _ = io.WriteString(d.w, "strict digraph full {\n")
 	if truncated {
 		// A comment keeps the output valid DOT and upstream-shaped.
 		fmt.Fprintf(d.w, "  // Truncated to the first %d vertices by UID; raise ?limit= (at most %d) or filter.\n", limit, maxLimit)
@@ -145,24 +147,24 @@ func (d *dotWriter) start(truncated bool, limit, maxLimit int) {
 func (d *dotWriter) node(n db.GraphNode) {
 	if !d.nodes {
 		d.nodes = true
-		io.WriteString(d.w, "  // Node definitions.\n")
+		_, _ = io.WriteString(d.w, "  // Node definitions.\n")
 	}
 	fmt.Fprintf(d.w, "  %s [\n", dotQuote(n.UID))
 	for _, a := range dotAttributes(n) {
 		fmt.Fprintf(d.w, "    %s=%s\n", a[0], dotQuote(a[1]))
 	}
-	io.WriteString(d.w, "  ];\n")
+	_, _ = io.WriteString(d.w, "  ];\n")
 }
 
 func (d *dotWriter) edge(e db.GraphEdge) {
 	if !d.edges {
 		d.edges = true
-		io.WriteString(d.w, "  // Edge definitions.\n")
+		_, _ = io.WriteString(d.w, "  // Edge definitions.\n")
 	}
 	fmt.Fprintf(d.w, "  %s -> %s;\n", dotQuote(e.Dependent), dotQuote(e.Owner))
 }
 
-func (d *dotWriter) end() { io.WriteString(d.w, "}\n") }
+func (d *dotWriter) end() { _, _ = io.WriteString(d.w, "}\n") }
 
 // dotAttributes lists a vertex's attributes as upstream does: a label of
 // uid, namespace, Kind.version[.group]/name and the conditions that hold,

@@ -55,7 +55,7 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 		first, edges := true, false
 		element := func(v any) error {
 			if !first {
-				bw.WriteByte(',')
+				_ = bw.WriteByte(',') // bw's error sticks: Flush returns it
 			}
 			first = false
 			return enc.Encode(v)
@@ -66,9 +66,9 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusOK)
 				if truncated {
-					bw.WriteString(`{"truncated":true,"nodes":[` + "\n")
+					_, _ = bw.WriteString(`{"truncated":true,"nodes":[` + "\n")
 				} else {
-					bw.WriteString(`{"truncated":false,"nodes":[` + "\n")
+					_, _ = bw.WriteString(`{"truncated":false,"nodes":[` + "\n")
 				}
 				return nil
 			},
@@ -76,16 +76,16 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 			Edge: func(e db.GraphEdge) error {
 				if !edges {
 					edges, first = true, true
-					bw.WriteString("],\"edges\":[\n")
+					_, _ = bw.WriteString("],\"edges\":[\n")
 				}
 				return element(e)
 			},
 		}
 		end = func() {
 			if !edges {
-				bw.WriteString("],\"edges\":[\n")
+				_, _ = bw.WriteString("],\"edges\":[\n")
 			}
-			bw.WriteString("]}\n")
+			_, _ = bw.WriteString("]}\n")
 		}
 	}
 	err := s.DB.WalkGraph(ctx, limit, walk)

@@ -25,7 +25,11 @@ func TestUIETag(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	get := func(path, ifNoneMatch string) (*http.Response, string) {
+	type answer struct {
+		StatusCode int
+		Header     http.Header
+	}
+	get := func(path, ifNoneMatch string) (answer, string) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 		if err != nil {
@@ -43,7 +47,7 @@ func TestUIETag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return resp, string(body)
+		return answer{resp.StatusCode, resp.Header}, string(body)
 	}
 
 	resp, body := get("/vendor/lib/lib.min.js", "")

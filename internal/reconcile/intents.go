@@ -91,7 +91,7 @@ func MetadataLiveUID(store *db.DB, client metadata.Interface) LiveUID {
 	return func(ctx context.Context, t db.Target) (string, error) {
 		gv, err := schema.ParseGroupVersion(t.APIVersion)
 		if err != nil {
-			return "", fmt.Errorf("%w: apiVersion %q: %v", ErrKindNotServed, t.APIVersion, err)
+			return "", fmt.Errorf("%w: apiVersion %q: %w", ErrKindNotServed, t.APIVersion, err)
 		}
 		r, err := store.ResourceForKind(ctx, gv.Group, t.Kind)
 		if errors.Is(err, db.ErrNotFound) {

@@ -63,7 +63,7 @@ func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*diag
 		if depths {
 			f.Depth = it.Depth
 		}
-		out[string(it.Target.UID)] = f
+		out[it.Target.UID] = f
 	}
 	return &c, out, nil
 }

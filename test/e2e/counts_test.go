@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
@@ -64,7 +63,7 @@ func TestCountMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatalf("creating Widget %s: %v", name, err)
 		}
-		return metav1.OwnerReference{APIVersion: "e2e.kubegcd.io/v1", Kind: "Widget", Name: name, UID: types.UID(w.GetUID())}
+		return metav1.OwnerReference{APIVersion: "e2e.kubegcd.io/v1", Kind: "Widget", Name: name, UID: w.GetUID()}
 	}
 	owner, owner2 := configMap("owner"), configMap("owner2")
 	w := widget("w")

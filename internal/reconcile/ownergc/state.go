@@ -115,15 +115,6 @@ func (o *overlay) refUnblocked(dependent, owner string) bool {
 	return o.unblockedRefs[[2]string{dependent, owner}]
 }
 
-func (o *overlay) finalizerRemoved(uid, finalizer string) bool {
-	if o == nil {
-		return false
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.removedFinalizers[[2]string{uid, finalizer}]
-}
-
 // finalizers returns an object's finalizers less those removed, plus
 // foregroundDeletion while its foreground deletion is under way.
 func (o *overlay) finalizers(uid string, finalizers []string) []string {
