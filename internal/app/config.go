@@ -23,10 +23,11 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/cmdline"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 // knownControllers are the controllers --controllers may name.
-var knownControllers = []string{"ownergc", "podgc", "ttl", "svgc"}
+var knownControllers = gcrules.Controllers
 
 type runConfig struct {
 	kubeconfig   string
@@ -473,7 +474,7 @@ func waitForServer(ctx context.Context, cfg *rest.Config, timeout time.Duration)
 // finalizers, for /stuck's words.
 func (c *runConfig) garbageCollector() diagnose.Collector {
 	switch {
-	case !slices.Contains(c.controllers, "ownergc"):
+	case !slices.Contains(c.controllers, gcrules.ControllerOwnerGC):
 		return diagnose.UpstreamGC
 	case c.dryRun:
 		return diagnose.KubegcdDryRun

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 const getHelp = `Lists what kubegcd holds (pending), decided (audit), or found (stuck,
@@ -90,7 +91,7 @@ func getCommand(e *env) *cobra.Command {
 	fs.StringVar(&f.severity, "severity", "", "only findings of this severity: error, warning or info")
 	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending and audit (default: 1000 pending, 100 audit, the API's for the others)")
 	for name, values := range map[string][]string{
-		"controller": {"ownergc", "podgc", "ttl", "svgc", "kubegcd", "operator"},
+		"controller": append(slices.Clone(gcrules.Controllers), db.ControllerKubegcd, db.ControllerOperator),
 		"outcome":    {"applied", "dry-run", "failed", "conflict", "not-found", "skipped"},
 		"severity":   {"error", "warning", "info"},
 	} {

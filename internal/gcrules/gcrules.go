@@ -13,6 +13,17 @@ import (
 	"strings"
 )
 
+// The controllers, as --controllers, audit and pending rows name them.
+const (
+	ControllerOwnerGC = "ownergc"
+	ControllerPodGC   = "podgc"
+	ControllerTTL     = "ttl"
+	ControllerSVGC    = "svgc"
+)
+
+// Controllers lists every controller, in the order they are documented.
+var Controllers = []string{ControllerOwnerGC, ControllerPodGC, ControllerTTL, ControllerSVGC}
+
 // Finalizers with a meaning to the garbage collector.
 const (
 	FinalizerOrphan     = "orphan"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 const (
@@ -351,7 +352,7 @@ var actionPhrases = map[string]string{
 // removal of owner references leaves none) while it still holds.
 func dryRunDecision(audit []db.AuditEntry, changed time.Time) *db.AuditEntry {
 	for i, e := range audit { // newest first
-		if e.Controller != "ownergc" {
+		if e.Controller != gcrules.ControllerOwnerGC {
 			continue
 		}
 		if e.Outcome == db.OutcomeDryRun && !e.Time.Before(changed) {

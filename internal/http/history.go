@@ -13,11 +13,17 @@ import (
 	"time"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 // knownControllers are the values ?controller= accepts.
-var knownControllers = map[string]bool{"ownergc": true, "podgc": true, "ttl": true, "svgc": true,
-	db.ControllerKubegcd: true, db.ControllerOperator: true}
+var knownControllers = func() map[string]bool {
+	m := map[string]bool{db.ControllerKubegcd: true, db.ControllerOperator: true}
+	for _, c := range gcrules.Controllers {
+		m[c] = true
+	}
+	return m
+}()
 
 var knownOutcomes = map[string]bool{
 	db.OutcomeApplied: true, db.OutcomeDryRun: true, db.OutcomeFailed: true, db.OutcomeConflict: true,

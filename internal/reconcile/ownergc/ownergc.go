@@ -31,7 +31,7 @@ import (
 )
 
 // Name is the controller's name in flags, audit rows and metrics.
-const Name = "ownergc"
+const Name = gcrules.ControllerOwnerGC
 
 // The rules, rule ids and actions are gcrules'; these are the ones the
 // controller's own code names.

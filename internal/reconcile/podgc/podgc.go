@@ -27,13 +27,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 // Name is the controller's name in flags, audit rows and metrics.
-const Name = "podgc"
+const Name = gcrules.ControllerPodGC
 
 // Rule ids: BR-24-xx are seed 002's; KG-24-xx number what the seed leaves
 // unnumbered (gcUnscheduledTerminating) and what kubegcd adds.

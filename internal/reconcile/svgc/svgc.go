@@ -24,13 +24,14 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 // Name is the controller's name in flags, audit rows and metrics.
-const Name = "svgc"
+const Name = gcrules.ControllerSVGC
 
 // Rule ids: seed 000 numbers none, so KG-06-xx (its design document is
 // number 6).

@@ -27,13 +27,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 // Name is the controller's name in flags, audit rows and metrics.
-const Name = "ttl"
+const Name = gcrules.ControllerTTL
 
 const actionAnnotate = "annotate"
 
