@@ -29,11 +29,11 @@ type typedResource struct {
 
 var typedResources = map[schema.GroupResource]typedResource{
 	{Group: "", Resource: "pods"}: {
-		source:  func(i *Ingester, _ schema.GroupVersionResource) source { return podSource{i.typed.CoreV1().Pods("")} },
+		source:  func(i *Ingester, _ schema.GroupVersionResource) source { return podSource(i.typed.CoreV1().Pods("")) },
 		extract: extractPod,
 	},
 	{Group: "", Resource: "nodes"}: {
-		source:  func(i *Ingester, _ schema.GroupVersionResource) source { return nodeSource{i.typed.CoreV1().Nodes()} },
+		source:  func(i *Ingester, _ schema.GroupVersionResource) source { return nodeSource(i.typed.CoreV1().Nodes()) },
 		extract: extractNode,
 	},
 	{Group: "coordination.k8s.io", Resource: "leases"}:                {source: dynamicSourceOf, extract: unstructuredExtractor(extractLease)},
@@ -42,7 +42,7 @@ var typedResources = map[schema.GroupResource]typedResource{
 }
 
 func dynamicSourceOf(i *Ingester, gvr schema.GroupVersionResource) source {
-	return dynamicSource{c: i.dynamic.Resource(gvr)}
+	return dynamicSource(i.dynamic.Resource(gvr))
 }
 
 func unstructuredExtractor(fn func(*unstructured.Unstructured, *db.Object)) func(runtime.Object, *db.Object) {

@@ -396,7 +396,7 @@ func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionReso
 		w.typed = typed.extract
 		w.src = typed.source(i, gvr)
 	} else {
-		w.src = metadataSource{c: i.metadata.Resource(gvr)}
+		w.src = metadataSource(i.metadata.Resource(gvr))
 	}
 	i.metrics.synced.WithLabelValues(label).Set(0)
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

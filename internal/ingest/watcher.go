@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -75,61 +77,57 @@ func objects[T any, PT interface {
 	return out
 }
 
-type metadataSource struct{ c metadata.ResourceInterface }
+// client is a client of one resource: metadata's, dynamic's or a typed
+// one. L is its list type.
+type client[L lister] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
 
-func (s metadataSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
+// lister is what every list type says of its position.
+type lister interface {
+	GetResourceVersion() string
+	GetContinue() string
+}
+
+// clientSource is the source of any client: items gives a list's items.
+type clientSource[L lister] struct {
+	c     client[L]
+	items func(L) []runtime.Object
+}
+
+func newSource[L lister](c client[L], items func(L) []runtime.Object) source {
+	return clientSource[L]{c: c, items: items}
+}
+
+func (s clientSource[L]) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
 	l, err := s.c.List(ctx, opts)
 	if err != nil {
 		return nil, "", "", err
 	}
-	return objects(l.Items), l.ResourceVersion, l.Continue, nil
+	return s.items(l), l.GetResourceVersion(), l.GetContinue(), nil
 }
 
-func (s metadataSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+func (s clientSource[L]) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	return s.c.Watch(ctx, opts)
 }
 
-type dynamicSource struct{ c dynamic.ResourceInterface }
-
-func (s dynamicSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
-	l, err := s.c.List(ctx, opts)
-	if err != nil {
-		return nil, "", "", err
-	}
-	return objects(l.Items), l.GetResourceVersion(), l.GetContinue(), nil
+// The sources: object metadata (most resources), whole objects (those
+// whose status is mirrored), and pods and nodes as typed protobuf.
+func metadataSource(c metadata.ResourceInterface) source {
+	return newSource(c, func(l *metav1.PartialObjectMetadataList) []runtime.Object { return objects(l.Items) })
 }
 
-func (s dynamicSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return s.c.Watch(ctx, opts)
+func dynamicSource(c dynamic.ResourceInterface) source {
+	return newSource(c, func(l *unstructured.UnstructuredList) []runtime.Object { return objects(l.Items) })
 }
 
-// podSource and nodeSource read pods and nodes as typed protobuf.
-type podSource struct{ c typedcorev1.PodInterface }
-
-func (s podSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
-	l, err := s.c.List(ctx, opts)
-	if err != nil {
-		return nil, "", "", err
-	}
-	return objects(l.Items), l.ResourceVersion, l.Continue, nil
+func podSource(c typedcorev1.PodInterface) source {
+	return newSource(c, func(l *corev1.PodList) []runtime.Object { return objects(l.Items) })
 }
 
-func (s podSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return s.c.Watch(ctx, opts)
-}
-
-type nodeSource struct{ c typedcorev1.NodeInterface }
-
-func (s nodeSource) list(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, string, error) {
-	l, err := s.c.List(ctx, opts)
-	if err != nil {
-		return nil, "", "", err
-	}
-	return objects(l.Items), l.ResourceVersion, l.Continue, nil
-}
-
-func (s nodeSource) watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return s.c.Watch(ctx, opts)
+func nodeSource(c typedcorev1.NodeInterface) source {
+	return newSource(c, func(l *corev1.NodeList) []runtime.Object { return objects(l.Items) })
 }
 
 // watcher mirrors one resource: a paginated list written page by page, then
