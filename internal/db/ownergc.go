@@ -59,13 +59,6 @@ func (d *DB) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent, er
 	return out, rows.Err()
 }
 
-// HasDependents reports whether any object names uid as an owner.
-func (d *DB) HasDependents(ctx context.Context, uid string) (bool, error) {
-	var n int
-	err := d.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM owner_refs WHERE owner_uid = ? LIMIT 1)`, uid).Scan(&n)
-	return n > 0, err
-}
-
 // OwnerGCCandidates lists the objects the ownership garbage collector must
 // look at: dependents with an owner that is not in the mirror (or not under
 // that name) or is being deleted, and owners being deleted with the orphan or
@@ -108,21 +101,6 @@ func (d *DB) ResourceForKind(ctx context.Context, group, kind string) (*Resource
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resource for %s/%s: %w", group, kind, err)
-	}
-	return &r, nil
-}
-
-// ResourceOf returns the resource an object is mirrored from.
-func (d *DB) ResourceOf(ctx context.Context, uid string) (*Resource, error) {
-	var r Resource
-	err := d.queryRow(ctx, `SELECT r.id, r.api_group, r.version, r.resource, r.kind, r.namespaced
-		FROM objects o JOIN resources r ON r.id = o.resource_id WHERE o.uid = ?`, uid).
-		Scan(&r.ID, &r.Group, &r.Version, &r.Resource, &r.Kind, &r.Namespaced)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("resource of %s: %w", uid, err)
 	}
 	return &r, nil
 }

@@ -203,9 +203,9 @@ func (d *DB) NodeUIDs(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
-// NodeTTLs counts the nodes by the value of their TTL annotation (nodes
+// NodeTTLCounts counts the nodes by the value of their TTL annotation (nodes
 // without one are not counted).
-func (d *DB) NodeTTLs(ctx context.Context) (map[string]int, error) {
+func (d *DB) NodeTTLCounts(ctx context.Context) (map[string]int, error) {
 	rows, err := d.query(ctx, `SELECT n.ttl_annotation, count(*)`+nodesWhere+` AND n.ttl_annotation IS NOT NULL GROUP BY n.ttl_annotation`)
 	if err != nil {
 		return nil, fmt.Errorf("node ttl annotations: %w", err)
@@ -223,9 +223,9 @@ func (d *DB) NodeTTLs(ctx context.Context) (map[string]int, error) {
 	return out, rows.Err()
 }
 
-// NodesWithoutTTL returns the v1 Nodes whose TTL annotation is not exactly
+// NodesNotAtTTL returns the v1 Nodes whose TTL annotation is not exactly
 // ttl (absent or another string), by name.
-func (d *DB) NodesWithoutTTL(ctx context.Context, ttl string) ([]NodeTTL, error) {
+func (d *DB) NodesNotAtTTL(ctx context.Context, ttl string) ([]NodeTTL, error) {
 	rows, err := d.query(ctx, `SELECT `+objectColumns+`, n.ttl_annotation`+nodesWhere+
 		` AND (n.ttl_annotation IS NULL OR n.ttl_annotation != ?) ORDER BY o.name`, ttl)
 	if err != nil {

@@ -160,10 +160,10 @@ func TestNodeQueriesOfPodGC(t *testing.T) {
 	if _, err := d.ApplyEvents(ctx, eventsOf(nodes, annotated...)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := d.NodeTTLs(ctx); err != nil || fmt.Sprint(got) != "map[015:1 15:2]" {
+	if got, err := d.NodeTTLCounts(ctx); err != nil || fmt.Sprint(got) != "map[015:1 15:2]" {
 		t.Errorf("ttl histogram %v %v", got, err)
 	}
-	without, err := d.NodesWithoutTTL(ctx, "15")
+	without, err := d.NodesNotAtTTL(ctx, "15")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,8 +71,9 @@ func (a *AppliedWrites) clock() time.Time {
 	return time.Now()
 }
 
-// Done reports whether uid was already written at version rv.
-func (a *AppliedWrites) Done(uid, rv string) bool {
+// WrittenAt reports whether uid was already written at version rv, within
+// the last minute.
+func (a *AppliedWrites) WrittenAt(uid, rv string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	w, ok := a.m[uid]

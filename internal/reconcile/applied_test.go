@@ -19,16 +19,16 @@ func TestAppliedWritesRememberAMinute(t *testing.T) {
 	a.Record("again", "1")
 	now = t0.Add(30 * time.Second)
 	a.Record("again", "2") // recorded anew: forgotten by its newer time
-	if !a.Done("old-7", "1") || a.Done("old-7", "2") || !a.Done("again", "2") || a.Done("again", "1") {
+	if !a.WrittenAt("old-7", "1") || a.WrittenAt("old-7", "2") || !a.WrittenAt("again", "2") || a.WrittenAt("again", "1") {
 		t.Fatal("within the minute, a write is done at its version only")
 	}
 	a.Record("again", "2")
 	now = t0.Add(appliedMemory + time.Second)
 	a.Record("new", "1")
-	if a.Done("old-7", "1") {
+	if a.WrittenAt("old-7", "1") {
 		t.Error("a write older than a minute is still done")
 	}
-	if !a.Done("again", "2") || !a.Done("new", "1") {
+	if !a.WrittenAt("again", "2") || !a.WrittenAt("new", "1") {
 		t.Error("the writes of the last minute are not done")
 	}
 	if got := len(a.m); got != 2 {

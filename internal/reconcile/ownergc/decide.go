@@ -230,7 +230,7 @@ func (c *Controller) carryOut(ctx context.Context, obj *db.Object, facts []refFa
 // apply hands d to the applier; in dry-run, dryRun records what enforce
 // would have changed, and what it affects is looked at again.
 func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(context.Context) error, dryRun func()) error {
-	if c.applied.Done(d.Target.UID, d.ResourceVersion) {
+	if c.applied.WrittenAt(d.Target.UID, d.ResourceVersion) {
 		// Already written; the mirror has not caught up yet and will wake
 		// the object again when it does. Deciding again now would only
 		// send a write bound to fail on its precondition.

@@ -204,11 +204,11 @@ func (c *Controller) forgetStale(ctx context.Context, p *pass) error {
 
 // job is one pod a collection chose, and why.
 type job struct {
-	pod    *db.Object
-	rule   string
-	reason string // metric label
-	why    string
-	facts  map[string]any
+	pod   *db.Object
+	rule  string
+	label string // the reason label of the force-delete metrics
+	why   string
+	facts map[string]any
 	// orphaned pods get the DisruptionTarget condition (BR-24-04).
 	condition bool
 }
@@ -287,7 +287,7 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 		}
 		return
 	}
-	if c.applied.Done(pod.UID, pod.ResourceVersion) {
+	if c.applied.WrittenAt(pod.UID, pod.ResourceVersion) {
 		// Deleted already; the mirror has not caught up yet.
 		return
 	}
@@ -299,12 +299,12 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 	case errors.Is(err, reconcile.ErrPaused) || outcome == db.OutcomeDryRun:
 		return
 	case err != nil:
-		c.metrics.errors.WithLabelValues(j.reason).Inc()
+		c.metrics.errors.WithLabelValues(j.label).Inc()
 		if ctx.Err() == nil {
-			c.log.Warn("force-deleting a pod failed", "pod", pod.Namespace+"/"+pod.Name, "reason", j.reason, "err", err)
+			c.log.Warn("force-deleting a pod failed", "pod", pod.Namespace+"/"+pod.Name, "reason", j.label, "err", err)
 		}
 	}
-	c.metrics.deletes.WithLabelValues(j.reason).Inc()
+	c.metrics.deletes.WithLabelValues(j.label).Inc()
 	if outcome == db.OutcomeApplied {
 		c.applied.Record(pod.UID, pod.ResourceVersion)
 		if len(pod.Finalizers) > 0 {
@@ -379,7 +379,7 @@ func (c *Controller) gcTerminated(ctx context.Context, p *pass) error {
 		why := fmt.Sprintf("the cluster holds more terminated pods than --terminated-pod-gc-threshold=%d; "+
 			"this one is among the excess (Evicted first, then the oldest)", t)
 		errs = append(errs, c.collect(ctx, p, db.TerminatedFilter{}, total-t, func(pod *db.Object) job {
-			return job{pod: pod, rule: ruleTerminated, reason: reasonTerminated, why: why,
+			return job{pod: pod, rule: ruleTerminated, label: reasonTerminated, why: why,
 				facts: podFacts(pod, map[string]any{"terminatedPods": total, "threshold": t})}
 		}))
 	}
@@ -388,7 +388,7 @@ func (c *Controller) gcTerminated(ctx context.Context, p *pass) error {
 		f := db.TerminatedFilter{CreatedBefore: &cutoff}
 		why := fmt.Sprintf("terminated, and created more than --terminated-pod-max-age=%s ago", c.opts.MaxAge)
 		errs = append(errs, c.collect(ctx, p, f, math.MaxInt, func(pod *db.Object) job {
-			return job{pod: pod, rule: ruleMaxAge, reason: reasonTerminated, why: why,
+			return job{pod: pod, rule: ruleMaxAge, label: reasonTerminated, why: why,
 				facts: podFacts(pod, map[string]any{"maxAge": c.opts.MaxAge.String()})}
 		}))
 	}
@@ -403,7 +403,7 @@ func (c *Controller) gcTerminated(ctx context.Context, p *pass) error {
 		why := fmt.Sprintf("namespace %s holds more terminated pods than its threshold of %d "+
 			"(--terminated-pod-gc-threshold-namespace); this one is among the excess (Evicted first, then the oldest)", ns, t)
 		errs = append(errs, c.collect(ctx, p, f, total-t, func(pod *db.Object) job {
-			return job{pod: pod, rule: ruleNamespaceThreshold, reason: reasonTerminated, why: why,
+			return job{pod: pod, rule: ruleNamespaceThreshold, label: reasonTerminated, why: why,
 				facts: podFacts(pod, map[string]any{"terminatedPodsInNamespace": total, "threshold": t})}
 		}))
 	}
@@ -419,7 +419,7 @@ func (c *Controller) gcTerminating(ctx context.Context, p *pass) error {
 	}
 	for _, pod := range pods {
 		why := fmt.Sprintf("terminating on node %s, which is not Ready and is tainted %s", pod.Pod.NodeName, corev1.TaintNodeOutOfService)
-		if err := p.choose(ctx, job{pod: pod, rule: ruleOutOfService, reason: reasonOutOfService, why: why,
+		if err := p.choose(ctx, job{pod: pod, rule: ruleOutOfService, label: reasonOutOfService, why: why,
 			facts: podFacts(pod, map[string]any{"nodeReady": false, "taint": corev1.TaintNodeOutOfService})}); err != nil {
 			return err
 		}
@@ -471,7 +471,7 @@ func (c *Controller) gcOrphaned(ctx context.Context, p *pass) error {
 		why := fmt.Sprintf("bound to node %s, which is gone: missing from the mirror for %s and not found by a live GET",
 			node, p.now.Sub(since).Round(time.Second))
 		for _, pod := range pods {
-			if err := p.choose(ctx, job{pod: pod, rule: ruleOrphaned, reason: reasonOrphaned, why: why, condition: true,
+			if err := p.choose(ctx, job{pod: pod, rule: ruleOrphaned, label: reasonOrphaned, why: why, condition: true,
 				facts: podFacts(pod, map[string]any{"nodeMissingSince": since.UTC(), "nodeCheck": "not found"})}); err != nil {
 				return err
 			}
@@ -527,7 +527,7 @@ func (c *Controller) gcUnscheduledTerminating(ctx context.Context, p *pass) erro
 		return p.listed(err)
 	}
 	for _, pod := range pods {
-		if err := p.choose(ctx, job{pod: pod, rule: ruleUnscheduled, reason: reasonUnscheduled,
+		if err := p.choose(ctx, job{pod: pod, rule: ruleUnscheduled, label: reasonUnscheduled,
 			why: "terminating, and bound to no node: no kubelet will ever finish it", facts: podFacts(pod, nil)}); err != nil {
 			return err
 		}

@@ -240,7 +240,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	want := strconv.Itoa(b.ttlSeconds)
 	reason := fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), whose TTL is %ss", c.step,
 		b.sizeMin, b.sizeMax, want)
-	candidates, err := c.opts.DB.NodesWithoutTTL(ctx, want)
+	candidates, err := c.opts.DB.NodesNotAtTTL(ctx, want)
 	if err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		})
 	}
 	for _, n := range nodes {
-		if c.applied.Done(n.UID, n.ResourceVersion) {
+		if c.applied.WrittenAt(n.UID, n.ResourceVersion) {
 			// Patched already; the mirror has not caught up yet.
 			continue
 		}
@@ -287,7 +287,7 @@ func (c *Controller) loadBand(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	carried, err := c.opts.DB.NodeTTLs(ctx)
+	carried, err := c.opts.DB.NodeTTLCounts(ctx)
 	if err != nil {
 		return err
 	}
