@@ -27,14 +27,42 @@ var (
 	dyn        dynamic.Interface
 	meta       metadata.Interface
 	kubegcdBin string
+	// auditLog is the API server's log of deletions.
+	auditLog string
 )
+
+// deletionsAuditPolicy logs every deletion, with who sent it, and nothing
+// else.
+const deletionsAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  verbs: ["delete", "deletecollection"]
+- level: None
+`
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
 func runMain(m *testing.M) int {
-	cp, err := e2eutil.StartControlPlane(testcluster.Options{})
+	// The API server logs who deleted what, so that a test whose objects
+	// vanish can say who took them (see newNamespace).
+	auditDir, err := os.MkdirTemp("", "kubegcd-e2e-audit-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(auditDir)
+	policy := filepath.Join(auditDir, "policy.yaml")
+	auditLog = filepath.Join(auditDir, "audit.log")
+	if err := os.WriteFile(policy, []byte(deletionsAuditPolicy), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	cp, err := e2eutil.StartControlPlane(testcluster.Options{APIServerArgs: []string{
+		"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-format=json"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the control plane:", err)
 		return 1
