@@ -71,7 +71,7 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int,
 		fmt.Printf("  database: %d MiB\n", st.Size()/mib)
 	}
 
-	api, err := db.Open(ctx, path, db.Options{ReadOnly: true, ReadConns: 4})
+	api, err := db.Open(ctx, path, db.Options{ReadOnly: true, ReadConns: 4, MapReads: true})
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	defer store.Close()
 	// The API reads through connections of its own: however many clients
 	// ask, the controllers' reads never wait behind theirs.
-	apiStore, err := db.Open(ctx, cfg.dbPath, db.Options{ReadOnly: true, ReadConns: apiReadConns})
+	apiStore, err := db.Open(ctx, cfg.dbPath, db.Options{ReadOnly: true, ReadConns: apiReadConns, MapReads: true})
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,13 @@ type Options struct {
 	ReadOnly bool
 	// ReadConns bounds the read connections (default 8).
 	ReadConns int
+	// MapReads maps the database file into memory for the reads
+	// (mmap_size) instead of a pread and a copy per page: a read that hops
+	// through B-trees costs a fifth less, but every page a connection has
+	// mapped counts in RSS, once per connection. The HTTP API's reads map
+	// (the diagnosis reads hop most); the controllers' do not, so that the
+	// daemon's memory at rest stays its own.
+	MapReads bool
 	// Driver names the database/sql driver of the read connections; ""
 	// is modernc's "sqlite". A test registers a driver wrapping it to see
 	// every statement the reads run (their query plans are checked).
@@ -134,7 +141,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	if d.read, err = openPoolWith(cmp.Or(opts.Driver, "sqlite"), path, true); err != nil {
+	if d.read, err = openPoolWith(cmp.Or(opts.Driver, "sqlite"), path, true, opts.MapReads); err != nil {
 		return nil, err
 	}
 	d.read.SetMaxOpenConns(cmp.Or(opts.ReadConns, 8))
@@ -215,7 +222,7 @@ func resolve(path string) (string, error) {
 // dsn is the connection string of the database at the absolute path. The
 // path is URI-escaped: SQLite would end it at a '#' and the driver at a '?',
 // opening another file than the one locked.
-func dsn(path string, readOnly bool) string {
+func dsn(path string, readOnly, mapped bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -235,11 +242,11 @@ func dsn(path string, readOnly bool) string {
 	}
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
+	}
+	if mapped {
 		// Reads go through the file's pages in the kernel's page cache,
-		// mapped, instead of a pread and a copy per page: a diagnosis read
-		// that hops through the objects' B-tree costs a fifth less. The
-		// pages mapped are counted in RSS, but they are the page cache's,
-		// shared and reclaimable, not the process's heap.
+		// mapped, instead of a pread and a copy per page (see
+		// Options.MapReads).
 		q.Add("_pragma", "mmap_size(1073741824)")
 	}
 	q.Add("_txlock", "immediate")
@@ -248,11 +255,13 @@ func dsn(path string, readOnly bool) string {
 }
 
 func openPool(path string, readOnly bool) (*sql.DB, error) {
-	return openPoolWith("sqlite", path, readOnly)
+	return openPoolWith("sqlite", path, readOnly, false)
 }
 
-func openPoolWith(driver, path string, readOnly bool) (*sql.DB, error) {
-	db, err := sql.Open(driver, dsn(path, readOnly))
+// openPoolWith opens a pool of connections of driver to the database at
+// path; mapped: see Options.MapReads.
+func openPoolWith(driver, path string, readOnly, mapped bool) (*sql.DB, error) {
+	db, err := sql.Open(driver, dsn(path, readOnly, mapped))
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}

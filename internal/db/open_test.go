@@ -145,7 +145,7 @@ func TestOpenNamesExactlyThatFile(t *testing.T) {
 				t.Errorf("files in the directory: %q, want %q", got, want)
 			}
 			// The file named is the database, with its rows.
-			conn, err := sql.Open("sqlite", dsn(path, true))
+			conn, err := sql.Open("sqlite", dsn(path, true, true))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,5 +192,31 @@ func TestReadOnlyOpen(t *testing.T) {
 	}
 	if _, err := ro.EnsureResource(ctx, Resource{Version: "v1", Resource: "secrets", Kind: "Secret", Namespaced: true}); err == nil {
 		t.Error("a write through the read-only view succeeded")
+	}
+}
+
+// TestOnlyMappedPoolsMapTheFile: the controllers' reads (the default) read
+// pages into memory of their own, bounded; a pool opened with MapReads (the
+// HTTP API's) maps the file.
+func TestOnlyMappedPoolsMapTheFile(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	api, err := Open(ctx, d.Path, Options{ReadOnly: true, MapReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	for _, c := range []struct {
+		name string
+		d    *DB
+		want int64
+	}{{"the controllers' reads", d, 0}, {"the API's reads", api, 1 << 30}} {
+		var size int64
+		if err := c.d.read.QueryRowContext(ctx, `PRAGMA mmap_size`).Scan(&size); err != nil {
+			t.Fatal(err)
+		}
+		if size != c.want {
+			t.Errorf("%s: mmap_size %d, want %d", c.name, size, c.want)
+		}
 	}
 }
