@@ -46,9 +46,21 @@ const (
 	actionRemoveFinalizer = gcrules.ActionRemoveFinalizer
 )
 
+// Store is what ownergc reads of the mirror, and of what it holds
+// pending; *db.DB is one.
+type Store interface {
+	OwnerGCCandidates(ctx context.Context) ([]string, error)
+	GetObject(ctx context.Context, uid string) (*db.Object, error)
+	ObjectMeta(ctx context.Context, uid string) (*db.Object, error)
+	DependentsOf(ctx context.Context, ownerUID string) ([]db.Dependent, error)
+	DependentObjects(ctx context.Context, ownerUID string, fn func(*db.Object) error) error
+	ResourceForKind(ctx context.Context, group, kind string) (*db.Resource, error)
+	HasPending(controller, uid string) bool
+}
+
 // Options configure the controller.
 type Options struct {
-	DB      *db.DB
+	DB      Store
 	Applier *reconcile.Applier
 	// Client makes the live GETs, deletes and patches (metadata only).
 	Client   metadata.Interface
@@ -472,7 +484,7 @@ type kindEntry struct {
 
 const kindCacheTTL = 2 * time.Second
 
-func (k *kindCache) lookup(ctx context.Context, store *db.DB, group, kind string) (*db.Resource, error) {
+func (k *kindCache) lookup(ctx context.Context, store Store, group, kind string) (*db.Resource, error) {
 	key := [2]string{group, kind}
 	k.mu.Lock()
 	e, ok := k.m[key]

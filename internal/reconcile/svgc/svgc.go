@@ -45,9 +45,17 @@ const (
 	identityLeasesNS = metav1.NamespaceSystem
 )
 
+// Store is what svgc reads of the mirror; *db.DB is one.
+type Store interface {
+	ResourceID(ctx context.Context, group, version, resource string) (int64, error)
+	ServersWithoutLease(ctx context.Context) ([]string, error)
+	StorageVersionsWithoutLease(ctx context.Context) ([]db.Target, error)
+	StorageVersionsOf(ctx context.Context, serverID string) ([]string, error)
+}
+
 // Options configure the controller.
 type Options struct {
-	DB      *db.DB
+	DB      Store
 	Applier *reconcile.Applier
 	Client  kubernetes.Interface
 	Logger  *slog.Logger

@@ -101,9 +101,17 @@ func parseTTL(v *string) (int, bool) {
 	return i, err == nil
 }
 
+// Store is what the TTL controller reads of the mirror; *db.DB is one.
+type Store interface {
+	ResourceID(ctx context.Context, group, version, resource string) (int64, error)
+	NodeUIDs(ctx context.Context) ([]string, error)
+	NodeTTLCounts(ctx context.Context) (map[string]int, error)
+	NodesNotAtTTL(ctx context.Context, ttl string) ([]db.NodeTTL, error)
+}
+
 // Options configure the controller.
 type Options struct {
-	DB      *db.DB
+	DB      Store
 	Applier *reconcile.Applier
 	Client  kubernetes.Interface
 	Logger  *slog.Logger
