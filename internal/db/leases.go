@@ -67,14 +67,9 @@ func (d *DB) strings(ctx context.Context, what, query string, args ...any) ([]st
 	return out, rows.Err()
 }
 
-// Lease roles in the inventory.
-const (
-	LeaseRoleLeaderElection    = "leader-election"
-	LeaseRoleNodeHeartbeat     = "node-heartbeat"
-	LeaseRoleAPIServerIdentity = "apiserver-identity"
-)
-
-// LeaseInfo is one Lease of the inventory.
+// LeaseInfo is one Lease of the inventory. Role, RenewAgeSeconds and
+// Expired are what the diagnosis makes of it (diagnose.ClassifyLeases):
+// the mirror leaves them unset.
 type LeaseInfo struct {
 	Namespace            string     `json:"namespace"`
 	Name                 string     `json:"name"`
@@ -90,18 +85,19 @@ type LeaseInfo struct {
 	// renewed, or without a duration, counts as expired.
 	Expired          bool   `json:"expired"`
 	LeaseTransitions *int32 `json:"leaseTransitions"`
+	// IdentityLabel is the value of its apiserver.kubernetes.io/identity
+	// label, "" when none.
+	IdentityLabel string `json:"-"`
 }
 
 // LeaseFilter selects Leases. Zero fields match everything.
 type LeaseFilter struct {
 	Namespace string
 	Name      string
-	Expired   *bool
 }
 
-// Leases returns the Leases of the mirror, by namespace and name, with
-// their role and expiry as of now.
-func (d *DB) Leases(ctx context.Context, f LeaseFilter, now time.Time) ([]LeaseInfo, error) {
+// Leases returns the Leases of the mirror, by namespace and name.
+func (d *DB) Leases(ctx context.Context, f LeaseFilter) ([]LeaseInfo, error) {
 	where := []string{`o.kind = 'Lease' AND o.api_version = 'coordination.k8s.io/v1'`}
 	var args []any
 	for _, c := range []struct{ col, v string }{{"o.namespace", f.Namespace}, {"o.name", f.Name}} {
@@ -122,8 +118,7 @@ func (d *DB) Leases(ctx context.Context, f LeaseFilter, now time.Time) ([]LeaseI
 		var l LeaseInfo
 		var holder, acquire, renew sql.NullString
 		var duration, transitions sql.NullInt64
-		var identity string
-		if err := rows.Scan(&l.Namespace, &l.Name, &l.UID, &holder, &duration, &acquire, &renew, &transitions, &identity); err != nil {
+		if err := rows.Scan(&l.Namespace, &l.Name, &l.UID, &holder, &duration, &acquire, &renew, &transitions, &l.IdentityLabel); err != nil {
 			return nil, fmt.Errorf("leases: %w", err)
 		}
 		if holder.Valid {
@@ -138,25 +133,6 @@ func (d *DB) Leases(ctx context.Context, f LeaseFilter, now time.Time) ([]LeaseI
 			l.LeaseTransitions = &v
 		}
 		l.AcquireTime, l.RenewTime = parseTime(acquire), parseTime(renew)
-		switch {
-		case l.Namespace == "kube-node-lease":
-			l.Role = LeaseRoleNodeHeartbeat
-		case l.Namespace == "kube-system" && identity == "kube-apiserver":
-			l.Role = LeaseRoleAPIServerIdentity
-		default:
-			l.Role = LeaseRoleLeaderElection
-		}
-		l.Expired = true
-		if l.RenewTime != nil {
-			age := now.Sub(*l.RenewTime).Seconds()
-			l.RenewAgeSeconds = &age
-			if l.LeaseDurationSeconds != nil {
-				l.Expired = l.RenewTime.Add(time.Duration(*l.LeaseDurationSeconds) * time.Second).Before(now)
-			}
-		}
-		if f.Expired != nil && *f.Expired != l.Expired {
-			continue
-		}
 		out = append(out, l)
 	}
 	return out, rows.Err()

@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
@@ -250,11 +252,11 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 	q := &query{v: r.URL.Query()}
 	q.only("namespace", "expired")
 	f := db.LeaseFilter{Namespace: q.str("namespace")}
+	var expired *bool
 	switch v := q.str("expired"); v {
 	case "":
 	case "true", "false":
-		expired := v == "true"
-		f.Expired = &expired
+		expired = new(v == "true")
 	default:
 		q.fail("invalid expired %q: want true or false", v)
 	}
@@ -262,10 +264,14 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	items, err := s.DB.Leases(r.Context(), f, time.Now())
+	items, err := s.DB.Leases(r.Context(), f)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
+	}
+	diagnose.ClassifyLeases(items, time.Now())
+	if expired != nil {
+		items = slices.DeleteFunc(items, func(l db.LeaseInfo) bool { return l.Expired != *expired })
 	}
 	out, err := s.leaseItems(r.Context(), items)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 // leaseCollector exports the lease inventory at every scrape: how many
@@ -34,12 +35,13 @@ func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	leases, err := c.db.Leases(ctx, db.LeaseFilter{}, time.Now())
+	leases, err := c.db.Leases(ctx, db.LeaseFilter{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.total, err)
 		return
 	}
-	roles := []string{db.LeaseRoleLeaderElection, db.LeaseRoleNodeHeartbeat, db.LeaseRoleAPIServerIdentity}
+	diagnose.ClassifyLeases(leases, time.Now())
+	roles := diagnose.LeaseRoles
 	total, expired := map[string]int{}, map[string]int{}
 	for _, l := range leases {
 		total[l.Role]++

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
@@ -474,10 +475,10 @@ func TestLeaseInventory(t *testing.T) {
 		holder  string
 	}
 	want := map[string]row{
-		"kube-system/" + real:            {db.LeaseRoleAPIServerIdentity, false, ""}, // holder: any
-		"kube-system/kubegcd-inventory":  {db.LeaseRoleLeaderElection, false, st.LeaderElection.Identity},
-		"kube-node-lease/e2e-node-fresh": {db.LeaseRoleNodeHeartbeat, false, "e2e-node-fresh"},
-		"kube-node-lease/e2e-node-stale": {db.LeaseRoleNodeHeartbeat, true, "e2e-node-stale"},
+		"kube-system/" + real:            {diagnose.LeaseRoleAPIServerIdentity, false, ""}, // holder: any
+		"kube-system/kubegcd-inventory":  {diagnose.LeaseRoleLeaderElection, false, st.LeaderElection.Identity},
+		"kube-node-lease/e2e-node-fresh": {diagnose.LeaseRoleNodeHeartbeat, false, "e2e-node-fresh"},
+		"kube-node-lease/e2e-node-stale": {diagnose.LeaseRoleNodeHeartbeat, true, "e2e-node-stale"},
 	}
 	eventually(t, 20*time.Second, func() error {
 		var out struct{ Items []db.LeaseInfo }
