@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/liveness"
@@ -114,56 +115,95 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 
 	c := &controllers{applier: applier, passes: passes, stop: sync.OnceFunc(broadcaster.Shutdown),
 		log: logger, liveUID: reconcile.MetadataLiveUID(store, mc)}
-	if slices.Contains(cfg.controllers, ownergc.Name) {
-		gc, err := ownergc.New(ownergc.Options{
-			DB: store, Applier: applier, Client: mc, Recorder: recorder, Logger: logger.With("controller", ownergc.Name),
-			Synced: ing.Synced, CaughtUp: ing.CaughtUp, Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod,
-			UnknownKindRetry: cfg.discoveryInterval, Registerer: reg, Heartbeat: loops.Loop(ownergc.Name, cfg.resyncPeriod),
-		})
+	deps := controllerDeps{cfg: cfg, store: store, ing: ing, applier: applier, passes: passes, meta: mc, kube: kube,
+		recorder: recorder, reg: reg, logger: logger, loops: loops}
+	for _, name := range gcrules.Controllers {
+		if !slices.Contains(cfg.controllers, name) {
+			continue
+		}
+		b, err := controllerTable[name](deps)
 		if err != nil {
 			return nil, err
 		}
-		ing.Subscribe(gc.OnChange)
-		c.runs = append(c.runs, namedRun{ownergc.Name, gc.Run})
-	}
-	if slices.Contains(cfg.controllers, podgc.Name) {
-		pg, err := podgc.New(podgc.Options{
-			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", podgc.Name), Synced: ing.Synced,
-			ResourceSynced: ing.ResourceSynced, Passes: passes,
-			Period: cfg.podgcPeriod, TerminatedThreshold: cfg.terminatedThreshold, NamespaceThresholds: cfg.namespaceThresholds,
-			MaxAge: cfg.terminatedMaxAge, Quarantine: cfg.podgcQuarantine, Workers: cfg.gcWorkers, Registerer: reg,
-			Heartbeat: loops.Loop(podgc.Name, cfg.podgcPeriod),
-		})
-		if err != nil {
-			return nil, err
+		if b.onChange != nil {
+			ing.Subscribe(b.onChange)
 		}
-		c.runs = append(c.runs, namedRun{podgc.Name, pg.Run})
-	}
-	if slices.Contains(cfg.controllers, ttl.Name) {
-		tc, err := ttl.New(ttl.Options{
-			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", ttl.Name), Synced: ing.Synced,
-			ResourceSynced: ing.ResourceSynced, Passes: passes,
-			Workers: cfg.gcWorkers, ResyncPeriod: cfg.resyncPeriod, Registerer: reg,
-			Heartbeat: loops.Loop(ttl.Name, cfg.resyncPeriod),
-		})
-		if err != nil {
-			return nil, err
-		}
-		ing.Subscribe(tc.OnChange)
-		c.runs = append(c.runs, namedRun{ttl.Name, tc.Run})
-	}
-	if slices.Contains(cfg.controllers, svgc.Name) {
-		sc, err := svgc.New(svgc.Options{
-			DB: store, Applier: applier, Client: kube, Logger: logger.With("controller", svgc.Name), Synced: ing.Synced,
-			ResyncPeriod: cfg.resyncPeriod, Registerer: reg, Heartbeat: loops.Loop(svgc.Name, cfg.resyncPeriod),
-		})
-		if err != nil {
-			return nil, err
-		}
-		ing.Subscribe(sc.OnChange)
-		c.runs = append(c.runs, namedRun{svgc.Name, sc.Run})
+		c.runs = append(c.runs, namedRun{name, b.run})
 	}
 	return c, nil
+}
+
+// controllerDeps is what the controllers are built from.
+type controllerDeps struct {
+	cfg      *runConfig
+	store    *db.DB
+	ing      *ingest.Ingester
+	applier  *reconcile.Applier
+	passes   *reconcile.Passes
+	meta     metadata.Interface
+	kube     kubernetes.Interface
+	recorder record.EventRecorder
+	reg      prometheus.Registerer
+	logger   *slog.Logger
+	loops    *liveness.Registry
+}
+
+// builtController is a controller ready to run: onChange, when set, hears
+// every committed change of the mirror.
+type builtController struct {
+	run      func(context.Context) error
+	onChange func([]db.Change)
+}
+
+// controllerTable builds each controller --controllers may name
+// (gcrules.Controllers; TestEveryControllerIsBuilt keeps them in step).
+var controllerTable = map[string]func(controllerDeps) (builtController, error){
+	ownergc.Name: func(d controllerDeps) (builtController, error) {
+		gc, err := ownergc.New(ownergc.Options{
+			DB: d.store, Applier: d.applier, Client: d.meta, Recorder: d.recorder, Logger: d.logger.With("controller", ownergc.Name),
+			Synced: d.ing.Synced, CaughtUp: d.ing.CaughtUp, Workers: d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
+			UnknownKindRetry: d.cfg.discoveryInterval, Registerer: d.reg, Heartbeat: d.loops.Loop(ownergc.Name, d.cfg.resyncPeriod),
+		})
+		if err != nil {
+			return builtController{}, err
+		}
+		return builtController{run: gc.Run, onChange: gc.OnChange}, nil
+	},
+	podgc.Name: func(d controllerDeps) (builtController, error) {
+		pg, err := podgc.New(podgc.Options{
+			DB: d.store, Applier: d.applier, Client: d.kube, Logger: d.logger.With("controller", podgc.Name), Synced: d.ing.Synced,
+			ResourceSynced: d.ing.ResourceSynced, Passes: d.passes,
+			Period: d.cfg.podgcPeriod, TerminatedThreshold: d.cfg.terminatedThreshold, NamespaceThresholds: d.cfg.namespaceThresholds,
+			MaxAge: d.cfg.terminatedMaxAge, Quarantine: d.cfg.podgcQuarantine, Workers: d.cfg.gcWorkers, Registerer: d.reg,
+			Heartbeat: d.loops.Loop(podgc.Name, d.cfg.podgcPeriod),
+		})
+		if err != nil {
+			return builtController{}, err
+		}
+		return builtController{run: pg.Run}, nil
+	},
+	ttl.Name: func(d controllerDeps) (builtController, error) {
+		tc, err := ttl.New(ttl.Options{
+			DB: d.store, Applier: d.applier, Client: d.kube, Logger: d.logger.With("controller", ttl.Name), Synced: d.ing.Synced,
+			ResourceSynced: d.ing.ResourceSynced, Passes: d.passes,
+			Workers: d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod, Registerer: d.reg,
+			Heartbeat: d.loops.Loop(ttl.Name, d.cfg.resyncPeriod),
+		})
+		if err != nil {
+			return builtController{}, err
+		}
+		return builtController{run: tc.Run, onChange: tc.OnChange}, nil
+	},
+	svgc.Name: func(d controllerDeps) (builtController, error) {
+		sc, err := svgc.New(svgc.Options{
+			DB: d.store, Applier: d.applier, Client: d.kube, Logger: d.logger.With("controller", svgc.Name), Synced: d.ing.Synced,
+			ResyncPeriod: d.cfg.resyncPeriod, Registerer: d.reg, Heartbeat: d.loops.Loop(svgc.Name, d.cfg.resyncPeriod),
+		})
+		if err != nil {
+			return builtController{}, err
+		}
+		return builtController{run: sc.Run, onChange: sc.OnChange}, nil
+	},
 }
 
 // run runs every controller until ctx ends or one fails, which stops the
