@@ -1,0 +1,67 @@
+package app
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// layers is every kubegcd package of the daemon and the packages of
+// kubegcd it may import, as docs/architecture.md draws them. A new import
+// across the layers fails here until the drawing (and this map) says so.
+var layers = map[string][]string{
+	"cmd/kubegcd":                {"app", "cli"},
+	"internal/app":               {"cli", "cmdline", "db", "diagnose", "gcrules", "http", "ingest", "liveness", "reconcile", "reconcile/ownergc", "reconcile/podgc", "reconcile/svgc", "reconcile/ttl", "web"},
+	"internal/reconcile/ownergc": {"db", "gcrules", "ingest", "liveness", "promutil", "reconcile"},
+	"internal/reconcile/podgc":   {"db", "gcrules", "liveness", "promutil", "reconcile"},
+	"internal/reconcile/ttl":     {"db", "gcrules", "liveness", "promutil", "reconcile"},
+	"internal/reconcile/svgc":    {"db", "gcrules", "liveness", "promutil", "reconcile"},
+	"internal/reconcile":         {"db", "promutil"},
+	"internal/ingest":            {"db", "liveness", "promutil"},
+	"internal/http":              {"db", "diagnose", "gcrules"},
+	"internal/cli":               {"cmdline", "db", "diagnose", "gcrules", "http"},
+	"internal/diagnose":          {"db", "gcrules"},
+	"internal/db":                {"gcrules", "migrations"},
+	"internal/gcrules":           {},
+	"internal/cmdline":           {},
+	"internal/liveness":          {},
+	"internal/promutil":          {},
+}
+
+// TestLayers checks each package's imports of kubegcd (tests left out)
+// against layers.
+func TestLayers(t *testing.T) {
+	const module = "github.com/kubegcd/kubegcd/"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"cmd/...", module+"internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		allowed, ok := layers[pkg]
+		if !ok {
+			if pkg != "internal/testcluster" && pkg != "internal/dbfault" {
+				t.Errorf("%s is not in the layers: add it, and to docs/architecture.md", pkg)
+			}
+			continue
+		}
+		seen[pkg] = true
+		for _, imp := range fields[1:] {
+			dep, ok := strings.CutPrefix(imp, module+"internal/")
+			if !ok {
+				dep, ok = strings.CutPrefix(imp, module)
+			}
+			if ok && !slices.Contains(allowed, dep) {
+				t.Errorf("%s imports %s, which its layer does not allow", pkg, dep)
+			}
+		}
+	}
+	for pkg := range layers {
+		if !seen[pkg] {
+			t.Errorf("layers names %s, which go list does not show", pkg)
+		}
+	}
+}
