@@ -28,15 +28,15 @@ every namespace is searched, and a name found in several is an error.
 
 // objectDetail is /objects/{uid}'s answer, as far as why prints it.
 type objectDetail struct {
-	Object              objectSummary       `json:"object"`
-	Owners              []db.OwnerStatus    `json:"owners"`
-	Dependents          []db.DependentInfo  `json:"dependents"`
-	DependentsTruncated bool                `json:"dependentsTruncated"`
-	Pending             []db.Pending        `json:"pending"`
-	RecentAudit         []db.AuditEntry     `json:"recentAudit"`
-	Why                 string              `json:"why"`
-	Stuck               *diagnose.StuckItem `json:"stuck"`
-	Lint                []diagnose.Finding  `json:"lint"`
+	Object              objectSummary          `json:"object"`
+	Owners              []diagnose.OwnerStatus `json:"owners"`
+	Dependents          []db.DependentInfo     `json:"dependents"`
+	DependentsTruncated bool                   `json:"dependentsTruncated"`
+	Pending             []db.Pending           `json:"pending"`
+	RecentAudit         []db.AuditEntry        `json:"recentAudit"`
+	Why                 string                 `json:"why"`
+	Stuck               *diagnose.StuckItem    `json:"stuck"`
+	Lint                []diagnose.Finding     `json:"lint"`
 }
 
 // whyMaxDependents is how many dependents why names; the count is whole.

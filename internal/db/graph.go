@@ -366,28 +366,14 @@ func decodeFinalizers(s sql.NullString) ([]string, error) {
 	return out, nil
 }
 
-// How the mirror shows an object's owner. Only present and being-deleted
-// hold the dependent (ownergc calls them solid); the others make the
-// reference dangling or waiting.
-const (
-	OwnerPresent            = "present"
-	OwnerMissing            = "missing" // suspected absent; ownergc confirms with a live GET before acting
-	OwnerBeingDeleted       = "being-deleted"
-	OwnerDeletingDependents = "deleting-dependents" // being deleted in the foreground
-	OwnerOtherNamespace     = "other-namespace"     // the UID is mirrored in another namespace
-	OwnerNameMismatch       = "name-mismatch"       // the UID is mirrored under another kind or name
-)
-
-// OwnerStatus is one of an object's ownerReferences with what the mirror
-// shows of that owner. Identity is the reference's; Namespace is where the
-// owner is (or, when missing, where it would have to be).
-type OwnerStatus struct {
-	UID        string `json:"uid"`
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace"`
-	Name       string `json:"name"`
-	State      string `json:"state"`
+// OwnerRow is one of an object's ownerReferences with the object the
+// mirror holds under its UID (nil when none) and whether the reference's
+// kind is namespaced as discovery knows it. What that makes of the owner is
+// the diagnosis's (diagnose.OwnerStates).
+type OwnerRow struct {
+	Ref            OwnerRef
+	Owner          *Object
+	KindNamespaced bool
 }
 
 // DependentInfo is an object that names a given owner.
@@ -403,13 +389,13 @@ type DependentInfo struct {
 // ObjectDetail is what the mirror knows around one object.
 type ObjectDetail struct {
 	Object              *Object
-	Owners              []OwnerStatus
+	Owners              []OwnerRow
 	Dependents          []DependentInfo
 	DependentsTruncated bool
 	Pending             []Pending
 }
 
-// ObjectDetail returns an object with its owners' states, up to
+// ObjectDetail returns an object with its owners as mirrored, up to
 // maxDependents of its dependents, and the decisions pending about it, from
 // one snapshot; ErrNotFound when it is not mirrored.
 func (d *DB) ObjectDetail(ctx context.Context, uid string, maxDependents int) (*ObjectDetail, error) {
@@ -426,7 +412,7 @@ func (d *DB) ObjectDetail(ctx context.Context, uid string, maxDependents int) (*
 			return err
 		}
 		out = &ObjectDetail{Object: o}
-		if out.Owners, err = ownerStatuses(ctx, tx, o); err != nil {
+		if out.Owners, err = ownerRows(ctx, tx, o); err != nil {
 			return err
 		}
 		if out.Dependents, err = dependentsOf(ctx, tx, uid, maxDependents+1); err != nil {
@@ -455,10 +441,9 @@ func ownerRefsOf(ctx context.Context, q querier, uid string) ([]OwnerRef, error)
 	return scanOwnerRefs(rows)
 }
 
-// ownerStatuses classifies o's owners with ownergc's rules (gcrules) as the
-// mirror shows them, without the live GET ownergc adds before acting.
-func ownerStatuses(ctx context.Context, q querier, o *Object) ([]OwnerStatus, error) {
-	out := []OwnerStatus{}
+// ownerRows reads the objects o's owner references name.
+func ownerRows(ctx context.Context, q querier, o *Object) ([]OwnerRow, error) {
+	out := []OwnerRow{}
 	if len(o.OwnerReferences) == 0 {
 		return out, nil
 	}
@@ -467,42 +452,16 @@ func ownerStatuses(ctx context.Context, q querier, o *Object) ([]OwnerStatus, er
 		return nil, err
 	}
 	for _, ref := range o.OwnerReferences {
-		st := OwnerStatus{UID: ref.UID, APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name}
+		row := OwnerRow{Ref: ref, KindNamespaced: namespaced[groupKind{groupOf(ref.APIVersion), ref.Kind}]}
 		owner, err := scanObject(q.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, ref.UID))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			st.State = OwnerMissing
-			if namespaced[groupKind{groupOf(ref.APIVersion), ref.Kind}] {
-				st.Namespace = o.Namespace
-			}
 		case err != nil:
 			return nil, err
 		default:
-			st.Namespace = owner.Namespace
-			// The owner found decides its own scope: a namespaced one must be
-			// in the dependent's namespace (BR-21-07).
-			want := gcrules.OwnerNamespace(o.Namespace, gcrules.Kind{Served: true, Namespaced: owner.Namespace != ""})
-			rref := gcrules.Ref{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
-			found := &gcrules.Owner{UID: owner.UID, APIVersion: owner.APIVersion, Kind: owner.Kind, Namespace: owner.Namespace,
-				Name: owner.Name, Deleting: owner.DeletionTimestamp != nil, Finalizers: owner.Finalizers}
-			switch gcrules.Mismatch(rref, want, found) {
-			case "other-namespace":
-				st.State = OwnerOtherNamespace
-			case "name-mismatch":
-				st.State = OwnerNameMismatch
-			default:
-				switch gcrules.Classify(o.Namespace, rref, gcrules.Kind{Served: true, Namespaced: owner.Namespace != ""}, found, gcrules.Mirror) {
-				case gcrules.Waiting:
-					st.State = OwnerDeletingDependents
-				case gcrules.Solid:
-					st.State = OwnerPresent
-					if found.Deleting {
-						st.State = OwnerBeingDeleted
-					}
-				}
-			}
+			row.Owner = owner
 		}
-		out = append(out, st)
+		out = append(out, row)
 	}
 	return out, nil
 }

@@ -212,7 +212,8 @@ func TestObjectDetail(t *testing.T) {
 	if b.Object.Name != "B" || len(b.Object.OwnerReferences) != 1 || !*b.Object.OwnerReferences[0].BlockOwnerDeletion {
 		t.Fatalf("object = %+v", b.Object)
 	}
-	if len(b.Owners) != 1 || b.Owners[0] != (OwnerStatus{UID: "A", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "A", State: OwnerPresent}) {
+	if len(b.Owners) != 1 || b.Owners[0].Ref.UID != "A" || b.Owners[0].Owner == nil || b.Owners[0].Owner.Name != "A" ||
+		!b.Owners[0].KindNamespaced {
 		t.Fatalf("owners of B = %+v", b.Owners)
 	}
 	if len(b.Dependents) != 1 || b.Dependents[0] != (DependentInfo{UID: "C", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "C"}) {
@@ -230,21 +231,34 @@ func TestObjectDetail(t *testing.T) {
 		t.Fatalf("A, one dependent at most: %+v", a)
 	}
 
-	for uid, want := range map[string]OwnerStatus{
-		"G": {UID: "ghost", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "gone", State: OwnerMissing},
-		"H": {UID: "ghost-cr", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "gone", State: OwnerMissing},
-		"X": {UID: "cr1", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr1", State: OwnerPresent},
-		"Y": {UID: "P", APIVersion: "v1", Kind: "ConfigMap", Namespace: "b", Name: "P", State: OwnerOtherNamespace},
-		"N": {UID: "A", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "not-A", State: OwnerNameMismatch},
-		"E": {UID: "D", APIVersion: "v1", Kind: "ConfigMap", Namespace: "b", Name: "D", State: OwnerDeletingDependents},
-		"K": {UID: "F", APIVersion: "v1", Kind: "ConfigMap", Namespace: "b", Name: "F", State: OwnerBeingDeleted},
+	// The rows as mirrored: what diagnose.OwnerStates makes of them is
+	// tested there.
+	for uid, want := range map[string]struct {
+		ref, owner string // the reference's UID; the mirrored owner's name, "" when none
+		namespaced bool
+	}{
+		"G": {"ghost", "", true},
+		"H": {"ghost-cr", "", false},
+		"X": {"cr1", "cr1", false},
+		"Y": {"P", "P", true},
+		"N": {"A", "A", true},
+		"E": {"D", "D", true},
+		"K": {"F", "F", true},
 	} {
 		got, err := d.ObjectDetail(ctx, uid, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got.Owners) != 1 || got.Owners[0] != want {
-			t.Errorf("owners of %s = %+v, want %+v", uid, got.Owners, want)
+		if len(got.Owners) != 1 {
+			t.Fatalf("owners of %s = %+v, want one", uid, got.Owners)
+		}
+		row, name := got.Owners[0], ""
+		if row.Owner != nil {
+			name = row.Owner.Name
+		}
+		if row.Ref.UID != want.ref || name != want.owner || row.KindNamespaced != want.namespaced {
+			t.Errorf("owner of %s: reference %s, mirrored %q, namespaced kind %v; want %s, %q, %v", uid, row.Ref.UID, name,
+				row.KindNamespaced, want.ref, want.owner, want.namespaced)
 		}
 	}
 

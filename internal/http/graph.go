@@ -261,9 +261,9 @@ type objectJSON struct {
 }
 
 type objectDetailJSON struct {
-	Object     objectJSON         `json:"object"`
-	Owners     []db.OwnerStatus   `json:"owners"`
-	Dependents []db.DependentInfo `json:"dependents"`
+	Object     objectJSON             `json:"object"`
+	Owners     []diagnose.OwnerStatus `json:"owners"`
+	Dependents []db.DependentInfo     `json:"dependents"`
 	// DependentsTruncated: there are more dependents than listed; /graph
 	// lists them all.
 	DependentsTruncated bool            `json:"dependentsTruncated,omitempty"`
@@ -308,13 +308,14 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := det.Object
+	owners := diagnose.OwnerStates(o, det.Owners)
 	out := objectDetailJSON{
 		Object: objectJSON{
 			UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
 			ResourceVersion: o.ResourceVersion, CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp,
 			Finalizers: o.Finalizers, OwnerReferences: []ownerRefJSON{},
 		},
-		Owners: det.Owners, Dependents: det.Dependents, DependentsTruncated: det.DependentsTruncated,
+		Owners: owners, Dependents: det.Dependents, DependentsTruncated: det.DependentsTruncated,
 		Pending: det.Pending, RecentAudit: audit,
 	}
 	if out.objectExplanationJSON, err = s.explainObject(r.Context(), det.Object); err != nil {
@@ -325,7 +326,7 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 	if h := out.History.Items; len(h) > 0 {
 		changed = h[len(h)-1].Time
 	}
-	out.Why = diagnose.ExplainObject(why(det, dryRunDecision(audit, changed)), len(det.Pending) > 0, out.Stuck, out.Lint)
+	out.Why = diagnose.ExplainObject(why(objectFacts{Object: o, Owners: owners, Pending: det.Pending}, dryRunDecision(audit, changed)), len(det.Pending) > 0, out.Stuck, out.Lint)
 	if out.Object.Finalizers == nil {
 		out.Object.Finalizers = []string{}
 	}
@@ -367,7 +368,14 @@ func dryRunDecision(audit []db.AuditEntry, changed time.Time) *db.AuditEntry {
 // It follows ownergc's order: a decision recorded wins; an object being
 // deleted is left to its finalizers; then its owners decide, and dry
 // (ownergc's decision in dry-run, or nil) says what it decided of them.
-func why(det *db.ObjectDetail, dry *db.AuditEntry) string {
+// objectFacts is what why reads.
+type objectFacts struct {
+	Object  *db.Object
+	Owners  []diagnose.OwnerStatus
+	Pending []db.Pending
+}
+
+func why(det objectFacts, dry *db.AuditEntry) string {
 	o := det.Object
 	if len(det.Pending) > 0 {
 		var parts []string
@@ -394,13 +402,13 @@ func why(det *db.ObjectDetail, dry *db.AuditEntry) string {
 	for _, st := range det.Owners {
 		name := st.Kind + "/" + st.Name
 		switch st.State {
-		case db.OwnerPresent:
+		case diagnose.OwnerPresent:
 			holding = append(holding, name)
-		case db.OwnerBeingDeleted:
+		case diagnose.OwnerBeingDeleted:
 			// Being deleted without foregroundDeletion still holds it.
 			holding = append(holding, name+", itself being deleted")
 		default:
-			missing = missing || st.State == db.OwnerMissing
+			missing = missing || st.State == diagnose.OwnerMissing
 			other = append(other, name+": "+st.State)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 type fakeIngest struct{}
@@ -291,11 +292,11 @@ type objectResponse struct {
 		Finalizers        []string   `json:"finalizers"`
 		OwnerReferences   []map[string]any
 	} `json:"object"`
-	Owners      []db.OwnerStatus   `json:"owners"`
-	Dependents  []db.DependentInfo `json:"dependents"`
-	Pending     []db.Pending       `json:"pending"`
-	RecentAudit []db.AuditEntry    `json:"recentAudit"`
-	Why         string             `json:"why"`
+	Owners      []diagnose.OwnerStatus `json:"owners"`
+	Dependents  []db.DependentInfo     `json:"dependents"`
+	Pending     []db.Pending           `json:"pending"`
+	RecentAudit []db.AuditEntry        `json:"recentAudit"`
+	Why         string                 `json:"why"`
 }
 
 func TestObject(t *testing.T) {
@@ -311,7 +312,7 @@ func TestObject(t *testing.T) {
 	if r := b.Object.OwnerReferences[0]; len(r) != 6 || r["controller"] != true || r["blockOwnerDeletion"] != true || r["uid"] != "uid-A" {
 		t.Errorf("ownerReference = %v, want all six fields", r)
 	}
-	if len(b.Owners) != 1 || b.Owners[0].State != db.OwnerPresent || b.Dependents == nil || len(b.Dependents) != 0 ||
+	if len(b.Owners) != 1 || b.Owners[0].State != diagnose.OwnerPresent || b.Dependents == nil || len(b.Dependents) != 0 ||
 		b.Pending == nil || b.RecentAudit == nil {
 		t.Fatalf("B: %+v", b)
 	}
@@ -333,7 +334,7 @@ func TestObject(t *testing.T) {
 
 	var g objectResponse
 	getJSON(t, srv, "/objects/uid-G", 200, &g)
-	if g.Owners[0].State != db.OwnerMissing || g.Owners[0].Namespace != "a" || !strings.Contains(g.Why, "live GET") {
+	if g.Owners[0].State != diagnose.OwnerMissing || g.Owners[0].Namespace != "a" || !strings.Contains(g.Why, "live GET") {
 		t.Fatalf("G before a decision: %+v", g)
 	}
 
@@ -363,8 +364,8 @@ func TestObject(t *testing.T) {
 func TestWhy(t *testing.T) {
 	now := time.Now()
 	obj := &db.Object{OwnerReferences: []db.OwnerRef{{}}}
-	owner := func(kind, name, state string) db.OwnerStatus {
-		return db.OwnerStatus{Kind: kind, Name: name, State: state}
+	owner := func(kind, name, state string) diagnose.OwnerStatus {
+		return diagnose.OwnerStatus{Kind: kind, Name: name, State: state}
 	}
 	decided := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	dryRemove := &db.AuditEntry{Time: decided, Controller: "ownergc", Rule: "BR-21-01", Action: "remove-owner-refs",
@@ -373,35 +374,35 @@ func TestWhy(t *testing.T) {
 		Reason: "no owner exists.", DryRun: true, Outcome: db.OutcomeDryRun}
 	for _, tc := range []struct {
 		name   string
-		det    db.ObjectDetail
+		det    objectFacts
 		dry    *db.AuditEntry
 		wanted string
 	}{
-		{"being deleted, no finalizers", db.ObjectDetail{Object: &db.Object{DeletionTimestamp: &now}}, nil,
+		{"being deleted, no finalizers", objectFacts{Object: &db.Object{DeletionTimestamp: &now}}, nil,
 			"It is not pending: it is being deleted and no finalizer holds it, so the API server removes it."},
-		{"owner being deleted still holds", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{
-			owner("Deployment", "gone", db.OwnerMissing), owner("ReplicaSet", "rs", db.OwnerBeingDeleted)}}, nil,
+		{"owner being deleted still holds", objectFacts{Object: obj, Owners: []diagnose.OwnerStatus{
+			owner("Deployment", "gone", diagnose.OwnerMissing), owner("ReplicaSet", "rs", diagnose.OwnerBeingDeleted)}}, nil,
 			"It is not pending: at least one owner exists (ReplicaSet/rs, itself being deleted); its other references " +
 				"(Deployment/gone: missing) would be removed, but ownergc has not decided about them yet."},
-		{"references removed in dry-run", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{
-			owner("ConfigMap", "owner", db.OwnerPresent), owner("ConfigMap", "lint-me", db.OwnerMissing)}}, dryRemove,
+		{"references removed in dry-run", objectFacts{Object: obj, Owners: []diagnose.OwnerStatus{
+			owner("ConfigMap", "owner", diagnose.OwnerPresent), owner("ConfigMap", "lint-me", diagnose.OwnerMissing)}}, dryRemove,
 			"It is not pending: at least one owner exists (ConfigMap/owner); its other references (ConfigMap/lint-me: missing) " +
 				"would be removed: ownergc decided in dry-run at 2026-01-02T03:04:05Z to remove owner references from it " +
 				"(rule BR-21-01): 1 owner(s) still exist; removing 1 reference(s); dry-run sends nothing to the cluster."},
-		{"deleted in dry-run", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{owner("ConfigMap", "gone", db.OwnerMissing)}}, dryDelete,
+		{"deleted in dry-run", objectFacts{Object: obj, Owners: []diagnose.OwnerStatus{owner("ConfigMap", "gone", diagnose.OwnerMissing)}}, dryDelete,
 			"It is not pending yet, though no owner holds it in the mirror (ConfigMap/gone: missing): ownergc decided in dry-run " +
 				"at 2026-01-02T03:04:05Z to delete it (rule BR-21-01): no owner exists; dry-run sends nothing to the cluster."},
-		{"owners deleting dependents", db.ObjectDetail{Object: obj, Owners: []db.OwnerStatus{
-			owner("Job", "j", db.OwnerDeletingDependents), owner("ConfigMap", "c", db.OwnerOtherNamespace)}}, nil,
+		{"owners deleting dependents", objectFacts{Object: obj, Owners: []diagnose.OwnerStatus{
+			owner("Job", "j", diagnose.OwnerDeletingDependents), owner("ConfigMap", "c", diagnose.OwnerOtherNamespace)}}, nil,
 			"It is not pending yet, though no owner holds it in the mirror (Job/j: deleting-dependents; ConfigMap/c: " +
 				"other-namespace): ownergc has not recorded a decision yet."},
-		{"two decisions", db.ObjectDetail{Object: obj, Pending: []db.Pending{
+		{"two decisions", objectFacts{Object: obj, Pending: []db.Pending{
 			{Controller: "ownergc", Action: "unblock-owner-refs", Rule: "BR-21-03", Reason: "cycle"},
 			{Controller: "ownergc", Action: "delete", Rule: "BR-21-03", Reason: "foreground"}}}, dryDelete,
 			"It is pending: ownergc would make its owner references non-blocking (rule BR-21-03): cycle; and " +
 				"ownergc would delete it (rule BR-21-03): foreground."},
 	} {
-		if got := why(&tc.det, tc.dry); got != tc.wanted {
+		if got := why(tc.det, tc.dry); got != tc.wanted {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.wanted)
 		}
 	}
