@@ -16,10 +16,10 @@ import (
 // The set of node UIDs makes the count idempotent: a change the mirror
 // already held when the set was loaded counts once, however late it is
 // delivered.
-type band struct {
+type bandTracker struct {
 	mu    sync.Mutex
 	nodes map[string]struct{}
-	step  int
+	band  int
 	// loaded: the set was loaded from the mirror and follows the changes.
 	loaded bool
 	// loading collects the changes delivered while the set is read from
@@ -37,7 +37,7 @@ const maxEarly = 100_000
 
 // observe applies node changes in the order they were committed. It never
 // blocks on anything but the band's own mutex.
-func (b *band) observe(changes []db.Change) {
+func (b *bandTracker) observe(changes []db.Change) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, ch := range changes {
@@ -56,7 +56,7 @@ func (b *band) observe(changes []db.Change) {
 	}
 }
 
-func (b *band) apply(ch db.Change) {
+func (b *bandTracker) apply(ch db.Change) {
 	_, known := b.nodes[ch.UID]
 	switch {
 	case ch.Type == db.ChangeUpserted && !known:
@@ -66,12 +66,12 @@ func (b *band) apply(ch db.Change) {
 	default:
 		return // an update, or a change the set already holds
 	}
-	b.step = nextStep(b.step, len(b.nodes))
+	b.band = nextBand(b.band, len(b.nodes))
 }
 
 // needsLoad reports whether the set must be (re)loaded from the mirror, and
 // if so starts collecting the changes delivered meanwhile.
-func (b *band) needsLoad() bool {
+func (b *bandTracker) needsLoad() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.loaded && !b.stale {
@@ -82,10 +82,10 @@ func (b *band) needsLoad() bool {
 }
 
 // load takes the mirror's nodes, read after needsLoad. The first load
-// recovers the band from the TTLs the nodes carry (initialStep); a reload
+// recovers the band from the TTLs the nodes carry (initialBand); a reload
 // after a relist moves it as upstream's informer would deliver the relist:
 // the new nodes' adds, then the gone nodes' deletes.
-func (b *band) load(uids []string, carried map[string]int) {
+func (b *bandTracker) load(uids []string, carried map[string]int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fresh := make(map[string]struct{}, len(uids))
@@ -93,7 +93,7 @@ func (b *band) load(uids []string, carried map[string]int) {
 		fresh[uid] = struct{}{}
 	}
 	if !b.loaded {
-		b.step = initialStep(len(fresh), carried)
+		b.band = initialBand(len(fresh), carried)
 	} else {
 		added, gone := 0, 0
 		for uid := range fresh {
@@ -106,8 +106,8 @@ func (b *band) load(uids []string, carried map[string]int) {
 				gone++
 			}
 		}
-		b.step = nextStep(b.step, len(b.nodes)+added)
-		b.step = nextStep(b.step, len(b.nodes)+added-gone)
+		b.band = nextBand(b.band, len(b.nodes)+added)
+		b.band = nextBand(b.band, len(b.nodes)+added-gone)
 	}
 	b.nodes, b.loaded, b.loading = fresh, true, false
 	for _, ch := range b.early {
@@ -117,21 +117,21 @@ func (b *band) load(uids []string, carried map[string]int) {
 }
 
 // abortLoad ends a load that failed; the next reconcile tries again.
-func (b *band) abortLoad() {
+func (b *bandTracker) abortLoad() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.loading, b.stale, b.early = false, true, nil
 }
 
-func (b *band) isLoaded() bool {
+func (b *bandTracker) isLoaded() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.loaded
 }
 
-// current returns the band's step and the node count.
-func (b *band) current() (step, nodes int) {
+// current returns the band (its index in sizeBands) and the node count.
+func (b *bandTracker) current() (band, nodes int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.step, len(b.nodes)
+	return b.band, len(b.nodes)
 }

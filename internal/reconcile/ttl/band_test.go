@@ -9,20 +9,20 @@ import (
 )
 
 // upstream is kube-controller-manager's TTL controller's count, verbatim in
-// effect: one step at most per node event.
-type upstream struct{ count, step int }
+// effect: one band up or down at most per node event.
+type upstream struct{ count, band int }
 
 func (u *upstream) add() {
 	u.count++
-	if u.count > boundaries[u.step].sizeMax {
-		u.step++
+	if u.count > sizeBands[u.band].sizeMax {
+		u.band++
 	}
 }
 
 func (u *upstream) del() {
 	u.count--
-	if u.count < boundaries[u.step].sizeMin {
-		u.step--
+	if u.count < sizeBands[u.band].sizeMin {
+		u.band--
 	}
 }
 
@@ -32,14 +32,14 @@ func deleted(uid string) db.Change  { return db.Change{Type: db.ChangeDeleted, U
 // cluster drives a band and upstream's count with the same node events.
 type cluster struct {
 	t    *testing.T
-	b    *band
+	b    *bandTracker
 	u    upstream
 	next int
 	live []string
 }
 
 func newCluster(t *testing.T, nodes int, carried string) *cluster {
-	c := &cluster{t: t, b: &band{}}
+	c := &cluster{t: t, b: &bandTracker{}}
 	for range nodes {
 		c.next++
 		c.live = append(c.live, fmt.Sprint("n", c.next))
@@ -48,7 +48,7 @@ func newCluster(t *testing.T, nodes int, carried string) *cluster {
 		t.Fatal("a new band needs no load")
 	}
 	c.b.load(c.live, map[string]int{carried: nodes})
-	c.u = upstream{count: nodes, step: c.b.step}
+	c.u = upstream{count: nodes, band: c.b.band}
 	return c
 }
 
@@ -77,9 +77,9 @@ func (c *cluster) del(n int) {
 
 func (c *cluster) check(what string) {
 	c.t.Helper()
-	step, n := c.b.current()
-	if n != c.u.count || step != c.u.step {
-		c.t.Fatalf("%s: band at step %d with %d nodes, upstream at step %d with %d", what, step, n, c.u.step, c.u.count)
+	band, n := c.b.current()
+	if n != c.u.count || band != c.u.band {
+		c.t.Fatalf("%s: tracker in band %d with %d nodes, upstream in band %d with %d", what, band, n, c.u.band, c.u.count)
 	}
 }
 
@@ -89,7 +89,7 @@ func TestBandFollowsEveryNodeEvent(t *testing.T) {
 		nodes    int
 		carried  string
 		walk     []int // nodes added (>0) or deleted (<0), in this order
-		wantStep int
+		wantBand int
 	}{
 		// Seen against upstream: all nodes deleted and 95 re-created within
 		// seconds, from the 15 s band. Upstream ends at 0 s: the count
@@ -116,8 +116,8 @@ func TestBandFollowsEveryNodeEvent(t *testing.T) {
 				}
 			}
 			c.check("after the walk")
-			if step, _ := c.b.current(); step != tc.wantStep {
-				t.Errorf("step %d, want %d", step, tc.wantStep)
+			if band, _ := c.b.current(); band != tc.wantBand {
+				t.Errorf("band %d, want %d", band, tc.wantBand)
 			}
 		})
 	}
@@ -144,7 +144,7 @@ func TestBandRandomWalksEqualUpstream(t *testing.T) {
 }
 
 func TestBandChangesDuringALoadCountOnce(t *testing.T) {
-	b := &band{}
+	b := &bandTracker{}
 	if !b.needsLoad() {
 		t.Fatal("a new band needs no load")
 	}
@@ -179,8 +179,8 @@ func TestBandReloadsAfterARelistAsUpstreamsInformer(t *testing.T) {
 		uids = append(uids, fmt.Sprint("new", i))
 	}
 	c.b.load(uids, nil)
-	if step, n := c.b.current(); step != 0 || n != 85 {
-		t.Errorf("step %d with %d nodes, want step 0 with 85", step, n)
+	if band, n := c.b.current(); band != 0 || n != 85 {
+		t.Errorf("band %d with %d nodes, want band 0 with 85", band, n)
 	}
 	// A failed load leaves the band as it was, and asks again.
 	c.b.observe([]db.Change{{Type: db.ChangeRelisted}})

@@ -1,7 +1,7 @@
 // Package ttl is kube-controller-manager's TTL controller re-done on the
 // SQLite mirror: it sets the node.alpha.kubernetes.io/ttl annotation (how
 // long kubelets may cache objects) on every node from the size of the
-// cluster, in five bands that overlap so a cluster near a boundary does not
+// cluster, in five bands that overlap so a cluster near a band's edge does not
 // flap. The band moves with every node add and delete, as upstream's does
 // (band.go), so the path the count took counts. Unlike upstream, which re-annotates a node only on that node's next
 // update, a change of the desired TTL reaches every node at once, and the
@@ -38,13 +38,13 @@ const Name = gcrules.ControllerTTL
 
 const actionAnnotate = "annotate"
 
-// boundary is one band of cluster sizes and its TTL (seed 003, BR-19-01…05).
-type boundary struct {
+// sizeBand is one band of cluster sizes and its TTL (seed 003, BR-19-01…05).
+type sizeBand struct {
 	sizeMin, sizeMax int
 	ttlSeconds       int
 }
 
-var boundaries = []boundary{
+var sizeBands = []sizeBand{
 	{sizeMin: 0, sizeMax: 100, ttlSeconds: 0},
 	{sizeMin: 90, sizeMax: 500, ttlSeconds: 15},
 	{sizeMin: 450, sizeMax: 1000, ttlSeconds: 30},
@@ -53,27 +53,27 @@ var boundaries = []boundary{
 }
 
 // rule is the id of a band's rule: BR-19-01 … BR-19-05.
-func rule(step int) string { return fmt.Sprintf("BR-19-%02d", step+1) }
+func rule(band int) string { return fmt.Sprintf("BR-19-%02d", band+1) }
 
-// nextStep moves step by the hysteresis rule (BR-19-06): up while the
+// nextBand moves band by the hysteresis rule (BR-19-06): up while the
 // cluster is larger than the band's sizeMax, down while it is smaller than
 // its sizeMin.
-func nextStep(step, nodes int) int {
-	for step < len(boundaries)-1 && nodes > boundaries[step].sizeMax {
-		step++
+func nextBand(band, nodes int) int {
+	for band < len(sizeBands)-1 && nodes > sizeBands[band].sizeMax {
+		band++
 	}
-	for step > 0 && nodes < boundaries[step].sizeMin {
-		step--
+	for band > 0 && nodes < sizeBands[band].sizeMin {
+		band--
 	}
-	return step
+	return band
 }
 
-// initialStep recovers the band of a cluster of n nodes after a start,
+// initialBand recovers the band of a cluster of n nodes after a start,
 // from carried, the count of nodes by TTL annotation value. Where two bands
 // overlap n, the one whose TTL most nodes already carry wins: it is the band
 // an uninterrupted controller would be in. With no such evidence, the lowest
 // band, where upstream's count from zero would stop.
-func initialStep(n int, carried map[string]int) int {
+func initialBand(n int, carried map[string]int) int {
 	byTTL := map[int]int{}
 	for v, k := range carried {
 		if ttl, ok := parseTTL(&v); ok {
@@ -81,12 +81,12 @@ func initialStep(n int, carried map[string]int) int {
 		}
 	}
 	best, bestCount := -1, 0
-	for step, b := range boundaries {
+	for band, b := range sizeBands {
 		if n < b.sizeMin || n > b.sizeMax {
 			continue
 		}
 		if best < 0 || byTTL[b.ttlSeconds] > bestCount {
-			best, bestCount = step, byTTL[b.ttlSeconds]
+			best, bestCount = band, byTTL[b.ttlSeconds]
 		}
 	}
 	return best
@@ -142,8 +142,8 @@ type Controller struct {
 	// until then every change wakes the controller.
 	nodesResource atomic.Int64
 
-	band    band
-	step    int // the band of the last reconcile, to log a change
+	tracker bandTracker
+	band    int // the band of the last reconcile, to log a change
 	applied reconcile.AppliedWrites
 }
 
@@ -183,7 +183,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 		}
 	}
 	if len(nodes) > 0 {
-		c.band.observe(nodes)
+		c.tracker.observe(nodes)
 		reconcile.Wake(c.wake)
 	}
 }
@@ -229,24 +229,24 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return nil
 	}
 	c.passes.Ran(time.Now())
-	if c.band.needsLoad() {
+	if c.tracker.needsLoad() {
 		if err := c.loadBand(ctx); err != nil {
-			c.band.abortLoad()
+			c.tracker.abortLoad()
 			return err
 		}
 	}
-	prev := c.step
+	prev := c.band
 	var count int
-	c.step, count = c.band.current()
-	b := boundaries[c.step]
-	if c.step != prev {
-		c.log.Info("cluster size band changed", "nodes", count, "from_step", prev, "to_step", c.step, "ttl_seconds", b.ttlSeconds)
+	c.band, count = c.tracker.current()
+	b := sizeBands[c.band]
+	if c.band != prev {
+		c.log.Info("cluster size band changed", "nodes", count, "from_step", prev, "to_step", c.band, "ttl_seconds", b.ttlSeconds)
 	}
 	c.metrics.ttl.Set(float64(b.ttlSeconds))
 	c.metrics.nodes.Set(float64(count))
 
 	want := strconv.Itoa(b.ttlSeconds)
-	reason := fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), whose TTL is %ss", c.step,
+	reason := fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), whose TTL is %ss", c.band,
 		b.sizeMin, b.sizeMax, want)
 	candidates, err := c.opts.DB.NodesNotAtTTL(ctx, want)
 	if err != nil {
@@ -299,12 +299,12 @@ func (c *Controller) loadBand(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	first := !c.band.isLoaded()
-	c.band.load(uids, carried)
+	first := !c.tracker.isLoaded()
+	c.tracker.load(uids, carried)
 	if first {
-		step, n := c.band.current()
-		c.step = step
-		c.log.Info("band recovered from the mirror", "nodes", n, "step", step, "ttl_seconds", boundaries[step].ttlSeconds)
+		band, n := c.tracker.current()
+		c.band = band
+		c.log.Info("band recovered from the mirror", "nodes", n, "band", band, "ttl_seconds", sizeBands[band].ttlSeconds)
 	}
 	return nil
 }
@@ -314,9 +314,9 @@ func (c *Controller) reconcileNode(ctx context.Context, n db.NodeTTL, count int,
 	if n.TTL != nil {
 		has = strconv.Quote(*n.TTL)
 	}
-	d := reconcile.Decision{Controller: Name, Rule: rule(c.step), Action: actionAnnotate, Target: db.TargetOf(&n.Object),
+	d := reconcile.Decision{Controller: Name, Rule: rule(c.band), Action: actionAnnotate, Target: db.TargetOf(&n.Object),
 		ResourceVersion: n.ResourceVersion, Reason: reason + "; the node has " + has,
-		Facts:     map[string]any{"nodes": count, "step": c.step, "want": want, "has": n.TTL},
+		Facts:     map[string]any{"nodes": count, "band": c.band, "want": want, "has": n.TTL},
 		DecidedAt: time.Now()}
 	outcome, err := c.opts.Applier.Apply(ctx, d, func(ctx context.Context) error {
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{

@@ -3,17 +3,17 @@ package ttl
 import "testing"
 
 func TestNextStepHysteresis(t *testing.T) {
-	// A walk up from 0 to 2500 nodes and back down, with the step expected
+	// A walk up from 0 to 2500 nodes and back down, with the band expected
 	// after each size.
-	walk := []struct{ nodes, step int }{
+	walk := []struct{ nodes, band int }{
 		{0, 0}, {100, 0}, {101, 1}, {95, 1}, {90, 1}, {89, 0}, {500, 1}, {501, 2}, {460, 2}, {449, 1},
 		{1001, 3}, {1000, 3}, {899, 2}, {2001, 4}, {1800, 4}, {1799, 3}, {5000, 4}, {0, 0},
 	}
-	step := 0
+	band := 0
 	for _, w := range walk {
-		step = nextStep(step, w.nodes)
-		if step != w.step {
-			t.Fatalf("at %d nodes: step %d, want %d", w.nodes, step, w.step)
+		band = nextBand(band, w.nodes)
+		if band != w.band {
+			t.Fatalf("at %d nodes: band %d, want %d", w.nodes, band, w.band)
 		}
 	}
 }
@@ -39,8 +39,8 @@ func TestInitialStepKeepsTheBandNodesCarry(t *testing.T) {
 		{"mixed, the majority wins", 95, map[string]int{"0": 50, "15": 45}, 0},
 		{"mixed, the majority wins (2)", 95, map[string]int{"0": 40, "15": 55}, 1},
 	} {
-		if got := initialStep(c.nodes, c.carried); got != c.want {
-			t.Errorf("%s: step %d, want %d", c.name, got, c.want)
+		if got := initialBand(c.nodes, c.carried); got != c.want {
+			t.Errorf("%s: band %d, want %d", c.name, got, c.want)
 		}
 	}
 }
