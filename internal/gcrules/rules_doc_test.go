@@ -22,7 +22,7 @@ var ruleIDLiteral = regexp.MustCompile(`^(?:(?:BR|KG)-[0-9]{2}-[0-9]{2}|KG-LINT-
 var ruleIDMention = regexp.MustCompile(`\b(?:(?:BR|KG)-[0-9]{2}-[0-9]{2}|KG-LINT-[0-9]{2})\b`)
 
 // ttlRuleIDs are the TTL controller's, which ttl.go builds with fmt.Sprintf
-// (rule(step)), so no literal names them; BR-19-06 is its hysteresis.
+// (rule(band)), so no literal names them; BR-19-06 is its hysteresis.
 var ttlRuleIDs = []string{"BR-19-01", "BR-19-02", "BR-19-03", "BR-19-04", "BR-19-05", "BR-19-06"}
 
 // minRuleIDs is fewer rule ids than the Go source holds: finding fewer
@@ -39,7 +39,7 @@ func TestEveryRuleIsDocumented(t *testing.T) {
 			len(found), root, minRuleIDs)
 	}
 	for _, id := range ttlRuleIDs {
-		found[id] = append(found[id], "internal/reconcile/ttl/ttl.go (rule(step))")
+		found[id] = append(found[id], "internal/reconcile/ttl/ttl.go (rule(band))")
 	}
 
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "rules.md"))
