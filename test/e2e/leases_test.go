@@ -289,6 +289,7 @@ func startInstance(t *testing.T, name string, args ...string) *instance {
 	addr := freeAddr(t)
 	full := append([]string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, "kubegcd.db"), "--listen", addr,
 		"--dry-run=false"}, args...)
+	mustEnforceAlone(t, full)
 	k, err := testcluster.StartKubegcd(kubegcdBin, filepath.Join(dir, name+".log"), full...)
 	if err != nil {
 		t.Fatal(err)
