@@ -364,10 +364,6 @@ func dryRunDecision(audit []db.AuditEntry, changed time.Time) *db.AuditEntry {
 	return nil
 }
 
-// why explains, from the mirror alone, why an object is or is not pending.
-// It follows ownergc's order: a decision recorded wins; an object being
-// deleted is left to its finalizers; then its owners decide, and dry
-// (ownergc's decision in dry-run, or nil) says what it decided of them.
 // objectFacts is what why reads.
 type objectFacts struct {
 	Object  *db.Object
@@ -375,6 +371,10 @@ type objectFacts struct {
 	Pending []db.Pending
 }
 
+// why explains, from the mirror alone, why an object is or is not pending.
+// It follows ownergc's order: a decision recorded wins; an object being
+// deleted is left to its finalizers; then its owners decide, and dry
+// (ownergc's decision in dry-run, or nil) says what it decided of them.
 func why(det objectFacts, dry *db.AuditEntry) string {
 	o := det.Object
 	if len(det.Pending) > 0 {

@@ -302,6 +302,12 @@ func (a *Applier) Resolve(ctx context.Context, controller, uid string) error {
 	return a.opts.DB.ClearPending(ctx, controller, uid)
 }
 
+// HasPending reports, from memory, whether controller holds a decision
+// pending about uid.
+func (a *Applier) HasPending(controller, uid string) bool {
+	return a.opts.DB.HasPending(controller, uid)
+}
+
 // EndPass ends a full pass of controller over the mirror: what it held
 // pending about an object keep rejects (one the pass no longer chose) is
 // forgotten. A pass that could not look at every object it may hold

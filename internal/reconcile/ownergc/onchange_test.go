@@ -2,6 +2,8 @@ package ownergc
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
 // What each committed change puts in the queue: an upsert only when it
@@ -49,7 +52,12 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 				Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held", UID: "held"}}); err != nil {
 				t.Fatal(err)
 			}
-			c := &Controller{opts: Options{DB: store}, resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
+			applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, Instance: "test",
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &Controller{opts: Options{DB: store, Applier: applier}, resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
 				workqueue.DefaultTypedControllerRateLimiter[string]())}
 			defer c.queue.ShutDown()
 			c.OnChange([]db.Change{tt.change})

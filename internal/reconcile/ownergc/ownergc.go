@@ -46,8 +46,8 @@ const (
 	actionRemoveFinalizer = gcrules.ActionRemoveFinalizer
 )
 
-// Store is what ownergc reads of the mirror, and of what it holds
-// pending; *db.DB is one.
+// Store is what ownergc reads of the mirror; *db.DB is one. What it holds
+// pending is the applier's.
 type Store interface {
 	OwnerGCCandidates(ctx context.Context) ([]string, error)
 	GetObject(ctx context.Context, uid string) (*db.Object, error)
@@ -55,7 +55,6 @@ type Store interface {
 	DependentsOf(ctx context.Context, ownerUID string) ([]db.Dependent, error)
 	DependentObjects(ctx context.Context, ownerUID string, fn func(*db.Object) error) error
 	ResourceForKind(ctx context.Context, group, kind string) (*db.Resource, error)
-	HasPending(controller, uid string) bool
 }
 
 // Options configure the controller.
@@ -156,7 +155,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 			// An object that nothing names as an owner and that has no
 			// decision pending leaves nothing to do when it goes (most of
 			// them: the dependents this collector deletes).
-			if !ch.Examined || ch.HasDependents || c.opts.DB.HasPending(Name, ch.UID) {
+			if !ch.Examined || ch.HasDependents || c.opts.Applier.HasPending(Name, ch.UID) {
 				c.queue.Add(gonePrefix + ch.UID)
 			} else {
 				c.stale.forget(ch.UID)
