@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -123,20 +122,18 @@ func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error {
 	return d.resolveIntent(ctx, tx, e.IntentID)
 }
 
-// settles reports whether e records a decision carried out (applied, or
+// Settles reports whether e records a decision carried out (applied, or
 // its object already gone): what was pending about its target goes with it.
-func (e *AuditEntry) settles() bool {
+func (e *AuditEntry) Settles() bool {
 	return !e.DryRun && (e.Outcome == OutcomeApplied || e.Outcome == OutcomeNotFound)
 }
 
 // InsertAudits writes entries in one transaction, all or none: the rows
 // the applier kept in memory while the database could not take them. An
 // entry that settles a decision also removes what was pending about its
-// target, as RecordApplied does.
+// target.
 func (d *DB) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
-	var settled []*AuditEntry
-	err := d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
-		settled = settled[:0]
+	return d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
 		for _, e := range entries {
 			if e.Time.IsZero() {
 				e.Time = d.Now()
@@ -144,7 +141,7 @@ func (d *DB) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
 			if err := d.insertAudit(ctx, tx, e); err != nil {
 				return err
 			}
-			if !e.settles() || !d.pendingKeys.has(e.Controller, e.Target.UID) {
+			if !e.Settles() {
 				continue
 			}
 			st, err := d.txStmt(ctx, tx, sqlDeletePending)
@@ -154,16 +151,9 @@ func (d *DB) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
 			if _, err := st.ExecContext(ctx, e.Controller, e.Target.UID); err != nil {
 				return err
 			}
-			settled = append(settled, e)
 		}
 		return nil
 	})
-	if err == nil {
-		for _, e := range settled {
-			d.pendingKeys.remove(e.Controller, e.Target.UID)
-		}
-	}
-	return err
 }
 
 // AppliedWriteTimes returns when each write to the cluster recorded since
@@ -358,9 +348,6 @@ type Pending struct {
 // pending before, or pending for another rule, reason or resourceVersion.
 // An unchanged decision keeps its original Since.
 func (d *DB) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
-	// Known before the row is written: the set may name a key without a
-	// row (a harmless extra look), never the other way round.
-	d.pendingKeys.add(p.Controller, p.Target.UID)
 	var isNew bool
 	err := d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
 		var err error
@@ -401,59 +388,67 @@ func (d *DB) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool, e
 	return isNew, err
 }
 
-// ClearPending forgets the decisions a controller held about uid. Most
-// calls find nothing to forget, so it looks at the in-memory set of keys
-// with pending rows before it takes the writer.
+// ClearPending forgets the decisions a controller held about uid.
 func (d *DB) ClearPending(ctx context.Context, controller, uid string) error {
-	if !d.pendingKeys.has(controller, uid) {
-		return nil
-	}
-	err := d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
+	return d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, sqlDeletePending, controller, uid)
 		return err
 	})
-	if err == nil {
-		d.pendingKeys.remove(controller, uid)
-	}
-	return err
 }
 
-// HasPending reports whether controller holds a decision pending about
-// uid, from memory.
-func (d *DB) HasPending(controller, uid string) bool { return d.pendingKeys.has(controller, uid) }
+// PendingUID names an object a controller holds decisions pending about.
+type PendingUID struct{ Controller, UID string }
 
-// RecordApplied queues the audit entry of an applied decision, and the
-// removal of what was pending about its target, without waiting for it:
-// the write to the cluster is done, and the worker need not wait for the
-// disk before taking the next one. Entries queued while the writer is busy
-// are written together, in one request. Close commits what is queued.
-// onDone (if set) hears, once, whether the entry was committed (nil) or
-// why not: the caller keeps the entry until it is written.
-func (d *DB) RecordApplied(e *AuditEntry, onDone func(error)) {
-	if e.Time.IsZero() {
-		e.Time = d.Now()
+// PendingUIDs returns every (controller, uid) with pending rows.
+func (d *DB) PendingUIDs(ctx context.Context) ([]PendingUID, error) {
+	rows, err := d.query(ctx, `SELECT DISTINCT controller, uid FROM pending`)
+	if err != nil {
+		return nil, fmt.Errorf("pending: %w", err)
 	}
-	q := &d.appliedQueue
-	q.mu.Lock()
-	q.entries = append(q.entries, appliedEntry{e: e, hadPending: d.pendingKeys.has(e.Controller, e.Target.UID), onDone: onDone})
-	queued := q.queued
-	q.queued = true
-	q.mu.Unlock()
-	if queued {
-		return
+	defer rows.Close()
+	var out []PendingUID
+	for rows.Next() {
+		var k PendingUID
+		if err := rows.Scan(&k.Controller, &k.UID); err != nil {
+			return nil, fmt.Errorf("pending: %w", err)
+		}
+		out = append(out, k)
 	}
-	// taken, ran, written and failed are only touched on the writer's
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending: %w", err)
+	}
+	return out, nil
+}
+
+// AppliedRow is the audit row of a write carried out, and whether what its
+// controller held pending about the target goes in the same transaction.
+type AppliedRow struct {
+	Entry        *AuditEntry
+	ClearPending bool
+}
+
+// WriteApplied asks the writer, without waiting, for a transaction that
+// writes the rows take returns when it runs: rows the caller queued while
+// the writer was busy go together, in one request, and the worker that
+// carried out the write need not wait for the disk before taking the next.
+// done hears, once, the rows taken, each one's error (failed is nil when
+// all were written) and the transaction's: nil when the rows are
+// committed. A request that never runs (its transaction could not begin,
+// or the database is closing) calls take from done's goroutine, so that
+// the rows' callers hear why. Close commits the requests still queued.
+func (d *DB) WriteApplied(take func() []AppliedRow, done func(rows []AppliedRow, failed []error, err error)) {
+	// taken, written and failed are only touched on the writer's
 	// goroutine, or on this one when the request is refused before it is
-	// queued. The entries are taken from the queue once: a replay of the
-	// group (see runGroup) writes the same ones again.
-	var taken, written []appliedEntry
+	// queued. The rows are taken once: a replay of the group (see
+	// runGroup) writes the same ones again.
+	var taken, written []AppliedRow
 	var failed []error
 	runs := 0
 	d.inWriteTxAsync("audit", func(tx *sql.Tx) error {
 		if runs == 0 {
-			taken = d.takeApplied()
+			taken = take()
 		}
-		// A run again is a replay: its entries go each in a savepoint.
+		// A run again is a replay: its rows go each in a savepoint.
 		careful := runs > 0
 		runs++
 		written, failed = d.writeApplied(tx, taken, careful)
@@ -463,50 +458,18 @@ func (d *DB) RecordApplied(e *AuditEntry, onDone func(error)) {
 		return nil
 	}, func(err error) {
 		if runs == 0 {
-			// The request never ran (its transaction could not begin, or
-			// the database is closing): it takes whatever is queued, and
-			// their callers hear why.
-			written, failed = d.takeApplied(), nil
+			written, failed = take(), nil
 		}
-		for i, a := range written {
-			if err == nil && failed != nil && failed[i] != nil {
-				if a.onDone != nil {
-					a.onDone(fmt.Errorf("database audit: %w", failed[i]))
-				}
-				continue
-			}
-			if err == nil && a.hadPending {
-				d.pendingKeys.remove(a.e.Controller, a.e.Target.UID)
-			}
-			if a.onDone != nil {
-				a.onDone(err)
+		if err != nil {
+			failed = nil
+		}
+		for i := range failed {
+			if failed[i] != nil {
+				failed[i] = fmt.Errorf("database audit: %w", failed[i])
 			}
 		}
+		done(written, failed, err)
 	})
-}
-
-// appliedQueue holds audit entries of applied decisions until the writer
-// takes them.
-type appliedQueue struct {
-	mu      sync.Mutex
-	entries []appliedEntry
-	queued  bool // a writer request that will take entries is queued
-}
-
-type appliedEntry struct {
-	e          *AuditEntry
-	hadPending bool
-	onDone     func(error)
-}
-
-// takeApplied empties the queue of applied entries and returns them.
-func (d *DB) takeApplied() []appliedEntry {
-	q := &d.appliedQueue
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	entries := q.entries
-	q.entries, q.queued = nil, false
-	return entries
 }
 
 // writeApplied writes entries and returns them with each one's error (nil
@@ -517,19 +480,22 @@ func (d *DB) takeApplied() []appliedEntry {
 // in a savepoint of its own, so that one failure loses only its own row.
 // A savepoint copies every page its write first changes into the
 // sub-journal: the careless pass is the common one, at half the cost.
-func (d *DB) writeApplied(tx *sql.Tx, entries []appliedEntry, careful bool) ([]appliedEntry, []error) {
+func (d *DB) writeApplied(tx *sql.Tx, entries []AppliedRow, careful bool) ([]AppliedRow, []error) {
 	ctx := context.Background()
 	var failed []error
 	for i, a := range entries {
+		if a.Entry.Time.IsZero() {
+			a.Entry.Time = d.Now()
+		}
 		write := func() error {
-			if err := d.insertAudit(ctx, tx, a.e); err != nil || !a.hadPending {
+			if err := d.insertAudit(ctx, tx, a.Entry); err != nil || !a.ClearPending {
 				return err
 			}
 			st, err := d.txStmt(ctx, tx, sqlDeletePending)
 			if err != nil {
 				return err
 			}
-			_, err = st.ExecContext(ctx, a.e.Controller, a.e.Target.UID)
+			_, err = st.ExecContext(ctx, a.Entry.Controller, a.Entry.Target.UID)
 			return err
 		}
 		var err error
@@ -549,81 +515,6 @@ func (d *DB) writeApplied(tx *sql.Tx, entries []appliedEntry, careful bool) ([]a
 		}
 	}
 	return entries, failed
-}
-
-// keySet is the set of (controller, uid) that have pending rows, kept in
-// memory so that the common "nothing pending" case costs no query.
-type keySet struct {
-	mu sync.Mutex
-	m  map[[2]string]struct{}
-}
-
-func (k *keySet) has(controller, uid string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	_, ok := k.m[[2]string{controller, uid}]
-	return ok
-}
-
-func (k *keySet) add(controller, uid string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m == nil {
-		k.m = map[[2]string]struct{}{}
-	}
-	k.m[[2]string{controller, uid}] = struct{}{}
-}
-
-func (k *keySet) remove(controller, uid string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.m, [2]string{controller, uid})
-}
-
-// of returns the uids controller has pending rows about.
-func (k *keySet) of(controller string) []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	var uids []string
-	for key := range k.m {
-		if key[0] == controller {
-			uids = append(uids, key[1])
-		}
-	}
-	return uids
-}
-
-// ClearPendingExcept forgets the decisions a controller held about every
-// uid that keep rejects: a controller that decides in full passes calls it
-// after each pass with what that pass still holds. The uids come from
-// memory; only those with rows cost a write.
-func (d *DB) ClearPendingExcept(ctx context.Context, controller string, keep func(uid string) bool) error {
-	var errs []error
-	// keep is the caller's: it runs outside the set's lock, free to look
-	// at what is pending.
-	for _, uid := range d.pendingKeys.of(controller) {
-		if !keep(uid) {
-			errs = append(errs, d.ClearPending(ctx, controller, uid))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// loadPendingKeys fills the set from the table at Open.
-func (d *DB) loadPendingKeys(ctx context.Context) error {
-	rows, err := d.read.QueryContext(ctx, `SELECT DISTINCT controller, uid FROM pending`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var c, u string
-		if err := rows.Scan(&c, &u); err != nil {
-			return err
-		}
-		d.pendingKeys.add(c, u)
-	}
-	return rows.Err()
 }
 
 // kindCondition matches the kind column against a kind in any case or a

@@ -10,6 +10,28 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// writeApplied asks d to write the rows of applied writes in one request,
+// as the applier does with those it queued, each settling what was pending
+// about its target; done (if set) hears each row's outcome once, by index.
+func writeApplied(d *DB, done func(i int, err error), entries ...*AuditEntry) {
+	rows := make([]AppliedRow, len(entries))
+	for i, e := range entries {
+		rows[i] = AppliedRow{Entry: e, ClearPending: true}
+	}
+	d.WriteApplied(func() []AppliedRow { return rows }, func(written []AppliedRow, failed []error, err error) {
+		for i := range written {
+			if done == nil {
+				continue
+			}
+			if err == nil && failed != nil {
+				done(i, failed[i])
+			} else {
+				done(i, err)
+			}
+		}
+	})
+}
+
 func auditEntry(controller, action, uid, outcome string, at time.Time) *AuditEntry {
 	return &AuditEntry{Time: at, Instance: "i", Controller: controller, Rule: "r", Action: action, Outcome: outcome,
 		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}
@@ -101,9 +123,9 @@ func TestAppliedRowsSettlePending(t *testing.T) {
 		}
 	}
 	done := make(chan error, 1)
-	d.RecordApplied(auditEntry("ownergc", "delete", "queued", OutcomeApplied, time.Time{}), func(err error) { done <- err })
+	writeApplied(d, func(_ int, err error) { done <- err }, auditEntry("ownergc", "delete", "queued", OutcomeApplied, time.Time{}))
 	if err := <-done; err != nil {
-		t.Fatalf("RecordApplied: %v", err)
+		t.Fatalf("WriteApplied: %v", err)
 	}
 	if err := d.InsertAudits(ctx, []*AuditEntry{
 		auditEntry("ownergc", "delete", "later", OutcomeNotFound, time.Time{}),
@@ -305,35 +327,3 @@ func TestListPendingPages(t *testing.T) {
 	}
 }
 
-// TestClearPendingExceptCallsKeepUnlocked: ClearPendingExcept clears what
-// keep rejects, and keep may look at what is pending (it is called outside
-// the pending set's lock: inside, this test never ends).
-func TestClearPendingExceptCallsKeepUnlocked(t *testing.T) {
-	ctx := context.Background()
-	d := openTemp(t)
-	for _, uid := range []string{"kept", "stale"} {
-		if _, err := d.UpsertPending(ctx, &Pending{Controller: "podgc", Rule: "r", Action: "delete", Reason: "x",
-			Target: Target{APIVersion: "v1", Kind: "Pod", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- d.ClearPendingExcept(ctx, "podgc", func(uid string) bool { return uid == "kept" && d.HasPending("podgc", uid) })
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("ClearPendingExcept still running after 10s: keep, which reads the pending set, ran under its lock")
-	}
-	if !d.HasPending("podgc", "kept") || d.HasPending("podgc", "stale") {
-		t.Errorf("pending after the clear: kept %v, stale %v; want only kept", d.HasPending("podgc", "kept"), d.HasPending("podgc", "stale"))
-	}
-	rows, _, err := d.ListPending(ctx, PendingFilter{Controller: "podgc"})
-	if err != nil || len(rows) != 1 || rows[0].Target.UID != "kept" {
-		t.Fatalf("pending rows %+v (%v), want kept's only", rows, err)
-	}
-}

@@ -55,8 +55,6 @@ type DB struct {
 	writesPerCommit prometheus.Histogram
 
 	readStmts, writeStmts stmtCache
-	pendingKeys           keySet
-	appliedQueue          appliedQueue
 
 	// The writer goroutine (see writer.go) and its queue.
 	writes     chan *writeReq
@@ -150,9 +148,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	if !opts.ReadOnly {
 		if err := d.warmWrites(ctx); err != nil {
-			return nil, fmt.Errorf("database %s: %w", path, err)
-		}
-		if err := d.loadPendingKeys(ctx); err != nil {
 			return nil, fmt.Errorf("database %s: %w", path, err)
 		}
 	}

@@ -121,7 +121,6 @@ func (d *DB) RecordFailure(ctx context.Context, p *Pending, e *AuditEntry) (bool
 	if e.Time.IsZero() {
 		e.Time = d.Now()
 	}
-	d.pendingKeys.add(p.Controller, p.Target.UID) // before the row: see UpsertPending
 	var isNew bool
 	err := d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
 		var err error
@@ -144,7 +143,6 @@ func (d *DB) SettleIntent(ctx context.Context, e *AuditEntry, p *Pending) error 
 	if p == nil {
 		return d.InsertAudits(ctx, []*AuditEntry{e})
 	}
-	d.pendingKeys.add(p.Controller, p.Target.UID)
 	return d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
 		if _, err := d.upsertPending(ctx, tx, p); err != nil {
 			return err

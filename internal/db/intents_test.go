@@ -130,7 +130,7 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 		{name: "applied, queued", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			e.Outcome = OutcomeApplied
 			done := make(chan error, 1)
-			d.RecordApplied(e, func(err error) { done <- err })
+			writeApplied(d, func(_ int, err error) { done <- err }, e)
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}

@@ -111,7 +111,7 @@ func BenchmarkDependentGone(b *testing.B) {
 					}
 					row := in.Entry
 					row.Outcome = OutcomeApplied
-					d.RecordApplied(&row, nil)
+					writeApplied(d, nil, &row)
 					gone <- o
 				}
 				errs <- nil

@@ -65,7 +65,7 @@ func (d *DB) inWriteTxAsync(op string, fn func(tx *sql.Tx) error, onDone func(er
 	select {
 	case d.writes <- req:
 	default:
-		// The one caller (RecordApplied) keeps at most one request
+		// The one caller (WriteApplied, through its applier) keeps at most one request
 		// queued, so there is at most one such goroutine.
 		go queue()
 	}
@@ -200,7 +200,7 @@ func (d *DB) runGroup(batch []*writeReq, results []error, savepoints bool) bool 
 
 // errReplayCareful is returned by a write of several parts that failed in
 // one of them on its first run, which keeps no part apart: it is run
-// again, with savepoints, where it does (see RecordApplied). It is no
+// again, with savepoints, where it does (see WriteApplied). It is no
 // failure of its own.
 var errReplayCareful = errors.New("replay the group with savepoints")
 

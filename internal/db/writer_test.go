@@ -107,7 +107,7 @@ func TestGroupCommitDropsOnlyTheFailingWrite(t *testing.T) {
 			// An applied decision's row, queued between them: a replay
 			// must write it once and tell its caller once.
 			applied := make(chan error, 2)
-			d.RecordApplied(auditEntry("ownergc", "delete", "applied", OutcomeApplied, time.Time{}), func(err error) { applied <- err })
+			writeApplied(d, func(_ int, err error) { applied <- err }, auditEntry("ownergc", "delete", "applied", OutcomeApplied, time.Time{}))
 			boom := errors.New("boom")
 			b := queueWrite(d, "b", func(tx *sql.Tx) error {
 				if err := insertResource("b", &runsB)(tx); err != nil || !tc.failing {
@@ -188,12 +188,15 @@ func TestAppliedRowsFailAlone(t *testing.T) {
 				}
 				return errors.New("boom")
 			})
+			// Three rows in one request, as the applier queues them.
 			heard := map[string]chan error{}
-			for _, uid := range []string{"good1", "bad", "good2"} {
-				c := make(chan error, 2)
-				heard[uid] = c
-				d.RecordApplied(auditEntry("ownergc", "delete", uid, OutcomeApplied, time.Time{}), func(err error) { c <- err })
+			uids := []string{"good1", "bad", "good2"}
+			var entries []*AuditEntry
+			for _, uid := range uids {
+				heard[uid] = make(chan error, 2)
+				entries = append(entries, auditEntry("ownergc", "delete", uid, OutcomeApplied, time.Time{}))
 			}
+			writeApplied(d, func(i int, err error) { heard[uids[i]] <- err }, entries...)
 			release()
 			if err := recv(t, first); (err != nil) != earlierFails {
 				t.Errorf("first write: %v", err)
@@ -265,7 +268,7 @@ func TestHotWritesArePrepared(t *testing.T) {
 	done := make(chan error, 1)
 	row := in.Entry
 	row.Outcome = OutcomeApplied
-	d.RecordApplied(&row, func(err error) { done <- err })
+	writeApplied(d, func(_ int, err error) { done <- err }, &row)
 	if err := recv(t, done); err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,11 @@ type Applier struct {
 	mu     sync.Mutex
 	cap    capState
 	ledger ledgerState
+	// pending is what the controllers hold pending, by (controller, uid).
+	pending pendingSet
+	// applied holds the audit rows of applied writes until the writer
+	// takes them.
+	applied appliedQueue
 	// changed is closed and replaced whenever a write waiting in admit may
 	// go on or must stop.
 	changed chan struct{}
@@ -105,7 +110,15 @@ func NewApplier(opts ApplierOptions) (*Applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Applier{opts: opts, log: opts.Logger, metrics: m, changed: make(chan struct{}), failed: make(chan struct{}, 1)}, nil
+	a := &Applier{opts: opts, log: opts.Logger, metrics: m, changed: make(chan struct{}), failed: make(chan struct{}, 1)}
+	held, err := opts.DB.PendingUIDs(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range held {
+		a.pending.add(k.Controller, k.UID)
+	}
+	return a, nil
 }
 
 // DryRun reports whether decisions are only recorded.
@@ -262,7 +275,9 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	}
 	// The write went out: its record is kept even if ctx ends now.
 	wctx := context.WithoutCancel(ctx)
-	isNew, perr := a.opts.DB.RecordFailure(wctx, a.pending(d, d.Reason, nil), e)
+	p := a.pendingRow(d, d.Reason, nil)
+	a.pending.add(p.Controller, p.Target.UID) // before the row: see pendingSet
+	isNew, perr := a.opts.DB.RecordFailure(wctx, p, e)
 	switch {
 	case perr != nil:
 		a.logDecision(e, slog.LevelWarn)
@@ -295,27 +310,6 @@ func (a *Applier) Record(ctx context.Context, d Decision) (bool, error) {
 	return a.recordOnce(ctx, d, db.OutcomeSkipped)
 }
 
-// Resolve forgets what controller held pending about uid: the object is
-// gone, or needs nothing done any more. Most calls find nothing to forget
-// and cost no write.
-func (a *Applier) Resolve(ctx context.Context, controller, uid string) error {
-	return a.opts.DB.ClearPending(ctx, controller, uid)
-}
-
-// HasPending reports, from memory, whether controller holds a decision
-// pending about uid.
-func (a *Applier) HasPending(controller, uid string) bool {
-	return a.opts.DB.HasPending(controller, uid)
-}
-
-// EndPass ends a full pass of controller over the mirror: what it held
-// pending about an object keep rejects (one the pass no longer chose) is
-// forgotten. A pass that could not look at every object it may hold
-// decisions about must not call it.
-func (a *Applier) EndPass(ctx context.Context, controller string, keep func(uid string) bool) error {
-	return a.opts.DB.ClearPendingExcept(ctx, controller, keep)
-}
-
 // Defer records d as pending, to be acted on no sooner than notBefore,
 // without applying or auditing it: a decision that waits out a quarantine
 // or a back-off.
@@ -323,7 +317,7 @@ func (a *Applier) Defer(ctx context.Context, d Decision, notBefore time.Time) er
 	if err := a.LedgerError(); err != nil {
 		return err
 	}
-	if _, err := a.opts.DB.UpsertPending(ctx, a.pending(d, d.Reason, &notBefore)); err != nil {
+	if _, err := a.upsertPending(ctx, a.pendingRow(d, d.Reason, &notBefore)); err != nil {
 		return a.storeFailed(ctx, err)
 	}
 	return nil
@@ -341,7 +335,7 @@ func (a *Applier) recordOnce(ctx context.Context, d Decision, outcome string) (b
 }
 
 func (a *Applier) pend(ctx context.Context, d Decision, reason string) (bool, error) {
-	isNew, err := a.opts.DB.UpsertPending(ctx, a.pending(d, reason, nil))
+	isNew, err := a.upsertPending(ctx, a.pendingRow(d, reason, nil))
 	if err != nil {
 		return false, a.storeFailed(ctx, err)
 	}
@@ -357,7 +351,14 @@ func (a *Applier) audit(ctx context.Context, e *db.AuditEntry) error {
 	return nil
 }
 
-func (a *Applier) pending(d Decision, reason string, notBefore *time.Time) *db.Pending {
+// upsertPending records p, its key first (see pendingSet), and reports
+// whether it is a new decision.
+func (a *Applier) upsertPending(ctx context.Context, p *db.Pending) (bool, error) {
+	a.pending.add(p.Controller, p.Target.UID)
+	return a.opts.DB.UpsertPending(ctx, p)
+}
+
+func (a *Applier) pendingRow(d Decision, reason string, notBefore *time.Time) *db.Pending {
 	return &db.Pending{Controller: d.Controller, Rule: d.Rule, Action: d.Action, Reason: reason,
 		Target: d.Target, ResourceVersion: d.ResourceVersion, NotBefore: notBefore}
 }

@@ -415,7 +415,8 @@ func TestDryRunAuditsEachDecisionOnce(t *testing.T) {
 
 func TestMetricsLint(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := NewApplier(ApplierOptions{Registerer: reg}); err != nil {
+	store := openStore(t, filepath.Join(t.TempDir(), "k.db"), newFakeClock())
+	if _, err := NewApplier(ApplierOptions{DB: store, Registerer: reg}); err != nil {
 		t.Fatal(err)
 	}
 	problems, err := testutil.GatherAndLint(reg)

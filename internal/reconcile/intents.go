@@ -69,7 +69,7 @@ func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
 		} else {
 			e.Outcome, e.Reason = db.OutcomeApplied, recoveredGone+" ("+e.Reason+")"
 		}
-		if err := a.opts.DB.SettleIntent(ctx, &e, p); err != nil {
+		if err := a.settleIntent(ctx, &e, p); err != nil {
 			return a.storeFailed(ctx, err)
 		}
 		a.metrics.actions.WithLabelValues(e.Controller, e.Rule, e.Action, e.Outcome).Inc()
@@ -137,4 +137,14 @@ func PathNotServed(err error, name string) bool {
 	}
 	d := st.Status().Details
 	return d == nil || d.Name != name
+}
+
+// settleIntent writes e, the row of an intent found open at start: with p,
+// the decision stays pending, else what was pending about the target goes.
+func (a *Applier) settleIntent(ctx context.Context, e *db.AuditEntry, p *db.Pending) error {
+	if p == nil {
+		return a.insertAudits(ctx, []*db.AuditEntry{e})
+	}
+	a.pending.add(p.Controller, p.Target.UID) // before the row: see pendingSet
+	return a.opts.DB.SettleIntent(ctx, e, p)
 }

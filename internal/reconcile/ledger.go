@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -37,7 +38,7 @@ type ledgerState struct {
 	cause       string
 	// backlog holds audit rows the store refused, oldest first.
 	backlog []*db.AuditEntry
-	// inflight counts applied writes whose rows are queued (RecordApplied)
+	// inflight counts applied writes whose rows are queued (recordApplied)
 	// and not yet committed or refused: at most one per worker, since a
 	// worker's next intent commits behind its last row.
 	inflight int
@@ -105,24 +106,69 @@ func (a *Applier) lose(e *db.AuditEntry, why string) {
 		"outcome", e.Outcome, "dry_run", e.DryRun, "reason", e.Reason, "error", e.Error, "facts", string(e.Facts))
 }
 
-// recordApplied queues the row of an applied write; a row the store
-// refuses joins the backlog and pauses enforcement.
+// appliedQueue holds the audit rows of applied writes until the writer
+// takes them: rows queued while it is busy are written together.
+type appliedQueue struct {
+	mu     sync.Mutex
+	rows   []db.AppliedRow
+	queued bool // a writer request that will take rows is queued
+}
+
+// recordApplied queues the row of an applied write, which settles what
+// was pending about its target, without waiting for it: the write to the
+// cluster is done, and the worker need not wait for the disk before taking
+// the next one. A row the store refuses joins the backlog and pauses
+// enforcement.
 func (a *Applier) recordApplied(e *db.AuditEntry) {
 	a.mu.Lock()
 	a.ledger.inflight++
 	a.mu.Unlock()
-	a.opts.DB.RecordApplied(e, func(err error) {
-		if err != nil {
-			a.keep(e) // before inflight drops, so that drain sees it
+	if e.Time.IsZero() {
+		e.Time = a.opts.Now()
+	}
+	q := &a.applied
+	q.mu.Lock()
+	q.rows = append(q.rows, db.AppliedRow{Entry: e, ClearPending: a.pending.has(e.Controller, e.Target.UID)})
+	queued := q.queued
+	q.queued = true
+	q.mu.Unlock()
+	if !queued {
+		a.opts.DB.WriteApplied(a.takeApplied, a.appliedWritten)
+	}
+}
+
+// takeApplied empties the queue of applied rows and returns them.
+func (a *Applier) takeApplied() []db.AppliedRow {
+	q := &a.applied
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	rows := q.rows
+	q.rows, q.queued = nil, false
+	return rows
+}
+
+// appliedWritten hears what became of applied rows: a row committed
+// settles its target's pending key; one refused is kept in the backlog.
+func (a *Applier) appliedWritten(rows []db.AppliedRow, failed []error, err error) {
+	for i, r := range rows {
+		rerr := err
+		if rerr == nil && failed != nil {
+			rerr = failed[i]
+		}
+		if rerr == nil && r.ClearPending {
+			a.pending.remove(r.Entry.Controller, r.Entry.Target.UID)
+		}
+		if rerr != nil {
+			a.keep(r.Entry) // before inflight drops, so that drain sees it
 		}
 		a.mu.Lock()
 		a.ledger.inflight--
 		a.broadcastLocked()
 		a.mu.Unlock()
-		if err != nil {
-			_ = a.storeFailed(context.Background(), err)
+		if rerr != nil {
+			_ = a.storeFailed(context.Background(), rerr)
 		}
-	})
+	}
 }
 
 // Run watches the audit store until ctx ends: once it failed, every
@@ -200,7 +246,7 @@ func (a *Applier) flush(ctx context.Context) error {
 		if len(chunk) == 0 {
 			return nil
 		}
-		if err := a.opts.DB.InsertAudits(ctx, chunk); err != nil {
+		if err := a.insertAudits(ctx, chunk); err != nil {
 			return err
 		}
 		// Only keep appends to the backlog, so the chunk is still its head.
@@ -245,6 +291,20 @@ func (a *Applier) drain() {
 	for _, e := range rows {
 		a.lose(e, "the database did not take it before exit")
 	}
+}
+
+// insertAudits writes entries in one transaction, and forgets the pending
+// keys of the decisions they settle.
+func (a *Applier) insertAudits(ctx context.Context, entries []*db.AuditEntry) error {
+	if err := a.opts.DB.InsertAudits(ctx, entries); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Settles() {
+			a.pending.remove(e.Controller, e.Target.UID)
+		}
+	}
+	return nil
 }
 
 func (a *Applier) inflight() int {

@@ -84,8 +84,16 @@ func TestPendingEndsWithItsCause(t *testing.T) {
 	}
 	pending := func(want bool, when string) {
 		t.Helper()
-		if got := store.HasPending(Name, string(sv.UID)); got != want {
-			t.Fatalf("%s: pending %v, want %v", when, got, want)
+		rows, _, err := store.ListPending(ctx, db.PendingFilter{Controller: Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inTable := len(rows) == 1 && rows[0].Target.UID == string(sv.UID)
+		if got := applier.HasPending(Name, string(sv.UID)); got != inTable {
+			t.Fatalf("%s: the applier holds it pending: %v, the table %+v", when, got, rows)
+		}
+		if inTable != want {
+			t.Fatalf("%s: pending %v, want %v", when, inTable, want)
 		}
 	}
 
