@@ -326,4 +326,3 @@ func TestListPendingPages(t *testing.T) {
 		}
 	}
 }
-

@@ -71,7 +71,9 @@ func TestPendingLifecycle(t *testing.T) {
 	if _, err := a.Apply(ctx, decision("waits"), ok); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Apply(ctx, decision("fails"), func(context.Context) error { return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "fails") }); err != nil {
+	if _, err := a.Apply(ctx, decision("fails"), func(context.Context) error {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "fails")
+	}); err != nil {
 		t.Fatal(err)
 	}
 	audit(t, a.store, 3) // the failure, the applied write, the not-found
