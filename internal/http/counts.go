@@ -26,7 +26,12 @@ type countsCollector struct {
 	read scrapeCache[objectCounts]
 }
 
-func newCountsCollector(store *db.DB, ttl time.Duration, now func() time.Time) *countsCollector {
+// objectCounter is what countsCollector reads.
+type objectCounter interface {
+	ObjectCounts(ctx context.Context) (objects []db.KindCount, owned []db.OwnedCount, err error)
+}
+
+func newCountsCollector(store objectCounter, ttl time.Duration, now func() time.Time) *countsCollector {
 	return &countsCollector{
 		objects: prometheus.NewDesc("kubegcd_objects",
 			"Objects in the mirror by API group and kind, 0 for a kind mirrored without objects; computed at most every 30s.",

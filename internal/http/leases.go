@@ -13,13 +13,18 @@ import (
 // leaseCollector exports the lease inventory at every scrape: how many
 // Leases there are, and how many have expired, by role.
 type leaseCollector struct {
-	db             *db.DB
+	store          leaseLister
 	total, expired *prometheus.Desc
 }
 
-func newLeaseCollector(store *db.DB) *leaseCollector {
+// leaseLister is what leaseCollector reads.
+type leaseLister interface {
+	Leases(ctx context.Context, f db.LeaseFilter) ([]db.LeaseInfo, error)
+}
+
+func newLeaseCollector(store leaseLister) *leaseCollector {
 	return &leaseCollector{
-		db: store,
+		store: store,
 		total: prometheus.NewDesc("kubegcd_leases", "Leases in the cluster, by role: leader-election, node-heartbeat, apiserver-identity.",
 			[]string{"role"}, nil),
 		expired: prometheus.NewDesc("kubegcd_leases_expired", "Leases whose renewTime + leaseDurationSeconds is past, by role.",
@@ -35,7 +40,7 @@ func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	leases, err := c.db.Leases(ctx, db.LeaseFilter{})
+	leases, err := c.store.Leases(ctx, db.LeaseFilter{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.total, err)
 		return

@@ -103,7 +103,9 @@ type LeaderStatus struct {
 
 // Options configure the handler.
 type Options struct {
-	DB *db.DB
+	// DB is what the API reads (in the daemon, a *db.DB opened read-only);
+	// the database's metrics are registered only with one.
+	DB Store
 	// MaxInflight bounds the API requests served at once (0: no bound).
 	MaxInflight int
 	// Tokens, when set, are the bearer tokens a request must carry.

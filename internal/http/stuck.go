@@ -71,7 +71,12 @@ type stuckCollector struct {
 	read scrapeCache[stuckCounts]
 }
 
-func newStuckCollector(store *db.DB, after time.Duration) *stuckCollector {
+// stuckCounter is what stuckCollector reads.
+type stuckCounter interface {
+	StuckCounts(ctx context.Context, requestedBefore time.Time) (counts []db.StuckCount, terminatingNamespaces int, err error)
+}
+
+func newStuckCollector(store stuckCounter, after time.Duration) *stuckCollector {
 	return &stuckCollector{
 		stuck: prometheus.NewDesc("kubegcd_deletions_stuck",
 			fmt.Sprintf("Objects whose deletion was requested more than --stuck-after (%s) ago and that still exist, by API group and kind.", after),

@@ -1,0 +1,77 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// The daemon serves the API from a *db.DB.
+var _ Store = (*db.DB)(nil)
+
+// failingStore is a Store whose audit history cannot be read: ListAudit
+// returns err, or with err nil waits for the request to end. Any other read
+// panics.
+type failingStore struct {
+	Store
+	err error
+}
+
+func (f failingStore) ListAudit(ctx context.Context, _ db.AuditFilter) ([]db.AuditEntry, int64, error) {
+	if f.err == nil {
+		<-ctx.Done()
+		return nil, 0, ctx.Err()
+	}
+	return nil, 0, f.err
+}
+
+// TestStoreErrors checks what a client gets when a read fails: a 500 that
+// keeps the database's error to the log, or a 503 when the read outlasted
+// the request's time.
+func TestStoreErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		code      int
+		wantError string
+	}{
+		{"read fails", errors.New("disk I/O error on audit_by_time"), http.StatusInternalServerError, "internal error"},
+		{"read outlasts the request", nil, http.StatusServiceUnavailable, "request timed out"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			h, err := NewHandler(Options{DB: failingStore{err: tc.err}, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(),
+				RequestTimeout: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/audit", nil))
+			if rec.Code != tc.code {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.code, rec.Body)
+			}
+			var e errorJSON
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+				t.Fatalf("body %s: %v", rec.Body, err)
+			}
+			if e.Error != tc.wantError {
+				t.Errorf("error %q, want %q", e.Error, tc.wantError)
+			}
+			if tc.err != nil && !strings.Contains(logs.String(), tc.err.Error()) {
+				t.Errorf("the log lacks the database's error:\n%s", logs.String())
+			}
+		})
+	}
+}
