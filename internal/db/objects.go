@@ -61,6 +61,9 @@ type Pod struct {
 	Reason     string
 	NodeName   string
 	Generation int64
+	// evictedRank is the pod's first key in the deletion order (0 for an
+	// evicted pod), as the query computed it: a page's cursor carries it.
+	evictedRank int
 }
 
 // Node holds the node fields PodGC and the TTL controller decide on.

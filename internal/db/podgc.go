@@ -18,7 +18,7 @@ import (
 // order is total and pages never overlap).
 
 const (
-	podColumns      = objectColumns + `, p.phase, p.reason, p.node_name, p.generation`
+	podColumns      = objectColumns + `, p.phase, p.reason, p.node_name, p.generation, ` + evictedRank
 	podFrom         = ` FROM pods p JOIN objects o ON o.uid = p.uid`
 	terminatedWhere = `p.phase NOT IN ('Pending', 'Running', 'Unknown')`
 	evictedRank     = `(CASE WHEN p.phase = 'Failed' AND p.reason = 'Evicted' THEN 0 ELSE 1 END)`
@@ -36,28 +36,11 @@ type PodCursor struct {
 }
 
 func cursorOf(o *Object) *PodCursor {
-	c := &PodCursor{rank(o.Pod), "", o.Name, o.UID}
+	c := &PodCursor{o.Pod.evictedRank, "", o.Name, o.UID}
 	if t := formatTime(o.CreationTimestamp); t != nil {
 		c.created = t.(string)
 	}
 	return c
-}
-
-func rank(p *Pod) int {
-	if p.Evicted() {
-		return 0
-	}
-	return 1
-}
-
-// Evicted reports whether the kubelet evicted the pod (upstream's
-// eviction.PodIsEvicted).
-func (p *Pod) Evicted() bool { return p.Phase == "Failed" && p.Reason == "Evicted" }
-
-// Terminated reports whether the pod has finished (upstream's
-// isPodTerminated).
-func (p *Pod) Terminated() bool {
-	return p.Phase != "Pending" && p.Phase != "Running" && p.Phase != "Unknown"
 }
 
 func scanPods(rows *sql.Rows) ([]*Object, error) {
@@ -65,7 +48,7 @@ func scanPods(rows *sql.Rows) ([]*Object, error) {
 	var out []*Object
 	for rows.Next() {
 		p := &Pod{}
-		o, err := scanObject(rows, &p.Phase, &p.Reason, &p.NodeName, &p.Generation)
+		o, err := scanObject(rows, &p.Phase, &p.Reason, &p.NodeName, &p.Generation, &p.evictedRank)
 		if err != nil {
 			return nil, err
 		}

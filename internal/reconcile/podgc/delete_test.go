@@ -49,3 +49,23 @@ func TestDeleteBackoffDoublesUpToItsCap(t *testing.T) {
 		}
 	}
 }
+
+// evicted is upstream's eviction.PodIsEvicted: a Failed pod whose reason
+// is Evicted, and nothing else.
+func TestEvicted(t *testing.T) {
+	for _, c := range []struct {
+		phase, reason string
+		want          bool
+	}{
+		{"Failed", "Evicted", true},
+		{"Failed", "Error", false},
+		{"Succeeded", "Evicted", false},
+		{"Running", "Evicted", false},
+		{"Failed", "evicted", false},
+		{"", "", false},
+	} {
+		if got := evicted(&db.Pod{Phase: c.phase, Reason: c.reason}); got != c.want {
+			t.Errorf("phase %q reason %q: evicted %v, want %v", c.phase, c.reason, got, c.want)
+		}
+	}
+}

@@ -537,7 +537,7 @@ func (c *Controller) gcUnscheduledTerminating(ctx context.Context, p *pass) erro
 
 // podFacts is what every podgc decision records about the pod, plus extra.
 func podFacts(pod *db.Object, extra map[string]any) map[string]any {
-	f := map[string]any{"phase": pod.Pod.Phase, "node": pod.Pod.NodeName, "evicted": pod.Pod.Evicted(),
+	f := map[string]any{"phase": pod.Pod.Phase, "node": pod.Pod.NodeName, "evicted": evicted(pod.Pod),
 		"terminating": pod.DeletionTimestamp != nil}
 	if pod.CreationTimestamp != nil {
 		f["created"] = pod.CreationTimestamp.UTC()
@@ -582,3 +582,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	return m, nil
 }
+
+// evicted reports whether the kubelet evicted the pod (upstream's
+// eviction.PodIsEvicted): such pods go first among the terminated pods,
+// as the store's deletion order has them.
+func evicted(p *db.Pod) bool { return p.Phase == "Failed" && p.Reason == "Evicted" }
