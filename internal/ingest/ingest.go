@@ -37,7 +37,7 @@ var ignoredResources = map[schema.GroupResource]bool{
 // Options configure an Ingester.
 type Options struct {
 	Config            *rest.Config
-	DB                *db.DB
+	DB                Mirror
 	Logger            *slog.Logger
 	Registerer        prometheus.Registerer
 	DiscoveryInterval time.Duration // default 30s

@@ -26,6 +26,8 @@ import (
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
+var _ Mirror = (*db.DB)(nil)
+
 var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {

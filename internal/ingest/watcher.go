@@ -140,7 +140,7 @@ type watcher struct {
 	src        source
 	typed      func(runtime.Object, *db.Object)
 	pageSize   int64
-	db         *db.DB
+	db         Mirror
 	log        *slog.Logger
 	notify     func([]db.Change)
 	metrics    *metrics

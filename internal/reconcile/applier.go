@@ -49,7 +49,7 @@ type Decision struct {
 
 // ApplierOptions configure an Applier.
 type ApplierOptions struct {
-	DB       *db.DB
+	DB       Ledger
 	DryRun   bool
 	Instance string
 	Logger   *slog.Logger

@@ -87,7 +87,7 @@ func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
 
 // MetadataLiveUID reads targets through client, resolving their kinds to
 // resources through discovery as the database records it.
-func MetadataLiveUID(store *db.DB, client metadata.Interface) LiveUID {
+func MetadataLiveUID(store KindResolver, client metadata.Interface) LiveUID {
 	return func(ctx context.Context, t db.Target) (string, error) {
 		gv, err := schema.ParseGroupVersion(t.APIVersion)
 		if err != nil {

@@ -13,6 +13,11 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
+var (
+	_ Ledger       = (*db.DB)(nil)
+	_ KindResolver = (*db.DB)(nil)
+)
+
 // pendingUIDs lists the uids controller holds pending rows about, and
 // fails the test when the applier's memory disagrees with the table.
 func pendingUIDs(t *testing.T, a *testApplier, controller string) []string {
