@@ -362,7 +362,7 @@ func lintTable(body []byte, f *getFlags, _ time.Time) (*table, int, error) {
 }
 
 type leaseItem struct {
-	db.LeaseInfo
+	diagnose.Lease
 	HolderChanges []diagnose.HolderChange `json:"holderChanges"`
 	Gaps          []diagnose.LeaseGap     `json:"gaps"`
 }

@@ -67,24 +67,17 @@ func (d *DB) strings(ctx context.Context, what, query string, args ...any) ([]st
 	return out, rows.Err()
 }
 
-// LeaseInfo is one Lease of the inventory. Role, RenewAgeSeconds and
-// Expired are what the diagnosis makes of it (diagnose.ClassifyLeases):
-// the mirror leaves them unset.
-type LeaseInfo struct {
+// LeaseRow is one Lease of the mirror, as the cluster holds it. Its role
+// and expiry are the diagnosis's (diagnose.ClassifyLeases).
+type LeaseRow struct {
 	Namespace            string     `json:"namespace"`
 	Name                 string     `json:"name"`
 	UID                  string     `json:"uid"`
-	Role                 string     `json:"role"`
 	HolderIdentity       *string    `json:"holderIdentity"`
 	LeaseDurationSeconds *int32     `json:"leaseDurationSeconds"`
 	AcquireTime          *time.Time `json:"acquireTime"`
 	RenewTime            *time.Time `json:"renewTime"`
-	// RenewAgeSeconds is how long ago the Lease was renewed.
-	RenewAgeSeconds *float64 `json:"renewAgeSeconds"`
-	// Expired: renewTime + leaseDurationSeconds is past. A Lease never
-	// renewed, or without a duration, counts as expired.
-	Expired          bool   `json:"expired"`
-	LeaseTransitions *int32 `json:"leaseTransitions"`
+	LeaseTransitions     *int32     `json:"leaseTransitions"`
 	// IdentityLabel is the value of its apiserver.kubernetes.io/identity
 	// label, "" when none.
 	IdentityLabel string `json:"-"`
@@ -97,7 +90,7 @@ type LeaseFilter struct {
 }
 
 // Leases returns the Leases of the mirror, by namespace and name.
-func (d *DB) Leases(ctx context.Context, f LeaseFilter) ([]LeaseInfo, error) {
+func (d *DB) Leases(ctx context.Context, f LeaseFilter) ([]LeaseRow, error) {
 	where := []string{`o.kind = 'Lease' AND o.api_version = 'coordination.k8s.io/v1'`}
 	var args []any
 	for _, c := range []struct{ col, v string }{{"o.namespace", f.Namespace}, {"o.name", f.Name}} {
@@ -113,9 +106,9 @@ func (d *DB) Leases(ctx context.Context, f LeaseFilter) ([]LeaseInfo, error) {
 		return nil, fmt.Errorf("leases: %w", err)
 	}
 	defer rows.Close()
-	out := []LeaseInfo{}
+	out := []LeaseRow{}
 	for rows.Next() {
-		var l LeaseInfo
+		var l LeaseRow
 		var holder, acquire, renew sql.NullString
 		var duration, transitions sql.NullInt64
 		if err := rows.Scan(&l.Namespace, &l.Name, &l.UID, &holder, &duration, &acquire, &renew, &transitions, &l.IdentityLabel); err != nil {

@@ -98,7 +98,7 @@ type LeaseGap struct {
 // holder rows (oldest first, as LeaseHolderHistory gives them) and its
 // present state. Only what history kept is known: gaps before the oldest
 // row, or while kubegcd did not watch, are not.
-func LeaseTimeline(rows []db.HistoryEntry, now db.LeaseInfo) (changes []HolderChange, gaps []LeaseGap) {
+func LeaseTimeline(rows []db.HistoryEntry, now Lease) (changes []HolderChange, gaps []LeaseGap) {
 	changes, gaps = []HolderChange{}, []LeaseGap{}
 	// released is when the lease was let go, while nobody holds it.
 	var released *time.Time

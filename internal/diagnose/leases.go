@@ -16,14 +16,28 @@ const (
 // LeaseRoles lists the roles, in the order the inventory counts them.
 var LeaseRoles = []string{LeaseRoleLeaderElection, LeaseRoleNodeHeartbeat, LeaseRoleAPIServerIdentity}
 
-// ClassifyLeases sets each Lease's role, from where it lives and its
+// Lease is a Lease of the inventory: the mirror's row, its role, and its
+// expiry as of when it was classified.
+type Lease struct {
+	db.LeaseRow
+	Role string `json:"role"`
+	// RenewAgeSeconds is how long ago the Lease was renewed.
+	RenewAgeSeconds *float64 `json:"renewAgeSeconds"`
+	// Expired: renewTime + leaseDurationSeconds is past. A Lease never
+	// renewed, or without a duration, counts as expired.
+	Expired bool `json:"expired"`
+}
+
+// ClassifyLeases gives each Lease its role, from where it lives and its
 // labels (a node's heartbeat in kube-node-lease; a kube-apiserver's
 // identity in kube-system; any other a leader election), and its expiry as
 // of now: renewTime + leaseDurationSeconds past, or never renewed, or
 // without a duration.
-func ClassifyLeases(leases []db.LeaseInfo, now time.Time) {
-	for i := range leases {
+func ClassifyLeases(rows []db.LeaseRow, now time.Time) []Lease {
+	leases := make([]Lease, len(rows))
+	for i, row := range rows {
 		l := &leases[i]
+		l.LeaseRow = row
 		switch {
 		case l.Namespace == "kube-node-lease":
 			l.Role = LeaseRoleNodeHeartbeat
@@ -32,7 +46,7 @@ func ClassifyLeases(leases []db.LeaseInfo, now time.Time) {
 		default:
 			l.Role = LeaseRoleLeaderElection
 		}
-		l.Expired, l.RenewAgeSeconds = true, nil
+		l.Expired = true
 		if l.RenewTime != nil {
 			age := now.Sub(*l.RenewTime).Seconds()
 			l.RenewAgeSeconds = &age
@@ -41,4 +55,5 @@ func ClassifyLeases(leases []db.LeaseInfo, now time.Time) {
 			}
 		}
 	}
+	return leases
 }

@@ -13,30 +13,31 @@ func TestClassifyLeases(t *testing.T) {
 	secs := func(s int32) *int32 { return &s }
 	for _, tc := range []struct {
 		name    string
-		lease   db.LeaseInfo
+		lease   db.LeaseRow
 		role    string
 		expired bool
 		age     float64 // -1: none
 	}{
-		{"a node's heartbeat, renewed 10s ago for 40s", db.LeaseInfo{Namespace: "kube-node-lease", Name: "n1", RenewTime: ago(10),
+		{"a node's heartbeat, renewed 10s ago for 40s", db.LeaseRow{Namespace: "kube-node-lease", Name: "n1", RenewTime: ago(10),
 			LeaseDurationSeconds: secs(40)}, LeaseRoleNodeHeartbeat, false, 10},
-		{"a node's heartbeat, run out", db.LeaseInfo{Namespace: "kube-node-lease", Name: "n1", RenewTime: ago(41),
+		{"a node's heartbeat, run out", db.LeaseRow{Namespace: "kube-node-lease", Name: "n1", RenewTime: ago(41),
 			LeaseDurationSeconds: secs(40)}, LeaseRoleNodeHeartbeat, true, 41},
-		{"a kube-apiserver's identity", db.LeaseInfo{Namespace: "kube-system", Name: "apiserver-x", IdentityLabel: "kube-apiserver",
+		{"a kube-apiserver's identity", db.LeaseRow{Namespace: "kube-system", Name: "apiserver-x", IdentityLabel: "kube-apiserver",
 			RenewTime: ago(5), LeaseDurationSeconds: secs(3600)}, LeaseRoleAPIServerIdentity, false, 5},
-		{"another identity label in kube-system is a leader election", db.LeaseInfo{Namespace: "kube-system", Name: "x",
+		{"another identity label in kube-system is a leader election", db.LeaseRow{Namespace: "kube-system", Name: "x",
 			IdentityLabel: "sample-controller", RenewTime: ago(5), LeaseDurationSeconds: secs(15)}, LeaseRoleLeaderElection, false, 5},
-		{"a leader election elsewhere", db.LeaseInfo{Namespace: "apps", Name: "kubegcd", RenewTime: ago(20),
+		{"a leader election elsewhere", db.LeaseRow{Namespace: "apps", Name: "kubegcd", RenewTime: ago(20),
 			LeaseDurationSeconds: secs(15)}, LeaseRoleLeaderElection, true, 20},
-		{"never renewed: expired", db.LeaseInfo{Namespace: "apps", Name: "new", LeaseDurationSeconds: secs(15)},
+		{"never renewed: expired", db.LeaseRow{Namespace: "apps", Name: "new", LeaseDurationSeconds: secs(15)},
 			LeaseRoleLeaderElection, true, -1},
-		{"no duration: expired", db.LeaseInfo{Namespace: "apps", Name: "odd", RenewTime: ago(1)}, LeaseRoleLeaderElection, true, 1},
-		{"renewed exactly a duration ago: not yet", db.LeaseInfo{Namespace: "apps", Name: "edge", RenewTime: ago(15),
+		{"no duration: expired", db.LeaseRow{Namespace: "apps", Name: "odd", RenewTime: ago(1)}, LeaseRoleLeaderElection, true, 1},
+		{"renewed exactly a duration ago: not yet", db.LeaseRow{Namespace: "apps", Name: "edge", RenewTime: ago(15),
 			LeaseDurationSeconds: secs(15)}, LeaseRoleLeaderElection, false, 15},
 	} {
-		leases := []db.LeaseInfo{tc.lease}
-		ClassifyLeases(leases, now)
-		l := leases[0]
+		l := ClassifyLeases([]db.LeaseRow{tc.lease}, now)[0]
+		if l.LeaseRow != tc.lease {
+			t.Errorf("%s: the row became %+v", tc.name, l.LeaseRow)
+		}
 		if l.Role != tc.role || l.Expired != tc.expired {
 			t.Errorf("%s: role %q expired %v, want %q %v", tc.name, l.Role, l.Expired, tc.role, tc.expired)
 		}

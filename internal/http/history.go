@@ -264,14 +264,14 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	items, err := s.DB.Leases(r.Context(), f)
+	rows, err := s.DB.Leases(r.Context(), f)
 	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
-	diagnose.ClassifyLeases(items, time.Now())
+	items := diagnose.ClassifyLeases(rows, time.Now())
 	if expired != nil {
-		items = slices.DeleteFunc(items, func(l db.LeaseInfo) bool { return l.Expired != *expired })
+		items = slices.DeleteFunc(items, func(l diagnose.Lease) bool { return l.Expired != *expired })
 	}
 	out, err := s.leaseItems(r.Context(), items)
 	if err != nil {

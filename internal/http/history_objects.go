@@ -102,12 +102,12 @@ func (s *server) graphAt(ctx context.Context, f db.GraphFilter, at time.Time) (*
 
 // leaseItem is a Lease of /leases with who held it and when nobody did.
 type leaseItem struct {
-	db.LeaseInfo
+	diagnose.Lease
 	HolderChanges []diagnose.HolderChange `json:"holderChanges"`
 	Gaps          []diagnose.LeaseGap     `json:"gaps"`
 }
 
-func (s *server) leaseItems(ctx context.Context, leases []db.LeaseInfo) ([]leaseItem, error) {
+func (s *server) leaseItems(ctx context.Context, leases []diagnose.Lease) ([]leaseItem, error) {
 	uids := make([]string, len(leases))
 	for i, l := range leases {
 		uids[i] = l.UID
@@ -118,7 +118,7 @@ func (s *server) leaseItems(ctx context.Context, leases []db.LeaseInfo) ([]lease
 	}
 	out := make([]leaseItem, len(leases))
 	for i, l := range leases {
-		out[i].LeaseInfo = l
+		out[i].Lease = l
 		out[i].HolderChanges, out[i].Gaps = diagnose.LeaseTimeline(hist[l.UID], l)
 	}
 	return out, nil

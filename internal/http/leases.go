@@ -19,7 +19,7 @@ type leaseCollector struct {
 
 // leaseLister is what leaseCollector reads.
 type leaseLister interface {
-	Leases(ctx context.Context, f db.LeaseFilter) ([]db.LeaseInfo, error)
+	Leases(ctx context.Context, f db.LeaseFilter) ([]db.LeaseRow, error)
 }
 
 func newLeaseCollector(store leaseLister) *leaseCollector {
@@ -40,12 +40,12 @@ func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	leases, err := c.store.Leases(ctx, db.LeaseFilter{})
+	rows, err := c.store.Leases(ctx, db.LeaseFilter{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.total, err)
 		return
 	}
-	diagnose.ClassifyLeases(leases, time.Now())
+	leases := diagnose.ClassifyLeases(rows, time.Now())
 	roles := diagnose.LeaseRoles
 	total, expired := map[string]int{}, map[string]int{}
 	for _, l := range leases {

@@ -34,7 +34,7 @@ type Mirror interface {
 	Stuck(ctx context.Context, f db.StuckFilter) (*db.StuckData, error)
 	StuckCounts(ctx context.Context, requestedBefore time.Time) (counts []db.StuckCount, terminatingNamespaces int, err error)
 	ObjectCounts(ctx context.Context) (objects []db.KindCount, owned []db.OwnedCount, err error)
-	Leases(ctx context.Context, f db.LeaseFilter) ([]db.LeaseInfo, error)
+	Leases(ctx context.Context, f db.LeaseFilter) ([]db.LeaseRow, error)
 }
 
 // History is what the server reads of the objects' history: an object's
