@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 
@@ -113,7 +115,7 @@ func (s clientSource[L]) watch(ctx context.Context, opts metav1.ListOptions) (wa
 }
 
 // The sources: object metadata (most resources), whole objects (those
-// whose status is mirrored), and pods and nodes as typed protobuf.
+// whose status is mirrored), and pods, nodes and Leases as typed protobuf.
 func metadataSource(c metadata.ResourceInterface) source {
 	return newSource(c, func(l *metav1.PartialObjectMetadataList) []runtime.Object { return objects(l.Items) })
 }
@@ -128,6 +130,10 @@ func podSource(c typedcorev1.PodInterface) source {
 
 func nodeSource(c typedcorev1.NodeInterface) source {
 	return newSource(c, func(l *corev1.NodeList) []runtime.Object { return objects(l.Items) })
+}
+
+func leaseSource(c typedcoordinationv1.LeaseInterface) source {
+	return newSource(c, func(l *coordinationv1.LeaseList) []runtime.Object { return objects(l.Items) })
 }
 
 // watcher mirrors one resource: a paginated list written page by page, then
