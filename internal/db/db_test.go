@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -353,4 +354,51 @@ func TestObjectRoundTripAndRelist(t *testing.T) {
 	if err := d.read.QueryRow(`SELECT count(*) FROM owner_refs`).Scan(&refs); err != nil || refs != 0 {
 		t.Fatalf("owner refs left after delete: %d, %v", refs, err)
 	}
+}
+
+// A watch update writes every column that changed, whether it takes the
+// narrow UPDATE (indexed columns unchanged) or the full upsert.
+func TestWatchUpdateWritesWhatChanged(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	grace := int64(30)
+	for _, tc := range []struct {
+		name   string
+		change func(o *Object)
+	}{
+		{"the version alone", func(o *Object) {}},
+		{"finalizers", func(o *Object) { o.Finalizers = []string{"example.com/keep"} }},
+		{"deletion requested", func(o *Object) { o.DeletionTimestamp, o.DeletionGracePeriodSeconds = &now, &grace }},
+		{"owners", func(o *Object) {
+			o.OwnerReferences = []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}
+		}},
+		{"another apiVersion", func(o *Object) { o.APIVersion = "example.com/v1" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, rid := openConfigMaps(t)
+			if _, err := d.ApplyEvents(ctx, eventsOf(rid, configMap("cm"))); err != nil {
+				t.Fatal(err)
+			}
+			want := configMap("cm")
+			want.ResourceVersion = "2"
+			tc.change(want)
+			if _, err := d.ApplyEvents(ctx, eventsOf(rid, want)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.GetObject(ctx, "cm")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ResourceVersion != "2" || got.APIVersion != want.APIVersion || !slices.Equal(got.Finalizers, want.Finalizers) ||
+				!timeEqual(got.DeletionTimestamp, want.DeletionTimestamp) ||
+				!reflect.DeepEqual(got.DeletionGracePeriodSeconds, want.DeletionGracePeriodSeconds) ||
+				len(got.OwnerReferences) != len(want.OwnerReferences) {
+				t.Errorf("stored %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+func timeEqual(a, b *time.Time) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Equal(*b))
 }

@@ -209,15 +209,21 @@ type Event struct {
 
 // statements holds the write statements of one transaction.
 type statements struct {
-	touch, upsert, deleteObj, deleteRefs, insertRef       *sql.Stmt
-	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs *sql.Stmt
-	insertSVE, upsertNamespace                            *sql.Stmt
-	history                                               historyStatements
+	touch, update, upsert, deleteObj, deleteRefs, insertRef *sql.Stmt
+	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs   *sql.Stmt
+	insertSVE, upsertNamespace                              *sql.Stmt
+	history                                                 historyStatements
 }
 
 // Write statements of the ingest path, prepared once (see warmWrites).
 const (
-	sqlTouch  = `UPDATE objects SET sync_epoch = ? WHERE uid = ? AND resource_id = ? AND resource_version = ?`
+	sqlTouch = `UPDATE objects SET sync_epoch = ? WHERE uid = ? AND resource_id = ? AND resource_version = ?`
+	// sqlUpdate writes a new version of an object whose indexed columns
+	// are unchanged (a Lease renewed, a status updated): an upsert sets
+	// every column, so SQLite rewrites every index entry of the row.
+	sqlUpdate = `UPDATE objects SET resource_version = ?, deletion_grace_period_seconds = ?, finalizers = ?, sync_epoch = ?
+		WHERE uid = ? AND resource_id = ? AND api_version = ? AND kind = ? AND namespace = ? AND name = ?
+			AND creation_timestamp IS ? AND deletion_timestamp IS ?`
 	sqlUpsert = `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
 			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -244,7 +250,7 @@ const (
 )
 
 // writeQueries are prepared at Open.
-var writeQueries = append([]string{sqlTouch, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
+var writeQueries = append([]string{sqlTouch, sqlUpdate, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
 	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending,
 	sqlInsertIntent, sqlDeleteIntent, sqlHasDependents, sqlIsDeleting,
 	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}, historyWriteQueries...)
@@ -255,7 +261,7 @@ func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&s.touch, sqlTouch}, {&s.upsert, sqlUpsert}, {&s.deleteObj, sqlDeleteObject}, {&s.deleteRefs, sqlDeleteRefs},
+		{&s.touch, sqlTouch}, {&s.update, sqlUpdate}, {&s.upsert, sqlUpsert}, {&s.deleteObj, sqlDeleteObject}, {&s.deleteRefs, sqlDeleteRefs},
 		{&s.insertRef, sqlInsertRef}, {&s.upsertPod, sqlUpsertPod}, {&s.upsertNode, sqlUpsertNode},
 		{&s.upsertLease, sqlUpsertLease}, {&s.upsertSV, sqlUpsertSV}, {&s.delSVEs, sqlDeleteSVEntries},
 		{&s.insertSVE, sqlInsertSVEntry}, {&s.upsertNamespace, sqlUpsertNamespace},
@@ -292,10 +298,25 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 	if err != nil {
 		return false, err
 	}
-	if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name, o.ResourceVersion,
-		formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp), ptrOrNull(o.DeletionGracePeriodSeconds),
-		finalizers, epoch); err != nil {
-		return false, err
+	updated := false
+	if !ownersChanged {
+		// The row was there (history saw it, with the same owners): most
+		// often only its version moved.
+		res, err := s.update.ExecContext(ctx, o.ResourceVersion, ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch,
+			o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name, formatTime(o.CreationTimestamp),
+			formatTime(o.DeletionTimestamp))
+		if err != nil {
+			return false, err
+		}
+		n, _ := res.RowsAffected()
+		updated = n == 1
+	}
+	if !updated {
+		if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name, o.ResourceVersion,
+			formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp), ptrOrNull(o.DeletionGracePeriodSeconds),
+			finalizers, epoch); err != nil {
+			return false, err
+		}
 	}
 	if ownersChanged {
 		if err := s.writeRefs(ctx, o); err != nil {
