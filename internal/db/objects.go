@@ -237,10 +237,19 @@ const (
 	sqlDeleteRefs   = `DELETE FROM owner_refs WHERE dependent_uid = ?`
 	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, block_owner_deletion)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlUpsertPod   = `INSERT OR REPLACE INTO pods (uid, phase, reason, node_name, generation) VALUES (?, ?, ?, ?, ?)`
-	sqlUpsertNode  = `INSERT OR REPLACE INTO nodes (uid, ready, taints, ttl_annotation) VALUES (?, ?, ?, ?)`
-	sqlUpsertLease = `INSERT OR REPLACE INTO leases (uid, holder_identity, lease_duration_seconds, acquire_time, renew_time,
-			lease_transitions, identity_label) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// The typed rows are upserted, not replaced: a REPLACE deletes the row
+	// and inserts it again, checking its foreign key each time.
+	sqlUpsertPod = `INSERT INTO pods (uid, phase, reason, node_name, generation) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (uid) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, node_name = excluded.node_name,
+			generation = excluded.generation`
+	sqlUpsertNode = `INSERT INTO nodes (uid, ready, taints, ttl_annotation) VALUES (?, ?, ?, ?)
+		ON CONFLICT (uid) DO UPDATE SET ready = excluded.ready, taints = excluded.taints, ttl_annotation = excluded.ttl_annotation`
+	sqlUpsertLease = `INSERT INTO leases (uid, holder_identity, lease_duration_seconds, acquire_time, renew_time,
+			lease_transitions, identity_label) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (uid) DO UPDATE SET holder_identity = excluded.holder_identity,
+			lease_duration_seconds = excluded.lease_duration_seconds, acquire_time = excluded.acquire_time,
+			renew_time = excluded.renew_time, lease_transitions = excluded.lease_transitions,
+			identity_label = excluded.identity_label`
 	sqlUpsertSV = `INSERT INTO storage_versions (uid, common_encoding_version) VALUES (?, ?)
 		ON CONFLICT (uid) DO UPDATE SET common_encoding_version = excluded.common_encoding_version`
 	sqlDeleteSVEntries = `DELETE FROM storage_version_entries WHERE uid = ?`
