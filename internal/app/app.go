@@ -94,6 +94,14 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		return err
 	}
 	defer apiStore.Close()
+	// The metrics that count the whole mirror scan it every scrape: through
+	// connections that do not map the file, so that the scan's pages stay
+	// the kernel's page cache and not the process's resident memory.
+	metricsStore, err := db.Open(ctx, cfg.dbPath, db.Options{ReadOnly: true, ReadConns: 2})
+	if err != nil {
+		return err
+	}
+	defer metricsStore.Close()
 
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
@@ -147,6 +155,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
 		DB:                      apiStore,
+		MetricsDB:               metricsStore,
 		MaxInflight:             cfg.maxInflight,
 		Tokens:                  tokens,
 		ClientCerts:             cfg.clientCAFile != "",

@@ -106,6 +106,11 @@ type Options struct {
 	// DB is what the API reads (in the daemon, a *db.DB opened read-only);
 	// the database's metrics are registered only with one.
 	DB Store
+	// MetricsDB, when set, is what the metrics that count the whole mirror
+	// read (lint findings, stuck deletions, objects, Leases) instead of DB:
+	// a scan of every page through DB's mapped connections would keep the
+	// whole file in the process's resident memory.
+	MetricsDB Mirror
 	// MaxInflight bounds the API requests served at once (0: no bound).
 	MaxInflight int
 	// Tokens, when set, are the bearer tokens a request must carry.
@@ -195,18 +200,16 @@ func NewHandler(opts Options) (http.Handler, error) {
 		if err := opts.Registry.Register(s.requests); err != nil {
 			return nil, err
 		}
-		if opts.DB != nil {
-			if err := opts.Registry.Register(newLeaseCollector(opts.DB)); err != nil {
-				return nil, err
-			}
-			if err := opts.Registry.Register(newLintCollector(opts.DB, scrapeCacheTTL, time.Now)); err != nil {
-				return nil, err
-			}
-			if err := opts.Registry.Register(newStuckCollector(opts.DB, opts.StuckAfter)); err != nil {
-				return nil, err
-			}
-			if err := opts.Registry.Register(newCountsCollector(opts.DB, scrapeCacheTTL, time.Now)); err != nil {
-				return nil, err
+		m := opts.MetricsDB
+		if m == nil {
+			m = opts.DB
+		}
+		if m != nil {
+			for _, c := range []prometheus.Collector{newLeaseCollector(m), newLintCollector(m, scrapeCacheTTL, time.Now),
+				newStuckCollector(m, opts.StuckAfter), newCountsCollector(m, scrapeCacheTTL, time.Now)} {
+				if err := opts.Registry.Register(c); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}

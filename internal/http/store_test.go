@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +74,43 @@ func TestStoreErrors(t *testing.T) {
 				t.Errorf("the log lacks the database's error:\n%s", logs.String())
 			}
 		})
+	}
+}
+
+// The metrics that scan the whole mirror read MetricsDB when it is set,
+// never DB: in the daemon DB's connections map the file, and a scan
+// through them would keep every page resident.
+func TestMetricsReadTheirOwnStore(t *testing.T) {
+	metrics, err := db.Open(context.Background(), t.TempDir()+"/k.db", db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer metrics.Close()
+	rid, err := metrics.EnsureResource(context.Background(), db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
+		Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := metrics.ApplyEvents(context.Background(), []db.Event{{ResourceID: rid, Object: &db.Object{UID: "cm",
+		APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm", ResourceVersion: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	// failingStore panics on any read but ListAudit.
+	if _, err := NewHandler(Options{DB: failingStore{}, MetricsDB: metrics, Ingest: fakeIngest{}, Registry: reg}); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	for _, want := range []string{"kubegcd_objects", "kubegcd_ownerref_findings", "kubegcd_namespaces_terminating", "kubegcd_leases"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no %s among %q", want, names)
+		}
 	}
 }

@@ -26,7 +26,7 @@ func TestExtractLease(t *testing.T) {
 			&db.Lease{HolderIdentity: new("node-1"), LeaseDurationSeconds: new(int32(40)), RenewTime: &micro}},
 		{"a kube-apiserver's identity", &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{apiserverIdentity: "kube-apiserver"}},
-			Spec: coordinationv1.LeaseSpec{AcquireTime: &metav1.MicroTime{Time: renew}, LeaseTransitions: new(int32(2))}},
+			Spec:       coordinationv1.LeaseSpec{AcquireTime: &metav1.MicroTime{Time: renew}, LeaseTransitions: new(int32(2))}},
 			&db.Lease{AcquireTime: &micro, LeaseTransitions: new(int32(2)), IdentityLabel: new("kube-apiserver")}},
 		{"empty, a zero time unset", &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{}}},
 			&db.Lease{}},
