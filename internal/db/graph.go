@@ -139,6 +139,17 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 // graphUIDs returns the UIDs of the nodes f selects, ordered, at most
 // f.Limit+1 of them (one more tells that the limit cut).
 func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, error) {
+	if len(f.UIDs) > 0 && f.Namespace == "" {
+		uids, ok, err := closureUIDs(ctx, q, f.UIDs, f.Limit)
+		if err != nil || ok {
+			return uids, err
+		}
+	}
+	return graphUIDsSQL(ctx, q, f)
+}
+
+// graphUIDsSQL is graphUIDs in one statement.
+func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, error) {
 	var ctes, sets []string
 	var args []any
 	if len(f.UIDs) > 0 {
