@@ -73,6 +73,17 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int,
 	}
 	if fx != nil {
 		fmt.Printf("  reusing %s (%d objects asked for are not checked against it)\n", path, objects)
+		// The read-only handle below does not migrate: a database kept by
+		// an older kubegcd is brought to this one's schema first.
+		start := time.Now()
+		store, err := db.Open(ctx, path, db.Options{})
+		if err != nil {
+			return err
+		}
+		if err := store.Close(); err != nil {
+			return err
+		}
+		fmt.Printf("  opened for writing (and migrated) in %s\n", time.Since(start).Round(time.Millisecond))
 	} else if fx, err = fillReads(ctx, path, objects, auditRows, treeSize, keep); err != nil {
 		return err
 	}

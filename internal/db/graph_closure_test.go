@@ -42,10 +42,14 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}
-	big := 0
+	big, edges := 0, 0
 	for i := range 200 {
 		var seeds []string
 		for range 1 + r.IntN(3) {
+			if len(seeds) > 0 && r.IntN(10) == 0 {
+				seeds = append(seeds, seeds[0]) // twice
+				continue
+			}
 			if r.IntN(8) == 0 {
 				seeds = append(seeds, fmt.Sprint("gone-", r.IntN(20)))
 			} else {
@@ -57,19 +61,28 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok, err := closureUIDs(ctx, d.read, f.UIDs, f.Limit)
+		got, gotEdges, ok, err := closureUIDs(ctx, d.read, f.UIDs, f.Limit)
 		if err != nil || !ok {
 			t.Fatalf("closureUIDs(%v): ok %v, %v", seeds, ok, err)
 		}
 		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("seeds %v, limit %d (-statement +walk):\n%s", seeds, f.Limit, diff)
 		}
+		kept := want[:min(len(want), f.Limit)]
+		wantEdges, err := graphEdges(ctx, d.read, kept, jsonOrNull(kept))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantEdges, gotEdges, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("seeds %v, limit %d, edges (-graphEdges +walk):\n%s", seeds, f.Limit, diff)
+		}
+		edges += len(wantEdges)
 		if len(want) > 20 {
 			big++
 		}
 	}
-	if big < 10 {
-		t.Errorf("only %d closures of more than 20 nodes: the graph is too sparse to tell", big)
+	if big < 10 || edges < 1000 {
+		t.Errorf("only %d closures of more than 20 nodes, %d edges: the graph is too sparse to tell", big, edges)
 	}
 }
 
@@ -77,15 +90,15 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 func TestClosureUIDsGivesUpPastItsBound(t *testing.T) {
 	ctx := context.Background()
 	d := graphFixture(t)
-	if _, ok, err := closureUIDs(ctx, d.read, []string{"A"}, 10); err != nil || !ok {
+	if _, _, ok, err := closureUIDs(ctx, d.read, []string{"A"}, 10); err != nil || !ok {
 		t.Fatalf("closureUIDs(A) = ok %v, %v", ok, err)
 	}
-	for _, max := range []int{0, 1, 3} {
-		if got, ok, err := reach(ctx, d.read, sqlDependentsOf, []string{"A"}, max); err != nil || ok || got != nil {
-			t.Errorf("reach(A, max %d) = %v, ok %v, %v; want it to give up", max, got, ok, err)
+	for _, max := range []int{0, 1, 2} {
+		if got, ok, err := reach(ctx, d.read, sqlOwnersOf, []string{"C"}, max, nil); err != nil || ok || got != nil {
+			t.Errorf("reach(C up, max %d) = %v, ok %v, %v; want it to give up", max, got, ok, err)
 		}
 	}
-	if got, ok, err := reach(ctx, d.read, sqlDependentsOf, []string{"A"}, 4); err != nil || !ok || len(got) != 4 {
+	if got, ok, err := reach(ctx, d.read, sqlDependentsOf, []string{"A"}, 4, new([]GraphEdge)); err != nil || !ok || len(got) != 4 {
 		t.Errorf("reach(A, max 4) = %v, ok %v, %v; want A, B, C, N", got, ok, err)
 	}
 }
