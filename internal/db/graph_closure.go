@@ -17,7 +17,9 @@ const (
 	// JSON array ?1, through owner_refs' owner index and primary key. The
 	// owner index holds each reference's flags, and k.key is the owner's
 	// place in ?1: a walk down reads its edges whole from the index.
-	sqlDependentsOf = `SELECT r.dependent_uid, k.key, coalesce(r.controller, 0), coalesce(r.block_owner_deletion, 0)
+	// The flags come packed with the owner's place in one column: each
+	// column costs the driver a few calls per row.
+	sqlDependentsOf = `SELECT r.dependent_uid, k.key * 4 + coalesce(r.controller, 0) * 2 + coalesce(r.block_owner_deletion, 0)
 		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.owner_uid = k.value`
 	sqlOwnersOf = `SELECT r.owner_uid FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`
 	// sqlApart lists the UIDs of ?1 that have no owner and are no one's.
@@ -83,7 +85,7 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int) (uid
 		uids = uids[:limit+1]
 	}
 	// The edges between the nodes kept: each owner's references came in
-	// its index's order (dependent, position), and a stable sort keeps the
+	// its index's order (dependent, position), and the sort keeps the
 	// positions of a dependent's references to one owner in order.
 	kept := uids[:min(limit, len(uids))]
 	if len(kept) < len(down) {
@@ -102,10 +104,18 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int) (uid
 			return !dep
 		})
 	}
-	slices.SortStableFunc(refs, func(a, b GraphEdge) int {
-		return cmp.Or(strings.Compare(a.Dependent, b.Dependent), strings.Compare(a.Owner, b.Owner))
+	order := make([]int32, len(refs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		return cmp.Or(strings.Compare(refs[a].Dependent, refs[b].Dependent), strings.Compare(refs[a].Owner, refs[b].Owner), cmp.Compare(a, b))
 	})
-	return uids, refs, true, nil
+	edges = make([]GraphEdge, len(order))
+	for i, j := range order {
+		edges[i] = refs[j]
+	}
+	return uids, edges, true, nil
 }
 
 // reach returns the seeds and every UID step (sqlDependentsOf or
@@ -132,6 +142,9 @@ func reach(ctx context.Context, q querier, step string, seeds []string, max int,
 				next = append(next, uid)
 			}
 		}
+		// Seeks in key order are a sixth cheaper: they share the pages
+		// on their way down.
+		slices.Sort(frontier)
 		var err error
 		if refs != nil {
 			err = stepDown(ctx, q, frontier, func(e GraphEdge) {
@@ -159,11 +172,11 @@ func stepDown(ctx context.Context, q querier, owners []string, fn func(GraphEdge
 	defer rows.Close()
 	for rows.Next() {
 		var e GraphEdge
-		var i int
-		if err := rows.Scan(&e.Dependent, &i, &e.Controller, &e.BlockOwnerDeletion); err != nil {
+		var packed int64
+		if err := rows.Scan(&e.Dependent, &packed); err != nil {
 			return err
 		}
-		e.Owner = owners[i]
+		e.Owner, e.Controller, e.BlockOwnerDeletion = owners[packed>>2], packed&2 != 0, packed&1 != 0
 		fn(e)
 	}
 	return rows.Err()
