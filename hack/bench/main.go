@@ -108,6 +108,7 @@ type config struct {
 	readAudit      int
 	readDB         string
 	readProfiles   string
+	readEndpoints  string
 	terminatedPods int
 	podgcQPS       int
 
@@ -143,6 +144,7 @@ func main() {
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	readDB := flag.String("read-db", "", "reads: keep the filled database at this path and reuse it when it is there")
 	readProfiles := flag.String("read-profiles", "", "reads: write a CPU profile of each endpoint's requests into this directory")
+	readEndpoints := flag.String("read-endpoints", "", "reads: time only the endpoints this regular expression matches (\"whole\": the whole graph's stream)")
 	dependents := flag.String("dependents", "20000,50000", "ownergc: comma-separated counts of dependents of the one owner that is deleted, ascending")
 	gcWorkers := flag.Int("gc-workers", 64, "podgc, ttl: kubegcd's --gc-workers")
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
@@ -151,7 +153,8 @@ func main() {
 	heartbeat := flag.Duration("heartbeat", 10*time.Minute, "scale: how long kubegcd and kube-controller-manager watch the nodes' heartbeats")
 	flag.Parse()
 	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
-		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles}
+		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles,
+		readEndpoints: *readEndpoints}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":
@@ -231,7 +234,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	fmt.Printf("kubegcd benchmarks: %d CPUs, %d client workers\n", runtime.NumCPU(), cfg.workers)
 	if cfg.runReads {
 		// No cluster: the database is filled through kubegcd's own code.
-		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000, cfg.readDB, cfg.readProfiles); err != nil {
+		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000, cfg.readDB, cfg.readProfiles, cfg.readEndpoints); err != nil {
 			return fmt.Errorf("reads: %w", err)
 		}
 		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart && !cfg.runScale {

@@ -10,7 +10,7 @@ import (
 // The reads benchmark, small: it fills its database and every endpoint
 // answers 200, so the benchmark does not rot between runs of make bench.
 func TestReadsBenchmarkRuns(t *testing.T) {
-	if err := runReads(context.Background(), t.TempDir(), 3_000, 1_000, 500, "", ""); err != nil {
+	if err := runReads(context.Background(), t.TempDir(), 3_000, 1_000, 500, "", "", ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -20,7 +20,7 @@ func TestReadsBenchmarkReusesAKeptDatabase(t *testing.T) {
 	keep := filepath.Join(t.TempDir(), "reads.db")
 	run := func() os.FileInfo {
 		t.Helper()
-		if err := runReads(context.Background(), t.TempDir(), 3_000, 1_000, 500, keep, ""); err != nil {
+		if err := runReads(context.Background(), t.TempDir(), 3_000, 1_000, 500, keep, "", ""); err != nil {
 			t.Fatal(err)
 		}
 		st, err := os.Stat(keep)

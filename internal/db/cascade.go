@@ -1,11 +1,12 @@
 package db
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // CascadeOwner is what the mirror shows of the object with an owner
@@ -23,8 +24,7 @@ type CascadeOwner struct {
 // mirrored object has that UID.
 type CascadeRef struct {
 	OwnerRef
-	Owner    *CascadeOwner
-	position int64 // in metadata.ownerReferences
+	Owner *CascadeOwner
 }
 
 // CascadeObject is one object of the subgraph a cascade preview walks.
@@ -65,53 +65,25 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		for gk, ns := range kinds {
 			out.Kinds[CascadeKind{gk.group, gk.kind}] = ns
 		}
-		// The walk: UNION (not UNION ALL) ends it at cycles, LIMIT bounds it
-		// (the root, the limit, and one more to tell that it cut). CROSS
-		// JOIN keeps it the outer loop, so objects come in its
-		// breadth-first order, each with its references (put back in
-		// their order below), and the limit cuts the farthest.
-		rows, err := tx.QueryContext(ctx, `
-			WITH RECURSIVE down(uid) AS (
-				SELECT uid FROM objects WHERE uid = ?1
-				UNION SELECT r.dependent_uid FROM owner_refs r JOIN down ON r.owner_uid = down.uid
-				LIMIT ?2)
-			SELECT o.uid, o.api_version, o.kind, o.namespace, o.name, o.deletion_timestamp IS NOT NULL, o.finalizers,
-				r.position, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
-			FROM down CROSS JOIN objects o ON o.uid = down.uid
-				LEFT JOIN owner_refs r ON r.dependent_uid = o.uid`, uid, limit+2)
+		// The walk, breadth first, ends at cycles and stops past the root,
+		// the limit and one more (to tell that it cut), so that the limit
+		// cuts the farthest.
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM objects WHERE uid = ?)`, uid).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return nil
+		}
+		uids, err := cascadeWalk(ctx, tx, uid, limit+2)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		var uids []string
-		byUID := map[string]*CascadeObject{}
-		for rows.Next() {
-			var o CascadeObject
-			var fin, refAPIVersion, refKind, refName, refUID sql.NullString
-			var position sql.NullInt64
-			var block sql.NullBool
-			if err := rows.Scan(&o.UID, &o.APIVersion, &o.Kind, &o.Namespace, &o.Name, &o.Deleting, &fin,
-				&position, &refAPIVersion, &refKind, &refName, &refUID, &block); err != nil {
-				return err
-			}
-			obj := byUID[o.UID]
-			if obj == nil {
-				if o.Finalizers, err = decodeFinalizers(fin); err != nil {
-					return fmt.Errorf("object %s: %w", o.UID, err)
-				}
-				obj = &o
-				byUID[o.UID] = obj
-				uids = append(uids, o.UID)
-			}
-			if !refUID.Valid {
-				continue
-			}
-			obj.Refs = append(obj.Refs, CascadeRef{OwnerRef: OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String,
-				Name: refName.String, UID: refUID.String, BlockOwnerDeletion: cascadeBool(block)}, position: position.Int64})
-		}
-		if err := rows.Err(); err != nil {
+		byUID, err := cascadeObjects(ctx, tx, uids)
+		if err != nil {
 			return err
 		}
+		uids = slices.DeleteFunc(uids, func(u string) bool { return byUID[u] == nil })
 		if len(uids) > limit+1 {
 			for _, u := range uids[limit+1:] {
 				delete(byUID, u)
@@ -145,7 +117,6 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 			return err
 		}
 		for _, o := range out.Objects {
-			slices.SortFunc(o.Refs, func(a, b CascadeRef) int { return cmp.Compare(a.position, b.position) })
 			for i, r := range o.Refs {
 				o.Refs[i].Owner = owners[r.UID]
 			}
@@ -227,4 +198,144 @@ func cascadeBool(b sql.NullBool) *bool {
 		return nil
 	}
 	return &b.Bool
+}
+
+// cascadeWalk returns root and its transitive dependents, breadth first,
+// each owner's in the order of owner_refs_by_owner (dependent, position),
+// each once, at most max of them: the order of a recursive statement's
+// queue, a level a query. Each level's seeks go in key order (a sixth
+// cheaper) and its dependents are put back in their owners' order.
+func cascadeWalk(ctx context.Context, q querier, root string, max int) ([]string, error) {
+	order := []string{root}
+	seen := map[string]struct{}{root: {}}
+	frontier := order
+	for len(frontier) > 0 && len(order) < max {
+		sorted, perm := sortedWithPerm(frontier)
+		rows, err := q.QueryContext(ctx, `SELECT k.key, r.dependent_uid FROM json_each(?1) k
+			CROSS JOIN owner_refs r ON r.owner_uid = k.value`, jsonOrNull(sorted))
+		if err != nil {
+			return nil, err
+		}
+		type found struct {
+			owner int32 // its place in frontier
+			uid   string
+		}
+		var kids []found
+		counts := make([]int32, len(frontier)+1)
+		for rows.Next() {
+			var k int
+			var dep string
+			if err := rows.Scan(&k, &dep); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			kids = append(kids, found{perm[k], dep})
+			counts[perm[k]+1]++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		// A counting sort by owner keeps each owner's dependents in the
+		// index's order.
+		for i := 1; i < len(counts); i++ {
+			counts[i] += counts[i-1]
+		}
+		byOwner := make([]string, len(kids))
+		for _, f := range kids {
+			byOwner[counts[f.owner]] = f.uid
+			counts[f.owner]++
+		}
+		next := []string{}
+		for _, u := range byOwner {
+			if _, ok := seen[u]; !ok {
+				seen[u] = struct{}{}
+				next = append(next, u)
+			}
+		}
+		order = append(order, next...)
+		frontier = next
+	}
+	if len(order) > max {
+		order = order[:max]
+	}
+	return order, nil
+}
+
+// sortedWithPerm returns uids sorted, and for each the place it had:
+// sorted[i] == uids[perm[i]].
+func sortedWithPerm(uids []string) (sorted []string, perm []int32) {
+	perm = make([]int32, len(uids))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(a, b int32) int { return strings.Compare(uids[a], uids[b]) })
+	sorted = make([]string, len(uids))
+	for i, p := range perm {
+		sorted[i] = uids[p]
+	}
+	return sorted, perm
+}
+
+// cascadeObjects reads the objects uids, each with its references in
+// their order; an object not mirrored is left out. Its two queries seek in
+// key order, a column per field the preview needs.
+func cascadeObjects(ctx context.Context, q querier, uids []string) (map[string]*CascadeObject, error) {
+	sorted := slices.Sorted(slices.Values(uids))
+	set := jsonOrNull(sorted)
+	// A LEFT JOIN's rows come in the array's order, one per UID.
+	rows, err := q.QueryContext(ctx, `SELECT o.api_version, o.kind, o.namespace, o.name, o.deletion_timestamp IS NOT NULL, o.finalizers
+		FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`, set)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byUID := make(map[string]*CascadeObject, len(uids))
+	objs := make([]CascadeObject, len(sorted))
+	i := 0
+	for rows.Next() {
+		if i == len(sorted) {
+			return nil, errors.New("objects: more rows than UIDs")
+		}
+		o := &objs[i]
+		o.UID = sorted[i]
+		var apiVersion, kind, namespace, name, fin sql.NullString
+		var deleting sql.NullBool
+		if err := rows.Scan(&apiVersion, &kind, &namespace, &name, &deleting, &fin); err != nil {
+			return nil, err
+		}
+		i++
+		if !apiVersion.Valid {
+			continue
+		}
+		o.APIVersion, o.Kind, o.Namespace, o.Name, o.Deleting = apiVersion.String, kind.String, namespace.String, name.String, deleting.Bool
+		if o.Finalizers, err = decodeFinalizers(fin); err != nil {
+			return nil, fmt.Errorf("object %s: %w", o.UID, err)
+		}
+		byUID[o.UID] = o
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if i != len(sorted) {
+		return nil, fmt.Errorf("objects: %d rows for %d UIDs", i, len(sorted))
+	}
+	// The references, in primary key order: by dependent, then position.
+	refs, err := q.QueryContext(ctx, `SELECT k.key, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
+		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, set)
+	if err != nil {
+		return nil, err
+	}
+	defer refs.Close()
+	for refs.Next() {
+		var k int
+		var r OwnerRef
+		var block sql.NullBool
+		if err := refs.Scan(&k, &r.APIVersion, &r.Kind, &r.Name, &r.UID, &block); err != nil {
+			return nil, err
+		}
+		r.BlockOwnerDeletion = cascadeBool(block)
+		objs[k].Refs = append(objs[k].Refs, CascadeRef{OwnerRef: r})
+	}
+	return byUID, refs.Err()
 }

@@ -110,7 +110,7 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 				return &UnknownUIDError{UID: uid}
 			}
 		}
-		uids, err := graphUIDs(ctx, tx, f)
+		uids, edges, err := graphUIDs(ctx, tx, f)
 		if err != nil {
 			return err
 		}
@@ -121,8 +121,12 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 			return nil
 		}
 		set := jsonOrNull(uids)
-		if g.Nodes, err = graphNodes(ctx, tx, set, f.Namespace); err != nil {
+		if g.Nodes, err = graphNodes(ctx, tx, uids, set, f.Namespace); err != nil {
 			return err
+		}
+		if edges != nil {
+			g.Edges = edges
+			return nil
 		}
 		g.Edges, err = graphEdges(ctx, tx, uids, set)
 		return err
@@ -137,8 +141,25 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 }
 
 // graphUIDs returns the UIDs of the nodes f selects, ordered, at most
-// f.Limit+1 of them (one more tells that the limit cut).
-func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, error) {
+// f.Limit+1 of them (one more tells that the limit cut), and, when a walk
+// from f.UIDs read them on its way, the edges between the first f.Limit
+// (non-nil, maybe empty).
+func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, []GraphEdge, error) {
+	if len(f.UIDs) > 0 && f.Namespace == "" {
+		uids, edges, ok, err := closureUIDs(ctx, q, f.UIDs, f.Limit)
+		if err != nil || ok {
+			if edges == nil {
+				edges = []GraphEdge{}
+			}
+			return uids, edges, err
+		}
+	}
+	uids, err := graphUIDsSQL(ctx, q, f)
+	return uids, nil, err
+}
+
+// graphUIDsSQL is graphUIDs in one statement.
+func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, error) {
 	var ctes, sets []string
 	var args []any
 	if len(f.UIDs) > 0 {
@@ -198,25 +219,135 @@ func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, error) 
 	return out, rows.Err()
 }
 
-// graphNodes reads the nodes whose UIDs the JSON array set holds, in its
+// graphNodes reads the nodes uids (set is their JSON array), in their
 // order. With a namespace filter, every owner that is not mirrored is named
 // from that namespace.
-func graphNodes(ctx context.Context, q querier, set any, namespace string) ([]GraphNode, error) {
-	out := []GraphNode{}
-	// The outer loop of the LEFT JOINs walks the array in its order: no sort.
-	err := scanGraphNodes(ctx, q, `json_each(?1) k`, "k.value", "", []any{set}, namespace, func(n GraphNode) error {
+func graphNodes(ctx context.Context, q querier, uids []string, set any, namespace string) ([]GraphNode, error) {
+	namespaced, err := namespacedKinds(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	// The outer loop of the LEFT JOIN walks the array in its order, a row
+	// per UID: the rows need not name their UIDs. Each column costs the
+	// driver some calls per row, so they are few: api_version is NULL for
+	// a node that is not mirrored, and the last column NULL for an object
+	// not being deleted, else its finalizers ('' for none).
+	rows, err := q.QueryContext(ctx, `
+		SELECT o.api_version, coalesce(o.kind, ''), coalesce(o.namespace, ''), coalesce(o.name, ''),
+			CASE WHEN o.deletion_timestamp IS NOT NULL THEN coalesce(o.finalizers, '') END
+		FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`, set)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]GraphNode, 0, len(uids))
+	var missing []string
+	for rows.Next() {
+		if len(out) == len(uids) {
+			return nil, errors.New("nodes: more rows than UIDs")
+		}
+		n := GraphNode{UID: uids[len(out)]}
+		var apiVersion, deleting sql.NullString
+		if err := rows.Scan(&apiVersion, &n.Kind, &n.Namespace, &n.Name, &deleting); err != nil {
+			return nil, err
+		}
+		n.APIVersion, n.Missing, n.BeingDeleted = apiVersion.String, !apiVersion.Valid, deleting.Valid
+		if n.Missing {
+			missing = append(missing, n.UID)
+		} else if err := finishNode(&n, sql.NullString{String: deleting.String, Valid: deleting.String != ""}, namespaced, ""); err != nil {
+			return nil, err
+		}
 		out = append(out, n)
-		return nil
-	})
-	return out, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) != len(uids) {
+		return nil, fmt.Errorf("nodes: %d rows for %d UIDs", len(out), len(uids))
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	// The owners not mirrored, named by their first reference.
+	first, err := firstRefs(ctx, q, missing)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if n := &out[i]; n.Missing {
+			n.APIVersion, n.Kind, n.Namespace, n.Name = first[n.UID][0], first[n.UID][1], first[n.UID][2], first[n.UID][3]
+			if err := finishNode(n, sql.NullString{}, namespaced, namespace); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// sqlFirstRef reads the identity an owner that is not mirrored takes from
+// its first reference, in owner_refs_by_owner order: no sort however many
+// dependents it has.
+const sqlFirstRef = `SELECT json_array(r.api_version, r.kind, coalesce(d.namespace, ''), r.name) FROM owner_refs r
+	LEFT JOIN objects d ON d.uid = r.dependent_uid
+	WHERE r.owner_uid = %s ORDER BY r.dependent_uid, r.position LIMIT 1`
+
+// firstRefs maps each of uids, owners that are not mirrored, to the
+// apiVersion, kind, namespace (its dependent's) and name of its first
+// reference.
+func firstRefs(ctx context.Context, q querier, uids []string) (map[string][4]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT k.value, (`+fmt.Sprintf(sqlFirstRef, "k.value")+`) FROM json_each(?1) k`, jsonOrNull(uids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string][4]string, len(uids))
+	for rows.Next() {
+		var uid string
+		var ref sql.NullString
+		if err := rows.Scan(&uid, &ref); err != nil {
+			return nil, err
+		}
+		var id [4]string
+		if ref.Valid {
+			if err := json.Unmarshal([]byte(ref.String), &id); err != nil {
+				return nil, fmt.Errorf("node %s: %w", uid, err)
+			}
+		}
+		out[uid] = id
+	}
+	return out, rows.Err()
+}
+
+// finishNode completes n as read: a node not mirrored is virtual, and
+// takes a namespace only if its kind is namespaced (that of the namespace
+// filter, when there is one); an object being deleted, with finalizers
+// (a JSON array), deletes its dependents first if one is foreground.
+func finishNode(n *GraphNode, finalizers sql.NullString, namespaced map[groupKind]bool, namespace string) error {
+	if n.Missing {
+		n.Virtual = true
+		// The reference gives no namespace: a namespaced owner can only
+		// be in its dependent's, and a cluster-scoped or unknown kind has
+		// none we can tell.
+		switch {
+		case !namespaced[groupKind{groupOf(n.APIVersion), n.Kind}]:
+			n.Namespace = ""
+		case namespace != "":
+			n.Namespace = namespace
+		}
+	}
+	if n.BeingDeleted {
+		fins, err := decodeFinalizers(finalizers)
+		if err != nil {
+			return fmt.Errorf("object %s: %w", n.UID, err)
+		}
+		n.DeletingDependents = slices.Contains(fins, gcrules.FinalizerForeground)
+	}
+	return nil
 }
 
 // scanGraphNodes reads the nodes whose UIDs the column uid of from (a
 // table expression, with args) lists, in orderBy's order (none: from's),
 // and calls fn for each.
-// Owners that are not mirrored take their identity from their first
-// reference (in owner_refs_by_owner order, so no sort however many
-// dependents they have).
 func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, args []any, namespace string, fn func(GraphNode) error) error {
 	namespaced, err := namespacedKinds(ctx, q)
 	if err != nil {
@@ -228,10 +359,7 @@ func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, a
 	rows, err := q.QueryContext(ctx, `
 		SELECT `+uid+`, o.uid IS NULL, coalesce(o.api_version, ''), coalesce(o.kind, ''), coalesce(o.namespace, ''),
 			coalesce(o.name, ''), o.deletion_timestamp IS NOT NULL, o.finalizers,
-			CASE WHEN o.uid IS NULL THEN (
-				SELECT json_array(r.api_version, r.kind, coalesce(d.namespace, ''), r.name) FROM owner_refs r
-					LEFT JOIN objects d ON d.uid = r.dependent_uid
-				WHERE r.owner_uid = `+uid+` ORDER BY r.dependent_uid, r.position LIMIT 1) END
+			CASE WHEN o.uid IS NULL THEN (`+fmt.Sprintf(sqlFirstRef, uid)+`) END
 		FROM `+from+`
 			LEFT JOIN objects o ON o.uid = `+uid+`
 		`+orderBy, args...)
@@ -253,24 +381,8 @@ func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, a
 			}
 			n.APIVersion, n.Kind, n.Namespace, n.Name = id[0], id[1], id[2], id[3]
 		}
-		if n.Missing {
-			n.Virtual = true
-			// The reference gives no namespace: a namespaced owner can only
-			// be in its dependent's, and a cluster-scoped or unknown kind has
-			// none we can tell.
-			switch {
-			case !namespaced[groupKind{groupOf(n.APIVersion), n.Kind}]:
-				n.Namespace = ""
-			case namespace != "":
-				n.Namespace = namespace
-			}
-		}
-		if n.BeingDeleted {
-			fins, err := decodeFinalizers(finalizers)
-			if err != nil {
-				return fmt.Errorf("object %s: %w", n.UID, err)
-			}
-			n.DeletingDependents = slices.Contains(fins, gcrules.FinalizerForeground)
+		if err := finishNode(&n, finalizers, namespaced, namespace); err != nil {
+			return err
 		}
 		if err := fn(n); err != nil {
 			return err

@@ -86,18 +86,24 @@ func sqlLintRefs(from, orderBy string, dangling bool) string {
 		r.api_version, r.kind, r.name, r.owner_uid, r.controller, r.block_owner_deletion,
 		o.uid IS NOT NULL, coalesce(o.api_version, ''), coalesce(o.kind, ''), coalesce(o.namespace, ''),
 		coalesce(o.name, ''), o.deletion_timestamp IS NOT NULL,
-		CASE WHEN o.uid IS NULL THEN (
-			-- A kind is namespaced or not for all its objects: '' or the
-			-- dependent's namespace is where the owner would be.
-			SELECT min(s.uid) FROM objects s
-			WHERE s.kind = r.kind AND s.name = r.name AND s.namespace IN ('', d.namespace)
-				AND ` + groupSQL("s.api_version") + ` = ` + groupSQL("r.api_version") + `) END,
+		CASE WHEN o.uid IS NULL THEN coalesce(` + sameName("d.namespace") + `, ` + sameName("''") + `) END,
 		` + earlierControllers + `,
 		` + whenGone + `
 	FROM ` + from + `
 		LEFT JOIN objects o ON o.uid = r.owner_uid
 	WHERE r.lint_candidate
 	ORDER BY ` + orderBy
+}
+
+// sameName is the least UID of the objects in namespace (an expression)
+// with r's group, kind and name. A kind is namespaced or not for all its
+// objects, so the owner of a dangling reference would be in its
+// dependent's namespace or in none: sqlLintRefs looks in the dependent's
+// first, through objects_by_name, and in none only when that finds
+// nothing (one seek instead of two for a re-created namespaced owner).
+func sameName(namespace string) string {
+	return `(SELECT min(s.uid) FROM objects s WHERE s.kind = r.kind AND s.namespace = ` + namespace + ` AND s.name = r.name
+		AND ` + groupSQL("s.api_version") + ` = ` + groupSQL("r.api_version") + `)`
 }
 
 // What the mirror knows of when a reference began to dangle: since when

@@ -17,8 +17,8 @@ import (
 //	foreign in namespace b; ClusterRole cr-dep → a ConfigMap; unserved → a
 //	kind no resource serves; two → owner and owner2, both controllers;
 //	block → owner, blocking but not controller; renamed → owner's uid under
-//	another name; waits → dying (being deleted), blocking; c: c-dep →
-//	c-owner.
+//	another name; waits → dying (being deleted), blocking; recreated-cr →
+//	ClusterRole cr-owner under its old uid; c: c-dep → c-owner.
 func lintFixture(t *testing.T) *DB {
 	t.Helper()
 	ctx := context.Background()
@@ -55,6 +55,7 @@ func lintFixture(t *testing.T) *DB {
 		cm("a", "two", ctl(ref("owner", "uid-owner")), ctl(ref("owner2", "uid-owner2"))),
 		cm("a", "block", blocking),
 		cm("a", "renamed", ref("not-owner", "uid-owner")),
+		cm("a", "recreated-cr", OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr-owner", UID: "uid-old-cr"}),
 		dying, cm("a", "waits", blockingDying),
 		cm("c", "c-owner"), cm("c", "c-dep", ctl(ref("c-owner", "uid-c-owner"))),
 	}
@@ -63,7 +64,9 @@ func lintFixture(t *testing.T) *DB {
 	}
 	crDep := &Object{UID: "uid-cr-dep", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr-dep",
 		ResourceVersion: "1", OwnerReferences: []OwnerRef{ref("x", "uid-x")}}
-	if _, err := d.ApplyEvents(ctx, eventsOf(crs, crDep)); err != nil {
+	crOwner := &Object{UID: "uid-cr-owner", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr-owner",
+		ResourceVersion: "1"}
+	if _, err := d.ApplyEvents(ctx, eventsOf(crs, crDep, crOwner)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Reason: "r",
@@ -125,6 +128,7 @@ func TestLintRefs(t *testing.T) {
 		{Dependent: "cross", RefUID: "uid-foreign", OwnerNamespace: "b", Served: true, Namespaced: true, Created: true},
 		{Dependent: "dangling", RefUID: "uid-ghost", OwnerNamespace: "-", Served: true, Namespaced: true, Created: true, Pending: true, Gone: true},
 		{Dependent: "recreated", RefUID: "uid-old-re", OwnerNamespace: "-", Served: true, Namespaced: true, SameNameUID: "uid-owner-re", Created: true},
+		{Dependent: "recreated-cr", RefUID: "uid-old-cr", OwnerNamespace: "-", Served: true, SameNameUID: "uid-cr-owner", Created: true},
 		{Dependent: "renamed", RefUID: "uid-owner", OwnerNamespace: "a", Served: true, Namespaced: true, Created: true},
 		{Dependent: "two", RefUID: "uid-owner2", OwnerNamespace: "a", Served: true, Namespaced: true, EarlierControllers: 1, Created: true, Controller: true, BlockOwners: true},
 		{Dependent: "unserved", RefUID: "uid-v", OwnerNamespace: "-", Created: true},

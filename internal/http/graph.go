@@ -92,7 +92,7 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if format != "dot" {
-		writeJSON(w, r, http.StatusOK, g)
+		writeGraphJSON(w, r, g)
 		return
 	}
 	w.Header().Set("Content-Type", "text/vnd.graphviz; charset=utf-8")

@@ -449,7 +449,7 @@ func writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
-	if ua := r.UserAgent(); strings.HasPrefix(ua, "curl/") || strings.HasPrefix(ua, "Wget/") {
+	if indented(r) {
 		enc.SetIndent("", "  ")
 	}
 	_ = enc.Encode(v)

@@ -1,0 +1,200 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+)
+
+// graphWalkMax bounds the UIDs a walk from seeds gathers in memory (some
+// 100 bytes each, and as much per reference); a larger closure is walked
+// again by SQLite, whose sets stay in its temporary storage.
+const graphWalkMax = 200_000
+
+const (
+	// sqlDependentsOf and sqlOwnersOf step a walk: one seek per UID of the
+	// JSON array ?1, through owner_refs' owner index and primary key. The
+	// owner index holds each reference's flags, and k.key is the owner's
+	// place in ?1: a walk down reads its edges whole from the index.
+	// The flags come packed with the owner's place in one column: each
+	// column costs the driver a few calls per row.
+	sqlDependentsOf = `SELECT r.dependent_uid, k.key * 4 + coalesce(r.controller, 0) * 2 + coalesce(r.block_owner_deletion, 0)
+		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.owner_uid = k.value`
+	sqlOwnersOf = `SELECT r.owner_uid FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`
+	// sqlApart lists the UIDs of ?1 that have no owner and are no one's.
+	sqlApart = `SELECT s.value FROM json_each(?1) s
+		WHERE NOT EXISTS (SELECT 1 FROM owner_refs p WHERE p.dependent_uid = s.value)
+			AND NOT EXISTS (SELECT 1 FROM owner_refs p WHERE p.owner_uid = s.value)`
+)
+
+// closureUIDs returns the UIDs graphUIDs does for seeds alone (seeds,
+// their transitive owners and dependents, less the seeds that take no
+// part), ordered, at most limit+1 of them, and the edges between the first
+// limit of them, as graphEdges orders them. It walks level by level, a
+// query per level whatever its width, instead of SQLite's recursive walk,
+// which keeps each set in a temporary B-tree; ok is false when the closure
+// is more than graphWalkMax.
+func closureUIDs(ctx context.Context, q querier, seeds []string, limit int) (uids []string, edges []GraphEdge, ok bool, err error) {
+	var refs []GraphEdge
+	down, ok, err := reach(ctx, q, sqlDependentsOf, seeds, graphWalkMax, &refs)
+	if err != nil || !ok {
+		return nil, nil, ok, err
+	}
+	up, ok, err := reach(ctx, q, sqlOwnersOf, seeds, graphWalkMax-len(down), nil)
+	if err != nil || !ok {
+		return nil, nil, ok, err
+	}
+	// The owners above the seeds have edges from dependents of theirs that
+	// the walk down did not read: a step down from them reads those.
+	var above []string
+	for u := range up {
+		if _, ok := down[u]; !ok {
+			above = append(above, u)
+			down[u] = struct{}{}
+		}
+	}
+	if len(above) > 0 {
+		if err := stepDown(ctx, q, above, func(e GraphEdge) { refs = append(refs, e) }); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	// A seed that takes no part is reached by no other's walk: only the
+	// seeds need the check.
+	rows, err := q.QueryContext(ctx, sqlApart, jsonOrNull(seeds))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return nil, nil, false, err
+		}
+		delete(down, uid)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, false, err
+	}
+	uids = make([]string, 0, len(down))
+	for u := range down {
+		uids = append(uids, u)
+	}
+	slices.Sort(uids)
+	if len(uids) > limit+1 {
+		uids = uids[:limit+1]
+	}
+	// The edges between the nodes kept: each owner's references came in
+	// its index's order (dependent, position), and the sort keeps the
+	// positions of a dependent's references to one owner in order.
+	kept := uids[:min(limit, len(uids))]
+	if len(kept) < len(down) {
+		in := make(map[string]struct{}, len(kept))
+		for _, u := range kept {
+			in[u] = struct{}{}
+		}
+		refs = slices.DeleteFunc(refs, func(e GraphEdge) bool {
+			_, dep := in[e.Dependent]
+			_, owner := in[e.Owner]
+			return !dep || !owner
+		})
+	} else {
+		refs = slices.DeleteFunc(refs, func(e GraphEdge) bool {
+			_, dep := down[e.Dependent]
+			return !dep
+		})
+	}
+	order := make([]int32, len(refs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		return cmp.Or(strings.Compare(refs[a].Dependent, refs[b].Dependent), strings.Compare(refs[a].Owner, refs[b].Owner), cmp.Compare(a, b))
+	})
+	edges = make([]GraphEdge, len(order))
+	for i, j := range order {
+		edges[i] = refs[j]
+	}
+	return uids, edges, true, nil
+}
+
+// reach returns the seeds and every UID step (sqlDependentsOf or
+// sqlOwnersOf) reaches from them, transitively; ok is false, and the walk
+// stops, once more than max are reached. A walk down appends each
+// reference it goes through to refs.
+func reach(ctx context.Context, q querier, step string, seeds []string, max int, refs *[]GraphEdge) (map[string]struct{}, bool, error) {
+	seen := make(map[string]struct{}, len(seeds))
+	var frontier []string
+	for _, s := range seeds {
+		if _, ok := seen[s]; !ok {
+			seen[s] = struct{}{}
+			frontier = append(frontier, s)
+		}
+	}
+	for len(frontier) > 0 {
+		if len(seen) > max {
+			return nil, false, nil
+		}
+		var next []string
+		add := func(uid string) {
+			if _, ok := seen[uid]; !ok {
+				seen[uid] = struct{}{}
+				next = append(next, uid)
+			}
+		}
+		// Seeks in key order are a sixth cheaper: they share the pages
+		// on their way down.
+		slices.Sort(frontier)
+		var err error
+		if refs != nil {
+			err = stepDown(ctx, q, frontier, func(e GraphEdge) {
+				*refs = append(*refs, e)
+				add(e.Dependent)
+			})
+		} else {
+			err = stepUp(ctx, q, frontier, add)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		frontier = next
+	}
+	return seen, len(seen) <= max, nil
+}
+
+// stepDown calls fn with each reference to one of owners, in the owner
+// index's order.
+func stepDown(ctx context.Context, q querier, owners []string, fn func(GraphEdge)) error {
+	rows, err := q.QueryContext(ctx, sqlDependentsOf, jsonOrNull(owners))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e GraphEdge
+		var packed int64
+		if err := rows.Scan(&e.Dependent, &packed); err != nil {
+			return err
+		}
+		e.Owner, e.Controller, e.BlockOwnerDeletion = owners[packed>>2], packed&2 != 0, packed&1 != 0
+		fn(e)
+	}
+	return rows.Err()
+}
+
+// stepUp calls fn with the owner of each reference of one of dependents.
+func stepUp(ctx context.Context, q querier, dependents []string, fn func(string)) error {
+	rows, err := q.QueryContext(ctx, sqlOwnersOf, jsonOrNull(dependents))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return err
+		}
+		fn(uid)
+	}
+	return rows.Err()
+}

@@ -1,0 +1,104 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// The walk level by level selects what the recursive statement does, on
+// random graphs with cycles, shared dependents, missing owners, objects
+// that take no part and several seeds, at every limit.
+func TestClosureUIDsEqualsTheStatement(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(5, 6))
+	d := openTemp(t)
+	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := func(i int) string { return fmt.Sprintf("u%03d", i*7919%300) }
+	var objs []*Object
+	for i := range 300 {
+		o := &Object{UID: uid(i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("o", i), ResourceVersion: "1"}
+		// Mostly one owner, among the earlier objects (trees), some among
+		// any (cycles) or none mirrored.
+		for range r.IntN(3) {
+			owner := uid(r.IntN(i + 1))
+			switch r.IntN(10) {
+			case 0:
+				owner = uid(r.IntN(300))
+			case 1:
+				owner = fmt.Sprint("gone-", r.IntN(20))
+			}
+			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: owner})
+		}
+		objs = append(objs, o)
+	}
+	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
+		t.Fatal(err)
+	}
+	big, edges := 0, 0
+	for i := range 200 {
+		var seeds []string
+		for range 1 + r.IntN(3) {
+			if len(seeds) > 0 && r.IntN(10) == 0 {
+				seeds = append(seeds, seeds[0]) // twice
+				continue
+			}
+			if r.IntN(8) == 0 {
+				seeds = append(seeds, fmt.Sprint("gone-", r.IntN(20)))
+			} else {
+				seeds = append(seeds, uid(r.IntN(300)))
+			}
+		}
+		f := GraphFilter{UIDs: seeds, Limit: []int{1, 5, 50, 10000}[i%4]}
+		want, err := graphUIDsSQL(ctx, d.read, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotEdges, ok, err := closureUIDs(ctx, d.read, f.UIDs, f.Limit)
+		if err != nil || !ok {
+			t.Fatalf("closureUIDs(%v): ok %v, %v", seeds, ok, err)
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("seeds %v, limit %d (-statement +walk):\n%s", seeds, f.Limit, diff)
+		}
+		kept := want[:min(len(want), f.Limit)]
+		wantEdges, err := graphEdges(ctx, d.read, kept, jsonOrNull(kept))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantEdges, gotEdges, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("seeds %v, limit %d, edges (-graphEdges +walk):\n%s", seeds, f.Limit, diff)
+		}
+		edges += len(wantEdges)
+		if len(want) > 20 {
+			big++
+		}
+	}
+	if big < 10 || edges < 1000 {
+		t.Errorf("only %d closures of more than 20 nodes, %d edges: the graph is too sparse to tell", big, edges)
+	}
+}
+
+// A closure larger than graphWalkMax is left to the statement.
+func TestClosureUIDsGivesUpPastItsBound(t *testing.T) {
+	ctx := context.Background()
+	d := graphFixture(t)
+	if _, _, ok, err := closureUIDs(ctx, d.read, []string{"A"}, 10); err != nil || !ok {
+		t.Fatalf("closureUIDs(A) = ok %v, %v", ok, err)
+	}
+	for _, max := range []int{0, 1, 2} {
+		if got, ok, err := reach(ctx, d.read, sqlOwnersOf, []string{"C"}, max, nil); err != nil || ok || got != nil {
+			t.Errorf("reach(C up, max %d) = %v, ok %v, %v; want it to give up", max, got, ok, err)
+		}
+	}
+	if got, ok, err := reach(ctx, d.read, sqlDependentsOf, []string{"A"}, 4, new([]GraphEdge)); err != nil || !ok || len(got) != 4 {
+		t.Errorf("reach(A, max 4) = %v, ok %v, %v; want A, B, C, N", got, ok, err)
+	}
+}
