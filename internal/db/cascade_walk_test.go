@@ -192,4 +192,3 @@ func (d *DB) cascadeByStatement(ctx context.Context, uid string, limit int) (*Ca
 	}
 	return out, nil
 }
-
