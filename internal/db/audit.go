@@ -96,7 +96,8 @@ const (
 	sqlInsertAudit = `INSERT INTO audit (time, instance, controller, rule, action, api_version, kind, namespace,
 			name, uid, facts, reason, dry_run, outcome, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlDeletePending = `DELETE FROM pending WHERE controller = ? AND uid = ?`
+	sqlDeletePending      = `DELETE FROM pending WHERE controller = ? AND uid = ?`
+	sqlDeleteOtherPending = `DELETE FROM pending WHERE controller = ? AND uid = ? AND action != ?`
 )
 
 func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error {
@@ -377,6 +378,16 @@ func (d *DB) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool, e
 	}
 	if p.Since.IsZero() {
 		p.Since = d.Now()
+	}
+	// A controller holds one decision about an object: a new one (another
+	// action: a StorageVersion's stale entries to remove instead of the
+	// whole object to delete) replaces what it held before.
+	st, err := d.txStmt(ctx, tx, sqlDeleteOtherPending)
+	if err != nil {
+		return false, err
+	}
+	if _, err := st.ExecContext(ctx, p.Controller, p.Target.UID, p.Action); err != nil {
+		return false, err
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO pending (controller, uid, action, rule, reason, api_version, kind, namespace,
 			name, resource_version, since, not_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -324,5 +325,34 @@ func TestListPendingPages(t *testing.T) {
 		if !strings.Contains(plan, "pending_by_since (") || strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("a page is not a range of pending_by_since read in order:\n%s", plan)
 		}
+	}
+}
+
+// A controller holds one decision about an object: a decision with
+// another action replaces the one before.
+func TestNewDecisionReplacesTheOneBefore(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	target := Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: "sv", UID: "sv"}
+	for _, action := range []string{"delete", "remove-entries"} {
+		if _, err := d.UpsertPending(ctx, &Pending{Controller: "svgc", Rule: "r", Action: action, Reason: "x", Target: target}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another controller's decision about the same object stays.
+	if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x", Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := d.ListPending(ctx, PendingFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Controller+" "+r.Action)
+	}
+	slices.Sort(got)
+	if want := []string{"ownergc delete", "svgc remove-entries"}; !slices.Equal(got, want) {
+		t.Errorf("pending %q, want %q", got, want)
 	}
 }

@@ -260,7 +260,7 @@ const (
 
 // writeQueries are prepared at Open.
 var writeQueries = append([]string{sqlTouch, sqlUpdate, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
-	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending,
+	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending, sqlDeleteOtherPending,
 	sqlInsertIntent, sqlDeleteIntent, sqlHasDependents, sqlIsDeleting,
 	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}, historyWriteQueries...)
 

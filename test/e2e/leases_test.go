@@ -258,6 +258,19 @@ func TestStorageVersionGCDryRun(t *testing.T) {
 	if _, after := servers(t, "e2e.kubegcd.io.sprockets"); after == nil || after.ResourceVersion != before.ResourceVersion {
 		t.Fatalf("dry-run changed the StorageVersion: before %+v, after %+v", before, after)
 	}
+	// The server's Lease is back: the decision to delete the StorageVersion
+	// leaves /pending.
+	identityLease(t, "kube-apiserver-dry1")
+	eventually(t, 20*time.Second, func() error {
+		var p struct{ Items []db.Pending }
+		d.GetJSON(t, "/pending?controller=svgc", 200, &p)
+		for _, it := range p.Items {
+			if it.Target.Name == "e2e.kubegcd.io.sprockets" && it.Action == "delete" {
+				return fmt.Errorf("its Lease is back, and the deletion is still pending: %+v", it)
+			}
+		}
+		return nil
+	})
 }
 
 // instance is a kubegcd binary run for the leader-election tests.
