@@ -56,12 +56,18 @@ func benchEvents(b *testing.B, d *DB, rid int64, objs []*Object) {
 
 func benchDB(b *testing.B) (*DB, int64) {
 	b.Helper()
+	return benchDBOf(b, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+}
+
+// benchDBOf opens an empty database for a benchmark, with res in it.
+func benchDBOf(b *testing.B, res Resource) (*DB, int64) {
+	b.Helper()
 	d, err := Open(context.Background(), b.TempDir()+"/bench.db", Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Close() })
-	rid, err := d.EnsureResource(context.Background(), Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.EnsureResource(context.Background(), res)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -248,16 +254,7 @@ func BenchmarkHistoryRecordUnchanged(b *testing.B) {
 // a Lease whose renewTime and resourceVersion alone changed, in batches of
 // 200 (2,000 nodes renewing every 10 s, with the watch's 1 s linger).
 func BenchmarkIngestLeaseRenewals(b *testing.B) {
-	d, err := Open(context.Background(), b.TempDir()+"/bench.db", Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { d.Close() })
-	rid, err := d.EnsureResource(context.Background(), Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases",
-		Kind: "Lease", Namespaced: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	d, rid := benchDBOf(b, Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", Namespaced: true})
 	base := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	leases := func(rv int) []*Object {
 		objs := make([]*Object, benchObjects)
