@@ -139,23 +139,33 @@ func (r refs) FillDangling(_ context.Context, refs []*db.LintRef) error {
 
 var danglingSince = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func TestLint(t *testing.T) {
-	ref := func(ns, name string, change func(l *db.LintRef)) *db.LintRef {
-		l := liveRef()
-		l.Dependent.Namespace, l.Dependent.Name, l.Dependent.UID = ns, name, "uid-"+name
-		l.Owner.Namespace = ns
-		change(l)
-		return l
-	}
+// sampleRef is a reference of object name in ns to a live owner there,
+// changed by change.
+func sampleRef(ns, name string, change func(l *db.LintRef)) *db.LintRef {
+	l := liveRef()
+	l.Dependent.Namespace, l.Dependent.Name, l.Dependent.UID = ns, name, "uid-"+name
+	l.Owner.Namespace = ns
+	change(l)
+	return l
+}
+
+// sampleRefs are two namespaces' references: in a, two dangling (d1, d2),
+// one fine and one blocking a live owner (b1); in b, one dangling (d3) and
+// one to an owner in namespace c (x1).
+func sampleRefs() refs {
 	dangling := func(l *db.LintRef) { l.Owner = nil }
-	src := refs{
-		ref("a", "d1", dangling),
-		ref("a", "ok", func(*db.LintRef) {}),
-		ref("a", "d2", dangling),
-		ref("a", "b1", func(l *db.LintRef) { l.Ref.BlockOwnerDeletion = boolp(true) }),
-		ref("b", "d3", dangling),
-		ref("b", "x1", func(l *db.LintRef) { l.Owner.Namespace = "c" }),
+	return refs{
+		sampleRef("a", "d1", dangling),
+		sampleRef("a", "ok", func(*db.LintRef) {}),
+		sampleRef("a", "d2", dangling),
+		sampleRef("a", "b1", func(l *db.LintRef) { l.Ref.BlockOwnerDeletion = boolp(true) }),
+		sampleRef("b", "d3", dangling),
+		sampleRef("b", "x1", func(l *db.LintRef) { l.Owner.Namespace = "c" }),
 	}
+}
+
+func TestLint(t *testing.T) {
+	src := sampleRefs()
 	tests := []struct {
 		name          string
 		f             LintFilter
@@ -228,24 +238,9 @@ func (c counting) LintRefs(ctx context.Context, namespace string, fn func(*db.Li
 }
 
 func TestCountLint(t *testing.T) {
-	ref := func(ns, name string, change func(l *db.LintRef)) *db.LintRef {
-		l := liveRef()
-		l.Dependent.Namespace, l.Dependent.Name, l.Dependent.UID = ns, name, "uid-"+name
-		l.Owner.Namespace = ns
-		change(l)
-		return l
-	}
-	dangling := func(l *db.LintRef) { l.Owner = nil }
-	src := refs{
-		ref("a", "d1", dangling),
-		ref("a", "ok", func(*db.LintRef) {}),
-		ref("a", "d2", dangling),
-		ref("a", "b1", func(l *db.LintRef) { l.Ref.BlockOwnerDeletion = boolp(true) }),
-		ref("b", "d3", dangling),
-		ref("b", "x1", func(l *db.LintRef) { l.Owner.Namespace = "c" }),
-		// Cluster-scoped: counted in the whole mirror's counts only.
-		ref("", "cr", func(l *db.LintRef) { l.Owner.Namespace = "a"; l.KindNamespaced = true }),
-	}
+	// A cluster-scoped dependent is counted in the whole mirror's counts
+	// only.
+	src := append(sampleRefs(), sampleRef("", "cr", func(l *db.LintRef) { l.Owner.Namespace = "a"; l.KindNamespaced = true }))
 	counted, err := CountLint(context.Background(), src, now)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,30 +64,13 @@ func (c *testClock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC(
 func (c *testClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // newTestCounter returns a counter over src on clock that recounts at
-// maxAge, and what it logs.
-func newTestCounter(src *gatedSource, clock *testClock, maxAge time.Duration) (*LintCounter, *syncBuffer) {
-	logs := &syncBuffer{}
+// maxAge, and what it logs: each pass logs before it ends, so a test reads
+// the log once the pass has ended.
+func newTestCounter(src *gatedSource, clock *testClock, maxAge time.Duration) (*LintCounter, *bytes.Buffer) {
+	logs := &bytes.Buffer{}
 	c := NewLintCounter(src, maxAge, slog.New(slog.NewTextHandler(logs, nil)))
 	c.now = clock.now
 	return c, logs
-}
-
-// syncBuffer is a bytes.Buffer that passes may write while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 const testDeadline = 10 * time.Second
