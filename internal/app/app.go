@@ -153,9 +153,13 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		logger.Warn("the HTTP API serves everyone who reaches it: --insecure-allow-unauthenticated, no --auth-token-file, no --client-ca-file",
 			"listen", cfg.listen)
 	}
+	// The lint findings' counts are counted over the whole mirror through
+	// the metrics' connections, the first count from the start on.
+	lintCounter := kubehttp.NewLintCounter(metricsStore, cfg.lintCountsMaxAge, httpLog)
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
 		DB:                      apiStore,
 		MetricsDB:               metricsStore,
+		LintCounter:             lintCounter,
 		MaxInflight:             cfg.maxInflight,
 		Tokens:                  tokens,
 		ClientCerts:             cfg.clientCAFile != "",
@@ -197,6 +201,9 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	g, gctx := errgroup.WithContext(ctx)
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWork()
+	// The first count, in the background, so that the first GET /lint or
+	// scrape need not wait for it; each pass ends with the work.
+	lintCounter.Start(work)
 	part := func(name string, fn func() error) {
 		g.Go(func() error {
 			err := fn()

@@ -24,6 +24,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/cmdline"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
+	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 )
 
 // knownControllers are the controllers --controllers may name.
@@ -56,6 +57,7 @@ type runConfig struct {
 	resyncPeriod          time.Duration
 	profiling             bool
 	stuckAfter            time.Duration
+	lintCountsMaxAge      time.Duration
 
 	podgcPeriod         time.Duration
 	podgcQuarantine     time.Duration
@@ -147,6 +149,9 @@ func newRunFlags() *runFlags {
 		"serve a --listen address that is not loopback without --auth-token-file or --client-ca-file: anyone who reaches it reads the API")
 	fs.IntVar(&cfg.maxInflight, "max-requests-inflight", 16,
 		"HTTP API requests served at once; more get a 429 with Retry-After (health checks are never refused; 0: no limit)")
+	fs.DurationVar(&cfg.lintCountsMaxAge, "lint-counts-max-age", kubehttp.DefaultLintCountsMaxAge,
+		"how old the lint findings' counts (GET /lint's counts, kubegcd_ownerref_findings) may grow before a request or a scrape "+
+			"has them counted anew, in the background, over the whole mirror (0: at every request, which is still answered with the last count)")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen (a CPU profile or trace of up to 2 minutes: ?seconds=N)")
 
 	fs = f.groups.FlagSet("controllers")
@@ -271,6 +276,8 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --terminated-pod-max-age %s: must be 0 (off) or positive", cfg.terminatedMaxAge)
 	case cfg.stuckAfter < 0:
 		return nil, fmt.Errorf("invalid --stuck-after %s: must not be negative", cfg.stuckAfter)
+	case cfg.lintCountsMaxAge < 0:
+		return nil, fmt.Errorf("invalid --lint-counts-max-age %s: must not be negative", cfg.lintCountsMaxAge)
 	case cfg.maxInflight < 0:
 		return nil, fmt.Errorf("invalid --max-requests-inflight %d: must be 0 (no limit) or more", cfg.maxInflight)
 	}

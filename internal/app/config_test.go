@@ -96,6 +96,19 @@ func TestParseRunFlags(t *testing.T) {
 				}
 			}},
 		{name: "negative stuck after", args: func() []string { return []string{"--stuck-after", "-1m"} }, wantErr: "invalid --stuck-after -1m0s"},
+		{name: "lint counts' age", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
+			if c.lintCountsMaxAge != 30*time.Second {
+				t.Errorf("lint counts' max age %s, want 30s", c.lintCountsMaxAge)
+			}
+		}},
+		{name: "lint counts at every request", args: func() []string { return []string{"--lint-counts-max-age", "0"} },
+			check: func(t *testing.T, c *runConfig) {
+				if c.lintCountsMaxAge != 0 {
+					t.Errorf("lint counts' max age %s, want 0", c.lintCountsMaxAge)
+				}
+			}},
+		{name: "negative lint counts' age", args: func() []string { return []string{"--lint-counts-max-age", "-1s"} },
+			wantErr: "invalid --lint-counts-max-age -1s"},
 		{name: "history retention default", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
 			if c.historyRetention != 7*24*time.Hour {
 				t.Errorf("history retention %s, want 168h", c.historyRetention)

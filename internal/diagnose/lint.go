@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -187,9 +188,9 @@ type LintSource interface {
 type LintFilter struct {
 	// Namespace keeps the objects of one namespace.
 	Namespace string
-	// Rule (an ID or a name) and Severity select the items, not the counts.
+	// Rule (an ID or a name) and Severity select the items.
 	Rule, Severity string
-	// Limit bounds the items; 0 keeps none, for the counts alone.
+	// Limit bounds the items.
 	Limit int
 }
 
@@ -197,8 +198,12 @@ type LintFilter struct {
 type LintReport struct {
 	Items []Finding `json:"items"`
 	// Counts has every rule's ID, with the number of findings in the
-	// namespace, whatever Rule, Severity and Limit kept in Items.
-	Counts map[string]int `json:"counts"`
+	// namespace (the whole mirror when none), whatever Rule, Severity and
+	// Limit kept in Items. They come from the latest count of the whole
+	// mirror (CountLint), made at CountsAt, not from the read that found
+	// Items: a count costs what every finding costs.
+	Counts   map[string]int `json:"counts"`
+	CountsAt time.Time      `json:"countsAt"`
 	// Truncated: more findings matched than Limit.
 	Truncated bool `json:"truncated"`
 }
@@ -213,15 +218,19 @@ func RuleByName(s string) (Rule, bool) {
 	return Rule{}, false
 }
 
-// Lint streams the ownerReferences of f.Namespace through the rules,
-// keeping at most f.Limit findings: memory stays bounded by the limit. What
-// the mirror knows of when a kept reference began to dangle is read after,
-// for those alone.
+// errEnough ends Lint's stream once it holds what it reports.
+var errEnough = errors.New("enough findings")
+
+// Lint streams the ownerReferences of f.Namespace through the rules until
+// it has f.Limit findings that f selects and knows whether there are more:
+// an unfiltered lint reads about Limit candidates, whatever the mirror
+// holds, while a rule or severity that matches few findings may read every
+// candidate of the namespace before it has its items. Memory stays bounded
+// by the limit. What the mirror knows of when a kept reference began to
+// dangle is read after, for those alone. The report's counts are left
+// empty: they are CountLint's.
 func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*LintReport, error) {
-	rep := &LintReport{Items: []Finding{}, Counts: make(map[string]int, len(Rules))}
-	for _, r := range Rules {
-		rep.Counts[r.ID] = 0
-	}
+	rep := &LintReport{Items: []Finding{}}
 	want := func(fd *Finding) bool {
 		return (f.Rule == "" || f.Rule == fd.Rule || f.Rule == fd.Name) && (f.Severity == "" || f.Severity == fd.Severity)
 	}
@@ -229,13 +238,12 @@ func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*Li
 	err := src.LintRefs(ctx, f.Namespace, func(l *db.LintRef) error {
 		var worded []Finding // once some finding of l is kept
 		for i, fd := range checkRef(l, now, false) {
-			rep.Counts[fd.Rule]++
 			if !want(&fd) {
 				continue
 			}
 			if len(rep.Items) >= f.Limit {
 				rep.Truncated = true
-				continue
+				return errEnough
 			}
 			if worded == nil {
 				worded = checkRef(l, now, true)
@@ -247,7 +255,7 @@ func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*Li
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errEnough) {
 		return nil, err
 	}
 	if len(dangling) == 0 {
@@ -266,13 +274,50 @@ func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*Li
 	return rep, nil
 }
 
-// LintCounts counts the findings of every rule in the whole mirror.
-func LintCounts(ctx context.Context, src LintSource, now time.Time) (map[string]int, error) {
-	rep, err := Lint(ctx, src, LintFilter{}, now)
+// LintCounts are the numbers of findings of every rule in the whole
+// mirror, by namespace, as one read found them at At.
+type LintCounts struct {
+	At          time.Time
+	byNamespace map[string]map[string]int // rule ID → findings
+	total       map[string]int
+}
+
+// Of returns every rule's count in namespace, or in the whole mirror for "".
+// The map is the caller's.
+func (c *LintCounts) Of(namespace string) map[string]int {
+	from := c.total
+	if namespace != "" {
+		from = c.byNamespace[namespace]
+	}
+	out := make(map[string]int, len(Rules))
+	for _, r := range Rules {
+		out[r.ID] = from[r.ID]
+	}
+	return out
+}
+
+// CountLint counts the findings of every rule in the whole mirror, by
+// namespace, in one read of every lint candidate: its cost grows with the
+// findings, so it is made in the background and its result kept, never
+// on a request's path.
+func CountLint(ctx context.Context, src LintSource, now time.Time) (*LintCounts, error) {
+	c := &LintCounts{At: now, byNamespace: map[string]map[string]int{}, total: map[string]int{}}
+	err := src.LintRefs(ctx, "", func(l *db.LintRef) error {
+		for _, fd := range checkRef(l, now, false) {
+			ns := c.byNamespace[l.Dependent.Namespace]
+			if ns == nil {
+				ns = map[string]int{}
+				c.byNamespace[l.Dependent.Namespace] = ns
+			}
+			ns[fd.Rule]++
+			c.total[fd.Rule]++
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	return rep.Counts, nil
+	return c, nil
 }
 
 // NoteDiscoveryFailures rewords the findings that an owner's kind is not

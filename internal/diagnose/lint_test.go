@@ -139,56 +139,61 @@ func (r refs) FillDangling(_ context.Context, refs []*db.LintRef) error {
 
 var danglingSince = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func TestLint(t *testing.T) {
-	ref := func(ns, name string, change func(l *db.LintRef)) *db.LintRef {
-		l := liveRef()
-		l.Dependent.Namespace, l.Dependent.Name, l.Dependent.UID = ns, name, "uid-"+name
-		l.Owner.Namespace = ns
-		change(l)
-		return l
-	}
+// sampleRef is a reference of object name in ns to a live owner there,
+// changed by change.
+func sampleRef(ns, name string, change func(l *db.LintRef)) *db.LintRef {
+	l := liveRef()
+	l.Dependent.Namespace, l.Dependent.Name, l.Dependent.UID = ns, name, "uid-"+name
+	l.Owner.Namespace = ns
+	change(l)
+	return l
+}
+
+// sampleRefs are two namespaces' references: in a, two dangling (d1, d2),
+// one fine and one blocking a live owner (b1); in b, one dangling (d3) and
+// one to an owner in namespace c (x1).
+func sampleRefs() refs {
 	dangling := func(l *db.LintRef) { l.Owner = nil }
-	src := refs{
-		ref("a", "d1", dangling),
-		ref("a", "ok", func(*db.LintRef) {}),
-		ref("a", "d2", dangling),
-		ref("a", "b1", func(l *db.LintRef) { l.Ref.BlockOwnerDeletion = boolp(true) }),
-		ref("b", "d3", dangling),
-		ref("b", "x1", func(l *db.LintRef) { l.Owner.Namespace = "c" }),
+	return refs{
+		sampleRef("a", "d1", dangling),
+		sampleRef("a", "ok", func(*db.LintRef) {}),
+		sampleRef("a", "d2", dangling),
+		sampleRef("a", "b1", func(l *db.LintRef) { l.Ref.BlockOwnerDeletion = boolp(true) }),
+		sampleRef("b", "d3", dangling),
+		sampleRef("b", "x1", func(l *db.LintRef) { l.Owner.Namespace = "c" }),
 	}
-	counts := func(c map[string]int) map[string]int {
-		out := map[string]int{}
-		for _, r := range Rules {
-			out[r.ID] = c[r.ID]
-		}
-		return out
-	}
+}
+
+func TestLint(t *testing.T) {
+	src := sampleRefs()
 	tests := []struct {
 		name          string
 		f             LintFilter
 		wantItems     []string
-		wantCounts    map[string]int
 		wantTruncated bool
+		// wantRead is how many references the lint reads: it stops once
+		// it knows there are more findings than it keeps.
+		wantRead int
 	}{
-		{name: "everything", f: LintFilter{Limit: 100}, wantItems: []string{"d1", "d2", "b1", "d3", "x1"},
-			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1})},
-		{name: "namespace", f: LintFilter{Namespace: "a", Limit: 100}, wantItems: []string{"d1", "d2", "b1"},
-			wantCounts: counts(map[string]int{"KG-LINT-01": 2, "KG-LINT-07": 1})},
-		{name: "rule by id keeps counts", f: LintFilter{Rule: "KG-LINT-03", Limit: 100}, wantItems: []string{"x1"},
-			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1})},
+		{name: "everything", f: LintFilter{Limit: 100}, wantItems: []string{"d1", "d2", "b1", "d3", "x1"}, wantRead: 6},
+		{name: "namespace", f: LintFilter{Namespace: "a", Limit: 100}, wantItems: []string{"d1", "d2", "b1"}, wantRead: 4},
+		{name: "rule by id", f: LintFilter{Rule: "KG-LINT-03", Limit: 100}, wantItems: []string{"x1"}, wantRead: 6},
 		{name: "rule by name", f: LintFilter{Rule: "dangling-owner", Namespace: "b", Limit: 100}, wantItems: []string{"d3"},
-			wantCounts: counts(map[string]int{"KG-LINT-01": 1, "KG-LINT-03": 1})},
-		{name: "severity", f: LintFilter{Severity: SeverityInfo, Limit: 100}, wantItems: []string{"b1"},
-			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1})},
-		{name: "limit truncates, counts stay complete", f: LintFilter{Limit: 2}, wantItems: []string{"d1", "d2"},
-			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1}), wantTruncated: true},
+			wantRead: 2},
+		{name: "severity", f: LintFilter{Severity: SeverityInfo, Limit: 100}, wantItems: []string{"b1"}, wantRead: 6},
+		{name: "limit stops at the first finding past it", f: LintFilter{Limit: 2}, wantItems: []string{"d1", "d2"},
+			wantTruncated: true, wantRead: 4},
+		{name: "limit 1", f: LintFilter{Limit: 1}, wantItems: []string{"d1"}, wantTruncated: true, wantRead: 3},
+		{name: "a rule's limit reads past other findings", f: LintFilter{Rule: "KG-LINT-01", Limit: 2},
+			wantItems: []string{"d1", "d2"}, wantTruncated: true, wantRead: 5},
 		{name: "limit equal to the findings", f: LintFilter{Rule: "KG-LINT-01", Limit: 3}, wantItems: []string{"d1", "d2", "d3"},
-			wantCounts: counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-07": 1})},
-		{name: "no findings", f: LintFilter{Namespace: "empty", Limit: 100}, wantCounts: counts(nil)},
+			wantRead: 6},
+		{name: "no findings", f: LintFilter{Namespace: "empty", Limit: 100}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep, err := Lint(context.Background(), src, tt.f, now)
+			read := 0
+			rep, err := Lint(context.Background(), counting{src, &read}, tt.f, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,16 +208,70 @@ func TestLint(t *testing.T) {
 			if !reflect.DeepEqual(tt.wantItems, got) {
 				t.Errorf("items (-want +got):\n%s", diff.Diff(tt.wantItems, got))
 			}
-			if !reflect.DeepEqual(tt.wantCounts, rep.Counts) {
-				t.Errorf("counts (-want +got):\n%s", diff.Diff(tt.wantCounts, rep.Counts))
-			}
 			if rep.Truncated != tt.wantTruncated {
 				t.Errorf("truncated = %v, want %v", rep.Truncated, tt.wantTruncated)
+			}
+			if read != tt.wantRead {
+				t.Errorf("read %d references, want %d", read, tt.wantRead)
 			}
 			if rep.Items == nil {
 				t.Error("items is nil: it must encode as []")
 			}
+			if rep.Counts != nil {
+				t.Errorf("counts %v: Lint leaves them to CountLint", rep.Counts)
+			}
 		})
+	}
+}
+
+// counting is a LintSource that counts the references it streams.
+type counting struct {
+	refs
+	read *int
+}
+
+func (c counting) LintRefs(ctx context.Context, namespace string, fn func(*db.LintRef) error) error {
+	return c.refs.LintRefs(ctx, namespace, func(l *db.LintRef) error {
+		*c.read++
+		return fn(l)
+	})
+}
+
+func TestCountLint(t *testing.T) {
+	// A cluster-scoped dependent is counted in the whole mirror's counts
+	// only.
+	src := append(sampleRefs(), sampleRef("", "cr", func(l *db.LintRef) { l.Owner.Namespace = "a"; l.KindNamespaced = true }))
+	counted, err := CountLint(context.Background(), src, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !counted.At.Equal(now) {
+		t.Errorf("At = %s, want %s", counted.At, now)
+	}
+	counts := func(c map[string]int) map[string]int {
+		out := map[string]int{}
+		for _, r := range Rules {
+			out[r.ID] = c[r.ID]
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		namespace string
+		want      map[string]int
+	}{
+		{"", counts(map[string]int{"KG-LINT-01": 3, "KG-LINT-03": 1, "KG-LINT-04": 1, "KG-LINT-07": 1})},
+		{"a", counts(map[string]int{"KG-LINT-01": 2, "KG-LINT-07": 1})},
+		{"b", counts(map[string]int{"KG-LINT-01": 1, "KG-LINT-03": 1})},
+		{"empty", counts(nil)},
+	} {
+		got := counted.Of(tt.namespace)
+		if !reflect.DeepEqual(tt.want, got) {
+			t.Errorf("Of(%q) (-want +got):\n%s", tt.namespace, diff.Diff(tt.want, got))
+		}
+		got["KG-LINT-01"] = 100 // the caller's
+		if again := counted.Of(tt.namespace); again["KG-LINT-01"] == 100 {
+			t.Errorf("Of(%q) returned the counts kept, not a copy", tt.namespace)
+		}
 	}
 }
 
@@ -239,8 +298,8 @@ func TestLintError(t *testing.T) {
 			t.Errorf("%+v: Lint error = %v, want the source's", src, err)
 		}
 	}
-	if _, err := LintCounts(context.Background(), failing{}, now); err == nil {
-		t.Error("LintCounts: no error")
+	if _, err := CountLint(context.Background(), failing{}, now); err == nil {
+		t.Error("CountLint: no error")
 	}
 }
 

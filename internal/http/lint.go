@@ -20,7 +20,9 @@ var lintSeverities = map[string]bool{
 	diagnose.SeverityError: true, diagnose.SeverityWarning: true, diagnose.SeverityInfo: true,
 }
 
-// lint serves GET /lint: ownerReference findings with complete counts.
+// lint serves GET /lint: ownerReference findings read now, and the counts
+// of every rule from the latest count of the whole mirror (s.lintCounts),
+// with its time.
 func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 	q := &query{v: r.URL.Query()}
 	q.only("rule", "namespace", "severity", "limit")
@@ -44,11 +46,17 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
+	counts, err := s.lintCounts.Wait(r.Context())
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
 	rep, err := diagnose.Lint(r.Context(), s.DB, f, time.Now())
 	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
+	rep.Counts, rep.CountsAt = counts.Of(f.Namespace), counts.At.UTC()
 	if s.Discovery != nil {
 		diagnose.NoteDiscoveryFailures(rep.Items, s.Discovery.DiscoveryFailures())
 	}
@@ -56,33 +64,38 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 }
 
 // lintCollector exports the number of lint findings by rule, one series per
-// rule (0 when none). A lint reads every ownerReference, so the counts are
-// kept for a while rather than recomputed at every scrape.
+// rule (0 when none), from the count GET /lint shows: a scrape never
+// counts, and a count older than its bound is answered while it is made
+// anew.
 type lintCollector struct {
 	desc   *prometheus.Desc
-	counts scrapeCache[map[string]int]
+	counts *LintCounter
 }
 
-func newLintCollector(src diagnose.LintSource, ttl time.Duration, now func() time.Time) *lintCollector {
+func newLintCollector(counts *LintCounter) *lintCollector {
 	return &lintCollector{
 		desc: prometheus.NewDesc("kubegcd_ownerref_findings",
-			"ownerReference lint findings in the mirror by rule id (see GET /lint), computed at most every 30s.",
+			"ownerReference lint findings in the mirror by rule id (see GET /lint, whose countsAt says when they were counted), "+
+				"counted in the background when a scrape or GET /lint finds the count older than --lint-counts-max-age.",
 			[]string{"rule"}, nil),
-		counts: scrapeCache[map[string]int]{ttl: ttl, now: now, load: func(ctx context.Context, now time.Time) (map[string]int, error) {
-			return diagnose.LintCounts(ctx, src, now)
-		}},
+		counts: counts,
 	}
 }
 
 func (c *lintCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *lintCollector) Collect(ch chan<- prometheus.Metric) {
-	counts, _, err := c.counts.get()
+	// Only the first count is waited for, within Prometheus's default
+	// scrape timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	counts, err := c.counts.Wait(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return
 	}
+	all := counts.Of("")
 	for _, r := range diagnose.Rules {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[r.ID]), r.ID)
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(all[r.ID]), r.ID)
 	}
 }

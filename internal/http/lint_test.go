@@ -2,6 +2,8 @@ package http
 
 import (
 	"context"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +18,20 @@ import (
 type lintJSON struct {
 	Items     []diagnose.Finding `json:"items"`
 	Counts    map[string]int     `json:"counts"`
+	CountsAt  time.Time          `json:"countsAt"`
 	Truncated bool               `json:"truncated"`
 }
 
 func TestLintEndpoint(t *testing.T) {
+	before := time.Now()
 	srv, _ := testServer(t)
 	// testServer's namespace a has one finding: G names a Deployment that
 	// was never mirrored.
 	var out lintJSON
 	getJSON(t, srv, "/lint?namespace=a", 200, &out)
+	if out.CountsAt.Before(before.Truncate(time.Second)) || out.CountsAt.After(time.Now()) {
+		t.Errorf("countsAt %s, want the time of the count the first request made", out.CountsAt)
+	}
 	if len(out.Items) != 1 || out.Items[0].Rule != "KG-LINT-01" || out.Items[0].Target.UID != "uid-G" ||
 		out.Items[0].OwnerReference.UID != "uid-ghost" || out.Items[0].Severity != "warning" || out.Truncated {
 		t.Errorf("/lint?namespace=a = %+v", out)
@@ -67,46 +74,49 @@ func TestLintBadParameters(t *testing.T) {
 	getJSON(t, srv, "/lint/x", 404, &e)
 }
 
-// TestLintCollector checks the metric's values, that it is cached for its
-// TTL, and that the server registers it.
+// TestLintCollector checks the metric's values, that they are the count
+// GET /lint shows (a scrape that finds it stale is answered with it while
+// it is counted anew), and that the server registers it.
 func TestLintCollector(t *testing.T) {
 	srv, store := testServer(t)
-	clock := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	c := newLintCollector(store, 30*time.Second, func() time.Time { return clock })
+	clock := newTestClock()
+	counter := NewLintCounter(store, 30*time.Second, nil)
+	counter.now = clock.now
+	c := newLintCollector(counter)
 	want := func(dangling int) string {
 		var b strings.Builder
-		b.WriteString("# HELP kubegcd_ownerref_findings ownerReference lint findings in the mirror by rule id (see GET /lint), computed at most every 30s.\n")
+		b.WriteString("# HELP kubegcd_ownerref_findings ownerReference lint findings in the mirror by rule id (see GET /lint, whose " +
+			"countsAt says when they were counted), counted in the background when a scrape or GET /lint finds the count older " +
+			"than --lint-counts-max-age.\n")
 		b.WriteString("# TYPE kubegcd_ownerref_findings gauge\n")
 		for _, r := range diagnose.Rules {
 			n := 0
 			if r.ID == "KG-LINT-01" {
 				n = dangling
 			}
-			b.WriteString(`kubegcd_ownerref_findings{rule="` + r.ID + `"} ` + string(rune('0'+n)) + "\n")
+			b.WriteString(`kubegcd_ownerref_findings{rule="` + r.ID + `"} ` + strconv.Itoa(n) + "\n")
 		}
 		return b.String()
 	}
+	// The first scrape waits for the first count.
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want(1))); err != nil {
 		t.Fatal(err)
 	}
-	// A second dangling reference: not seen until the counts are 30s old.
-	ctx := context.Background()
-	rs, err := store.Resources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rs[0].ID, Object: &db.Object{UID: "uid-H", APIVersion: "v1",
-		Kind: "ConfigMap", Namespace: "a", Name: "H", ResourceVersion: "1",
-		OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "uid-gone"}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	clock = clock.Add(29 * time.Second)
+	// A second dangling reference: not seen until the count is 30s old,
+	// and then only once it has been made anew.
+	addDangling(t, store, "H")
+	clock.add(29 * time.Second)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want(1))); err != nil {
-		t.Errorf("within the TTL: %v", err)
+		t.Errorf("within 30s: %v", err)
 	}
-	clock = clock.Add(time.Second)
+	passEnded(t, counter)
+	clock.add(time.Second)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want(1))); err != nil {
+		t.Errorf("at 30s, before the recount: %v", err)
+	}
+	passEnded(t, counter)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want(2))); err != nil {
-		t.Errorf("after the TTL: %v", err)
+		t.Errorf("after the recount: %v", err)
 	}
 
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
@@ -119,9 +129,77 @@ func TestLintCollector(t *testing.T) {
 	}
 }
 
+// TestLintCountsShared: GET /lint and the metric show one count, from
+// Options.LintCounter, and a request that finds it stale is answered with
+// it while a pass counts anew.
+func TestLintCountsShared(t *testing.T) {
+	_, store := testServer(t)
+	clock := newTestClock()
+	counter := NewLintCounter(store, 30*time.Second, nil)
+	counter.now = clock.now
+	reg := prometheus.NewRegistry()
+	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: reg, LintCounter: counter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	first := clock.now()
+	counter.Start(t.Context())
+	var out lintJSON
+	getJSON(t, srv, "/lint", 200, &out)
+	if !out.CountsAt.Equal(first) || out.Counts["KG-LINT-01"] != 1 {
+		t.Fatalf("/lint counts %v at %s, want 1 dangling owner at %s", out.Counts, out.CountsAt, first)
+	}
+	addDangling(t, store, "H")
+	clock.add(time.Minute)
+	getJSON(t, srv, "/lint", 200, &out)
+	if !out.CountsAt.Equal(first) || out.Counts["KG-LINT-01"] != 1 || len(out.Items) != 2 {
+		t.Errorf("/lint on a stale count: %d items, counts %v at %s, want the 2 findings and the count of 1 at %s",
+			len(out.Items), out.Counts, out.CountsAt, first)
+	}
+	passEnded(t, counter)
+	getJSON(t, srv, "/lint?namespace=a", 200, &out)
+	if !out.CountsAt.Equal(first.Add(time.Minute)) || out.Counts["KG-LINT-01"] != 2 {
+		t.Errorf("/lint after the recount: counts %v at %s", out.Counts, out.CountsAt)
+	}
+	if n, err := testutil.GatherAndCount(reg, "kubegcd_ownerref_findings"); err != nil || n != len(diagnose.Rules) {
+		t.Fatalf("kubegcd_ownerref_findings: %d series, %v", n, err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "kubegcd_ownerref_findings" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetLabel()[0].GetValue() == "KG-LINT-01" && m.GetGauge().GetValue() != 2 {
+				t.Errorf("the metric's KG-LINT-01 = %v, want /lint's 2", m.GetGauge().GetValue())
+			}
+		}
+	}
+}
+
+// addDangling mirrors a ConfigMap of namespace a whose owner is gone.
+func addDangling(t *testing.T, store *db.DB, name string) {
+	t.Helper()
+	ctx := context.Background()
+	rs, err := store.Resources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rs[0].ID, Object: &db.Object{UID: "uid-" + name, APIVersion: "v1",
+		Kind: "ConfigMap", Namespace: "a", Name: name, ResourceVersion: "1",
+		OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "uid-gone"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLintCollectorError(t *testing.T) {
 	_, store := testServer(t)
-	c := newLintCollector(store, 30*time.Second, time.Now)
+	c := newLintCollector(NewLintCounter(store, 30*time.Second, nil))
 	store.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)

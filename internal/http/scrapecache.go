@@ -11,6 +11,10 @@ import (
 // a query that reads the whole mirror.
 const scrapeCacheTTL = 30 * time.Second
 
+// scrapeTimeout bounds a scrape's query: Prometheus's default scrape
+// timeout.
+const scrapeTimeout = 10 * time.Second
+
 // scrapeCache keeps the result of one query for ttl. Concurrent scrapes wait
 // for one query rather than run several, and a failed query is not kept.
 type scrapeCache[T any] struct {
@@ -33,8 +37,7 @@ func (c *scrapeCache[T]) get() (T, time.Time, error) {
 	if c.loaded && now.Sub(c.at) < c.ttl {
 		return c.val, now, nil
 	}
-	// Within Prometheus's default scrape timeout.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	v, err := c.load(ctx, now)
 	if err != nil {

@@ -111,6 +111,12 @@ type Options struct {
 	// a scan of every page through DB's mapped connections would keep the
 	// whole file in the process's resident memory.
 	MetricsDB Mirror
+	// LintCounter keeps the lint findings' counts that GET /lint and
+	// kubegcd_ownerref_findings show; the daemon's counts through
+	// MetricsDB's connections and has started it. Nil: one of
+	// DefaultLintCountsMaxAge over MetricsDB (else DB), not started, whose
+	// first pass the first reader makes.
+	LintCounter *LintCounter
 	// MaxInflight bounds the API requests served at once (0: no bound).
 	MaxInflight int
 	// Tokens, when set, are the bearer tokens a request must carry.
@@ -167,6 +173,8 @@ type server struct {
 	allowedHosts map[string]bool
 	// uiETags holds each UI file's ETag, by name.
 	uiETags map[string]string
+	// lintCounts is Options.LintCounter, or the handler's own.
+	lintCounts *LintCounter
 }
 
 // NewHandler returns the daemon's HTTP handler.
@@ -191,6 +199,14 @@ func NewHandler(opts Options) (http.Handler, error) {
 			return nil, fmt.Errorf("web UI: %w", err)
 		}
 	}
+	m := opts.MetricsDB
+	if m == nil {
+		m = opts.DB
+	}
+	s.lintCounts = opts.LintCounter
+	if s.lintCounts == nil && m != nil {
+		s.lintCounts = NewLintCounter(m, DefaultLintCountsMaxAge, opts.Logger)
+	}
 	s.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "kubegcd", Subsystem: "http", Name: "request_duration_seconds",
 		Help:    "HTTP request latency by route pattern, method and status code.",
@@ -200,12 +216,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 		if err := opts.Registry.Register(s.requests); err != nil {
 			return nil, err
 		}
-		m := opts.MetricsDB
-		if m == nil {
-			m = opts.DB
-		}
 		if m != nil {
-			for _, c := range []prometheus.Collector{newLeaseCollector(m), newLintCollector(m, scrapeCacheTTL, time.Now),
+			for _, c := range []prometheus.Collector{newLeaseCollector(m), newLintCollector(s.lintCounts),
 				newStuckCollector(m, opts.StuckAfter), newCountsCollector(m, scrapeCacheTTL, time.Now)} {
 				if err := opts.Registry.Register(c); err != nil {
 					return nil, err

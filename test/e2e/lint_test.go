@@ -39,6 +39,7 @@ type lintFinding struct {
 type lintReply struct {
 	Items     []lintFinding  `json:"items"`
 	Counts    map[string]int `json:"counts"`
+	CountsAt  time.Time      `json:"countsAt"`
 	Truncated bool           `json:"truncated"`
 }
 
@@ -57,7 +58,9 @@ func (r lintReply) found() []string {
 // clean namespace gives nothing, that the filters work, and that
 // kubegcd_ownerref_findings agrees. Not parallel: the metric counts the
 // whole mirror, which must not change between the scrape and /lint.
-// Dry-run (the default), so ownergc collects none of the cases.
+// Dry-run (the default), so ownergc collects none of the cases. The counts
+// come from a count made in the background, recounted here after every
+// request (--lint-counts-max-age=0), which answers with the count before.
 func TestLint(t *testing.T) {
 	ctx := context.Background()
 	id := string(uuid.NewUUID())[:8]
@@ -124,10 +127,13 @@ func TestLint(t *testing.T) {
 	cleanOwner := create(clean, "owner")
 	create(clean, "dependent", controllerRef("owner", cleanOwner.UID))
 
-	d := startDaemon(t, "")
+	started := time.Now()
+	d := startDaemon(t, "", "--lint-counts-max-age=0")
 	d.WaitReady(t, 60*time.Second)
 	nsQuery := "/lint?namespace=" + url.QueryEscape(ns)
 	want := []string{"KG-LINT-01 dangling", "KG-LINT-02 recreated", "KG-LINT-03 cross", "KG-LINT-05 unserved", "KG-LINT-07 blocked"}
+	wantCounts := map[string]int{"KG-LINT-01": 1, "KG-LINT-02": 1, "KG-LINT-03": 1, "KG-LINT-04": 0, "KG-LINT-05": 1,
+		"KG-LINT-06": 0, "KG-LINT-07": 1}
 	var got lintReply
 	eventually(t, 30*time.Second, func() error {
 		got = lintReply{}
@@ -141,18 +147,24 @@ func TestLint(t *testing.T) {
 		if f := got.found(); !slices.Equal(f, want) {
 			return fmt.Errorf("findings %v, want %v", f, want)
 		}
+		// The findings are read now, the counts are the last count's.
+		if fmt.Sprint(got.Counts) != fmt.Sprint(wantCounts) {
+			return fmt.Errorf("counts %v at %s, want %v", got.Counts, got.CountsAt, wantCounts)
+		}
 		return nil
 	})
+	if got.CountsAt.Before(started.Truncate(time.Second)) || got.CountsAt.After(time.Now()) {
+		t.Errorf("countsAt %s, want a time since the daemon started (%s)", got.CountsAt, started)
+	}
 
-	// The metric is computed at its first scrape, now, over the whole
-	// mirror, which nothing changes until /lint has read it too.
+	// The metric shows /lint's count of the whole mirror, which nothing
+	// changes until /lint has read it too: recounted in between or not,
+	// the two agree.
 	metric := scrapeFindings(t, d)
 	var all lintReply
 	d.GetJSON(t, "/lint?limit=1", http.StatusOK, &all)
 
 	t.Run("namespace", func(t *testing.T) {
-		wantCounts := map[string]int{"KG-LINT-01": 1, "KG-LINT-02": 1, "KG-LINT-03": 1, "KG-LINT-04": 0, "KG-LINT-05": 1,
-			"KG-LINT-06": 0, "KG-LINT-07": 1}
 		if fmt.Sprint(got.Counts) != fmt.Sprint(wantCounts) || got.Truncated {
 			t.Errorf("counts %v (truncated %v), want %v", got.Counts, got.Truncated, wantCounts)
 		}

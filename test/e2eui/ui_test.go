@@ -640,6 +640,9 @@ func TestEveryPage(t *testing.T) {
 	if n := p.count(`section[data-rule] tbody tr`); n == 0 {
 		t.Errorf("lint page lists no finding; the dangling owner lint-me is one")
 	}
+	if at := p.text("#counts-at"); !strings.HasPrefix(at, "counts as of ") || !strings.HasSuffix(at, " ago") {
+		t.Errorf("lint page: %q, want the counts' age", at)
+	}
 	p.shot("lint")
 	p.goTo("/leases")
 	if n := p.count("#rows tbody tr"); n == 0 {

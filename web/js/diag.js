@@ -94,6 +94,9 @@ export async function lintPage(view, ctx) {
   const counts = r.counts || {};
   view.append(h('div', { class: 'toolbar' }, Object.keys(counts).sort().map((rule) =>
     h('a', { class: 'button', href: '#/lint' + qs({ ...filter, rule }), text: `${rule}: ${counts[rule]}` }))));
+  // The counts come from the last count of the whole mirror, the findings
+  // below from the mirror now: they may differ by what changed since.
+  if (r.countsAt) view.append(h('p', { class: 'muted', id: 'counts-at' }, 'counts as of ', when(r.countsAt)));
   view.append(h('p', { class: 'muted', id: 'count', text: `${r.items.length} finding${r.items.length === 1 ? '' : 's'} shown` }));
   if (r.truncated) {
     view.append(h('div', { class: 'note' }, `More findings than the first ${limit.toLocaleString()}: narrow by namespace or rule, or `,

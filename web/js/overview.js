@@ -122,7 +122,8 @@ export async function overviewPage(view, ctx) {
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
     lc.append(h('a', { class: 'big ' + (total ? 'warn' : 'ok'), href: '#/lint', text: String(total) }),
       h('ul', {}, Object.keys(counts).sort().filter((r) => counts[r] > 0)
-        .map((r) => h('li', {}, h('a', { href: '#/lint?rule=' + r, text: r }), ': ' + counts[r]))));
+        .map((r) => h('li', {}, h('a', { href: '#/lint?rule=' + r, text: r }), ': ' + counts[r]))),
+      lint.value.countsAt ? h('div', { class: 'muted' }, 'counted ', when(lint.value.countsAt)) : null);
   } else {
     lc.append(errorBox(lint.reason));
   }
