@@ -150,8 +150,9 @@ func newRunFlags() *runFlags {
 	fs.IntVar(&cfg.maxInflight, "max-requests-inflight", 16,
 		"HTTP API requests served at once; more get a 429 with Retry-After (health checks are never refused; 0: no limit)")
 	fs.DurationVar(&cfg.lintCountsMaxAge, "lint-counts-max-age", kubehttp.DefaultLintCountsMaxAge,
-		"how old the lint findings' counts (GET /lint's counts, kubegcd_ownerref_findings) may grow before a request or a scrape "+
-			"has them counted anew, in the background, over the whole mirror (0: at every request, which is still answered with the last count)")
+		"on a mirror whose lint count takes 50ms or more, how old the lint findings' counts (GET /lint's counts, kubegcd_ownerref_findings) "+
+			"may grow before a request or a scrape has them counted anew, in the background, over the whole mirror (0: at every request, "+
+			"which is still answered with the last count); a quicker count is made for each request")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen (a CPU profile or trace of up to 2 minutes: ?seconds=N)")
 
 	fs = f.groups.FlagSet("controllers")

@@ -76,7 +76,8 @@ func newLintCollector(counts *LintCounter) *lintCollector {
 	return &lintCollector{
 		desc: prometheus.NewDesc("kubegcd_ownerref_findings",
 			"ownerReference lint findings in the mirror by rule id (see GET /lint, whose countsAt says when they were counted), "+
-				"counted in the background when a scrape or GET /lint finds the count older than --lint-counts-max-age.",
+				"counted for each scrape where a count takes under 50ms, else in the background when a scrape or GET /lint finds "+
+				"the count older than --lint-counts-max-age.",
 			[]string{"rule"}, nil),
 		counts: counts,
 	}

@@ -63,13 +63,14 @@ func newTestClock() *testClock {
 func (c *testClock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *testClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
-// newTestCounter returns a counter over src on clock that recounts at
-// maxAge, and what it logs: each pass logs before it ends, so a test reads
-// the log once the pass has ended.
+// newTestCounter returns a counter over src on clock that recounts in the
+// background at maxAge, as for a large mirror, and what it logs: each pass
+// logs before it ends, so a test reads the log once the pass has ended.
 func newTestCounter(src *gatedSource, clock *testClock, maxAge time.Duration) (*LintCounter, *bytes.Buffer) {
 	logs := &bytes.Buffer{}
 	c := NewLintCounter(src, maxAge, slog.New(slog.NewTextHandler(logs, nil)))
 	c.now = clock.now
+	c.inline = 0
 	return c, logs
 }
 
@@ -244,6 +245,66 @@ func TestLintCounterStale(t *testing.T) {
 	}
 	if n := src.passes.Load(); n != 2 {
 		t.Errorf("%d passes, want 2", n)
+	}
+}
+
+// TestLintCounterInline: while passes are quick (by the clock), each
+// reader waits for a pass that started for it or while it waited, one for
+// all who wait together; a slow pass sends the counting to the background,
+// and a quick one brings it back.
+func TestLintCounterInline(t *testing.T) {
+	src, clock := newGatedSource(), newTestClock()
+	c, _ := newTestCounter(src, clock, 30*time.Second)
+	c.inline = lintCountInline
+	counted(t, c, src)
+
+	// A count a second old: the readers wait for one pass.
+	clock.add(time.Second)
+	second := clock.now()
+	var readers []<-chan waited
+	for range 10 {
+		readers = append(readers, waitAsync(context.Background(), c))
+	}
+	passStarted(t, src)
+	for _, r := range readers {
+		select {
+		case w := <-r:
+			t.Fatalf("a reader did not wait for the pass: %+v", w)
+		default:
+		}
+	}
+	// The pass takes a second: slow.
+	clock.add(time.Second)
+	release(t, src, nil)
+	for _, r := range readers {
+		if w := receive(t, r); w.err != nil || w.dangling != 2 || !w.at.Equal(second) {
+			t.Errorf("reader: %+v, want 2 findings counted at %s", w, second)
+		}
+	}
+	noPassStarted(t, src)
+
+	// After a slow pass, a fresh count is answered as it is ...
+	if w := receive(t, waitAsync(context.Background(), c)); w.dangling != 2 {
+		t.Errorf("after a slow pass: %+v, want the count of 2 at once", w)
+	}
+	noPassStarted(t, src)
+	// ... and a stale one at once, while it is counted in the background,
+	// quickly: the next reader waits again.
+	clock.add(30 * time.Second)
+	if w := receive(t, waitAsync(context.Background(), c)); w.dangling != 2 {
+		t.Errorf("stale after a slow pass: %+v, want the count of 2 at once", w)
+	}
+	passStarted(t, src)
+	release(t, src, nil)
+	passEnded(t, c)
+	got := waitAsync(context.Background(), c)
+	passStarted(t, src)
+	release(t, src, nil)
+	if w := receive(t, got); w.dangling != 4 {
+		t.Errorf("after a quick pass again: %+v, want the reader's own count of 4", w)
+	}
+	if n := src.passes.Load(); n != 4 {
+		t.Errorf("%d passes, want 4", n)
 	}
 }
 
