@@ -207,7 +207,9 @@ func TestSoleFollowsTheReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := func(owner string) OwnerRef { return OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner} }
+	ref := func(owner string) OwnerRef {
+		return OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner}
+	}
 	steps := []struct {
 		name string
 		refs []OwnerRef // of the dependent D; nil deletes it
