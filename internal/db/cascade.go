@@ -177,20 +177,8 @@ func cascadeHasDependents(ctx context.Context, q querier, objs []*CascadeObject)
 	if len(leaves) == 0 {
 		return nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT owner_uid FROM owner_refs WHERE owner_uid IN (SELECT value FROM json_each(?))`,
-		jsonOrNull(leaves))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var uid string
-		if err := rows.Scan(&uid); err != nil {
-			return err
-		}
-		byUID[uid].HasDependents = true
-	}
-	return rows.Err()
+	return eachString(ctx, q, `SELECT DISTINCT owner_uid FROM owner_refs WHERE owner_uid IN (SELECT value FROM json_each(?))`,
+		func(uid string) { byUID[uid].HasDependents = true }, jsonOrNull(leaves))
 }
 
 func cascadeBool(b sql.NullBool) *bool {
