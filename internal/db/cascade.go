@@ -75,11 +75,11 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		if !exists {
 			return nil
 		}
-		uids, err := cascadeWalk(ctx, tx, uid, limit+2)
+		uids, sole, err := cascadeWalk(ctx, tx, uid, limit+2)
 		if err != nil {
 			return err
 		}
-		byUID, err := cascadeObjects(ctx, tx, uids)
+		byUID, err := cascadeObjects(ctx, tx, uids, sole)
 		if err != nil {
 			return err
 		}
@@ -177,20 +177,8 @@ func cascadeHasDependents(ctx context.Context, q querier, objs []*CascadeObject)
 	if len(leaves) == 0 {
 		return nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT DISTINCT owner_uid FROM owner_refs WHERE owner_uid IN (SELECT value FROM json_each(?))`,
-		jsonOrNull(leaves))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var uid string
-		if err := rows.Scan(&uid); err != nil {
-			return err
-		}
-		byUID[uid].HasDependents = true
-	}
-	return rows.Err()
+	return eachString(ctx, q, `SELECT DISTINCT owner_uid FROM owner_refs WHERE owner_uid IN (SELECT value FROM json_each(?))`,
+		func(uid string) { byUID[uid].HasDependents = true }, jsonOrNull(leaves))
 }
 
 func cascadeBool(b sql.NullBool) *bool {
@@ -204,63 +192,85 @@ func cascadeBool(b sql.NullBool) *bool {
 // each owner's in the order of owner_refs_by_owner (dependent, position),
 // each once, at most max of them: the order of a recursive statement's
 // queue, a level a query. Each level's seeks go in key order (a sixth
-// cheaper) and its dependents are put back in their owners' order.
-func cascadeWalk(ctx context.Context, q querier, root string, max int) ([]string, error) {
-	order := []string{root}
+// cheaper) and its dependents are put back in their owners' order. sole
+// holds, for each of them reached through its only reference, that
+// reference (read whole from the owner index), and nil for the others.
+func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []string, sole []*OwnerRef, err error) {
+	order = []string{root}
+	sole = []*OwnerRef{nil}
 	seen := map[string]struct{}{root: {}}
 	frontier := order
 	for len(frontier) > 0 && len(order) < max {
 		sorted, perm := sortedWithPerm(frontier)
-		rows, err := q.QueryContext(ctx, `SELECT k.key, r.dependent_uid FROM json_each(?1) k
-			CROSS JOIN owner_refs r ON r.owner_uid = k.value`, jsonOrNull(sorted))
+		rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(sorted))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		type found struct {
 			owner int32 // its place in frontier
 			uid   string
+			ref   *OwnerRef
 		}
 		var kids []found
 		counts := make([]int32, len(frontier)+1)
 		for rows.Next() {
-			var k int
+			var packed int64
 			var dep string
-			if err := rows.Scan(&k, &dep); err != nil {
+			var apiVersion, kind, name sql.NullString
+			if err := rows.Scan(&dep, &packed, &apiVersion, &kind, &name); err != nil {
 				rows.Close()
-				return nil, err
+				return nil, nil, err
 			}
-			kids = append(kids, found{perm[k], dep})
-			counts[perm[k]+1]++
+			f := found{owner: perm[packed>>3], uid: dep}
+			if packed&4 != 0 {
+				f.ref = &OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: sorted[packed>>3]}
+				if b := packed & 3; b != 0 {
+					f.ref.BlockOwnerDeletion = new(bool)
+					*f.ref.BlockOwnerDeletion = b == 2
+				}
+			}
+			kids = append(kids, f)
+			counts[f.owner+1]++
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// A counting sort by owner keeps each owner's dependents in the
 		// index's order.
 		for i := 1; i < len(counts); i++ {
 			counts[i] += counts[i-1]
 		}
-		byOwner := make([]string, len(kids))
+		byOwner := make([]found, len(kids))
 		for _, f := range kids {
-			byOwner[counts[f.owner]] = f.uid
+			byOwner[counts[f.owner]] = f
 			counts[f.owner]++
 		}
 		next := []string{}
-		for _, u := range byOwner {
-			if _, ok := seen[u]; !ok {
-				seen[u] = struct{}{}
-				next = append(next, u)
+		for _, f := range byOwner {
+			if _, ok := seen[f.uid]; !ok {
+				seen[f.uid] = struct{}{}
+				next = append(next, f.uid)
+				sole = append(sole, f.ref)
 			}
 		}
 		order = append(order, next...)
 		frontier = next
 	}
 	if len(order) > max {
-		order = order[:max]
+		order, sole = order[:max], sole[:max]
 	}
-	return order, nil
+	return order, sole, nil
 }
+
+// sqlCascadeStep reads the references to each owner of the JSON array ?1
+// from the owner index: the dependent; the owner's place in ?1, whether it
+// is its dependent's only reference, and blockOwnerDeletion (0: null, 1:
+// false, 2: true), packed in one column; and, when it is the only one, the
+// reference's apiVersion, kind and name.
+const sqlCascadeStep = `SELECT r.dependent_uid, k.key * 8 + r.sole * 4 + coalesce(r.block_owner_deletion + 1, 0),
+		CASE WHEN r.sole THEN r.api_version END, CASE WHEN r.sole THEN r.kind END, CASE WHEN r.sole THEN r.name END
+	FROM json_each(?1) k CROSS JOIN owner_refs r ON r.owner_uid = k.value`
 
 // sortedWithPerm returns uids sorted, and for each the place it had:
 // sorted[i] == uids[perm[i]].
@@ -278,20 +288,25 @@ func sortedWithPerm(uids []string) (sorted []string, perm []int32) {
 }
 
 // cascadeObjects reads the objects uids, each with its references in
-// their order; an object not mirrored is left out. Its two queries seek in
-// key order, a column per field the preview needs.
-func cascadeObjects(ctx context.Context, q querier, uids []string) (map[string]*CascadeObject, error) {
-	sorted := slices.Sorted(slices.Values(uids))
-	set := jsonOrNull(sorted)
+// their order; an object not mirrored is left out. sole[i], when not nil,
+// is the only reference of uids[i], already read: the others' are read
+// through owner_refs' primary key. Its queries seek in key order, a column
+// per field the preview needs.
+func cascadeObjects(ctx context.Context, q querier, uids []string, sole []*OwnerRef) (map[string]*CascadeObject, error) {
+	sorted, perm := sortedWithPerm(uids)
 	// A LEFT JOIN's rows come in the array's order, one per UID.
 	rows, err := q.QueryContext(ctx, `SELECT o.api_version, o.kind, o.namespace, o.name, o.deletion_timestamp IS NOT NULL, o.finalizers
-		FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`, set)
+		FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`, jsonOrNull(sorted))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	byUID := make(map[string]*CascadeObject, len(uids))
 	objs := make([]CascadeObject, len(sorted))
+	// The objects whose references are still to read, in key order, by
+	// their place in objs.
+	var rest []string
+	var restAt []int32
 	i := 0
 	for rows.Next() {
 		if i == len(sorted) {
@@ -313,6 +328,12 @@ func cascadeObjects(ctx context.Context, q querier, uids []string) (map[string]*
 			return nil, fmt.Errorf("object %s: %w", o.UID, err)
 		}
 		byUID[o.UID] = o
+		if r := sole[perm[i-1]]; r != nil {
+			o.Refs = []CascadeRef{{OwnerRef: *r}}
+		} else {
+			rest = append(rest, o.UID)
+			restAt = append(restAt, int32(i-1))
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -320,9 +341,12 @@ func cascadeObjects(ctx context.Context, q querier, uids []string) (map[string]*
 	if i != len(sorted) {
 		return nil, fmt.Errorf("objects: %d rows for %d UIDs", i, len(sorted))
 	}
+	if len(rest) == 0 {
+		return byUID, nil
+	}
 	// The references, in primary key order: by dependent, then position.
 	refs, err := q.QueryContext(ctx, `SELECT k.key, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
-		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, set)
+		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, jsonOrNull(rest))
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +359,8 @@ func cascadeObjects(ctx context.Context, q querier, uids []string) (map[string]*
 			return nil, err
 		}
 		r.BlockOwnerDeletion = cascadeBool(block)
-		objs[k].Refs = append(objs[k].Refs, CascadeRef{OwnerRef: r})
+		o := &objs[restAt[k]]
+		o.Refs = append(o.Refs, CascadeRef{OwnerRef: r})
 	}
 	return byUID, refs.Err()
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -15,7 +15,9 @@ import (
 // The walk a level a query reads what the recursive statement it replaced
 // read (cascadeByStatement, kept here as it was), on random graphs with
 // cycles, shared dependents, several references to one owner and owners
-// outside the walk, at limits that cut and that do not.
+// outside the walk, at limits that cut and that do not; then again once a
+// third of the objects have had their references rewritten (gaining or
+// losing some, so that a reference's sole flag must follow).
 func TestCascadeEqualsTheStatement(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 8))
@@ -24,57 +26,60 @@ func TestCascadeEqualsTheStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uid := func(i int) string { return fmt.Sprintf("u%03d", i*7919%300) }
-	var objs []*Object
-	for i := range 300 {
-		o := &Object{UID: uid(i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("o", i), ResourceVersion: "1"}
-		if r.IntN(10) == 0 {
-			now := time.Now()
-			o.DeletionTimestamp, o.Finalizers = &now, []string{"foregroundDeletion"}
-		}
-		for range r.IntN(4) {
-			owner := uid(r.IntN(i + 1))
-			switch r.IntN(10) {
-			case 0:
-				owner = uid(r.IntN(300))
-			case 1:
-				owner = fmt.Sprint("gone-", r.IntN(20))
-			case 2:
-				if len(o.OwnerReferences) > 0 {
-					owner = o.OwnerReferences[0].UID
-				}
-			}
-			ref := OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: fmt.Sprint("n", r.IntN(3)), UID: owner}
-			if r.IntN(2) == 0 {
-				ref.BlockOwnerDeletion = boolp(r.IntN(2) == 0)
-			}
-			o.OwnerReferences = append(o.OwnerReferences, ref)
-		}
-		objs = append(objs, o)
-	}
+	uid := func(i int) string { return randomGraphUID(i, 300) }
+	objs := randomGraph(r, 300, 4, true)
 	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}
-	cut := 0
-	for i := range 300 {
-		root, limit := uid(r.IntN(300)), []int{1, 3, 20, 10000}[i%4]
-		if i%30 == 0 {
-			root = fmt.Sprint("gone-", r.IntN(20))
+	for round := range 2 {
+		if round == 1 {
+			var changed []*Object
+			for i, o := range objs {
+				if r.IntN(3) == 0 {
+					o.OwnerReferences, o.ResourceVersion = randomRefs(r, i, 300, 4, true), "2"
+					changed = append(changed, o)
+				}
+			}
+			if _, err := d.ApplyEvents(ctx, eventsOf(cms, changed...)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		want, wantErr := d.cascadeByStatement(ctx, root, limit)
-		got, err := d.Cascade(ctx, root, limit)
-		if (err == nil) != (wantErr == nil) {
-			t.Fatalf("Cascade(%s, %d): %v, want %v", root, limit, err, wantErr)
+		checkSole(t, d)
+		cut := 0
+		for i := range 300 {
+			root, limit := uid(r.IntN(300)), []int{1, 3, 20, 10000}[i%4]
+			if i%30 == 0 {
+				root = fmt.Sprint("gone-", r.IntN(20))
+			}
+			want, wantErr := d.cascadeByStatement(ctx, root, limit)
+			got, err := d.Cascade(ctx, root, limit)
+			if (err == nil) != (wantErr == nil) {
+				t.Fatalf("round %d: Cascade(%s, %d): %v, want %v", round, root, limit, err, wantErr)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("round %d: Cascade(%s, %d) (-statement +walk):\n%s", round, root, limit, diff)
+			}
+			if got != nil && got.Truncated {
+				cut++
+			}
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("Cascade(%s, %d) (-statement +walk):\n%s", root, limit, diff)
-		}
-		if got != nil && got.Truncated {
-			cut++
+		if cut < 30 {
+			t.Errorf("round %d: only %d walks cut: the graph is too sparse to tell", round, cut)
 		}
 	}
-	if cut < 30 {
-		t.Errorf("only %d walks cut: the graph is too sparse to tell", cut)
+}
+
+// checkSole wants every reference's sole flag to say whether it is its
+// dependent's only reference.
+func checkSole(t *testing.T, d *DB) {
+	t.Helper()
+	var wrong, sole int
+	if err := d.read.QueryRow(`SELECT count(*) FILTER (WHERE r.sole <> ((SELECT count(*) FROM owner_refs o WHERE o.dependent_uid = r.dependent_uid) = 1)),
+		count(*) FILTER (WHERE r.sole) FROM owner_refs r`).Scan(&wrong, &sole); err != nil {
+		t.Fatal(err)
+	}
+	if wrong != 0 || sole == 0 {
+		t.Errorf("%d references with a wrong sole flag, %d sole ones", wrong, sole)
 	}
 }
 
@@ -191,4 +196,57 @@ func (d *DB) cascadeByStatement(ctx context.Context, uid string, limit int) (*Ca
 		return nil, ErrNotFound
 	}
 	return out, nil
+}
+
+// A reference is sole exactly while it is its dependent's only one, through
+// every change of the dependent's references and the dependent's deletion.
+func TestSoleFollowsTheReferences(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := func(owner string) OwnerRef {
+		return OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner}
+	}
+	steps := []struct {
+		name string
+		refs []OwnerRef // of the dependent D; nil deletes it
+		want string     // owner:sole of each reference, by position
+	}{
+		{"one", []OwnerRef{ref("A")}, "A:1"},
+		{"gains a second", []OwnerRef{ref("A"), ref("B")}, "A:0 B:0"},
+		{"loses the first", []OwnerRef{ref("B")}, "B:1"},
+		{"the same owner twice", []OwnerRef{ref("B"), ref("B")}, "B:0 B:0"},
+		{"another owner", []OwnerRef{ref("C")}, "C:1"},
+		{"none", []OwnerRef{}, ""},
+		{"one again", []OwnerRef{ref("A")}, "A:1"},
+		{"deleted", nil, ""},
+	}
+	for i, st := range steps {
+		o := &Object{UID: "D", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "d", ResourceVersion: fmt.Sprint(i + 1),
+			OwnerReferences: st.refs}
+		ev := Event{ResourceID: cms, Object: o, Deleted: st.refs == nil}
+		if _, err := d.ApplyEvents(ctx, []Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := d.read.QueryRow(`SELECT coalesce(group_concat(owner_uid || ':' || sole, ' ' ORDER BY position), '')
+			FROM owner_refs WHERE dependent_uid = 'D'`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != st.want {
+			t.Errorf("%s: references %q, want %q", st.name, got, st.want)
+		}
+	}
+}
+
+// A step of the walk reads the references whole from the owner index, a
+// seek per owner, and never owner_refs' rows.
+func TestCascadeStepReadsTheOwnerIndexOnly(t *testing.T) {
+	plan := queryPlan(t, openTemp(t), sqlCascadeStep, `["a","b"]`)
+	if !strings.Contains(plan, "USING COVERING INDEX owner_refs_by_owner (owner_uid=?)") {
+		t.Errorf("the walk's step does not read the owner index alone:\n%s", plan)
+	}
 }

@@ -4,13 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/migrations"
 )
 
 func openTemp(t *testing.T) *DB {
@@ -118,24 +122,49 @@ func TestEachDownMigrationRestoresTheSchema(t *testing.T) {
 			t.Fatalf("migrating %+d to version %d: %v", n, to, err)
 		}
 	}
-	latest := LatestVersion()
+	// The versions need not be contiguous: a step goes to the next one.
+	versions := append([]uint{0}, migrationVersions(t)...)
 	schemas := []string{schemaOf(t, path)}
-	for v := uint(1); v <= latest; v++ {
+	for _, v := range versions[1:] {
 		step(1, v)
 		schemas = append(schemas, schemaOf(t, path))
 	}
-	for v := latest; v > 0; v-- {
-		step(-1, v-1)
-		if got := schemaOf(t, path); got != schemas[v-1] {
-			t.Errorf("down from %d: the schema of version %d is not restored:\n%s", v, v-1, schemaDiff(schemas[v-1], got))
+	for i := len(versions) - 1; i > 0; i-- {
+		step(-1, versions[i-1])
+		if got := schemaOf(t, path); got != schemas[i-1] {
+			t.Errorf("down from %d: the schema of version %d is not restored:\n%s", versions[i], versions[i-1], schemaDiff(schemas[i-1], got))
 		}
 	}
-	for v := uint(1); v <= latest; v++ {
+	for i, v := range versions[1:] {
 		step(1, v)
-		if got := schemaOf(t, path); got != schemas[v] {
-			t.Errorf("up to %d again: the schema differs from the first time:\n%s", v, schemaDiff(schemas[v], got))
+		if got := schemaOf(t, path); got != schemas[i+1] {
+			t.Errorf("up to %d again: the schema differs from the first time:\n%s", v, schemaDiff(schemas[i+1], got))
 		}
 	}
+}
+
+// migrationVersions lists the versions of the embedded migrations, in order.
+func migrationVersions(t *testing.T) []uint {
+	t.Helper()
+	entries, err := fs.ReadDir(migrations.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []uint
+	for _, e := range entries {
+		n, _, ok := strings.Cut(e.Name(), "_")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseUint(n, 10, 32); err == nil && !slices.Contains(out, uint(v)) {
+			out = append(out, uint(v))
+		}
+	}
+	slices.Sort(out)
+	if out[len(out)-1] != LatestVersion() {
+		t.Fatalf("versions %v do not end at %d", out, LatestVersion())
+	}
+	return out
 }
 
 // schemaOf is the database's schema as sqlite_master records it, one line

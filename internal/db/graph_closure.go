@@ -61,19 +61,7 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int) (uid
 	}
 	// A seed that takes no part is reached by no other's walk: only the
 	// seeds need the check.
-	rows, err := q.QueryContext(ctx, sqlApart, jsonOrNull(seeds))
-	if err != nil {
-		return nil, nil, false, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var uid string
-		if err := rows.Scan(&uid); err != nil {
-			return nil, nil, false, err
-		}
-		delete(down, uid)
-	}
-	if err := rows.Err(); err != nil {
+	if err := eachString(ctx, q, sqlApart, func(uid string) { delete(down, uid) }, jsonOrNull(seeds)); err != nil {
 		return nil, nil, false, err
 	}
 	uids = make([]string, 0, len(down))
@@ -184,17 +172,5 @@ func stepDown(ctx context.Context, q querier, owners []string, fn func(GraphEdge
 
 // stepUp calls fn with the owner of each reference of one of dependents.
 func stepUp(ctx context.Context, q querier, dependents []string, fn func(string)) error {
-	rows, err := q.QueryContext(ctx, sqlOwnersOf, jsonOrNull(dependents))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var uid string
-		if err := rows.Scan(&uid); err != nil {
-			return err
-		}
-		fn(uid)
-	}
-	return rows.Err()
+	return eachString(ctx, q, sqlOwnersOf, fn, jsonOrNull(dependents))
 }

@@ -21,24 +21,8 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uid := func(i int) string { return fmt.Sprintf("u%03d", i*7919%300) }
-	var objs []*Object
-	for i := range 300 {
-		o := &Object{UID: uid(i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("o", i), ResourceVersion: "1"}
-		// Mostly one owner, among the earlier objects (trees), some among
-		// any (cycles) or none mirrored.
-		for range r.IntN(3) {
-			owner := uid(r.IntN(i + 1))
-			switch r.IntN(10) {
-			case 0:
-				owner = uid(r.IntN(300))
-			case 1:
-				owner = fmt.Sprint("gone-", r.IntN(20))
-			}
-			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: owner})
-		}
-		objs = append(objs, o)
-	}
+	uid := func(i int) string { return randomGraphUID(i, 300) }
+	objs := randomGraph(r, 300, 3, false)
 	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}

@@ -51,20 +51,11 @@ func (d *DB) StorageVersionsWithoutLease(ctx context.Context) ([]Target, error) 
 }
 
 func (d *DB) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
-	rows, err := d.query(ctx, query, args...)
+	out, err := queryStrings(ctx, d.read, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // LeaseRow is one Lease of the mirror, as the cluster holds it. Its role

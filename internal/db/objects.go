@@ -235,8 +235,8 @@ const (
 			finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch`
 	sqlDeleteObject = `DELETE FROM objects WHERE uid = ?`
 	sqlDeleteRefs   = `DELETE FROM owner_refs WHERE dependent_uid = ?`
-	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, block_owner_deletion)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, block_owner_deletion, sole)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// The typed rows are upserted, not replaced: a REPLACE deletes the row
 	// and inserts it again, checking its foreign key each time.
 	sqlUpsertPod = `INSERT INTO pods (uid, phase, reason, node_name, generation) VALUES (?, ?, ?, ?, ?)
@@ -350,13 +350,17 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 	return factsChanged, err
 }
 
+// writeRefs replaces the references of o. They are written together, so
+// each knows whether it is o's only one (sole, which the cascade's walk
+// reads from the owner index).
 func (s *statements) writeRefs(ctx context.Context, o *Object) error {
 	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
 		return err
 	}
+	sole := len(o.OwnerReferences) == 1
 	for i, r := range o.OwnerReferences {
 		if _, err := s.insertRef.ExecContext(ctx, o.UID, i, r.APIVersion, r.Kind, r.Name, r.UID,
-			boolOrNull(r.Controller), boolOrNull(r.BlockOwnerDeletion)); err != nil {
+			boolOrNull(r.Controller), boolOrNull(r.BlockOwnerDeletion), sole); err != nil {
 			return err
 		}
 	}

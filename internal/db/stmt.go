@@ -102,3 +102,27 @@ func (d *DB) warmWrites(ctx context.Context) error {
 	}
 	return nil
 }
+
+// eachString calls fn with the one column of each row query returns.
+func eachString(ctx context.Context, q querier, query string, fn func(string), args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return err
+		}
+		fn(s)
+	}
+	return rows.Err()
+}
+
+// queryStrings returns the one column of each row query returns.
+func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
+	var out []string
+	err := eachString(ctx, q, query, func(s string) { out = append(out, s) }, args...)
+	return out, err
+}

@@ -37,5 +37,5 @@ func (s *server) cascade(w http.ResponseWriter, r *http.Request) {
 	if s.objectReadFailed(w, r, uid, err) {
 		return
 	}
-	writeJSON(w, r, http.StatusOK, diagnose.PreviewCascade(facts, policy))
+	writeCascadeJSON(w, r, diagnose.PreviewCascade(facts, policy))
 }

@@ -9,19 +9,25 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
-// appendGraphJSON writes what json.Encoder does, byte for byte, whatever
-// the strings hold.
-func TestAppendGraphJSONIsEncodingJSON(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
+// randomJSONStrings returns a source of strings, empty or made of pieces
+// that encoding/json escapes in each of its ways.
+func randomJSONStrings(r *rand.Rand) func() string {
 	pieces := []string{"", "a", "uid-1", "apps/v1", "Deployment", "kube-system", "<b>", "&", ">", `"`, `\`, "\n", "\t", "\x00", "\x1f",
 		"\x7f", "é", "日本", "\u2028", "\u2029", "\xff", "\xc3", "😀", "a b"}
-	str := func() string {
+	return func() string {
 		var s string
 		for range r.IntN(4) {
 			s += pieces[r.IntN(len(pieces))]
 		}
 		return s
 	}
+}
+
+// appendGraphJSON writes what json.Encoder does, byte for byte, whatever
+// the strings hold.
+func TestAppendGraphJSONIsEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	str := randomJSONStrings(r)
 	for i := range 500 {
 		g := &db.Graph{Truncated: r.IntN(2) == 0}
 		if i%50 != 1 {
