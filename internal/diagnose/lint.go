@@ -298,8 +298,8 @@ func (c *LintCounts) Of(namespace string) map[string]int {
 
 // CountLint counts the findings of every rule in the whole mirror, by
 // namespace, in one read of every lint candidate: its cost grows with the
-// findings, so it is made in the background and its result kept, never
-// on a request's path.
+// findings, so its result is kept and shared (http.LintCounter), made for
+// a request only while it is quick.
 func CountLint(ctx context.Context, src LintSource, now time.Time) (*LintCounts, error) {
 	c := &LintCounts{At: now, byNamespace: map[string]map[string]int{}, total: map[string]int{}}
 	err := src.LintRefs(ctx, "", func(l *db.LintRef) error {

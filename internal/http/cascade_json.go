@@ -13,13 +13,7 @@ import (
 // written in a fraction of the time. An indented answer (for curl) goes
 // through writeJSON.
 func writeCascadeJSON(w http.ResponseWriter, r *http.Request, c *diagnose.Cascade) {
-	if indented(r) {
-		writeJSON(w, r, http.StatusOK, c)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(appendCascadeJSON(make([]byte, 0, 256+300*len(c.Items)), c))
+	writeAppendedJSON(w, r, c, func() []byte { return appendCascadeJSON(make([]byte, 0, 256+300*len(c.Items)), c) })
 }
 
 // appendCascadeJSON appends what json.Encoder.Encode writes of c: the

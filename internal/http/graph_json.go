@@ -14,13 +14,22 @@ import (
 // nodes is written in a quarter of the time. An indented answer (for curl)
 // goes through writeJSON.
 func writeGraphJSON(w http.ResponseWriter, r *http.Request, g *db.Graph) {
+	writeAppendedJSON(w, r, g, func() []byte {
+		return appendGraphJSON(make([]byte, 0, 64+200*len(g.Nodes)+120*len(g.Edges)), g)
+	})
+}
+
+// writeAppendedJSON answers 200 with what appendJSON makes of v, which
+// must be what writeJSON would write; an indented answer (for curl) goes
+// through writeJSON.
+func writeAppendedJSON(w http.ResponseWriter, r *http.Request, v any, appendJSON func() []byte) {
 	if indented(r) {
-		writeJSON(w, r, http.StatusOK, g)
+		writeJSON(w, r, http.StatusOK, v)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(appendGraphJSON(make([]byte, 0, 64+200*len(g.Nodes)+120*len(g.Edges)), g))
+	_, _ = w.Write(appendJSON())
 }
 
 // appendGraphJSON appends what json.Encoder.Encode writes of g: the fields

@@ -80,9 +80,7 @@ func TestLintBadParameters(t *testing.T) {
 func TestLintCollector(t *testing.T) {
 	srv, store := testServer(t)
 	clock := newTestClock()
-	counter := NewLintCounter(store, 30*time.Second, nil)
-	counter.now = clock.now
-	counter.inline = 0 // counted in the background, as a large mirror is
+	counter := backgroundCounter(store, clock)
 	c := newLintCollector(counter)
 	want := func(dangling int) string {
 		var b strings.Builder
@@ -136,9 +134,7 @@ func TestLintCollector(t *testing.T) {
 func TestLintCountsShared(t *testing.T) {
 	_, store := testServer(t)
 	clock := newTestClock()
-	counter := NewLintCounter(store, 30*time.Second, nil)
-	counter.now = clock.now
-	counter.inline = 0 // counted in the background, as a large mirror is
+	counter := backgroundCounter(store, clock)
 	reg := prometheus.NewRegistry()
 	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: reg, LintCounter: counter})
 	if err != nil {
@@ -201,6 +197,15 @@ func TestLintCountsQuickMirror(t *testing.T) {
 		t.Errorf("/lint right after a change: %d items, counts %v at %s, want 2 and 2 counted at or after %s",
 			len(out.Items), out.Counts, out.CountsAt, first)
 	}
+}
+
+// backgroundCounter counts store's findings on clock in the background, as
+// for a large mirror, recounting at 30 s.
+func backgroundCounter(store *db.DB, clock *testClock) *LintCounter {
+	c := NewLintCounter(store, 30*time.Second, nil)
+	c.now = clock.now
+	c.inline = 0
+	return c
 }
 
 // addDangling mirrors a ConfigMap of namespace a whose owner is gone.
