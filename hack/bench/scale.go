@@ -862,6 +862,12 @@ func heartbeatPeriod(ctx context.Context, d time.Duration, pid, kcmPid int, base
 	r.rssMax, r.kcmRSSMax = max(r.rssSynced, r.rssStart), r.kcmRSSSynced
 	r.pssMax = r.memSynced.PSS
 	start := time.Now()
+	profiling, stopProfiling := context.WithCancel(ctx)
+	defer stopProfiling()
+	if path := os.Getenv("KUBEGCD_BENCH_CPUPROFILE"); path != "" {
+		go profileWindows(profiling, base, path)
+	}
+	lastCPU, lastAt := cpu0, start
 	for {
 		left := d - time.Since(start)
 		if err := sleep(ctx, min(scaleSample, max(left, 0))); err != nil {
@@ -880,8 +886,10 @@ func heartbeatPeriod(ctx context.Context, d time.Duration, pid, kcmPid int, base
 		}
 		r.rssEnd, r.kcmRSSEnd = m, k
 		r.rssMax, r.kcmRSSMax = max(r.rssMax, m), max(r.kcmRSSMax, k)
-		fmt.Printf("    %4.0fs: kubegcd RSS %.1f MB (PSS %.1f), kube-controller-manager RSS %.1f MB\n", time.Since(start).Seconds(),
-			mb(m), mb(mem.PSS), mb(k))
+		c, now := procCPU(pid), time.Now()
+		fmt.Printf("    %4.0fs: kubegcd RSS %.1f MB (PSS %.1f), CPU %.1f %%; kube-controller-manager RSS %.1f MB\n", time.Since(start).Seconds(),
+			mb(m), mb(mem.PSS), 100*(c-lastCPU)/now.Sub(lastAt).Seconds(), mb(k))
+		lastCPU, lastAt = c, now
 		if time.Since(start) >= d {
 			break
 		}
@@ -895,6 +903,21 @@ func heartbeatPeriod(ctx context.Context, d time.Duration, pid, kcmPid int, base
 	}
 	r.leaseRenewals, r.nodeUpdates = leases1-leases0, nodes1-nodes0
 	return nil
+}
+
+// profileWindows writes CPU profiles of kubegcd in consecutive windows of
+// 25 s (HTTPGet waits 30 s at most) to path.0, path.1, ... until ctx ends,
+// so a burst within the heartbeat period can be read on its own
+// (KUBEGCD_BENCH_CPUPROFILE).
+func profileWindows(ctx context.Context, base, path string) {
+	for i := 0; ctx.Err() == nil; i++ {
+		b, err := testcluster.HTTPGet(ctx, base+"/debug/pprof/profile?seconds=25")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "  profile %d: %v\n", i, err)
+			return
+		}
+		_ = os.WriteFile(fmt.Sprintf("%s.%d", path, i), b, 0o644)
+	}
 }
 
 // procCPU is the CPU seconds pid has used so far.

@@ -75,11 +75,7 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		if !exists {
 			return nil
 		}
-		uids, sole, err := cascadeWalk(ctx, tx, uid, limit+2)
-		if err != nil {
-			return err
-		}
-		byUID, err := cascadeObjects(ctx, tx, uids, sole)
+		uids, byUID, err := cascadeWalk(ctx, tx, uid, limit+2)
 		if err != nil {
 			return err
 		}
@@ -188,21 +184,45 @@ func cascadeBool(b sql.NullBool) *bool {
 	return &b.Bool
 }
 
-// cascadeWalk returns root and its transitive dependents, breadth first,
+// cascadeWalk reads root and its transitive dependents, breadth first,
 // each owner's in the order of owner_refs_by_owner (dependent, position),
 // each once, at most max of them: the order of a recursive statement's
-// queue, a level a query. Each level's seeks go in key order (a sixth
-// cheaper) and its dependents are put back in their owners' order. sole
-// holds, for each of them reached through its only reference, that
-// reference (read whole from the owner index), and nil for the others.
-func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []string, sole []*OwnerRef, err error) {
+// queue, a level a query. order lists their UIDs; byUID holds those
+// mirrored, each with its references in their order. Each level's objects
+// are read first, in key order (a sixth cheaper), and only those named as
+// owners are looked at for dependents, whose references to them the owner
+// index holds whole when they are their dependents' only ones (sole); the
+// other objects' references are read at the end.
+func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []string, byUID map[string]*CascadeObject, err error) {
 	order = []string{root}
-	sole = []*OwnerRef{nil}
+	sole := []*OwnerRef{nil} // of each of frontier: its only reference, read on the way
+	byUID = map[string]*CascadeObject{}
 	seen := map[string]struct{}{root: {}}
+	var rest []*CascadeObject // whose references are still to read
 	frontier := order
-	for len(frontier) > 0 && len(order) < max {
+	for len(frontier) > 0 {
 		sorted, perm := sortedWithPerm(frontier)
-		rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(sorted))
+		var owners []string
+		var ownerAt []int32 // each owner's place in frontier
+		objs := make([]CascadeObject, len(sorted))
+		err := eachCascadeObject(ctx, q, sorted, objs, func(i int, o *CascadeObject, mayOwn bool) {
+			byUID[o.UID] = o
+			if r := sole[perm[i]]; r != nil {
+				o.Refs = []CascadeRef{{OwnerRef: *r}}
+			} else {
+				rest = append(rest, o)
+			}
+			if mayOwn {
+				owners, ownerAt = append(owners, o.UID), append(ownerAt, perm[i])
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(order) >= max || len(owners) == 0 {
+			break
+		}
+		rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(owners))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -221,9 +241,9 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 				rows.Close()
 				return nil, nil, err
 			}
-			f := found{owner: perm[packed>>3], uid: dep}
+			f := found{owner: ownerAt[packed>>3], uid: dep}
 			if packed&4 != 0 {
-				f.ref = &OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: sorted[packed>>3]}
+				f.ref = &OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[packed>>3]}
 				if b := packed & 3; b != 0 {
 					f.ref.BlockOwnerDeletion = new(bool)
 					*f.ref.BlockOwnerDeletion = b == 2
@@ -246,21 +266,21 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 			byOwner[counts[f.owner]] = f
 			counts[f.owner]++
 		}
-		next := []string{}
+		// The level is cut to what the walk keeps: no more is read.
+		next, nextSole := []string{}, []*OwnerRef{}
 		for _, f := range byOwner {
+			if len(order)+len(next) == max {
+				break
+			}
 			if _, ok := seen[f.uid]; !ok {
 				seen[f.uid] = struct{}{}
-				next = append(next, f.uid)
-				sole = append(sole, f.ref)
+				next, nextSole = append(next, f.uid), append(nextSole, f.ref)
 			}
 		}
 		order = append(order, next...)
-		frontier = next
+		frontier, sole = next, nextSole
 	}
-	if len(order) > max {
-		order, sole = order[:max], sole[:max]
-	}
-	return order, sole, nil
+	return order, byUID, cascadeRefs(ctx, q, rest)
 }
 
 // sqlCascadeStep reads the references to each owner of the JSON array ?1
@@ -287,68 +307,68 @@ func sortedWithPerm(uids []string) (sorted []string, perm []int32) {
 	return sorted, perm
 }
 
-// cascadeObjects reads the objects uids, each with its references in
-// their order; an object not mirrored is left out. sole[i], when not nil,
-// is the only reference of uids[i], already read: the others' are read
-// through owner_refs' primary key. Its queries seek in key order, a column
-// per field the preview needs.
-func cascadeObjects(ctx context.Context, q querier, uids []string, sole []*OwnerRef) (map[string]*CascadeObject, error) {
-	sorted, perm := sortedWithPerm(uids)
-	// A LEFT JOIN's rows come in the array's order, one per UID.
-	rows, err := q.QueryContext(ctx, `SELECT o.api_version, o.kind, o.namespace, o.name, o.deletion_timestamp IS NOT NULL, o.finalizers
-		FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`, jsonOrNull(sorted))
+// sqlCascadeObjects reads each object of the JSON array ?1, a row per UID
+// in the array's order (NULLs for one not mirrored), a column per field
+// the preview needs; deleting and named_owner packed in one.
+const sqlCascadeObjects = `SELECT o.api_version, o.kind, o.namespace, o.name,
+		(o.deletion_timestamp IS NOT NULL) * 2 + o.named_owner, o.finalizers
+	FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`
+
+// eachCascadeObject reads the objects uids into objs (by place) and calls
+// fn with each mirrored one, its place, and whether it may have
+// dependents (it is named as an owner).
+func eachCascadeObject(ctx context.Context, q querier, uids []string, objs []CascadeObject, fn func(i int, o *CascadeObject, mayOwn bool)) error {
+	rows, err := q.QueryContext(ctx, sqlCascadeObjects, jsonOrNull(uids))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	byUID := make(map[string]*CascadeObject, len(uids))
-	objs := make([]CascadeObject, len(sorted))
-	// The objects whose references are still to read, in key order, by
-	// their place in objs.
-	var rest []string
-	var restAt []int32
 	i := 0
 	for rows.Next() {
-		if i == len(sorted) {
-			return nil, errors.New("objects: more rows than UIDs")
+		if i == len(uids) {
+			return errors.New("objects: more rows than UIDs")
 		}
 		o := &objs[i]
-		o.UID = sorted[i]
+		o.UID = uids[i]
 		var apiVersion, kind, namespace, name, fin sql.NullString
-		var deleting sql.NullBool
-		if err := rows.Scan(&apiVersion, &kind, &namespace, &name, &deleting, &fin); err != nil {
-			return nil, err
+		var packed sql.NullInt64
+		if err := rows.Scan(&apiVersion, &kind, &namespace, &name, &packed, &fin); err != nil {
+			return err
 		}
 		i++
 		if !apiVersion.Valid {
 			continue
 		}
-		o.APIVersion, o.Kind, o.Namespace, o.Name, o.Deleting = apiVersion.String, kind.String, namespace.String, name.String, deleting.Bool
+		o.APIVersion, o.Kind, o.Namespace, o.Name, o.Deleting = apiVersion.String, kind.String, namespace.String, name.String, packed.Int64&2 != 0
 		if o.Finalizers, err = decodeFinalizers(fin); err != nil {
-			return nil, fmt.Errorf("object %s: %w", o.UID, err)
+			return fmt.Errorf("object %s: %w", o.UID, err)
 		}
-		byUID[o.UID] = o
-		if r := sole[perm[i-1]]; r != nil {
-			o.Refs = []CascadeRef{{OwnerRef: *r}}
-		} else {
-			rest = append(rest, o.UID)
-			restAt = append(restAt, int32(i-1))
-		}
+		fn(i-1, o, packed.Int64&1 != 0)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	if i != len(sorted) {
-		return nil, fmt.Errorf("objects: %d rows for %d UIDs", i, len(sorted))
+	if i != len(uids) {
+		return fmt.Errorf("objects: %d rows for %d UIDs", i, len(uids))
 	}
-	if len(rest) == 0 {
-		return byUID, nil
+	return nil
+}
+
+// cascadeRefs reads the references of objs, in their order, through
+// owner_refs' primary key, seeking in key order.
+func cascadeRefs(ctx context.Context, q querier, objs []*CascadeObject) error {
+	if len(objs) == 0 {
+		return nil
 	}
-	// The references, in primary key order: by dependent, then position.
+	slices.SortFunc(objs, func(a, b *CascadeObject) int { return strings.Compare(a.UID, b.UID) })
+	uids := make([]string, len(objs))
+	for i, o := range objs {
+		uids[i] = o.UID
+	}
 	refs, err := q.QueryContext(ctx, `SELECT k.key, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
-		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, jsonOrNull(rest))
+		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, jsonOrNull(uids))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer refs.Close()
 	for refs.Next() {
@@ -356,11 +376,10 @@ func cascadeObjects(ctx context.Context, q querier, uids []string, sole []*Owner
 		var r OwnerRef
 		var block sql.NullBool
 		if err := refs.Scan(&k, &r.APIVersion, &r.Kind, &r.Name, &r.UID, &block); err != nil {
-			return nil, err
+			return err
 		}
 		r.BlockOwnerDeletion = cascadeBool(block)
-		o := &objs[restAt[k]]
-		o.Refs = append(o.Refs, CascadeRef{OwnerRef: r})
+		objs[k].Refs = append(objs[k].Refs, CascadeRef{OwnerRef: r})
 	}
-	return byUID, refs.Err()
+	return refs.Err()
 }

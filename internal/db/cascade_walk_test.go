@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,6 +46,7 @@ func TestCascadeEqualsTheStatement(t *testing.T) {
 			}
 		}
 		checkSole(t, d)
+		checkNamedOwner(t, d)
 		cut := 0
 		for i := range 300 {
 			root, limit := uid(r.IntN(300)), []int{1, 3, 20, 10000}[i%4]
@@ -80,6 +82,21 @@ func checkSole(t *testing.T, d *DB) {
 	}
 	if wrong != 0 || sole == 0 {
 		t.Errorf("%d references with a wrong sole flag, %d sole ones", wrong, sole)
+	}
+}
+
+// checkNamedOwner wants every mirrored object that a reference names as its
+// owner to be marked named_owner.
+func checkNamedOwner(t *testing.T, d *DB) {
+	t.Helper()
+	var unmarked, marked int
+	if err := d.read.QueryRow(`SELECT
+		(SELECT count(*) FROM objects o WHERE NOT o.named_owner AND EXISTS (SELECT 1 FROM owner_refs r WHERE r.owner_uid = o.uid)),
+		(SELECT count(*) FROM objects WHERE named_owner)`).Scan(&unmarked, &marked); err != nil {
+		t.Fatal(err)
+	}
+	if unmarked != 0 || marked == 0 {
+		t.Errorf("%d owners not marked named_owner, %d marked", unmarked, marked)
 	}
 }
 
@@ -242,11 +259,101 @@ func TestSoleFollowsTheReferences(t *testing.T) {
 	}
 }
 
+// An object is marked named_owner once a reference names it, whichever of
+// the two is written first, and stays marked when the references go.
+func TestNamedOwnerFollowsTheReferences(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := 0
+	write := func(uid string, deleted bool, owners ...string) {
+		t.Helper()
+		version++
+		o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: fmt.Sprint(version)}
+		for _, u := range owners {
+			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
+		}
+		if _, err := d.ApplyEvents(ctx, []Event{{ResourceID: cms, Object: o, Deleted: deleted}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marked := func() string {
+		t.Helper()
+		got, err := queryStrings(ctx, d.read, `SELECT uid FROM objects WHERE named_owner ORDER BY uid`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(got, " ")
+	}
+	steps := []struct {
+		name  string
+		write func()
+		want  string
+	}{
+		{"an owner written first", func() { write("A", false); write("D1", false, "A") }, "A"},
+		{"a dependent written first", func() { write("D2", false, "B"); write("B", false) }, "A B"},
+		{"an owner updated keeps its mark", func() { write("B", false) }, "A B"},
+		{"a dependent naming its own owner", func() { write("C", false, "C") }, "A B C"},
+		{"a second reference", func() { write("D1", false, "A", "D2") }, "A B C D2"},
+		{"the references go: the marks stay", func() { write("D1", false); write("D2", true) }, "A B C"},
+		{"an owner deleted and written again with no dependents", func() { write("B", true); write("B", false) }, "A C"},
+	}
+	for _, st := range steps {
+		st.write()
+		if got := marked(); got != st.want {
+			t.Errorf("%s: named_owner %q, want %q", st.name, got, st.want)
+		}
+	}
+}
+
 // A step of the walk reads the references whole from the owner index, a
 // seek per owner, and never owner_refs' rows.
 func TestCascadeStepReadsTheOwnerIndexOnly(t *testing.T) {
 	plan := queryPlan(t, openTemp(t), sqlCascadeStep, `["a","b"]`)
 	if !strings.Contains(plan, "USING COVERING INDEX owner_refs_by_owner (owner_uid=?)") {
 		t.Errorf("the walk's step does not read the owner index alone:\n%s", plan)
+	}
+}
+
+// Migration 15 marks the owners already mirrored: those a reference names.
+func TestNamedOwnerMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	if err := createPrivate(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMigrate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Migrate(14); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(`INSERT INTO resources (id, api_group, version, resource, kind, namespaced) VALUES (1, '', 'v1', 'configmaps', 'ConfigMap', 1);
+		INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version)
+			VALUES ('A', 1, 'v1', 'ConfigMap', 'ns', 'a', '1'), ('B', 1, 'v1', 'ConfigMap', 'ns', 'b', '1'),
+				('C', 1, 'v1', 'ConfigMap', 'ns', 'c', '1'), ('D', 1, 'v1', 'ConfigMap', 'ns', 'd', '1');
+		INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, sole)
+			VALUES ('B', 0, 'v1', 'ConfigMap', 'a', 'A', 0), ('B', 1, 'v1', 'ConfigMap', 'gone', 'GONE', 0),
+				('C', 0, 'v1', 'ConfigMap', 'c', 'C', 1), ('D', 0, 'v1', 'ConfigMap', 'b', 'B', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Migrate(15); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := conn.QueryRow(`SELECT group_concat(uid || ':' || named_owner, ' ' ORDER BY uid) FROM objects`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "A:1 B:1 C:1 D:0"; got != want {
+		t.Errorf("after the migration: %q, want %q", got, want)
 	}
 }

@@ -110,7 +110,7 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 				return &UnknownUIDError{UID: uid}
 			}
 		}
-		uids, edges, err := graphUIDs(ctx, tx, f)
+		uids, edges, known, err := graphUIDs(ctx, tx, f)
 		if err != nil {
 			return err
 		}
@@ -120,15 +120,14 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 		if len(uids) == 0 {
 			return nil
 		}
-		set := jsonOrNull(uids)
-		if g.Nodes, err = graphNodes(ctx, tx, uids, set, f.Namespace); err != nil {
+		if g.Nodes, err = graphNodes(ctx, tx, uids, known, f.Namespace); err != nil {
 			return err
 		}
 		if edges != nil {
 			g.Edges = edges
 			return nil
 		}
-		g.Edges, err = graphEdges(ctx, tx, uids, set)
+		g.Edges, err = graphEdges(ctx, tx, uids, jsonOrNull(uids))
 		return err
 	})
 	if err != nil {
@@ -143,19 +142,19 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 // graphUIDs returns the UIDs of the nodes f selects, ordered, at most
 // f.Limit+1 of them (one more tells that the limit cut), and, when a walk
 // from f.UIDs read them on its way, the edges between the first f.Limit
-// (non-nil, maybe empty).
-func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, []GraphEdge, error) {
+// (non-nil, maybe empty) and the nodes it read.
+func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, []GraphEdge, map[string]GraphNode, error) {
 	if len(f.UIDs) > 0 && f.Namespace == "" {
-		uids, edges, ok, err := closureUIDs(ctx, q, f.UIDs, f.Limit)
+		uids, edges, nodes, ok, err := closureUIDs(ctx, q, f.UIDs, f.Limit)
 		if err != nil || ok {
 			if edges == nil {
 				edges = []GraphEdge{}
 			}
-			return uids, edges, err
+			return uids, edges, nodes, err
 		}
 	}
 	uids, err := graphUIDsSQL(ctx, q, f)
-	return uids, nil, err
+	return uids, nil, nil, err
 }
 
 // graphUIDsSQL is graphUIDs in one statement.
@@ -219,51 +218,33 @@ func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, erro
 	return out, rows.Err()
 }
 
-// graphNodes reads the nodes uids (set is their JSON array), in their
-// order. With a namespace filter, every owner that is not mirrored is named
-// from that namespace.
-func graphNodes(ctx context.Context, q querier, uids []string, set any, namespace string) ([]GraphNode, error) {
+// graphNodes reads the nodes uids, in their order; known holds some of
+// them already read (by the walk that found them). With a namespace
+// filter, every owner that is not mirrored is named from that namespace.
+func graphNodes(ctx context.Context, q querier, uids []string, known map[string]GraphNode, namespace string) ([]GraphNode, error) {
 	namespaced, err := namespacedKinds(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	// The outer loop of the LEFT JOIN walks the array in its order, a row
-	// per UID: the rows need not name their UIDs. Each column costs the
-	// driver some calls per row, so they are few: api_version is NULL for
-	// a node that is not mirrored, and the last column NULL for an object
-	// not being deleted, else its finalizers ('' for none).
-	rows, err := q.QueryContext(ctx, `
-		SELECT o.api_version, coalesce(o.kind, ''), coalesce(o.namespace, ''), coalesce(o.name, ''),
-			CASE WHEN o.deletion_timestamp IS NOT NULL THEN coalesce(o.finalizers, '') END
-		FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`, set)
-	if err != nil {
-		return nil, err
+	out := make([]GraphNode, len(uids))
+	var rest []string
+	var restAt []int
+	for i, u := range uids {
+		if n, ok := known[u]; ok {
+			out[i] = n
+		} else {
+			rest, restAt = append(rest, u), append(restAt, i)
+		}
 	}
-	defer rows.Close()
-	out := make([]GraphNode, 0, len(uids))
 	var missing []string
-	for rows.Next() {
-		if len(out) == len(uids) {
-			return nil, errors.New("nodes: more rows than UIDs")
-		}
-		n := GraphNode{UID: uids[len(out)]}
-		var apiVersion, deleting sql.NullString
-		if err := rows.Scan(&apiVersion, &n.Kind, &n.Namespace, &n.Name, &deleting); err != nil {
-			return nil, err
-		}
-		n.APIVersion, n.Missing, n.BeingDeleted = apiVersion.String, !apiVersion.Valid, deleting.Valid
+	if err := eachNodeRow(ctx, q, rest, namespaced, func(i int, n GraphNode, _ bool) error {
+		out[restAt[i]] = n
 		if n.Missing {
 			missing = append(missing, n.UID)
-		} else if err := finishNode(&n, sql.NullString{String: deleting.String, Valid: deleting.String != ""}, namespaced, ""); err != nil {
-			return nil, err
 		}
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, err
-	}
-	if len(out) != len(uids) {
-		return nil, fmt.Errorf("nodes: %d rows for %d UIDs", len(out), len(uids))
 	}
 	if len(missing) == 0 {
 		return out, nil
@@ -282,6 +263,60 @@ func graphNodes(ctx context.Context, q querier, uids []string, set any, namespac
 		}
 	}
 	return out, nil
+}
+
+// sqlNodeRows reads the object of each UID of the JSON array ?1: the outer
+// loop of the LEFT JOIN walks the array in its order, a row per UID, so the
+// rows need not name their UIDs. Each column costs the driver some calls
+// per row, so they are few: api_version is NULL for a node that is not
+// mirrored; the fifth column NULL for an object not being deleted, else its
+// finalizers (empty for none); the last, whether a walk down must look for its
+// dependents (named as an owner, or not mirrored).
+const sqlNodeRows = `SELECT o.api_version, coalesce(o.kind, ''), coalesce(o.namespace, ''), coalesce(o.name, ''),
+		CASE WHEN o.deletion_timestamp IS NOT NULL THEN coalesce(o.finalizers, '') END, coalesce(o.named_owner, 1)
+	FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`
+
+// eachNodeRow reads the nodes uids and calls fn with each, in their order
+// (i its place in uids), and whether it may have dependents. A node not
+// mirrored comes with only its UID and Missing set.
+func eachNodeRow(ctx context.Context, q querier, uids []string, namespaced map[groupKind]bool, fn func(i int, n GraphNode, mayOwn bool) error) error {
+	if len(uids) == 0 {
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, sqlNodeRows, jsonOrNull(uids))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		if i == len(uids) {
+			return errors.New("nodes: more rows than UIDs")
+		}
+		n := GraphNode{UID: uids[i]}
+		var apiVersion, deleting sql.NullString
+		var mayOwn bool
+		if err := rows.Scan(&apiVersion, &n.Kind, &n.Namespace, &n.Name, &deleting, &mayOwn); err != nil {
+			return err
+		}
+		n.APIVersion, n.Missing, n.BeingDeleted = apiVersion.String, !apiVersion.Valid, deleting.Valid
+		if !n.Missing {
+			if err := finishNode(&n, sql.NullString{String: deleting.String, Valid: deleting.String != ""}, namespaced, ""); err != nil {
+				return err
+			}
+		}
+		if err := fn(i, n, mayOwn); err != nil {
+			return err
+		}
+		i++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != len(uids) {
+		return fmt.Errorf("nodes: %d rows for %d UIDs", i, len(uids))
+	}
+	return nil
 }
 
 // sqlFirstRef reads the identity an owner that is not mirrored takes from

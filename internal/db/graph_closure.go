@@ -34,16 +34,45 @@ const (
 // limit of them, as graphEdges orders them. It walks level by level, a
 // query per level whatever its width, instead of SQLite's recursive walk,
 // which keeps each set in a temporary B-tree; ok is false when the closure
-// is more than graphWalkMax.
-func closureUIDs(ctx context.Context, q querier, seeds []string, limit int) (uids []string, edges []GraphEdge, ok bool, err error) {
-	var refs []GraphEdge
-	down, ok, err := reach(ctx, q, sqlDependentsOf, seeds, graphWalkMax, &refs)
-	if err != nil || !ok {
-		return nil, nil, ok, err
+// is more than graphWalkMax. The walk down reads the objects it reaches,
+// to look for the dependents of the owners among them only: nodes holds
+// them, as graphNodes makes them, up to twice limit of them.
+func closureUIDs(ctx context.Context, q querier, seeds []string, limit int) (uids []string, edges []GraphEdge, nodes map[string]GraphNode, ok bool, err error) {
+	namespaced, err := namespacedKinds(ctx, q)
+	if err != nil {
+		return nil, nil, nil, false, err
 	}
-	up, ok, err := reach(ctx, q, sqlOwnersOf, seeds, graphWalkMax-len(down), nil)
+	var refs []GraphEdge
+	nodes = map[string]GraphNode{}
+	down, ok, err := reach(ctx, seeds, graphWalkMax, func(frontier []string, add func(string)) error {
+		// Only objects named as owners, and owners not mirrored, can
+		// have dependents: most of a tree are its leaves.
+		var owners []string
+		err := eachNodeRow(ctx, q, frontier, namespaced, func(i int, n GraphNode, mayOwn bool) error {
+			if mayOwn {
+				owners = append(owners, n.UID)
+			}
+			if !n.Missing && len(nodes) < 2*limit {
+				nodes[n.UID] = n
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return stepDown(ctx, q, owners, func(e GraphEdge) {
+			refs = append(refs, e)
+			add(e.Dependent)
+		})
+	})
 	if err != nil || !ok {
-		return nil, nil, ok, err
+		return nil, nil, nil, ok, err
+	}
+	up, ok, err := reach(ctx, seeds, graphWalkMax-len(down), func(frontier []string, add func(string)) error {
+		return stepUp(ctx, q, frontier, add)
+	})
+	if err != nil || !ok {
+		return nil, nil, nil, ok, err
 	}
 	// The owners above the seeds have edges from dependents of theirs that
 	// the walk down did not read: a step down from them reads those.
@@ -56,13 +85,13 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int) (uid
 	}
 	if len(above) > 0 {
 		if err := stepDown(ctx, q, above, func(e GraphEdge) { refs = append(refs, e) }); err != nil {
-			return nil, nil, false, err
+			return nil, nil, nil, false, err
 		}
 	}
 	// A seed that takes no part is reached by no other's walk: only the
 	// seeds need the check.
 	if err := eachString(ctx, q, sqlApart, func(uid string) { delete(down, uid) }, jsonOrNull(seeds)); err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	uids = make([]string, 0, len(down))
 	for u := range down {
@@ -103,14 +132,14 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int) (uid
 	for i, j := range order {
 		edges[i] = refs[j]
 	}
-	return uids, edges, true, nil
+	return uids, edges, nodes, true, nil
 }
 
-// reach returns the seeds and every UID step (sqlDependentsOf or
-// sqlOwnersOf) reaches from them, transitively; ok is false, and the walk
-// stops, once more than max are reached. A walk down appends each
-// reference it goes through to refs.
-func reach(ctx context.Context, q querier, step string, seeds []string, max int, refs *[]GraphEdge) (map[string]struct{}, bool, error) {
+// reach returns the seeds and every UID step reaches from them,
+// transitively; ok is false, and the walk stops, once more than max are
+// reached. step is given each level's UIDs, sorted, and adds those they
+// lead to.
+func reach(ctx context.Context, seeds []string, max int, step func(frontier []string, add func(string)) error) (map[string]struct{}, bool, error) {
 	seen := make(map[string]struct{}, len(seeds))
 	var frontier []string
 	for _, s := range seeds {
@@ -133,16 +162,10 @@ func reach(ctx context.Context, q querier, step string, seeds []string, max int,
 		// Seeks in key order are a sixth cheaper: they share the pages
 		// on their way down.
 		slices.Sort(frontier)
-		var err error
-		if refs != nil {
-			err = stepDown(ctx, q, frontier, func(e GraphEdge) {
-				*refs = append(*refs, e)
-				add(e.Dependent)
-			})
-		} else {
-			err = stepUp(ctx, q, frontier, add)
+		if err := step(frontier, add); err != nil {
+			return nil, false, err
 		}
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
 		frontier = next
@@ -153,6 +176,9 @@ func reach(ctx context.Context, q querier, step string, seeds []string, max int,
 // stepDown calls fn with each reference to one of owners, in the owner
 // index's order.
 func stepDown(ctx context.Context, q querier, owners []string, fn func(GraphEdge)) error {
+	if len(owners) == 0 {
+		return nil
+	}
 	rows, err := q.QueryContext(ctx, sqlDependentsOf, jsonOrNull(owners))
 	if err != nil {
 		return err

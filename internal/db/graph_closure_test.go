@@ -26,7 +26,14 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}
-	big, edges := 0, 0
+	big, edges, read := 0, 0, 0
+	setOf := func(uids []string) map[string]struct{} {
+		m := map[string]struct{}{}
+		for _, u := range uids {
+			m[u] = struct{}{}
+		}
+		return m
+	}
 	for i := range 200 {
 		var seeds []string
 		for range 1 + r.IntN(3) {
@@ -45,7 +52,7 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, gotEdges, ok, err := closureUIDs(ctx, d.read, f.UIDs, f.Limit)
+		got, gotEdges, known, ok, err := closureUIDs(ctx, d.read, f.UIDs, f.Limit)
 		if err != nil || !ok {
 			t.Fatalf("closureUIDs(%v): ok %v, %v", seeds, ok, err)
 		}
@@ -60,13 +67,37 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 		if diff := cmp.Diff(wantEdges, gotEdges, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("seeds %v, limit %d, edges (-graphEdges +walk):\n%s", seeds, f.Limit, diff)
 		}
+		// The nodes the walk read on its way are the ones graphNodes reads.
+		wantNodes, err := graphNodes(ctx, d.read, kept, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotNodes, err := graphNodes(ctx, d.read, kept, known, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantNodes, gotNodes, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("seeds %v, limit %d, nodes (-read again +walk):\n%s", seeds, f.Limit, diff)
+		}
+		// and only nodes it reached (or seeds).
+		all, err := graphUIDsSQL(ctx, d.read, GraphFilter{UIDs: seeds, Limit: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reached := setOf(append(all, seeds...))
+		for u := range known {
+			read++
+			if _, ok := reached[u]; !ok {
+				t.Errorf("seeds %v: the walk read %s, which it did not reach", seeds, u)
+			}
+		}
 		edges += len(wantEdges)
 		if len(want) > 20 {
 			big++
 		}
 	}
-	if big < 10 || edges < 1000 {
-		t.Errorf("only %d closures of more than 20 nodes, %d edges: the graph is too sparse to tell", big, edges)
+	if big < 10 || edges < 1000 || read < 1000 {
+		t.Errorf("only %d closures of more than 20 nodes, %d edges, %d nodes read by the walk: the graph is too sparse to tell", big, edges, read)
 	}
 }
 
@@ -74,15 +105,19 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 func TestClosureUIDsGivesUpPastItsBound(t *testing.T) {
 	ctx := context.Background()
 	d := graphFixture(t)
-	if _, _, ok, err := closureUIDs(ctx, d.read, []string{"A"}, 10); err != nil || !ok {
+	if _, _, _, ok, err := closureUIDs(ctx, d.read, []string{"A"}, 10); err != nil || !ok {
 		t.Fatalf("closureUIDs(A) = ok %v, %v", ok, err)
 	}
 	for _, max := range []int{0, 1, 2} {
-		if got, ok, err := reach(ctx, d.read, sqlOwnersOf, []string{"C"}, max, nil); err != nil || ok || got != nil {
+		up := func(frontier []string, add func(string)) error { return stepUp(ctx, d.read, frontier, add) }
+		if got, ok, err := reach(ctx, []string{"C"}, max, up); err != nil || ok || got != nil {
 			t.Errorf("reach(C up, max %d) = %v, ok %v, %v; want it to give up", max, got, ok, err)
 		}
 	}
-	if got, ok, err := reach(ctx, d.read, sqlDependentsOf, []string{"A"}, 4, new([]GraphEdge)); err != nil || !ok || len(got) != 4 {
+	down := func(frontier []string, add func(string)) error {
+		return stepDown(ctx, d.read, frontier, func(e GraphEdge) { add(e.Dependent) })
+	}
+	if got, ok, err := reach(ctx, []string{"A"}, 4, down); err != nil || !ok || len(got) != 4 {
 		t.Errorf("reach(A, max 4) = %v, ok %v, %v; want A, B, C, N", got, ok, err)
 	}
 }

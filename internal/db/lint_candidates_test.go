@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -13,6 +14,8 @@ import (
 // kinds), and checks after every step that the lint candidate mark
 // migration 0007 keeps on each reference equals what its view computes
 // from scratch: a mark missed by a trigger would hide a finding from /lint.
+// ownergc's full pass reads its candidates through the mark: they must be
+// those a join of every reference to its owner finds.
 func TestLintCandidatesFollowTheMirror(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
@@ -55,6 +58,9 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 			Name: fmt.Sprint("n-", i), ResourceVersion: fmt.Sprint(rng.Int())}
 		if rng.IntN(4) == 0 {
 			o.DeletionTimestamp = ptr(time.Unix(1e9, 0))
+			if f := rng.IntN(4); f < 3 {
+				o.Finalizers = []string{[]string{"orphan", "foregroundDeletion", "example.com/x"}[f]}
+			}
 		}
 		for range rng.IntN(3) {
 			// Mostly what controllers write: an owner of the same
@@ -173,6 +179,7 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 			discover(k)
 		}
 		check(step, what)
+		checkOwnerGCCandidates(t, d, step, what)
 		var c, n int
 		if err := d.read.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE lint_candidate), count(*) FROM owner_refs`).Scan(&c, &n); err != nil {
 			t.Fatal(err)
@@ -184,4 +191,32 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 		t.Fatalf("over the walk, %d of %d references were candidates: the walk does not exercise the mark", candidates, refs)
 	}
 	t.Logf("over the walk, %d of %d references were candidates", candidates, refs)
+}
+
+// checkOwnerGCCandidates wants OwnerGCCandidates to find what a join of
+// every reference to its dependent and owner finds.
+func checkOwnerGCCandidates(t *testing.T, d *DB, step int, what string) {
+	t.Helper()
+	ctx := context.Background()
+	want, err := queryStrings(ctx, d.read, `
+		SELECT DISTINCT r.dependent_uid FROM owner_refs r
+			JOIN objects d ON d.uid = r.dependent_uid
+			LEFT JOIN objects o ON o.uid = r.owner_uid
+		WHERE o.uid IS NULL OR o.name <> r.name OR o.kind <> r.kind OR o.deletion_timestamp IS NOT NULL
+			OR (o.namespace <> '' AND o.namespace <> d.namespace)
+		UNION
+		SELECT o.uid FROM objects o, json_each(o.finalizers) f
+		WHERE o.deletion_timestamp IS NOT NULL AND f.value IN ('orphan', 'foregroundDeletion')
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.OwnerGCCandidates(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("step %d (%s): ownergc candidates %v, want %v", step, what, got, want)
+	}
 }

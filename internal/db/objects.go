@@ -209,10 +209,10 @@ type Event struct {
 
 // statements holds the write statements of one transaction.
 type statements struct {
-	touch, update, upsert, deleteObj, deleteRefs, insertRef *sql.Stmt
-	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs   *sql.Stmt
-	insertSVE, upsertNamespace                              *sql.Stmt
-	history                                                 historyStatements
+	touch, update, upsert, deleteObj, deleteRefs, insertRef, nameOwner *sql.Stmt
+	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs              *sql.Stmt
+	insertSVE, upsertNamespace                                         *sql.Stmt
+	history                                                            historyStatements
 }
 
 // Write statements of the ingest path, prepared once (see warmWrites).
@@ -224,9 +224,11 @@ const (
 	sqlUpdate = `UPDATE objects SET resource_version = ?, deletion_grace_period_seconds = ?, finalizers = ?, sync_epoch = ?
 		WHERE uid = ? AND resource_id = ? AND api_version = ? AND kind = ? AND namespace = ? AND name = ?
 			AND creation_timestamp IS ? AND deletion_timestamp IS ?`
+	// A new row is named_owner when references to it were written before
+	// it (see sqlNameOwner); a row already there keeps its own.
 	sqlUpsert = `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
-			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch, named_owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))
 		ON CONFLICT (uid) DO UPDATE SET resource_id = excluded.resource_id, api_version = excluded.api_version,
 			kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
 			resource_version = excluded.resource_version, creation_timestamp = excluded.creation_timestamp,
@@ -237,6 +239,9 @@ const (
 	sqlDeleteRefs   = `DELETE FROM owner_refs WHERE dependent_uid = ?`
 	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, block_owner_deletion, sole)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// sqlNameOwner marks the object a reference just written names: a walk
+	// down the graph looks for the dependents of such objects only.
+	sqlNameOwner = `UPDATE objects SET named_owner = 1 WHERE uid = ? AND named_owner = 0`
 	// The typed rows are upserted, not replaced: a REPLACE deletes the row
 	// and inserts it again, checking its foreign key each time.
 	sqlUpsertPod = `INSERT INTO pods (uid, phase, reason, node_name, generation) VALUES (?, ?, ?, ?, ?)
@@ -259,7 +264,7 @@ const (
 )
 
 // writeQueries are prepared at Open.
-var writeQueries = append([]string{sqlTouch, sqlUpdate, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlUpsertPod, sqlUpsertNode,
+var writeQueries = append([]string{sqlTouch, sqlUpdate, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlNameOwner, sqlUpsertPod, sqlUpsertNode,
 	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending, sqlDeleteOtherPending,
 	sqlInsertIntent, sqlDeleteIntent, sqlHasDependents, sqlIsDeleting,
 	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}, historyWriteQueries...)
@@ -271,7 +276,7 @@ func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 		sql string
 	}{
 		{&s.touch, sqlTouch}, {&s.update, sqlUpdate}, {&s.upsert, sqlUpsert}, {&s.deleteObj, sqlDeleteObject}, {&s.deleteRefs, sqlDeleteRefs},
-		{&s.insertRef, sqlInsertRef}, {&s.upsertPod, sqlUpsertPod}, {&s.upsertNode, sqlUpsertNode},
+		{&s.insertRef, sqlInsertRef}, {&s.nameOwner, sqlNameOwner}, {&s.upsertPod, sqlUpsertPod}, {&s.upsertNode, sqlUpsertNode},
 		{&s.upsertLease, sqlUpsertLease}, {&s.upsertSV, sqlUpsertSV}, {&s.delSVEs, sqlDeleteSVEntries},
 		{&s.insertSVE, sqlInsertSVEntry}, {&s.upsertNamespace, sqlUpsertNamespace},
 	} {
@@ -352,7 +357,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 
 // writeRefs replaces the references of o. They are written together, so
 // each knows whether it is o's only one (sole, which the cascade's walk
-// reads from the owner index).
+// reads from the owner index); each owner mirrored is marked named_owner.
 func (s *statements) writeRefs(ctx context.Context, o *Object) error {
 	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
 		return err
@@ -361,6 +366,9 @@ func (s *statements) writeRefs(ctx context.Context, o *Object) error {
 	for i, r := range o.OwnerReferences {
 		if _, err := s.insertRef.ExecContext(ctx, o.UID, i, r.APIVersion, r.Kind, r.Name, r.UID,
 			boolOrNull(r.Controller), boolOrNull(r.BlockOwnerDeletion), sole); err != nil {
+			return err
+		}
+		if _, err := s.nameOwner.ExecContext(ctx, r.UID); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -173,5 +174,38 @@ func TestNodeQueriesOfPodGC(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[no-condition notready other-taint]" {
 		t.Errorf("nodes without ttl 15: %v", got)
+	}
+}
+
+// The controllers' periodic reads cost what their few rows cost, not what
+// the mirror holds: each is checked by its plan.
+func TestPeriodicPassPlans(t *testing.T) {
+	d := openTemp(t)
+	for _, tc := range []struct {
+		name, query string
+		args        []any
+		want        []string // in the plan
+		scans       []string // the only SCAN lines allowed
+	}{
+		{"ttl: the nodes not at the TTL, from the nodes table", sqlNodesNotAtTTL, []any{"15"},
+			[]string{"SCAN n", "SEARCH o USING PRIMARY KEY (uid=?)"}, []string{"SCAN n"}},
+		{"podgc: each node name looked up once", sqlMissingNodes, nil,
+			[]string{"SCAN pods USING COVERING INDEX pods_by_node", "SEARCH no USING"}, []string{"SCAN pods USING COVERING INDEX pods_by_node", "SCAN p"}},
+		{"ownergc: the full pass reads candidates and owners being deleted", sqlOwnerGCCandidates, nil,
+			[]string{"SCAN r USING INDEX owner_refs_lint_candidates", "objects_deleting"},
+			[]string{"SCAN r USING INDEX owner_refs_lint_candidates", "SCAN f VIRTUAL TABLE"}},
+	} {
+		plan := queryPlan(t, d, tc.query, tc.args...)
+		for _, w := range tc.want {
+			if !strings.Contains(plan, w) {
+				t.Errorf("%s: the plan lacks %q:\n%s", tc.name, w, plan)
+			}
+		}
+		for _, line := range strings.Split(plan, "\n") {
+			line = strings.TrimLeft(line, "|-` ")
+			if strings.HasPrefix(line, "SCAN ") && !slices.ContainsFunc(tc.scans, func(s string) bool { return strings.HasPrefix(line, s) }) {
+				t.Errorf("%s: the plan scans %q:\n%s", tc.name, line, plan)
+			}
+		}
 	}
 }

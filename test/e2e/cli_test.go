@@ -155,9 +155,9 @@ func TestMigrateCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"migrate", "version", "--db", path}, "schema version 0"},
-		{[]string{"migrate", "up", "--db", path}, "schema version 14 "},
-		{[]string{"migrate", "--db", path, "down"}, "schema version 13 "},
-		{[]string{"migrate", "up", "--db", path}, "schema version 14 "},
+		{[]string{"migrate", "up", "--db", path}, "schema version 15 "},
+		{[]string{"migrate", "--db", path, "down"}, "schema version 14 "},
+		{[]string{"migrate", "up", "--db", path}, "schema version 15 "},
 	} {
 		code, stdout, stderr := runBinary(t, 30*time.Second, step.args...)
 		if code != 0 || !strings.Contains(stdout, step.want) {
