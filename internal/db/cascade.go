@@ -307,18 +307,11 @@ func sortedWithPerm(uids []string) (sorted []string, perm []int32) {
 	return sorted, perm
 }
 
-// sqlCascadeObjects reads each object of the JSON array ?1, a row per UID
-// in the array's order (NULLs for one not mirrored), a column per field
-// the preview needs; deleting and named_owner packed in one.
-const sqlCascadeObjects = `SELECT o.api_version, o.kind, o.namespace, o.name,
-		(o.deletion_timestamp IS NOT NULL) * 2 + o.named_owner, o.finalizers
-	FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`
-
 // eachCascadeObject reads the objects uids into objs (by place) and calls
 // fn with each mirrored one, its place, and whether it may have
 // dependents (it is named as an owner).
 func eachCascadeObject(ctx context.Context, q querier, uids []string, objs []CascadeObject, fn func(i int, o *CascadeObject, mayOwn bool)) error {
-	rows, err := q.QueryContext(ctx, sqlCascadeObjects, jsonOrNull(uids))
+	rows, err := q.QueryContext(ctx, sqlNodeRows, jsonOrNull(uids))
 	if err != nil {
 		return err
 	}
@@ -330,20 +323,23 @@ func eachCascadeObject(ctx context.Context, q querier, uids []string, objs []Cas
 		}
 		o := &objs[i]
 		o.UID = uids[i]
-		var apiVersion, kind, namespace, name, fin sql.NullString
-		var packed sql.NullInt64
-		if err := rows.Scan(&apiVersion, &kind, &namespace, &name, &packed, &fin); err != nil {
+		var packed sql.NullString
+		if err := rows.Scan(&packed); err != nil {
 			return err
 		}
 		i++
-		if !apiVersion.Valid {
+		if !packed.Valid {
 			continue
 		}
-		o.APIVersion, o.Kind, o.Namespace, o.Name, o.Deleting = apiVersion.String, kind.String, namespace.String, name.String, packed.Int64&2 != 0
-		if o.Finalizers, err = decodeFinalizers(fin); err != nil {
+		r, err := splitObjectRow(packed.String)
+		if err != nil {
 			return fmt.Errorf("object %s: %w", o.UID, err)
 		}
-		fn(i-1, o, packed.Int64&1 != 0)
+		o.APIVersion, o.Kind, o.Namespace, o.Name, o.Deleting = r.apiVersion, r.kind, r.namespace, r.name, r.deleting
+		if o.Finalizers, err = decodeFinalizers(r.finalizers); err != nil {
+			return fmt.Errorf("object %s: %w", o.UID, err)
+		}
+		fn(i-1, o, r.namedOwner)
 	}
 	if err := rows.Err(); err != nil {
 		return err

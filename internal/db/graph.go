@@ -267,18 +267,39 @@ func graphNodes(ctx context.Context, q querier, uids []string, known map[string]
 
 // sqlNodeRows reads the object of each UID of the JSON array ?1: the outer
 // loop of the LEFT JOIN walks the array in its order, a row per UID, so the
-// rows need not name their UIDs. Each column costs the driver some calls
-// per row, so they are few: api_version is NULL for a node that is not
-// mirrored; the fifth column NULL for an object not being deleted, else its
-// finalizers (empty for none); the last, whether a walk down must look for its
-// dependents (named as an owner, or not mirrored).
-const sqlNodeRows = `SELECT o.api_version, coalesce(o.kind, ''), coalesce(o.namespace, ''), coalesce(o.name, ''),
-		CASE WHEN o.deletion_timestamp IS NOT NULL THEN coalesce(o.finalizers, '') END, coalesce(o.named_owner, 1)
+// rows need not name their UIDs. Each column costs the driver a few calls
+// (each taking the connection's mutex) per row: the fields come in one,
+// NULL for a node that is not mirrored, else separated by unit separators
+// (which no name or kind holds; see splitObjectRow).
+const sqlNodeRows = `SELECT ((o.deletion_timestamp IS NOT NULL) * 2 + o.named_owner) || x'1f' || o.api_version || x'1f' || o.kind
+		|| x'1f' || o.namespace || x'1f' || o.name || x'1f' || coalesce(o.finalizers, '')
 	FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`
 
+// objectRow is a row of sqlNodeRows.
+type objectRow struct {
+	// namedOwner: a walk down must look for its dependents.
+	namedOwner, deleting              bool
+	apiVersion, kind, namespace, name string
+	finalizers                        sql.NullString // a JSON array
+}
+
+// splitObjectRow splits a row of sqlNodeRows: whether the object is being
+// deleted (2) and named as an owner (1), summed; apiVersion, kind,
+// namespace, name; finalizers (empty for none).
+func splitObjectRow(packed string) (objectRow, error) {
+	f := strings.SplitN(packed, "\x1f", 6)
+	if len(f) != 6 || len(f[0]) != 1 || f[0][0] < '0' || f[0][0] > '3' {
+		return objectRow{}, fmt.Errorf("a row of %d fields, flags %q", len(f), f[0])
+	}
+	flags := f[0][0] - '0'
+	return objectRow{namedOwner: flags&1 != 0, deleting: flags&2 != 0, apiVersion: f[1], kind: f[2], namespace: f[3], name: f[4],
+		finalizers: sql.NullString{String: f[5], Valid: f[5] != ""}}, nil
+}
+
 // eachNodeRow reads the nodes uids and calls fn with each, in their order
-// (i its place in uids), and whether it may have dependents. A node not
-// mirrored comes with only its UID and Missing set.
+// (i its place in uids), and whether it may have dependents (named as an
+// owner, or not mirrored). A node not mirrored comes with only its UID and
+// Missing set.
 func eachNodeRow(ctx context.Context, q querier, uids []string, namespaced map[groupKind]bool, fn func(i int, n GraphNode, mayOwn bool) error) error {
 	if len(uids) == 0 {
 		return nil
@@ -294,14 +315,21 @@ func eachNodeRow(ctx context.Context, q querier, uids []string, namespaced map[g
 			return errors.New("nodes: more rows than UIDs")
 		}
 		n := GraphNode{UID: uids[i]}
-		var apiVersion, deleting sql.NullString
-		var mayOwn bool
-		if err := rows.Scan(&apiVersion, &n.Kind, &n.Namespace, &n.Name, &deleting, &mayOwn); err != nil {
+		var packed sql.NullString
+		if err := rows.Scan(&packed); err != nil {
 			return err
 		}
-		n.APIVersion, n.Missing, n.BeingDeleted = apiVersion.String, !apiVersion.Valid, deleting.Valid
-		if !n.Missing {
-			if err := finishNode(&n, sql.NullString{String: deleting.String, Valid: deleting.String != ""}, namespaced, ""); err != nil {
+		mayOwn := true
+		if !packed.Valid {
+			n.Missing = true
+		} else {
+			r, err := splitObjectRow(packed.String)
+			if err != nil {
+				return fmt.Errorf("node %s: %w", n.UID, err)
+			}
+			mayOwn = r.namedOwner
+			n.APIVersion, n.Kind, n.Namespace, n.Name, n.BeingDeleted = r.apiVersion, r.kind, r.namespace, r.name, r.deleting
+			if err := finishNode(&n, r.finalizers, namespaced, ""); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -119,5 +120,27 @@ func TestClosureUIDsGivesUpPastItsBound(t *testing.T) {
 	}
 	if got, ok, err := reach(ctx, []string{"A"}, 4, down); err != nil || !ok || len(got) != 4 {
 		t.Errorf("reach(A, max 4) = %v, ok %v, %v; want A, B, C, N", got, ok, err)
+	}
+}
+
+func TestSplitObjectRow(t *testing.T) {
+	for _, tc := range []struct {
+		packed  string
+		want    objectRow
+		wantErr bool
+	}{
+		{"1\x1fv1\x1fConfigMap\x1fns\x1fa\x1f", objectRow{namedOwner: true, apiVersion: "v1", kind: "ConfigMap", namespace: "ns", name: "a"}, false},
+		{"2\x1fapps/v1\x1fDeployment\x1fns\x1fb\x1f[\"foregroundDeletion\"]", objectRow{deleting: true, apiVersion: "apps/v1",
+			kind: "Deployment", namespace: "ns", name: "b", finalizers: sql.NullString{String: `["foregroundDeletion"]`, Valid: true}}, false},
+		{"0\x1fv1\x1fNode\x1f\x1fn\x1f", objectRow{apiVersion: "v1", kind: "Node", name: "n"}, false},
+		{"1\x1fv1\x1fConfigMap\x1fns\x1fa", objectRow{}, true},      // a field short
+		{"7\x1fv1\x1fConfigMap\x1fns\x1fa\x1f", objectRow{}, true},  // flags out of range
+		{"10\x1fv1\x1fConfigMap\x1fns\x1fa\x1f", objectRow{}, true}, // flags too long
+		{"", objectRow{}, true},
+	} {
+		got, err := splitObjectRow(tc.packed)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("splitObjectRow(%q) = %+v, %v; want %+v, error %v", tc.packed, got, err, tc.want, tc.wantErr)
+		}
 	}
 }

@@ -13,15 +13,21 @@ func randomGraphUID(i, n int) string { return fmt.Sprintf("u%03d", i*7919%n) }
 // randomGraph returns n ConfigMaps, each with fewer than maxRefs owner
 // references: mostly to an earlier object (trees), some to any (cycles),
 // to one not mirrored (gone-N), or twice to the same owner. With varied,
-// references differ in name and blockOwnerDeletion and a tenth of the
-// objects are being deleted, as a cascade preview reads them.
+// references differ in name and blockOwnerDeletion, a tenth of the
+// objects are being deleted and a tenth have a finalizer, as a cascade
+// preview reads them.
 func randomGraph(r *rand.Rand, n, maxRefs int, varied bool) []*Object {
 	var objs []*Object
 	for i := range n {
 		o := &Object{UID: randomGraphUID(i, n), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("o", i), ResourceVersion: "1"}
-		if varied && r.IntN(10) == 0 {
-			now := time.Now()
-			o.DeletionTimestamp, o.Finalizers = &now, []string{"foregroundDeletion"}
+		if varied {
+			switch r.IntN(10) {
+			case 0:
+				now := time.Now()
+				o.DeletionTimestamp, o.Finalizers = &now, []string{"foregroundDeletion"}
+			case 1:
+				o.Finalizers = []string{"example.com/keep"}
+			}
 		}
 		o.OwnerReferences = randomRefs(r, i, n, maxRefs, varied)
 		objs = append(objs, o)
