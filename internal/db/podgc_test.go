@@ -191,6 +191,8 @@ func TestPeriodicPassPlans(t *testing.T) {
 			[]string{"SCAN n", "SEARCH o USING PRIMARY KEY (uid=?)"}, []string{"SCAN n"}},
 		{"podgc: each node name looked up once", sqlMissingNodes, nil,
 			[]string{"SCAN pods USING COVERING INDEX pods_by_node", "SEARCH no USING"}, []string{"SCAN pods USING COVERING INDEX pods_by_node", "SCAN p"}},
+		{"podgc: the terminated pods counted from pods_by_phase", sqlCountTerminated, nil,
+			[]string{"pods_by_phase"}, []string{"SCAN p USING COVERING INDEX pods_by_phase"}},
 		{"ownergc: the full pass reads candidates and owners being deleted", sqlOwnerGCCandidates, nil,
 			[]string{"SCAN r USING INDEX owner_refs_lint_candidates", "objects_deleting"},
 			[]string{"SCAN r USING INDEX owner_refs_lint_candidates", "SCAN f VIRTUAL TABLE"}},
