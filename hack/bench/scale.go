@@ -913,7 +913,9 @@ func profileWindows(ctx context.Context, base, path string) {
 	for i := 0; ctx.Err() == nil; i++ {
 		b, err := testcluster.HTTPGet(ctx, base+"/debug/pprof/profile?seconds=25")
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "  profile %d: %v\n", i, err)
+			if ctx.Err() == nil {
+				fmt.Fprintf(os.Stderr, "  profile %d: %v\n", i, err)
+			}
 			return
 		}
 		_ = os.WriteFile(fmt.Sprintf("%s.%d", path, i), b, 0o644)
