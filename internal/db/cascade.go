@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -311,43 +310,20 @@ func sortedWithPerm(uids []string) (sorted []string, perm []int32) {
 // fn with each mirrored one, its place, and whether it may have
 // dependents (it is named as an owner).
 func eachCascadeObject(ctx context.Context, q querier, uids []string, objs []CascadeObject, fn func(i int, o *CascadeObject, mayOwn bool)) error {
-	rows, err := q.QueryContext(ctx, sqlNodeRows, jsonOrNull(uids))
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	i := 0
-	for rows.Next() {
-		if i == len(uids) {
-			return errors.New("objects: more rows than UIDs")
-		}
+	return eachObjectRow(ctx, q, uids, func(i int, r *objectRow) error {
 		o := &objs[i]
 		o.UID = uids[i]
-		var packed sql.NullString
-		if err := rows.Scan(&packed); err != nil {
-			return err
+		if r == nil {
+			return nil
 		}
-		i++
-		if !packed.Valid {
-			continue
-		}
-		r, err := splitObjectRow(packed.String)
-		if err != nil {
-			return fmt.Errorf("object %s: %w", o.UID, err)
-		}
+		var err error
 		o.APIVersion, o.Kind, o.Namespace, o.Name, o.Deleting = r.apiVersion, r.kind, r.namespace, r.name, r.deleting
 		if o.Finalizers, err = decodeFinalizers(r.finalizers); err != nil {
 			return fmt.Errorf("object %s: %w", o.UID, err)
 		}
-		fn(i-1, o, r.namedOwner)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if i != len(uids) {
-		return fmt.Errorf("objects: %d rows for %d UIDs", i, len(uids))
-	}
-	return nil
+		fn(i, o, r.namedOwner)
+		return nil
+	})
 }
 
 // cascadeRefs reads the references of objs, in their order, through

@@ -305,6 +305,15 @@ func TestClientCommands(t *testing.T) {
 		sameAsAPI(t, d, "/objects/"+string(deploy.UID)+"/cascade?propagation=background", nil, "cascade", "deploy/web", "-n", ns)
 	})
 	t.Run("status", func(t *testing.T) {
+		// The package's other tests add and remove kinds on the shared
+		// cluster: while discovery catches up with one removed, a watch
+		// of it fails and the mirror is not synced.
+		eventually(t, 60*time.Second, func() error {
+			if code, out, _ := cliRun("status", "--server", d.URL); code != 0 || !strings.Contains(out, "Mirror:      synced") {
+				return fmt.Errorf("kubegcd status: exit %d:\n%s", code, out)
+			}
+			return nil
+		})
 		cliOK(t, d, []string{"kubegcd ", "Mirror:      synced", "Mode:        dry-run"}, "status")
 		cliOK(t, d, []string{"Resources:", "configmaps", "deployments.apps", "gizmos." + groups[0]}, "status", "-o", "wide")
 		sameAsAPI(t, d, "/status", []string{"writesLastMinute", "lastPass", "objects", "skippedPasses"}, "status")
