@@ -15,7 +15,8 @@ import (
 // migration 0007 keeps on each reference equals what its view computes
 // from scratch: a mark missed by a trigger would hide a finding from /lint.
 // ownergc's full pass reads its candidates through the mark: they must be
-// those a join of every reference to its owner finds.
+// those a join of every reference to its owner finds. And every owner
+// mirrored must be marked named_owner, which the graph's walks go by.
 func TestLintCandidatesFollowTheMirror(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
@@ -180,6 +181,9 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 		}
 		check(step, what)
 		checkOwnerGCCandidates(t, d, step, what)
+		if checkNamedOwnerMarks(t, d); t.Failed() {
+			t.Fatalf("step %d (%s): an owner is not marked named_owner", step, what)
+		}
 		var c, n int
 		if err := d.read.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE lint_candidate), count(*) FROM owner_refs`).Scan(&c, &n); err != nil {
 			t.Fatal(err)
