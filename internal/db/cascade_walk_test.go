@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -330,15 +329,7 @@ func TestCascadeStepReadsTheOwnerIndexOnly(t *testing.T) {
 
 // Migration 15 marks the owners already mirrored: those a reference names.
 func TestNamedOwnerMigration(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "m.db")
-	if err := createPrivate(path); err != nil {
-		t.Fatal(err)
-	}
-	m, err := newMigrate(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	path, m := emptyMigrate(t)
 	if err := m.Migrate(14); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-migrate/migrate/v4"
+
 	"github.com/kubegcd/kubegcd/migrations"
 )
 
@@ -107,15 +109,7 @@ func TestMigrateUpDownUp(t *testing.T) {
 // index, trigger and view as sqlite_master records its SQL. A down
 // migration that forgets a column, an index or a trigger fails here.
 func TestEachDownMigrationRestoresTheSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "steps.db")
-	if err := createPrivate(path); err != nil {
-		t.Fatal(err)
-	}
-	m, err := newMigrate(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	path, m := emptyMigrate(t)
 	step := func(n int, to uint) {
 		t.Helper()
 		if err := m.Steps(n); err != nil {
@@ -141,6 +135,22 @@ func TestEachDownMigrationRestoresTheSchema(t *testing.T) {
 			t.Errorf("up to %d again: the schema differs from the first time:\n%s", v, schemaDiff(schemas[i+1], got))
 		}
 	}
+}
+
+// emptyMigrate creates an empty database file and returns its path and a
+// migrate of it, closed when the test ends, to step its schema.
+func emptyMigrate(t *testing.T) (string, *migrate.Migrate) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.db")
+	if err := createPrivate(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMigrate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return path, m
 }
 
 // migrationVersions lists the versions of the embedded migrations, in order.

@@ -110,7 +110,13 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 				return &UnknownUIDError{UID: uid}
 			}
 		}
-		uids, edges, known, err := graphUIDs(ctx, tx, f)
+		// The kinds, to tell a node's namespace, are read once for the
+		// walk and the nodes.
+		namespaced, err := namespacedKinds(ctx, tx)
+		if err != nil {
+			return err
+		}
+		uids, edges, known, err := graphUIDs(ctx, tx, f, namespaced)
 		if err != nil {
 			return err
 		}
@@ -120,7 +126,7 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 		if len(uids) == 0 {
 			return nil
 		}
-		if g.Nodes, err = graphNodes(ctx, tx, uids, known, f.Namespace); err != nil {
+		if g.Nodes, err = graphNodes(ctx, tx, uids, known, namespaced, f.Namespace); err != nil {
 			return err
 		}
 		if edges != nil {
@@ -143,9 +149,9 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 // f.Limit+1 of them (one more tells that the limit cut), and, when a walk
 // from f.UIDs read them on its way, the edges between the first f.Limit
 // (non-nil, maybe empty) and the nodes it read.
-func graphUIDs(ctx context.Context, q querier, f GraphFilter) ([]string, []GraphEdge, map[string]GraphNode, error) {
+func graphUIDs(ctx context.Context, q querier, f GraphFilter, namespaced map[groupKind]bool) ([]string, []GraphEdge, map[string]GraphNode, error) {
 	if len(f.UIDs) > 0 && f.Namespace == "" {
-		uids, edges, nodes, ok, err := closureUIDs(ctx, q, f.UIDs, f.Limit)
+		uids, edges, nodes, ok, err := closureUIDs(ctx, q, f.UIDs, f.Limit, namespaced)
 		if err != nil || ok {
 			if edges == nil {
 				edges = []GraphEdge{}
@@ -219,13 +225,11 @@ func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, erro
 }
 
 // graphNodes reads the nodes uids, in their order; known holds some of
-// them already read (by the walk that found them). With a namespace
-// filter, every owner that is not mirrored is named from that namespace.
-func graphNodes(ctx context.Context, q querier, uids []string, known map[string]GraphNode, namespace string) ([]GraphNode, error) {
-	namespaced, err := namespacedKinds(ctx, q)
-	if err != nil {
-		return nil, err
-	}
+// them already read (by the walk that found them), namespaced every kind
+// (namespacedKinds). With a namespace filter, every owner that is not
+// mirrored is named from that namespace.
+func graphNodes(ctx context.Context, q querier, uids []string, known map[string]GraphNode, namespaced map[groupKind]bool,
+	namespace string) ([]GraphNode, error) {
 	out := make([]GraphNode, len(uids))
 	var rest []string
 	var restAt []int

@@ -36,12 +36,10 @@ const (
 // which keeps each set in a temporary B-tree; ok is false when the closure
 // is more than graphWalkMax. The walk down reads the objects it reaches,
 // to look for the dependents of the owners among them only: nodes holds
-// them, as graphNodes makes them, up to twice limit of them.
-func closureUIDs(ctx context.Context, q querier, seeds []string, limit int) (uids []string, edges []GraphEdge, nodes map[string]GraphNode, ok bool, err error) {
-	namespaced, err := namespacedKinds(ctx, q)
-	if err != nil {
-		return nil, nil, nil, false, err
-	}
+// them, as graphNodes makes them (namespaced: see namespacedKinds), up to
+// twice limit of them.
+func closureUIDs(ctx context.Context, q querier, seeds []string, limit int, namespaced map[groupKind]bool) (uids []string, edges []GraphEdge,
+	nodes map[string]GraphNode, ok bool, err error) {
 	var refs []GraphEdge
 	nodes = map[string]GraphNode{}
 	down, ok, err := reach(ctx, seeds, graphWalkMax, func(frontier []string, add func(string)) error {

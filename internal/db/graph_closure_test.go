@@ -27,6 +27,10 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}
+	kinds, err := namespacedKinds(ctx, d.read)
+	if err != nil {
+		t.Fatal(err)
+	}
 	big, edges, read := 0, 0, 0
 	setOf := func(uids []string) map[string]struct{} {
 		m := map[string]struct{}{}
@@ -53,7 +57,7 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, gotEdges, known, ok, err := closureUIDs(ctx, d.read, f.UIDs, f.Limit)
+		got, gotEdges, known, ok, err := closureUIDs(ctx, d.read, f.UIDs, f.Limit, kinds)
 		if err != nil || !ok {
 			t.Fatalf("closureUIDs(%v): ok %v, %v", seeds, ok, err)
 		}
@@ -69,11 +73,11 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 			t.Errorf("seeds %v, limit %d, edges (-graphEdges +walk):\n%s", seeds, f.Limit, diff)
 		}
 		// The nodes the walk read on its way are the ones graphNodes reads.
-		wantNodes, err := graphNodes(ctx, d.read, kept, nil, "")
+		wantNodes, err := graphNodes(ctx, d.read, kept, nil, kinds, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		gotNodes, err := graphNodes(ctx, d.read, kept, known, "")
+		gotNodes, err := graphNodes(ctx, d.read, kept, known, kinds, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +110,11 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 func TestClosureUIDsGivesUpPastItsBound(t *testing.T) {
 	ctx := context.Background()
 	d := graphFixture(t)
-	if _, _, _, ok, err := closureUIDs(ctx, d.read, []string{"A"}, 10); err != nil || !ok {
+	kinds, err := namespacedKinds(ctx, d.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, ok, err := closureUIDs(ctx, d.read, []string{"A"}, 10, kinds); err != nil || !ok {
 		t.Fatalf("closureUIDs(A) = ok %v, %v", ok, err)
 	}
 	for _, max := range []int{0, 1, 2} {

@@ -97,9 +97,10 @@ func (f TerminatedFilter) where() (string, []any) {
 // alone: a pod's row has its object's, so the join would only cost a seek
 // per terminated pod.
 func (d *DB) CountTerminatedPods(ctx context.Context, f TerminatedFilter) (int, error) {
-	query := sqlCountTerminated
-	where, args := f.where()
+	query, args := sqlCountTerminated, []any(nil)
 	if f != (TerminatedFilter{}) {
+		var where string
+		where, args = f.where()
 		query = `SELECT count(*)` + podFrom + ` WHERE ` + where
 	}
 	var n int
