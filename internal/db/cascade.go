@@ -55,7 +55,7 @@ type CascadeKind struct{ Group, Kind string }
 // dependents; ErrNotFound when uid is not mirrored.
 func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts, error) {
 	out := &CascadeFacts{}
-	err := d.readTx(ctx, func(tx *sql.Tx) error {
+	err := d.readSnapshot(ctx, true, func(tx querier) error {
 		kinds, err := namespacedKinds(ctx, tx)
 		if err != nil {
 			return err
@@ -221,46 +221,49 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 		if len(order) >= max || len(owners) == 0 {
 			break
 		}
-		rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(owners))
+		// Each half of a split step reads into its own slice: the first
+		// half's owners come first in frontier's order as in the index.
+		var halves [2][]cascadeFound
+		err = splitRead(ctx, q, owners, func(ctx context.Context, q querier, keys []string, off, half int) error {
+			rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(keys))
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var packed int64
+				var dep string
+				var apiVersion, kind, name sql.NullString
+				if err := rows.Scan(&dep, &packed, &apiVersion, &kind, &name); err != nil {
+					return err
+				}
+				at := off + int(packed>>3) // the owner's place in owners
+				f := cascadeFound{owner: ownerAt[at], uid: dep}
+				if packed&4 != 0 {
+					f.ref = &OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[at]}
+					if b := packed & 3; b != 0 {
+						f.ref.BlockOwnerDeletion = new(bool)
+						*f.ref.BlockOwnerDeletion = b == 2
+					}
+				}
+				halves[half] = append(halves[half], f)
+			}
+			return rows.Err()
+		})
 		if err != nil {
 			return nil, nil, err
 		}
-		type found struct {
-			owner int32 // its place in frontier
-			uid   string
-			ref   *OwnerRef
-		}
-		var kids []found
+		kids := append(halves[0], halves[1]...)
 		counts := make([]int32, len(frontier)+1)
-		for rows.Next() {
-			var packed int64
-			var dep string
-			var apiVersion, kind, name sql.NullString
-			if err := rows.Scan(&dep, &packed, &apiVersion, &kind, &name); err != nil {
-				rows.Close()
-				return nil, nil, err
-			}
-			f := found{owner: ownerAt[packed>>3], uid: dep}
-			if packed&4 != 0 {
-				f.ref = &OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[packed>>3]}
-				if b := packed & 3; b != 0 {
-					f.ref.BlockOwnerDeletion = new(bool)
-					*f.ref.BlockOwnerDeletion = b == 2
-				}
-			}
-			kids = append(kids, f)
+		for _, f := range kids {
 			counts[f.owner+1]++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, nil, err
 		}
 		// A counting sort by owner keeps each owner's dependents in the
 		// index's order.
 		for i := 1; i < len(counts); i++ {
 			counts[i] += counts[i-1]
 		}
-		byOwner := make([]found, len(kids))
+		byOwner := make([]cascadeFound, len(kids))
 		for _, f := range kids {
 			byOwner[counts[f.owner]] = f
 			counts[f.owner]++
@@ -280,6 +283,13 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 		frontier, sole = next, nextSole
 	}
 	return order, byUID, cascadeRefs(ctx, q, rest)
+}
+
+// cascadeFound is a dependent a step of the cascade's walk found.
+type cascadeFound struct {
+	owner int32 // its owner's place in the level
+	uid   string
+	ref   *OwnerRef // its only reference, when it has one
 }
 
 // sqlCascadeStep reads the references to each owner of the JSON array ?1
@@ -337,21 +347,25 @@ func cascadeRefs(ctx context.Context, q querier, objs []*CascadeObject) error {
 	for i, o := range objs {
 		uids[i] = o.UID
 	}
-	refs, err := q.QueryContext(ctx, `SELECT k.key, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
-		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, jsonOrNull(uids))
-	if err != nil {
-		return err
-	}
-	defer refs.Close()
-	for refs.Next() {
-		var k int
-		var r OwnerRef
-		var block sql.NullBool
-		if err := refs.Scan(&k, &r.APIVersion, &r.Kind, &r.Name, &r.UID, &block); err != nil {
+	// The halves of a split read fill the references of objects of their
+	// own.
+	return splitRead(ctx, q, uids, func(ctx context.Context, q querier, keys []string, off, _ int) error {
+		refs, err := q.QueryContext(ctx, `SELECT k.key, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
+			FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, jsonOrNull(keys))
+		if err != nil {
 			return err
 		}
-		r.BlockOwnerDeletion = cascadeBool(block)
-		objs[k].Refs = append(objs[k].Refs, CascadeRef{OwnerRef: r})
-	}
-	return refs.Err()
+		defer refs.Close()
+		for refs.Next() {
+			var k int
+			var r OwnerRef
+			var block sql.NullBool
+			if err := refs.Scan(&k, &r.APIVersion, &r.Kind, &r.Name, &r.UID, &block); err != nil {
+				return err
+			}
+			r.BlockOwnerDeletion = cascadeBool(block)
+			objs[off+k].Refs = append(objs[off+k].Refs, CascadeRef{OwnerRef: r})
+		}
+		return refs.Err()
+	})
 }

@@ -53,6 +53,11 @@ type DB struct {
 	// (an intent per worker about to send a write, ingest batches, audit
 	// rows…) each transaction carried.
 	writesPerCommit prometheus.Histogram
+	// pairedReads counts the wide reads readSnapshot ran, by whether they
+	// had a second transaction on their snapshot.
+	pairedReads *prometheus.CounterVec
+	// pairSlots bounds the reads holding two connections (readSnapshot).
+	pairSlots chan struct{}
 
 	readStmts, writeStmts stmtCache
 
@@ -142,8 +147,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if d.read, err = openPoolWith(cmp.Or(opts.Driver, "sqlite"), path, true, opts.MapReads); err != nil {
 		return nil, err
 	}
-	d.read.SetMaxOpenConns(cmp.Or(opts.ReadConns, 8))
-	if err := d.read.PingContext(ctx); err != nil {
+	readConns := cmp.Or(opts.ReadConns, 8)
+	d.read.SetMaxOpenConns(readConns)
+	// At most half the read connections, less one, go to paired reads'
+	// second transactions: the others always serve single reads.
+	d.pairSlots = make(chan struct{}, (readConns-1)/2)
+	// The pool keeps two connections open (database/sql's default), both
+	// opened now: a wide read takes two.
+	if err := openReads(ctx, d.read, min(2, readConns)); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
 	if !opts.ReadOnly {
@@ -166,8 +177,16 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		Help:      "Writes (of concurrent callers) committed together in one SQLite transaction.",
 		Buckets:   prometheus.ExponentialBuckets(1, 2, 9),
 	})
+	d.pairedReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "kubegcd",
+		Subsystem: "db",
+		Name:      "wide_reads_total",
+		Help: "Reads of a big part of the graph (its walks, cascade previews), by whether they split their widest queries " +
+			"over two read transactions on one snapshot: paired; single (one core, or all pair slots taken); " +
+			"moved (a commit came between the two transactions' starts).",
+	}, []string{"read"})
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{d.writeSeconds, d.writesPerCommit} {
+		for _, c := range []prometheus.Collector{d.writeSeconds, d.writesPerCommit, d.pairedReads} {
 			if err := opts.Registerer.Register(c); err != nil {
 				return nil, err
 			}

@@ -99,7 +99,7 @@ func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 		f.Limit = 10000
 	}
 	g := &Graph{Nodes: []GraphNode{}, Edges: []GraphEdge{}}
-	err := d.readTx(ctx, func(tx *sql.Tx) error {
+	err := d.readSnapshot(ctx, len(f.UIDs) > 0, func(tx querier) error {
 		for _, uid := range f.UIDs {
 			var known bool
 			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM objects WHERE uid = ?1)
@@ -303,11 +303,49 @@ func splitObjectRow(packed string) (objectRow, error) {
 }
 
 // eachObjectRow reads the objects uids and calls fn with each, in their
-// order (i its place in uids); r is nil for one not mirrored.
+// order (i its place in uids); r is nil for one not mirrored. A wide read
+// is split over a paired transaction (splitRead): the second half's rows
+// wait for fn until the first half's are done.
 func eachObjectRow(ctx context.Context, q querier, uids []string, fn func(i int, r *objectRow) error) error {
 	if len(uids) == 0 {
 		return nil
 	}
+	emit := func(i int, packed sql.NullString) error {
+		if !packed.Valid {
+			return fn(i, nil)
+		}
+		r, err := splitObjectRow(packed.String)
+		if err != nil {
+			return fmt.Errorf("object %s: %w", uids[i], err)
+		}
+		return fn(i, &r)
+	}
+	var rest []sql.NullString // the second half's rows
+	restAt := 0
+	err := splitRead(ctx, q, uids, func(ctx context.Context, q querier, keys []string, off, half int) error {
+		if half == 1 {
+			restAt, rest = off, make([]sql.NullString, 0, len(keys))
+			return scanObjectRows(ctx, q, keys, func(_ int, packed sql.NullString) error {
+				rest = append(rest, packed)
+				return nil
+			})
+		}
+		return scanObjectRows(ctx, q, keys, func(i int, packed sql.NullString) error { return emit(off+i, packed) })
+	})
+	if err != nil {
+		return err
+	}
+	for i, packed := range rest {
+		if err := emit(restAt+i, packed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanObjectRows runs sqlObjectRows for uids and calls fn with each row,
+// packed, in their order.
+func scanObjectRows(ctx context.Context, q querier, uids []string, fn func(i int, packed sql.NullString) error) error {
 	rows, err := q.QueryContext(ctx, sqlObjectRows, jsonOrNull(uids))
 	if err != nil {
 		return err
@@ -322,17 +360,7 @@ func eachObjectRow(ctx context.Context, q querier, uids []string, fn func(i int,
 		if err := rows.Scan(&packed); err != nil {
 			return err
 		}
-		if !packed.Valid {
-			if err := fn(i, nil); err != nil {
-				return err
-			}
-			continue
-		}
-		r, err := splitObjectRow(packed.String)
-		if err != nil {
-			return fmt.Errorf("object %s: %w", uids[i], err)
-		}
-		if err := fn(i, &r); err != nil {
+		if err := fn(i, packed); err != nil {
 			return err
 		}
 	}

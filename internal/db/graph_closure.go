@@ -172,26 +172,41 @@ func reach(ctx context.Context, seeds []string, max int, step func(frontier []st
 }
 
 // stepDown calls fn with each reference to one of owners, in the owner
-// index's order.
+// index's order. A wide step is split over a paired transaction
+// (splitRead).
 func stepDown(ctx context.Context, q querier, owners []string, fn func(GraphEdge)) error {
 	if len(owners) == 0 {
 		return nil
 	}
-	rows, err := q.QueryContext(ctx, sqlDependentsOf, jsonOrNull(owners))
+	var rest []GraphEdge // the second half's, after the first's
+	err := splitRead(ctx, q, owners, func(ctx context.Context, q querier, keys []string, _, half int) error {
+		rows, err := q.QueryContext(ctx, sqlDependentsOf, jsonOrNull(keys))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e GraphEdge
+			var packed int64
+			if err := rows.Scan(&e.Dependent, &packed); err != nil {
+				return err
+			}
+			e.Owner, e.Controller, e.BlockOwnerDeletion = keys[packed>>2], packed&2 != 0, packed&1 != 0
+			if half == 1 {
+				rest = append(rest, e)
+			} else {
+				fn(e)
+			}
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var e GraphEdge
-		var packed int64
-		if err := rows.Scan(&e.Dependent, &packed); err != nil {
-			return err
-		}
-		e.Owner, e.Controller, e.BlockOwnerDeletion = owners[packed>>2], packed&2 != 0, packed&1 != 0
+	for _, e := range rest {
 		fn(e)
 	}
-	return rows.Err()
+	return nil
 }
 
 // stepUp calls fn with the owner of each reference of one of dependents.

@@ -31,6 +31,10 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	atLeastTwoCores(t)
+	defaultSplit := splitMin
+	t.Cleanup(func() { splitMin = defaultSplit })
+	splitBefore := splits.Load()
 	big, edges, read := 0, 0, 0
 	setOf := func(uids []string) map[string]struct{} {
 		m := map[string]struct{}{}
@@ -57,7 +61,22 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, gotEdges, known, ok, err := closureUIDs(ctx, d.read, f.UIDs, f.Limit, kinds)
+		// Every other walk splits its reads over two transactions on one
+		// snapshot (at two keys and more), as a wide one does.
+		var got []string
+		var gotEdges []GraphEdge
+		var known map[string]GraphNode
+		var ok bool
+		if i%2 == 0 {
+			got, gotEdges, known, ok, err = closureUIDs(ctx, d.read, f.UIDs, f.Limit, kinds)
+		} else {
+			splitMin = 2
+			err = d.readSnapshot(ctx, true, func(q querier) (err error) {
+				got, gotEdges, known, ok, err = closureUIDs(ctx, q, f.UIDs, f.Limit, kinds)
+				return err
+			})
+			splitMin = defaultSplit
+		}
 		if err != nil || !ok {
 			t.Fatalf("closureUIDs(%v): ok %v, %v", seeds, ok, err)
 		}
@@ -100,6 +119,9 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 		if len(want) > 20 {
 			big++
 		}
+	}
+	if n := splits.Load() - splitBefore; n < 100 {
+		t.Errorf("only %d reads split", n)
 	}
 	if big < 10 || edges < 1000 || read < 1000 {
 		t.Errorf("only %d closures of more than 20 nodes, %d edges, %d nodes read by the walk: the graph is too sparse to tell", big, edges, read)

@@ -1,0 +1,153 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"runtime"
+	"sync/atomic"
+)
+
+// A walk of a big part of the graph spends most of its time reading rows:
+// about 4 µs each through the driver, on one core. Its widest reads (a
+// level's objects, an owner level's references) are split in two and
+// read at once on two read transactions that see the same snapshot of the
+// mirror, so the answer is the one a single transaction would give.
+
+// pairedTx is a read transaction and, when aux is not nil, a second one on
+// another connection that sees the same snapshot: splitRead gives it half
+// of a wide read.
+type pairedTx struct {
+	*sql.Tx
+	aux *sql.Tx
+}
+
+// splitMin is the fewest keys a read splits: below it, the second
+// statement and goroutine cost more than they save. A variable, so tests
+// split small reads too.
+var splitMin = 512
+
+// splits counts the reads splitRead split, for tests.
+var splits atomic.Int64
+
+// pairHook, when set (by tests), runs between the two transactions' starts:
+// a commit there must leave the read unsplit.
+var pairHook func()
+
+// readSnapshot runs fn in one read transaction, as readTx does, paired
+// with a second one on the same snapshot when wide (the read may walk a
+// big part of the graph), the machine has more than one core and a pair
+// slot is free (see pairedTx).
+//
+// Two transactions see the same snapshot when no commit comes between
+// their starts. The second connection's PRAGMA data_version tells: it
+// changes when a transaction of that connection starts on a database
+// changed since its last one. It is read on that connection before the
+// first transaction starts and again as the second starts: equal, the
+// database did not change in between, when the first started too.
+// Otherwise the read runs unsplit on the first transaction alone.
+func (d *DB) readSnapshot(ctx context.Context, wide bool, fn func(q querier) error) error {
+	if !wide {
+		return d.readTx(ctx, func(tx *sql.Tx) error { return fn(tx) })
+	}
+	single := func() error {
+		d.pairedReads.WithLabelValues("single").Inc()
+		return d.readTx(ctx, func(tx *sql.Tx) error { return fn(tx) })
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		return single()
+	}
+	// A pair holds two connections of the pool: the slots bound the pairs
+	// so that single reads always find one (a pair takes its second while
+	// holding its first).
+	select {
+	case d.pairSlots <- struct{}{}:
+		defer func() { <-d.pairSlots }()
+	default:
+		return single()
+	}
+	conn, err := d.read.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var before, after int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&before); err != nil {
+		return err
+	}
+	return d.readTx(ctx, func(tx *sql.Tx) error {
+		// The first transaction's snapshot is taken by its first read.
+		var v int64
+		if err := tx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
+			return err
+		}
+		if pairHook != nil {
+			pairHook()
+		}
+		aux, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer aux.Rollback()
+		if err := aux.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&after); err != nil {
+			return err
+		}
+		if after != before {
+			d.pairedReads.WithLabelValues("moved").Inc()
+			return fn(tx)
+		}
+		d.pairedReads.WithLabelValues("paired").Inc()
+		return fn(&pairedTx{Tx: tx, aux: aux})
+	})
+}
+
+// splitRead calls read with keys, or, on a paired transaction and at
+// least splitMin keys, with each half of keys on one of the pair at once:
+// the first half on q's own transaction, the second half on the other; off
+// is the half's place in keys, and half 0 or 1. The halves run at once:
+// each must keep to its own state (keys' places in a shared slice, or a
+// slice of its own half).
+func splitRead(ctx context.Context, q querier, keys []string, read func(ctx context.Context, q querier, keys []string, off, half int) error) error {
+	p, ok := q.(*pairedTx)
+	if !ok || p.aux == nil || len(keys) < splitMin {
+		return read(ctx, q, keys, 0, 0)
+	}
+	splits.Add(1)
+	mid := len(keys) / 2
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- read(ctx, p.aux, keys[mid:], mid, 1) }()
+	err := read(ctx, p.Tx, keys[:mid], 0, 0)
+	if err != nil {
+		cancel() // the other half's answer is not wanted
+	}
+	if auxErr := <-done; err == nil {
+		err = auxErr
+	}
+	return err
+}
+
+
+// openReads opens n connections of the read pool, each with the schema
+// read, and leaves them idle in it: the first wide read would otherwise
+// open its pair's second connection, which costs more than the read.
+func openReads(ctx context.Context, pool *sql.DB, n int) error {
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := pool.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+		var one int
+		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&one); err != nil {
+			return err
+		}
+	}
+	return nil
+}
