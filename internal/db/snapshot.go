@@ -127,7 +127,6 @@ func splitRead(ctx context.Context, q querier, keys []string, read func(ctx cont
 	return err
 }
 
-
 // openReads opens n connections of the read pool, each with the schema
 // read, and leaves them idle in it: the first wide read would otherwise
 // open its pair's second connection, which costs more than the read.
