@@ -52,7 +52,11 @@ func randomRefs(r *rand.Rand, i, n, maxRefs int, varied bool) []OwnerRef {
 		}
 		ref := OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: owner}
 		if varied {
-			ref.Name = fmt.Sprint("n", r.IntN(3))
+			// Names with the characters the packed rows could trip on.
+			ref.Name = []string{"n0", "n1", "n2", "a:b", "3:1:x", "é\x1fz"}[r.IntN(6)]
+			if r.IntN(8) == 0 {
+				ref.Kind = "Cönfig:Map" // a kind the API does not serve
+			}
 			if r.IntN(2) == 0 {
 				ref.BlockOwnerDeletion = boolp(r.IntN(2) == 0)
 			}

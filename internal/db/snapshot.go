@@ -21,10 +21,13 @@ type pairedTx struct {
 	aux *sql.Tx
 }
 
-// splitMin is the fewest keys a read splits: below it, the second
-// statement and goroutine cost more than they save. A variable, so tests
-// split small reads too.
+// splitMin is the fewest keys a read of a row or two per key splits:
+// below it, the second statement and goroutine cost more than they save.
+// A variable, so tests split small reads too. A step down the graph splits
+// from stepSplitMin owners: an owner may have thousands of dependents.
 var splitMin = 512
+
+const stepSplitMin = 2
 
 // splits counts the reads splitRead split, for tests.
 var splits atomic.Int64
@@ -101,14 +104,14 @@ func (d *DB) readSnapshot(ctx context.Context, wide bool, fn func(q querier) err
 }
 
 // splitRead calls read with keys, or, on a paired transaction and at
-// least splitMin keys, with each half of keys on one of the pair at once:
+// least least keys, with each half of keys on one of the pair at once:
 // the first half on q's own transaction, the second half on the other; off
 // is the half's place in keys, and half 0 or 1. The halves run at once:
 // each must keep to its own state (keys' places in a shared slice, or a
 // slice of its own half).
-func splitRead(ctx context.Context, q querier, keys []string, read func(ctx context.Context, q querier, keys []string, off, half int) error) error {
+func splitRead(ctx context.Context, q querier, keys []string, least int, read func(ctx context.Context, q querier, keys []string, off, half int) error) error {
 	p, ok := q.(*pairedTx)
-	if !ok || p.aux == nil || len(keys) < splitMin {
+	if !ok || p.aux == nil || len(keys) < max(2, least) {
 		return read(ctx, q, keys, 0, 0)
 	}
 	splits.Add(1)

@@ -179,7 +179,7 @@ func TestSplitRead(t *testing.T) {
 					q = p.Tx
 				}
 				calls := make([]call, 2)
-				err := splitRead(ctx, q, keysOf(tc.keys), func(_ context.Context, hq querier, keys []string, off, half int) error {
+				err := splitRead(ctx, q, keysOf(tc.keys), splitMin, func(_ context.Context, hq querier, keys []string, off, half int) error {
 					calls[half] = call{keys, off, half, hq == querier(p.aux)}
 					return nil
 				})
@@ -202,7 +202,7 @@ func TestSplitRead(t *testing.T) {
 	for failing := range 2 {
 		var secondSawCancel atomic.Bool
 		err := d.readSnapshot(ctx, true, func(q querier) error {
-			return splitRead(ctx, q, keysOf(4), func(ctx context.Context, _ querier, _ []string, _, half int) error {
+			return splitRead(ctx, q, keysOf(4), splitMin, func(ctx context.Context, _ querier, _ []string, _, half int) error {
 				if half == failing {
 					return boom
 				}
