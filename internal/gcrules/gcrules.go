@@ -302,7 +302,34 @@ func Plan(o Object) Decision {
 	case slices.Contains(o.Finalizers, FinalizerForeground):
 		policy = PropagationForeground
 	}
-	return Decision{Action: ActionDelete, Rule: RuleCascade, Propagation: policy,
-		Reason: fmt.Sprintf("no owner exists (%d gone, %d being deleted in the foreground): deleting with propagation %s",
-			len(dangling), len(waiting), policy)}
+	return Decision{Action: ActionDelete, Rule: RuleCascade, Propagation: policy, Reason: noOwnerReason(len(dangling), len(waiting), policy)}
+}
+
+// noOwnerReasons holds noOwnerReason's answers for the usual counts, made
+// once: a cascade preview decides thousands of objects, most of them with
+// one owner gone.
+var noOwnerReasons = func() map[[2]int]map[string]string {
+	m := map[[2]int]map[string]string{}
+	for d := range 4 {
+		for w := range 4 {
+			m[[2]int{d, w}] = map[string]string{}
+			for _, p := range []string{PropagationBackground, PropagationForeground, PropagationOrphan} {
+				m[[2]int{d, w}][p] = formatNoOwnerReason(d, w, p)
+			}
+		}
+	}
+	return m
+}()
+
+// noOwnerReason says why an object with dangling owners gone and waiting
+// being deleted in the foreground, and no other, is deleted with policy.
+func noOwnerReason(dangling, waiting int, policy string) string {
+	if r, ok := noOwnerReasons[[2]int{dangling, waiting}][policy]; ok {
+		return r
+	}
+	return formatNoOwnerReason(dangling, waiting, policy)
+}
+
+func formatNoOwnerReason(dangling, waiting int, policy string) string {
+	return fmt.Sprintf("no owner exists (%d gone, %d being deleted in the foreground): deleting with propagation %s", dangling, waiting, policy)
 }

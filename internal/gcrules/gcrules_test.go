@@ -1,6 +1,7 @@
 package gcrules
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -177,5 +178,20 @@ func TestNeedDependents(t *testing.T) {
 				t.Errorf("NeedDependents = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The reasons made once say what the formatted ones do, within the table
+// and past it.
+func TestNoOwnerReason(t *testing.T) {
+	for d := range 6 {
+		for w := range 6 {
+			for _, p := range []string{PropagationBackground, PropagationForeground, PropagationOrphan, "Other"} {
+				want := fmt.Sprintf("no owner exists (%d gone, %d being deleted in the foreground): deleting with propagation %s", d, w, p)
+				if got := noOwnerReason(d, w, p); got != want {
+					t.Errorf("noOwnerReason(%d, %d, %s) = %q, want %q", d, w, p, got, want)
+				}
+			}
+		}
 	}
 }
