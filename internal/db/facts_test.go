@@ -114,4 +114,12 @@ func TestWatchDeletionIsExamined(t *testing.T) {
 				step.hasDependents, step.deleting)
 		}
 	}
+	// The deletion of an object never mirrored (or already gone) changes
+	// nothing.
+	for _, uid := range []string{"never-mirrored", "leaf"} {
+		changes, err := d.ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: cm(uid, false)}})
+		if err != nil || len(changes) != 0 {
+			t.Errorf("deleting %s, not mirrored: changes %+v, %v; want none", uid, changes, err)
+		}
+	}
 }
