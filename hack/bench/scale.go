@@ -37,7 +37,8 @@ import (
 // their Leases every 10 s and report their status, pods run and Jobs' pods
 // complete. kubegcd and kube-controller-manager (the same controllers)
 // watch it side by side through the heartbeat period; then each, one after
-// the other, collects the ReplicaSets and pods of 20 Deployments of its own.
+// the other, collects the ReplicaSets and pods of 20 Deployments of its own
+// (those pods are not scheduled: see chains).
 const (
 	// Targets.
 	scaleRSSTarget  = 150 * mib
@@ -525,13 +526,6 @@ func (b *scaleBuilder) chains(ctx context.Context, ns string, pods, per int) err
 		rsName := name + "-7d4b9c8f6"
 		rsLabels := map[string]string{"app": name, "pod-template-hash": "7d4b9c8f6"}
 		rsTmpl := podTemplate(rsLabels)
-		if ns != "scale" {
-			// The cascades time the collectors: their pods go at their
-			// deletion instead of waiting for kwok, playing the kubelet,
-			// to end them (that round trip paced both collectors at
-			// 74–93 pods/s and took 4 minutes of the run).
-			rsTmpl.Spec.TerminationGracePeriodSeconds = ptrTo(int64(0))
-		}
 		rs := &appsv1.ReplicaSet{ObjectMeta: meta(rsName, namespace, "web", i), Spec: appsv1.ReplicaSetSpec{
 			Replicas: ptrTo(int32(per)), Selector: &metav1.LabelSelector{MatchLabels: rsLabels}, Template: rsTmpl}}
 		rs.Labels = rsLabels
@@ -549,7 +543,17 @@ func (b *scaleBuilder) chains(ctx context.Context, ns string, pods, per int) err
 		count := min(per, pods-i*per)
 		ref := controllerRef("apps/v1", "ReplicaSet", rsName, createdRS.UID)
 		for j := range count {
-			if err := b.createPod(ctx, namespace, fmt.Sprintf("%s-%05d", rsName, j), rsTmpl, ref, i*per+j); err != nil {
+			// The cascades time the collectors: their pods are not
+			// scheduled, so they go at their deletion instead of waiting
+			// for kwok, playing the kubelet, to end them (that round trip
+			// paced both collectors at 74–93 pods/s and took 4 minutes of
+			// the run), and kwok does not run them (its status patches
+			// for 20,000 pods took minutes of the build).
+			node := ""
+			if ns == "scale" {
+				node = nodeName(i*per+j, b.sc.nodes)
+			}
+			if err := b.createPod(ctx, namespace, fmt.Sprintf("%s-%05d", rsName, j), rsTmpl, ref, node); err != nil {
 				return err
 			}
 		}
@@ -580,7 +584,7 @@ func (b *scaleBuilder) jobs(ctx context.Context, n int) error {
 		podTmpl := created.Spec.Template
 		ref := controllerRef("batch/v1", "Job", name, created.UID)
 		for j := range podsPerJob {
-			if err := b.createPod(ctx, namespace, fmt.Sprintf("%s-%d", name, j), podTmpl, ref, i*podsPerJob+j); err != nil {
+			if err := b.createPod(ctx, namespace, fmt.Sprintf("%s-%d", name, j), podTmpl, ref, nodeName(i*podsPerJob+j, b.sc.nodes)); err != nil {
 				return err
 			}
 		}
@@ -601,13 +605,14 @@ func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
 	}
 }
 
-// createPod creates a pod already bound to a kwok node, as the scheduler
-// would have, so that kwok runs it.
-func (b *scaleBuilder) createPod(ctx context.Context, ns, name string, tmpl corev1.PodTemplateSpec, ref metav1.OwnerReference, i int) error {
+// createPod creates a pod already bound to the kwok node node, as the
+// scheduler would have, so that kwok runs it; not scheduled when node is
+// "".
+func (b *scaleBuilder) createPod(ctx context.Context, ns, name string, tmpl corev1.PodTemplateSpec, ref metav1.OwnerReference, node string) error {
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pod.Name, pod.Namespace = name, ns
 	pod.OwnerReferences = []metav1.OwnerReference{ref}
-	pod.Spec.NodeName = nodeName(i, b.sc.nodes)
+	pod.Spec.NodeName = node
 	pod.Spec.Tolerations = []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	_, err := createRetrying(ctx, func() (*corev1.Pod, error) { return b.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}) },
 		func() (*corev1.Pod, error) { return b.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}) })
@@ -713,7 +718,7 @@ func waitKwok(ctx context.Context, kube kubernetes.Interface, ns string, nodes i
 				}
 			}
 		}
-		return none(metav1.ListOptions{FieldSelector: "status.phase=Pending"}) &&
+		return none(metav1.ListOptions{FieldSelector: "status.phase=Pending,spec.nodeName!="}) &&
 			none(metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name", FieldSelector: "status.phase!=Succeeded"}), nil
 	})
 	if err != nil {
