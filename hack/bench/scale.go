@@ -503,9 +503,15 @@ func nodeReady(n corev1.Node) bool {
 func (b *scaleBuilder) chains(ctx context.Context, ns string, pods, per int) error {
 	n := (pods + per - 1) / per
 	gen := b.seq.Add(1)
+	// The cascades time the collectors: their pods are not scheduled, so
+	// they go at their deletion instead of waiting for kwok, playing the
+	// kubelet, to end them (that round trip paced both collectors at
+	// 74–93 pods/s and took 4 minutes of the run), and kwok does not run
+	// them (its status patches for 20,000 pods took minutes of the build).
+	scheduled := ns == "scale"
 	return b.c.parallel(ctx, seq(n), func(ctx context.Context, i int) error {
 		namespace := ns
-		if ns == "scale" {
+		if scheduled {
 			namespace = scaleNamespace(i)
 		}
 		name := fmt.Sprintf("web-%d-%d", gen, i)
@@ -543,14 +549,8 @@ func (b *scaleBuilder) chains(ctx context.Context, ns string, pods, per int) err
 		count := min(per, pods-i*per)
 		ref := controllerRef("apps/v1", "ReplicaSet", rsName, createdRS.UID)
 		for j := range count {
-			// The cascades time the collectors: their pods are not
-			// scheduled, so they go at their deletion instead of waiting
-			// for kwok, playing the kubelet, to end them (that round trip
-			// paced both collectors at 74–93 pods/s and took 4 minutes of
-			// the run), and kwok does not run them (its status patches
-			// for 20,000 pods took minutes of the build).
 			node := ""
-			if ns == "scale" {
+			if scheduled {
 				node = nodeName(i*per+j, b.sc.nodes)
 			}
 			if err := b.createPod(ctx, namespace, fmt.Sprintf("%s-%05d", rsName, j), rsTmpl, ref, node); err != nil {
