@@ -87,15 +87,17 @@ func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts,
 		}
 		// Owners are the walk's own objects, but for a few (a second owner
 		// outside the tree), read after.
-		owners := map[string]*CascadeOwner{}
+		owners := make(map[string]*CascadeOwner, len(uids))
+		walked := make([]CascadeOwner, len(uids)) // one allocation for them all
 		var outside []string
-		for _, uid := range uids {
+		for i, uid := range uids {
 			o := byUID[uid]
 			if o == nil {
 				continue
 			}
-			owners[uid] = &CascadeOwner{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
+			walked[i] = CascadeOwner{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
 				Deleting: o.Deleting, Finalizers: o.Finalizers}
+			owners[uid] = &walked[i]
 			out.Objects = append(out.Objects, o)
 		}
 		for _, o := range out.Objects {
@@ -204,10 +206,12 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 		var owners []string
 		var ownerAt []int32 // each owner's place in frontier
 		objs := make([]CascadeObject, len(sorted))
+		soleRefs := make([]CascadeRef, len(sorted)) // one allocation for the level's
 		err := eachCascadeObject(ctx, q, sorted, objs, func(i int, o *CascadeObject, mayOwn bool) {
 			byUID[o.UID] = o
 			if r := sole[perm[i]]; r != nil {
-				o.Refs = []CascadeRef{{OwnerRef: *r}}
+				soleRefs[i].OwnerRef = *r
+				o.Refs = soleRefs[i : i+1 : i+1]
 			} else {
 				rest = append(rest, o)
 			}
@@ -230,20 +234,23 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 				return err
 			}
 			defer rows.Close()
+			// Scan's targets escape: one set for every row. The sole
+			// references, and their blockOwnerDeletion, come from slabs.
+			var packed int64
+			var dep string
+			var apiVersion, kind, name sql.NullString
+			var refs refSlab
 			for rows.Next() {
-				var packed int64
-				var dep string
-				var apiVersion, kind, name sql.NullString
 				if err := rows.Scan(&dep, &packed, &apiVersion, &kind, &name); err != nil {
 					return err
 				}
 				at := off + int(packed>>3) // the owner's place in owners
 				f := cascadeFound{owner: ownerAt[at], uid: dep}
 				if packed&4 != 0 {
-					f.ref = &OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[at]}
+					f.ref = refs.next()
+					*f.ref = OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[at]}
 					if b := packed & 3; b != 0 {
-						f.ref.BlockOwnerDeletion = new(bool)
-						*f.ref.BlockOwnerDeletion = b == 2
+						f.ref.BlockOwnerDeletion = refs.bool(b == 2)
 					}
 				}
 				halves[half] = append(halves[half], f)
@@ -283,6 +290,32 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 		frontier, sole = next, nextSole
 	}
 	return order, byUID, cascadeRefs(ctx, q, rest)
+}
+
+// refSlab hands out references, and booleans for their
+// blockOwnerDeletion, from chunks: an allocation for many rather than one
+// each. Those handed out are never moved.
+type refSlab struct {
+	refs  []OwnerRef
+	bools []bool
+}
+
+const refSlabChunk = 256
+
+func (s *refSlab) next() *OwnerRef {
+	if len(s.refs) == cap(s.refs) {
+		s.refs = make([]OwnerRef, 0, refSlabChunk)
+	}
+	s.refs = s.refs[:len(s.refs)+1]
+	return &s.refs[len(s.refs)-1]
+}
+
+func (s *refSlab) bool(v bool) *bool {
+	if len(s.bools) == cap(s.bools) {
+		s.bools = make([]bool, 0, refSlabChunk)
+	}
+	s.bools = append(s.bools, v)
+	return &s.bools[len(s.bools)-1]
 }
 
 // cascadeFound is a dependent a step of the cascade's walk found.
@@ -356,10 +389,10 @@ func cascadeRefs(ctx context.Context, q querier, objs []*CascadeObject) error {
 			return err
 		}
 		defer refs.Close()
+		var k int // Scan's targets escape: one set for every row
+		var r OwnerRef
+		var block sql.NullBool
 		for refs.Next() {
-			var k int
-			var r OwnerRef
-			var block sql.NullBool
 			if err := refs.Scan(&k, &r.APIVersion, &r.Kind, &r.Name, &r.UID, &block); err != nil {
 				return err
 			}

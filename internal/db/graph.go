@@ -293,9 +293,19 @@ type objectRow struct {
 // deleted (2) and named as an owner (1), summed; apiVersion, kind,
 // namespace, name; finalizers (empty for none).
 func splitObjectRow(packed string) (objectRow, error) {
-	f := strings.SplitN(packed, "\x1f", 6)
-	if len(f) != 6 || len(f[0]) != 1 || f[0][0] < '0' || f[0][0] > '3' {
-		return objectRow{}, fmt.Errorf("a row of %d fields, flags %q", len(f), f[0])
+	// Cut by hand: strings.SplitN's slice would be an allocation a row.
+	var f [6]string
+	n, rest := 0, packed
+	for ; n < 5; n++ {
+		field, after, ok := strings.Cut(rest, "\x1f")
+		if !ok {
+			break
+		}
+		f[n], rest = field, after
+	}
+	f[n] = rest
+	if n != 5 || len(f[0]) != 1 || f[0][0] < '0' || f[0][0] > '3' {
+		return objectRow{}, fmt.Errorf("a row of %d fields, flags %q", n+1, f[0])
 	}
 	flags := f[0][0] - '0'
 	return objectRow{namedOwner: flags&1 != 0, deleting: flags&2 != 0, apiVersion: f[1], kind: f[2], namespace: f[3], name: f[4],
@@ -303,19 +313,21 @@ func splitObjectRow(packed string) (objectRow, error) {
 }
 
 // eachObjectRow reads the objects uids and calls fn with each, in their
-// order (i its place in uids); r is nil for one not mirrored. A wide read
+// order (i its place in uids); r is nil for one not mirrored, and is reused
+// for the next row once fn returns. A wide read
 // is split over a paired transaction (splitRead): the second half's rows
 // wait for fn until the first half's are done.
 func eachObjectRow(ctx context.Context, q querier, uids []string, fn func(i int, r *objectRow) error) error {
 	if len(uids) == 0 {
 		return nil
 	}
+	var r objectRow // one for every row: fn keeps none
 	emit := func(i int, packed sql.NullString) error {
 		if !packed.Valid {
 			return fn(i, nil)
 		}
-		r, err := splitObjectRow(packed.String)
-		if err != nil {
+		var err error
+		if r, err = splitObjectRow(packed.String); err != nil {
 			return fmt.Errorf("object %s: %w", uids[i], err)
 		}
 		return fn(i, &r)
@@ -352,11 +364,11 @@ func scanObjectRows(ctx context.Context, q querier, uids []string, fn func(i int
 	}
 	defer rows.Close()
 	i := 0
+	var packed sql.NullString // Scan's target escapes: one for every row
 	for ; rows.Next(); i++ {
 		if i == len(uids) {
 			return errors.New("objects: more rows than UIDs")
 		}
-		var packed sql.NullString
 		if err := rows.Scan(&packed); err != nil {
 			return err
 		}
