@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/app"
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 )
@@ -63,6 +64,9 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int,
 		match = re.MatchString
 	}
 	fmt.Printf("\n== reads: %d mirrored objects, %d audit rows ==\n", objects, auditRows)
+	// The handler runs in this process: with the daemon's collector target.
+	gogc, fromEnv := app.TuneGC(os.Getenv)
+	fmt.Printf("  GOGC %s (%s)\n", gogc, map[bool]string{false: "the daemon's default", true: "from the environment"}[fromEnv])
 	path := filepath.Join(dir, "reads.db")
 	if keep != "" {
 		path = keep

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -60,6 +61,7 @@ const (
 // run is the daemon: it returns when ctx ends (nil) or on a fatal error.
 func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	routeKlog(logger.With("source", "client-go"))
+	gogc, _ := TuneGC(os.Getenv)
 	started := time.Now()
 
 	restCfg, err := cfg.restConfig()
@@ -190,7 +192,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, TLSConfig: tlsConfig}
 
 	logger.Info("kubegcd starting", "version", version(), "server", hidePassword(restCfg.Host, restCfg.Host), "db", store.Path,
-		"listen", ln.Addr().String(), "dry_run", cfg.dryRun, "controllers", strings.Join(cfg.controllers, ","))
+		"listen", ln.Addr().String(), "dry_run", cfg.dryRun, "controllers", strings.Join(cfg.controllers, ","), "gogc", gogc)
 
 	// Each part of the daemon runs in one group, and the first to fail ends
 	// the run: a daemon that can no longer mirror, decide or serve must exit,
