@@ -135,6 +135,12 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 		return err
 	}
 	r.phases.done(fmt.Sprintf("namespaces, CRD, %d other objects created", sc.others))
+	// So are the cascades' pods, which no node runs: beside kwok they
+	// shared the API server with its status patches of the others.
+	if err := b.cascades(ctx); err != nil {
+		return err
+	}
+	r.phases.done(fmt.Sprintf("%d pods of the cascades created, not scheduled", 2*sc.cascadePods))
 	if err := b.nodes(ctx); err != nil {
 		return err
 	}
@@ -162,7 +168,7 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 	if err := b.workloads(ctx); err != nil {
 		return err
 	}
-	r.phases.done(fmt.Sprintf("%d pods created, kwok running beside", sc.pods))
+	r.phases.done(fmt.Sprintf("%d pods created, kwok running beside", sc.pods-2*sc.cascadePods))
 	if err := waitKwok(ctx, kube, "", sc.nodes); err != nil {
 		return err
 	}
@@ -373,8 +379,22 @@ func (b *scaleBuilder) nodes(ctx context.Context) error {
 	return nil
 }
 
-// workloads creates the Deployments, ReplicaSets, Jobs and their pods,
-// the two cascades among them.
+// cascades creates the two cascades' Deployments, ReplicaSets and pods,
+// one for each collector.
+func (b *scaleBuilder) cascades(ctx context.Context) error {
+	start := time.Now()
+	per := (b.sc.cascadePods + b.sc.cascadeDeployments - 1) / b.sc.cascadeDeployments
+	for _, ns := range []string{cascadeNS, kcmCascadeNS} {
+		if err := b.chains(ctx, ns, b.sc.cascadePods, per); err != nil {
+			return err
+		}
+	}
+	printPodsCreated("of the cascades, with their Deployments and ReplicaSets,", 2*b.sc.cascadePods, start)
+	return nil
+}
+
+// workloads creates the other Deployments, ReplicaSets, Jobs and their
+// pods, which kwok runs.
 func (b *scaleBuilder) workloads(ctx context.Context) error {
 	start := time.Now()
 	rest := b.sc.pods - 2*b.sc.cascadePods
@@ -382,19 +402,16 @@ func (b *scaleBuilder) workloads(ctx context.Context) error {
 	if err := b.chains(ctx, "scale", rest-jobs*podsPerJob, podsPerDeployment); err != nil {
 		return err
 	}
-	per := (b.sc.cascadePods + b.sc.cascadeDeployments - 1) / b.sc.cascadeDeployments
-	for _, ns := range []string{cascadeNS, kcmCascadeNS} {
-		if err := b.chains(ctx, ns, b.sc.cascadePods, per); err != nil {
-			return err
-		}
-	}
 	if err := b.jobs(ctx, jobs); err != nil {
 		return err
 	}
-	took := time.Since(start)
-	fmt.Printf("  %d pods with their Deployments, ReplicaSets and Jobs created in %s (%.0f pods/s)\n",
-		b.sc.pods, took.Round(time.Millisecond), float64(b.sc.pods)/took.Seconds())
+	printPodsCreated("with their Deployments, ReplicaSets and Jobs", rest, start)
 	return nil
+}
+
+func printPodsCreated(what string, pods int, start time.Time) {
+	took := time.Since(start)
+	fmt.Printf("  %d pods %s created in %s (%.0f pods/s)\n", pods, what, took.Round(time.Millisecond), float64(pods)/took.Seconds())
 }
 
 func seq(n int) []int {
