@@ -77,6 +77,12 @@ type scaleConfig struct {
 	workers, gcWorkers              int
 }
 
+// cascadesPods counts the pods of both cascades, which no node runs.
+func (sc scaleConfig) cascadesPods() int { return 2 * sc.cascadePods }
+
+// runPods counts the other pods, which kwok runs.
+func (sc scaleConfig) runPods() int { return sc.pods - sc.cascadesPods() }
+
 func fullScale(cfg config) scaleConfig {
 	return scaleConfig{nodes: 2000, pods: 50_000, others: 100_000, cascadeDeployments: 20, cascadePods: 10_000,
 		heartbeat: cfg.heartbeat, workers: cfg.workers, gcWorkers: cfg.gcWorkers}
@@ -140,7 +146,7 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 	if err := b.cascades(ctx); err != nil {
 		return err
 	}
-	r.phases.done(fmt.Sprintf("%d pods of the cascades created, not scheduled", 2*sc.cascadePods))
+	r.phases.done(fmt.Sprintf("%d pods of the cascades created, not scheduled", sc.cascadesPods()))
 	if err := b.nodes(ctx); err != nil {
 		return err
 	}
@@ -168,7 +174,7 @@ func runScale(ctx context.Context, sc scaleConfig, cluster *testcluster.Cluster,
 	if err := b.workloads(ctx); err != nil {
 		return err
 	}
-	r.phases.done(fmt.Sprintf("%d pods created, kwok running beside", sc.pods-2*sc.cascadePods))
+	r.phases.done(fmt.Sprintf("%d pods created, kwok running beside", sc.runPods()))
 	if err := waitKwok(ctx, kube, "", sc.nodes); err != nil {
 		return err
 	}
@@ -389,7 +395,7 @@ func (b *scaleBuilder) cascades(ctx context.Context) error {
 			return err
 		}
 	}
-	printPodsCreated("of the cascades, with their Deployments and ReplicaSets,", 2*b.sc.cascadePods, start)
+	printPodsCreated("of the cascades, with their Deployments and ReplicaSets,", b.sc.cascadesPods(), start)
 	return nil
 }
 
@@ -397,7 +403,7 @@ func (b *scaleBuilder) cascades(ctx context.Context) error {
 // pods, which kwok runs.
 func (b *scaleBuilder) workloads(ctx context.Context) error {
 	start := time.Now()
-	rest := b.sc.pods - 2*b.sc.cascadePods
+	rest := b.sc.runPods()
 	jobs := rest / 4 / podsPerJob
 	if err := b.chains(ctx, "scale", rest-jobs*podsPerJob, podsPerDeployment); err != nil {
 		return err
@@ -409,6 +415,8 @@ func (b *scaleBuilder) workloads(ctx context.Context) error {
 	return nil
 }
 
+// printPodsCreated prints how many pods were created since start, and at
+// what rate.
 func printPodsCreated(what string, pods int, start time.Time) {
 	took := time.Since(start)
 	fmt.Printf("  %d pods %s created in %s (%.0f pods/s)\n", pods, what, took.Round(time.Millisecond), float64(pods)/took.Seconds())
