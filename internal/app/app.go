@@ -64,7 +64,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	gogc, _ := TuneGC(os.Getenv)
 	started := time.Now()
 
-	restCfg, err := cfg.restConfig()
+	restCfg, err := cfg.restConfig(logger.Warn)
 	if err != nil {
 		return err
 	}

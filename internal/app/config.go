@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -379,8 +380,9 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 // restConfig loads the client configuration: --kubeconfig (from the
 // command line or the config file), else the systemd credential
 // "kubeconfig" (LoadCredential=), else $KUBECONFIG, else ~/.kube/config,
-// else the in-cluster service account.
-func (c *runConfig) restConfig() (*rest.Config, error) {
+// else the in-cluster service account. warn says what of the kubeconfig is
+// not used.
+func (c *runConfig) restConfig(warn func(msg string, args ...any)) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.kubeconfig != "" {
 		if _, err := os.Stat(c.kubeconfig); err != nil {
@@ -394,6 +396,7 @@ func (c *runConfig) restConfig() (*rest.Config, error) {
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := loader.ClientConfig()
 	if err == nil {
+		moveServerUserInfo(cfg, warn)
 		return withUserAgent(cfg), nil
 	}
 	if c.kubeconfig == "" && clientcmd.IsEmptyConfig(err) {
@@ -422,6 +425,65 @@ func credentialPath(name string) string {
 		return ""
 	}
 	return p
+}
+
+// moveServerUserInfo takes the user and password out of the server's URL
+// (https://user:password@host), where client-go would quote them in its
+// log lines and errors, and sends them as basic auth, as net/http did
+// from the URL. Beside a credential of the kubeconfig's user they were
+// never sent (that credential set the Authorization header first), and
+// client-go refuses basic auth beside a token, so they are dropped.
+func moveServerUserInfo(cfg *rest.Config, warn func(msg string, args ...any)) {
+	host, user, password, ok := splitUserInfo(cfg.Host)
+	if !ok {
+		return
+	}
+	cfg.Host = host
+	var other string
+	switch {
+	case cfg.BearerToken != "" || cfg.BearerTokenFile != "":
+		other = "a token"
+	case cfg.Username != "":
+		other = "a username and password"
+	case cfg.ExecProvider != nil:
+		other = "an exec plugin"
+	case cfg.AuthProvider != nil:
+		other = "an auth provider"
+	default:
+		cfg.Username, cfg.Password = user, password
+		return
+	}
+	warn("the user and password in the kubeconfig's server URL are not sent: its user authenticates with "+other,
+		"server", host, "user", user)
+}
+
+// splitUserInfo splits the user info off server, a URL or (as client-go
+// takes it) a host without a scheme: ok is false when there is none.
+func splitUserInfo(server string) (host, user, password string, ok bool) {
+	prefix, rest := "", server
+	if i := strings.Index(server, "://"); i >= 0 {
+		prefix, rest = server[:i+3], server[i+3:]
+	}
+	authority, path := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	// The last '@', as net/url finds it: a password may hold one unescaped.
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return server, "", "", false
+	}
+	user, password, _ = strings.Cut(authority[:at], ":")
+	return prefix + authority[at+1:] + path, unescape(user), unescape(password), true
+}
+
+// unescape undoes the URL's percent-encoding of a user or password; one
+// that is not well-formed is taken as written.
+func unescape(s string) string {
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
 }
 
 func withUserAgent(cfg *rest.Config) *rest.Config {

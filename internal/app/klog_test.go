@@ -2,10 +2,13 @@ package app
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/klog/v2"
 )
@@ -47,4 +50,73 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+// TestKlogHidesURLPasswords: a password in the user info of a URL that
+// client-go logs (its throttling line quotes the request's URL) reaches
+// the daemon's log as xxxxx, whatever carries it: the message, a string,
+// a *url.URL, an error, a value bound with WithValues, a group.
+func TestKlogHidesURLPasswords(t *testing.T) {
+	const password = "Pw-LEAK-9f3k"
+	u, err := url.Parse("https://kubeadmin:" + password + "@127.0.0.1:6443/api/v1/namespaces/ns/configmaps/gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		log  func(klog.Logger)
+	}{
+		{"the throttling line", func(l klog.Logger) {
+			l.Info("Waited before sending request", "delay", time.Second, "verb", "GET", "URL", u)
+		}},
+		{"a url.URL value", func(l klog.Logger) { l.Info("request", "URL", *u) }},
+		{"a string", func(l klog.Logger) { l.Info("request", "url", u.String()) }},
+		{"the message", func(l klog.Logger) { l.Info("GET " + u.String() + " failed") }},
+		{"an error", func(l klog.Logger) { l.Error(errors.New("Get \""+u.String()+"\": EOF"), "request failed") }},
+		{"WithValues", func(l klog.Logger) { l.WithValues("server", u.String()).Info("connecting") }},
+		{"a group", func(l klog.Logger) { l.WithName("reflector").WithValues("server", u.String()).V(1).Info("watch") }},
+		{"a password with an @", func(l klog.Logger) { l.Info("request", "url", "https://kubeadmin:p@ss@host/x") }},
+	}
+	for _, format := range []string{logFormatText, logFormatJSON} {
+		for _, tt := range tests {
+			t.Run(format+"/"+tt.name, func(t *testing.T) {
+				var out bytes.Buffer
+				routeKlog(newLogger(&out, slog.LevelDebug, format).With("source", "client-go"))
+				t.Cleanup(func() { routeKlog(slog.Default()) })
+				tt.log(klog.Background())
+				got := out.String()
+				if got == "" {
+					t.Fatal("nothing logged")
+				}
+				for _, secret := range []string{password, "p@ss"} {
+					if strings.Contains(got, secret) {
+						t.Errorf("the password is in the log: %s", got)
+					}
+				}
+				if !strings.Contains(got, "kubeadmin:xxxxx@") {
+					t.Errorf("no kubeadmin:xxxxx@ in the log: %s", got)
+				}
+			})
+		}
+	}
+}
+
+// TestRedactURLPasswords: only the password of a URL's user info is
+// hidden; ports, e-mail addresses and URLs without one stay as they are.
+func TestRedactURLPasswords(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://u:p@h:6443/x", "https://u:xxxxx@h:6443/x"},
+		{"https://u:p@ss@h/x?a=b@c", "https://u:xxxxx@h/x?a=b@c"},
+		{`Get "https://u:p@h/x": EOF, then https://v:q@k`, `Get "https://u:xxxxx@h/x": EOF, then https://v:xxxxx@k`},
+		{"https://u:p@h1,https://v:q@h2", "https://u:xxxxx@h1,https://v:xxxxx@h2"},
+		{"https://u@h:6443/x", "https://u@h:6443/x"},
+		{"https://h:6443/x", "https://h:6443/x"},
+		{"https://h:6443 mail a@b", "https://h:6443 mail a@b"},
+		{"user:pw@host without a scheme", "user:pw@host without a scheme"},
+	}
+	for _, tt := range tests {
+		if got := redactURLPasswords(tt.in); got != tt.want {
+			t.Errorf("redactURLPasswords(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
 }
