@@ -17,7 +17,7 @@ const (
 // would do if the object were deleted now with ?propagation= (background
 // unless given), from the mirror alone.
 func (s *server) cascade(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only("propagation", "limit")
 	propagation := q.str("propagation")
 	if propagation == "" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,8 @@ var fuzzPaths = []string{"/pending", "/audit", "/graph", "/objects", "/objects/u
 
 // FuzzQueryParameters: whatever the query string, an endpoint answers 200,
 // 400 or 404 with JSON (an error message when not 200), never a 500 and
-// never a panic (the recoverer would turn one into a 500).
+// never a panic (the recoverer would turn one into a 500); one that
+// url.ParseQuery refuses is a 400, never an answer to the pairs left.
 func FuzzQueryParameters(f *testing.F) {
 	srv, _ := testServer(f)
 	h := srv.Config.Handler
@@ -35,6 +37,9 @@ func FuzzQueryParameters(f *testing.F) {
 		case http.StatusOK, http.StatusBadRequest, http.StatusNotFound:
 		default:
 			t.Fatalf("GET %s?%s: %d %s", path, rawQuery, rec.Code, rec.Body)
+		}
+		if _, err := url.ParseQuery(rawQuery); err != nil && rec.Code != http.StatusBadRequest {
+			t.Fatalf("GET %s?%s: %d, want 400 for a malformed query string (%v)", path, rawQuery, rec.Code, err)
 		}
 		if path == "/metrics" || (path == "/graph" && rec.Code == http.StatusOK && strings.Contains(rawQuery, "dot")) {
 			return // not JSON

@@ -37,7 +37,7 @@ var graphFormats = map[string]bool{"json": true, "dot": true}
 // in the format of kube-controller-manager's
 // /debug/controllers/garbagecollector/graph; with ?at=, as it stood then.
 func (s *server) graph(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only("namespace", "uid", "limit", "format", "at")
 	// The whole graph streams, so it may be as large as the cluster; a
 	// filtered one is built in memory, within graphMaxLimit.
@@ -291,7 +291,7 @@ func (s *server) objectReadFailed(w http.ResponseWriter, r *http.Request, uid st
 // object serves GET /objects/{uid}: what the mirror knows around one object
 // and why it is, or is not, pending.
 func (s *server) object(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only()
 	if q.err != nil {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())

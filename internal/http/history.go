@@ -11,7 +11,10 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
@@ -36,6 +39,19 @@ var knownOutcomes = map[string]bool{
 type query struct {
 	v   url.Values
 	err error
+}
+
+// newQuery parses r's query string. r.URL.Query() drops the pairs it
+// cannot parse ("limit=5;drop", "%zz") and keeps the rest, which would
+// turn a filter the client sent into none; here they are the request's
+// error.
+func newQuery(r *http.Request) *query {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	q := &query{v: v}
+	if err != nil {
+		q.fail("malformed query string: %v", err)
+	}
+	return q
 }
 
 func (q *query) fail(format string, args ...any) {
@@ -86,6 +102,43 @@ func (q *query) token(name string) string {
 
 var tokenRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,99}$`)
 
+// resourceRef reads a kind as kubectl takes it (a kind, a resource or a
+// short name, alone or followed by "." and its group) in token's
+// characters; a group is a DNS subdomain of up to 253, so it may be longer
+// than a token.
+func (q *query) resourceRef(name string) string {
+	s := q.str(name)
+	if s != "" && !resourceRefRE.MatchString(s) {
+		q.fail("invalid %s %q: want a kind, a resource or a short name, alone or followed by . and its group", name, s)
+	}
+	return s
+}
+
+var resourceRefRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,99}(\.[A-Za-z0-9][A-Za-z0-9.-]{0,252})?$`)
+
+// apiVersion reads an apiVersion and returns its group: group/version, or
+// v1 alone for the core group, as Kubernetes could serve them (a group is
+// a DNS subdomain, a version a DNS label; the core group has only v1).
+// Anything else names nothing, and is an error rather than an empty or,
+// worse, unfiltered answer.
+func (q *query) apiVersion(name string) (group string, ok bool) {
+	s := q.str(name)
+	if s == "" {
+		return "", false
+	}
+	group, version, grouped := strings.Cut(s, "/")
+	if !grouped {
+		group, version = "", s
+	}
+	switch {
+	case !grouped && version != "v1":
+		q.fail("invalid %s %q: the core group has only v1; want group/version, such as apps/v1, or v1", name, s)
+	case grouped && len(validation.IsDNS1123Subdomain(group)) > 0, grouped && len(validation.IsDNS1035Label(version)) > 0:
+		q.fail("invalid %s %q: want group/version, such as apps/v1, or v1 for the core group", name, s)
+	}
+	return group, true
+}
+
 func (q *query) limit(def, max int) int {
 	s := q.str("limit")
 	if s == "" {
@@ -127,7 +180,7 @@ type pendingItem struct {
 var pendingOrders = map[string]bool{"oldest": true, "newest": true}
 
 func (s *server) pending(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only("controller", "namespace", "kind", "order", "limit", "cursor")
 	f := db.PendingFilter{
 		Controller: q.oneOf("controller", knownControllers),
@@ -205,7 +258,7 @@ type auditJSON struct {
 }
 
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only("controller", "namespace", "uid", "kind", "rule", "outcome", "since", "until", "limit", "cursor")
 	f := db.AuditFilter{
 		Controller: q.oneOf("controller", knownControllers),
@@ -249,7 +302,7 @@ type leasesJSON struct {
 }
 
 func (s *server) leases(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only("namespace", "expired")
 	f := db.LeaseFilter{Namespace: q.str("namespace")}
 	var expired *bool

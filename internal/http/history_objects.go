@@ -45,7 +45,7 @@ type objectHistoryJSON struct {
 // objectHistory serves GET /objects/{uid}/history: the object's lifecycle
 // and the decisions about it, also after it is gone.
 func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only()
 	if q.err != nil {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())

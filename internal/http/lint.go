@@ -24,7 +24,7 @@ var lintSeverities = map[string]bool{
 // of every rule from the latest count of the whole mirror (s.lintCounts),
 // with its time.
 func (s *server) lint(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only("rule", "namespace", "severity", "limit")
 	f := diagnose.LintFilter{
 		Namespace: q.str("namespace"),

@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 )
@@ -21,10 +20,10 @@ type lookupJSON struct {
 // lookup serves GET /objects: objects by kind (or plural), and optionally
 // apiVersion, namespace and name, each with its uid for /objects/{uid}.
 func (s *server) lookup(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only("kind", "apiVersion", "namespace", "name", "limit")
 	f := db.LookupFilter{
-		Kind:      q.str("kind"),
+		Kind:      q.resourceRef("kind"),
 		Namespace: q.str("namespace"),
 		Name:      q.str("name"),
 		Limit:     q.limit(lookupDefaultLimit, lookupMaxLimit),
@@ -32,14 +31,7 @@ func (s *server) lookup(w http.ResponseWriter, r *http.Request) {
 	if f.Kind == "" {
 		q.fail("kind is required (a kind such as Deployment, or a resource such as deployments)")
 	}
-	if av := q.str("apiVersion"); av != "" {
-		group, version, ok := strings.Cut(av, "/")
-		if !ok {
-			group, version = "", av
-		}
-		if group == "" && ok || version == "" || strings.Contains(version, "/") {
-			q.fail("invalid apiVersion %q: want group/version, or a version of the core group such as v1", av)
-		}
+	if group, ok := q.apiVersion("apiVersion"); ok {
 		f.Group = &group
 	}
 	if q.err != nil {

@@ -298,7 +298,7 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 // noQuery refuses every query parameter.
 func noQuery(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := &query{v: r.URL.Query()}
+		q := newQuery(r)
 		q.only()
 		if q.err != nil {
 			writeError(w, r, http.StatusBadRequest, q.err.Error())

@@ -26,7 +26,7 @@ type stuckJSON struct {
 }
 
 func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
-	q := &query{v: r.URL.Query()}
+	q := newQuery(r)
 	q.only("namespace", "kind", "minAge", "limit")
 	minAge := s.StuckAfter
 	if v := q.str("minAge"); v != "" {
@@ -36,7 +36,7 @@ func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
 		}
 		minAge = d
 	}
-	f := db.StuckFilter{Namespace: q.str("namespace"), Kind: q.str("kind"), Limit: q.limit(500, 10000)}
+	f := db.StuckFilter{Namespace: q.str("namespace"), Kind: q.token("kind"), Limit: q.limit(500, 10000)}
 	if q.err != nil {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
