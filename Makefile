@@ -99,7 +99,7 @@ test: build kube-bins $(BIN)/kwok systemd-analyze chromium ## run every test, en
 # Fuzz targets, as package:Target; `make test` runs each for TEST_FUZZTIME,
 # `make fuzz FUZZTIME=10m` for as long as asked. A failing input is kept
 # under the package's testdata/fuzz/, where the plain tests replay it.
-FUZZ_TARGETS  := internal/http:FuzzQueryParameters internal/http:FuzzDOTQuote internal/gcrules:FuzzClassify \
+FUZZ_TARGETS  := internal/http:FuzzQueryParameters internal/http:FuzzRequestMetrics internal/http:FuzzDOTQuote internal/gcrules:FuzzClassify \
 	internal/app:FuzzConfigFile internal/cli:FuzzParseObjectRef
 FUZZTIME      ?= 1m
 TEST_FUZZTIME ?= 5s

@@ -175,6 +175,9 @@ type server struct {
 	uiETags map[string]string
 	// lintCounts is Options.LintCounter, or the handler's own.
 	lintCounts *LintCounter
+	// routes are the patterns the router serves: the request metrics'
+	// route label takes no other value.
+	routes map[string]bool
 }
 
 // NewHandler returns the daemon's HTTP handler.
@@ -257,6 +260,14 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
 	})
+	s.routes = map[string]bool{}
+	err := chi.Walk(root, func(_ string, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		s.routes[route] = true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	return root, nil
 }
 
@@ -507,21 +518,36 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// instrument records latency by chi route pattern, never by raw path.
+// standardMethods are the methods the request metrics name: those of
+// RFC 9110 and PATCH. Any other is counted as "OTHER".
+var standardMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true, http.MethodPatch: true,
+	http.MethodDelete: true, http.MethodConnect: true, http.MethodOptions: true, http.MethodTrace: true,
+}
+
+// instrument records latency by route pattern, method and status code.
+// Every request is counted, those refused for their Host or credentials
+// too, so each label comes from a closed set that no client can grow: a
+// pattern the router serves or "unmatched", a standard method or "OTHER",
+// and the status code the server chose.
 func (s *server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		start := time.Now()
 		next.ServeHTTP(ww, r)
 		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		if rc := chi.RouteContext(r.Context()); rc != nil && s.routes[rc.RoutePattern()] {
 			route = rc.RoutePattern()
+		}
+		method := r.Method
+		if !standardMethods[method] {
+			method = "OTHER"
 		}
 		code := ww.Status()
 		if code == 0 {
 			code = http.StatusOK
 		}
-		s.requests.WithLabelValues(route, r.Method, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+		s.requests.WithLabelValues(route, method, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
 	})
 }
 
