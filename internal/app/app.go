@@ -189,7 +189,9 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		// Past the handlers' own 30 s: the time to send a large answer to
 		// a slow client, who then cannot hold it (and its memory) forever.
-		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, TLSConfig: tlsConfig}
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, TLSConfig: tlsConfig,
+		// Go's own errors (TLS handshakes...) in the log's format, bounded.
+		ErrorLog: newServerErrorLog(httpLog)}
 
 	logger.Info("kubegcd starting", "version", version(), "server", hidePassword(restCfg.Host, restCfg.Host), "db", store.Path,
 		"listen", ln.Addr().String(), "dry_run", cfg.dryRun, "controllers", strings.Join(cfg.controllers, ","), "gogc", gogc)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Log formats --log-format takes. auto is journal when stderr is the
@@ -141,4 +144,68 @@ func (h *journalHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *journalHandler) WithGroup(name string) slog.Handler {
 	return &journalHandler{text: h.text.WithGroup(name), out: h.out}
+}
+
+// Go's HTTP server reports what no handler sees (a failed TLS handshake,
+// an accept error, a panic outside the handlers) through its ErrorLog;
+// left nil, that is the standard logger, which writes plain lines to
+// stderr whatever --log-format says. serverErrorsPerMinute bounds them:
+// any client can cause one per connection.
+const serverErrorsPerMinute = 10
+
+// newServerErrorLog is an http.Server's ErrorLog that writes through
+// logger, at most serverErrorsPerMinute lines a minute; how many more
+// there were is logged when the minute ends.
+func newServerErrorLog(logger *slog.Logger) *log.Logger {
+	return log.New(&serverErrors{logger: logger, limit: serverErrorsPerMinute, window: time.Minute,
+		now: time.Now, afterFunc: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}, "", 0)
+}
+
+// serverErrors logs each line log.Logger writes (one Write a line), up to
+// limit in a window.
+type serverErrors struct {
+	logger    *slog.Logger
+	limit     int
+	window    time.Duration
+	now       func() time.Time
+	afterFunc func(time.Duration, func())
+
+	mu      sync.Mutex
+	start   time.Time // of the current window
+	logged  int       // in the current window
+	dropped int       // not logged, not yet reported
+}
+
+func (s *serverErrors) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if now.Sub(s.start) >= s.window {
+		s.reportDropped()
+		s.start, s.logged = now, 0
+	}
+	if s.logged >= s.limit {
+		s.dropped++
+		if s.dropped == 1 {
+			// Said even if no line follows to say it.
+			s.afterFunc(s.start.Add(s.window).Sub(now), s.flush)
+		}
+		return len(p), nil
+	}
+	s.logged++
+	s.logger.Warn("http server error", "err", strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+func (s *serverErrors) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reportDropped()
+}
+
+func (s *serverErrors) reportDropped() {
+	if s.dropped > 0 {
+		s.logger.Warn("more http server errors, not logged", "count", s.dropped, "limit_per_minute", s.limit)
+		s.dropped = 0
+	}
 }

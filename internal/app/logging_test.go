@@ -2,14 +2,17 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -117,5 +120,61 @@ func TestFatalLineInJournal(t *testing.T) {
 				t.Errorf("exit %d, last line %q; want %d and a line starting %q", code, last, exitError, want)
 			}
 		})
+	}
+}
+
+// TestServerErrorLog: the HTTP server's own errors become lines of the
+// daemon's log format, at most the limit a window; the count of the rest
+// follows when the window ends, with the next line or, without one, from
+// a timer.
+func TestServerErrorLog(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1_000_000, 0)
+	var timers []time.Duration
+	var fire func()
+	s := &serverErrors{logger: newLogger(&buf, slog.LevelInfo, logFormatJSON), limit: 3, window: time.Minute,
+		now: func() time.Time { return now }, afterFunc: func(d time.Duration, f func()) { timers, fire = append(timers, d), f }}
+	errorLog := log.New(s, "", 0)
+
+	for i := range 5 {
+		errorLog.Printf("http: TLS handshake error from 127.0.0.1:%d: EOF", 40000+i)
+	}
+	now = now.Add(20 * time.Second)
+	errorLog.Printf("http: TLS handshake error from 127.0.0.1:40005: EOF")
+	now = now.Add(40 * time.Second) // the next window
+	errorLog.Printf("http: TLS handshake error from 127.0.0.1:40006: EOF")
+	for range 2 {
+		errorLog.Printf("http: TLS handshake error from 127.0.0.1:40007: EOF")
+	}
+	errorLog.Printf("http: TLS handshake error from 127.0.0.1:40008: EOF") // dropped, said by the timer
+	fire()
+
+	var got []string
+	for line := range strings.Lines(buf.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		what := rec["err"]
+		if what == nil {
+			what = rec["count"]
+		}
+		got = append(got, fmt.Sprintf("%v %v: %v", rec["level"], rec["msg"], what))
+	}
+	want := []string{
+		"WARN http server error: http: TLS handshake error from 127.0.0.1:40000: EOF",
+		"WARN http server error: http: TLS handshake error from 127.0.0.1:40001: EOF",
+		"WARN http server error: http: TLS handshake error from 127.0.0.1:40002: EOF",
+		"WARN more http server errors, not logged: 3",
+		"WARN http server error: http: TLS handshake error from 127.0.0.1:40006: EOF",
+		"WARN http server error: http: TLS handshake error from 127.0.0.1:40007: EOF",
+		"WARN http server error: http: TLS handshake error from 127.0.0.1:40007: EOF",
+		"WARN more http server errors, not logged: 1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log lines (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]time.Duration{time.Minute, time.Minute}, timers); diff != "" {
+		t.Errorf("timers set for the end of each window (-want +got):\n%s", diff)
 	}
 }
