@@ -89,6 +89,12 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		return err
 	}
 	defer store.Close()
+	// Which file the path names: one deleted or replaced while kubegcd
+	// runs ends the run (the part "database file").
+	dbFile, err := store.WatchFile()
+	if err != nil {
+		return err
+	}
 	// The API reads through connections of its own: however many clients
 	// ask, the controllers' reads never wait behind theirs.
 	apiStore, err := db.Open(ctx, cfg.dbPath, db.Options{ReadOnly: true, ReadConns: apiReadConns, MapReads: true})
@@ -177,7 +183,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		Profiling:               cfg.profiling,
 		AllowedHosts:            cfg.allowedHosts,
 		Controllers:             ctrls,
-		Ledger:                  ctrls.applier,
+		Ledger:                  dbFileLedger{ctrls.applier, dbFile},
 		Releaser:                applierView{ctrls.applier},
 		StuckAfter:              cfg.stuckAfter,
 		GC:                      cfg.garbageCollector(),
@@ -246,6 +252,9 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 			return nil
 		}
 	})
+	// A stat every 2 s: the writes that go to a file nobody will read
+	// again are those of a few seconds at most.
+	part("database file", func() error { return dbFile.Watch(work, 2*time.Second) })
 	part("ingest", func() error {
 		if err := ing.Run(work); err != nil {
 			return fmt.Errorf("ingest: %w", err)
@@ -281,4 +290,19 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}
 	logger.Info("kubegcd stopped")
 	return nil
+}
+
+// dbFileLedger is the applier's ledger, unavailable also while the
+// database file is gone: its audit rows would be written to a file no
+// start opens again, and /readyz says so until the run ends.
+type dbFileLedger struct {
+	kubehttp.Ledger
+	file *db.FileWatch
+}
+
+func (l dbFileLedger) LedgerError() error {
+	if err := l.file.Check(); err != nil {
+		return err
+	}
+	return l.Ledger.LedgerError()
 }

@@ -1,0 +1,77 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+)
+
+// ErrFileGone matches (errors.Is) the error of a database file that was
+// deleted, moved away or replaced while in use.
+var ErrFileGone = errors.New("database file gone")
+
+// FileWatch tells whether a database's path still names the file that was
+// opened. A file deleted or replaced under a running kubegcd keeps taking
+// its writes, the audit history and the intents among them (SQLite holds
+// it open), but nothing will read them again: the next start opens
+// whatever the path names then.
+type FileWatch struct {
+	path   string
+	opened os.FileInfo
+}
+
+// WatchFile records which file d's path names now; call it right after
+// Open, while the connections Open made hold that file.
+func (d *DB) WatchFile() (*FileWatch, error) {
+	fi, err := os.Stat(d.Path)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", d.Path, err)
+	}
+	return &FileWatch{path: d.Path, opened: fi}, nil
+}
+
+// Check returns nil while the path names the file opened (same device and
+// inode: SQLite keeps that file open, so its inode cannot be reused);
+// otherwise an error that Is ErrFileGone and says what became of it. A
+// path it cannot look at for another reason (a permission taken away) is
+// not taken for gone: a later check decides.
+func (w *FileWatch) Check() error {
+	fi, err := os.Stat(w.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return fileGone{fmt.Sprintf("database %s was deleted or moved away while kubegcd ran: what it wrote since is in no file "+
+			"a start will open; the next start creates the file afresh and lists the cluster again", w.path)}
+	case err != nil:
+		return nil
+	case !os.SameFile(fi, w.opened):
+		return fileGone{fmt.Sprintf("database %s was replaced by another file while kubegcd ran: what it wrote since went "+
+			"to the old one; the next start opens the new one", w.path)}
+	}
+	return nil
+}
+
+// Watch checks the file every period until ctx ends (nil) or the file is
+// gone (Check's error).
+func (w *FileWatch) Watch(ctx context.Context, period time.Duration) error {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := w.Check(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+type fileGone struct{ msg string }
+
+func (g fileGone) Error() string        { return g.msg }
+func (g fileGone) Is(target error) bool { return target == ErrFileGone }

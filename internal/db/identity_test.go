@@ -1,0 +1,103 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFileWatch: a database file deleted, moved away or replaced under an
+// open DB is reported, with what became of it; writes, checkpoints and a
+// file touched in place are not.
+func TestFileWatch(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(t *testing.T, path string)
+		want   string // in the error; "" for none
+	}{
+		{"written and checkpointed", func(*testing.T, string) {}, ""},
+		{"touched", func(t *testing.T, path string) {
+			now := time.Now()
+			if err := os.Chtimes(path, now, now); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+		{"deleted", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, "was deleted or moved away"},
+		{"moved away", func(t *testing.T, path string) {
+			if err := os.Rename(path, path+".old"); err != nil {
+				t.Fatal(err)
+			}
+		}, "was deleted or moved away"},
+		{"replaced", func(t *testing.T, path string) {
+			other := filepath.Join(filepath.Dir(path), "restored.db")
+			if err := os.WriteFile(other, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(other, path); err != nil {
+				t.Fatal(err)
+			}
+		}, "was replaced by another file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := openTemp(t)
+			w, err := d.WatchFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Check(); err != nil {
+				t.Fatalf("just opened: %v", err)
+			}
+			fillDB(t, d, 100)
+			if _, err := d.write.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+				t.Fatal(err)
+			}
+			tt.change(t, d.Path)
+			err = w.Check()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Check: %v", err)
+			case tt.want != "" && (!errors.Is(err, ErrFileGone) || !strings.Contains(err.Error(), tt.want) ||
+				!strings.Contains(err.Error(), d.Path)):
+				t.Errorf("Check: %v, want an ErrFileGone naming %s and saying %q", err, d.Path, tt.want)
+			}
+		})
+	}
+}
+
+// TestFileWatchWatch: Watch returns the file's error within a period of
+// its deletion, and nil when its context ends.
+func TestFileWatchWatch(t *testing.T) {
+	d := openTemp(t)
+	w, err := d.WatchFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Watch(ctx, 10*time.Millisecond); err != nil {
+		t.Errorf("Watch after its context ended: %v", err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- w.Watch(context.Background(), 10*time.Millisecond) }()
+	if err := os.Remove(d.Path); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrFileGone) {
+			t.Errorf("Watch: %v, want ErrFileGone", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Watch did not notice the deleted file within 10s")
+	}
+}
