@@ -43,7 +43,9 @@ type DB struct {
 
 	write *sql.DB
 	read  *sql.DB
-	lock  *os.File
+	// stream serves the walks of the whole graph (see Options.StreamConns).
+	stream *sql.DB
+	lock   *os.File
 	// unpreparedWrites counts write statements prepared in their
 	// transaction rather than taken from writeStmts (see txStmt).
 	unpreparedWrites atomic.Int64
@@ -84,6 +86,12 @@ type Options struct {
 	ReadOnly bool
 	// ReadConns bounds the read connections (default 8).
 	ReadConns int
+	// StreamConns bounds the connections of the walks of the whole graph
+	// (WalkGraph; default 2), a pool apart from ReadConns: a walk lasts as
+	// long as its reader takes, and must never hold a connection the short
+	// reads need. They are opened at the first walk and do not map the
+	// file, since a walk reads every page of the graph once.
+	StreamConns int
 	// MapReads maps the database file into memory for the reads
 	// (mmap_size) instead of a pread and a copy per page: a read that hops
 	// through B-trees costs a fifth less, but every page a connection has
@@ -157,6 +165,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := openReads(ctx, d.read, min(2, readConns)); err != nil {
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
+	if d.stream, err = openPoolWith(cmp.Or(opts.Driver, "sqlite"), path, true, false); err != nil {
+		return nil, err
+	}
+	d.stream.SetMaxOpenConns(cmp.Or(opts.StreamConns, 2))
+	// Walks are rare: their connections, and the page caches they filled,
+	// go once idle.
+	d.stream.SetConnMaxIdleTime(time.Minute)
 	if !opts.ReadOnly {
 		if err := d.warmWrites(ctx); err != nil {
 			return nil, fmt.Errorf("database %s: %w", path, err)
@@ -209,6 +224,9 @@ func (d *DB) Close() error {
 	d.writeStmts.close()
 	if d.read != nil {
 		errs = append(errs, d.read.Close())
+	}
+	if d.stream != nil {
+		errs = append(errs, d.stream.Close())
 	}
 	if d.write != nil {
 		errs = append(errs, d.write.Close())

@@ -79,7 +79,12 @@ type querier interface {
 // snapshot of the mirror while ingestion keeps writing. A read-only
 // transaction begins DEFERRED: it never takes the write lock.
 func (d *DB) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := d.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	return readTxOn(ctx, d.read, fn)
+}
+
+// readTxOn is readTx on the connections of pool.
+func readTxOn(ctx context.Context, pool *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := pool.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}

@@ -33,12 +33,14 @@ type GraphWalk struct {
 // WalkGraph reads the whole ownership graph, its first limit nodes by UID,
 // from one snapshot, handing each node and edge to w as it is read: the
 // graph of a million objects is never held in memory. The snapshot is held
-// until the walk ends, so a slow reader delays checkpoints, not writes.
+// until the walk ends, so a slow reader delays checkpoints, not writes; it
+// is read through the walks' own connections (Options.StreamConns), so a
+// slow reader holds none of the short reads'.
 func (d *DB) WalkGraph(ctx context.Context, limit int, w GraphWalk) error {
 	if limit <= 0 {
 		limit = 10000
 	}
-	err := d.readTx(ctx, func(tx *sql.Tx) error {
+	err := readTxOn(ctx, d.stream, func(tx *sql.Tx) error {
 		// The last UID kept, and whether one follows it: the nodes and the
 		// edges are then read up to it.
 		rows, err := tx.QueryContext(ctx, `SELECT uid FROM (`+allGraphUIDs("")+`) ORDER BY uid LIMIT 2 OFFSET ?`, limit-1)
