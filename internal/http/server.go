@@ -233,7 +233,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	root.Use(middleware.RequestID, s.logRequests, s.recoverer)
 	guard := chi.Middlewares{s.instrument, s.checkHost, securityHeaders, s.authenticate, limitInflight(opts.MaxInflight)}
 	if opts.Profiling {
-		root.With(guard...).Mount("/debug", middleware.Profiler())
+		root.With(guard...).Mount("/debug/pprof", s.profiler())
 	}
 	r := root.With(append(chi.Middlewares{middleware.Timeout(cmp.Or(opts.RequestTimeout, 30*time.Second))}, guard...)...)
 
