@@ -231,7 +231,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 
 	root := chi.NewRouter()
 	root.Use(middleware.RequestID, s.logRequests, s.recoverer)
-	guard := chi.Middlewares{s.instrument, s.checkHost, securityHeaders, s.authenticate, limitInflight(opts.MaxInflight)}
+	// securityHeaders first: every answer carries them, refusals included.
+	guard := chi.Middlewares{securityHeaders, s.instrument, s.checkHost, s.authenticate, limitInflight(opts.MaxInflight)}
 	if opts.Profiling {
 		root.With(guard...).Mount("/debug/pprof", s.profiler())
 	}
