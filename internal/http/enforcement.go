@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // The release endpoint's answers besides success; a Releaser wraps one of
@@ -44,6 +45,11 @@ type releaseRequest struct {
 // maxReasonLen bounds the reason an operator gives: it is stored as is.
 const maxReasonLen = 1000
 
+// maxWhoLen bounds each part of who asked for a release that comes from
+// the request (the caller's name, the User-Agent): the audit row and the
+// log keep them, and a client picks them.
+const maxWhoLen = 256
+
 // release is POST /enforcement/release. Until the API authenticates, it
 // takes only a JSON body: a browser cannot send one to another origin
 // without a CORS preflight, which kubegcd never grants, so a page the
@@ -64,6 +70,12 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, "invalid body: want {\"reason\": \"...\"}: "+err.Error())
 		return
 	}
+	// One object, then only white space: a second one would be ignored,
+	// and the client would not learn which reason was recorded.
+	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
+		writeError(w, r, http.StatusBadRequest, "invalid body: data after the JSON object: want one {\"reason\": \"...\"}")
+		return
+	}
 	req.Reason = strings.TrimSpace(req.Reason)
 	if len(req.Reason) > maxReasonLen {
 		writeError(w, r, http.StatusBadRequest, "reason too long: at most 1000 bytes")
@@ -71,10 +83,10 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	}
 	by := r.RemoteAddr
 	if who := Caller(r.Context()); who != "" {
-		by = who + " from " + by
+		by = clip(who, maxWhoLen) + " from " + by
 	}
 	if ua := r.UserAgent(); ua != "" {
-		by += " (" + ua + ")"
+		by += " (" + clip(ua, maxWhoLen) + ")"
 	}
 	err := s.Releaser.Release(r.Context(), req.Reason, by)
 	switch {
@@ -89,4 +101,20 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.internalError(w, r, err)
 	}
+}
+
+// clip returns s, its invalid UTF-8 replaced, or if it is longer than n
+// bytes its start cut on a rune boundary and marked with "…", n bytes at
+// most in all.
+func clip(s string, n int) string {
+	const mark = "…"
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	end := n - len(mark)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + mark
 }

@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -59,6 +62,14 @@ func TestRelease(t *testing.T) {
 		{name: "form post, as a browser sends across origins", contentType: "text/plain", body: `{"reason": "x"}`, code: 415,
 			wantError: "Content-Type: application/json"},
 		{name: "unknown field", contentType: "application/json", body: `{"reasons": "x"}`, code: 400, wantError: "invalid body"},
+		{name: "a second object", contentType: "application/json", body: `{"reason":"x"}{"reason":"y"}`, code: 400,
+			wantError: "invalid body: data after the JSON object"},
+		{name: "text after the object", contentType: "application/json", body: `{"reason":"x"} and more`, code: 400,
+			wantError: "invalid body"},
+		{name: "a stray brace after the object", contentType: "application/json", body: `{"reason":"x"}}`, code: 400,
+			wantError: "invalid body"},
+		{name: "white space after the object", contentType: "application/json", body: "{\"reason\":\"x\"} \r\n\t\n", code: 200,
+			wantReason: "x"},
 		{name: "reason too long", contentType: "application/json", body: `{"reason": "` + strings.Repeat("x", 1001) + `"}`, code: 400,
 			wantError: "reason too long"},
 		{name: "nothing held", contentType: "application/json", body: `{}`, code: 409,
@@ -125,6 +136,57 @@ func TestReadyzReportsTheAuditStore(t *testing.T) {
 			_ = json.Unmarshal(body, &e)
 			if r.StatusCode != tc.code || e.Error != tc.want {
 				t.Fatalf("/readyz %d %s, want %d %q", r.StatusCode, body, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// What the release's audit row records of who asked is bounded, as its
+// reason is: the User-Agent and the caller's name are cut, on a UTF-8
+// boundary and marked, so that a client cannot store 60 KB in the row.
+func TestReleaseCapsWhoAsked(t *testing.T) {
+	longName := strings.Repeat("n", 5000)
+	tokenFile := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokenFile, []byte("release-test-token,"+longName+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := LoadTokens(tokenFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := &fakeReleaser{}
+	h, err := NewHandler(Options{Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), Releaser: rel, Tokens: tokens,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, userAgent string
+		wantUA          string // in by, between parentheses
+	}{
+		{"a short User-Agent is kept", "kubegcd/1.0", "kubegcd/1.0"},
+		{"60 KB of two-byte runes", strings.Repeat("é", 30000), strings.Repeat("é", 126) + "…"},
+		{"one byte over", strings.Repeat("a", maxWhoLen+1), strings.Repeat("a", maxWhoLen-len("…")) + "…"},
+		{"at the bound", strings.Repeat("a", maxWhoLen), strings.Repeat("a", maxWhoLen)},
+		{"not UTF-8", "a\xff\xfeb", "a\uFFFDb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/enforcement/release", strings.NewReader(`{"reason":"x"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer release-test-token")
+			req.Header.Set("User-Agent", tc.userAgent)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("release: %d %s", rec.Code, rec.Body)
+			}
+			wantCaller := longName[:maxWhoLen-len("…")] + "…"
+			want := wantCaller + " from " + req.RemoteAddr + " (" + tc.wantUA + ")"
+			if rel.by != want {
+				t.Errorf("by = %.80q… (%d bytes), want %.80q… (%d bytes)", rel.by, len(rel.by), want, len(want))
+			}
+			if !utf8.ValidString(rel.by) {
+				t.Errorf("by is not valid UTF-8: %q", rel.by)
 			}
 		})
 	}
