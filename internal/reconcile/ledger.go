@@ -209,9 +209,21 @@ func (a *Applier) probe(ctx context.Context) bool {
 	}
 	err := a.flush(ctx)
 	if err == nil {
-		pausedFor := a.opts.Now().Sub(since).Round(time.Second)
+		// First a write that changes nothing but takes the write lock: it
+		// commits once no other process holds the database and the writes
+		// queued before it are through. Only then is the row dated: dated
+		// before a write that waits on the lock, it would say when the
+		// waiting began, and a pause of 0s (the first probe runs as the
+		// store fails). The row's own write needs new pages, so a disk
+		// still full refuses it.
+		err = a.opts.DB.ClearPending(ctx, db.ControllerKubegcd, "")
+	}
+	var pausedFor time.Duration
+	if err == nil {
+		resumed := a.opts.Now()
+		pausedFor = resumed.Sub(since).Round(time.Second)
 		err = a.opts.DB.InsertAudit(ctx, a.event(db.ControllerKubegcd, ruleAuditStore, db.ActionResume,
-			fmt.Sprintf("the audit history can be written again after %s: enforcement resumes", pausedFor), a.opts.Now(),
+			fmt.Sprintf("the audit history can be written again after %s: enforcement resumes", pausedFor), resumed,
 			map[string]any{"pausedSince": since.UTC(), "cause": cause}))
 	}
 	if err != nil {
@@ -232,8 +244,7 @@ func (a *Applier) probe(ctx context.Context) bool {
 	a.metrics.paused.WithLabelValues(pauseAuditStore).Set(0)
 	a.broadcastLocked()
 	a.mu.Unlock()
-	a.log.Info("enforcement resumed", "cause", pauseAuditStore, "paused_for", a.opts.Now().Sub(since).Round(time.Second),
-		"was", cause)
+	a.log.Info("enforcement resumed", "cause", pauseAuditStore, "paused_for", pausedFor, "was", cause)
 	return true
 }
 

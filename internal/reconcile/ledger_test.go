@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -231,4 +233,128 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// lockedStore is a database another process locks, as kubegcd sees it:
+// while failing, every write fails (its busy timeout ran out); while held,
+// every write waits until the lock is released, then commits.
+type lockedStore struct {
+	*db.DB
+	mu      sync.Mutex
+	failing bool
+	held    chan struct{} // while not nil, writes wait for it to close
+	waiting chan struct{} // a write waits for the lock
+}
+
+func (s *lockedStore) set(failing bool, held chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failing, s.held = failing, held
+}
+
+func (s *lockedStore) lock() error {
+	s.mu.Lock()
+	failing, held := s.failing, s.held
+	s.mu.Unlock()
+	if failing {
+		return errors.New("database intent: begin: database is locked (5) (SQLITE_BUSY)")
+	}
+	if held != nil {
+		select {
+		case s.waiting <- struct{}{}:
+		default:
+		}
+		<-held
+	}
+	return nil
+}
+
+func (s *lockedStore) InsertIntent(ctx context.Context, in *db.Intent) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	return s.DB.InsertIntent(ctx, in)
+}
+
+func (s *lockedStore) InsertAudit(ctx context.Context, e *db.AuditEntry) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	return s.DB.InsertAudit(ctx, e)
+}
+
+func (s *lockedStore) InsertAudits(ctx context.Context, entries []*db.AuditEntry) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	return s.DB.InsertAudits(ctx, entries)
+}
+
+func (s *lockedStore) ClearPending(ctx context.Context, controller, uid string) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	return s.DB.ClearPending(ctx, controller, uid)
+}
+
+// The row that says the audit history can be written again is dated when
+// writing resumed and says how long the pause lasted, also when the first
+// write after the failure waits on the lock: here it waits 15 s, with
+// nothing written meanwhile.
+func TestResumeRowIsDatedWhenWritingResumed(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	store := &lockedStore{DB: openStore(t, filepath.Join(t.TempDir(), "k.db"), clock), waiting: make(chan struct{}, 1)}
+	a, err := NewApplier(ApplierOptions{DB: store, Instance: "test", Now: clock.Now, Registerer: prometheus.NewRegistry(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ProbeInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { a.Run(runCtx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	pausedAt := clock.Now()
+	store.set(true, nil)
+	if _, err := a.Apply(ctx, decision("a"), ok); !errors.Is(err, ErrLedgerUnavailable) {
+		t.Fatalf("Apply with the database locked: %v, want ErrLedgerUnavailable", err)
+	}
+	waitFor(t, "the refused intent pauses enforcement", func() bool { return a.LedgerError() != nil })
+
+	// The next write waits on the lock, which is held for 15 s.
+	held := make(chan struct{})
+	store.set(false, held)
+	select {
+	case <-store.waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no write tried the store again within 10s")
+	}
+	clock.advance(15 * time.Second)
+	close(held)
+	waitFor(t, "enforcement resumes once the lock is released", func() bool { return a.LedgerError() == nil })
+
+	rows, _, err := store.ListAudit(ctx, db.AuditFilter{Controller: db.ControllerKubegcd, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Action != db.ActionResume {
+		t.Fatalf("kubegcd's audit rows: %+v, want the one of the resume", rows)
+	}
+	resumed := rows[0]
+	if want := pausedAt.Add(15 * time.Second); !resumed.Time.Equal(want) {
+		t.Errorf("resume row dated %s, want %s: when writing resumed, not when the pause began (%s)", resumed.Time, want, pausedAt)
+	}
+	if want := "the audit history can be written again after 15s"; !strings.Contains(resumed.Reason, want) {
+		t.Errorf("resume row says %q, want %q", resumed.Reason, want)
+	}
+	var facts struct {
+		PausedSince time.Time `json:"pausedSince"`
+	}
+	if err := json.Unmarshal(resumed.Facts, &facts); err != nil || !facts.PausedSince.Equal(pausedAt) {
+		t.Errorf("resume row's facts %s, want pausedSince %s", resumed.Facts, pausedAt)
+	}
 }
