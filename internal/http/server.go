@@ -145,6 +145,12 @@ type Options struct {
 	Profiling bool
 	// RequestTimeout ends an API request that runs longer (0: 30s).
 	RequestTimeout time.Duration
+	// GraphStreamStall cuts a stream of the whole graph whose client takes
+	// none of it for that long (0: DefaultGraphStreamStall).
+	GraphStreamStall time.Duration
+	// MaxGraphStreams bounds the streams of the whole graph served at once
+	// (0: DefaultMaxGraphStreams).
+	MaxGraphStreams int
 
 	// Controllers shows which controllers make their passes and which
 	// skip them.
@@ -173,6 +179,8 @@ type server struct {
 	allowedHosts map[string]bool
 	// uiETags holds each UI file's ETag, by name.
 	uiETags map[string]string
+	// graphStreams holds a slot for each stream of the whole graph served.
+	graphStreams chan struct{}
 	// lintCounts is Options.LintCounter, or the handler's own.
 	lintCounts *LintCounter
 	// routes are the patterns the router serves: the request metrics'
@@ -188,7 +196,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 	if opts.Gatherer == nil {
 		opts.Gatherer = opts.Registry
 	}
-	s := &server{Options: opts, allowedHosts: map[string]bool{}}
+	s := &server{Options: opts, allowedHosts: map[string]bool{},
+		graphStreams: make(chan struct{}, graphStreamSlots(opts.MaxGraphStreams, opts.MaxInflight))}
 	for _, h := range opts.AllowedHosts {
 		if h == "*" {
 			s.allowedHosts = nil
