@@ -96,8 +96,11 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		return err
 	}
 	// The API reads through connections of its own: however many clients
-	// ask, the controllers' reads never wait behind theirs.
-	apiStore, err := db.Open(ctx, cfg.dbPath, db.Options{ReadOnly: true, ReadConns: apiReadConns, MapReads: true})
+	// ask, the controllers' reads never wait behind theirs. Its streams of
+	// the whole graph, which last as long as their clients read, have one
+	// each beside those, so that they never hold one the short reads need.
+	apiStore, err := db.Open(ctx, cfg.dbPath, db.Options{ReadOnly: true, ReadConns: apiReadConns, MapReads: true,
+		StreamConns: kubehttp.DefaultMaxGraphStreams})
 	if err != nil {
 		return err
 	}
@@ -169,6 +172,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		MetricsDB:               metricsStore,
 		LintCounter:             lintCounter,
 		MaxInflight:             cfg.maxInflight,
+		GraphStreamStall:        cfg.graphStreamStall,
 		Tokens:                  tokens,
 		ClientCerts:             cfg.clientCAFile != "",
 		InsecureUnauthenticated: insecure,

@@ -59,6 +59,7 @@ type runConfig struct {
 	profiling             bool
 	stuckAfter            time.Duration
 	lintCountsMaxAge      time.Duration
+	graphStreamStall      time.Duration
 
 	podgcPeriod         time.Duration
 	podgcQuarantine     time.Duration
@@ -154,6 +155,8 @@ func newRunFlags() *runFlags {
 		"on a mirror whose lint count takes 50ms or more, how old the lint findings' counts (GET /lint's counts, kubegcd_ownerref_findings) "+
 			"may grow before a request or a scrape has them counted anew, in the background, over the whole mirror (0: at every request, "+
 			"which is still answered with the last count); a quicker count is made for each request")
+	fs.DurationVar(&cfg.graphStreamStall, "graph-stream-stall-timeout", kubehttp.DefaultGraphStreamStall,
+		"how long a stream of the whole graph (GET /graph without ?namespace= or ?uid=) waits for its client to take data before it is cut")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen (a CPU profile or trace of up to 2 minutes: ?seconds=N)")
 
 	fs = f.groups.FlagSet("controllers")
@@ -280,6 +283,8 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, fmt.Errorf("invalid --stuck-after %s: must not be negative", cfg.stuckAfter)
 	case cfg.lintCountsMaxAge < 0:
 		return nil, fmt.Errorf("invalid --lint-counts-max-age %s: must not be negative", cfg.lintCountsMaxAge)
+	case cfg.graphStreamStall < time.Second:
+		return nil, fmt.Errorf("invalid --graph-stream-stall-timeout %s: must be at least 1s", cfg.graphStreamStall)
 	case cfg.maxInflight < 0:
 		return nil, fmt.Errorf("invalid --max-requests-inflight %d: must be 0 (no limit) or more", cfg.maxInflight)
 	}
