@@ -1,12 +1,13 @@
 package http
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"strings"
@@ -17,16 +18,28 @@ import (
 // Tokens are the bearer tokens of --auth-token-file: one per line, TOKEN or
 // TOKEN,NAME (the name goes into the request log and the audit rows of what
 // the caller asked). The file is read again when it changes, so tokens
-// rotate without a restart; a file that cannot be read or parsed keeps the
-// tokens already loaded, and says so in the log.
+// rotate without a restart and a token removed from the file is refused
+// from the next look on. A malformed line is skipped with a warning that
+// names its line, never its text. A file that is missing, cannot be read
+// or holds no valid token refuses every token until it holds one again:
+// emptying or deleting the file is how an operator revokes them all, so it
+// must never leave the old ones valid (fail closed).
 type Tokens struct {
-	path   string
-	now    func() time.Time
-	logf   func(msg string, args ...any)
-	mu     sync.Mutex
-	sums   []tokenEntry
-	stat   fileStamp
+	path string
+	now  func() time.Time
+	logf func(msg string, args ...any)
+
+	mu      sync.Mutex
+	sums    []tokenEntry
+	skipped []int
+	// stamp is the file's when last read; zero when it could not be, so
+	// that the next look reads it again (a chmod changes no stamp).
+	stamp  fileStamp
 	lastAt time.Time
+	// problem says why every token is refused, since problemSince; ""
+	// while the file holds tokens.
+	problem      string
+	problemSince time.Time
 }
 
 type tokenEntry struct {
@@ -51,58 +64,137 @@ func stampOf(path string) (fileStamp, error) {
 // recheckEvery bounds how often a changed file is looked for.
 const recheckEvery = time.Second
 
+// errNoToken: the file was read but holds no valid line.
+var errNoToken = errors.New("holds no valid token")
+
 // LoadTokens reads the token file at path; an unreadable file, or one with
-// no token, is an error.
+// no valid token, is an error: the daemon does not start without a way in.
+// A malformed line is skipped as on a reload, so that a file the running
+// daemon took also starts it again.
 func LoadTokens(path string, logf func(msg string, args ...any)) (*Tokens, error) {
-	t := &Tokens{path: path, now: time.Now, logf: logf}
-	if err := t.reload(); err != nil {
-		return nil, err
+	if logf == nil {
+		logf = func(string, ...any) {}
 	}
+	t := &Tokens{path: path, now: time.Now, logf: logf}
+	f := readTokenFile(path)
+	switch {
+	case errors.Is(f.err, errNoToken):
+		return nil, fmt.Errorf("--auth-token-file %s %w", path, f.err)
+	case f.err != nil:
+		return nil, fmt.Errorf("--auth-token-file: %w", f.err)
+	}
+	t.apply(f)
 	return t, nil
 }
 
-func (t *Tokens) reload() error {
-	stamp, err := stampOf(t.path)
-	if err != nil {
-		return fmt.Errorf("--auth-token-file: %w", err)
-	}
-	data, err := os.ReadFile(t.path)
-	if err != nil {
-		return fmt.Errorf("--auth-token-file: %w", err)
-	}
-	entries, err := parseTokens(data)
-	if err != nil {
-		return fmt.Errorf("--auth-token-file %s: %w", t.path, err)
-	}
-	t.sums, t.stat = entries, stamp
-	return nil
+// tokenFile is what one read of the file found.
+type tokenFile struct {
+	entries []tokenEntry
+	skipped []int
+	stamp   fileStamp
+	// err: the file could not be read (stamp is then zero), or errNoToken.
+	err error
 }
 
-func parseTokens(data []byte) ([]tokenEntry, error) {
-	var out []tokenEntry
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+func readTokenFile(path string) tokenFile {
+	// The stamp is taken first: an edit between the two is seen as a
+	// change at the next look.
+	stamp, err := stampOf(path)
+	if err != nil {
+		return tokenFile{err: err}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return tokenFile{err: err}
+	}
+	f := tokenFile{stamp: stamp}
+	f.entries, f.skipped = parseTokens(data)
+	if len(f.entries) == 0 {
+		f.err = errNoToken
+	}
+	return f
+}
+
+// parseTokens returns the file's tokens and the numbers of the lines
+// skipped as malformed.
+func parseTokens(data []byte) (entries []tokenEntry, skipped []int) {
+	// Editors on Windows start a UTF-8 file with a byte-order mark; it is
+	// not part of the first token.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	for i, line := range strings.Split(string(data), "\n") {
+		n := i + 1
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		token, name, _ := strings.Cut(line, ",")
 		token, name = strings.TrimSpace(token), strings.TrimSpace(name)
 		if token == "" || strings.ContainsAny(token, " \t") {
-			return nil, fmt.Errorf("line %d: want TOKEN or TOKEN,NAME", n)
+			skipped = append(skipped, n)
+			continue
 		}
 		if name == "" {
 			name = fmt.Sprintf("token-%d", n)
 		}
-		out = append(out, tokenEntry{sha256.Sum256([]byte(token)), name})
+		entries = append(entries, tokenEntry{sha256.Sum256([]byte(token)), name})
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
+	return entries, skipped
+}
+
+// look reads the file again when it changed, at most once per
+// recheckEvery: a stat, and a read only when the stamp moved or the last
+// read failed. Callers hold t.mu.
+func (t *Tokens) look() {
+	now := t.now()
+	if now.Sub(t.lastAt) < recheckEvery {
+		return
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no token in the file")
+	t.lastAt = now
+	// An unchanged file is not read again: one that holds no valid token
+	// would log its skipped lines every second. One that could not be
+	// read has a zero stamp, so it is tried again.
+	if stamp, err := stampOf(t.path); err == nil && stamp == t.stamp {
+		return
 	}
-	return out, nil
+	t.apply(readTokenFile(t.path))
+}
+
+// apply makes a read of the file the tokens in use, logging what changed:
+// the lines skipped, all tokens refused and why, or tokens back.
+func (t *Tokens) apply(f tokenFile) {
+	if len(f.skipped) > 0 {
+		t.logf("auth token file: lines skipped, want TOKEN or TOKEN,NAME (their text is not logged)", "path", t.path, "lines", f.skipped)
+	}
+	t.sums, t.skipped, t.stamp = f.entries, f.skipped, f.stamp
+	if f.err == nil {
+		if t.problem != "" {
+			t.logf("auth token file holds valid tokens again", "path", t.path, "tokens", len(f.entries))
+		}
+		t.problem = ""
+		return
+	}
+	problem := errNoToken.Error()
+	if !errors.Is(f.err, errNoToken) {
+		problem = "cannot be read: " + pathErrorCause(f.err)
+	}
+	if problem == t.problem {
+		return
+	}
+	if t.problem == "" {
+		t.problemSince = t.now()
+	}
+	t.problem = problem
+	t.logf("every bearer token is refused until the auth token file holds a valid one", "path", t.path, "reason", "the file "+problem)
+}
+
+// pathErrorCause is an error without the path a *fs.PathError adds: the
+// reason goes out on /readyz, which anyone may read.
+func pathErrorCause(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // Check returns the name of the token, or false. Every token is compared,
@@ -110,14 +202,7 @@ func parseTokens(data []byte) ([]tokenEntry, error) {
 // or how much of one did.
 func (t *Tokens) Check(token string) (string, bool) {
 	t.mu.Lock()
-	if now := t.now(); now.Sub(t.lastAt) >= recheckEvery {
-		t.lastAt = now
-		if stamp, err := stampOf(t.path); err != nil || stamp != t.stat {
-			if err := t.reload(); err != nil {
-				t.logf("auth token file not reloaded; the tokens loaded before stay", "err", err)
-			}
-		}
-	}
+	t.look()
 	entries := t.sums
 	t.mu.Unlock()
 	sum := sha256.Sum256([]byte(token))
@@ -128,6 +213,52 @@ func (t *Tokens) Check(token string) (string, bool) {
 		}
 	}
 	return name, ok
+}
+
+// TokenFileStatus is --auth-token-file as /status shows it.
+type TokenFileStatus struct {
+	// Tokens counts the valid tokens in use.
+	Tokens int `json:"tokens"`
+	// SkippedLines are the numbers of the lines skipped as malformed.
+	SkippedLines []int `json:"skippedLines,omitempty"`
+	// Error says why every token is refused (the file cannot be read or
+	// holds no valid token), and Since since when.
+	Error string     `json:"error,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+}
+
+// Status looks at the file as a request would, so that a probe learns of
+// an edit even when no request carries a token, and says what it holds.
+func (t *Tokens) Status() TokenFileStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.look()
+	st := TokenFileStatus{Tokens: len(t.sums), SkippedLines: t.skipped, Error: t.problem}
+	if t.problem != "" {
+		since := t.problemSince.UTC()
+		st.Since = &since
+	}
+	return st
+}
+
+// revoked says why every token is refused, or "".
+func (t *Tokens) revoked() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.problem
+}
+
+// bearerToken returns the token of an Authorization header of the Bearer
+// scheme, whose name RFC 7235 makes case-insensitive; blanks around the
+// token are tolerated.
+func bearerToken(header string) (string, bool) {
+	header = strings.TrimSpace(header)
+	i := strings.IndexAny(header, " \t")
+	if i < 0 || !strings.EqualFold(header[:i], "Bearer") {
+		return "", false
+	}
+	token := strings.TrimSpace(header[i:])
+	return token, token != ""
 }
 
 // callerKey holds, in a request's context, where authenticate writes who
@@ -163,8 +294,8 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 			who = "cert:" + r.TLS.VerifiedChains[0][0].Subject.CommonName
 		} else if s.Tokens != nil {
-			if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-				if name, ok := s.Tokens.Check(strings.TrimSpace(token)); ok {
+			if token, ok := bearerToken(r.Header.Get("Authorization")); ok {
+				if name, ok := s.Tokens.Check(token); ok {
 					who = name
 				}
 			}
@@ -180,6 +311,9 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			}
 			if s.Tokens != nil && r.Header.Get("Authorization") != "" {
 				msg = "the bearer token is not valid"
+				if problem := s.Tokens.revoked(); problem != "" {
+					msg += ": all bearer tokens are revoked (--auth-token-file " + problem + ")"
+				}
 			}
 			writeError(w, r, http.StatusUnauthorized, msg)
 			return

@@ -370,6 +370,15 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// With every token revoked the API refuses all its callers, unless
+	// client certificates still let them in: a load balancer should send
+	// it no traffic.
+	if s.Tokens != nil && !s.ClientCerts {
+		if st := s.Tokens.Status(); st.Error != "" {
+			writeError(w, r, http.StatusServiceUnavailable, "all bearer tokens revoked: --auth-token-file "+st.Error)
+			return
+		}
+	}
 	if !s.Ingest.Synced() {
 		var waiting []string
 		for _, res := range s.Ingest.Resources() {
@@ -425,6 +434,9 @@ type statusJSON struct {
 	// --insecure-allow-unauthenticated allowed.
 	Authentication          string `json:"authentication"`
 	InsecureUnauthenticated bool   `json:"insecureUnauthenticated,omitempty"`
+	// AuthTokenFile: the tokens of --auth-token-file in use, the lines
+	// skipped, and why every token is refused when it is.
+	AuthTokenFile *TokenFileStatus `json:"authTokenFile,omitempty"`
 
 	Controllers []ControllerStatus `json:"controllers"`
 }
@@ -442,6 +454,10 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	out := statusJSON{Version: s.Version, StartedAt: s.StartedAt.UTC(), Synced: s.Ingest.Synced(), Resources: []resourceJSON{},
 		Authentication: s.authentication(), InsecureUnauthenticated: s.InsecureUnauthenticated,
 		Controllers: []ControllerStatus{}}
+	if s.Tokens != nil {
+		st := s.Tokens.Status()
+		out.AuthTokenFile = &st
+	}
 	if s.Applier != nil {
 		st := s.Applier.Status()
 		out.Enforcement = &st

@@ -124,17 +124,111 @@ func TestAPIBearerTokens(t *testing.T) {
 	if code, _, _ := call(t, c, d.URL+"/status", "s3cret-a"); code != http.StatusUnauthorized {
 		t.Errorf("a token removed from the file: %d, want 401", code)
 	}
-	// A file broken by an edit keeps the tokens loaded before.
-	writeTouched(t, file, "", time.Now().Add(time.Minute))
-	eventually(t, 10*time.Second, func() error {
-		if code, _, _ := call(t, c, d.URL+"/status", "n3w-c"); code != http.StatusOK {
-			return stopError{Err: fmt.Errorf("after the file was emptied: %d, want the loaded token kept", code)}
+}
+
+// TestAPITokenRevocation: every edit of --auth-token-file takes effect
+// within seconds, and none leaves a removed token valid. A token removed
+// is refused; an emptied or deleted file refuses every token and makes
+// /readyz 503 (saying why) until a valid file appears, while /healthz
+// stays 200; a malformed line is skipped with a warning naming its line,
+// never its text, and the other lines take effect.
+func TestAPITokenRevocation(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "tokens")
+	mod := time.Now().Add(-time.Hour)
+	// edit writes the file with a new modification time each time.
+	edit := func(content string) {
+		t.Helper()
+		mod = mod.Add(time.Minute)
+		writeTouched(t, file, content, mod)
+	}
+	edit("\ufeffgood-DDDD,dave\ngood-KKKK,kim\n")
+	d := startDaemon(t, "", "--auth-token-file", file)
+	d.WaitReady(t, time.Minute)
+	c := &http.Client{Timeout: 10 * time.Second}
+
+	// expect waits until each token gets its code on /status.
+	expect := func(step string, codes map[string]int) {
+		t.Helper()
+		eventually(t, 15*time.Second, func() error {
+			for token, want := range codes {
+				if code, _, body := call(t, c, d.URL+"/status", token); code != want {
+					return fmt.Errorf("%s: token %s: %d (error %v), want %d", step, token, code, body["error"], want)
+				}
+			}
+			return nil
+		})
+	}
+	// readyz waits until /readyz answers code with msg in its body.
+	readyz := func(step string, code int, msg string) {
+		t.Helper()
+		eventually(t, 15*time.Second, func() error {
+			got, _, body := call(t, c, d.URL+"/readyz", "")
+			if got != code || !strings.Contains(fmt.Sprint(body), msg) {
+				return fmt.Errorf("%s: /readyz %d %v, want %d with %q", step, got, body, code, msg)
+			}
+			return nil
+		})
+	}
+	healthz := func(step string) {
+		t.Helper()
+		if code, _, body := call(t, c, d.URL+"/healthz", ""); code != http.StatusOK {
+			t.Errorf("%s: /healthz %d %v, want 200", step, code, body)
 		}
-		if !strings.Contains(d.Logs.String(), "auth token file not reloaded") {
-			return fmt.Errorf("the emptied file was not looked at yet")
-		}
-		return nil
-	})
+	}
+	// The byte-order mark an editor put first is no part of the token.
+	expect("at start", map[string]int{"good-DDDD": 200, "good-KKKK": 200})
+
+	edit("good-KKKK,kim\n")
+	expect("a token removed", map[string]int{"good-DDDD": 401, "good-KKKK": 200})
+	readyz("a token removed", 200, "ready")
+
+	edit("")
+	expect("the file emptied", map[string]int{"good-KKKK": 401})
+	readyz("the file emptied", 503, "no valid token")
+	healthz("the file emptied")
+	if _, _, body := call(t, c, d.URL+"/status", "good-KKKK"); !strings.Contains(fmt.Sprint(body["error"]), "revoked") {
+		t.Errorf("a 401 while every token is revoked: %v, want it to say so", body)
+	}
+	if _, _, body := call(t, c, d.URL+"/graph", "good-KKKK"); body["error"] == nil {
+		t.Errorf("/graph while every token is revoked: %v, want a 401", body)
+	}
+
+	edit("# only comments\n\n")
+	expect("comments only", map[string]int{"good-KKKK": 401})
+	readyz("comments only", 503, "no valid token")
+
+	edit("good-KKKK,kim\n")
+	expect("a valid file again", map[string]int{"good-KKKK": 200})
+	readyz("a valid file again", 200, "ready")
+
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	expect("the file deleted", map[string]int{"good-KKKK": 401})
+	readyz("the file deleted", 503, "no such file")
+	healthz("the file deleted")
+
+	edit("good-EEEE,eve\nbad token with spaces\n")
+	expect("a malformed line", map[string]int{"good-EEEE": 200, "good-KKKK": 401, "good-DDDD": 401})
+	readyz("a malformed line", 200, "ready")
+	code, _, status := call(t, c, d.URL+"/status", "good-EEEE")
+	if tf, _ := status["authTokenFile"].(map[string]any); code != 200 || tf == nil || tf["tokens"] != 1.0 ||
+		fmt.Sprint(tf["skippedLines"]) != "[2]" || tf["error"] != nil {
+		t.Errorf("/status authTokenFile: %d %v, want 1 token, line 2 skipped, no error", code, status["authTokenFile"])
+	}
+	logs := d.Logs.String()
+	if !strings.Contains(logs, "lines skipped") || !strings.Contains(logs, "lines=[2]") {
+		t.Errorf("no warning naming the skipped line 2 in the log:\n%s", tail(logs, 20))
+	}
+	if strings.Contains(logs, "bad token") || strings.Contains(logs, "good-") {
+		t.Error("the log holds a line of the token file")
+	}
+	// Once when the file was emptied (left with comments, it was refused
+	// for the same reason) and once when it was deleted: not every second.
+	if n := strings.Count(logs, "every bearer token is refused"); n != 2 {
+		t.Errorf("%d log lines saying every token is refused, want 2", n)
+	}
 }
 
 // testPKI is a CA with the certificates the TLS test needs.
