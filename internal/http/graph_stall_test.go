@@ -203,14 +203,16 @@ func TestGraphStreamStalledClients(t *testing.T) {
 	addr := srv.Listener.Addr().String()
 
 	var streams []*stalledStream
+	refused := 0
 	for range 4 {
 		s := startStalledStream(t, addr, "/graph?limit=100000000")
 		switch s.resp.StatusCode {
 		case http.StatusOK:
 			streams = append(streams, s)
-		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		case http.StatusTooManyRequests:
 			// More streams than the server serves at once: refused at
 			// once, with a time to come back.
+			refused++
 			if s.resp.Header.Get("Retry-After") == "" {
 				t.Errorf("stream refused with %s and no Retry-After", s.resp.Status)
 			}
@@ -219,8 +221,8 @@ func TestGraphStreamStalledClients(t *testing.T) {
 			t.Fatalf("GET /graph: %s", s.resp.Status)
 		}
 	}
-	if len(streams) == 0 {
-		t.Fatal("no stream of the whole graph was served")
+	if len(streams) != DefaultMaxGraphStreams || refused != 4-DefaultMaxGraphStreams {
+		t.Fatalf("%d streams served, %d refused; want %d and %d", len(streams), refused, DefaultMaxGraphStreams, 4-DefaultMaxGraphStreams)
 	}
 
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -320,5 +322,26 @@ func TestGraphStreamSlowReader(t *testing.T) {
 		if strings.Contains(m, "graph stream cut") {
 			t.Errorf("logged %q for a client that read", m)
 		}
+	}
+}
+
+func TestGraphStreamSlots(t *testing.T) {
+	tests := []struct {
+		name                    string
+		maxStreams, maxInflight int
+		want                    int
+	}{
+		{name: "defaults", maxInflight: 16, want: DefaultMaxGraphStreams},
+		{name: "no in-flight bound", want: DefaultMaxGraphStreams},
+		{name: "more streams asked", maxStreams: 5, maxInflight: 16, want: 5},
+		{name: "half the in-flight slots at most", maxStreams: 5, maxInflight: 6, want: 3},
+		{name: "one in-flight slot", maxInflight: 1, want: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := graphStreamSlots(tc.maxStreams, tc.maxInflight); got != tc.want {
+				t.Errorf("graphStreamSlots(%d, %d) = %d, want %d", tc.maxStreams, tc.maxInflight, got, tc.want)
+			}
+		})
 	}
 }
