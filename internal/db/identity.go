@@ -41,15 +41,18 @@ func (d *DB) WatchFile() (*FileWatch, error) {
 // not taken for gone: a later check decides.
 func (w *FileWatch) Check() error {
 	fi, err := os.Stat(w.path)
+	gone := "database " + w.path + " was deleted or replaced while kubegcd ran: "
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-		return fileGone{fmt.Sprintf("database %s was deleted or moved away while kubegcd ran: what it wrote since is in no file "+
-			"a start will open; the next start creates the file afresh and lists the cluster again", w.path)}
+		return fileGone{gone + "nothing is at its path now; what kubegcd wrote since is in a file no start will open, " +
+			"and the next start creates the file afresh and lists the cluster again"}
 	case err != nil:
 		return nil
 	case !os.SameFile(fi, w.opened):
-		return fileGone{fmt.Sprintf("database %s was replaced by another file while kubegcd ran: what it wrote since went "+
-			"to the old one; the next start opens the new one", w.path)}
+		// Also what a deletion looks like once a new connection of the
+		// pools, opening the path, has created an empty file there.
+		return fileGone{gone + "another file is at its path now; what kubegcd wrote since went to the old one, " +
+			"and the next start opens the one at the path"}
 	}
 	return nil
 }

@@ -30,12 +30,12 @@ func TestFileWatch(t *testing.T) {
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
-		}, "was deleted or moved away"},
+		}, "nothing is at its path now"},
 		{"moved away", func(t *testing.T, path string) {
 			if err := os.Rename(path, path+".old"); err != nil {
 				t.Fatal(err)
 			}
-		}, "was deleted or moved away"},
+		}, "nothing is at its path now"},
 		{"replaced", func(t *testing.T, path string) {
 			other := filepath.Join(filepath.Dir(path), "restored.db")
 			if err := os.WriteFile(other, nil, 0o600); err != nil {
@@ -44,7 +44,7 @@ func TestFileWatch(t *testing.T) {
 			if err := os.Rename(other, path); err != nil {
 				t.Fatal(err)
 			}
-		}, "was replaced by another file"},
+		}, "another file is at its path now"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
