@@ -434,10 +434,11 @@ func credentialPath(name string) string {
 
 // moveServerUserInfo takes the user and password out of the server's URL
 // (https://user:password@host), where client-go would quote them in its
-// log lines and errors, and sends them as basic auth, as net/http did
-// from the URL. Beside a credential of the kubeconfig's user they were
-// never sent (that credential set the Authorization header first), and
-// client-go refuses basic auth beside a token, so they are dropped.
+// log lines and errors, and sends them as basic auth, as net/http does
+// from a URL. Beside a credential of the kubeconfig's user (a token, a
+// username, a plugin) they are dropped, and the user's credential is sent:
+// client-go refuses basic auth beside a token, and net/http's basic auth
+// from the URL used to take the place of that credential silently.
 func moveServerUserInfo(cfg *rest.Config, warn func(msg string, args ...any)) {
 	host, user, password, ok := splitUserInfo(cfg.Host)
 	if !ok {
