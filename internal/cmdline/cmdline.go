@@ -241,10 +241,17 @@ func (n *NamedFlagSets) FlagSet(name string) *pflag.FlagSet {
 	return n.Sets[name]
 }
 
+// GroupAnnotation is the flag annotation AddTo sets to a flag's group, so
+// that the tools that document a command's flags (hack/gendocs) show the
+// groups its help shows.
+const GroupAnnotation = "kubegcd.io/flag-group"
+
 // AddTo adds every group's flags to fs, the command's own.
 func (n *NamedFlagSets) AddTo(fs *pflag.FlagSet) {
 	for _, name := range n.Order {
-		fs.AddFlagSet(n.Sets[name])
+		set := n.Sets[name]
+		set.VisitAll(func(f *pflag.Flag) { _ = set.SetAnnotation(f.Name, GroupAnnotation, []string{name}) })
+		fs.AddFlagSet(set)
 	}
 }
 
