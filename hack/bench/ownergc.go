@@ -22,7 +22,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
-// Targets of the ownership-GC benchmark (issue 13), each at every size:
+// Targets of the ownership-GC benchmark (docs/benchmarks.md), each at every size:
 // deletions/s against raw deletes by an unthrottled client and against
 // kube-controller-manager, and the owner's deletion → kubegcd's first
 // deletion.

@@ -1,4 +1,4 @@
-// Package gcrules holds the ownership garbage collector's rules (seed 001)
+// Package gcrules holds the ownership garbage collector's rules (docs/rules.md)
 // as pure functions of facts: how one ownerReference is classified from what
 // is known of its owner, and what is decided about an object from its
 // classified references. ownergc establishes the facts (mirror, live GET,
@@ -30,7 +30,7 @@ const (
 	FinalizerForeground = "foregroundDeletion"
 )
 
-// Rule ids of seed 001 that decisions name. The others shape the facts:
+// Rule ids (docs/rules.md) that decisions name. The others shape the facts:
 // BR-21-04 (an owner re-created under its name is another owner: UIDs are
 // compared) and BR-21-06 (confirmed absences are remembered) are
 // Classify's Authoritative lookups.

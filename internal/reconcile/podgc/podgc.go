@@ -36,8 +36,9 @@ import (
 // Name is the controller's name in flags, audit rows and metrics.
 const Name = gcrules.ControllerPodGC
 
-// Rule ids: BR-24-xx are seed 002's; KG-24-xx number what the seed leaves
-// unnumbered (gcUnscheduledTerminating) and what kubegcd adds.
+// Rule ids (docs/rules.md): BR-24-xx name upstream PodGC's rules; KG-24-xx
+// number what upstream leaves unnumbered (gcUnscheduledTerminating) and
+// what kubegcd adds.
 const (
 	ruleTerminated         = "BR-24-01"
 	ruleOutOfService       = "BR-24-02"

@@ -33,8 +33,8 @@ import (
 // Name is the controller's name in flags, audit rows and metrics.
 const Name = gcrules.ControllerSVGC
 
-// Rule ids: seed 000 numbers none, so KG-06-xx (its design document is
-// number 6).
+// Rule ids (docs/rules.md): upstream's StorageVersion GC numbers none, so
+// kubegcd's own, KG-06-xx.
 const (
 	ruleNoLease      = "KG-06-01" // entries of servers without an identity lease go
 	ruleEmpty        = "KG-06-02" // a StorageVersion left with none is deleted

@@ -38,7 +38,7 @@ const Name = gcrules.ControllerTTL
 
 const actionAnnotate = "annotate"
 
-// sizeBand is one band of cluster sizes and its TTL (seed 003, BR-19-01…05).
+// sizeBand is one band of cluster sizes and its TTL (BR-19-01…05 in docs/rules.md).
 type sizeBand struct {
 	sizeMin, sizeMax int
 	ttlSeconds       int
