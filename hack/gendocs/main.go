@@ -1,13 +1,17 @@
-// Command gendocs writes kubegcd's man pages, one per command, from the
-// commands and their flags (cobra/doc), so that they never drift from
-// --help.
+// Command gendocs writes kubegcd's man pages, one per command, and its
+// Markdown references (docs/flags.md, docs/cli.md, docs/metrics.md), from
+// the commands, their flags and the metrics' descriptors, so that they
+// never drift from --help and /metrics.
 //
 //	go run ./hack/gendocs [--dir bin/man]
+//	go run ./hack/gendocs --markdown docs
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra/doc"
 	flag "github.com/spf13/pflag"
@@ -16,16 +20,52 @@ import (
 )
 
 func main() {
-	dir := flag.String("dir", "bin/man", "directory to write the man pages (section 1) into")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "gendocs: unexpected argument %q\n", flag.Arg(0))
+	opts, err := parseArgs(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gendocs:", err)
 		os.Exit(2)
 	}
-	if err := writeManPages(*dir); err != nil {
+	err = func() error {
+		if opts.markdown != "" {
+			if err := writeMarkdown(context.Background(), opts.markdown); err != nil {
+				return err
+			}
+			if !opts.manGiven {
+				return nil
+			}
+		}
+		return writeManPages(opts.man)
+	}()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gendocs:", err)
 		os.Exit(1)
 	}
+}
+
+// options are what gendocs writes where.
+type options struct {
+	man, markdown string
+	manGiven      bool // --dir given: with --markdown, the man pages too
+}
+
+// parseArgs reads gendocs's flags into a set of its own, not
+// pflag.CommandLine: cobra adds that set's flags to every command, and
+// they would be documented as kubegcd's.
+func parseArgs(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("gendocs", flag.ContinueOnError)
+	fs.StringVar(&o.man, "dir", "bin/man", "directory to write the man pages (section 1) into")
+	fs.StringVar(&o.markdown, "markdown", "",
+		"directory to write flags.md, cli.md and metrics.md into (metrics.md keeps what lies outside its generated part); "+
+			"the man pages are then written only when --dir is given")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	o.manGiven = fs.Changed("dir")
+	return o, nil
 }
 
 func writeManPages(dir string) error {
@@ -39,4 +79,45 @@ func writeManPages(dir string) error {
 	root.DisableAutoGenTag = true
 	header := &doc.GenManHeader{Title: "KUBEGCD", Section: "1", Source: "kubegcd", Manual: "kubegcd manual"}
 	return doc.GenManTree(root, header, dir)
+}
+
+// markdownDocs are the references writeMarkdown writes, by file name.
+var markdownDocs = []string{"flags.md", "cli.md", "metrics.md"}
+
+// writeMarkdown writes each of markdownDocs into dir, rendered from what
+// the file holds now (see render).
+func writeMarkdown(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, name := range markdownDocs {
+		path := filepath.Join(dir, name)
+		old, err := os.ReadFile(path)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		text, err := render(ctx, name, old)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := os.WriteFile(path, text, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// render is the reference name as it should read, given the file as it
+// reads now (nil when there is none): flags.md and cli.md are generated
+// whole, metrics.md between its markers only.
+func render(ctx context.Context, name string, old []byte) ([]byte, error) {
+	switch name {
+	case "flags.md":
+		return flagsDoc(), nil
+	case "cli.md":
+		return cliDoc(), nil
+	case "metrics.md":
+		return metricsDoc(ctx, old)
+	}
+	return nil, fmt.Errorf("no such reference")
 }
