@@ -8,7 +8,7 @@ KUBE_BINS  := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 TEST_FLAGS ?=
 
-.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz package man
+.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz package man screenshots
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -127,6 +127,14 @@ chromium: ## install Debian's chromium for the browser tests when it is missing 
 			echo "the browser tests need Chromium: run 'sudo apt-get install chromium' (Debian) and make test again" >&2; exit 1; \
 		fi; \
 	fi
+
+# The README's pictures come from the browser tests' screenshots of the
+# overview and an object page, at 1280×900.
+SHOTS := $(BIN)/screenshots
+screenshots: build kube-bins chromium ## refresh the UI screenshots in docs/images/ from the browser tests
+	rm -rf $(SHOTS) && mkdir -p $(SHOTS) docs/images
+	KUBEGCD_SCREENSHOTS=$(abspath $(SHOTS)) $(GO) test -count=1 -run '^(TestSearchFindsObjectByName|TestObjectPageDrawsTheGraph)$$' ./test/e2eui
+	for p in overview object; do install -m 0644 $(SHOTS)/$$p.png docs/images/$$p.png || exit 1; done
 
 # The UI's graph library comes from npm (web/package-lock.json); its built
 # files are copied into web/vendor/ and committed, so that go build alone

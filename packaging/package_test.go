@@ -243,6 +243,7 @@ func TestDebContents(t *testing.T) {
 		"/var/lib/kubegcd":                           {Type: "dir", Mode: 0o700, Owner: "kubegcd", Group: "kubegcd"},
 		"/usr/share/doc/kubegcd/README.md":           file(0o644),
 		"/usr/share/doc/kubegcd/kubegcd-alerts.yaml": file(0o644),
+		"/usr/share/doc/kubegcd/copyright":           file(0o644),
 	}
 	for _, c := range docPages {
 		want["/usr/share/doc/kubegcd/"+docPage(c)] = file(0o644)

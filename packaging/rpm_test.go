@@ -31,14 +31,15 @@ func TestRPM(t *testing.T) {
 	}
 	h := pkg.Header
 	tags := map[string]int{"name": rpmutils.NAME, "version": rpmutils.VERSION, "arch": rpmutils.ARCH,
-		"summary": rpmutils.SUMMARY, "url": rpmutils.URL}
+		"summary": rpmutils.SUMMARY, "url": rpmutils.URL, "license": rpmutils.LICENSE}
 	got := map[string]string{}
 	for k, tag := range tags {
 		got[k], _ = h.GetString(tag)
 	}
 	wantArch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]
 	want := map[string]string{"name": "kubegcd", "version": b.version, "arch": wantArch,
-		"summary": "Kubernetes garbage collection with an audit trail", "url": "https://github.com/kubegcd/kubegcd"}
+		"summary": "Kubernetes garbage collection with an audit trail", "url": "https://github.com/kubegcd/kubegcd",
+		"license": "Apache-2.0"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rpm header (-want +got):\n%s", diff)
 	}
