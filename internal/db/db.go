@@ -274,6 +274,10 @@ func dsn(path string, readOnly, mapped bool) string {
 	}
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
+		// A reader never creates the file: once the database is deleted
+		// under a running daemon, a new read connection fails instead of
+		// leaving an empty database at the path.
+		q.Add("mode", "rw")
 	}
 	if mapped {
 		// Reads go through the file's pages in the kernel's page cache,

@@ -2,7 +2,9 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +101,22 @@ func TestFileWatchWatch(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Watch did not notice the deleted file within 10s")
+	}
+}
+
+// TestReadConnectionCreatesNoFile: a read connection opened after the
+// database file is gone fails, and leaves no empty database at the path.
+func TestReadConnectionCreatesNoFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gone.db")
+	conn, err := sql.Open("sqlite", dsn(path, true, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Ping(); err == nil {
+		t.Errorf("a read connection to a missing database opened")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a read connection left a file at the path: %v", err)
 	}
 }
