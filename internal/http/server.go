@@ -139,9 +139,9 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// UI holds the web UI's static files.
 	UI fs.FS
-	// Profiling serves Go's pprof handlers under /debug/pprof/. They run
+	// Profiling serves Go's pprof profiles under /debug/pprof/. They run
 	// outside RequestTimeout: a CPU profile or a trace lasts as long as
-	// asked, up to the server's WriteTimeout.
+	// asked, at most maxProfileSeconds.
 	Profiling bool
 	// RequestTimeout ends an API request that runs longer (0: 30s).
 	RequestTimeout time.Duration
