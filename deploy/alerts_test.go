@@ -15,7 +15,7 @@ import (
 )
 
 // exported are the metrics the rules may name: kubegcd's own (see
-// README's /metrics), kubegcd_ownerref_findings from the lint.
+// docs/metrics.md), kubegcd_ownerref_findings from the lint.
 var exported = []string{
 	"kubegcd_deletions_stuck",
 	"kubegcd_deletion_stuck_oldest_seconds",

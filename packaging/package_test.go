@@ -248,6 +248,14 @@ func TestDebContents(t *testing.T) {
 	for _, c := range docPages {
 		want["/usr/share/doc/kubegcd/"+docPage(c)] = file(0o644)
 	}
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("docs/*.md: %v", err)
+	}
+	want["/usr/share/doc/kubegcd/docs"] = entry{Type: "dir", Mode: 0o755, Owner: "root", Group: "root"}
+	for _, d := range docs {
+		want["/usr/share/doc/kubegcd/docs/"+filepath.Base(d)] = file(0o644)
+	}
 	// The parents nfpm adds (/usr, /usr/bin …) are the system's: only
 	// their presence matters, and dpkg keeps the system's modes.
 	for name, e := range got {

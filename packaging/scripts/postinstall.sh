@@ -1,7 +1,7 @@
 #!/bin/sh
 # deb postinst (configure [OLD-VERSION]), rpm %post (1: install, 2: upgrade).
-# Never enables or starts kubegcd: it needs a kubeconfig first (README.md,
-# Install).
+# Never enables or starts kubegcd: it needs a kubeconfig first
+# (docs/operations.md, Install).
 set -e
 # Under dpkg --root (DPKG_ROOT) nothing runs there to tell.
 [ -z "${DPKG_ROOT:-}" ] || exit 0
