@@ -10,12 +10,14 @@ import (
 
 const modulePath = "github.com/kubegcd/kubegcd"
 
-// binaries are the executables a cluster needs; BinDir checks all of them so a
-// missing one is reported up front rather than as a confusing exec failure.
-var binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
+// binaries are the executables every cluster runs; BinDir checks all of them
+// so a missing one is reported up front rather than as a confusing exec
+// failure. kube-controller-manager is not among them: only some tests start
+// one (StartControllerManager checks it), and the demo does without.
+var binaries = []string{"etcd", "kube-apiserver"}
 
-// BinDir returns the directory holding etcd, kube-apiserver and
-// kube-controller-manager: $KUBEGCD_BIN_DIR if set, else <repo root>/bin, where
+// BinDir returns the directory holding etcd and kube-apiserver (and, when
+// built, kube-controller-manager): $KUBEGCD_BIN_DIR if set, else <repo root>/bin, where
 // the repo root is the nearest ancestor of the working directory whose go.mod
 // declares this module (go test runs in the package directory, so walking up is
 // needed).
@@ -29,16 +31,24 @@ func BinDir() (string, error) {
 		dir = filepath.Join(root, "bin")
 	}
 	for _, name := range binaries {
-		p := filepath.Join(dir, name)
-		st, err := os.Stat(p)
-		if err != nil {
-			return "", fmt.Errorf("%s not found in %s (run `make kube-bins` or set KUBEGCD_BIN_DIR): %w", name, dir, err)
-		}
-		if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-			return "", fmt.Errorf("%s is not an executable file (run `make kube-bins`)", p)
+		if err := checkBin(dir, name); err != nil {
+			return "", err
 		}
 	}
 	return dir, nil
+}
+
+// checkBin reports, with how to build it, when dir holds no executable name.
+func checkBin(dir, name string) error {
+	p := filepath.Join(dir, name)
+	st, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("%s not found in %s (run `make kube-bins` or set KUBEGCD_BIN_DIR): %w", name, dir, err)
+	}
+	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file (run `make kube-bins`)", p)
+	}
+	return nil
 }
 
 func repoRoot() (string, error) {

@@ -41,7 +41,8 @@ const (
 
 // Options configures Start. The zero value is usable.
 type Options struct {
-	// BinDir holds etcd, kube-apiserver and kube-controller-manager; default BinDir().
+	// BinDir holds etcd, kube-apiserver and, for StartControllerManager,
+	// kube-controller-manager; default BinDir().
 	BinDir string
 	// Dir is the working directory for data, certs, keys and logs; default a new
 	// temporary directory. Stop removes it only if Start created it.
@@ -280,6 +281,9 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 // for a second; stop terminates it and waits, and may be called more than once.
 // Cluster.Stop stops any still running.
 func (c *Cluster) StartControllerManager(ctx context.Context, args ...string) (stop func() error, err error) {
+	if err := checkBin(c.binDir, "kube-controller-manager"); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	if c.stopped {
 		c.mu.Unlock()

@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -172,6 +173,49 @@ func TestBinDirMissing(t *testing.T) {
 	_, err := BinDir()
 	if err == nil || !strings.Contains(err.Error(), "make kube-bins") {
 		t.Fatalf("BinDir with empty KUBEGCD_BIN_DIR: err %v, want one mentioning make kube-bins", err)
+	}
+}
+
+// TestBinDirNeeds checks that BinDir asks for what every cluster runs
+// (etcd and kube-apiserver) and no more: the demo builds only those, and
+// kube-controller-manager is checked when a test starts one.
+func TestBinDirNeeds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		present []string
+		wantErr string // "" for success
+	}{
+		{name: "control plane without controller-manager", present: []string{"etcd", "kube-apiserver"}},
+		{name: "all three", present: []string{"etcd", "kube-apiserver", "kube-controller-manager"}},
+		{name: "no kube-apiserver", present: []string{"etcd", "kube-controller-manager"}, wantErr: "kube-apiserver not found"},
+		{name: "no etcd", present: []string{"kube-apiserver"}, wantErr: "etcd not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, name := range tc.present {
+				if err := os.WriteFile(filepath.Join(dir, name), nil, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Setenv("KUBEGCD_BIN_DIR", dir)
+			got, err := BinDir()
+			switch {
+			case tc.wantErr == "" && (err != nil || got != dir):
+				t.Fatalf("BinDir() = %q, %v; want %q", got, err, dir)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("BinDir() error %v; want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestStartControllerManagerMissing checks that a cluster started without
+// kube-controller-manager says how to build it when a test asks for one.
+func TestStartControllerManagerMissing(t *testing.T) {
+	c := &Cluster{binDir: t.TempDir(), Dir: t.TempDir(), controllerManagers: map[*process]struct{}{}}
+	_, err := c.StartControllerManager(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "make kube-bins") {
+		t.Fatalf("StartControllerManager without the binary: err %v, want one mentioning make kube-bins", err)
 	}
 }
 
