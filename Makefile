@@ -64,9 +64,11 @@ kube-bins: $(KUBE_BINS) ## build etcd, kube-apiserver and kube-controller-manage
 # The control plane comes from Go modules pinned in hack/kube/go.mod, built
 # once; a change to that go.mod rebuilds them.
 $(BIN)/etcd: hack/kube/go.mod hack/kube/go.sum
-	cd hack/kube && $(GO) build -o ../../$@ go.etcd.io/etcd/server/v3
+	@echo "building etcd…"
+	@cd hack/kube && $(GO) build -o ../../$@ go.etcd.io/etcd/server/v3
 $(BIN)/kube-apiserver: hack/kube/go.mod hack/kube/go.sum
-	cd hack/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/kube-apiserver
+	@echo "building kube-apiserver (the longest step the first time)…"
+	@cd hack/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/kube-apiserver
 $(BIN)/kube-controller-manager: hack/kube/go.mod hack/kube/go.sum
 	cd hack/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/kube-controller-manager
 
@@ -149,8 +151,28 @@ web: ## reinstall the UI's JavaScript libraries from web/package-lock.json into 
 	cp web/node_modules/cytoscape/dist/cytoscape.min.js web/vendor/cytoscape/
 	cp web/node_modules/dagre/dist/dagre.min.js web/vendor/dagre/
 
-demo: build kube-bins ## start a local control plane, seed it, run kubegcd against it and print the UI's URL
-	$(GO) run ./hack/demo
+# `make demo` builds only what the demo runs (etcd, kube-apiserver, kubegcd
+# and the demo itself), saying so in one line a step, and runs the built
+# demo: `go run` exits 1 on Ctrl-C, which make would report as an error
+# although the demo stopped cleanly. The first run's module downloads go
+# to a log, shown only when they fail.
+demo: $(BIN)/.demo-modules $(BIN)/etcd $(BIN)/kube-apiserver ## start a local control plane, seed it, run kubegcd against it and print the UI's URL
+	@echo "building kubegcd…"
+	@$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/kubegcd ./cmd/kubegcd
+	@echo "building the demo…"
+	@$(GO) build -o $(BIN)/kubegcd-demo ./hack/demo
+	@exec $(BIN)/kubegcd-demo
+
+# Loading the packages the demo builds downloads exactly the modules they
+# need, once for each change of the go.sum files.
+$(BIN)/.demo-modules: go.sum hack/kube/go.sum
+	@echo "downloading Go modules (first run only)…"
+	@mkdir -p $(BIN)
+	@log=$(BIN)/demo-modules.log; \
+	{ $(GO) list -deps ./cmd/kubegcd ./hack/demo && \
+	  cd hack/kube && $(GO) list -deps go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver; } >$$log 2>&1 || \
+	{ tail -n 20 $$log >&2; echo "make: downloading Go modules failed; the whole output is in $$log" >&2; exit 1; }
+	@touch $@
 
 # BENCH_FLAGS: e.g. --run scale (see go run ./hack/bench --help).
 BENCH_FLAGS ?=
