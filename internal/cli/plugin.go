@@ -13,10 +13,12 @@ import (
 )
 
 const pluginHelp = `Installs kubegcd as a kubectl plugin: a symlink named kubectl-gc to this
-binary, in --dir (default: this binary's directory when it is writable,
-else ~/.local/bin). kubectl finds plugins in $PATH, so that 'kubectl gc why
-deploy/web' runs 'kubegcd why deploy/web'. An existing kubectl-gc symlink
-is replaced; a file of that name is not.
+binary, in --dir. kubectl finds plugins in $PATH, so that 'kubectl gc why
+deploy/web' runs 'kubegcd why deploy/web'. Without --dir, the first of this
+binary's directory, ~/.local/bin, ~/bin and /usr/local/bin that $PATH names
+and that can be written (made, for one missing under $HOME); when $PATH
+names none, ~/.local/bin, and one line says how to add it to $PATH. An
+existing kubectl-gc symlink is replaced; a file of that name is not.
 
 Beside it, kubectl_complete-gc: kubectl (1.26 and later) runs it to complete
 the words after 'kubectl gc' on the shell. One that kubegcd did not write is
@@ -42,14 +44,11 @@ func installPlugin(e *env, dir string, args []string) error {
 	if self, err = filepath.EvalSymlinks(self); err != nil {
 		return fmt.Errorf("finding this binary: %w", err)
 	}
+	path, _ := e.lookupEnv("PATH")
 	if dir == "" {
-		dir = filepath.Dir(self)
-		if !writable(dir) {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return fmt.Errorf("%s is not writable and there is no home directory: give --dir", dir)
-			}
-			dir = filepath.Join(home, ".local", "bin")
+		home, _ := e.lookupEnv("HOME")
+		if dir, err = pluginDir(path, home, filepath.Dir(self)); err != nil {
+			return err
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -75,10 +74,66 @@ func installPlugin(e *env, dir string, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "installed %s\n", complete)
-	if path, _ := e.lookupEnv("PATH"); !slices.Contains(filepath.SplitList(path), dir) {
-		fmt.Fprintf(e.stderr, "warning: %s is not in $PATH, where kubectl looks for plugins\n", dir)
+	if !onPath(path, dir) {
+		fmt.Fprintf(e.stderr, "warning: %s is not in $PATH, where kubectl looks for plugins; add it: export PATH=\"%s:$PATH\"\n", dir, dir)
 	}
 	return nil
+}
+
+// pluginDir chooses where the plugin goes without --dir. kubectl runs only
+// plugins on $PATH, so the choice follows $PATH's order among the places a
+// user's own executables go: the binary's directory (an installed kubegcd),
+// ~/.local/bin, ~/bin and /usr/local/bin. From a clone, bin/ is on none, and
+// ~/.local/bin, which Debian's ~/.profile adds to $PATH once it exists, is
+// the fallback.
+func pluginDir(path, home, selfDir string) (string, error) {
+	candidates := []string{selfDir, "/usr/local/bin"}
+	var homeDirs []string
+	if home != "" {
+		homeDirs = []string{filepath.Join(home, ".local", "bin"), filepath.Join(home, "bin")}
+		candidates = append(candidates, homeDirs...)
+	}
+	for _, p := range filepath.SplitList(path) {
+		if p == "" || !filepath.IsAbs(p) {
+			continue // the working directory: no place for a plugin
+		}
+		for _, c := range candidates {
+			if !samePath(p, c) {
+				continue
+			}
+			// A missing directory under HOME is made; elsewhere it must exist.
+			if slices.Contains(homeDirs, c) && os.MkdirAll(c, 0o755) != nil {
+				continue
+			}
+			if writable(c) {
+				return c, nil
+			}
+		}
+	}
+	if len(homeDirs) > 0 {
+		return homeDirs[0], nil
+	}
+	if writable(selfDir) {
+		return selfDir, nil
+	}
+	return "", fmt.Errorf("$PATH names no writable directory for the plugin and there is no home directory: give --dir")
+}
+
+// onPath reports whether $PATH (path) names dir.
+func onPath(path, dir string) bool {
+	return slices.ContainsFunc(filepath.SplitList(path), func(p string) bool { return p != "" && samePath(p, dir) })
+}
+
+// samePath reports whether a and b name the same directory, through
+// symlinks too (/bin and /usr/bin on a merged-/usr system).
+func samePath(a, b string) bool {
+	a, b = filepath.Clean(a), filepath.Clean(b)
+	if a == b {
+		return true
+	}
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
 }
 
 // completionName is the executable kubectl runs to complete a plugin's

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPluginInstallDir: without --dir, kubectl-plugin install puts the
+// plugin where kubectl finds it, in the first of the binary's directory,
+// ~/.local/bin and ~/bin that $PATH names and that can be written (made, for
+// a missing one under HOME); when $PATH names none, in ~/.local/bin, saying
+// in one line how to add it to $PATH.
+func TestPluginInstallDir(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		t.Fatal(err)
+	}
+	selfDir := filepath.Dir(self)
+
+	tests := []struct {
+		name string
+		// path lists $PATH: "HOME/…" is below the fake home, "OTHER" a
+		// writable directory that is none of the candidates, "SELF" this
+		// binary's directory.
+		path []string
+		// setup prepares the fake home.
+		setup   func(t *testing.T, home string)
+		noHome  bool
+		want    string // where the plugin lands: "HOME/…" or "SELF"
+		wantTip bool   // the line saying how to add it to $PATH
+	}{
+		{name: "missing ~/.local/bin on PATH is made", path: []string{"OTHER", "HOME/.local/bin"}, want: "HOME/.local/bin"},
+		{name: "~/bin before ~/.local/bin", path: []string{"HOME/bin", "HOME/.local/bin"},
+			setup: mkdirs("bin", ".local/bin"), want: "HOME/bin"},
+		{name: "~/.local/bin that cannot be made is skipped", path: []string{"HOME/.local/bin", "HOME/bin"},
+			setup: func(t *testing.T, home string) { writeFile(t, filepath.Join(home, ".local"), "") }, want: "HOME/bin"},
+		{name: "binary's directory on PATH", path: []string{"OTHER", "SELF", "HOME/.local/bin"}, want: "SELF"},
+		{name: "PATH names no candidate", path: []string{"OTHER"}, want: "HOME/.local/bin", wantTip: true},
+		{name: "empty PATH", want: "HOME/.local/bin", wantTip: true},
+		{name: "no home, binary's directory not on PATH", path: []string{"OTHER"}, noHome: true, want: "SELF", wantTip: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			home, other := t.TempDir(), t.TempDir()
+			if tc.setup != nil {
+				tc.setup(t, home)
+			}
+			expand := func(p string) string {
+				switch {
+				case p == "SELF":
+					return selfDir
+				case p == "OTHER":
+					return other
+				case strings.HasPrefix(p, "HOME/"):
+					return filepath.Join(home, strings.TrimPrefix(p, "HOME/"))
+				}
+				t.Fatalf("bad path %q in the table", p)
+				return ""
+			}
+			var path []string
+			for _, p := range tc.path {
+				path = append(path, expand(p))
+			}
+			vars := map[string]string{"PATH": strings.Join(path, string(filepath.ListSeparator)), "HOME": home}
+			if tc.noHome {
+				delete(vars, "HOME")
+				home = ""
+			}
+			t.Setenv("HOME", home)
+			t.Setenv("PATH", vars["PATH"])
+			want := expand(tc.want)
+			// Whatever lands beside this binary must not outlive the test.
+			for _, d := range []string{want, selfDir} {
+				t.Cleanup(func() {
+					os.Remove(filepath.Join(d, PluginName))
+					os.Remove(filepath.Join(d, completionName))
+				})
+			}
+
+			code, stdout, stderr := runCLI(t, vars, "kubectl-plugin", "install")
+			if code != 0 {
+				t.Fatalf("kubectl-plugin install: exit %d, stderr %q", code, stderr)
+			}
+			link := filepath.Join(want, PluginName)
+			if target, err := os.Readlink(link); err != nil || target != self {
+				t.Fatalf("%s -> %q (%v), want -> %s; stdout %q", link, target, err, self, stdout)
+			}
+			if !strings.Contains(stdout, "installed "+link+" -> ") {
+				t.Errorf("stdout %q does not name %s", stdout, link)
+			}
+			// kubectl looks plugins up on $PATH as exec.LookPath does.
+			if found, err := exec.LookPath(PluginName); !tc.wantTip && (err != nil || found != link) {
+				t.Errorf("LookPath(%s) on the test's PATH = %q, %v; want %s", PluginName, found, err, link)
+			}
+			tip := `export PATH="` + want + `:$PATH"`
+			if got := strings.Contains(stderr, tip); got != tc.wantTip {
+				t.Errorf("stderr %q: has %q = %v, want %v", stderr, tip, got, tc.wantTip)
+			}
+			if n := strings.Count(stderr, "\n"); n > 1 {
+				t.Errorf("stderr has %d lines, want at most one: %q", n, stderr)
+			}
+		})
+	}
+}
+
+// mkdirs returns a setup making dirs below the fake home.
+func mkdirs(dirs ...string) func(t *testing.T, home string) {
+	return func(t *testing.T, home string) {
+		t.Helper()
+		for _, d := range dirs {
+			if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
