@@ -281,8 +281,9 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 	d := reconcile.Decision{Controller: Name, Rule: j.rule, Action: actionDelete, Target: db.TargetOf(pod),
 		ResourceVersion: pod.ResourceVersion, Reason: j.why, Facts: j.facts, DecidedAt: now}
 	if held, ok := c.heldUntil(pod.UID, now); ok {
-		d.Reason = fmt.Sprintf("held by finalizers %v after %d delete(s); the next is not sent before %s: %s",
-			pod.Finalizers, held.sent, held.next.UTC().Format(time.RFC3339), j.why)
+		// When the next delete goes is the row's notBefore, not its reason.
+		d.Reason = fmt.Sprintf("held by finalizers %v after %d delete(s); the next waits out a back-off: %s",
+			pod.Finalizers, held.sent, j.why)
 		if err := c.opts.Applier.Defer(ctx, d, held.next); err != nil && ctx.Err() == nil && !errors.Is(err, reconcile.ErrPaused) {
 			c.log.Error("recording a held pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		}
@@ -469,8 +470,11 @@ func (c *Controller) gcOrphaned(ctx context.Context, p *pass) error {
 			errs = append(errs, p.listed(err))
 			continue
 		}
-		why := fmt.Sprintf("bound to node %s, which is gone: missing from the mirror for %s and not found by a live GET",
-			node, p.now.Sub(since).Round(time.Second))
+		// No age in the reason: it would change every pass and make the
+		// same decision a new one (another audit row, a new since). When
+		// the node went missing is in the facts.
+		why := fmt.Sprintf("bound to node %s, which is gone: missing from the mirror past its quarantine "+
+			"(--podgc-quarantine=%s) and not found by a live GET", node, c.opts.Quarantine)
 		for _, pod := range pods {
 			if err := p.choose(ctx, job{pod: pod, rule: ruleOrphaned, label: reasonOrphaned, why: why, condition: true,
 				facts: podFacts(pod, map[string]any{"nodeMissingSince": since.UTC(), "nodeCheck": "not found"})}); err != nil {
@@ -493,8 +497,9 @@ func (c *Controller) quarantine(ctx context.Context, p *pass, node string, end t
 	if err != nil {
 		return p.listed(err)
 	}
-	why := fmt.Sprintf("bound to node %s, which is missing from the mirror: in quarantine (--podgc-quarantine=%s) until %s, "+
-		"then the node is looked up live", node, c.opts.Quarantine, end.UTC().Format(time.RFC3339))
+	// When the quarantine ends is the row's notBefore, not its reason.
+	why := fmt.Sprintf("bound to node %s, which is missing from the mirror: in quarantine (--podgc-quarantine=%s), "+
+		"then the node is looked up live", node, c.opts.Quarantine)
 	var errs []error
 	for _, pod := range pods {
 		p.keep(pod.UID)
