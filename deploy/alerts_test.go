@@ -1,7 +1,9 @@
 // Package deploy holds what kubegcd ships beside its binary: the systemd
-// unit, an example config and example Prometheus alert rules. Its tests keep
-// the rules loadable by Prometheus and true to the metrics kubegcd exports,
-// and the unit hardened and valid (unit_test.go).
+// unit, an example config, example Prometheus alert rules and a Grafana
+// dashboard. Its tests keep the rules loadable by Prometheus, the rules and
+// the dashboard's queries true to the metrics and labels kubegcd exports
+// (docs/metrics.md's generated table, exported_test.go), and the unit
+// hardened and valid (unit_test.go).
 package deploy
 
 import (
@@ -14,18 +16,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
-// exported are the metrics the rules may name: kubegcd's own (see
-// docs/metrics.md), kubegcd_ownerref_findings from the lint.
-var exported = []string{
-	"kubegcd_deletions_stuck",
-	"kubegcd_deletion_stuck_oldest_seconds",
-	"kubegcd_namespaces_terminating",
-	"kubegcd_ownerref_findings",
-	"kubegcd_reconcile_actions_total",
-	"kubegcd_reconcile_paused",
-}
-
 func TestAlertRules(t *testing.T) {
+	exported := exportedSeries(t)
 	// Legacy name validation is the strictest: the rules load on older
 	// Prometheus servers too.
 	groups, errs := rulefmt.ParseFile("kubegcd-alerts.yaml", false, model.LegacyValidation, parser.NewParser(parser.Options{}),
@@ -37,17 +29,10 @@ func TestAlertRules(t *testing.T) {
 	for _, g := range groups.Groups {
 		for _, r := range g.Rules {
 			alerts = append(alerts, r.Alert)
-			expr, err := parser.NewParser(parser.Options{}).ParseExpr(r.Expr)
-			if err != nil {
-				t.Errorf("%s: %v", r.Alert, err)
-				continue
+			problems, _ := checkExpr(r.Expr, exported)
+			for _, p := range problems {
+				t.Errorf("%s: %s", r.Alert, p)
 			}
-			parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
-				if vs, ok := n.(*parser.VectorSelector); ok && !slices.Contains(exported, vs.Name) {
-					t.Errorf("%s names %q, which kubegcd does not export", r.Alert, vs.Name)
-				}
-				return nil
-			})
 		}
 	}
 	want := []string{"KubegcdDeletionStalled", "KubegcdNamespaceTerminatingTooLong", "KubegcdGarbageCollectorIdle",
