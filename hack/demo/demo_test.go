@@ -56,6 +56,9 @@ func TestDemo(t *testing.T) {
 		if err := checkMirror(ctx, d); err != nil {
 			return err
 		}
+		if err := checkStuck(ctx, d); err != nil {
+			return err
+		}
 		if err := checkPending(ctx, d); err != nil {
 			return err
 		}
@@ -76,6 +79,56 @@ func TestDemo(t *testing.T) {
 	}
 	for _, e := range left {
 		t.Errorf("left behind in TMPDIR: %s", filepath.Join(tmp, e.Name()))
+	}
+}
+
+// seededStuck are the deletions seed leaves unfinished, as /stuck names
+// them.
+var seededStuck = []string{"ConfigMap demo-foreground/held-owner", "Pod demo-batch/ingest-0", "Pod demo-batch/ingest-unscheduled"}
+
+// stuckTimeout bounds how long, once kubegcd is ready, the Stuck page may
+// take to show what seed left stuck: the first screen a newcomer opens.
+const stuckTimeout = 30 * time.Second
+
+// checkStuck polls /stuck, as the Stuck page asks it (the daemon's
+// --stuck-after), until it lists every seeded stuck deletion, or
+// stuckTimeout passes.
+func checkStuck(ctx context.Context, d demo) error {
+	deadline := time.Now().Add(stuckTimeout)
+	for {
+		b, err := testcluster.HTTPGet(ctx, d.URL+"/stuck")
+		if err != nil {
+			return err
+		}
+		var out struct {
+			Items []struct {
+				Target struct{ Kind, Namespace, Name string }
+			}
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			return fmt.Errorf("/stuck: %w", err)
+		}
+		var listed []string
+		for _, it := range out.Items {
+			listed = append(listed, it.Target.Kind+" "+it.Target.Namespace+"/"+it.Target.Name)
+		}
+		var missing []string
+		for _, w := range seededStuck {
+			if !slices.Contains(listed, w) {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("/stuck lacks %v %s after kubegcd was ready; it lists %v", missing, stuckTimeout, listed)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 

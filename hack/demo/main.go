@@ -1,8 +1,9 @@
 // Command demo starts a local control plane, seeds it with a small but
 // realistic ownership graph, runs bin/kubegcd against it and prints where to
-// look, with CLI commands to try. Ctrl-C stops everything and removes every file it made.
+// look, with CLI commands to try. Ctrl-C stops everything and removes every
+// file it made, and exits 0, also before the demo is up.
 //
-//	go run ./hack/demo [--listen 127.0.0.1:8080] [--exit-after 0]
+//	make demo   (bin/kubegcd-demo [--listen 127.0.0.1:8080] [--exit-after 0])
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -27,6 +29,10 @@ const (
 	readyPoll    = 100 * time.Millisecond
 	readyTimeout = 2 * time.Minute
 	stopGrace    = 15 * time.Second
+	// demoStuckAfter is the demo's --stuck-after: short, so that the Stuck
+	// page shows the deletions seed leaves unfinished within seconds, where
+	// the default (5m) would say "Nothing is stuck." on the first screen.
+	demoStuckAfter = 10 * time.Second
 )
 
 func main() {
@@ -72,14 +78,20 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 		err = errors.Join(err, os.RemoveAll(dir))
 		fmt.Println("Removed", dir)
 	}()
+	// Ctrl-C before the demo is up cancels ctx, so the step under way fails:
+	// that is the stop asked for, not an error (make demo would report it).
+	startErr := func(err error) error {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			fmt.Println()
+			return nil
+		}
+		return err
+	}
 
 	fmt.Println("Starting a local control plane (etcd + kube-apiserver)…")
-	cluster, err := testcluster.Start(ctx, testcluster.Options{
-		Dir:  filepath.Join(dir, "cluster"),
-		Logf: func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) },
-	})
+	cluster, err := testcluster.Start(ctx, testcluster.Options{Dir: filepath.Join(dir, "cluster")})
 	if err != nil {
-		return err
+		return startErr(err)
 	}
 	defer func() {
 		fmt.Println("Stopping the control plane…")
@@ -89,7 +101,7 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 	fmt.Println("Seeding demo objects…")
 	n, err := seed(ctx, cluster.Config)
 	if err != nil {
-		return fmt.Errorf("seed: %w", err)
+		return startErr(fmt.Errorf("seed: %w", err))
 	}
 	fmt.Printf("  created %d objects\n", n)
 
@@ -101,18 +113,19 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 	fmt.Printf("Starting kubegcd (log: %s)…\n", logPath)
 	d, err := testcluster.StartKubegcd(kubegcdBin, logPath,
 		"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, "kubegcd.db"),
-		"--listen", addr, "--log-level", "info", fmt.Sprintf("--terminated-pod-gc-threshold=%d", demoTerminatedThreshold))
+		"--listen", addr, "--log-level", "info", fmt.Sprintf("--terminated-pod-gc-threshold=%d", demoTerminatedThreshold),
+		"--stuck-after", demoStuckAfter.String())
 	if err != nil {
 		return err
 	}
 	defer func() {
 		fmt.Println("Stopping kubegcd…")
-		err = errors.Join(err, d.Stop(stopGrace))
+		err = errors.Join(err, ignoreEarlyTerm(d.Stop(stopGrace)))
 	}()
 
 	base := "http://" + addr
 	if err := d.WaitReady(ctx, base+"/readyz", readyPoll, readyTimeout); err != nil {
-		return err
+		return startErr(err)
 	}
 	if onReady != nil {
 		if err := onReady(demo{URL: base, Dir: dir, Cluster: cluster, Seeded: n}); err != nil {
@@ -123,12 +136,13 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 	fmt.Printf(`
 kubegcd is running against a local control plane.
   UI:         %[1]s/
+  stuck:      %[1]s/#/stuck   (deletions older than %[4]s: the demo runs kubegcd with --stuck-after %[4]s, the default is 5m)
   status:     %[1]s/status
   kubeconfig: %[2]s   (kubectl --kubeconfig %[2]s get cm -A)
   log:        %[3]s
 
 Try the CLI on the seeded objects:
-`, base, cluster.Kubeconfig, logPath)
+`, base, cluster.Kubeconfig, logPath, demoStuckAfter)
 	for _, c := range tryCommands(base) {
 		fmt.Printf("  %s %s\n", displayPath(kubegcdBin), strings.Join(c, " "))
 	}
@@ -151,6 +165,19 @@ Try the CLI on the seeded objects:
 	return nil
 }
 
+// ignoreEarlyTerm drops the error of a kubegcd that SIGTERM killed: it
+// exits 0 on SIGTERM once it handles signals, so that happens only when
+// Ctrl-C stops the demo while kubegcd is starting, which is no failure.
+func ignoreEarlyTerm(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return nil
+		}
+	}
+	return err
+}
+
 // tryCommands are the CLI commands the demo suggests, each about objects
 // seed made, with --server unless kubegcd listens where the CLI looks by
 // default.
@@ -158,7 +185,7 @@ func tryCommands(base string) [][]string {
 	cmds := [][]string{
 		{"status"},
 		{"get", "pending"},
-		{"get", "stuck", "--min-age", "0"},
+		{"get", "stuck"},
 		{"why", "cm/child-of-deleted", "-n", "demo-garbage"},
 		{"tree", "rs/web-7c9d8b5f4", "-n", "demo-shop"},
 		{"cascade", "deploy/web", "-n", "demo-shop", "--propagation", "foreground"},
