@@ -32,6 +32,9 @@ type refFact struct {
 	Via string `json:"via"`
 }
 
+// viaDryRun: the state of a reference rests on an earlier dry-run decision.
+const viaDryRun = "dry-run"
+
 // errKnownAbsent: a shared lookup of an owner found it in the absent cache
 // and sent no GET.
 var errKnownAbsent = errors.New("owner known absent")
@@ -65,7 +68,7 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 	}
 	ns := gcrules.OwnerNamespace(obj.Namespace, kind)
 	if c.overlay.isDeleted(ref.UID) {
-		fact.State, fact.Via = state(nil, gcrules.Authoritative), "dry-run"
+		fact.State, fact.Via = state(nil, gcrules.Authoritative), viaDryRun
 		return fact, nil
 	}
 	// A UID confirmed absent at these coordinates can never come back:
@@ -83,6 +86,10 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 		switch gcrules.Mismatch(rref, ns, o) {
 		case "":
 			fact.State, fact.Via = state(o, gcrules.Mirror), "mirror"
+			if c.overlay.alters(owner.UID) {
+				// Its deletion or finalizers are dry-run's, not the cluster's.
+				fact.Via = viaDryRun
+			}
 			return fact, nil
 		case "other-namespace":
 			if namespaced {
@@ -135,6 +142,9 @@ func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerR
 	// differ. The mirror lags; the live object decides.
 	o := c.ownerFacts(string(live.UID), ref.APIVersion, ref.Kind, ns, ref.Name, live.DeletionTimestamp != nil, live.Finalizers)
 	fact.State, fact.Via = state(o, gcrules.Authoritative), "live"
+	if c.overlay.alters(string(live.UID)) {
+		fact.Via = viaDryRun
+	}
 	if fact.State == string(gcrules.Dangling) {
 		c.metrics.verifications.WithLabelValues("absent").Inc()
 		c.absent.add(key)
@@ -192,7 +202,11 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 		in.HasDependents = len(deps) > 0
 		in.CycleDependent = c.cycleDependent(deps)
 	}
+	simulated := slices.ContainsFunc(facts, func(f refFact) bool { return f.Via == viaDryRun })
 	for plan := gcrules.Plan(in); ; plan = *plan.Then {
+		if simulated && plan.Reason != "" {
+			plan.Reason = assumingDryRun(plan.Reason)
+		}
 		if err := c.carryOut(ctx, obj, facts, decided, invalid, plan); err != nil || plan.Then == nil {
 			return err
 		}
@@ -322,12 +336,26 @@ func (c *Controller) deleteDependents(ctx context.Context, owner *db.Object) err
 	if err != nil {
 		return err
 	}
-	blocking := 0
+	// Dry-run only simulates the blocking dependents away: how many it
+	// deleted, and how many it detached or unblocked, the reason says.
+	blocking, deleted, released := 0, 0, 0
 	for _, dep := range deps {
-		if c.overlay.isDeleted(dep.UID) || c.overlay.refRemoved(dep.UID, owner.UID) {
+		switch {
+		case c.overlay.isDeleted(dep.UID):
+			if dep.BlockOwnerDeletion {
+				deleted++
+			}
+			continue
+		case c.overlay.refRemoved(dep.UID, owner.UID):
+			if dep.BlockOwnerDeletion {
+				released++
+			}
 			continue
 		}
-		if dep.BlockOwnerDeletion && !c.overlay.refUnblocked(dep.UID, owner.UID) {
+		switch {
+		case dep.BlockOwnerDeletion && c.overlay.refUnblocked(dep.UID, owner.UID):
+			released++
+		case dep.BlockOwnerDeletion:
 			blocking++
 		}
 		if !dep.Deleting {
@@ -338,8 +366,7 @@ func (c *Controller) deleteDependents(ctx context.Context, owner *db.Object) err
 		return c.opts.Applier.Resolve(ctx, Name, owner.UID)
 	}
 	d := reconcile.Decision{Controller: Name, Rule: ruleForeground, Action: actionRemoveFinalizer, Target: db.TargetOf(owner),
-		ResourceVersion: owner.ResourceVersion, DecidedAt: time.Now(),
-		Reason: "no dependent with blockOwnerDeletion remains: removing the foregroundDeletion finalizer"}
+		ResourceVersion: owner.ResourceVersion, DecidedAt: time.Now(), Reason: foregroundReason(deleted, released)}
 	return c.apply(ctx, d, func(ctx context.Context) error { return c.removeFinalizer(ctx, owner, finalizerForeground) }, func() {
 		c.overlay.removeFinalizer(owner, finalizerForeground)
 	})
@@ -379,11 +406,70 @@ func (c *Controller) orphanDependents(ctx context.Context, owner *db.Object) err
 		return errors.Join(errs...)
 	}
 	d := reconcile.Decision{Controller: Name, Rule: ruleOrphan, Action: actionRemoveFinalizer, Target: db.TargetOf(owner),
-		ResourceVersion: owner.ResourceVersion, DecidedAt: time.Now(),
-		Reason: fmt.Sprintf("%d dependent(s) orphaned: removing the orphan finalizer", len(deps))}
+		ResourceVersion: owner.ResourceVersion, DecidedAt: time.Now(), Reason: orphanReason(len(deps), c.overlay != nil)}
 	return c.apply(ctx, d, func(ctx context.Context) error { return c.removeFinalizer(ctx, owner, finalizerOrphan) }, func() {
 		c.overlay.removeFinalizer(owner, finalizerOrphan)
 	})
+}
+
+// foregroundReason says why an owner deleted in the foreground loses its
+// foregroundDeletion finalizer. deleted and released count the dependents
+// with blockOwnerDeletion that dry-run only simulated away (deleted, or
+// their reference removed or made non-blocking): the cluster still has
+// them, so the reason says what enforce would do, and that it was not done.
+func foregroundReason(deleted, released int) string {
+	if deleted+released == 0 {
+		return "no dependent with blockOwnerDeletion remains: removing the foregroundDeletion finalizer"
+	}
+	var what string
+	switch {
+	case released == 0:
+		what = fmt.Sprintf("once its %s with blockOwnerDeletion %s deleted (dry-run: %s not)",
+			dependents(deleted), isAre(deleted), theyAre(deleted))
+	case deleted == 0:
+		what = fmt.Sprintf("once its %s with blockOwnerDeletion no longer %s it (dry-run: %s still)",
+			dependents(released), blockS(released), theyDo(released))
+	default:
+		what = fmt.Sprintf("once %d of its dependents with blockOwnerDeletion %s deleted and %d no longer %s it (dry-run: none of this is done)",
+			deleted, isAre(deleted), released, blockS(released))
+	}
+	return what + ", the foregroundDeletion finalizer would be removed"
+}
+
+// orphanReason says why an owner deleted with the orphan policy loses its
+// orphan finalizer; in dry-run its dependents still name it.
+func orphanReason(n int, dryRun bool) string {
+	if !dryRun {
+		return fmt.Sprintf("%d dependent(s) orphaned: removing the orphan finalizer", n)
+	}
+	return fmt.Sprintf("once its %s no longer %s it (dry-run: %s still), the orphan finalizer would be removed",
+		dependents(n), nameS(n), theyDo(n))
+}
+
+// assumingDryRun marks a reason that rests on earlier dry-run decisions
+// about the object's owners (an owner dry-run deleted, or began deleting):
+// in the cluster they were not carried out.
+func assumingDryRun(reason string) string {
+	return "dry-run, as if the decisions already recorded about its owners had been carried out (they are not): " + reason
+}
+
+func dependents(n int) string {
+	if n == 1 {
+		return "1 dependent"
+	}
+	return fmt.Sprintf("%d dependents", n)
+}
+
+func isAre(n int) string   { return plural(n, "is", "are") }
+func theyAre(n int) string { return plural(n, "it is", "they are") }
+func theyDo(n int) string  { return plural(n, "it does", "they do") }
+func blockS(n int) string  { return plural(n, "blocks", "block") }
+func nameS(n int) string   { return plural(n, "names", "name") }
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // --- writes: every one carries the UID and resourceVersion it was decided on.

@@ -72,11 +72,13 @@ type overlay struct {
 	removedRefs       map[[2]string]bool // dependent, owner
 	unblockedRefs     map[[2]string]bool
 	removedFinalizers map[[2]string]bool // object, finalizer
+	// altered: objects whose deletion or finalizers are dry-run's.
+	altered map[string]bool
 }
 
 func newOverlay() *overlay {
 	return &overlay{deleted: map[string]bool{}, foreground: map[string]bool{}, removedRefs: map[[2]string]bool{},
-		unblockedRefs: map[[2]string]bool{}, removedFinalizers: map[[2]string]bool{}}
+		unblockedRefs: map[[2]string]bool{}, removedFinalizers: map[[2]string]bool{}, altered: map[string]bool{}}
 }
 
 func (o *overlay) isDeleted(uid string) bool {
@@ -115,6 +117,17 @@ func (o *overlay) refUnblocked(dependent, owner string) bool {
 	return o.unblockedRefs[[2]string{dependent, owner}]
 }
 
+// alters reports whether dry-run changed what is known of uid: began its
+// deletion in the foreground, or removed one of its finalizers.
+func (o *overlay) alters(uid string) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.altered[uid]
+}
+
 // finalizers returns an object's finalizers less those removed, plus
 // foregroundDeletion while its foreground deletion is under way.
 func (o *overlay) finalizers(uid string, finalizers []string) []string {
@@ -146,6 +159,7 @@ func (o *overlay) deleteForeground(uid string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.foreground[uid] = true
+	o.altered[uid] = true
 }
 
 func (o *overlay) removeRefs(dependent string, owners []string) {
@@ -170,6 +184,7 @@ func (o *overlay) removeFinalizer(obj *db.Object, finalizer string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.removedFinalizers[[2]string{obj.UID, finalizer}] = true
+	o.altered[obj.UID] = true
 	left := 0
 	for _, f := range obj.Finalizers {
 		if !o.removedFinalizers[[2]string{obj.UID, f}] {
