@@ -234,16 +234,17 @@ func TestDebContents(t *testing.T) {
 
 	file := func(mode fs.FileMode) entry { return entry{Type: "file", Mode: mode, Owner: "root", Group: "root"} }
 	want := map[string]entry{
-		"/usr/bin/kubegcd":                           file(0o755),
-		"/usr/bin/kubectl-gc":                        {Type: "symlink", Owner: "root", Group: "root", Link: "kubegcd"},
-		"/usr/lib/systemd/system/kubegcd.service":    file(0o644),
-		"/usr/lib/sysusers.d/kubegcd.conf":           file(0o644),
-		"/etc/kubegcd":                               {Type: "dir", Mode: 0o755, Owner: "root", Group: "root"},
-		"/etc/kubegcd/kubegcd.conf":                  {Type: "file", Mode: 0o640, Owner: "root", Group: "kubegcd"},
-		"/var/lib/kubegcd":                           {Type: "dir", Mode: 0o700, Owner: "kubegcd", Group: "kubegcd"},
-		"/usr/share/doc/kubegcd/README.md":           file(0o644),
-		"/usr/share/doc/kubegcd/kubegcd-alerts.yaml": file(0o644),
-		"/usr/share/doc/kubegcd/copyright":           file(0o644),
+		"/usr/bin/kubegcd":                              file(0o755),
+		"/usr/bin/kubectl-gc":                           {Type: "symlink", Owner: "root", Group: "root", Link: "kubegcd"},
+		"/usr/lib/systemd/system/kubegcd.service":       file(0o644),
+		"/usr/lib/sysusers.d/kubegcd.conf":              file(0o644),
+		"/etc/kubegcd":                                  {Type: "dir", Mode: 0o755, Owner: "root", Group: "root"},
+		"/etc/kubegcd/kubegcd.conf":                     {Type: "file", Mode: 0o640, Owner: "root", Group: "kubegcd"},
+		"/var/lib/kubegcd":                              {Type: "dir", Mode: 0o700, Owner: "kubegcd", Group: "kubegcd"},
+		"/usr/share/doc/kubegcd/README.md":              file(0o644),
+		"/usr/share/doc/kubegcd/kubegcd-alerts.yaml":    file(0o644),
+		"/usr/share/doc/kubegcd/kubegcd-dashboard.json": file(0o644),
+		"/usr/share/doc/kubegcd/copyright":              file(0o644),
 	}
 	for _, c := range docPages {
 		want["/usr/share/doc/kubegcd/"+docPage(c)] = file(0o644)
