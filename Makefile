@@ -170,7 +170,7 @@ $(BIN)/.demo-modules: go.sum hack/kube/go.sum
 	@mkdir -p $(BIN)
 	@log=$(BIN)/demo-modules.log; \
 	{ $(GO) list -deps ./cmd/kubegcd ./hack/demo && \
-	  cd hack/kube && $(GO) list -deps go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver; } >$$log 2>&1 || \
+	  cd hack/kube && $(GO) list -deps go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver; } >/dev/null 2>$$log || \
 	{ tail -n 20 $$log >&2; echo "make: downloading Go modules failed; the whole output is in $$log" >&2; exit 1; }
 	@touch $@
 
