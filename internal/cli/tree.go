@@ -24,7 +24,9 @@ ownerReference that ties it to the line above (controller,
 blockOwnerDeletion). Coloured on a terminal unless NO_COLOR is set.
 
 --at TIME draws the tree as kubegcd's history shows it then: an RFC 3339
-time, or a duration back from now (10m). -o json or yaml prints the API's
+time, or a duration back from now (10m); a time in the future is refused,
+and an object that did not exist then is an error, as a name kubectl does
+not find is. -o json or yaml prints the API's
 /graph answer, -o dot its GraphViz form (the shape of kube-controller-manager's
 garbage collector dump).
 
@@ -41,11 +43,16 @@ func treeCommand(e *env) *cobra.Command {
 
 func (f *objectFlags) tree(ctx context.Context, e *env, at string, args []string) error {
 	q := url.Values{}
+	var when time.Time
 	if at != "" {
 		t, err := sinceTime(at, e.now())
 		if err != nil {
 			return usagef("invalid --at %q: want an RFC 3339 time, or a duration ago such as 1h", at)
 		}
+		if t.After(e.now()) {
+			return usagef("invalid --at %q: it is in the future, and history only knows the past", at)
+		}
+		when = t
 		q.Set("at", t.Format(time.RFC3339Nano))
 	}
 	c, o, err := f.resolveObject(ctx, e, args)
@@ -72,14 +79,66 @@ func (f *objectFlags) tree(ctx context.Context, e *env, at string, args []string
 		return fmt.Errorf("GET /graph: the answer is not the JSON expected: %w", err)
 	}
 	if !slices.ContainsFunc(g.Nodes, func(n db.GraphNode) bool { return n.UID == o.UID }) {
-		// An object without owners or dependents is no vertex of the graph.
-		g.Nodes = append(g.Nodes, db.GraphNode{UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace,
-			Name: o.Name, BeingDeleted: o.DeletionTimestamp != nil})
+		// An object without owners or dependents is no vertex of the graph:
+		// it is drawn as the mirror shows it now, or, with --at, as its
+		// history shows it then, if it existed then.
+		n := db.GraphNode{UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace,
+			Name: o.Name, BeingDeleted: o.DeletionTimestamp != nil}
+		if !when.IsZero() {
+			if n, err = nodeAt(ctx, c, o, when); err != nil {
+				return err
+			}
+		}
+		g.Nodes = append(g.Nodes, n)
 	}
 	if g.Truncated {
 		fmt.Fprintln(e.stderr, "warning: the graph is larger than the API's limit; the tree is cut")
 	}
 	return printTree(e.stdout, &g, o.UID, useColor(e.stdout, e.lookupEnv))
+}
+
+// historyAnswer is what nodeAt reads of /objects/{uid}/history.
+type historyAnswer struct {
+	Items []struct {
+		Time              time.Time  `json:"time"`
+		Event             string     `json:"event"`
+		Finalizers        []string   `json:"finalizers"`
+		DeletionTimestamp *time.Time `json:"deletionTimestamp"`
+	} `json:"items"`
+}
+
+// nodeAt is o as its history shows it at time at, or an error saying that
+// it did not exist then.
+func nodeAt(ctx context.Context, c *Client, o *objectSummary, at time.Time) (db.GraphNode, error) {
+	var h historyAnswer
+	if _, err := c.GetJSON(ctx, "/objects/"+url.PathEscape(o.UID)+"/history", nil, &h); err != nil {
+		return db.GraphNode{}, err
+	}
+	name := o.Kind + " " + o.Name
+	if o.Namespace != "" {
+		name = o.Kind + " " + o.Namespace + "/" + o.Name
+	}
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	i := -1 // the last change at or before at
+	for j, it := range h.Items {
+		if !it.Time.After(at) {
+			i = j
+		}
+	}
+	switch {
+	case len(h.Items) == 0:
+		return db.GraphNode{}, fmt.Errorf("%s: kubegcd's history does not know it at %s", name, stamp(at))
+	case i < 0:
+		return db.GraphNode{}, fmt.Errorf("%s did not exist at %s: kubegcd's history first saw it at %s",
+			name, stamp(at), stamp(h.Items[0].Time))
+	case h.Items[i].Event == db.HistoryDeleted:
+		return db.GraphNode{}, fmt.Errorf("%s did not exist at %s: it was deleted at %s", name, stamp(at), stamp(h.Items[i].Time))
+	}
+	it := h.Items[i]
+	n := db.GraphNode{UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
+		BeingDeleted: it.DeletionTimestamp != nil}
+	n.DeletingDependents = n.BeingDeleted && slices.Contains(it.Finalizers, "foregroundDeletion")
+	return n, nil
 }
 
 // treeLine is one line of the tree, before alignment.

@@ -63,6 +63,10 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	at := q.time("at")
+	if at.After(time.Now()) {
+		// History knows only the past: the present is not a future graph.
+		q.fail("invalid at %s: it is in the future", at.UTC().Format(time.RFC3339))
+	}
 	if !at.IsZero() && (len(f.UIDs) == 0 || f.Namespace != "") {
 		// A whole namespace, or cluster, at a past time would read every
 		// history row; from UIDs the walk stays bounded.
