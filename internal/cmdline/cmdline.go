@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -121,12 +123,31 @@ func helpCommandLine(cmd *cobra.Command) string {
 }
 
 // RejectCommand is the Args of a root command: an argument is a command
-// that does not exist. (cobra's own message spans lines.)
+// that does not exist, and the message names those it may have meant.
+// (cobra's own message spans lines.)
 func RejectCommand(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return Usagef("unknown command %q", args[0])
+		return Usagef("unknown command %q%s", args[0], didYouMean(cmd, args[0]))
 	}
 	return nil
+}
+
+// didYouMean names the commands of root near typed, as cobra suggests
+// them (two edits away, or starting with it): ", did you mean "get"?".
+func didYouMean(root *cobra.Command, typed string) string {
+	if root.SuggestionsMinimumDistance <= 0 {
+		root.SuggestionsMinimumDistance = 2
+	}
+	var quoted []string
+	for _, s := range root.SuggestionsFor(typed) {
+		if q := strconv.Quote(s); !slices.Contains(quoted, q) {
+			quoted = append(quoted, q)
+		}
+	}
+	if len(quoted) == 0 {
+		return ""
+	}
+	return ", did you mean " + strings.Join(quoted, " or ") + "?"
 }
 
 // SetHelp gives root the help command and the help layout of this package:
@@ -165,7 +186,7 @@ func helpCommand() *cobra.Command {
 			root := c.Root()
 			cmd, _, err := root.Find(args)
 			if err != nil || (cmd == root && len(args) > 0) {
-				return Usagef("unknown command %q", strings.Join(args, " "))
+				return Usagef("unknown command %q%s", strings.Join(args, " "), didYouMean(root, args[0]))
 			}
 			cmd.InitDefaultHelpFlag() // for the help to list it
 			return cmd.Help()
