@@ -36,8 +36,10 @@ type env struct {
 // commands are the client commands, in the order help lists them. Each
 // command's Use is its synopsis after the program's name.
 func (e *env) commands() []*cobra.Command {
-	return []*cobra.Command{getCommand(e), whyCommand(e), treeCommand(e), cascadeCommand(e), statusCommand(e),
+	cmds := []*cobra.Command{getCommand(e), whyCommand(e), treeCommand(e), cascadeCommand(e), statusCommand(e),
 		releaseCommand(e), pluginCommand(e)}
+	e.addCompletion(cmds)
+	return cmds
 }
 
 // newCommand is a client command: run checks its arguments itself, in its
