@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -264,10 +265,18 @@ type objectJSON struct {
 	OwnerReferences   []ownerRefJSON `json:"ownerReferences"`
 }
 
+// ownerJSON is an owner of /objects/{uid}. NeverSeen marks a missing one
+// that neither history nor audit knows: a reference dangling from the
+// start, whose own page would have nothing to show.
+type ownerJSON struct {
+	diagnose.OwnerStatus
+	NeverSeen bool `json:"neverSeen,omitempty"`
+}
+
 type objectDetailJSON struct {
-	Object     objectJSON             `json:"object"`
-	Owners     []diagnose.OwnerStatus `json:"owners"`
-	Dependents []db.DependentInfo     `json:"dependents"`
+	Object     objectJSON         `json:"object"`
+	Owners     []ownerJSON        `json:"owners"`
+	Dependents []db.DependentInfo `json:"dependents"`
 	// DependentsTruncated: there are more dependents than listed; /graph
 	// lists them all.
 	DependentsTruncated bool            `json:"dependentsTruncated,omitempty"`
@@ -319,8 +328,12 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 			ResourceVersion: o.ResourceVersion, CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp,
 			Finalizers: o.Finalizers, OwnerReferences: []ownerRefJSON{},
 		},
-		Owners: owners, Dependents: det.Dependents, DependentsTruncated: det.DependentsTruncated,
+		Dependents: det.Dependents, DependentsTruncated: det.DependentsTruncated,
 		Pending: det.Pending, RecentAudit: audit,
+	}
+	if out.Owners, err = s.ownersSeen(r.Context(), owners); err != nil {
+		s.internalError(w, r, err)
+		return
 	}
 	if out.objectExplanationJSON, err = s.explainObject(r.Context(), det.Object); err != nil {
 		s.internalError(w, r, err)
@@ -339,6 +352,32 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 			Name: ref.Name, UID: ref.UID, Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion})
 	}
 	writeJSON(w, r, http.StatusOK, out)
+}
+
+// ownersSeen marks the missing owners that neither history nor audit
+// knows, as /objects/{uid}/history answers 404 for them. An object has
+// few owners, and only missing ones are looked up.
+func (s *server) ownersSeen(ctx context.Context, owners []diagnose.OwnerStatus) ([]ownerJSON, error) {
+	out := make([]ownerJSON, len(owners))
+	for i, o := range owners {
+		out[i].OwnerStatus = o
+		if o.State != diagnose.OwnerMissing {
+			continue
+		}
+		hist, _, err := s.DB.RecentHistoryOf(ctx, o.UID, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(hist) > 0 {
+			continue
+		}
+		audit, _, err := s.DB.ListAudit(ctx, db.AuditFilter{UID: o.UID, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		out[i].NeverSeen = len(audit) == 0
+	}
+	return out, nil
 }
 
 // actionPhrases say what a pending action does to the object.

@@ -460,3 +460,64 @@ func TestGraphWholeStreams(t *testing.T) {
 		}
 	}
 }
+
+// An owner missing from the mirror is marked neverSeen only when neither
+// history nor audit knows its UID: its page would know nothing of it.
+func TestObjectOwnerNeverSeen(t *testing.T) {
+	srv, store := testServer(t)
+	ctx := context.Background()
+	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// X is mirrored, then deleted: Y's owner was seen.
+	x := &db.Object{UID: "uid-X", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "X", ResourceVersion: "1"}
+	y := &db.Object{UID: "uid-Y", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "Y", ResourceVersion: "1",
+		OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "X", UID: "uid-X"}}}
+	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: x}, {ResourceID: rid, Object: y}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Deleted: true, Object: x}}); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(uid string) (state string, neverSeen bool) {
+		var out struct {
+			Owners []struct {
+				State     string `json:"state"`
+				NeverSeen bool   `json:"neverSeen"`
+			} `json:"owners"`
+		}
+		getJSON(t, srv, "/objects/"+uid, 200, &out)
+		if len(out.Owners) != 1 {
+			t.Fatalf("%s has owners %+v, want one", uid, out.Owners)
+		}
+		return out.Owners[0].State, out.Owners[0].NeverSeen
+	}
+	for _, tt := range []struct {
+		name      string
+		setup     func()
+		dependent string
+		state     string
+		neverSeen bool
+	}{
+		{name: "present", dependent: "uid-B", state: diagnose.OwnerPresent},
+		{name: "never mirrored", dependent: "uid-G", state: diagnose.OwnerMissing, neverSeen: true},
+		{name: "mirrored, then deleted", dependent: "uid-Y", state: diagnose.OwnerMissing},
+		{name: "known to audit only", dependent: "uid-G", state: diagnose.OwnerMissing, setup: func() {
+			if err := store.InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
+				Target:  db.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "web", UID: "uid-ghost"},
+				Outcome: db.OutcomeApplied, Reason: "test"}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.setup != nil {
+				tt.setup()
+			}
+			if state, neverSeen := owner(tt.dependent); state != tt.state || neverSeen != tt.neverSeen {
+				t.Errorf("owner of %s: state %s, neverSeen %v; want %s, %v", tt.dependent, state, neverSeen, tt.state, tt.neverSeen)
+			}
+		})
+	}
+}
