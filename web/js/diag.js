@@ -1,5 +1,5 @@
 // Stuck deletions, ownerReference lint and the Lease inventory.
-import { h, api, qs, table, when, objLink, filterForm, badge, setTitle, age, go, paramsObject } from './util.js';
+import { h, api, qs, table, when, objLink, filterForm, badge, setTitle, age, go, paramsObject, ruleLink, linkRules } from './util.js';
 
 const stateTitles = {
   'namespace-terminating': 'Namespaces Terminating',
@@ -18,7 +18,7 @@ function blockerLine(b) {
   if (b.counts) {
     parts.push(' ', h('span', { class: 'muted', text: Object.entries(b.counts).map(([k, n]) => `${n} ${k}`).join(', ') }));
   }
-  if (b.reason) parts.push(h('span', { class: 'muted', text: ' — ' + b.reason }));
+  if (b.reason) parts.push(h('span', { class: 'muted' }, ' — ', linkRules(b.reason)));
   return parts;
 }
 
@@ -29,12 +29,14 @@ export function blockerChain(blockers) {
   return h('ul', { class: 'chain' }, blockers.map((b) => h('li', {}, blockerLine(b), blockerChain(b.blockers))));
 }
 
-export function stuckItem(it) {
+// stuckItem shows one stuck deletion; opts.explanation false leaves out
+// its explanation, for a page that says it already.
+export function stuckItem(it, opts = {}) {
   return h('div', { class: 'item', dataset: { uid: it.target.uid } },
     h('div', { class: 'head' }, h('strong', {}, objLink(it.target)),
       h('span', { class: 'muted', title: it.deletionRequested, text: 'deletion requested ' + age(it.age) + ' ago' }),
       badge(it.state, 'bad')),
-    h('div', { text: it.explanation }),
+    opts.explanation === false ? null : h('div', { class: 'explanation' }, linkRules(it.explanation)),
     blockerChain(it.blockers),
     it.conditions && it.conditions.length ? h('details', {}, h('summary', { text: 'conditions' }),
       table([
@@ -93,7 +95,7 @@ export async function lintPage(view, ctx) {
   if (!ctx.isCurrent()) return;
   const counts = r.counts || {};
   view.append(h('div', { class: 'toolbar' }, Object.keys(counts).sort().map((rule) =>
-    h('a', { class: 'button', href: '#/lint' + qs({ ...filter, rule }), text: `${rule}: ${counts[rule]}` }))));
+    h('a', { class: 'button', href: '#/lint' + qs({ ...filter, rule }), title: ruleLink(rule).title || '', text: `${rule}: ${counts[rule]}` }))));
   // The counts come from the last count of the whole mirror, the findings
   // below from the mirror now: they may differ by what changed since.
   if (r.countsAt) view.append(h('p', { class: 'muted', id: 'counts-at' }, 'counts as of ', when(r.countsAt)));
@@ -111,11 +113,12 @@ export async function lintPage(view, ctx) {
   for (const [k, items] of groups) {
     const sev = items[0].severity;
     view.append(h('section', { class: 'group', dataset: { rule: items[0].rule } },
-      h('h2', {}, badge(sev, sev === 'error' ? 'bad' : sev === 'warning' ? 'warn' : ''), ' ', k, h('span', { class: 'muted', text: ` (${counts[items[0].rule] ?? items.length})` })),
+      h('h2', {}, badge(sev, sev === 'error' ? 'bad' : sev === 'warning' ? 'warn' : ''), ' ', ruleLink(items[0].rule), ' ', items[0].name,
+        h('span', { class: 'muted', text: ` (${counts[items[0].rule] ?? items.length})` })),
       h('div', { class: 'body' }, table([
         { title: 'object', cell: (f) => objLink(f.target) },
         { title: 'owner reference', cell: (f) => h('code', { text: `${f.ownerReference.kind}/${f.ownerReference.name}` }) },
-        { title: 'message', cell: (f) => f.message, class: 'reason' },
+        { title: 'message', cell: (f) => linkRules(f.message), class: 'reason' },
       ], items))));
   }
   if (r.items.length === 0) view.append(h('div', { class: 'note', text: 'No findings.' }));

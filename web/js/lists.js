@@ -1,6 +1,6 @@
 // The Pending and Audit tables: filters the API applies, paging by the
 // API's cursor (never everything at once), links to objects, downloads.
-import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, setTitle, errorBox, targetText, go, paramsObject } from './util.js';
+import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, setTitle, errorBox, targetText, go, paramsObject, ruleLink, linkRules } from './util.js';
 
 const controllers = ['ownergc', 'podgc', 'ttl', 'svgc'];
 const outcomes = ['applied', 'dry-run', 'failed', 'conflict', 'not-found', 'skipped', 'unknown'];
@@ -21,32 +21,33 @@ const pendingFields = [
   { name: 'controller', label: 'controller', options: controllers },
   { name: 'namespace', label: 'namespace' },
   { name: 'kind', label: 'kind', placeholder: 'ConfigMap' },
-  { name: 'order', label: 'order', options: ['oldest'], labels: { '': 'newest first', oldest: 'waiting longest first' } },
+  // Oldest first, as /pending, /stuck and kubegcd get pending order them.
+  { name: 'order', label: 'order', options: ['newest'], labels: { '': 'waiting longest first', newest: 'newest first' } },
 ];
 
 export async function pendingPage(view, ctx) {
   setTitle('Pending');
   const p = ctx.params;
   const filter = paramsObject(p, ['controller', 'namespace', 'kind', 'order']);
-  const apiFilter = { ...filter, order: filter.order || 'newest' };
+  const apiFilter = { ...filter, order: filter.order || 'oldest' };
   const limit = Math.min(Number(p.get('limit')) || pageSize, 1000);
   view.append(h('h1', { text: 'Pending decisions' }),
     h('p', { class: 'muted', text: 'What each controller would do next, ' +
-      (filter.order === 'oldest' ? 'the decisions waiting longest first.' : 'newest first.') }),
+      (filter.order === 'newest' ? 'newest first.' : 'the decisions waiting longest first.') }),
     filterForm(pendingFields, p, (v) => go('/pending', v)));
   const r = await api('/pending' + qs({ ...apiFilter, limit, cursor: p.get('cursor') }));
   if (!ctx.isCurrent()) return;
   const cols = [
     { title: 'since', value: (i) => i.since, cell: (i) => when(i.since), class: 'nowrap' },
     { title: 'controller', value: (i) => i.controller, cell: (i) => i.controller },
-    { title: 'rule', value: (i) => i.rule, cell: (i) => h('code', { text: i.rule }), class: 'nowrap' },
+    { title: 'rule', value: (i) => i.rule, cell: (i) => ruleLink(i.rule), class: 'nowrap' },
     { title: 'action', value: (i) => i.action, cell: (i) => i.action },
     { title: 'object', value: (i) => targetText(i.target), cell: (i) => objLink(i.target) },
-    { title: 'reason', value: (i) => i.reason, cell: (i) => i.reason, class: 'reason' },
+    { title: 'reason', value: (i) => i.reason, cell: (i) => linkRules(i.reason), class: 'reason' },
     { title: 'waits', value: (i) => i.notBefore || '', cell: (i) => i.notBefore ? h('span', { title: i.notBefore, text: i.timeLeft }) : '' },
   ];
   const pg = cursorPager('/pending', filter, p, r.next,
-    filter.order === 'oldest' ? ['Oldest', '← Older', 'Newer →'] : undefined);
+    filter.order === 'newest' ? undefined : ['Oldest', '← Older', 'Newer →']);
   view.append(h('div', { class: 'toolbar' },
     h('span', { class: 'muted', id: 'count', text: `${pg.label}: ${r.items.length} decision${r.items.length === 1 ? '' : 's'}` }),
     downloadButtons('pending', () => readAll('/pending', apiFilter, 10000), cols)));
@@ -79,11 +80,11 @@ export async function auditPage(view, ctx) {
   const cols = [
     { title: 'time', value: (e) => e.time, cell: (e) => when(e.time), class: 'nowrap' },
     { title: 'controller', value: (e) => e.controller, cell: (e) => e.controller },
-    { title: 'rule', value: (e) => e.rule, cell: (e) => h('code', { text: e.rule }), class: 'nowrap' },
+    { title: 'rule', value: (e) => e.rule, cell: (e) => ruleLink(e.rule), class: 'nowrap' },
     { title: 'action', value: (e) => e.action, cell: (e) => e.action },
     { title: 'object', value: (e) => targetText(e.target), cell: (e) => objLink(e.target) },
     { title: 'outcome', value: (e) => e.outcome + (e.dryRun ? ' (dry-run)' : ''), cell: (e) => outcomeBadge(e) },
-    { title: 'reason', value: (e) => e.reason + (e.error ? ' — ' + e.error : ''), cell: (e) => [e.reason, e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },
+    { title: 'reason', value: (e) => e.reason + (e.error ? ' — ' + e.error : ''), cell: (e) => [linkRules(e.reason), e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },
     { title: 'by', value: (e) => e.instance, cell: (e) => h('span', { class: 'muted', text: e.instance }) },
   ];
   const pg = cursorPager('/audit', filter, p, r.next);

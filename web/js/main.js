@@ -5,6 +5,7 @@ import { overviewPage } from './overview.js';
 import { objectPage } from './object.js';
 import { pendingPage, auditPage } from './lists.js';
 import { stuckPage, lintPage, leasesPage } from './diag.js';
+import { mapPage } from './map.js';
 import { initSearch } from './search.js';
 
 const routes = [
@@ -15,6 +16,7 @@ const routes = [
   [/^\/stuck$/, stuckPage],
   [/^\/lint$/, lintPage],
   [/^\/leases$/, leasesPage],
+  [/^\/map$/, mapPage],
 ];
 
 // parseHash splits "#/audit?controller=ownergc" into path and parameters.

@@ -1,8 +1,8 @@
 // One object: what it is, its owners and dependents drawn as a graph, why it
 // is or is not pending, what holds its deletion, its history and audit rows,
 // and what a delete would take with it.
-import { h, api, ApiError, qs, table, when, objLink, badge, setTitle, errorBox, targetText } from './util.js';
-import { drawGraph } from './graph.js';
+import { h, api, ApiError, qs, table, when, objLink, badge, setTitle, errorBox, targetText, ruleLink, linkRules } from './util.js';
+import { drawGraph, groupMin } from './graph.js';
 import { stuckItem } from './diag.js';
 
 const ownerStateBadge = {
@@ -41,17 +41,20 @@ export async function objectPage(view, ctx) {
       det.pending.length ? badge(det.pending.length + ' pending', 'warn') : null),
     h('dl', { class: 'facts' },
       h('dt', { text: 'apiVersion' }), h('dd', { text: o.apiVersion }),
+      o.namespace ? [h('dt', { text: 'namespace' }), h('dd', {}, o.namespace, ' ',
+        h('a', { id: 'namespace-map', href: '#/map' + qs({ namespace: o.namespace }), text: '(its map)' }))] : null,
       h('dt', { text: 'uid' }), h('dd', {}, h('code', { text: o.uid })),
       h('dt', { text: 'created' }), h('dd', {}, when(o.creationTimestamp)),
       o.deletionTimestamp ? [h('dt', { text: 'deletion requested' }), h('dd', {}, when(o.deletionTimestamp))] : null,
       h('dt', { text: 'resourceVersion' }), h('dd', { text: o.resourceVersion })),
-    h('div', { class: 'why', id: 'why', text: det.why }));
+    h('div', { class: 'why', id: 'why' }, linkRules(det.why)));
 
   // The graph first: it is what people come for.
   const graphBox = h('div', { id: 'graph', role: 'img', 'aria-label': 'ownership graph: owners above, dependents below; click a node to open it' });
   const graphNote = h('span', { class: 'muted' });
+  const legend = graphLegend();
   view.append(h('h2', { text: 'Ownership graph' }),
-    graphLegend(),
+    legend,
     graphBox, h('div', { class: 'graphbar' }, graphNote));
   const graphDone = graphRead.then(async (g) => {
     if (!ctx.isCurrent()) return;
@@ -69,15 +72,23 @@ export async function objectPage(view, ctx) {
       return;
     }
     if (g.nodes.length > 150) graphBox.classList.add('big');
-    const cy = await drawGraph(graphBox, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
-    graphNote.replaceChildren(`${g.nodes.length} objects, ${g.edges.length} references${g.nodes.length > 150 ? ' (so many that edges have no arrowheads: owners are above)' : ''}. Scroll to zoom, drag to pan. `,
-      h('button', { type: 'button', text: 'Fit all', onclick: () => cy.fit(undefined, 20) }));
-  }).catch((err) => graphBox.replaceChildren(errorBox(err)));
+    const gv = await drawGraph(graphBox, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
+    graphNote.replaceChildren(graphNoteText(g, gv), ' Scroll to zoom, drag to pan. ',
+      h('button', { type: 'button', text: 'Fit all', onclick: () => gv.cy.fit(undefined, 20) }),
+      h('button', { type: 'button', id: 'fold-all', text: 'Fold every group', hidden: !gv.groups, onclick: () => gv.collapseAll() }));
+    return gv;
+  }).catch((err) => {
+    graphBox.replaceChildren(errorBox(err));
+    return null;
+  });
 
   // Owners and dependents as lists too: links a keyboard reaches.
   const refs = new Map(o.ownerReferences.map((r) => [r.uid, r]));
   view.append(h('h2', { text: `Owners (${det.owners.length})` }), table([
-    { title: 'owner', cell: (w) => objLink(w) },
+    // An owner neither the mirror nor the history ever held has no page
+    // to open: the row says so instead of linking.
+    { title: 'owner', cell: (w) => w.neverSeen ? [h('span', { text: targetText(w) }), ' ',
+      h('span', { class: 'bad never-seen', text: 'never seen: this reference is dangling' })] : objLink(w) },
     { title: 'state', cell: (w) => badge(w.state, ownerStateBadge[w.state]) },
     { title: 'controller', cell: (w) => flag(refs.get(w.uid)?.controller) },
     { title: 'blockOwnerDeletion', cell: (w) => flag(refs.get(w.uid)?.blockOwnerDeletion) },
@@ -95,24 +106,25 @@ export async function objectPage(view, ctx) {
   view.append(h('h2', { text: 'Pending decisions' }), table([
     { title: 'controller', cell: (p) => p.controller },
     { title: 'action', cell: (p) => p.action },
-    { title: 'rule', cell: (p) => h('code', { text: p.rule }), class: 'nowrap' },
-    { title: 'reason', cell: (p) => p.reason, class: 'reason' },
+    { title: 'rule', cell: (p) => ruleLink(p.rule), class: 'nowrap' },
+    { title: 'reason', cell: (p) => linkRules(p.reason), class: 'reason' },
     { title: 'since', cell: (p) => when(p.since) },
     { title: 'not before', cell: (p) => p.notBefore ? when(p.notBefore) : '' },
   ], det.pending, { empty: 'nothing pending' }));
 
   if (det.stuck) {
-    view.append(h('h2', { text: 'What holds its deletion' }), h('div', { id: 'blockers' }, stuckItem(det.stuck)));
+    // Its explanation is already in the why above.
+    view.append(h('h2', { text: 'What holds its deletion' }), h('div', { id: 'blockers' }, stuckItem(det.stuck, { explanation: false })));
   }
   if (det.lint.length) {
     view.append(h('h2', { text: 'ownerReference lint' }), table([
-      { title: 'rule', cell: (f) => [badge(f.severity, f.severity === 'error' ? 'bad' : 'warn'), ' ', h('code', { text: f.rule + ' ' + f.name })] },
+      { title: 'rule', cell: (f) => [badge(f.severity, f.severity === 'error' ? 'bad' : 'warn'), ' ', ruleLink(f.rule), ' ', h('code', { text: f.name })] },
       { title: 'owner reference', cell: (f) => h('code', { text: `${f.ownerReference.kind}/${f.ownerReference.name}` }) },
-      { title: 'message', cell: (f) => f.message, class: 'reason' },
+      { title: 'message', cell: (f) => linkRules(f.message), class: 'reason' },
     ], det.lint));
   }
 
-  view.append(cascadeSection(uid));
+  view.append(cascadeSection(uid, graphDone, legend));
 
   view.append(h('h2', { text: 'History' }), historyTable(det.history.items));
   if (det.history.truncated) {
@@ -143,7 +155,19 @@ function graphLegend() {
     h('span', {}, h('span', { class: 'edgekey' }), 'controller'),
     h('span', {}, h('span', { class: 'edgekey ref' }), 'not controller'),
     h('span', {}, h('span', { class: 'edgekey block' }), 'blockOwnerDeletion'),
-    h('span', { text: 'arrows: owner → dependent' }));
+    h('span', {}, h('span', { class: 'swatch folded' }), `${groupMin} or more of one kind under one owner: click to open`),
+    h('span', { text: 'arrows: owner → dependent' }),
+    // Shown while a delete is previewed.
+    h('span', { class: 'cascade-key', hidden: true }, h('span', { class: 'swatch mark cascade-delete' }), 'the previewed delete takes it'),
+    h('span', { class: 'cascade-key', hidden: true }, h('span', { class: 'swatch mark cascade-wait' }), 'the previewed delete waits for it'));
+}
+
+// graphNoteText says what the graph holds and how it is drawn.
+function graphNoteText(g, gv) {
+  let s = `${g.nodes.length} objects, ${g.edges.length} references`;
+  if (gv.groups) s += `; ${gv.groups} group${gv.groups === 1 ? '' : 's'} of ${groupMin} or more (click one to open it, its box to fold it)`;
+  if (g.nodes.length > 150) s += ' (so many that edges may have no arrowheads: owners are above)';
+  return s + '.';
 }
 
 function historyTable(items) {
@@ -161,23 +185,45 @@ function auditTable(items) {
   return table([
     { title: 'time', cell: (e) => when(e.time), class: 'nowrap' },
     { title: 'controller', cell: (e) => e.controller },
-    { title: 'rule', cell: (e) => h('code', { text: e.rule }), class: 'nowrap' },
+    { title: 'rule', cell: (e) => ruleLink(e.rule), class: 'nowrap' },
     { title: 'action', cell: (e) => e.action },
     { title: 'outcome', cell: (e) => [badge(e.outcome, e.outcome === 'failed' ? 'bad' : ''), e.dryRun && e.outcome !== 'dry-run' ? badge('dry-run') : null] },
-    { title: 'reason', cell: (e) => [e.reason, e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },
+    { title: 'reason', cell: (e) => [linkRules(e.reason), e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },
   ], items, { id: 'audit', empty: 'no audit rows' });
 }
 
-// cascadeSection previews what a delete with each propagation would take.
-function cascadeSection(uid) {
+// cascadeSection previews what a delete with each propagation would take,
+// and marks it on the graph (graphDone resolves to the graph's view, or
+// null) with legend's cascade keys shown; Clear takes the marks away.
+function cascadeSection(uid, graphDone, legend) {
   const out = h('div', { id: 'cascade' });
   const buttons = ['background', 'foreground', 'orphan'].map((p) => h('button', { type: 'button', dataset: { propagation: p },
     text: 'Preview ' + p + ' delete', onclick: () => preview(p) }));
+  const mark = async (marks) => {
+    const gv = await graphDone;
+    if (gv) gv.setMarks(marks);
+    for (const k of legend.querySelectorAll('.cascade-key')) k.hidden = !marks.size;
+  };
+  const clear = h('button', { type: 'button', id: 'cascade-clear', text: 'Clear the preview', hidden: true, onclick: () => {
+    for (const b of buttons) b.classList.remove('primary');
+    out.replaceChildren();
+    clear.hidden = true;
+    mark(new Map());
+  } });
   async function preview(p) {
     for (const b of buttons) b.classList.toggle('primary', b.dataset.propagation === p);
     out.replaceChildren(h('p', { class: 'muted', text: 'walking the dependents…' }));
     try {
       const c = await api(`/objects/${encodeURIComponent(uid)}/cascade` + qs({ propagation: p }));
+      // The object itself goes in every propagation.
+      const marks = new Map([[uid, new Set(['cascade-delete'])]]);
+      for (const i of c.items) if (i.action === 'delete') marks.set(i.target.uid, new Set(['cascade-delete']));
+      for (const b of c.blockedBy || []) {
+        if (!marks.has(b.target.uid)) marks.set(b.target.uid, new Set());
+        marks.get(b.target.uid).add('cascade-wait');
+      }
+      await mark(marks);
+      clear.hidden = false;
       const counts = Object.entries(c.byKind || {}).map(([kind, acts]) => ({ kind, ...acts }));
       out.replaceChildren(...[
         h('p', {}, h('strong', { text: `${c.total} object${c.total === 1 ? '' : 's'}` }), ` walked with propagation ${p}`,
@@ -191,15 +237,15 @@ function cascadeSection(uid) {
         c.blockedBy && c.blockedBy.length ? [h('h3', { text: 'Would wait for' }), table([
           { title: 'object', cell: (b) => objLink(b.target) },
           { title: 'finalizers', cell: (b) => (b.finalizers || []).join(', ') },
-          { title: 'reason', cell: (b) => b.reason, class: 'reason' },
-        ], c.blockedBy)] : null,
+          { title: 'reason', cell: (b) => linkRules(b.reason), class: 'reason' },
+        ], c.blockedBy, { id: 'cascade-blocked' })] : null,
         h('h3', { text: 'Objects' }),
         table([
           { title: 'depth', class: 'num', cell: (i) => String(i.depth) },
           { title: 'object', cell: (i) => objLink(i.target) },
           { title: 'action', cell: (i) => badge(i.action, i.action === 'delete' ? 'bad' : i.action === 'keep' ? 'ok' : 'warn') },
-          { title: 'rule', cell: (i) => i.rule ? h('code', { text: i.rule }) : '' },
-          { title: 'reason', cell: (i) => i.reason, class: 'reason' },
+          { title: 'rule', cell: (i) => i.rule ? ruleLink(i.rule) : '' },
+          { title: 'reason', cell: (i) => linkRules(i.reason), class: 'reason' },
         ], c.items.slice(0, 200), { id: 'cascade-items' }),
         c.items.length > 200 ? h('p', { class: 'muted', text: `the first 200 of ${c.items.length} are listed` }) : null,
       ].flat().filter(Boolean));
@@ -209,7 +255,7 @@ function cascadeSection(uid) {
   }
   return h('section', {}, h('h2', { text: 'Preview a delete' }),
     h('p', { class: 'muted', text: 'What the ownership GC would do to the dependents if this object were deleted now, decided by the collector\'s own rules from the mirror. Nothing is deleted.' }),
-    h('div', { class: 'toolbar' }, buttons), out);
+    h('div', { class: 'toolbar' }, buttons, clear), out);
 }
 
 // gonePage shows an object the mirror no longer holds, from its history.

@@ -1,6 +1,6 @@
 // The overview: mode, leader, mirror, and at a glance what waits, what is
 // stuck, what lint finds, what was deleted and how much of the cap is used.
-import { h, api, table, when, badge, setTitle, errorBox } from './util.js';
+import { h, api, table, when, badge, setTitle, errorBox, ruleLink } from './util.js';
 
 const svgNS = 'http://www.w3.org/2000/svg';
 
@@ -122,7 +122,7 @@ export async function overviewPage(view, ctx) {
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
     lc.append(h('a', { class: 'big ' + (total ? 'warn' : 'ok'), href: '#/lint', text: String(total) }),
       h('ul', {}, Object.keys(counts).sort().filter((r) => counts[r] > 0)
-        .map((r) => h('li', {}, h('a', { href: '#/lint?rule=' + r, text: r }), ': ' + counts[r]))),
+        .map((r) => h('li', {}, h('a', { href: '#/lint?rule=' + r, title: ruleLink(r).title || '', text: r }), ': ' + counts[r]))),
       lint.value.countsAt ? h('div', { class: 'muted' }, 'counted ', when(lint.value.countsAt)) : null);
   } else {
     lc.append(errorBox(lint.reason));

@@ -84,7 +84,10 @@ async function suggest(text, signal) {
     // to narrow by.
     const k = kindOf(parts[0]);
     if (k) return (await lookup(k, '', '', signal)).map(objSuggestion);
-    return kinds.filter((k) => k.objects > 0 && k.namespaced).map((k) => ({ label: parts[0] + '/' + k.kind + '/', kind: 'kind', complete: parts[0] + '/' + k.kind + '/' }));
+    // A namespace's map comes first.
+    const map = (await loadNamespaces(signal)).includes(parts[0])
+      ? [{ label: 'every owner tree in ' + parts[0], kind: 'map', href: '#/map' + qs({ namespace: parts[0] }) }] : [];
+    return map.concat(kinds.filter((k) => k.objects > 0 && k.namespaced).map((k) => ({ label: parts[0] + '/' + k.kind + '/', kind: 'kind', complete: parts[0] + '/' + k.kind + '/' })));
   }
   // One word: objects of that exact name in every kind that has objects
   // (one indexed lookup each), then kinds it starts and namespaces holding

@@ -1,4 +1,5 @@
 // Helpers shared by the pages: DOM building, the API, formatting, tables.
+import { rules } from './rules.js';
 
 // h builds an element: attrs sets properties (class, text, href, on*,
 // dataset…); children are nodes or strings (text, never HTML).
@@ -227,4 +228,23 @@ export function paramsObject(params, names) {
 // setTitle names the page in the tab.
 export function setTitle(s) {
   document.title = s ? s + ' · kubegcd' : 'kubegcd';
+}
+
+// The UI is served offline; the rules' explanations are in the project's
+// docs/rules.md, read where the project publishes it.
+const rulesDoc = 'https://github.com/kubegcd/kubegcd/blob/main/docs/rules.md';
+
+// ruleLink links a rule id to its entry in docs/rules.md, its one-line
+// title on hover; an id the UI does not know stays plain.
+export function ruleLink(id) {
+  const r = rules[id];
+  if (!r) return h('code', { text: id });
+  return h('a', { class: 'rule', href: rulesDoc + '#' + r.anchor, title: id + ': ' + r.title, target: '_blank', rel: 'noopener',
+    dataset: { rule: id } }, h('code', { text: id }));
+}
+
+// linkRules returns text with each rule id in it linked by ruleLink.
+export function linkRules(text) {
+  return String(text ?? '').split(/\b((?:BR|KG)-[0-9A-Z]+-[0-9]+)\b/)
+    .map((part, i) => (i % 2 === 1 && rules[part] ? ruleLink(part) : part)).filter((part) => part !== '');
 }

@@ -1,0 +1,167 @@
+package e2eui
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubegcd/kubegcd/test/e2eutil"
+)
+
+// The namespace map draws every owner tree of a namespace, its siblings
+// grouped, garbage and stuck deletions marked, and filters by kind; an
+// object's page links to it.
+func TestNamespaceMap(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "ui-map")
+	// app owns 30 ConfigMaps, drawn as one group.
+	app := configMap(t, ns, "app")
+	for i := range 30 {
+		configMap(t, ns, fmt.Sprintf("app-part-%02d", i), ownerRef(app, true, false))
+	}
+	// orphan's owner never existed: ownergc would delete it.
+	configMap(t, ns, "orphan", danglingRef("ghost-map"))
+	// root owns a Secret and held, whose deletion its finalizer holds.
+	root := configMap(t, ns, "root")
+	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "root-secret",
+		OwnerReferences: []metav1.OwnerReference{ownerRef(root, true, false)}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held := newOwned(ns, "held", ownerRef(root, false, false))
+	held.Finalizers = []string{"example.com/hold"}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dropFinalizers(t, ns, "held")
+	d := startDaemon(t, "--stuck-after=1s")
+	rootUID := objectUID(t, d, ns, "root")
+	e2eutil.Eventually(t, 60*time.Second, func() error {
+		var pending, stuck struct{ Items []struct{} }
+		d.GetJSON(t, "/pending?namespace="+ns, 200, &pending)
+		d.GetJSON(t, "/stuck?namespace="+ns, 200, &stuck)
+		if len(pending.Items) == 0 || len(stuck.Items) == 0 {
+			return fmt.Errorf("%d pending, %d stuck in %s: want orphan pending, held stuck", len(pending.Items), len(stuck.Items), ns)
+		}
+		return nil
+	})
+	p := openPage(t, d)
+
+	// From an object's page, its namespace's map.
+	p.goTo("/objects/" + rootUID)
+	p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
+	p.run(chromedpClick("#namespace-map"))
+	p.waitLoaded()
+	p.waitJS(`document.getElementById('graph') && document.getElementById('graph').dataset.ready === 'true'`)
+	// app and its group, orphan and its dangling owner, root, its Secret
+	// and held.
+	var nodes map[string]string
+	readNodes := func() {
+		t.Helper()
+		nodes = nil
+		p.eval(`Object.fromEntries(window.kubegcdGraph.cy.nodes().map((n) => [n.data('label').replace('\n', ' '), n.classes().join(' ')]))`, &nodes)
+	}
+	readNodes()
+	want := map[string]string{
+		"ConfigMap app":       "solid",
+		"ConfigMap × 30":      "group solid",
+		"ConfigMap orphan":    "solid garbage",
+		"ConfigMap ghost-map": "dangling",
+		"ConfigMap root":      "solid",
+		"Secret root-secret":  "solid",
+		"ConfigMap held":      "deleting stuck",
+	}
+	if diff := cmp.Diff(want, nodes); diff != "" {
+		t.Errorf("namespace map (-want +got):\n%s", diff)
+	}
+	if s := p.text("#map-summary"); !strings.Contains(s, "1 pending deletion, 1 stuck") {
+		t.Errorf("map summary %q, want 1 pending deletion, 1 stuck", s)
+	}
+	if n := p.count(`#map-garbage tbody a`) + p.count(`#map-stuck tbody a`); n != 2 {
+		t.Errorf("%d marked objects listed under the map, want orphan and held", n)
+	}
+	p.shot("namespace-map")
+
+	// By kind: the trees that hold a Secret, root's only.
+	p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; const s = document.querySelector('select[name=kind]');
+		s.value = 'Secret'; s.dispatchEvent(new Event('change')); return true; })()`, nil)
+	p.waitLoaded()
+	p.waitJS(`document.getElementById('graph').dataset.ready === 'true'`)
+	readNodes()
+	var names []string
+	for n := range nodes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if want := []string{"ConfigMap held", "ConfigMap root", "Secret root-secret"}; !slices.Equal(names, want) {
+		t.Errorf("trees holding a Secret: %q, want %q", names, want)
+	}
+	p.shot("namespace-map-secret")
+
+	// The search offers a namespace's map.
+	p.eval(`(() => { const s = document.getElementById('search'); s.value = ''; s.focus(); return true; })()`, nil)
+	p.run(chromedpSendKeys("#search", ns+"/"))
+	p.waitJS(fmt.Sprintf(`(() => { const l = document.getElementById('suggestions'); return !l.hidden && l.dataset.for === %q &&
+		(l.querySelector('li[aria-selected="true"]') || {}).textContent === 'mapevery owner tree in %s'; })()`, ns+"/", ns))
+}
+
+// Rule ids link to their entry in docs/rules.md, with a title on hover,
+// wherever the UI shows them: a table's rule column, a lint group, the
+// words of a why.
+func TestRuleIDsLink(t *testing.T) {
+	ns := newNamespace(t, "ui-rules")
+	configMap(t, ns, "orphan", danglingRef("ghost-rules"))
+	d := startDaemon(t)
+	uid := objectUID(t, d, ns, "orphan")
+	e2eutil.Eventually(t, 60*time.Second, func() error {
+		var out struct{ Items []struct{} }
+		d.GetJSON(t, "/pending?namespace="+ns, 200, &out)
+		if len(out.Items) != 1 {
+			return fmt.Errorf("%d pending, want orphan's", len(out.Items))
+		}
+		return nil
+	})
+	p := openPage(t, d)
+	const doc = "https://github.com/kubegcd/kubegcd/blob/main/docs/rules.md"
+	type link struct{ Href, Title, Text string }
+	links := func(sel string) []link {
+		t.Helper()
+		var out []link
+		p.eval(fmt.Sprintf(`[...document.querySelectorAll(%q)].map((a) => ({ href: a.href, title: a.title, text: a.textContent }))`, sel), &out)
+		return out
+	}
+	for _, tt := range []struct {
+		route, sel, id, anchor, title string
+	}{
+		{"/pending?namespace=" + ns, "#rows a.rule", "BR-21-01", "ownergc", "BR-21-01: ownergc · delete: No owner is solid"},
+		{"/audit?namespace=" + ns, "#rows a.rule", "BR-21-01", "ownergc", "BR-21-01: ownergc · delete: No owner is solid"},
+		{"/lint?namespace=" + ns, "section[data-rule] h2 a.rule", "KG-LINT-01", "lint", "KG-LINT-01: Lint · dangling-owner, severity warning: "},
+		{"/objects/" + uid, "#why a.rule", "BR-21-01", "ownergc", "BR-21-01: ownergc · "},
+	} {
+		t.Run(tt.route, func(t *testing.T) {
+			p.t = t
+			p.goTo(tt.route)
+			got := links(tt.sel)
+			if len(got) == 0 {
+				t.Fatalf("no rule link %s on %s", tt.sel, tt.route)
+			}
+			l := got[0]
+			if l.Text != tt.id || l.Href != doc+"#"+tt.anchor || !strings.HasPrefix(l.Title, tt.title) {
+				t.Errorf("rule link %+v, want %s to %s#%s titled %q…", l, tt.id, doc, tt.anchor, tt.title)
+			}
+		})
+	}
+	p.t = t
+	p.goTo("/objects/" + uid)
+	p.shot("object-rule-links")
+}

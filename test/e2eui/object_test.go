@@ -1,0 +1,146 @@
+package e2eui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubegcd/kubegcd/test/e2eutil"
+)
+
+// dropFinalizers removes every finalizer of the named ConfigMaps when the
+// test ends, so that their namespace can go.
+func dropFinalizers(t *testing.T, ns string, names ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		for _, name := range names {
+			if _, err := kube.CoreV1().ConfigMaps(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				t.Errorf("dropping the finalizers of %s: %v", name, err)
+			}
+		}
+	})
+}
+
+// An owner deleted in the foreground, held by a dependent: its page says
+// why once, not once in the summary and again above its blockers.
+func TestObjectPageSaysWhyOnce(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "ui-why-once")
+	owner := configMap(t, ns, "owner")
+	configMap(t, ns, "dep", ownerRef(owner, true, true))
+	fg := metav1.DeletePropagationForeground
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		t.Fatal(err)
+	}
+	dropFinalizers(t, ns, "owner")
+	d := startDaemon(t)
+	uid := string(owner.UID)
+	// A sentence of the explanation that carries no age, which would
+	// differ between two reads.
+	explanation := "It waits for its dependent ConfigMap " + ns + "/dep"
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		var det struct {
+			Stuck *struct{ Explanation string } `json:"stuck"`
+		}
+		d.GetJSON(t, "/objects/"+uid, 200, &det)
+		if det.Stuck == nil || !strings.Contains(det.Stuck.Explanation, explanation) {
+			return fmt.Errorf("the foreground deletion of owner is not mirrored yet: %+v", det.Stuck)
+		}
+		return nil
+	})
+	p := openPage(t, d)
+	p.goTo("/objects/" + uid)
+	if b := p.text("#blockers"); !strings.Contains(b, "dep") {
+		t.Errorf("blockers = %q, want the dependent dep", b)
+	}
+	var n int
+	p.eval(fmt.Sprintf(`document.querySelector('.view').textContent.split(%q).length - 1`, explanation), &n)
+	if n != 1 {
+		t.Errorf("the page says %q %d times, want once", explanation, n)
+	}
+	p.shot("object-foreground-held")
+}
+
+// An owner reference to a UID neither the mirror nor the history ever held
+// is said to be dangling on its row, not linked to a page that knows
+// nothing; an owner that was seen, then deleted, keeps its link.
+func TestOwnerNeverSeenIsNotLinked(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "ui-never-seen")
+	was := configMap(t, ns, "was-owner")
+	configMap(t, ns, "dep", ownerRef(was, false, false), danglingRef("never-existed"))
+	d := startDaemon(t)
+	depUID := objectUID(t, d, ns, "dep")
+	objectUID(t, d, ns, "was-owner")
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "was-owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		var det struct {
+			Owners []struct{ Name, State string } `json:"owners"`
+		}
+		d.GetJSON(t, "/objects/"+depUID, 200, &det)
+		for _, o := range det.Owners {
+			if o.State != "missing" {
+				return fmt.Errorf("owners %+v: want both missing", det.Owners)
+			}
+		}
+		return nil
+	})
+	p := openPage(t, d)
+	p.goTo("/objects/" + depUID)
+	type row struct {
+		Text  string
+		Links int
+	}
+	var rows map[string]row
+	p.eval(`Object.fromEntries([...document.querySelectorAll('#owners tbody tr')].map((tr) => {
+		const cell = tr.querySelector('td');
+		return [cell.textContent.includes('never-existed') ? 'never' : 'was', { text: tr.textContent, links: cell.querySelectorAll('a').length }];
+	}))`, &rows)
+	if r := rows["never"]; r.Links != 0 || !strings.Contains(r.Text, "never seen: this reference is dangling") {
+		t.Errorf("row of the never-seen owner: %q with %d links, want no link and \"never seen: this reference is dangling\"", r.Text, r.Links)
+	}
+	if r := rows["was"]; r.Links != 1 || strings.Contains(r.Text, "never seen") {
+		t.Errorf("row of the deleted owner: %q with %d links, want its link to its history", r.Text, r.Links)
+	}
+	p.shot("object-never-seen-owner")
+}
+
+// Pending lists the decisions waiting longest first, as /pending, /stuck
+// and kubegcd get pending do.
+func TestPendingOldestFirst(t *testing.T) {
+	ns := newNamespace(t, "ui-pending-order")
+	d := startDaemon(t)
+	// One at a time, each decided before the next is made: each waits
+	// since a time of its own.
+	for i := range 4 {
+		configMap(t, ns, fmt.Sprintf("orphan-%d", i), danglingRef(fmt.Sprintf("ghost-order-%d", i)))
+		e2eutil.Eventually(t, 60*time.Second, func() error {
+			var out struct{ Items []struct{} }
+			d.GetJSON(t, "/pending?namespace="+ns, 200, &out)
+			if len(out.Items) != i+1 {
+				return fmt.Errorf("%d pending, want %d", len(out.Items), i+1)
+			}
+			return nil
+		})
+	}
+	var want []string
+	for i := range 4 {
+		want = append(want, "ConfigMap "+ns+"/orphan-"+fmt.Sprint(i))
+	}
+	p := openPage(t, d)
+	p.goTo("/pending?namespace=" + ns)
+	var got []string
+	p.eval(`[...document.querySelectorAll('#rows tbody tr td:nth-child(5)')].map((td) => td.textContent)`, &got)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("pending rows %q, want the oldest first %q", got, want)
+	}
+	p.shot("pending-oldest-first")
+}
