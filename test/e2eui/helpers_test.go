@@ -294,3 +294,14 @@ func startNamespaceController(t *testing.T) {
 		}
 	})
 }
+
+// shotOf writes a screenshot of the first element matching a CSS selector:
+// a graph above a page of tables.
+func (p *page) shotOf(sel, name string) {
+	p.t.Helper()
+	var png []byte
+	p.run(chromedp.Screenshot(sel, &png, chromedp.ByQuery))
+	if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}

@@ -454,7 +454,7 @@ func TestGraphOf500DependentsUnder2s(t *testing.T) {
 	if got, want := look(), fmt.Sprintf("%d would be waited for", len(fg.BlockedBy)); !slices.Contains(got.Classes, "cascade-wait") || !strings.Contains(got.Label, want) {
 		t.Errorf("group under a previewed foreground delete: %+v, want it marked, %s", got, want)
 	}
-	p.shot("object-500-dependents-cascade")
+	p.shotOf("#graph", "object-500-dependents-cascade")
 }
 
 func TestAuditFilterAndPaging(t *testing.T) {

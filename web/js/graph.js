@@ -65,6 +65,9 @@ function measure(label) {
   return { w: Math.max(...lines.map((l) => measurer.measureText(l).width)), h: lines.length * 12 };
 }
 
+// A group's label is bold, about this much wider than measure says.
+const boldWidth = 1.12;
+
 function short(s, n) {
   return s.length > n ? s.slice(0, n - 1) + '…' : s;
 }
@@ -275,8 +278,8 @@ function layout(container, g, selfUID, open, view) {
     const { solid, ...alarms } = counts;
     gr.stateWords = counted(alarms);
     gr.label = `${gr.kind} × ${gr.members.length}` + (gr.stateWords ? '\n' + gr.stateWords : '');
-    const size = measure(gr.label + '\nclick to open');
-    const w = Math.ceil(size.w) + 24;
+    const size = measure(gr.label);
+    const w = Math.ceil(size.w * boldWidth) + 24;
     const h = size.h + 14;
     elements.push({
       group: 'nodes',
@@ -397,8 +400,6 @@ function layout(container, g, selfUID, open, view) {
       if (focus.nonempty()) {
         // A group just opened or folded: show it, its owner above.
         cy.fit(focus.closedNeighborhood(), 30);
-        if (cy.zoom() > 1) cy.zoom(1);
-        cy.center(focus);
       } else if (big && self.nonempty()) {
         cy.zoom(1);
         cy.center(self.closedNeighborhood());
@@ -436,7 +437,10 @@ function applyMarks(view) {
       }
       n.addClass(Object.keys(counts).join(' '));
       const words = counted(counts, markWords);
-      n.data('label', gr.label + (words ? '\n' + words : ''));
+      // The node grows to its label, in place: no new layout.
+      const label = gr.label + (words ? '\n' + words : '');
+      const size = measure(label);
+      n.data({ label, w: Math.max(n.data('w'), Math.ceil(size.w * boldWidth) + 24), h: size.h + 14 });
     });
   });
 }
