@@ -30,9 +30,9 @@ const (
 	readyTimeout = 2 * time.Minute
 	stopGrace    = 15 * time.Second
 	// demoStuckAfter is the demo's --stuck-after: short, so that the Stuck
-	// page shows the deletions seed leaves unfinished within seconds, where
-	// the default (5m) would say "Nothing is stuck." on the first screen.
-	demoStuckAfter = 10 * time.Second
+	// page shows the deletions seed leaves unfinished when the demo is up,
+	// where the default (5m) would say "Nothing is stuck." for five minutes.
+	demoStuckAfter = 5 * time.Second
 )
 
 func main() {
@@ -104,6 +104,7 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 		return startErr(fmt.Errorf("seed: %w", err))
 	}
 	fmt.Printf("  created %d objects\n", n)
+	seeded := time.Now()
 
 	addr, err := listenAddr(listen)
 	if err != nil {
@@ -118,14 +119,30 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 	if err != nil {
 		return err
 	}
+	ready := false
 	defer func() {
 		fmt.Println("Stopping kubegcd…")
-		err = errors.Join(err, ignoreEarlyTerm(d.Stop(stopGrace)))
+		stopErr := d.Stop(stopGrace)
+		// Stopped while starting, kubegcd dies of SIGTERM or exits 1
+		// ("context canceled"): Ctrl-C then is no failure of the demo.
+		var exit *exec.ExitError
+		if !ready && errors.As(stopErr, &exit) {
+			stopErr = nil
+		}
+		err = errors.Join(err, stopErr)
 	}()
 
 	base := "http://" + addr
 	if err := d.WaitReady(ctx, base+"/readyz", readyPoll, readyTimeout); err != nil {
 		return startErr(err)
+	}
+	ready = true
+	// The Stuck page lists a deletion once it is older than --stuck-after:
+	// the URL comes when the seeded ones are, so the first screen shows them.
+	select {
+	case <-ctx.Done():
+		return startErr(ctx.Err())
+	case <-time.After(time.Until(seeded.Add(demoStuckAfter))):
 	}
 	if onReady != nil {
 		if err := onReady(demo{URL: base, Dir: dir, Cluster: cluster, Seeded: n}); err != nil {
@@ -163,19 +180,6 @@ Try the CLI on the seeded objects:
 		return fmt.Errorf("kubegcd exited unexpectedly (%w); see %s", d.Err(), logPath)
 	}
 	return nil
-}
-
-// ignoreEarlyTerm drops the error of a kubegcd that SIGTERM killed: it
-// exits 0 on SIGTERM once it handles signals, so that happens only when
-// Ctrl-C stops the demo while kubegcd is starting, which is no failure.
-func ignoreEarlyTerm(err error) error {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
-			return nil
-		}
-	}
-	return err
 }
 
 // tryCommands are the CLI commands the demo suggests, each about objects
