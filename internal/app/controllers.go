@@ -63,7 +63,8 @@ type namedRun struct {
 	run  func(context.Context) error
 }
 
-// Controllers shows the controllers' passes in /status.
+// Controllers shows every running controller in /status: its passes, and
+// for those that work from a queue, its depth and last item.
 func (c *controllers) Controllers() []kubehttp.ControllerStatus {
 	st := c.passes.Status()
 	out := make([]kubehttp.ControllerStatus, 0, len(st))
@@ -76,6 +77,10 @@ func (c *controllers) Controllers() []kubehttp.ControllerStatus {
 		if since := p.SkippingSince.UTC(); p.Skipping {
 			cs.SkippingSince = &since
 		}
+		if work := p.LastWork.UTC(); !work.IsZero() {
+			cs.LastWork = &work
+		}
+		cs.QueueDepth = p.QueueDepth
 		out = append(out, cs)
 	}
 	return out
@@ -163,6 +168,7 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 			DB: d.store, Applier: d.applier, Client: d.meta, Recorder: d.recorder, Logger: d.logger.With("controller", ownergc.Name),
 			Synced: d.ing.Synced, CaughtUp: d.ing.CaughtUp, Workers: d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
 			UnknownKindRetry: d.cfg.discoveryInterval, Registerer: d.reg, Heartbeat: d.loops.Loop(ownergc.Name, d.cfg.resyncPeriod),
+			Passes: d.passes,
 		})
 		if err != nil {
 			return builtController{}, err
@@ -198,6 +204,7 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 		sc, err := svgc.New(svgc.Options{
 			DB: d.store, Applier: d.applier, Client: d.kube, Logger: d.logger.With("controller", svgc.Name), Synced: d.ing.Synced,
 			ResyncPeriod: d.cfg.resyncPeriod, Registerer: d.reg, Heartbeat: d.loops.Loop(svgc.Name, d.cfg.resyncPeriod),
+			Passes: d.passes,
 		})
 		if err != nil {
 			return builtController{}, err

@@ -15,7 +15,9 @@ import (
 
 const statusHelp = `Shows what kubegcd is doing: its version, whether the mirror is synced,
 whether it enforces or only records (dry-run) and whether enforcement is
-paused and why, the leader, and each controller's last pass. -o wide adds
+paused and why, the leader, and each running controller: its last pass,
+whether it skips them, and for ownergc and svgc, which work from queues,
+the queue's depth and when an item was last finished. -o wide adds
 the resources mirrored with their object counts; -o json or yaml prints the
 API's /status answer.
 
@@ -103,13 +105,17 @@ func printStatus(w io.Writer, st *statusAnswer, server string, wide bool, now ti
 	}
 	if len(st.Controllers) > 0 {
 		fmt.Fprintln(w, "\nControllers:")
-		t := newTable("  NAME", "LAST PASS", "SKIPPING", "SKIPPED PASSES")
+		t := newTable("  NAME", "LAST PASS", "SKIPPING", "SKIPPED PASSES", "QUEUE", "LAST WORK")
 		for _, c := range st.Controllers {
 			skipping := "no"
 			if c.Skipping {
 				skipping = "yes: " + c.SkipReason
 			}
-			t.add("  "+c.Name, ago(c.LastPass, now), skipping, strconv.FormatInt(c.SkippedPasses, 10))
+			queue, work := "<none>", "<none>"
+			if c.QueueDepth != nil {
+				queue, work = strconv.Itoa(*c.QueueDepth), ago(c.LastWork, now)
+			}
+			t.add("  "+c.Name, ago(c.LastPass, now), skipping, strconv.FormatInt(c.SkippedPasses, 10), queue, work)
 		}
 		if err := t.print(w); err != nil {
 			return err

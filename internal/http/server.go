@@ -61,23 +61,33 @@ type EnforcementStatus struct {
 	AuditBacklog int `json:"auditBacklog,omitempty"`
 }
 
-// Controllers is what the server shows of the controllers that work in
-// passes.
+// Controllers is what the server shows of the running controllers.
 type Controllers interface {
 	Controllers() []ControllerStatus
 }
 
-// ControllerStatus is one controller's passes: when it last made one, and
-// whether it is skipping them (a resource it reads is not live) and why.
+// ControllerStatus is one running controller: when it last made a pass,
+// whether it is skipping them (a resource it reads is not live) and why,
+// and, for a controller that works from a queue, how deep the queue is and
+// when it last finished an item.
 type ControllerStatus struct {
 	Name string `json:"name"`
 	// LastPass is when the last pass made started; null before the first.
+	// A pass is podgc's periodic pass, ttl's reconcile of every node,
+	// ownergc's full pass over the candidates the mirror shows (a resync),
+	// svgc's scan of the mirror.
 	LastPass      *time.Time `json:"lastPass"`
 	Skipping      bool       `json:"skipping"`
 	SkipReason    string     `json:"skipReason,omitempty"`
 	SkipDetail    string     `json:"skipDetail,omitempty"`
 	SkippingSince *time.Time `json:"skippingSince,omitempty"`
 	SkippedPasses int64      `json:"skippedPasses"`
+	// LastWork is when it last finished an item of its queue (ownergc,
+	// svgc); absent before the first and for a controller without a queue.
+	LastWork *time.Time `json:"lastWork,omitempty"`
+	// QueueDepth is how many items wait in its queues (ownergc, svgc);
+	// absent for a controller without a queue.
+	QueueDepth *int `json:"queueDepth,omitempty"`
 }
 
 // Leadership is what the server shows of leader election.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,10 +18,12 @@ import (
 // act on objects that are gone, or miss new ones.
 const SkipMirrorNotSynced = "mirror-not-synced"
 
-// Passes keeps, for each controller that works in passes, when it last made
-// one and whether it is skipping them: a skip must be visible (in the log,
-// the metric kubegcd_reconcile_skipped_passes_total and /status), not a
-// silent return.
+// Passes keeps, for each controller, when it last made a pass (a periodic
+// pass, or a full pass over the mirror that feeds a queue) and whether it
+// is skipping them: a skip must be visible (in the log, the metric
+// kubegcd_reconcile_skipped_passes_total and /status), not a silent
+// return. Controllers that work from a queue add its depth and their last
+// item.
 type Passes struct {
 	skipped *prometheus.CounterVec
 
@@ -65,6 +68,12 @@ type PassStatus struct {
 	SkippingSince time.Time
 	// SkippedPasses counts every pass skipped since the start.
 	SkippedPasses int64
+	// LastWork is when a controller that works from a queue last finished
+	// an item; zero before the first, and for controllers without a queue.
+	LastWork time.Time
+	// QueueDepth is how many items wait in its queues; nil for a
+	// controller without one.
+	QueueDepth *int
 }
 
 // Status lists every controller's passes, by name.
@@ -73,13 +82,21 @@ func (p *Passes) Status() []PassStatus {
 	defer p.mu.Unlock()
 	out := make([]PassStatus, 0, len(p.controllers))
 	for _, r := range p.controllers {
-		out = append(out, r.state)
+		st := r.state
+		if ns := r.lastWork.Load(); ns != 0 {
+			st.LastWork = time.Unix(0, ns)
+		}
+		if r.depth != nil {
+			n := r.depth()
+			st.QueueDepth = &n
+		}
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b PassStatus) int { return strings.Compare(a.Controller, b.Controller) })
 	return out
 }
 
-// PassRecorder records one controller's passes.
+// PassRecorder records one controller's passes; a nil one records nothing.
 type PassRecorder struct {
 	passes     *Passes
 	controller string
@@ -89,10 +106,36 @@ type PassRecorder struct {
 	state PassStatus
 	// skippedInRun counts the skips since the last pass made.
 	skippedInRun int64
+	// depth, when set, reports the length of the controller's queues.
+	depth func() int
+	// lastWork is Worked's time in Unix nanoseconds: every item of a busy
+	// queue sets it, without a lock.
+	lastWork atomic.Int64
+}
+
+// Queue makes Status report the length of the controller's queues, which
+// depth returns.
+func (r *PassRecorder) Queue(depth func() int) {
+	if r == nil {
+		return
+	}
+	r.passes.mu.Lock()
+	defer r.passes.mu.Unlock()
+	r.depth = depth
+}
+
+// Worked records an item of the controller's queue finished at now.
+func (r *PassRecorder) Worked(now time.Time) {
+	if r != nil {
+		r.lastWork.Store(now.UnixNano())
+	}
 }
 
 // Ran records a pass made, started at now.
 func (r *PassRecorder) Ran(now time.Time) {
+	if r == nil {
+		return
+	}
 	r.passes.mu.Lock()
 	was, skipped := r.state, r.skippedInRun
 	r.state = PassStatus{Controller: r.controller, LastPass: now, SkippedPasses: was.SkippedPasses}
@@ -108,6 +151,9 @@ func (r *PassRecorder) Ran(now time.Time) {
 // skip, or another reason) is logged, so a controller retrying every
 // 100 ms does not flood the log.
 func (r *PassRecorder) Skipped(now time.Time, reason, detail string) {
+	if r == nil {
+		return
+	}
 	r.passes.skipped.WithLabelValues(r.controller, reason).Inc()
 	r.passes.mu.Lock()
 	changed := !r.state.Skipping || r.state.SkipReason != reason || r.state.SkipDetail != detail

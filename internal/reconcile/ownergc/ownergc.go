@@ -80,7 +80,10 @@ type Options struct {
 	// the API does not serve, or a resource path it answers 404 for (the
 	// next discovery refresh).
 	UnknownKindRetry time.Duration
-	Registerer       prometheus.Registerer
+	// Passes records full passes made and skipped, the queue and the last
+	// item worked (/status, the log, a metric); nil records them nowhere.
+	Passes     *reconcile.Passes
+	Registerer prometheus.Registerer
 }
 
 // Controller is the ownership garbage collector.
@@ -93,6 +96,7 @@ type Controller struct {
 	// among the workers that need it at once.
 	ownerGets singleflight.Group
 	metrics   *metrics
+	passes    *reconcile.PassRecorder
 	// overlay tracks, in dry-run, what enforce would already have changed,
 	// so dry-run reaches the same decisions; nil when enforcing.
 	overlay *overlay
@@ -129,11 +133,17 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Passes == nil {
+		if opts.Passes, err = reconcile.NewPasses(nil); err != nil {
+			return nil, err
+		}
+	}
 	c := &Controller{
 		opts:      opts,
 		log:       opts.Logger,
 		absent:    newAbsentCache(10000),
 		metrics:   m,
+		passes:    opts.Passes.For(Name, opts.Logger),
 		resync:    make(chan struct{}, 1),
 		drained:   make(chan struct{}, 1),
 		conflicts: newConflictBackoff(),
@@ -144,6 +154,7 @@ func New(opts Options) (*Controller, error) {
 	if opts.Applier.DryRun() {
 		c.overlay = newOverlay()
 	}
+	c.passes.Queue(c.queue.Len)
 	return c, nil
 }
 
@@ -200,10 +211,15 @@ func (c *Controller) Run(ctx context.Context) error {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
 	c.opts.Heartbeat.Beat()
-	c.fullPass(ctx)
+	made := c.fullPass(ctx)
 	t := time.NewTicker(c.opts.ResyncPeriod)
 	defer t.Stop()
 	for {
+		// A skipped pass is tried again soon, not a resync period later.
+		var retry <-chan time.Time
+		if !made {
+			retry = time.After(skippedPassRetry)
+		}
 		select {
 		case <-ctx.Done():
 			c.queue.ShutDown()
@@ -211,24 +227,43 @@ func (c *Controller) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		case <-c.resync:
+		case <-retry:
 		}
 		c.opts.Heartbeat.Beat()
-		c.fullPass(ctx)
+		made = c.fullPass(ctx)
 	}
 }
+
+// skippedPassRetry is how soon a full pass skipped while the mirror was
+// behind is tried again.
+const skippedPassRetry = time.Second
+
+// caughtUp reports whether every part of the mirror is live (Options.CaughtUp).
+func (c *Controller) caughtUp() bool { return c.opts.CaughtUp == nil || c.opts.CaughtUp() }
 
 // fullPass enqueues every candidate the mirror shows, a few at a time: at
 // most resyncBacklog of them wait in the queue at once, so that the work a
 // change brings (an owner's deletion, its dependents) waits behind those
 // few rather than behind every candidate of a large mirror (55,000 at
 // 157,000 objects, which took the workers 40 s).
-func (c *Controller) fullPass(ctx context.Context) {
+//
+// While part of the mirror is behind the cluster the pass is skipped, and
+// says so: the workers decide nothing then either, and the candidates would
+// only wait in the queue. It reports whether it made the pass.
+func (c *Controller) fullPass(ctx context.Context) bool {
+	start := time.Now()
+	if !c.caughtUp() {
+		c.passes.Skipped(start, reconcile.SkipMirrorNotSynced,
+			"part of the mirror is behind the cluster (a watch has not resumed): nothing is decided until it has caught up")
+		return false
+	}
+	c.passes.Ran(start)
 	uids, err := c.opts.DB.OwnerGCCandidates(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log.Error("listing candidates", "err", err)
 		}
-		return
+		return true
 	}
 	c.metrics.candidates.Set(float64(len(uids)))
 	backlog := resyncBacklog(c.opts.Workers)
@@ -236,7 +271,7 @@ func (c *Controller) fullPass(ctx context.Context) {
 		for c.queue.Len() >= backlog {
 			select {
 			case <-ctx.Done():
-				return
+				return true
 			case <-c.drained:
 				// A worker finished an item: the pass makes progress.
 				c.opts.Heartbeat.Beat()
@@ -244,6 +279,7 @@ func (c *Controller) fullPass(ctx context.Context) {
 		}
 		c.queue.Add(uid)
 	}
+	return true
 }
 
 // resyncBacklog is how many items a full pass lets wait in the queue: a
@@ -269,6 +305,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	err := c.sync(ctx, uid)
+	c.passes.Worked(time.Now())
 	switch {
 	case err == nil:
 		c.queue.Forget(uid)

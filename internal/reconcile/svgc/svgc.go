@@ -64,7 +64,10 @@ type Options struct {
 	// ResyncPeriod is how often every StorageVersion is looked at again.
 	ResyncPeriod time.Duration
 	// Heartbeat beats at every scan, for the watchdog; nil for none.
-	Heartbeat  *liveness.Loop
+	Heartbeat *liveness.Loop
+	// Passes records its scans, its queues and the last item worked
+	// (/status); nil records them nowhere.
+	Passes     *reconcile.Passes
 	Registerer prometheus.Registerer
 }
 
@@ -73,6 +76,7 @@ type Controller struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *metrics
+	passes  *reconcile.PassRecorder
 	// leases holds the names of identity leases that may be gone;
 	// storageVersions the names of StorageVersions to look at.
 	leases, storageVersions workqueue.TypedRateLimitingInterface[string]
@@ -96,8 +100,15 @@ func New(opts Options) (*Controller, error) {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
 	}
-	return &Controller{opts: opts, log: opts.Logger, metrics: m, leases: queue("svgc_leases"),
-		storageVersions: queue("svgc_storageversions"), rescan: make(chan struct{}, 1)}, nil
+	if opts.Passes == nil {
+		if opts.Passes, err = reconcile.NewPasses(nil); err != nil {
+			return nil, err
+		}
+	}
+	c := &Controller{opts: opts, log: opts.Logger, metrics: m, passes: opts.Passes.For(Name, opts.Logger),
+		leases: queue("svgc_leases"), storageVersions: queue("svgc_storageversions"), rescan: make(chan struct{}, 1)}
+	c.passes.Queue(func() int { return c.leases.Len() + c.storageVersions.Len() })
+	return c, nil
 }
 
 // OnChange is the ingest subscription. A Lease deleted, or a StorageVersion
@@ -157,6 +168,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // the StorageVersions naming them (the StorageVersion path), and ends the
 // pass over what is pending.
 func (c *Controller) scan(ctx context.Context) {
+	c.passes.Ran(time.Now())
 	if err := c.scanOnce(ctx); err != nil && ctx.Err() == nil {
 		c.log.Error("scanning the mirror", "err", err)
 	}
@@ -195,6 +207,7 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 			return
 		}
 		err := process(ctx, key)
+		c.passes.Worked(time.Now())
 		switch {
 		case err == nil:
 			q.Forget(key)
