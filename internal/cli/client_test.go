@@ -265,6 +265,9 @@ func TestFollowsCursor(t *testing.T) {
 				}
 				var wantAsked []string
 				for _, q := range tt.wantAsked {
+					if list == "pending" {
+						q += "&order=oldest"
+					}
 					wantAsked = append(wantAsked, "/"+list+"?"+q)
 				}
 				if diff := cmp.Diff(wantAsked, asked); diff != "" {

@@ -56,11 +56,14 @@ type listing struct {
 	fetch func(ctx context.Context, c *Client, q url.Values, f *getFlags) ([]byte, error)
 	table func(body []byte, f *getFlags, now time.Time) (*table, int, error)
 	what  string
+	// order, when set, is the API's order parameter: the CLI says which
+	// order it lists in rather than take the server's default.
+	order string
 }
 
 var listings = map[string]listing{
 	"pending": {path: "/pending", filters: []string{"controller", "kind", "limit"}, fetch: pager{"/pending", 10000, 1000}.fetch,
-		table: pendingTable, what: "pending decisions"},
+		table: pendingTable, what: "pending decisions", order: "oldest"},
 	"audit": {path: "/audit", filters: []string{"controller", "kind", "rule", "since", "outcome", "limit"}, fetch: pager{"/audit", 1000, 100}.fetch,
 		table: auditTable, what: "audit rows"},
 	"stuck":  {path: "/stuck", filters: []string{"kind", "min-age", "limit"}, table: stuckTable, what: "stuck deletions"},
@@ -115,6 +118,9 @@ func (f *getFlags) run(ctx context.Context, e *env, fs *pflag.FlagSet, args []st
 	q := url.Values{}
 	if f.namespace != "" {
 		q.Set("namespace", f.namespace)
+	}
+	if l.order != "" {
+		q.Set("order", l.order)
 	}
 	for name, param := range apiParams {
 		if !fs.Changed(name) {
