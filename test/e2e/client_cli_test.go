@@ -317,7 +317,7 @@ func TestClientCommands(t *testing.T) {
 		})
 		cliOK(t, d, []string{"kubegcd ", "Mirror:      synced", "Mode:        dry-run"}, "status")
 		cliOK(t, d, []string{"Resources:", "configmaps", "deployments.apps", "gizmos." + groups[0]}, "status", "-o", "wide")
-		sameAsAPI(t, d, "/status", []string{"writesLastMinute", "lastPass", "objects", "skippedPasses"}, "status")
+		sameAsAPI(t, d, "/status", []string{"writesLastMinute", "lastPass", "objects", "skippedPasses", "lastWork", "queueDepth"}, "status")
 	})
 	t.Run("errors", func(t *testing.T) {
 		cliFails(t, 1, []string{"cannot reach kubegcd", "127.0.0.1:1"}, "get", "pending", "--server", "http://127.0.0.1:1")
