@@ -8,13 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestGraphAtNowIsTheGraph: the graph that history draws for a time after
-// every change is the graph of the mirror, in JSON and DOT, for each kind
-// of vertex: owner, dependent, a dependent of an owner deleting in the
-// foreground, a missing owner and its dependent, an object alone.
+// TestGraphAtNowIsTheGraph: the graph that history draws for the present,
+// after every change, is the graph of the mirror, in JSON and DOT, for
+// each kind of vertex: owner, dependent, a dependent of an owner deleting
+// in the foreground, a missing owner and its dependent, an object alone.
 func TestGraphAtNowIsTheGraph(t *testing.T) {
 	srv, _ := testServer(t)
-	later := url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))
+	later := url.QueryEscape(time.Now().Format(time.RFC3339Nano))
 	for _, uid := range []string{"uid-A", "uid-B", "uid-D", "uid-E", "uid-G", "uid-ghost", "uid-L"} {
 		for _, format := range []string{"json", "dot"} {
 			path := "/graph?format=" + format + "&uid=" + uid
