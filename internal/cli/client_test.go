@@ -197,7 +197,7 @@ func TestAPIErrorMessage(t *testing.T) {
 	}))
 	defer srv.Close()
 	code, _, stderr := runCLI(t, map[string]string{envServer: srv.URL}, "get", "pending", "--controller", "nope")
-	want := `kubegcd: GET ` + srv.URL + `/pending?controller=nope&limit=1000: 400 Bad Request: invalid controller "nope" second line` + "\n"
+	want := `kubegcd: GET ` + srv.URL + `/pending?controller=nope&limit=1000&order=oldest: 400 Bad Request: invalid controller "nope" second line` + "\n"
 	if code != 1 || stderr != want {
 		t.Errorf("exit %d, stderr %q; want 1, %q", code, stderr, want)
 	}
