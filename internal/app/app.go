@@ -76,6 +76,12 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		return err
 	}
 	defer func() {
+		// A stop asked for (SIGTERM, SIGINT) while kubegcd still starts
+		// (waits for its API server, opens its database) is a clean stop:
+		// systemd must not count it as a failure.
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			err = nil
+		}
 		if err != nil {
 			err = redact(err)
 		}
