@@ -14,11 +14,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"unicode"
 
 	"github.com/go-chi/chi/v5"
 
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
+	"github.com/kubegcd/kubegcd/internal/mdanchor"
 )
 
 // root is the repository, one directory up.
@@ -78,28 +78,13 @@ var (
 	fenceRE   = regexp.MustCompile("(?ms)^```.*?^```")
 )
 
-// anchor is the id GitHub gives a heading: lower case, punctuation but
-// hyphens and underscores dropped, spaces made hyphens.
-func anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 // anchors returns the anchors of a Markdown file's headings, with GitHub's
 // -1, -2 … for repeated ones.
 func anchors(text string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
 	for _, m := range headingRE.FindAllStringSubmatch(fenceRE.ReplaceAllString(text, ""), -1) {
-		a := anchor(strings.ReplaceAll(m[1], "`", ""))
+		a := mdanchor.Of(strings.ReplaceAll(m[1], "`", ""))
 		if n := seen[a]; n > 0 {
 			out[fmt.Sprintf("%s-%d", a, n)] = true
 		} else {

@@ -12,7 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode"
+
+	"github.com/kubegcd/kubegcd/internal/mdanchor"
 )
 
 // js/rules.js gives the UI each rule id's one-line title and the heading of
@@ -37,20 +38,6 @@ var (
 	sentenceRE   = regexp.MustCompile(`^(.+?\.)(?:\s|$)`)
 )
 
-// anchor is the id GitHub gives a heading.
-func anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.ReplaceAll(heading, "`", "")) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 // plain drops Markdown's code and emphasis marks.
 func plain(s string) string {
 	return strings.NewReplacer("`", "", "**", "", "*", "").Replace(strings.TrimSpace(s))
@@ -73,7 +60,7 @@ func parseRules(md string) map[string]rule {
 	add := func(id, section, title string) {
 		r, ok := out[id]
 		if !ok {
-			r = rule{Title: section + " · " + title, Anchor: anchor(section)}
+			r = rule{Title: section + " · " + title, Anchor: mdanchor.Of(section)}
 		} else {
 			r.Title = strings.TrimSuffix(r.Title, ".") + "; " + title
 		}
@@ -175,7 +162,7 @@ func TestRulesJS(t *testing.T) {
 	headings := map[string]bool{}
 	for _, line := range strings.Split(string(md), "\n") {
 		if m := headingRE.FindStringSubmatch(line); m != nil {
-			headings[anchor(m[1])] = true
+			headings[mdanchor.Of(m[1])] = true
 		}
 	}
 	for _, id := range ids {

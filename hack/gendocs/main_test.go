@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubegcd/kubegcd/internal/app"
+	"github.com/kubegcd/kubegcd/internal/mdanchor"
 )
 
 // TestManPages: a page for kubegcd and for each of its commands, each
@@ -260,8 +261,8 @@ func TestMarkdownText(t *testing.T) {
 		if got := inline(tc.in); got != tc.inline {
 			t.Errorf("inline(%q) = %q, want %q", tc.in, got, tc.inline)
 		}
-		if got := anchor(tc.in); got != tc.anchor {
-			t.Errorf("anchor(%q) = %q, want %q", tc.in, got, tc.anchor)
+		if got := mdanchor.Of(tc.in); got != tc.anchor {
+			t.Errorf("mdanchor.Of(%q) = %q, want %q", tc.in, got, tc.anchor)
 		}
 	}
 	got := paragraphs("A line\nwrapped.\n\n  col  one\n  col  two\n\n#### Linux:")

@@ -27,6 +27,7 @@ var layers = map[string][]string{
 	"internal/cmdline":           {},
 	"internal/liveness":          {},
 	"internal/promutil":          {},
+	"internal/mdanchor":          {},
 }
 
 // TestLayers checks each package's imports of kubegcd (tests left out)
