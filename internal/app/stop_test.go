@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -40,11 +40,12 @@ func TestStopWhileStarting(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	// stderr is read only once Main has returned, which done orders.
+	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"run", "--kubeconfig", kubeconfig, "--db", filepath.Join(dir, "kubegcd.db"),
-			"--listen", listen, "--startup-timeout", "5m", "--log-level", "error"}, &stdout, &stderr)
+			"--listen", listen, "--startup-timeout", "5m", "--log-level", "error"}, io.Discard, &stderr)
 	}()
 	// kubegcd listens before it waits for the API server.
 	deadline := time.Now().Add(30 * time.Second)
@@ -56,7 +57,7 @@ func TestStopWhileStarting(t *testing.T) {
 		}
 		select {
 		case code := <-done:
-			t.Fatalf("kubegcd ended before it listened: exit %d: %s", code, stderr.String())
+			t.Fatalf("kubegcd ended before it listened: exit %d: %s", code, &stderr)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -72,22 +73,4 @@ func TestStopWhileStarting(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("kubegcd did not stop within 30s of its context ending")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the daemon's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
