@@ -33,7 +33,8 @@ const mirrorTimeout = time.Minute
 // exited, that nothing is left behind.
 func TestDemo(t *testing.T) {
 	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp) // run's os.MkdirTemp goes here, so leftovers show
+	t.Setenv("TMPDIR", tmp)   // run's os.MkdirTemp goes here, so leftovers show
+	browserDir := t.TempDir() // beside tmp, not in it
 
 	// Hold the requested address so that run must fall back to a free port.
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,6 +58,9 @@ func TestDemo(t *testing.T) {
 			return err
 		}
 		if err := checkStuck(ctx, d); err != nil {
+			return err
+		}
+		if err := checkStuckPage(ctx, d, browserDir); err != nil {
 			return err
 		}
 		if err := checkPending(ctx, d); err != nil {

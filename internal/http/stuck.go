@@ -23,6 +23,9 @@ type stuckJSON struct {
 	Items []diagnose.StuckItem `json:"items"`
 	// Truncated: more deletions matched than ?limit= allowed.
 	Truncated bool `json:"truncated"`
+	// MinAge is the age a deletion reached to be listed: ?minAge=, else
+	// --stuck-after, as a Go duration ("5m0s"; "0s" lists every deletion).
+	MinAge string `json:"minAge"`
 }
 
 func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +57,7 @@ func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
 	if s.Discovery != nil {
 		opts.DiscoveryFailures = s.Discovery.DiscoveryFailures()
 	}
-	writeJSON(w, r, http.StatusOK, stuckJSON{Items: diagnose.Stuck(data, opts), Truncated: data.Truncated})
+	writeJSON(w, r, http.StatusOK, stuckJSON{Items: diagnose.Stuck(data, opts), Truncated: data.Truncated, MinAge: minAge.String()})
 }
 
 // stuckCounts is what one query of the stuck metrics returns.

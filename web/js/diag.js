@@ -56,11 +56,15 @@ export async function stuckPage(view, ctx) {
     filterForm([
       { name: 'namespace', label: 'namespace' },
       { name: 'kind', label: 'kind' },
-      { name: 'minAge', label: 'older than (default --stuck-after)', placeholder: '5m' },
+      { name: 'minAge', label: 'older than (default --stuck-after)' },
     ], p, (v) => go('/stuck', v)));
   const limit = Math.min(Number(p.get('limit')) || 500, 10000);
   const r = await api('/stuck' + qs({ ...filter, limit }));
   if (!ctx.isCurrent()) return;
+  // The placeholder is the threshold the server applied: --stuck-after
+  // unless the filter set one.
+  const minAgeBox = view.querySelector('input[name="minAge"]');
+  if (minAgeBox && !filter.minAge) minAgeBox.placeholder = r.minAge.replace(/(\D)0s$/, '$1').replace(/(\D)0m$/, '$1');
   view.append(h('p', { class: 'muted', id: 'count', text: `${r.items.length}${r.truncated ? '+' : ''} stuck deletion${r.items.length === 1 ? '' : 's'}` }));
   if (r.truncated) {
     view.append(h('div', { class: 'note' }, `More than the first ${limit.toLocaleString()}: narrow by namespace or kind`,
