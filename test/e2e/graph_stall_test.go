@@ -39,6 +39,24 @@ func TestGraphStreamStalledReaders(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "graph-stall")
 	cms := kube.CoreV1().ConfigMaps(ns)
+	// No namespace controller runs here: the 40,000 references would stay
+	// for every later test's kubegcd to mirror, under the race detector.
+	t.Cleanup(func() {
+		if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			t.Errorf("deleting the test's ConfigMaps: %v", err)
+			return
+		}
+		eventually(t, time.Minute, func() error {
+			list, err := cms.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			if n := len(list.Items); n > 0 {
+				return fmt.Errorf("%d ConfigMaps of the test left", n)
+			}
+			return nil
+		})
+	})
 	var refs []metav1.OwnerReference
 	for i := range owners {
 		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("owner-%d", i)}}, metav1.CreateOptions{})
