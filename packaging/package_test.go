@@ -159,6 +159,7 @@ func TestDebControl(t *testing.T) {
 		"Section":      "admin",
 		"Priority":     "optional",
 		"Homepage":     "https://github.com/kubegcd/kubegcd",
+		"License":      "Apache-2.0",
 		// The binary is static: no Depends. The unit wants systemd, the
 		// client commands do not.
 		"Recommends": "systemd",
