@@ -8,7 +8,7 @@ KUBE_BINS  := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager
 GOLANGCI   := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 TEST_FLAGS ?=
 
-.PHONY: help build test unit e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz package man screenshots
+.PHONY: help build test test-unit test-e2e demo bench lint kube-bins systemd-analyze clean chromium web fuzz package man screenshots
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -104,6 +104,20 @@ test: build kube-bins $(BIN)/kwok systemd-analyze chromium ## run every test, en
 	# packaging/'s test runs make package itself, into a directory of its own.
 	cd packaging && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# The quick tier: every package outside test/, with -short, which skips
+# the few tests there that run a control plane. It needs Go alone: no bin/,
+# no network, no browser (about a minute on two cores with warm caches).
+UNIT_PKGS = $$($(GO) list ./... | grep -v '/test/')
+
+test-unit: ## run the tests that need Go alone (the quick loop; skips those needing a control plane)
+	$(GO) vet ./...
+	$(GO) test -short -count=1 $(TEST_FLAGS) $(UNIT_PKGS)
+
+# The suites under test/: kubegcd as a daemon, and its controllers one by
+# one, against a real kube-apiserver and etcd; the browser tests included.
+test-e2e: build kube-bins $(BIN)/kwok chromium ## run the end-to-end and integration suites under test/ (bin/ and Chromium)
+	$(GO) test -race -count=1 -timeout 45m $(TEST_FLAGS) ./test/...
 
 # Fuzz targets, as package:Target; `make test` runs each for TEST_FUZZTIME,
 # `make fuzz FUZZTIME=10m` for as long as asked. A failing input is kept

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/kubegcd/kubegcd/internal/testcluster"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // The scale benchmark, tiny: kwok runs its nodes and pods, kubegcd and
 // kube-controller-manager sync and watch the heartbeats, and each collects
 // the cascade, so the benchmark does not rot between runs of make bench.
 func TestScaleBenchmarkRuns(t *testing.T) {
+	testutil.NeedsControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

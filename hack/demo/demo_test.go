@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/testcluster"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // mirrorTimeout bounds how long the demo's kubegcd may take, once ready, to
@@ -32,6 +33,7 @@ const mirrorTimeout = time.Minute
 // the CLI commands it prints show the seeded objects, and after it has
 // exited, that nothing is left behind.
 func TestDemo(t *testing.T) {
+	testutil.NeedsControlPlane(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)   // run's os.MkdirTemp goes here, so leftovers show
 	browserDir := t.TempDir() // beside tmp, not in it

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/testutil"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 // too, with exit status 0 (make demo then reports no error) and nothing
 // left behind.
 func TestDemoInterrupt(t *testing.T) {
+	testutil.NeedsControlPlane(t)
 	tests := []struct {
 		name  string
 		after string // the output line after which SIGINT comes

@@ -30,6 +30,10 @@ var layers = map[string][]string{
 	"internal/mdanchor":          {},
 }
 
+// testSupport are the packages that only tests, the demo and the
+// benchmarks import; they stand outside the layers.
+var testSupport = map[string]bool{"internal/testcluster": true, "internal/dbfault": true, "internal/testutil": true}
+
 // TestLayers checks each package's imports of kubegcd (tests left out)
 // against layers.
 func TestLayers(t *testing.T) {
@@ -44,7 +48,7 @@ func TestLayers(t *testing.T) {
 		pkg := strings.TrimPrefix(fields[0], module)
 		allowed, ok := layers[pkg]
 		if !ok {
-			if pkg != "internal/testcluster" && pkg != "internal/dbfault" {
+			if !testSupport[pkg] {
 				t.Errorf("%s is not in the layers: add it, and to docs/architecture.md", pkg)
 			}
 			continue
@@ -63,6 +67,27 @@ func TestLayers(t *testing.T) {
 	for pkg := range layers {
 		if !seen[pkg] {
 			t.Errorf("layers names %s, which go list does not show", pkg)
+		}
+	}
+}
+
+// TestInternalTestsStayInternal: no test of cmd/ or internal/ imports a
+// package under test/, so that the quick tier (make test-unit) builds
+// nothing of the end-to-end suites. What tests share lives in
+// internal/testutil.
+func TestInternalTestsStayInternal(t *testing.T) {
+	const module = "github.com/kubegcd/kubegcd/"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}`,
+		module+"cmd/...", module+"internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, module+"test/") {
+				t.Errorf("a test of %s imports %s: move what it needs to internal/testutil", strings.TrimPrefix(fields[0], module), imp)
+			}
 		}
 	}
 }

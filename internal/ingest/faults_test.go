@@ -48,6 +48,7 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
 // brought the lost object back, once space is freed; then synced again,
 // its resources.synced row too.
 func TestFailedWriteRelists(t *testing.T) {
+	cluster := controlPlane(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	kube := kubernetes.NewForConfigOrDie(cluster.Config)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,37 +22,62 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
+	kgtest "github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 var _ Mirror = (*db.DB)(nil)
 
-var cluster *testcluster.Cluster
+// sharedCluster is the control plane the tests that need one share,
+// started by the first of them: the package's other tests run without one.
+var sharedCluster struct {
+	once sync.Once
+	c    *testcluster.Cluster
+	err  error
+}
+
+// controlPlane returns the shared control plane, started on first use.
+// Frequent compaction, and no watch cache for configmaps (which would
+// otherwise serve old resourceVersions from its own window), let a test
+// reach a resourceVersion etcd no longer has: a watch from it expires
+// (410) as watches of a lagging client do in real clusters.
+func controlPlane(t *testing.T) *testcluster.Cluster {
+	t.Helper()
+	kgtest.NeedsControlPlane(t)
+	sharedCluster.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		sharedCluster.c, sharedCluster.err = testcluster.Start(ctx, testcluster.Options{
+			APIServerArgs: []string{"--etcd-compaction-interval=2s", "--watch-cache-sizes=configmaps#0"}})
+	})
+	if sharedCluster.err != nil {
+		t.Fatalf("starting the control plane: %v", sharedCluster.err)
+	}
+	return sharedCluster.c
+}
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	var err error
-	// Frequent compaction, and no watch cache for configmaps (which would
-	// otherwise serve old resourceVersions from its own window), let a test
-	// reach a resourceVersion etcd no longer has: a watch from it expires
-	// (410) as watches of a lagging client do in real clusters.
-	cluster, err = testcluster.Start(ctx, testcluster.Options{APIServerArgs: []string{"--etcd-compaction-interval=2s", "--watch-cache-sizes=configmaps#0"}})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ingest: starting the control plane:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	cluster.Stop()
+	if sharedCluster.c != nil {
+		if err := sharedCluster.c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "ingest: stopping the control plane:", err)
+		}
+	}
 	os.Exit(code)
 }
+
+// offlineConfig is a rest config for tests whose clients never reach a
+// server.
+var offlineConfig = &rest.Config{Host: "https://127.0.0.1:1"}
 
 // TestExpiredWatchRelists starts a watch from a resourceVersion the API
 // server no longer has (410 Gone): the watcher must relist and drop what
 // vanished meanwhile.
 func TestExpiredWatchRelists(t *testing.T) {
+	cluster := controlPlane(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	kube := kubernetes.NewForConfigOrDie(cluster.Config)
@@ -141,7 +167,7 @@ func TestMetricsLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	ing, err := New(Options{Config: cluster.Config, DB: store, Registerer: reg})
+	ing, err := New(Options{Config: offlineConfig, DB: store, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +189,7 @@ func TestMetricsLint(t *testing.T) {
 // short names it lists reach the resources table, where lookups by kind
 // accept them (cm, deploy).
 func TestDiscoveryKeepsShortNames(t *testing.T) {
+	cluster := controlPlane(t)
 	found, failed, err := deletableResources(discovery.NewDiscoveryClientForConfigOrDie(cluster.Config))
 	if err != nil || len(failed) > 0 {
 		t.Fatalf("discovery: %v, failed groups %v", err, failed)
@@ -186,7 +213,7 @@ func TestDiscoveryFailedMetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	ing, err := New(Options{Config: cluster.Config, DB: store, Registerer: prometheus.NewRegistry()})
+	ing, err := New(Options{Config: offlineConfig, DB: store, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -348,6 +348,7 @@ func TestSameCluster(t *testing.T) {
 // the cluster's mirrors another cluster; its resume points are forgotten,
 // so every resource is listed and the other cluster's objects leave.
 func TestForeignMirrorLists(t *testing.T) {
+	cluster := controlPlane(t)
 	ctx := context.Background()
 	kubeSystem, err := kubernetes.NewForConfigOrDie(cluster.Config).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 	if err != nil {

@@ -14,9 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 func TestCluster(t *testing.T) {
+	testutil.NeedsControlPlane(t)
 	ctx := t.Context()
 	begin := time.Now()
 	c, err := Start(ctx, Options{Logf: t.Logf})

@@ -1,4 +1,4 @@
-package ownergc_test
+package integration
 
 import (
 	"bufio"
