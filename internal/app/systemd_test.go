@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 func TestSdStateString(t *testing.T) {
@@ -58,17 +60,6 @@ func (s *sent) all() []string {
 	return slices.Clone(s.states)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func count(states []string, s string) int {
 	n := 0
 	for _, st := range states {
@@ -104,23 +95,23 @@ func TestSystemdNotifier(t *testing.T) {
 		close(done)
 	}()
 
-	waitFor(t, "three pings", func() bool { return count(rec.all(), "WATCHDOG=1") >= 3 })
+	testutil.WaitFor(t, 10*time.Second, "three pings", func() bool { return count(rec.all(), "WATCHDOG=1") >= 3 })
 	state.Store(&sdState{resources: 2, live: 2, dryRun: true})
-	waitFor(t, "the synced status", func() bool { return slices.Contains(rec.all(), "STATUS=mirror live: 2 resources; dry-run") })
+	testutil.WaitFor(t, 10*time.Second, "the synced status", func() bool { return slices.Contains(rec.all(), "STATUS=mirror live: 2 resources; dry-run") })
 
 	err := errors.New("ingest discovery made no progress for 3m0s (at most 2m0s expected)")
 	wedged.Store(&err)
 	const wedgedStatus = "STATUS=wedged, no watchdog pings: ingest discovery made no progress for 3m0s (at most 2m0s expected); " +
 		"mirror live: 2 resources; dry-run"
-	waitFor(t, "the wedged status", func() bool { return slices.Contains(rec.all(), wedgedStatus) })
+	testutil.WaitFor(t, 10*time.Second, "the wedged status", func() bool { return slices.Contains(rec.all(), wedgedStatus) })
 	// Three checks that fail after the status said so: no ping since.
 	pings, failedChecks := count(rec.all(), "WATCHDOG=1"), checksFailed.Load()
-	waitFor(t, "three failed checks", func() bool { return checksFailed.Load() >= failedChecks+3 })
+	testutil.WaitFor(t, 10*time.Second, "three failed checks", func() bool { return checksFailed.Load() >= failedChecks+3 })
 	if got := count(rec.all(), "WATCHDOG=1"); got != pings {
 		t.Errorf("%d pings while wedged, want none", got-pings)
 	}
 	wedged.Store(nil)
-	waitFor(t, "pings again", func() bool { return count(rec.all(), "WATCHDOG=1") > pings })
+	testutil.WaitFor(t, 10*time.Second, "pings again", func() bool { return count(rec.all(), "WATCHDOG=1") > pings })
 
 	cancel()
 	<-done
@@ -154,9 +145,9 @@ func TestSystemdNotifierWithoutWatchdog(t *testing.T) {
 		sd.run(ctx)
 		close(done)
 	}()
-	waitFor(t, "READY=1", func() bool { return len(rec.all()) > 0 })
+	testutil.WaitFor(t, 10*time.Second, "READY=1", func() bool { return len(rec.all()) > 0 })
 	state.Store(&sdState{resources: 3, live: 3, election: true, leading: true})
-	waitFor(t, "the live status", func() bool {
+	testutil.WaitFor(t, 10*time.Second, "the live status", func() bool {
 		return slices.Contains(rec.all(), "STATUS=mirror live: 3 resources; enforcing; leader")
 	})
 	cancel()

@@ -20,16 +20,13 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/dbfault"
+	kgtest "github.com/kubegcd/kubegcd/internal/testutil"
 )
 
-// waitFor polls cond until it holds, failing the test after 10 s.
+// waitFor waits up to 10 s for cond, as testutil.WaitFor does.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true within 10s: %s", what)
-		}
-	}
+	kgtest.WaitFor(t, 10*time.Second, what, cond)
 }
 
 // On a full disk, the first intent, audit or pending row refused pauses

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/app"
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // SyncBuffer collects a daemon's log output.
@@ -123,7 +123,7 @@ func startDaemon(t *testing.T, kubeconfig, dbPath string, client *http.Client, a
 		select {
 		case code := <-d.done:
 			d.done <- code
-			return StopError{fmt.Errorf("kubegcd exited with %d:\n%s", code, d.Logs.String())}
+			return StopError{Err: fmt.Errorf("kubegcd exited with %d:\n%s", code, d.Logs.String())}
 		default:
 		}
 		code, _, err := d.Get("/healthz")
@@ -216,32 +216,14 @@ func (d *Daemon) DB(t *testing.T) *db.DB {
 	return d.store
 }
 
-// StopError ends Eventually at once.
-type StopError struct{ Err error }
-
-func (e StopError) Error() string { return e.Err.Error() }
-func (e StopError) Unwrap() error { return e.Err }
+// StopError ends Eventually at once; see testutil.StopError.
+type StopError = testutil.StopError
 
 // Eventually polls fn until it returns nil, failing the test at the
-// deadline, and returns how long it took.
+// deadline, and returns how long it took; see testutil.Eventually.
 func Eventually(t *testing.T, timeout time.Duration, fn func() error) time.Duration {
 	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return time.Since(start)
-		}
-		var se StopError
-		if errors.As(err, &se) {
-			t.Fatal(se.Err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true within %s: %v", timeout, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	return testutil.Eventually(t, timeout, fn)
 }
 
 // NewNamespace creates a namespace with the default ServiceAccount that
