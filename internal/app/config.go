@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"k8s.io/client-go/discovery"
@@ -221,7 +222,8 @@ var valueCompletions = map[string][]string{
 }
 
 // complete reads the config file into the flags the command line (fs) did
-// not set, checks every value and returns the configuration.
+// not set, checks every value and returns the configuration. It reports
+// every bad value at once, as kube-controller-manager's options do.
 func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 	cfg := &f.cfg
 	if f.configFile != "" {
@@ -230,11 +232,12 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 		}
 	}
 
+	var errs []error
 	if err := cfg.logLevel.UnmarshalText([]byte(f.level)); err != nil {
-		return nil, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", f.level)
+		errs = append(errs, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", f.level))
 	}
 	if !slices.Contains([]string{logFormatAuto, logFormatText, logFormatJSON, logFormatJournal}, cfg.logFormat) {
-		return nil, fmt.Errorf("invalid --log-format %q: want auto, text, json or journal", cfg.logFormat)
+		errs = append(errs, fmt.Errorf("invalid --log-format %q: want auto, text, json or journal", cfg.logFormat))
 	}
 	for _, c := range strings.Split(f.controllers, ",") {
 		c = strings.TrimSpace(c)
@@ -242,101 +245,141 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 			continue
 		}
 		if !slices.Contains(knownControllers, c) {
-			return nil, fmt.Errorf("invalid --controllers: unknown controller %q (known: %s)", c, strings.Join(knownControllers, ", "))
+			errs = append(errs, fmt.Errorf("invalid --controllers: unknown controller %q (known: %s)", c, strings.Join(knownControllers, ", ")))
+			continue
 		}
 		if !slices.Contains(cfg.controllers, c) {
 			cfg.controllers = append(cfg.controllers, c)
 		}
 	}
 	if cfg.discoveryInterval < time.Second {
-		return nil, fmt.Errorf("invalid --discovery-interval %s: must be at least 1s", cfg.discoveryInterval)
+		errs = append(errs, fmt.Errorf("invalid --discovery-interval %s: must be at least 1s", cfg.discoveryInterval))
 	}
 	if cfg.startupTimeout <= 0 {
-		return nil, fmt.Errorf("invalid --startup-timeout %s: must be positive", cfg.startupTimeout)
+		errs = append(errs, fmt.Errorf("invalid --startup-timeout %s: must be positive", cfg.startupTimeout))
+	}
+	if cfg.kubeAPIQPS <= 0 {
+		errs = append(errs, fmt.Errorf("invalid --kube-api-qps %v: must be positive", cfg.kubeAPIQPS))
+	}
+	if cfg.kubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("invalid --kube-api-burst %d: must be at least 1", cfg.kubeAPIBurst))
+	}
+	if cfg.gcWorkers < 1 {
+		errs = append(errs, fmt.Errorf("invalid --gc-workers %d: must be at least 1", cfg.gcWorkers))
+	}
+	if cfg.maxDeletionsPerMinute < 0 {
+		errs = append(errs, fmt.Errorf("invalid --max-deletions-per-minute %d: must be 0 (no cap) or more", cfg.maxDeletionsPerMinute))
+	}
+	if cfg.blastRadiusResume != "auto" && cfg.blastRadiusResume != "manual" {
+		errs = append(errs, fmt.Errorf("invalid --blast-radius-resume %q: want auto or manual", cfg.blastRadiusResume))
+	}
+	if cfg.auditRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("invalid --audit-retention %s: must be at least 1h", cfg.auditRetention))
+	}
+	if cfg.historyRetention != 0 && cfg.historyRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("invalid --history-retention %s: must be 0 (forever) or at least 1h", cfg.historyRetention))
+	}
+	if cfg.resyncPeriod < time.Second {
+		errs = append(errs, fmt.Errorf("invalid --resync-period %s: must be at least 1s", cfg.resyncPeriod))
+	}
+	if cfg.podgcPeriod < time.Second {
+		errs = append(errs, fmt.Errorf("invalid --podgc-period %s: must be at least 1s", cfg.podgcPeriod))
+	}
+	if cfg.terminatedThreshold < 0 {
+		errs = append(errs, fmt.Errorf("invalid --terminated-pod-gc-threshold %d: must be 0 (never) or more", cfg.terminatedThreshold))
+	}
+	if cfg.podgcQuarantine < 0 {
+		errs = append(errs, fmt.Errorf("invalid --podgc-quarantine %s: must not be negative", cfg.podgcQuarantine))
+	}
+	if cfg.terminatedMaxAge < 0 {
+		errs = append(errs, fmt.Errorf("invalid --terminated-pod-max-age %s: must be 0 (off) or positive", cfg.terminatedMaxAge))
+	}
+	if cfg.stuckAfter < 0 {
+		errs = append(errs, fmt.Errorf("invalid --stuck-after %s: must not be negative", cfg.stuckAfter))
+	}
+	if cfg.lintCountsMaxAge < 0 {
+		errs = append(errs, fmt.Errorf("invalid --lint-counts-max-age %s: must not be negative", cfg.lintCountsMaxAge))
+	}
+	if cfg.graphStreamStall < time.Second {
+		errs = append(errs, fmt.Errorf("invalid --graph-stream-stall-timeout %s: must be at least 1s", cfg.graphStreamStall))
+	}
+	if cfg.maxInflight < 0 {
+		errs = append(errs, fmt.Errorf("invalid --max-requests-inflight %d: must be 0 (no limit) or more", cfg.maxInflight))
+	}
+	if cfg.leader.enabled {
+		errs = append(errs, cfg.leader.validate()...)
+	}
+	errs = append(errs, cfg.validateHTTP(f.allowedHosts)...)
+	if cfg.dbPath == "" {
+		errs = append(errs, errors.New("invalid --db: empty path"))
+	}
+	if len(errs) > 0 {
+		return nil, utilerrors.NewAggregate(errs)
+	}
+	return cfg, nil
+}
+
+// validate checks leader election's settings. A timing is compared with
+// the one it builds on only when that one is valid.
+func (l leaderConfig) validate() []error {
+	var errs []error
+	if l.namespace == "" || l.name == "" {
+		errs = append(errs, errors.New("invalid --leader-elect-namespace/--leader-elect-name: must not be empty"))
+	}
+	if l.retryPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("invalid --leader-elect-retry-period %s: must be positive", l.retryPeriod))
+		return errs
+	}
+	if float64(l.renewDeadline) <= 1.2*float64(l.retryPeriod) {
+		errs = append(errs, fmt.Errorf("invalid --leader-elect-renew-deadline %s: must be more than 1.2 × --leader-elect-retry-period (%s)",
+			l.renewDeadline, l.retryPeriod))
 	}
 	switch {
-	case cfg.kubeAPIQPS <= 0:
-		return nil, fmt.Errorf("invalid --kube-api-qps %v: must be positive", cfg.kubeAPIQPS)
-	case cfg.kubeAPIBurst < 1:
-		return nil, fmt.Errorf("invalid --kube-api-burst %d: must be at least 1", cfg.kubeAPIBurst)
-	case cfg.gcWorkers < 1:
-		return nil, fmt.Errorf("invalid --gc-workers %d: must be at least 1", cfg.gcWorkers)
-	case cfg.maxDeletionsPerMinute < 0:
-		return nil, fmt.Errorf("invalid --max-deletions-per-minute %d: must be 0 (no cap) or more", cfg.maxDeletionsPerMinute)
-	case cfg.blastRadiusResume != "auto" && cfg.blastRadiusResume != "manual":
-		return nil, fmt.Errorf("invalid --blast-radius-resume %q: want auto or manual", cfg.blastRadiusResume)
-	case cfg.auditRetention < time.Hour:
-		return nil, fmt.Errorf("invalid --audit-retention %s: must be at least 1h", cfg.auditRetention)
-	case cfg.historyRetention != 0 && cfg.historyRetention < time.Hour:
-		return nil, fmt.Errorf("invalid --history-retention %s: must be 0 (forever) or at least 1h", cfg.historyRetention)
-	case cfg.resyncPeriod < time.Second:
-		return nil, fmt.Errorf("invalid --resync-period %s: must be at least 1s", cfg.resyncPeriod)
-	case cfg.podgcPeriod < time.Second:
-		return nil, fmt.Errorf("invalid --podgc-period %s: must be at least 1s", cfg.podgcPeriod)
-	case cfg.terminatedThreshold < 0:
-		return nil, fmt.Errorf("invalid --terminated-pod-gc-threshold %d: must be 0 (never) or more", cfg.terminatedThreshold)
-	case cfg.podgcQuarantine < 0:
-		return nil, fmt.Errorf("invalid --podgc-quarantine %s: must not be negative", cfg.podgcQuarantine)
-	case cfg.terminatedMaxAge < 0:
-		return nil, fmt.Errorf("invalid --terminated-pod-max-age %s: must be 0 (off) or positive", cfg.terminatedMaxAge)
-	case cfg.stuckAfter < 0:
-		return nil, fmt.Errorf("invalid --stuck-after %s: must not be negative", cfg.stuckAfter)
-	case cfg.lintCountsMaxAge < 0:
-		return nil, fmt.Errorf("invalid --lint-counts-max-age %s: must not be negative", cfg.lintCountsMaxAge)
-	case cfg.graphStreamStall < time.Second:
-		return nil, fmt.Errorf("invalid --graph-stream-stall-timeout %s: must be at least 1s", cfg.graphStreamStall)
-	case cfg.maxInflight < 0:
-		return nil, fmt.Errorf("invalid --max-requests-inflight %d: must be 0 (no limit) or more", cfg.maxInflight)
+	case l.leaseDuration <= l.renewDeadline:
+		errs = append(errs, fmt.Errorf("invalid --leader-elect-lease-duration %s: must be more than --leader-elect-renew-deadline (%s)",
+			l.leaseDuration, l.renewDeadline))
+	case l.leaseDuration-fenceMargin(l.leaseDuration) <= 2*l.retryPeriod:
+		errs = append(errs, fmt.Errorf("invalid --leader-elect-lease-duration %s: a leader writes only within the lease duration less %s "+
+			"of a renewal, which must leave more than two --leader-elect-retry-period (%s)", l.leaseDuration,
+			fenceMargin(l.leaseDuration), l.retryPeriod))
 	}
-	if l := cfg.leader; l.enabled {
-		switch {
-		case l.namespace == "" || l.name == "":
-			return nil, errors.New("invalid --leader-elect-namespace/--leader-elect-name: must not be empty")
-		case l.retryPeriod <= 0:
-			return nil, fmt.Errorf("invalid --leader-elect-retry-period %s: must be positive", l.retryPeriod)
-		case float64(l.renewDeadline) <= 1.2*float64(l.retryPeriod):
-			return nil, fmt.Errorf("invalid --leader-elect-renew-deadline %s: must be more than 1.2 × --leader-elect-retry-period (%s)",
-				l.renewDeadline, l.retryPeriod)
-		case l.leaseDuration <= l.renewDeadline:
-			return nil, fmt.Errorf("invalid --leader-elect-lease-duration %s: must be more than --leader-elect-renew-deadline (%s)",
-				l.leaseDuration, l.renewDeadline)
-		case l.leaseDuration-fenceMargin(l.leaseDuration) <= 2*l.retryPeriod:
-			return nil, fmt.Errorf("invalid --leader-elect-lease-duration %s: a leader writes only within the lease duration less %s "+
-				"of a renewal, which must leave more than two --leader-elect-retry-period (%s)", l.leaseDuration,
-				fenceMargin(l.leaseDuration), l.retryPeriod)
-		}
+	return errs
+}
+
+// validateHTTP checks --listen against the API's authentication and TLS,
+// and reads allowedHosts and the --listen host into c.allowedHosts.
+func (c *runConfig) validateHTTP(allowedHosts string) []error {
+	var errs []error
+	if (c.tlsCertFile == "") != (c.tlsKeyFile == "") {
+		errs = append(errs, errors.New("invalid --tls-cert-file/--tls-private-key-file: give both or neither"))
 	}
-	listenHost, _, err := net.SplitHostPort(cfg.listen)
-	if err != nil {
-		return nil, fmt.Errorf("invalid --listen %q: %w", cfg.listen, err)
+	if c.clientCAFile != "" && c.tlsCertFile == "" {
+		errs = append(errs, errors.New("invalid --client-ca-file: client certificates need TLS: give --tls-cert-file and --tls-private-key-file too"))
 	}
+	listenHost, _, err := net.SplitHostPort(c.listen)
 	switch {
-	case (cfg.tlsCertFile == "") != (cfg.tlsKeyFile == ""):
-		return nil, errors.New("invalid --tls-cert-file/--tls-private-key-file: give both or neither")
-	case cfg.clientCAFile != "" && cfg.tlsCertFile == "":
-		return nil, errors.New("invalid --client-ca-file: client certificates need TLS: give --tls-cert-file and --tls-private-key-file too")
-	case !isLoopback(listenHost) && cfg.authTokenFile == "" && cfg.clientCAFile == "" && !cfg.insecureUnauthenticated:
-		return nil, fmt.Errorf("refusing --listen %s without authentication: anyone who reaches it could read the cluster's "+
+	case err != nil:
+		errs = append(errs, fmt.Errorf("invalid --listen %q: %w", c.listen, err))
+	case !isLoopback(listenHost) && c.authTokenFile == "" && c.clientCAFile == "" && !c.insecureUnauthenticated:
+		errs = append(errs, fmt.Errorf("refusing --listen %s without authentication: anyone who reaches it could read the cluster's "+
 			"ownership graph; give --auth-token-file or --client-ca-file (with --tls-cert-file), "+
-			"or --insecure-allow-unauthenticated to serve it anyway", cfg.listen)
+			"or --insecure-allow-unauthenticated to serve it anyway", c.listen))
 	}
 	if listenHost != "" {
-		cfg.allowedHosts = append(cfg.allowedHosts, listenHost)
+		c.allowedHosts = append(c.allowedHosts, listenHost)
 	}
-	for _, h := range strings.Split(f.allowedHosts, ",") {
+	for _, h := range strings.Split(allowedHosts, ",") {
 		h = strings.TrimSpace(h)
 		if h == "" {
 			continue
 		}
 		if _, _, err := net.SplitHostPort(h); err == nil || strings.ContainsAny(h, "/ ") {
-			return nil, fmt.Errorf("invalid --allowed-hosts: %q is not a host name (no scheme, port or path)", h)
+			errs = append(errs, fmt.Errorf("invalid --allowed-hosts: %q is not a host name (no scheme, port or path)", h))
+			continue
 		}
-		cfg.allowedHosts = append(cfg.allowedHosts, h)
+		c.allowedHosts = append(c.allowedHosts, h)
 	}
-	if cfg.dbPath == "" {
-		return nil, errors.New("invalid --db: empty path")
-	}
-	return cfg, nil
+	return errs
 }
 
 // isLoopback: host, of a --listen address, reaches only this machine. An

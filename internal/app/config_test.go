@@ -279,3 +279,44 @@ func TestListenNeedsAuthentication(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryConfigErrorReported: kubegcd run names every bad value at once,
+// each as its own clause naming the flag, all on the one line it prints
+// before it exits 2.
+func TestEveryConfigErrorReported(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"one bad flag", []string{"--gc-workers", "0"}, "kubegcd: invalid --gc-workers 0: must be at least 1"},
+		{"three bad flags", []string{"--log-level", "loud", "--gc-workers", "0", "--podgc-period", "100ms"},
+			`kubegcd: [invalid --log-level "loud": want debug, info, warn or error, invalid --gc-workers 0: must be at least 1, ` +
+				`invalid --podgc-period 100ms: must be at least 1s]`},
+		{"each unknown controller and each bad host", []string{"--controllers", "ownergc,nope,never", "--allowed-hosts", "a:1,b.example,c/d"},
+			`kubegcd: [invalid --controllers: unknown controller "nope" (known: ownergc, podgc, ttl, svgc), ` +
+				`invalid --controllers: unknown controller "never" (known: ownergc, podgc, ttl, svgc), ` +
+				`invalid --allowed-hosts: "a:1" is not a host name (no scheme, port or path), ` +
+				`invalid --allowed-hosts: "c/d" is not a host name (no scheme, port or path)]`},
+		{"a bad listen address is not also unauthenticated", []string{"--listen", "nohostport", "--tls-cert-file", "c"},
+			`kubegcd: [invalid --tls-cert-file/--tls-private-key-file: give both or neither, ` +
+				`invalid --listen "nohostport": address nohostport: missing port in address]`},
+		{"leader election: no retry period to compare with", []string{"--leader-elect-name", "", "--leader-elect-retry-period", "0s",
+			"--leader-elect-lease-duration", "1s"},
+			`kubegcd: [invalid --leader-elect-namespace/--leader-elect-name: must not be empty, ` +
+				`invalid --leader-elect-retry-period 0s: must be positive]`},
+		{"leader election: renew deadline and lease duration", []string{"--leader-elect-renew-deadline", "2s", "--leader-elect-lease-duration", "2s"},
+			`kubegcd: [invalid --leader-elect-renew-deadline 2s: must be more than 1.2 × --leader-elect-retry-period (2s), ` +
+				`invalid --leader-elect-lease-duration 2s: must be more than --leader-elect-renew-deadline (2s)]`},
+		{"leader election off: its timings are not checked", []string{"--leader-elect=false", "--leader-elect-retry-period", "0s",
+			"--stuck-after", "-1s"}, "kubegcd: invalid --stuck-after -1s: must not be negative"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseRunFlags(tc.args...)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("err = %v\nwant  %s", err, tc.want)
+			}
+		})
+	}
+}
