@@ -55,52 +55,6 @@ var sizeBands = []sizeBand{
 // rule is the id of a band's rule: BR-19-01 … BR-19-05.
 func rule(band int) string { return fmt.Sprintf("BR-19-%02d", band+1) }
 
-// nextBand moves band by the hysteresis rule (BR-19-06): up while the
-// cluster is larger than the band's sizeMax, down while it is smaller than
-// its sizeMin.
-func nextBand(band, nodes int) int {
-	for band < len(sizeBands)-1 && nodes > sizeBands[band].sizeMax {
-		band++
-	}
-	for band > 0 && nodes < sizeBands[band].sizeMin {
-		band--
-	}
-	return band
-}
-
-// initialBand recovers the band of a cluster of n nodes after a start,
-// from carried, the count of nodes by TTL annotation value. Where two bands
-// overlap n, the one whose TTL most nodes already carry wins: it is the band
-// an uninterrupted controller would be in. With no such evidence, the lowest
-// band, where upstream's count from zero would stop.
-func initialBand(n int, carried map[string]int) int {
-	byTTL := map[int]int{}
-	for v, k := range carried {
-		if ttl, ok := parseTTL(&v); ok {
-			byTTL[ttl] += k
-		}
-	}
-	best, bestCount := -1, 0
-	for band, b := range sizeBands {
-		if n < b.sizeMin || n > b.sizeMax {
-			continue
-		}
-		if best < 0 || byTTL[b.ttlSeconds] > bestCount {
-			best, bestCount = band, byTTL[b.ttlSeconds]
-		}
-	}
-	return best
-}
-
-// parseTTL reads the annotation as upstream does (strconv.Atoi).
-func parseTTL(v *string) (int, bool) {
-	if v == nil {
-		return 0, false
-	}
-	i, err := strconv.Atoi(*v)
-	return i, err == nil
-}
-
 // Store is what the TTL controller reads of the mirror; *db.DB is one.
 type Store interface {
 	ResourceID(ctx context.Context, group, version, resource string) (int64, error)
@@ -202,6 +156,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		c.opts.Heartbeat.Beat()
+		// A failed reconcile is tried again at the next node change or
+		// resync, not on a wait.Backoff: each reconcile reads the mirror
+		// afresh, and a back-off would only delay the band's next TTL.
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("reconcile failed", "err", err)
 		}
@@ -245,42 +202,25 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	c.metrics.ttl.Set(float64(b.ttlSeconds))
 	c.metrics.nodes.Set(float64(count))
 
-	want := strconv.Itoa(b.ttlSeconds)
-	reason := fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), whose TTL is %ss", c.band,
-		b.sizeMin, b.sizeMax, want)
-	candidates, err := c.opts.DB.NodesNotAtTTL(ctx, want)
+	candidates, err := c.opts.DB.NodesNotAtTTL(ctx, strconv.Itoa(b.ttlSeconds))
 	if err != nil {
 		return err
 	}
-	// Nodes already at the TTL get no patch (BR-19-07), nor a pending row;
-	// the query compares strings, and "015" is 15 to upstream's
-	// strconv.Atoi.
-	wrong := map[string]bool{}
-	var nodes []db.NodeTTL
-	for _, n := range candidates {
-		if v, ok := parseTTL(n.TTL); !ok || v != b.ttlSeconds {
-			wrong[n.UID] = true
-			nodes = append(nodes, n)
-		}
-	}
-	if err := c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return wrong[uid] }); err != nil {
+	p := decide(c.band, count, candidates, c.applied.WrittenAt)
+	if err := c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return p.wrong[uid] }); err != nil {
 		return err
 	}
-	work := make(chan db.NodeTTL)
+	work := make(chan annotation)
 	var wg sync.WaitGroup
-	for range min(c.opts.Workers, len(nodes)) {
+	for range min(c.opts.Workers, len(p.annotate)) {
 		wg.Go(func() {
-			for n := range work {
-				c.reconcileNode(ctx, n, count, want, reason)
+			for a := range work {
+				c.annotate(ctx, a, p.want)
 			}
 		})
 	}
-	for _, n := range nodes {
-		if c.applied.WrittenAt(n.UID, n.ResourceVersion) {
-			// Patched already; the mirror has not caught up yet.
-			continue
-		}
-		work <- n
+	for _, a := range p.annotate {
+		work <- a
 		c.opts.Heartbeat.Beat() // a long reconcile of many nodes is progress too
 	}
 	close(work)
@@ -309,15 +249,13 @@ func (c *Controller) loadBand(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) reconcileNode(ctx context.Context, n db.NodeTTL, count int, want, reason string) {
-	has := "no annotation"
-	if n.TTL != nil {
-		has = strconv.Quote(*n.TTL)
-	}
-	d := reconcile.Decision{Controller: Name, Rule: rule(c.band), Action: actionAnnotate, Target: db.TargetOf(&n.Object),
-		ResourceVersion: n.ResourceVersion, Reason: reason + "; the node has " + has,
-		Facts:     map[string]any{"nodes": count, "band": c.band, "want": want, "has": n.TTL},
-		DecidedAt: time.Now()}
+// annotate applies one decision of decide: a merge patch of the node's
+// annotation to want, naming the node's UID.
+func (c *Controller) annotate(ctx context.Context, a annotation, want string) {
+	n, d := a.node, a.decision
+	// Stamped as a worker takes the node: decision_to_apply_seconds
+	// measures the write, not the wait for a worker.
+	d.DecidedAt = time.Now()
 	outcome, err := c.opts.Applier.Apply(ctx, d, func(ctx context.Context) error {
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"uid": n.UID, "annotations": map[string]string{corev1.ObjectTTLAnnotationKey: want}}})
