@@ -30,11 +30,11 @@ type auditPage struct {
 func TestPendingAndAuditAPI(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "api-history")
+	ns := namespaces.New(t, "api-history")
 	// Dry-run on the shared cluster, this daemon also decides on the other
 	// tests' garbage, each decision after a live read: a QPS that does not
 	// queue this test's objects behind theirs.
-	d := startDaemon(t, "", "--resync-period=1s", "--kube-api-qps=200", "--kube-api-burst=400")
+	d := daemons.Start(t, "", "--resync-period=1s", "--kube-api-qps=200", "--kube-api-burst=400")
 	d.WaitReady(t, 60*time.Second)
 
 	const n = 5

@@ -63,7 +63,7 @@ func TestAPIBearerTokens(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTouched(t, file, "# operators\ns3cret-a,alice\nt0ken-b\n", time.Now().Add(-time.Hour))
-	d := startDaemon(t, "", "--auth-token-file", file)
+	d := daemons.Start(t, "", "--auth-token-file", file)
 	c := &http.Client{Timeout: 10 * time.Second}
 
 	for _, p := range []string{"/healthz", "/readyz"} {
@@ -143,7 +143,7 @@ func TestAPITokenRevocation(t *testing.T) {
 		writeTouched(t, file, content, mod)
 	}
 	edit("\ufeffgood-DDDD,dave\ngood-KKKK,kim\n")
-	d := startDaemon(t, "", "--auth-token-file", file)
+	d := daemons.Start(t, "", "--auth-token-file", file)
 	d.WaitReady(t, time.Minute)
 	c := &http.Client{Timeout: 10 * time.Second}
 
@@ -319,7 +319,7 @@ func TestAPITLSAndClientCertificates(t *testing.T) {
 			TLSClientConfig: &tls.Config{RootCAs: pki.caPool, Certificates: certs, MinVersion: tls.VersionTLS12}}}
 	}
 	anonymous := clientWith()
-	d := e2eutil.StartTLSDaemon(t, cluster.Kubeconfig, "", anonymous,
+	d := e2eutil.DaemonOptions{Kubeconfig: cluster.Kubeconfig, Client: anonymous}.Start(t, "",
 		"--tls-cert-file", filepath.Join(pki.dir, "server.pem"), "--tls-private-key-file", filepath.Join(pki.dir, "server-key.pem"),
 		"--client-ca-file", filepath.Join(pki.dir, "ca.pem"))
 
@@ -379,7 +379,7 @@ func TestListenRefusedWithoutAuthentication(t *testing.T) {
 		t.Fatalf("--listen 0.0.0.0:0 without authentication: exit %d, stderr %q; want exit 2 and one line naming the flags", code, stderr)
 	}
 	_, port, _ := net.SplitHostPort(freeAddr(t))
-	d := startDaemon(t, "", "--listen", "0.0.0.0:"+port, "--insecure-allow-unauthenticated")
+	d := daemons.Start(t, "", "--listen", "0.0.0.0:"+port, "--insecure-allow-unauthenticated")
 	var status map[string]any
 	d.GetJSON(t, "/status", http.StatusOK, &status)
 	if status["insecureUnauthenticated"] != true || status["authentication"] != "none" {

@@ -19,12 +19,12 @@ import (
 // the wire as the daemon serves them; well-formed filters still filter.
 func TestMalformedQueriesAreRefused(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t, "badinput")
+	ns := namespaces.New(t, "badinput")
 	if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, "")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 	found := func() int {
 		var out struct{ Items []struct{ Name string } }
@@ -69,9 +69,9 @@ func TestMalformedQueriesAreRefused(t *testing.T) {
 // The release takes one JSON object, and its audit row keeps a bounded
 // account of who asked, whatever User-Agent the client sends.
 func TestReleaseRefusesTrailingDataAndBoundsWhoAsked(t *testing.T) {
-	ns := newNamespace(t, "badrelease")
+	ns := namespaces.New(t, "badrelease")
 	leaveNoGarbage(t, ns)
-	d := startDaemon(t, "", enforcing("--max-deletions-per-minute=1", "--blast-radius-resume=manual")...)
+	d := daemons.Start(t, "", enforcing("--max-deletions-per-minute=1", "--blast-radius-resume=manual")...)
 	d.WaitReady(t, 60*time.Second)
 	uids := garbage(t, ns, 2)
 	waitCapPaused(t, d, ns, 1, func() int { return remaining(t, ns, uids) })

@@ -49,10 +49,10 @@ func waitCapPaused(t *testing.T, d *daemon, ns string, limit int, left func() in
 // A restart within the minute keeps the count: the window comes back from
 // the audit history, so the next write waits for the minute to pass.
 func TestBlastRadiusCountSurvivesRestart(t *testing.T) {
-	ns := newNamespace(t, "cap-restart")
+	ns := namespaces.New(t, "cap-restart")
 	leaveNoGarbage(t, ns)
 	args := enforcing("--max-deletions-per-minute=5")
-	d := startDaemon(t, "", args...)
+	d := daemons.Start(t, "", args...)
 	d.WaitReady(t, 60*time.Second)
 	uids := garbage(t, ns, 6)
 	left := func() int { return remaining(t, ns, uids) }
@@ -61,7 +61,7 @@ func TestBlastRadiusCountSurvivesRestart(t *testing.T) {
 		t.Fatalf("kubegcd exited with %d", code)
 	}
 
-	d = startDaemon(t, d.DBPath, args...)
+	d = daemons.Start(t, d.DBPath, args...)
 	d.WaitReady(t, 60*time.Second)
 	if st := waitCapPaused(t, d, ns, 5, left); st.WritesLastMinute != 5 {
 		t.Errorf("after the restart: %d writes in the last minute, want 5", st.WritesLastMinute)
@@ -76,10 +76,10 @@ func TestBlastRadiusCountSurvivesRestart(t *testing.T) {
 // Patches count against the cap, as deletes do.
 func TestBlastRadiusCountsPatches(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "cap-patches")
+	ns := namespaces.New(t, "cap-patches")
 	cms := kube.CoreV1().ConfigMaps(ns)
 	leaveNoGarbage(t, ns)
-	d := startDaemon(t, "", enforcing("--max-deletions-per-minute=3")...)
+	d := daemons.Start(t, "", enforcing("--max-deletions-per-minute=3")...)
 	d.WaitReady(t, 60*time.Second)
 	keep, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -126,10 +126,10 @@ func TestBlastRadiusCountsPatches(t *testing.T) {
 // across a restart, until `kubegcd release`, which the audit history
 // records.
 func TestBlastRadiusManualResume(t *testing.T) {
-	ns := newNamespace(t, "cap-manual")
+	ns := namespaces.New(t, "cap-manual")
 	leaveNoGarbage(t, ns)
 	args := enforcing("--max-deletions-per-minute=2", "--blast-radius-resume=manual")
-	d := startDaemon(t, "", args...)
+	d := daemons.Start(t, "", args...)
 	d.WaitReady(t, 60*time.Second)
 	uids := garbage(t, ns, 4)
 	left := func() int { return remaining(t, ns, uids) }
@@ -154,7 +154,7 @@ func TestBlastRadiusManualResume(t *testing.T) {
 		t.Fatalf("kubegcd exited with %d", code)
 	}
 
-	d = startDaemon(t, d.DBPath, args...)
+	d = daemons.Start(t, d.DBPath, args...)
 	d.WaitReady(t, 60*time.Second)
 	waitCapPaused(t, d, ns, 2, left)
 	consistently(t, 6*time.Second, func() error {

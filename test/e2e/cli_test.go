@@ -114,7 +114,7 @@ current-context: c
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args
 			if tc.name == "listen in use" {
-				d := startDaemon(t, "")
+				d := daemons.Start(t, "")
 				args = base("--listen", strings.TrimPrefix(d.URL, "http://"))
 			}
 			code, _, stderr := runBinary(t, 30*time.Second, args...)
@@ -134,7 +134,7 @@ current-context: c
 
 func TestDatabaseLockedByAnotherKubegcd(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, "")
+	d := daemons.Start(t, "")
 	code, _, stderr := runBinary(t, 30*time.Second, "run", "--kubeconfig", cluster.Kubeconfig, "--db", d.DBPath, "--listen", freeAddr(t))
 	if code != 1 || !strings.Contains(stderr, "database is in use by another kubegcd") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Fatalf("second kubegcd on one database: exit %d, stderr %q", code, stderr)

@@ -144,9 +144,9 @@ func sameAsAPI(t *testing.T, d *daemon, path string, volatile []string, args ...
 func TestClientCommands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "cli-"+string(uuid.NewUUID())[:8])
-	// newNamespace makes a ServiceAccount "default": one in each namespace.
-	other := newNamespace(t, ns+"-b")
+	ns := namespaces.New(t, "cli-"+string(uuid.NewUUID())[:8])
+	// namespaces.New makes a ServiceAccount "default": one in each namespace.
+	other := namespaces.New(t, ns+"-b")
 	groups := []string{"a.cli.e2e.kubegcd.io", "b.cli.e2e.kubegcd.io"}
 	for _, g := range groups {
 		if err := createCRD(ctx, g, "gizmos", "Gizmo", "Namespaced"); err != nil {
@@ -199,7 +199,7 @@ func TestClientCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d := startDaemon(t, "")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 	q := url.Values{"namespace": {ns}}.Encode()
 	// ownergc records both orphans as pending (dry-run) once it has looked.

@@ -41,7 +41,7 @@ func completions(out string) []string {
 func TestCompletionFromDaemon(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "complete-"+string(uuid.NewUUID())[:8])
+	ns := namespaces.New(t, "complete-"+string(uuid.NewUUID())[:8])
 	for _, name := range []string{"alpha-cfg", "alpha-env", "beta"} {
 		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}},
 			metav1.CreateOptions{}); err != nil {
@@ -50,7 +50,7 @@ func TestCompletionFromDaemon(t *testing.T) {
 	}
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	writeTouched(t, tokens, "c0mplete,operator\n", time.Now().Add(-time.Hour))
-	d := startDaemon(t, "", "--auth-token-file", tokens)
+	d := daemons.Start(t, "", "--auth-token-file", tokens)
 	token := writeFile(t, "token", "c0mplete\n")
 	complete := func(args ...string) ([]string, string) {
 		t.Helper()

@@ -14,7 +14,7 @@ import (
 // periodic podgc and ttl: each with its last pass, and ownergc and svgc
 // with their queue's depth.
 func TestStatusListsEveryController(t *testing.T) {
-	d := startDaemon(t, "", "--dry-run=true", "--resync-period=2s", "--podgc-period=1s")
+	d := daemons.Start(t, "", "--dry-run=true", "--resync-period=2s", "--podgc-period=1s")
 	d.WaitReady(t, 60*time.Second)
 	type controller struct {
 		Name       string     `json:"name"`

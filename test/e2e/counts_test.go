@@ -20,8 +20,8 @@ import (
 // so nothing is collected.
 func TestCountMetrics(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "counts-"+string(uuid.NewUUID())[:8])
-	d := startDaemon(t, "")
+	ns := namespaces.New(t, "counts-"+string(uuid.NewUUID())[:8])
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 
 	series := map[string]float64{

@@ -26,7 +26,7 @@ import (
 func TestSIGKILLMidCascadeKeepsOneRowPerDeletion(t *testing.T) {
 	const doomed, kept, shared = 5000, 200, 20
 	ctx := context.Background()
-	ns := newNamespace(t, "crash")
+	ns := namespaces.New(t, "crash")
 	cms := kube.CoreV1().ConfigMaps(ns)
 	create := func(name, set string, owners ...*corev1.ConfigMap) (*corev1.ConfigMap, error) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"set": set}}}

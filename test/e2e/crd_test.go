@@ -35,8 +35,8 @@ func statusResourceOf(t *testing.T, d *daemon, group, resource string) *statusRe
 func TestCRDAddedAndRemovedWhileRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "crd-lifecycle")
-	d := startDaemon(t, "")
+	ns := namespaces.New(t, "crd-lifecycle")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 
 	const group = "late.kubegcd.io"

@@ -20,7 +20,7 @@ import (
 func TestDatabaseCheckAndBackup(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kubegcd.db")
-	d := startDaemon(t, path)
+	d := daemons.Start(t, path)
 	d.WaitReady(t, time.Minute)
 	var status struct {
 		Objects int64 `json:"objects"`

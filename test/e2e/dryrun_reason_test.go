@@ -23,7 +23,7 @@ import (
 // not that no blocking dependent remains.
 func TestDryRunForegroundReasonSaysWhatEnforceWouldDo(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "dry-reason")
+	ns := namespaces.New(t, "dry-reason")
 	cms := kube.CoreV1().ConfigMaps(ns)
 	const hold = "example.com/hold"
 	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held-owner", Finalizers: []string{hold}}},
@@ -43,7 +43,7 @@ func TestDryRunForegroundReasonSaysWhatEnforceWouldDo(t *testing.T) {
 	if err := cms.Delete(ctx, owner.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, "", "--controllers=ownergc", "--dry-run=true")
+	d := daemons.Start(t, "", "--controllers=ownergc", "--dry-run=true")
 
 	var row db.AuditEntry
 	eventually(t, 60*time.Second, func() error {

@@ -20,7 +20,7 @@ import (
 // so it runs alone (see mustEnforceAlone).
 func TestDeletionsWakeTheirDependentsAndOwners(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "examined-"+string(uuid.NewUUID())[:8])
+	ns := namespaces.New(t, "examined-"+string(uuid.NewUUID())[:8])
 	cms := kube.CoreV1().ConfigMaps(ns)
 	create := func(name string, owner *corev1.ConfigMap) *corev1.ConfigMap {
 		t.Helper()
@@ -49,7 +49,7 @@ func TestDeletionsWakeTheirDependentsAndOwners(t *testing.T) {
 	owner := create("owner", nil)
 	create("dependent", owner)
 
-	d := startDaemon(t, "", "--controllers=ownergc", "--dry-run=false", "--resync-period=1h", "--discovery-interval=2s")
+	d := daemons.Start(t, "", "--controllers=ownergc", "--dry-run=false", "--resync-period=1h", "--discovery-interval=2s")
 	d.WaitReady(t, 60*time.Second)
 
 	bg, fg := metav1.DeletePropagationBackground, metav1.DeletePropagationForeground

@@ -39,7 +39,7 @@ type explainReply struct {
 // answering.
 func TestObjectExplanation(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "explain-"+string(uuid.NewUUID())[:8])
+	ns := namespaces.New(t, "explain-"+string(uuid.NewUUID())[:8])
 	const hold = "example.com/hold"
 	ghost := uuid.NewUUID()
 	cm, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held",
@@ -54,7 +54,7 @@ func TestObjectExplanation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d := startDaemon(t, "")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 	uid := string(cm.UID)
 	var got explainReply

@@ -114,8 +114,8 @@ func TestCorruptDatabaseRefusedAtStart(t *testing.T) {
 // and mirrors nothing.
 func TestCorruptionWhileRunningEndsTheRun(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t, "corrupt-while-running")
-	d := startDaemon(t, "")
+	ns := namespaces.New(t, "corrupt-while-running")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 
 	// Move every page into the main file, garble all but the header page,
@@ -208,7 +208,7 @@ current-context: c
 		// The kubeconfig's token is sent, not the URL's password: the
 		// daemon syncs, and says in one warning what it left out.
 		server := strings.Replace(cluster.Config.Host, "https://", "https://kubegcd:"+secret+"@", 1)
-		d := e2eutil.StartDaemon(t, kubeconfig("reachable", server), "")
+		d := e2eutil.DaemonOptions{Kubeconfig: kubeconfig("reachable", server)}.Start(t, "")
 		d.WaitReady(t, 2*time.Minute)
 		want := "the user and password in the kubeconfig's server URL are not sent"
 		if logs := d.Logs.String(); !strings.Contains(logs, want) {

@@ -176,7 +176,7 @@ func newScenario(t *testing.T, ns string, dry bool, extraArgs ...string) *scenar
 // mode, or kube-controller-manager in kcm mode.
 func newScenarioIn(t *testing.T, ns string, mode gcMode, extraArgs ...string) *scenario {
 	t.Helper()
-	s := &scenario{t: t, ctx: context.Background(), ns: newNamespace(t, ns), mode: mode, dry: mode == modeDry}
+	s := &scenario{t: t, ctx: context.Background(), ns: namespaces.New(t, ns), mode: mode, dry: mode == modeDry}
 	s.startCollector(extraArgs...)
 	return s
 }
@@ -190,7 +190,7 @@ func (s *scenario) startCollector(extraArgs ...string) {
 		s.kcm.waitCollecting(s)
 		return
 	}
-	s.d = startDaemon(s.t, "", append(append([]string{fmt.Sprintf("--dry-run=%v", s.dry)}, gcArgs...), extraArgs...)...)
+	s.d = daemons.Start(s.t, "", append(append([]string{fmt.Sprintf("--dry-run=%v", s.dry)}, gcArgs...), extraArgs...)...)
 	s.d.WaitReady(s.t, 60*time.Second)
 }
 
@@ -420,7 +420,7 @@ func (s *scenario) restart(meanwhile func()) {
 		s.t.Fatalf("kubegcd exited with %d", code)
 	}
 	meanwhile()
-	s.d = startDaemon(s.t, s.d.DBPath, append([]string{fmt.Sprintf("--dry-run=%v", s.dry)}, gcArgs...)...)
+	s.d = daemons.Start(s.t, s.d.DBPath, append([]string{fmt.Sprintf("--dry-run=%v", s.dry)}, gcArgs...)...)
 	s.d.WaitReady(s.t, 60*time.Second)
 }
 

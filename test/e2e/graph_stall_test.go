@@ -37,7 +37,7 @@ func TestGraphStreamStalledReaders(t *testing.T) {
 		stall              = 3 * time.Second
 	)
 	ctx := context.Background()
-	ns := newNamespace(t, "graph-stall")
+	ns := namespaces.New(t, "graph-stall")
 	cms := kube.CoreV1().ConfigMaps(ns)
 	// No namespace controller runs here: the 40,000 references would stay
 	// for every later test's kubegcd to mirror, under the race detector.

@@ -54,7 +54,7 @@ func TestGraphAndObjects(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// A fresh name each run, so that -count=N works against one cluster.
-	ns := newNamespace(t, "graph-"+string(uuid.NewUUID())[:8])
+	ns := namespaces.New(t, "graph-"+string(uuid.NewUUID())[:8])
 	cms := kube.CoreV1().ConfigMaps(ns)
 	create := func(name string, owners ...metav1.OwnerReference) types.UID {
 		t.Helper()
@@ -80,7 +80,7 @@ func TestGraphAndObjects(t *testing.T) {
 	ghost := uuid.NewUUID()
 	garbage := create("garbage", metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "never", UID: ghost})
 
-	d := startDaemon(t, "", "--resync-period=1s", "--discovery-interval=2s")
+	d := daemons.Start(t, "", "--resync-period=1s", "--discovery-interval=2s")
 	// Ready: every resource is discovered, so the graph knows Deployments
 	// are namespaced (a missing owner's namespace depends on it).
 	d.WaitReady(t, 60*time.Second)
@@ -322,7 +322,7 @@ func graphFindNode(g graphJSON, uid string) db.GraphNode {
 func TestWhyAfterDryRunRemoval(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "why-dry-run")
+	ns := namespaces.New(t, "why-dry-run")
 	owner, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +335,7 @@ func TestWhyAfterDryRunRemoval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, "", "--resync-period=1s")
+	d := daemons.Start(t, "", "--resync-period=1s")
 	d.WaitReady(t, 60*time.Second)
 	var det graphObjectDetail
 	eventually(t, 60*time.Second, func() error {

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,14 +19,6 @@ import (
 type daemon = e2eutil.Daemon
 
 func freeAddr(t *testing.T) string { return e2eutil.FreeAddr(t) }
-
-// startDaemon runs `kubegcd run` against the test cluster with the database
-// at dbPath (a new one when empty) and waits until it serves /healthz.
-func startDaemon(t *testing.T, dbPath string, args ...string) *daemon {
-	t.Helper()
-	mustEnforceAlone(t, args)
-	return e2eutil.StartDaemon(t, cluster.Kubeconfig, dbPath, args...)
-}
 
 // mustEnforceAlone fails a test that starts an enforcing kubegcd while
 // others run beside it. kubegcd collects the whole cluster: enforcing, it
@@ -65,57 +54,6 @@ func eventually(t *testing.T, timeout time.Duration, fn func() error) time.Durat
 }
 
 func tail(s string, n int) string { return e2eutil.Tail(s, n) }
-
-// newNamespace creates a namespace with a default ServiceAccount (nothing
-// else creates it here, and pods need it) and deletes it at the end.
-func newNamespace(t *testing.T, name string) string {
-	t.Helper()
-	ns := e2eutil.NewNamespace(t, kube, name)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("deletions in namespace %s, as the API server logged them:\n%s", ns, deletionsIn(ns))
-		}
-	})
-	return ns
-}
-
-// deletionsIn lists the deletions the API server logged in namespace ns:
-// when, what, by whom and with which client.
-func deletionsIn(ns string) string {
-	f, err := os.Open(auditLog)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Stage     string                    `json:"stage"`
-			Verb      string                    `json:"verb"`
-			User      struct{ Username string } `json:"user"`
-			UserAgent string                    `json:"userAgent"`
-			ObjectRef struct {
-				Resource, Namespace, Name string
-			} `json:"objectRef"`
-			ResponseStatus struct{ Code int } `json:"responseStatus"`
-			Time           string             `json:"stageTimestamp"`
-		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.ObjectRef.Namespace != ns {
-			continue
-		}
-		out = append(out, fmt.Sprintf("  %s %s %s/%s: %d, by %s (%s)", e.Time, e.Verb, e.ObjectRef.Resource, e.ObjectRef.Name,
-			e.ResponseStatus.Code, e.User.Username, e.UserAgent))
-	}
-	if err := sc.Err(); err != nil {
-		out = append(out, err.Error())
-	}
-	if len(out) == 0 {
-		return "  none"
-	}
-	return strings.Join(out, "\n")
-}
 
 var widgetGVR = schema.GroupVersionResource{Group: "e2e.kubegcd.io", Version: "v1", Resource: "widgets"}
 

@@ -54,7 +54,7 @@ func (h historyJSON) events() []string {
 func TestObjectHistory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "history-"+string(uuid.NewUUID())[:8])
+	ns := namespaces.New(t, "history-"+string(uuid.NewUUID())[:8])
 	cms := kube.CoreV1().ConfigMaps(ns)
 	create := func(name string, owners ...metav1.OwnerReference) types.UID {
 		t.Helper()
@@ -73,7 +73,7 @@ func TestObjectHistory(t *testing.T) {
 	// to delete it, and that audit row belongs to its history.
 	orphan := create("orphan", metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: uuid.NewUUID()})
 
-	d := startDaemon(t, "", "--resync-period=1s", "--discovery-interval=2s")
+	d := daemons.Start(t, "", "--resync-period=1s", "--discovery-interval=2s")
 
 	historyPath := func(uid types.UID) string { return "/objects/" + string(uid) + "/history" }
 	// waitHistory polls until uid's history has n entries and returns it.
@@ -220,7 +220,7 @@ func TestObjectHistory(t *testing.T) {
 func TestHistoryOfObjectsGoneWhileStopped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "history-restart-"+string(uuid.NewUUID())[:8])
+	ns := namespaces.New(t, "history-restart-"+string(uuid.NewUUID())[:8])
 	cms := kube.CoreV1().ConfigMaps(ns)
 	var uids []types.UID
 	for _, name := range []string{"owner", "goes", "stays"} {
@@ -251,7 +251,7 @@ func TestHistoryOfObjectsGoneWhileStopped(t *testing.T) {
 		return h.events()
 	}
 
-	d := startDaemon(t, "")
+	d := daemons.Start(t, "")
 	events(d, goes, 1)
 	events(d, stays, 1)
 	if code := d.Stop(); code != 0 {
@@ -265,7 +265,7 @@ func TestHistoryOfObjectsGoneWhileStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d2 := startDaemon(t, d.DBPath)
+	d2 := daemons.Start(t, d.DBPath)
 	if got, want := events(d2, goes, 2), []string{"created ", "deleted "}; !slices.Equal(got, want) {
 		t.Errorf("history of the object deleted while stopped = %q, want %q", got, want)
 	}
@@ -301,7 +301,7 @@ func TestHistoryRetentionFlag(t *testing.T) {
 func TestLeaseHolderHistory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "lease-history-"+string(uuid.NewUUID())[:8])
+	ns := namespaces.New(t, "lease-history-"+string(uuid.NewUUID())[:8])
 	leases := kube.CoordinationV1().Leases(ns)
 	t0 := time.Now().UTC().Truncate(time.Second)
 	at := func(s int) *metav1.MicroTime { return new(metav1.NewMicroTime(t0.Add(time.Duration(s) * time.Second))) }
@@ -312,7 +312,7 @@ func TestLeaseHolderHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d := startDaemon(t, "")
+	d := daemons.Start(t, "")
 	path := "/leases?namespace=" + ns
 	type leaseJSON struct {
 		HolderChanges []struct {

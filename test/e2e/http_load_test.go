@@ -17,9 +17,9 @@ import (
 // answered, and the collector, whose reads have connections of their own,
 // deletes the garbage as it does when nobody asks.
 func TestAPILoadLeavesCollectionAlone(t *testing.T) {
-	ns := newNamespace(t, "api-load")
+	ns := namespaces.New(t, "api-load")
 	leaveNoGarbage(t, ns)
-	d := startDaemon(t, "", enforcing("--max-requests-inflight=4")...)
+	d := daemons.Start(t, "", enforcing("--max-requests-inflight=4")...)
 	d.WaitReady(t, time.Minute)
 
 	ctx, stop := context.WithCancel(context.Background())

@@ -48,8 +48,8 @@ func resourceSynced(t *testing.T, d *daemon, group, resource string) (bool, erro
 func TestMirrorRecoversFromFailedWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "ingest-faults")
-	d := startDaemon(t, "", "--controllers=")
+	ns := namespaces.New(t, "ingest-faults")
+	d := daemons.Start(t, "", "--controllers=")
 	d.WaitReady(t, 60*time.Second)
 	store := d.DB(t)
 	cms := kube.CoreV1().ConfigMaps(ns)

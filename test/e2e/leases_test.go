@@ -153,7 +153,7 @@ func TestStorageVersionGC(t *testing.T) {
 	storageVersion(t, "e2e.kubegcd.io.gadgets", entry("kube-apiserver-fake1", "e2e.kubegcd.io/v1"))
 	storageVersion(t, "e2e.kubegcd.io.doohickeys", entry("kube-apiserver-nolease", "e2e.kubegcd.io/v1"), entry("kube-apiserver-fake2", "e2e.kubegcd.io/v2"))
 	storageVersion(t, "e2e.kubegcd.io.whatsits", entry("kube-apiserver-keep", "e2e.kubegcd.io/v1"))
-	d := startDaemon(t, "", "--controllers=svgc", "--dry-run=false", "--resync-period=1s")
+	d := daemons.Start(t, "", "--controllers=svgc", "--dry-run=false", "--resync-period=1s")
 	d.WaitReady(t, 60*time.Second)
 
 	// An entry of a server that never had a lease goes; the condition is
@@ -239,7 +239,7 @@ func TestStorageVersionGCDryRun(t *testing.T) {
 	identityLease(t, "kube-apiserver-dry1")
 	storageVersion(t, "e2e.kubegcd.io.sprockets", entry("kube-apiserver-dry1", "e2e.kubegcd.io/v1"), entry("kube-apiserver-drynone", "e2e.kubegcd.io/v1"))
 	_, before := servers(t, "e2e.kubegcd.io.sprockets")
-	d := startDaemon(t, "", "--controllers=svgc", "--dry-run=true", "--resync-period=1s")
+	d := daemons.Start(t, "", "--controllers=svgc", "--dry-run=true", "--resync-period=1s")
 	d.WaitReady(t, 60*time.Second)
 	deleteLease(t, "kube-system", "kube-apiserver-dry1")
 	eventually(t, 20*time.Second, func() error {
@@ -388,7 +388,7 @@ func collected(t *testing.T, ns, name string, ins ...*instance) string {
 }
 
 func TestLeaderElection(t *testing.T) {
-	ns := newNamespace(t, "leader-election")
+	ns := namespaces.New(t, "leader-election")
 	const lease, retry = 6 * time.Second, time.Second
 	args := []string{"--controllers=ownergc", "--resync-period=1s", "--leader-elect-name=kubegcd-e2e",
 		"--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=" + retry.String()}
@@ -473,7 +473,7 @@ func TestLeaseInventory(t *testing.T) {
 			_ = kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
-	d := startDaemon(t, "", "--controllers=svgc", "--dry-run=false", "--leader-elect-name=kubegcd-inventory")
+	d := daemons.Start(t, "", "--controllers=svgc", "--dry-run=false", "--leader-elect-name=kubegcd-inventory")
 	d.WaitReady(t, 60*time.Second)
 	var st leaderStatus
 	eventually(t, 30*time.Second, func() error {

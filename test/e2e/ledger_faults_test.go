@@ -233,11 +233,11 @@ func waitResumed(t *testing.T, d *daemon, ns string, uids map[types.UID]bool) {
 // the rows of the writes already made are kept and written once there is
 // room, and enforcement resumes by itself.
 func TestFullDiskPausesEnforcement(t *testing.T) {
-	ns := newNamespace(t, "ledger-full-disk")
+	ns := namespaces.New(t, "ledger-full-disk")
 	leaveNoGarbage(t, ns)
 	disk := dbfault.NewFullDisk(t, 64<<20)
 	const workers = 4
-	d := startDaemon(t, filepath.Join(disk.Dir, "kubegcd.db"),
+	d := daemons.Start(t, filepath.Join(disk.Dir, "kubegcd.db"),
 		enforcing(fmt.Sprintf("--gc-workers=%d", workers), "--kube-api-qps=20", "--kube-api-burst=1")...)
 	owner, deps := ownerWithDependents(t, ns, 200)
 	d.WaitReady(t, 60*time.Second)
@@ -283,9 +283,9 @@ func TestFullDiskPausesEnforcement(t *testing.T) {
 // and rows: no write goes out without its intent, the rows are kept, not
 // dropped, enforcement pauses, and resumes by itself once the lock is gone.
 func TestLockedDatabasePausesEnforcement(t *testing.T) {
-	ns := newNamespace(t, "ledger-locked")
+	ns := namespaces.New(t, "ledger-locked")
 	leaveNoGarbage(t, ns)
-	d := startDaemon(t, "", enforcing("--gc-workers=4", "--kube-api-qps=5", "--kube-api-burst=1")...)
+	d := daemons.Start(t, "", enforcing("--gc-workers=4", "--kube-api-qps=5", "--kube-api-burst=1")...)
 	owner, deps := ownerWithDependents(t, ns, 150)
 	d.WaitReady(t, 60*time.Second)
 	d.DB(t)

@@ -64,9 +64,9 @@ func (r lintReply) found() []string {
 func TestLint(t *testing.T) {
 	ctx := context.Background()
 	id := string(uuid.NewUUID())[:8]
-	ns := newNamespace(t, "lint-"+id)
-	other := newNamespace(t, "lint-other-"+id)
-	clean := newNamespace(t, "lint-clean-"+id)
+	ns := namespaces.New(t, "lint-"+id)
+	other := namespaces.New(t, "lint-other-"+id)
+	clean := namespaces.New(t, "lint-clean-"+id)
 	create := func(ns, name string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
 		t.Helper()
 		cm, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: refs}},
@@ -128,7 +128,7 @@ func TestLint(t *testing.T) {
 	create(clean, "dependent", controllerRef("owner", cleanOwner.UID))
 
 	started := time.Now()
-	d := startDaemon(t, "")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 	nsQuery := "/lint?namespace=" + url.QueryEscape(ns)
 	want := []string{"KG-LINT-01 dangling", "KG-LINT-02 recreated", "KG-LINT-03 cross", "KG-LINT-05 unserved", "KG-LINT-07 blocked"}

@@ -36,7 +36,7 @@ type lookupReply struct {
 func TestLookupByName(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "lookup-"+string(uuid.NewUUID())[:8])
+	ns := namespaces.New(t, "lookup-"+string(uuid.NewUUID())[:8])
 	// Gadget is served by two groups: a lookup without apiVersion finds both.
 	groups := []string{"a.lookup.e2e.kubegcd.io", "b.lookup.e2e.kubegcd.io"}
 	gadgets := map[string]string{}
@@ -68,7 +68,7 @@ func TestLookupByName(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d := startDaemon(t, "", "--discovery-interval=2s")
+	d := daemons.Start(t, "", "--discovery-interval=2s")
 	q := url.Values{"namespace": {ns}}.Encode()
 	// Everything created before the start is mirrored once both gadget
 	// groups are discovered and every watched resource has been listed.

@@ -29,6 +29,12 @@ var (
 	kubegcdBin string
 	// auditLog is the API server's log of deletions.
 	auditLog string
+	// daemons start kubegcd against the cluster, checking that an
+	// enforcing one runs alone (see mustEnforceAlone).
+	daemons e2eutil.DaemonOptions
+	// namespaces make each test's namespaces; a test that fails logs the
+	// deletions the API server recorded in them.
+	namespaces e2eutil.NamespaceOptions
 )
 
 // deletionsAuditPolicy logs every deletion, with who sent it, and nothing
@@ -48,7 +54,7 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	// The API server logs who deleted what, so that a test whose objects
-	// vanish can say who took them (see newNamespace).
+	// vanish can say who took them (see namespaces).
 	auditDir, err := os.MkdirTemp("", "kubegcd-e2e-audit-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -69,6 +75,8 @@ func runMain(m *testing.M) int {
 	}
 	defer cp.Stop()
 	cluster, kube, dyn, meta = cp.Cluster, cp.Kube, cp.Dyn, cp.Meta
+	daemons = e2eutil.DaemonOptions{Kubeconfig: cluster.Kubeconfig, Check: mustEnforceAlone}
+	namespaces = e2eutil.NamespaceOptions{Kube: kube, AuditLog: auditLog}
 
 	binDir, err := os.MkdirTemp("", "kubegcd-e2e-bin-")
 	if err != nil {

@@ -20,7 +20,7 @@ func TestMetricsLabelsHostileClients(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	writeTouched(t, file, "m3trics,prometheus\n", time.Now().Add(-time.Hour))
-	d := startDaemon(t, "", "--auth-token-file", file)
+	d := daemons.Start(t, "", "--auth-token-file", file)
 	c := &http.Client{Timeout: 10 * time.Second}
 	scrape := func() string {
 		t.Helper()

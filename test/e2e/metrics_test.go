@@ -24,8 +24,8 @@ import (
 // rely on.
 func TestMetricsLint(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "metrics-lint")
-	d := startDaemon(t, "", "--dry-run=false", "--resync-period=1s", "--leader-elect-name=kubegcd-metrics-lint",
+	ns := namespaces.New(t, "metrics-lint")
+	d := daemons.Start(t, "", "--dry-run=false", "--resync-period=1s", "--leader-elect-name=kubegcd-metrics-lint",
 		"--podgc-period=1s", "--podgc-quarantine=0s")
 	d.WaitReady(t, 60*time.Second)
 	collected(t, ns, "garbage", &instance{url: d.URL})

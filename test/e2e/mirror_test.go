@@ -87,8 +87,8 @@ func within(t *testing.T, what string, fn func() error) {
 func TestMirrorFollowsCluster(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "mirror")
-	d := startDaemon(t, "")
+	ns := namespaces.New(t, "mirror")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 	store := d.DB(t)
 

@@ -118,7 +118,7 @@ func TestOwnerGCNeverExistingAndRecreatedOwner(t *testing.T) {
 
 func TestOwnerGCNamespaces(t *testing.T) {
 	bothModes(t, "gc-namespaces", func(s *scenario) {
-		elsewhere := newNamespace(s.t, s.ns+"-other")
+		elsewhere := namespaces.New(s.t, s.ns+"-other")
 		foreign := s.create(configMaps, elsewhere, "foreign-owner", nil)
 		// A namespaced dependent whose owner lives in another namespace:
 		// looked up in its own namespace only, so it is garbage.

@@ -33,7 +33,7 @@ import (
 // It enforces, so it runs alone (see mustEnforceAlone).
 func TestShippedRBAC(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "rbac")
+	ns := namespaces.New(t, "rbac")
 	user := "kubegcd-e2e-rbac"
 	applyShippedRBAC(t, user, ns)
 
@@ -51,7 +51,7 @@ func TestShippedRBAC(t *testing.T) {
 	}
 	args := []string{"--dry-run=false", "--resync-period=1s", "--leader-elect-namespace=" + ns}
 	mustEnforceAlone(t, args)
-	d := e2eutil.StartDaemon(t, kubeconfig, "", args...)
+	d := e2eutil.DaemonOptions{Kubeconfig: kubeconfig}.Start(t, "", args...)
 	d.WaitReady(t, 60*time.Second)
 	in := &instance{url: d.URL}
 

@@ -66,14 +66,14 @@ func mirrorEqualsCluster(ctx context.Context, store *db.DB) error {
 func TestRestartOnSameDatabaseLeavesNoGhosts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "restart")
+	ns := namespaces.New(t, "restart")
 	cms := kube.CoreV1().ConfigMaps(ns)
 	for i := range 20 {
 		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before-" + strconv.Itoa(i)}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d := startDaemon(t, "")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d.DB(t)) })
 	if code := d.Stop(); code != 0 {
@@ -102,7 +102,7 @@ func TestRestartOnSameDatabaseLeavesNoGhosts(t *testing.T) {
 		}
 	}
 
-	d2 := startDaemon(t, d.DBPath)
+	d2 := daemons.Start(t, d.DBPath)
 	d2.WaitReady(t, 60*time.Second)
 	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d2.DB(t)) })
 }
@@ -111,8 +111,8 @@ func TestRestartOnSameDatabaseLeavesNoGhosts(t *testing.T) {
 // run in parallel with other tests (no t.Parallel: it runs before them).
 func TestAPIServerRestart(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "apiserver-restart")
-	d := startDaemon(t, "")
+	ns := namespaces.New(t, "apiserver-restart")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 
 	if err := cluster.StopAPIServer(); err != nil {
@@ -184,7 +184,7 @@ func configMapsMatch(ctx context.Context, store *db.DB, ns string) error {
 func TestRestartResumesWatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "resume")
+	ns := namespaces.New(t, "resume")
 	cms := kube.CoreV1().ConfigMaps(ns)
 	create := func(name string, owner *corev1.ConfigMap) *corev1.ConfigMap {
 		t.Helper()
@@ -203,7 +203,7 @@ func TestRestartResumesWatches(t *testing.T) {
 	for i := range 6 {
 		create("before-"+strconv.Itoa(i), nil)
 	}
-	d := startDaemon(t, "")
+	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
 	eventually(t, 15*time.Second, func() error { return configMapsMatch(ctx, d.DB(t), ns) })
 	if code := d.Stop(); code != 0 {
@@ -231,7 +231,7 @@ func TestRestartResumesWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d2 := startDaemon(t, d.DBPath)
+	d2 := daemons.Start(t, d.DBPath)
 	d2.WaitReady(t, 60*time.Second)
 	// Ready means caught up: no waiting for the mirror from here.
 	if err := configMapsMatch(ctx, d2.DB(t), ns); err != nil {

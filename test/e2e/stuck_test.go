@@ -159,7 +159,7 @@ func startNamespaceController(t *testing.T) {
 
 func TestStuckNamespace(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "stuck-ns")
+	ns := namespaces.New(t, "stuck-ns")
 	cm, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "held", Finalizers: []string{"example.com/hold"}}}, metav1.CreateOptions{})
 	if err != nil {
@@ -177,7 +177,7 @@ func TestStuckNamespace(t *testing.T) {
 		dropFinalizers(t, widgetGVR, ns, "kept")
 	})
 	const after = time.Second
-	d := startDaemon(t, "", "--controllers=", "--stuck-after="+after.String())
+	d := daemons.Start(t, "", "--controllers=", "--stuck-after="+after.String())
 	d.WaitReady(t, 30*time.Second)
 	startNamespaceController(t)
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
@@ -274,7 +274,7 @@ func TestStuckNamespace(t *testing.T) {
 
 func TestStuckForegroundChain(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "stuck-chain")
+	ns := namespaces.New(t, "stuck-chain")
 	cms := kube.CoreV1().ConfigMaps(ns)
 	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -289,7 +289,7 @@ func TestStuckForegroundChain(t *testing.T) {
 	t.Cleanup(func() { dropFinalizers(t, configMapsGVR, ns, dep.Name) })
 	// ownergc in dry-run records what it would do and removes nothing, so
 	// the chain stays while the test looks at it.
-	d := startDaemon(t, "", "--controllers=ownergc", "--dry-run=true", "--stuck-after=1h")
+	d := daemons.Start(t, "", "--controllers=ownergc", "--dry-run=true", "--stuck-after=1h")
 	d.WaitReady(t, 30*time.Second)
 	if err := cms.Delete(ctx, owner.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestStuckForegroundChain(t *testing.T) {
 
 func TestStuckWhoRemoves(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "stuck-who")
+	ns := namespaces.New(t, "stuck-who")
 	// The StorageObjectInUseProtection admission plugin gives every claim
 	// kubernetes.io/pvc-protection; no controller-manager runs to remove it.
 	pvc, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
@@ -389,7 +389,7 @@ func TestStuckWhoRemoves(t *testing.T) {
 		dropFinalizers(t, configMapsGVR, ns, "parent")
 	})
 	const after = time.Second
-	d := startDaemon(t, "", "--controllers=", "--stuck-after="+after.String())
+	d := daemons.Start(t, "", "--controllers=", "--stuck-after="+after.String())
 	d.WaitReady(t, 30*time.Second)
 	if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "claim", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -446,7 +446,7 @@ func TestStuckWhoRemoves(t *testing.T) {
 }
 
 func TestStuckBadParameters(t *testing.T) {
-	d := startDaemon(t, "", "--controllers=")
+	d := daemons.Start(t, "", "--controllers=")
 	for _, q := range []string{"minAge=5", "minAge=yesterday", "minAge=-5m", "limit=none", "owner=me", "namespace=a&namespace=b"} {
 		code, body, err := d.Get("/stuck?" + q)
 		if err != nil || code != 400 || !strings.HasPrefix(string(body), "{") || !strings.Contains(string(body), `"error"`) {
@@ -484,8 +484,8 @@ func TestStuckDiscoveryFailure(t *testing.T) {
 		}
 	}
 	t.Cleanup(removeAPIService)
-	ns := newNamespace(t, "stuck-discovery")
-	d := startDaemon(t, "", "--controllers=", "--discovery-interval=1s")
+	ns := namespaces.New(t, "stuck-discovery")
+	d := daemons.Start(t, "", "--controllers=", "--discovery-interval=1s")
 	// No namespace controller runs: the namespace stays Terminating.
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

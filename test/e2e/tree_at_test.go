@@ -21,7 +21,7 @@ import (
 // CLI with a usage error (exit 2), the API with a 400.
 func TestTreeAtShowsWhatTheAPIShows(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "tree-at")
+	ns := namespaces.New(t, "tree-at")
 	cms := kube.CoreV1().ConfigMaps(ns)
 	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -32,7 +32,7 @@ func TestTreeAtShowsWhatTheAPIShows(t *testing.T) {
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, "", "--dry-run=true", "--controllers=ttl")
+	d := daemons.Start(t, "", "--dry-run=true", "--controllers=ttl")
 	d.WaitReady(t, 60*time.Second)
 	graphAt := func(at time.Time) db.Graph {
 		t.Helper()

@@ -43,8 +43,9 @@ func TestDatabaseFileGone(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ns := newNamespace(t, "dbgone")
-			d := startDaemon(t, kubeconfig(t, cluster.Config.Host, confinedToken(t, ns)), "", "--leader-elect=false")
+			ns := namespaces.New(t, "dbgone")
+			config := kubeconfig(t, cluster.Config.Host, confinedToken(t, ns))
+			d := daemons.WithKubeconfig(config).Start(t, "", "--leader-elect=false")
 			tt.remove(t, d.DBPath)
 			removed := time.Now()
 			if code, body, err := d.Get("/readyz"); err == nil && code == http.StatusOK {

@@ -68,7 +68,7 @@ func deadAPIService(t *testing.T, ns string, gv schema.GroupVersion) string {
 func TestAggregatedAPIDiscoveryFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "discovery")
+	ns := namespaces.New(t, "discovery")
 	gv := schema.GroupVersion{Group: "dead.kubegcd.test", Version: "v1"}
 	apiService := deadAPIService(t, ns, gv)
 	widget := metav1.OwnerReference{APIVersion: gv.String(), Kind: "Widget", Name: "w", UID: uuid.NewUUID()}
@@ -79,7 +79,8 @@ func TestAggregatedAPIDiscoveryFails(t *testing.T) {
 	}
 	orphan := createCM(t, ns, "orphan", ref("never-was", uuid.NewUUID()))
 
-	d := startDaemon(t, kubeconfig(t, cluster.Config.Host, confinedToken(t, ns)), "", append(enforcing, "--discovery-interval=2s")...)
+	config := kubeconfig(t, cluster.Config.Host, confinedToken(t, ns))
+	d := daemons.WithKubeconfig(config).Start(t, "", append(enforcing, "--discovery-interval=2s")...)
 	eventually(t, 30*time.Second, func() error {
 		if cmExists(t, ns, "orphan", orphan.UID) {
 			return fmt.Errorf("the orphan is still there")

@@ -51,7 +51,7 @@ func compactEtcd(t *testing.T) {
 func TestExpiredWatchRelists(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "expiry")
+	ns := namespaces.New(t, "expiry")
 	old := createCM(t, ns, "owner")
 	garbage := createCM(t, ns, "dep-old", ref("owner", old.UID))
 	moved := createCM(t, ns, "dep-moved", ref("owner", old.UID))
@@ -60,7 +60,7 @@ func TestExpiredWatchRelists(t *testing.T) {
 	}
 
 	p := newProxy(t)
-	d := startDaemon(t, p.Kubeconfig(confinedToken(t, ns)), "", enforcing...)
+	d := daemons.WithKubeconfig(p.Kubeconfig(confinedToken(t, ns))).Start(t, "", enforcing...)
 	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
 	relists := func() float64 {
 		return d.Metric(t, "kubegcd_ingest_relists_total", "resource=configmaps", "reason=expired")
@@ -126,7 +126,7 @@ func TestExpiredWatchRelists(t *testing.T) {
 func TestRestartFromCompactedVersionRelists(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "restart-expiry")
+	ns := namespaces.New(t, "restart-expiry")
 	old := createCM(t, ns, "owner")
 	garbage := createCM(t, ns, "dep-old", ref("owner", old.UID))
 	moved := createCM(t, ns, "dep-moved", ref("owner", old.UID))
@@ -137,7 +137,7 @@ func TestRestartFromCompactedVersionRelists(t *testing.T) {
 	}
 
 	config := kubeconfig(t, cluster.Config.Host, confinedToken(t, ns))
-	d := startDaemon(t, config, "", enforcing...)
+	d := daemons.WithKubeconfig(config).Start(t, "", enforcing...)
 	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
 	if code := d.Stop(); code != 0 {
 		t.Fatalf("kubegcd exited with %d", code)
@@ -157,7 +157,7 @@ func TestRestartFromCompactedVersionRelists(t *testing.T) {
 	dangling := createCM(t, ns, "dep-dangling", ref("never-existed", "00000000-0000-0000-0000-00000000dead"))
 	compactEtcd(t)
 
-	d2 := e2eutil.StartDaemon(t, config, d.DBPath, enforcing...)
+	d2 := e2eutil.DaemonOptions{Kubeconfig: config}.Start(t, d.DBPath, enforcing...)
 	noDecisionUntilSynced(t, d2, ns, 60*time.Second)
 	if n := d2.Metric(t, "kubegcd_ingest_relists_total", "resource=configmaps", "reason=expired"); n != 1 {
 		t.Errorf("configmaps relisted %v times for an expired resourceVersion, want 1", n)

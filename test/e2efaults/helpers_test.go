@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
@@ -36,13 +35,9 @@ func stable(t *testing.T, d time.Duration, fn func() error) {
 // (no leader election), collecting owner references only.
 var enforcing = []string{"--dry-run=false", "--leader-elect=false", "--controllers=ownergc"}
 
-// startDaemon runs kubegcd against kubeconfig and waits until it is ready.
-func startDaemon(t *testing.T, kubeconfig, dbPath string, args ...string) *e2eutil.Daemon {
-	t.Helper()
-	d := e2eutil.StartDaemon(t, kubeconfig, dbPath, args...)
-	d.WaitReady(t, 60*time.Second)
-	return d
-}
+// daemons start kubegcd and wait until it is ready; each test gives the
+// kubeconfig it reaches the cluster through.
+var daemons = e2eutil.DaemonOptions{ReadyTimeout: time.Minute}
 
 // readyz returns /readyz's status code and body.
 func readyz(t *testing.T, d *e2eutil.Daemon) (int, string) {
@@ -107,12 +102,6 @@ func noDecisionUntilSynced(t *testing.T, d *e2eutil.Daemon, ns string, timeout t
 		}
 		return fmt.Errorf("not synced yet")
 	})
-}
-
-// newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	return e2eutil.NewNamespace(t, kube, prefix+"-"+rand.String(5))
 }
 
 // ref is an ownerReference to a ConfigMap.

@@ -20,7 +20,7 @@ import (
 func TestLeaderLoss(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "leader")
+	ns := namespaces.New(t, "leader")
 	const garbage, renewDeadline = 150, 4 * time.Second
 	owner := ref("gone", uuid.NewUUID())
 	for i := range garbage {
@@ -47,7 +47,7 @@ func TestLeaderLoss(t *testing.T) {
 	args := []string{"--dry-run=false", "--controllers=ownergc", "--kube-api-qps=10", "--kube-api-burst=1",
 		"--leader-elect-namespace=" + ns, "--leader-elect-lease-duration=6s",
 		"--leader-elect-renew-deadline=" + renewDeadline.String(), "--leader-elect-retry-period=1s"}
-	d := startDaemon(t, kubeconfig, "", args...)
+	d := daemons.WithKubeconfig(kubeconfig).Start(t, "", args...)
 	eventually(t, 30*time.Second, func() error {
 		if n := left(); n > garbage-10 {
 			return fmt.Errorf("%d of %d dependents collected", garbage-n, garbage)
@@ -101,7 +101,7 @@ func TestLeaderLoss(t *testing.T) {
 
 	// Recovery: a new instance on the same database leads once the thief's
 	// Lease expires, and collects the rest.
-	d2 := startDaemon(t, kubeconfig, d.DBPath, args...)
+	d2 := daemons.WithKubeconfig(kubeconfig).Start(t, d.DBPath, args...)
 	eventually(t, 90*time.Second, func() error {
 		if n := left(); n > 0 {
 			return fmt.Errorf("%d dependents left", n)
@@ -120,12 +120,12 @@ func TestLeaderLoss(t *testing.T) {
 // on the same database leads again and collects what became garbage.
 func TestLeaderCutOff(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t, "leader-cut")
+	ns := namespaces.New(t, "leader-cut")
 	p := newProxy(t)
 	kubeconfig := p.Kubeconfig(confinedToken(t, ns))
 	args := []string{"--dry-run=false", "--controllers=ownergc", "--leader-elect-namespace=" + ns,
 		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
-	d := startDaemon(t, kubeconfig, "", args...)
+	d := daemons.WithKubeconfig(kubeconfig).Start(t, "", args...)
 	eventually(t, 30*time.Second, func() error {
 		if !status(t, d).Leader {
 			return fmt.Errorf("not the leader yet")
@@ -149,7 +149,7 @@ func TestLeaderCutOff(t *testing.T) {
 	}
 
 	p.Restore()
-	d2 := startDaemon(t, kubeconfig, d.DBPath, args...)
+	d2 := daemons.WithKubeconfig(kubeconfig).Start(t, d.DBPath, args...)
 	eventually(t, 60*time.Second, func() error {
 		if cmExists(t, ns, "orphan", orphan.UID) {
 			return fmt.Errorf("the orphan is still there")

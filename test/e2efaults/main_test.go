@@ -29,6 +29,8 @@ var (
 	kube    kubernetes.Interface
 	dyn     dynamic.Interface
 	meta    metadata.Interface
+	// namespaces make each test's namespaces, with a random suffix.
+	namespaces e2eutil.NamespaceOptions
 )
 
 func TestMain(m *testing.M) {
@@ -43,6 +45,7 @@ func runMain(m *testing.M) int {
 	}
 	defer cp.Stop()
 	cluster, kube, dyn, meta = cp.Cluster, cp.Kube, cp.Dyn, cp.Meta
+	namespaces = e2eutil.NamespaceOptions{Kube: kube, RandomSuffix: true}
 	if err := createRoles(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "e2efaults:", err)
 		return 1

@@ -50,12 +50,12 @@ func TestServerPasswordNotLogged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := newNamespace(t, "password")
+			ns := namespaces.New(t, "password")
 			const garbage = 150
 			for i := range garbage {
 				createCM(t, ns, fmt.Sprintf("gone-%d", i), ref(fmt.Sprintf("owner-%d", i), uuid.NewUUID()))
 			}
-			d := e2eutil.StartDaemon(t, tt.kubeconfig(t, confinedToken(t, ns)), "", enforcing...)
+			d := e2eutil.DaemonOptions{Kubeconfig: tt.kubeconfig(t, confinedToken(t, ns))}.Start(t, "", enforcing...)
 
 			eventually(t, 3*time.Minute, func() error {
 				if line := lineWith(d.Logs.String(), password); line != "" {

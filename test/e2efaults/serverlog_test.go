@@ -31,11 +31,11 @@ import (
 // Not parallel: it sends the process's standard logger, which writes to
 // stderr as the daemon's log does, into this daemon's log.
 func TestServerErrorsLogJSON(t *testing.T) {
-	ns := newNamespace(t, "serverlog")
+	ns := namespaces.New(t, "serverlog")
 	certFile, keyFile, roots := selfSignedCert(t)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
-	d := e2eutil.StartTLSDaemon(t, kubeconfig(t, cluster.Config.Host, confinedToken(t, ns)), "", client,
+	d := e2eutil.DaemonOptions{Kubeconfig: kubeconfig(t, cluster.Config.Host, confinedToken(t, ns)), Client: client}.Start(t, "",
 		"--leader-elect=false", "--log-format=json", "--tls-cert-file", certFile, "--tls-private-key-file", keyFile)
 	log.SetOutput(d.Logs)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })

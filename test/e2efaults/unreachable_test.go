@@ -26,7 +26,7 @@ const outage = 2 * time.Minute
 func TestAPIServerUnreachable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t, "unreachable")
+	ns := namespaces.New(t, "unreachable")
 	owner := createCM(t, ns, "owner")
 	var deps []types.UID
 	for i := range 3 {
@@ -39,7 +39,7 @@ func TestAPIServerUnreachable(t *testing.T) {
 	}
 
 	p := newProxy(t)
-	d := startDaemon(t, p.Kubeconfig(confinedToken(t, ns)), "", enforcing...)
+	d := daemons.WithKubeconfig(p.Kubeconfig(confinedToken(t, ns))).Start(t, "", enforcing...)
 	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
 
 	p.Cut()

@@ -73,8 +73,8 @@ func logLines(d *e2eutil.Daemon, parts ...string) int {
 // mirror is back — not skip every pass until a restart.
 func TestPassesResumeAfterMirrorWriteFault(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "write-fault")
-	d := startDaemon(t, "", "--controllers=podgc,ttl", "--dry-run=false", "--podgc-period=1s", "--resync-period=1s",
+	ns := namespaces.New(t, "write-fault")
+	d := daemons.Start(t, "", "--controllers=podgc,ttl", "--dry-run=false", "--podgc-period=1s", "--resync-period=1s",
 		"--terminated-pod-gc-threshold=1")
 
 	release := dbfault.HoldWriteLock(t, d.DBPath)

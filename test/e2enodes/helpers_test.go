@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
@@ -17,41 +16,7 @@ import (
 
 const holdFinalizer = "e2e.kubegcd.io/hold"
 
-func startDaemon(t *testing.T, dbPath string, args ...string) *e2eutil.Daemon {
-	t.Helper()
-	d := e2eutil.StartDaemon(t, cluster.Kubeconfig, dbPath, args...)
-	d.WaitReady(t, 60*time.Second)
-	return d
-}
-
 var eventually = e2eutil.Eventually
-
-// newNamespace creates a namespace with the default ServiceAccount pods
-// need; cleanup force-removes its pods at the end of the test, so that no
-// terminated or orphaned pod is left for the next test's controllers.
-func newNamespace(t *testing.T, name string) string {
-	t.Helper()
-	e2eutil.NewNamespace(t, kube, name)
-	t.Cleanup(func() { removePods(t, name) })
-	return name
-}
-
-// removePods force-deletes every pod of a namespace, finalizers and all.
-func removePods(t *testing.T, ns string) {
-	ctx := context.Background()
-	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Errorf("cleanup: listing pods of %s: %v", ns, err)
-		return
-	}
-	zero := int64(0)
-	for _, p := range pods.Items {
-		if len(p.Finalizers) > 0 {
-			_, _ = kube.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		}
-		_ = kube.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	}
-}
 
 // podSpec is a pod no kubelet will run; node binds it directly.
 type podSpec struct {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -20,6 +21,12 @@ import (
 var (
 	cluster *testcluster.Cluster
 	kube    kubernetes.Interface
+	// daemons start kubegcd against the cluster and wait until it is ready.
+	daemons e2eutil.DaemonOptions
+	// namespaces make each test's namespaces and force-remove their pods
+	// at the end, so that no terminated or orphaned pod is left for the
+	// next test's controllers.
+	namespaces e2eutil.NamespaceOptions
 )
 
 func TestMain(m *testing.M) {
@@ -34,5 +41,7 @@ func runMain(m *testing.M) int {
 	}
 	defer cp.Stop()
 	cluster, kube = cp.Cluster, cp.Kube
+	daemons = e2eutil.DaemonOptions{Kubeconfig: cluster.Kubeconfig, ReadyTimeout: time.Minute}
+	namespaces = e2eutil.NamespaceOptions{Kube: kube, RemovePods: true}
 	return m.Run()
 }

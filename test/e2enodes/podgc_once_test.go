@@ -15,13 +15,13 @@ import (
 // same each time: one audit row, and /pending's since does not move, however
 // many passes go by.
 func TestPodGCDryRunAuditsAnOrphanOnce(t *testing.T) {
-	ns := newNamespace(t, "podgc-once")
+	ns := namespaces.New(t, "podgc-once")
 	createNode(t, nodeSpec{name: "once-gone", ready: corev1.ConditionTrue})
 	pod := createPod(t, ns, podSpec{name: "cache-0", node: "once-gone", phase: corev1.PodRunning})
 	if err := kube.CoreV1().Nodes().Delete(context.Background(), "once-gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, "", "--controllers=podgc", "--dry-run=true", "--podgc-period=1s", "--podgc-quarantine=2s")
+	d := daemons.Start(t, "", "--controllers=podgc", "--dry-run=true", "--podgc-period=1s", "--podgc-quarantine=2s")
 
 	// find returns the pod's pending row, if any.
 	find := func() *pendingItem {

@@ -34,7 +34,7 @@ func samePair(t *testing.T, ns string, a, b podSpec) (*corev1.Pod, *corev1.Pod) 
 		if pa.CreationTimestamp.Equal(&pb.CreationTimestamp) {
 			return pa, pb
 		}
-		removePods(t, ns)
+		e2eutil.RemovePods(t, kube, ns)
 		eventually(t, 30*time.Second, func() error {
 			if n := len(podNames(t, ns)); n > 0 {
 				return fmt.Errorf("%d pods left", n)
@@ -63,7 +63,7 @@ func waitPods(t *testing.T, d *e2eutil.Daemon, ns string, want map[string]bool) 
 }
 
 func TestPodGCTerminatedThreshold(t *testing.T) {
-	ns := newNamespace(t, "terminated")
+	ns := namespaces.New(t, "terminated")
 	// Deletion order: new-evicted (Evicted first), then old-a and old-b
 	// (oldest; same second, so by name), then mid, then new-x and new-y.
 	_, oldA := samePair(t, ns, podSpec{name: "old-b", phase: corev1.PodSucceeded}, podSpec{name: "old-a", phase: corev1.PodFailed})
@@ -77,7 +77,7 @@ func TestPodGCTerminatedThreshold(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "kubegcd.db")
 
 	// Six terminated, threshold 4: the two first in order go.
-	d := startDaemon(t, dbPath, podgcArgs("--terminated-pod-gc-threshold=4")...)
+	d := daemons.Start(t, dbPath, podgcArgs("--terminated-pod-gc-threshold=4")...)
 	waitPods(t, d, ns, setOf("old-b", "mid", "new-x", "new-y", "running"))
 	if got := d.Metric(t, "kubegcd_podgc_force_delete_pods_total", "reason=terminated"); got != 2 {
 		t.Errorf("kubegcd_podgc_force_delete_pods_total{reason=terminated} = %v, want 2", got)
@@ -85,7 +85,7 @@ func TestPodGCTerminatedThreshold(t *testing.T) {
 	d.Stop()
 
 	// Threshold 3: one more, the older of the same-second pair's survivor.
-	d = startDaemon(t, dbPath, podgcArgs("--terminated-pod-gc-threshold=3")...)
+	d = daemons.Start(t, dbPath, podgcArgs("--terminated-pod-gc-threshold=3")...)
 	waitPods(t, d, ns, setOf("mid", "new-x", "new-y", "running"))
 	rows := audit(t, d, "controller=podgc&namespace="+ns)
 	var deleted []string
@@ -102,12 +102,12 @@ func TestPodGCTerminatedThreshold(t *testing.T) {
 	d.Stop()
 
 	// Threshold 0 turns gcTerminated off: three terminated pods stay.
-	d = startDaemon(t, dbPath, podgcArgs("--terminated-pod-gc-threshold=0")...)
+	d = daemons.Start(t, dbPath, podgcArgs("--terminated-pod-gc-threshold=0")...)
 	waitPods(t, d, ns, setOf("mid", "new-x", "new-y", "running"))
 }
 
 func TestPodGCTerminatingOnOutOfServiceNodes(t *testing.T) {
-	ns := newNamespace(t, "out-of-service")
+	ns := namespaces.New(t, "out-of-service")
 	oos := corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
 	createNode(t, nodeSpec{name: "oos", ready: corev1.ConditionFalse, taints: []corev1.Taint{oos}})
 	createNode(t, nodeSpec{name: "ready-tainted", ready: corev1.ConditionTrue, taints: []corev1.Taint{oos}})
@@ -127,7 +127,7 @@ func TestPodGCTerminatingOnOutOfServiceNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := startDaemon(t, "", podgcArgs()...)
+	d := daemons.Start(t, "", podgcArgs()...)
 	waitPods(t, d, ns, setOf("on-oos-live", "on-ready-tainted", "on-notready"))
 	for _, name := range []string{"on-ready-tainted", "on-notready"} {
 		if p := getPod(t, ns, name); p.Status.Phase != corev1.PodRunning || *p.DeletionGracePeriodSeconds != 30 {
@@ -193,7 +193,7 @@ func (e *podEvents) markedBeforeDeleted(name string) error {
 }
 
 func TestPodGCOrphanedAfterQuarantine(t *testing.T) {
-	ns := newNamespace(t, "orphaned")
+	ns := namespaces.New(t, "orphaned")
 	createNode(t, nodeSpec{name: "gone", ready: corev1.ConditionTrue})
 	createNode(t, nodeSpec{name: "back", ready: corev1.ConditionTrue})
 	for _, s := range []podSpec{
@@ -205,7 +205,7 @@ func TestPodGCOrphanedAfterQuarantine(t *testing.T) {
 	}
 	events := watchPods(t, ns)
 	const quarantine = 5 * time.Second
-	d := startDaemon(t, "", podgcArgs("--podgc-quarantine="+quarantine.String())...)
+	d := daemons.Start(t, "", podgcArgs("--podgc-quarantine="+quarantine.String())...)
 	waitPasses(t, d, 1)
 
 	ctx := context.Background()
@@ -263,7 +263,7 @@ func TestPodGCOrphanedAfterQuarantine(t *testing.T) {
 }
 
 func TestPodGCUnscheduledTerminatingAndHeldPods(t *testing.T) {
-	ns := newNamespace(t, "unscheduled")
+	ns := namespaces.New(t, "unscheduled")
 	createNode(t, nodeSpec{name: "healthy", ready: corev1.ConditionTrue})
 	createPod(t, ns, podSpec{name: "unbound-terminating", finalizer: true})
 	createPod(t, ns, podSpec{name: "unbound-pending"})
@@ -273,7 +273,7 @@ func TestPodGCUnscheduledTerminatingAndHeldPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := startDaemon(t, "", podgcArgs()...)
+	d := daemons.Start(t, "", podgcArgs()...)
 	// Marked Failed, then deleted with grace period 0; its finalizer holds it.
 	eventually(t, 20*time.Second, func() error {
 		p := getPod(t, ns, "unbound-terminating")
@@ -328,9 +328,9 @@ func TestPodGCUnscheduledTerminatingAndHeldPods(t *testing.T) {
 }
 
 func TestPodGCMaxAgeAndNamespaceThresholds(t *testing.T) {
-	aged := newNamespace(t, "max-age")
-	limited := newNamespace(t, "ns-threshold")
-	other := newNamespace(t, "ns-other")
+	aged := namespaces.New(t, "max-age")
+	limited := namespaces.New(t, "ns-threshold")
+	other := namespaces.New(t, "ns-other")
 	createPod(t, aged, podSpec{name: "old", phase: corev1.PodSucceeded})
 	createPod(t, aged, podSpec{name: "running", phase: corev1.PodRunning})
 	first := createPod(t, limited, podSpec{name: "t1", phase: corev1.PodSucceeded})
@@ -340,7 +340,7 @@ func TestPodGCMaxAgeAndNamespaceThresholds(t *testing.T) {
 		createPod(t, other, podSpec{name: n, phase: corev1.PodSucceeded})
 	}
 	// Off by default.
-	d := startDaemon(t, "", podgcArgs()...)
+	d := daemons.Start(t, "", podgcArgs()...)
 	waitPasses(t, d, 3)
 	for ns, want := range map[string][]string{aged: {"old", "running"}, limited: {"t1", "t2", "t3"}, other: {"q1", "q2", "q3"}} {
 		if got := podNames(t, ns); !maps.Equal(got, setOf(want...)) {
@@ -350,7 +350,7 @@ func TestPodGCMaxAgeAndNamespaceThresholds(t *testing.T) {
 	d.Stop()
 
 	// A threshold of its own for one namespace: the others keep theirs.
-	d = startDaemon(t, "", podgcArgs("--terminated-pod-gc-threshold-namespace", limited+"=1")...)
+	d = daemons.Start(t, "", podgcArgs("--terminated-pod-gc-threshold-namespace", limited+"=1")...)
 	waitPods(t, d, limited, setOf("t3"))
 	for ns, want := range map[string][]string{aged: {"old", "running"}, other: {"q1", "q2", "q3"}} {
 		if got := podNames(t, ns); !maps.Equal(got, setOf(want...)) {
@@ -367,7 +367,7 @@ func TestPodGCMaxAgeAndNamespaceThresholds(t *testing.T) {
 	// A maximum age: terminated pods go once that old, whatever their
 	// number, and not before.
 	const maxAge = 8 * time.Second
-	d = startDaemon(t, "", podgcArgs("--terminated-pod-max-age="+maxAge.String())...)
+	d = daemons.Start(t, "", podgcArgs("--terminated-pod-max-age="+maxAge.String())...)
 	young := createPod(t, aged, podSpec{name: "young", phase: corev1.PodFailed})
 	waitPods(t, d, aged, setOf("running"))
 	for _, r := range audit(t, d, "controller=podgc&namespace="+aged) {
@@ -382,7 +382,7 @@ func TestPodGCMaxAgeAndNamespaceThresholds(t *testing.T) {
 }
 
 func TestPodGCDryRun(t *testing.T) {
-	ns := newNamespace(t, "podgc-dry")
+	ns := namespaces.New(t, "podgc-dry")
 	oos := corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute}
 	createNode(t, nodeSpec{name: "dry-oos", ready: corev1.ConditionFalse, taints: []corev1.Taint{oos}})
 	createNode(t, nodeSpec{name: "dry-gone", ready: corev1.ConditionTrue})
@@ -401,7 +401,7 @@ func TestPodGCDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, ns)
-	d := startDaemon(t, "", "--controllers=podgc,ttl", "--dry-run=true", "--podgc-period=1s", "--podgc-quarantine=2s",
+	d := daemons.Start(t, "", "--controllers=podgc,ttl", "--dry-run=true", "--podgc-period=1s", "--podgc-quarantine=2s",
 		"--terminated-pod-gc-threshold=1", "--terminated-pod-max-age=1s", "--terminated-pod-gc-threshold-namespace", ns+"=1")
 	want := map[string]string{ // pod → rule of its first (deciding) collection
 		"done-1": "BR-24-01", "terminating-oos": "BR-24-02", "orphan": "BR-24-03", "unbound": "KG-24-01",
@@ -471,11 +471,11 @@ func snapshot(t *testing.T, ns string) map[string]string {
 }
 
 func TestPodGCBlastRadiusCap(t *testing.T) {
-	ns := newNamespace(t, "podgc-cap")
+	ns := namespaces.New(t, "podgc-cap")
 	for i := range 6 {
 		createPod(t, ns, podSpec{name: fmt.Sprintf("done-%d", i), phase: corev1.PodSucceeded})
 	}
-	d := startDaemon(t, "", podgcArgs("--terminated-pod-gc-threshold=1", "--max-deletions-per-minute=2")...)
+	d := daemons.Start(t, "", podgcArgs("--terminated-pod-gc-threshold=1", "--max-deletions-per-minute=2")...)
 	// Five over the threshold, two allowed a minute: two go, three wait.
 	eventually(t, 20*time.Second, func() error {
 		if n := len(podNames(t, ns)); n != 4 {

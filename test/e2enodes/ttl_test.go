@@ -87,7 +87,7 @@ func TestTTLFollowsClusterSizeWithHysteresis(t *testing.T) {
 	t.Cleanup(func() { setNodes(t, 0) })
 	dbPath := filepath.Join(t.TempDir(), "kubegcd.db")
 	args := []string{"--controllers=ttl", "--dry-run=false"}
-	d := startDaemon(t, dbPath, args...)
+	d := daemons.Start(t, dbPath, args...)
 
 	setNodes(t, 120)
 	allTTL(t, d, 120, "15")
@@ -106,7 +106,7 @@ func TestTTLFollowsClusterSizeWithHysteresis(t *testing.T) {
 		lastID = max(lastID, r.ID)
 	}
 	d.Stop()
-	d = startDaemon(t, dbPath, args...)
+	d = daemons.Start(t, dbPath, args...)
 	allTTL(t, d, 95, "15")
 	if got := d.Metric(t, "kubegcd_ttl_patches_total"); got != 0 {
 		t.Errorf("%v patches after a restart at 95 nodes, want none", got)

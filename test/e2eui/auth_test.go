@@ -17,7 +17,7 @@ func TestUIAsksForTheToken(t *testing.T) {
 	if err := os.WriteFile(file, []byte("ui-s3cret,browser\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, "--auth-token-file", file)
+	d := daemons.Start(t, "", "--auth-token-file", file)
 	p := newPage(t, d, true)
 	p.waitJS(`!!document.querySelector('#token-dialog[open]')`)
 	if msg := p.text("#token-dialog p"); !strings.Contains(msg, "Bearer") {

@@ -28,13 +28,6 @@ const (
 	pageTimeout                 = 20 * time.Second
 )
 
-func startDaemon(t *testing.T, args ...string) *e2eutil.Daemon {
-	t.Helper()
-	d := e2eutil.StartDaemon(t, cluster.Kubeconfig, "", args...)
-	d.WaitReady(t, 30*time.Second)
-	return d
-}
-
 // page is one browser tab on the daemon's UI. Every console error or
 // warning, uncaught exception and failed resource load the tab reports
 // fails the test.
@@ -235,11 +228,6 @@ func (p *page) phone() {
 func (p *page) desktop() {
 	p.t.Helper()
 	p.run(chromedp.EmulateViewport(desktopWidth, desktopHeight))
-}
-
-func newNamespace(t *testing.T, name string) string {
-	t.Helper()
-	return e2eutil.NewNamespace(t, kube, name)
 }
 
 // configMap creates a ConfigMap with the given owners.

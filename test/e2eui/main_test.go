@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/testcluster"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 // chromiumPath is Debian's chromium; make chromium installs it.
@@ -29,6 +30,10 @@ var (
 	// shots is where the screenshots go: $KUBEGCD_SCREENSHOTS, else
 	// test/e2eui/screenshots (git-ignored).
 	shots string
+	// daemons start kubegcd against the cluster and wait until it is ready.
+	daemons e2eutil.DaemonOptions
+	// namespaces make each test's namespaces.
+	namespaces e2eutil.NamespaceOptions
 )
 
 func TestMain(m *testing.M) {
@@ -61,6 +66,8 @@ func runMain(m *testing.M) int {
 	}
 	defer cluster.Stop()
 	kube = kubernetes.NewForConfigOrDie(cluster.Config)
+	daemons = e2eutil.DaemonOptions{Kubeconfig: cluster.Kubeconfig, ReadyTimeout: 30 * time.Second}
+	namespaces = e2eutil.NamespaceOptions{Kube: kube}
 
 	profile, err := os.MkdirTemp("", "kubegcd-e2eui-chromium-")
 	if err != nil {

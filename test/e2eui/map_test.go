@@ -21,7 +21,7 @@ import (
 // object's page links to it.
 func TestNamespaceMap(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "ui-map")
+	ns := namespaces.New(t, "ui-map")
 	// app owns 30 ConfigMaps, drawn as one group.
 	app := configMap(t, ns, "app")
 	for i := range 30 {
@@ -44,7 +44,7 @@ func TestNamespaceMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	dropFinalizers(t, ns, "held")
-	d := startDaemon(t, "--stuck-after=1s")
+	d := daemons.Start(t, "", "--stuck-after=1s")
 	rootUID := objectUID(t, d, ns, "root")
 	e2eutil.Eventually(t, 60*time.Second, func() error {
 		var pending, stuck struct{ Items []struct{} }
@@ -119,9 +119,9 @@ func TestNamespaceMap(t *testing.T) {
 // wherever the UI shows them: a table's rule column, a lint group, the
 // words of a why.
 func TestRuleIDsLink(t *testing.T) {
-	ns := newNamespace(t, "ui-rules")
+	ns := namespaces.New(t, "ui-rules")
 	configMap(t, ns, "orphan", danglingRef("ghost-rules"))
-	d := startDaemon(t)
+	d := daemons.Start(t, "")
 	uid := objectUID(t, d, ns, "orphan")
 	e2eutil.Eventually(t, 60*time.Second, func() error {
 		var out struct{ Items []struct{} }

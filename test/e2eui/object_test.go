@@ -31,7 +31,7 @@ func dropFinalizers(t *testing.T, ns string, names ...string) {
 // why once, not once in the summary and again above its blockers.
 func TestObjectPageSaysWhyOnce(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "ui-why-once")
+	ns := namespaces.New(t, "ui-why-once")
 	owner := configMap(t, ns, "owner")
 	configMap(t, ns, "dep", ownerRef(owner, true, true))
 	fg := metav1.DeletePropagationForeground
@@ -39,7 +39,7 @@ func TestObjectPageSaysWhyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	dropFinalizers(t, ns, "owner")
-	d := startDaemon(t)
+	d := daemons.Start(t, "")
 	uid := string(owner.UID)
 	// A sentence of the explanation that carries no age, which would
 	// differ between two reads.
@@ -72,10 +72,10 @@ func TestObjectPageSaysWhyOnce(t *testing.T) {
 // nothing; an owner that was seen, then deleted, keeps its link.
 func TestOwnerNeverSeenIsNotLinked(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "ui-never-seen")
+	ns := namespaces.New(t, "ui-never-seen")
 	was := configMap(t, ns, "was-owner")
 	configMap(t, ns, "dep", ownerRef(was, false, false), danglingRef("never-existed"))
-	d := startDaemon(t)
+	d := daemons.Start(t, "")
 	depUID := objectUID(t, d, ns, "dep")
 	objectUID(t, d, ns, "was-owner")
 	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "was-owner", metav1.DeleteOptions{}); err != nil {
@@ -116,8 +116,8 @@ func TestOwnerNeverSeenIsNotLinked(t *testing.T) {
 // Pending lists the decisions waiting longest first, as /pending, /stuck
 // and kubegcd get pending do.
 func TestPendingOldestFirst(t *testing.T) {
-	ns := newNamespace(t, "ui-pending-order")
-	d := startDaemon(t)
+	ns := namespaces.New(t, "ui-pending-order")
+	d := daemons.Start(t, "")
 	// One at a time, each decided before the next is made: each waits
 	// since a time of its own.
 	for i := range 4 {

@@ -70,10 +70,10 @@ func graphSize(t *testing.T, d *e2eutil.Daemon, uid string, nodes int) int {
 }
 
 func TestSearchFindsObjectByName(t *testing.T) {
-	ns := newNamespace(t, "ui-search")
+	ns := namespaces.New(t, "ui-search")
 	configMap(t, ns, "checkout-web")
 	configMap(t, ns, "checkout-db")
-	d := startDaemon(t)
+	d := daemons.Start(t, "")
 	objectUID(t, d, ns, "checkout-web")
 	p := openPage(t, d)
 	p.shot("overview")
@@ -134,7 +134,7 @@ func TestSearchFindsObjectByName(t *testing.T) {
 
 func TestObjectPageDrawsTheGraph(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "ui-graph")
+	ns := namespaces.New(t, "ui-graph")
 	root := configMap(t, ns, "root")
 	a := configMap(t, ns, "a", ownerRef(root, true, true), danglingRef("gone-owner"))
 	configMap(t, ns, "a-child", ownerRef(a, true, false))
@@ -162,7 +162,7 @@ func TestObjectPageDrawsTheGraph(t *testing.T) {
 			}
 		}
 	})
-	d := startDaemon(t)
+	d := daemons.Start(t, "")
 	aUID := objectUID(t, d, ns, "a")
 	// Around a: its owners root and the dangling gone-owner, its
 	// dependents a-child and a-held.
@@ -319,7 +319,7 @@ func checkCascadeMarks(t *testing.T, p *page, d *e2eutil.Daemon, uid, propagatio
 // reads: the 500 are one node "ConfigMap × 500" that says which of them are
 // being deleted, opened into a grid by a click and folded again.
 func TestGraphOf500DependentsUnder2s(t *testing.T) {
-	ns := newNamespace(t, "ui-big")
+	ns := namespaces.New(t, "ui-big")
 	owner := configMap(t, ns, "owner")
 	ctx := context.Background()
 	for i := range 500 {
@@ -339,7 +339,7 @@ func TestGraphOf500DependentsUnder2s(t *testing.T) {
 		}
 	}
 	dropFinalizers(t, ns, held...)
-	d := startDaemon(t)
+	d := daemons.Start(t, "")
 	uid := string(owner.UID)
 	graphSize(t, d, uid, 501)
 	e2eutil.Eventually(t, 30*time.Second, func() error {
@@ -458,8 +458,8 @@ func TestGraphOf500DependentsUnder2s(t *testing.T) {
 }
 
 func TestAuditFilterAndPaging(t *testing.T) {
-	nsA := newNamespace(t, "ui-audit-a")
-	nsB := newNamespace(t, "ui-audit-b")
+	nsA := namespaces.New(t, "ui-audit-a")
+	nsB := namespaces.New(t, "ui-audit-b")
 	// Dangling owners: ownergc, in dry-run, decides to delete each and
 	// records it.
 	for i := range 25 {
@@ -473,7 +473,7 @@ func TestAuditFilterAndPaging(t *testing.T) {
 		Name: "orphan-secret", OwnerReferences: []metav1.OwnerReference{danglingRef("ghost-b-secret")}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t)
+	d := daemons.Start(t, "")
 	for ns, n := range map[string]int{nsA: 25, nsB: 4} {
 		e2eutil.Eventually(t, 60*time.Second, func() error {
 			var out struct{ Items []struct{} }
@@ -703,7 +703,7 @@ func lens(pages [][]string) []int {
 
 func TestStuckPageShowsStuckNamespace(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "ui-stuck")
+	ns := namespaces.New(t, "ui-stuck")
 	held := configMap(t, ns, "held")
 	held.Finalizers = []string{"example.com/hold"}
 	if _, err := kube.CoreV1().ConfigMaps(ns).Update(ctx, held, metav1.UpdateOptions{}); err != nil {
@@ -719,7 +719,7 @@ func TestStuckPageShowsStuckNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, "--controllers=", "--stuck-after=1s")
+	d := daemons.Start(t, "", "--controllers=", "--stuck-after=1s")
 	startNamespaceController(t)
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -750,10 +750,10 @@ func TestStuckPageShowsStuckNamespace(t *testing.T) {
 // Every page renders without a console error, at a desktop's width and a
 // phone's, and none is wider than a phone's screen.
 func TestEveryPage(t *testing.T) {
-	ns := newNamespace(t, "ui-pages")
+	ns := namespaces.New(t, "ui-pages")
 	owner := configMap(t, ns, "owner")
 	configMap(t, ns, "dep", ownerRef(owner, true, true), danglingRef("lint-me"))
-	d := startDaemon(t)
+	d := daemons.Start(t, "")
 	uid := objectUID(t, d, ns, "dep")
 	p := openPage(t, d)
 	routes := []struct{ name, route string }{
@@ -819,7 +819,7 @@ func TestEveryPage(t *testing.T) {
 // A graph larger than the page draws (1,000 objects) is not laid out, which
 // would hold the browser for long: the page says so and links the DOT.
 func TestGraphTooLargeIsNotDrawn(t *testing.T) {
-	ns := newNamespace(t, "ui-huge")
+	ns := namespaces.New(t, "ui-huge")
 	owner := configMap(t, ns, "owner")
 	ctx := context.Background()
 	for i := range 2000 {
@@ -827,7 +827,7 @@ func TestGraphTooLargeIsNotDrawn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := startDaemon(t)
+	d := daemons.Start(t, "")
 	graphSize(t, d, string(owner.UID), 2001)
 	p := openPage(t, d)
 	p.goTo("/objects/" + string(owner.UID))

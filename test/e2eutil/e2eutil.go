@@ -17,11 +17,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kubegcd/kubegcd/internal/app"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/testutil"
@@ -69,23 +64,35 @@ func FreeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// StartDaemon runs `kubegcd run` against the cluster of kubeconfig with the
-// database at dbPath (a new one when empty) and waits until it serves
+// DaemonOptions say how Start runs kubegcd: what the daemons of a suite,
+// or of one test, have in common.
+type DaemonOptions struct {
+	// Kubeconfig is the file kubegcd reaches the cluster through.
+	Kubeconfig string
+	// Client, when set, makes the Daemon's requests, over HTTPS: the
+	// arguments then give the daemon a certificate Client trusts.
+	Client *http.Client
+	// ReadyTimeout, when set, makes Start also wait that long for /readyz
+	// to answer 200.
+	ReadyTimeout time.Duration
+	// Check, when set, vets the arguments of each daemon before it starts.
+	Check func(t *testing.T, args []string)
+}
+
+// WithKubeconfig returns o reaching the cluster through the file at path.
+func (o DaemonOptions) WithKubeconfig(path string) DaemonOptions {
+	o.Kubeconfig = path
+	return o
+}
+
+// Start runs `kubegcd run` as o says, with the database at dbPath (a new
+// one when empty) and args after its own flags, and waits until it serves
 // /healthz. It is stopped when the test ends.
-func StartDaemon(t *testing.T, kubeconfig, dbPath string, args ...string) *Daemon {
+func (o DaemonOptions) Start(t *testing.T, dbPath string, args ...string) *Daemon {
 	t.Helper()
-	return startDaemon(t, kubeconfig, dbPath, nil, args...)
-}
-
-// StartTLSDaemon is StartDaemon for a daemon serving HTTPS (args give its
-// certificate): client, which trusts it, makes the Daemon's requests.
-func StartTLSDaemon(t *testing.T, kubeconfig, dbPath string, client *http.Client, args ...string) *Daemon {
-	t.Helper()
-	return startDaemon(t, kubeconfig, dbPath, client, args...)
-}
-
-func startDaemon(t *testing.T, kubeconfig, dbPath string, client *http.Client, args ...string) *Daemon {
-	t.Helper()
+	if o.Check != nil {
+		o.Check(t, args)
+	}
 	if dbPath == "" {
 		dbPath = filepath.Join(t.TempDir(), "kubegcd.db")
 	}
@@ -107,10 +114,10 @@ func startDaemon(t *testing.T, kubeconfig, dbPath string, client *http.Client, a
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{t: t, URL: "http://" + addr, DBPath: dbPath, Logs: &SyncBuffer{}, cancel: cancel, done: make(chan int, 1),
 		Client: &http.Client{Timeout: 10 * time.Second}}
-	if client != nil {
-		d.URL, d.Client = "https://"+addr, client
+	if o.Client != nil {
+		d.URL, d.Client = "https://"+addr, o.Client
 	}
-	full := append([]string{"run", "--kubeconfig", kubeconfig, "--db", dbPath, "--listen", addr,
+	full := append([]string{"run", "--kubeconfig", o.Kubeconfig, "--db", dbPath, "--listen", addr,
 		"--log-level", "debug"}, args...)
 	go func() { d.done <- app.Main(ctx, full, io.Discard, d.Logs) }()
 	t.Cleanup(func() {
@@ -132,6 +139,9 @@ func startDaemon(t *testing.T, kubeconfig, dbPath string, client *http.Client, a
 		}
 		return nil
 	})
+	if o.ReadyTimeout > 0 {
+		d.WaitReady(t, o.ReadyTimeout)
+	}
 	return d
 }
 
@@ -224,21 +234,6 @@ type StopError = testutil.StopError
 func Eventually(t *testing.T, timeout time.Duration, fn func() error) time.Duration {
 	t.Helper()
 	return testutil.Eventually(t, timeout, fn)
-}
-
-// NewNamespace creates a namespace with the default ServiceAccount that
-// pods need (no controller-manager creates it in a test cluster).
-func NewNamespace(t *testing.T, kube kubernetes.Interface, name string) string {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if _, err := kube.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	return name
 }
 
 // Tail returns the last n lines of s.
