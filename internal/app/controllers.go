@@ -110,10 +110,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if err != nil {
 		return nil, err
 	}
-	passes, err := reconcile.NewPasses(reg)
-	if err != nil {
-		return nil, err
-	}
+	passes := reconcile.NewPasses(reg)
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubegcd"})
@@ -165,10 +162,9 @@ type builtController struct {
 var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	ownergc.Name: func(d controllerDeps) (builtController, error) {
 		gc, err := ownergc.New(ownergc.Options{
-			DB: d.store, Applier: d.applier, Client: d.meta, Recorder: d.recorder, Logger: d.logger.With("controller", ownergc.Name),
-			Synced: d.ing.Synced, CaughtUp: d.ing.CaughtUp, Workers: d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
-			UnknownKindRetry: d.cfg.discoveryInterval, Registerer: d.reg, Heartbeat: d.loops.Loop(ownergc.Name, d.cfg.resyncPeriod),
-			Passes: d.passes,
+			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", ownergc.Name), Synced: d.ing.Synced, Registerer: d.reg, Heartbeat: d.loops.Loop(ownergc.Name, d.cfg.resyncPeriod), Passes: d.passes},
+			DB:                d.store, Client: d.meta, Recorder: d.recorder, CaughtUp: d.ing.CaughtUp, Workers: d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
+			UnknownKindRetry: d.cfg.discoveryInterval,
 		})
 		if err != nil {
 			return builtController{}, err
@@ -177,11 +173,11 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	},
 	podgc.Name: func(d controllerDeps) (builtController, error) {
 		pg, err := podgc.New(podgc.Options{
-			DB: d.store, Applier: d.applier, Client: d.kube, Logger: d.logger.With("controller", podgc.Name), Synced: d.ing.Synced,
-			ResourceSynced: d.ing.ResourceSynced, Passes: d.passes,
-			Period: d.cfg.podgcPeriod, TerminatedThreshold: d.cfg.terminatedThreshold, NamespaceThresholds: d.cfg.namespaceThresholds,
-			MaxAge: d.cfg.terminatedMaxAge, Quarantine: d.cfg.podgcQuarantine, Workers: d.cfg.gcWorkers, Registerer: d.reg,
-			Heartbeat: d.loops.Loop(podgc.Name, d.cfg.podgcPeriod),
+			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", podgc.Name), Synced: d.ing.Synced, Passes: d.passes, Registerer: d.reg, Heartbeat: d.loops.Loop(podgc.Name, d.cfg.podgcPeriod)},
+			DB:                d.store, Client: d.kube,
+			ResourceSynced: d.ing.ResourceSynced,
+			Period:         d.cfg.podgcPeriod, TerminatedThreshold: d.cfg.terminatedThreshold, NamespaceThresholds: d.cfg.namespaceThresholds,
+			MaxAge: d.cfg.terminatedMaxAge, Quarantine: d.cfg.podgcQuarantine, Workers: d.cfg.gcWorkers,
 		})
 		if err != nil {
 			return builtController{}, err
@@ -190,10 +186,10 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	},
 	ttl.Name: func(d controllerDeps) (builtController, error) {
 		tc, err := ttl.New(ttl.Options{
-			DB: d.store, Applier: d.applier, Client: d.kube, Logger: d.logger.With("controller", ttl.Name), Synced: d.ing.Synced,
-			ResourceSynced: d.ing.ResourceSynced, Passes: d.passes,
-			Workers: d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod, Registerer: d.reg,
-			Heartbeat: d.loops.Loop(ttl.Name, d.cfg.resyncPeriod),
+			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", ttl.Name), Synced: d.ing.Synced, Passes: d.passes, Registerer: d.reg, Heartbeat: d.loops.Loop(ttl.Name, d.cfg.resyncPeriod)},
+			DB:                d.store, Client: d.kube,
+			ResourceSynced: d.ing.ResourceSynced,
+			Workers:        d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
 		})
 		if err != nil {
 			return builtController{}, err
@@ -202,9 +198,9 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	},
 	svgc.Name: func(d controllerDeps) (builtController, error) {
 		sc, err := svgc.New(svgc.Options{
-			DB: d.store, Applier: d.applier, Client: d.kube, Logger: d.logger.With("controller", svgc.Name), Synced: d.ing.Synced,
-			ResyncPeriod: d.cfg.resyncPeriod, Registerer: d.reg, Heartbeat: d.loops.Loop(svgc.Name, d.cfg.resyncPeriod),
-			Passes: d.passes,
+			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", svgc.Name), Synced: d.ing.Synced, Registerer: d.reg, Heartbeat: d.loops.Loop(svgc.Name, d.cfg.resyncPeriod), Passes: d.passes},
+			DB:                d.store, Client: d.kube,
+			ResyncPeriod: d.cfg.resyncPeriod,
 		})
 		if err != nil {
 			return builtController{}, err

@@ -17,7 +17,7 @@ var layers = map[string][]string{
 	"internal/reconcile/podgc":   {"db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/ttl":     {"db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/svgc":    {"db", "gcrules", "liveness", "promutil", "reconcile"},
-	"internal/reconcile":         {"db", "promutil"},
+	"internal/reconcile":         {"db", "liveness", "promutil"},
 	"internal/ingest":            {"db", "liveness", "promutil"},
 	"internal/http":              {"db", "diagnose", "gcrules"},
 	"internal/cli":               {"cmdline", "db", "diagnose", "gcrules", "http"},

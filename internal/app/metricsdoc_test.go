@@ -74,6 +74,9 @@ func sourceMetricNames(t *testing.T, dir string) []string {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
 		}
+		if filepath.Base(filepath.Dir(path)) == "promutil" {
+			return nil // the factory: its names are its callers'
+		}
 		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
 			return err
@@ -85,8 +88,33 @@ func sourceMetricNames(t *testing.T, dir string) []string {
 			}
 			return "", false
 		}
+		// A promutil.Factory names its metrics kubegcd_<subsystem>_<name>:
+		// the subsystem is promutil.With's literal in the same function, or,
+		// for a function given a factory, the package (a controller's name,
+		// which reconcile.NewBase gives its factory).
+		subsystem := ""
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
+			case *ast.FuncDecl:
+				subsystem = factorySubsystem(n, f.Name.Name)
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && factoryMethods[sel.Sel.Name] && len(n.Args) > 0 && subsystem != "" {
+					name, ok := literal(n.Args[0])
+					if sel.Sel.Name == "QueueDepth" {
+						name, ok = "queue_depth", true
+					}
+					if !ok {
+						t.Errorf("%s: the name given to %s is not a string literal: the scan cannot read it", fset.Position(n.Pos()), sel.Sel.Name)
+					}
+					names = append(names, prometheus.BuildFQName("kubegcd", subsystem, name))
+				}
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && isPrometheus(sel.X) && sel.Sel.Name == "NewDesc" && len(n.Args) > 0 {
+					v, ok := literal(n.Args[0])
+					if !ok {
+						t.Errorf("%s: NewDesc's name is not a string literal: the scan cannot read it", fset.Position(n.Pos()))
+					}
+					names = append(names, v)
+				}
 			case *ast.CompositeLit:
 				if sel, ok := n.Type.(*ast.SelectorExpr); ok && isPrometheus(sel.X) && strings.HasSuffix(sel.Sel.Name, "Opts") {
 					parts := map[string]string{}
@@ -109,14 +137,6 @@ func sourceMetricNames(t *testing.T, dir string) []string {
 						names = append(names, prometheus.BuildFQName(parts["Namespace"], parts["Subsystem"], parts["Name"]))
 					}
 				}
-			case *ast.CallExpr:
-				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && isPrometheus(sel.X) && sel.Sel.Name == "NewDesc" && len(n.Args) > 0 {
-					v, ok := literal(n.Args[0])
-					if !ok {
-						t.Errorf("%s: NewDesc's name is not a string literal: the scan cannot read it", fset.Position(n.Pos()))
-					}
-					names = append(names, v)
-				}
 			}
 			return true
 		})
@@ -127,6 +147,42 @@ func sourceMetricNames(t *testing.T, dir string) []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// factoryMethods are the methods of promutil.Factory that make a metric.
+var factoryMethods = map[string]bool{"Counter": true, "CounterVec": true, "Gauge": true, "GaugeVec": true,
+	"Histogram": true, "HistogramVec": true, "QueueDepth": true}
+
+// factorySubsystem is the subsystem of the metrics fn makes with a
+// promutil.Factory: promutil.With's literal in fn, or pkg when fn takes a
+// promutil.Factory; "" when fn has no factory.
+func factorySubsystem(fn *ast.FuncDecl, pkg string) string {
+	sub := ""
+	ast.Inspect(fn, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) != 2 {
+			return true
+		}
+		if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "With" {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "promutil" {
+				if b, ok := call.Args[1].(*ast.BasicLit); ok {
+					sub, _ = strconv.Unquote(b.Value)
+				}
+			}
+		}
+		return true
+	})
+	if sub != "" || fn.Type.Params == nil {
+		return sub
+	}
+	for _, p := range fn.Type.Params.List {
+		if sel, ok := p.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "Factory" {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "promutil" {
+				return pkg
+			}
+		}
+	}
+	return ""
 }
 
 func isPrometheus(e ast.Expr) bool {

@@ -169,10 +169,7 @@ func TestExpiredWatchUnsyncs(t *testing.T) {
 	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
-	m, err := newMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newMetrics(prometheus.NewRegistry())
 	src := expiringSource{listing: make(chan struct{}), release: make(chan struct{}), watches: new(atomic.Int32)}
 	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store, metrics: m,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
@@ -235,10 +232,7 @@ func TestStalledWatchUnsyncs(t *testing.T) {
 	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
-	m, err := newMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newMetrics(prometheus.NewRegistry())
 	src := stalledSource{release: make(chan struct{})}
 	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store, metrics: m,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
@@ -288,10 +282,7 @@ func TestEmptyWatchIsNoResume(t *testing.T) {
 	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
-	m, err := newMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newMetrics(prometheus.NewRegistry())
 	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: closedSource{}, db: store, metrics: m,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
 	go w.run(ctx, "1")
@@ -344,10 +335,7 @@ func TestBehindOrRefused(t *testing.T) {
 			if res.ID, err = store.EnsureResource(ctx, res); err != nil {
 				t.Fatal(err)
 			}
-			m, err := newMetrics(prometheus.NewRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := newMetrics(prometheus.NewRegistry())
 			w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: tt.src, db: store, metrics: m,
 				log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
 			go w.run(ctx, "1") // resuming, as after a broken watch

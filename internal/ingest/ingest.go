@@ -106,10 +106,7 @@ func New(opts Options) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("typed client: %w", err)
 	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
-	}
+	m := newMetrics(opts.Registerer)
 	return &Ingester{
 		typed:     typed,
 		opts:      opts,
@@ -434,35 +431,22 @@ type metrics struct {
 	discoveryFailed *prometheus.GaugeVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "ingest", Name: "events_total",
-			Help: "Objects written to the mirror, by resource and event type (listed, added, modified, deleted).",
-		}, []string{"resource", "type"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "ingest", Name: "errors_total",
-			Help: "List, watch and decode errors, by resource and operation.",
-		}, []string{"resource", "operation"}),
-		relists: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "ingest", Name: "relists_total",
-			Help: "Full relists after the initial one, or at a start that could not resume from the stored resourceVersion, by resource and reason (expired, resume-stalled, write-failed).",
-		}, []string{"resource", "reason"}),
-		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "ingest", Name: "resumes_total",
-			Help: "Starts that brought a resource's mirror up to date by watching from the resourceVersion an earlier run stored, without listing it.",
-		}, []string{"resource"}),
-		synced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "ingest", Name: "resource_synced",
-			Help: "1 when the resource's mirror is live, 0 while it is being listed or its watch is down.",
-		}, []string{"resource"}),
-		discoveryFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "ingest", Name: "discovery_failed",
-			Help: "1 for each API group/version whose last discovery failed (an aggregated API down): owners of its kinds cannot be resolved.",
-		}, []string{"group_version"}),
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promutil.With(reg, "ingest")
+	return &metrics{
+		events: f.CounterVec("events_total",
+			"Objects written to the mirror, by resource and event type (listed, added, modified, deleted).", "resource", "type"),
+		errors: f.CounterVec("errors_total", "List, watch and decode errors, by resource and operation.", "resource", "operation"),
+		relists: f.CounterVec("relists_total",
+			"Full relists after the initial one, or at a start that could not resume from the stored resourceVersion, by resource and reason (expired, resume-stalled, write-failed).",
+			"resource", "reason"),
+		resumes: f.CounterVec("resumes_total",
+			"Starts that brought a resource's mirror up to date by watching from the resourceVersion an earlier run stored, without listing it.",
+			"resource"),
+		synced: f.GaugeVec("resource_synced",
+			"1 when the resource's mirror is live, 0 while it is being listed or its watch is down.", "resource"),
+		discoveryFailed: f.GaugeVec("discovery_failed",
+			"1 for each API group/version whose last discovery failed (an aggregated API down): owners of its kinds cannot be resolved.",
+			"group_version"),
 	}
-	if err := promutil.Register(reg, m.events, m.errors, m.relists, m.resumes, m.synced, m.discoveryFailed); err != nil {
-		return nil, err
-	}
-	return m, nil
 }

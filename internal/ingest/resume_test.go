@@ -143,10 +143,7 @@ func resumeFixture(t *testing.T, src source) (*watcher, *db.DB) {
 	if err != nil || stored != "50" {
 		t.Fatalf("ResumeVersion = %q, %v; want 50", stored, err)
 	}
-	m, err := newMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newMetrics(prometheus.NewRegistry())
 	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store, metrics: m, stored: stored,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
 	return w, store

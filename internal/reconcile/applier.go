@@ -97,20 +97,12 @@ type Applier struct {
 // and Run watches the audit store; both belong to whoever runs the
 // controllers.
 func NewApplier(opts ApplierOptions) (*Applier, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts.Logger, opts.Now = logAndClock(opts.Logger, opts.Now)
 	if opts.ProbeInterval <= 0 {
 		opts.ProbeInterval = time.Second
 	}
-	m, err := newApplierMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
-	}
-	a := &Applier{opts: opts, log: opts.Logger, metrics: m, changed: make(chan struct{}), failed: make(chan struct{}, 1)}
+	a := &Applier{opts: opts, log: opts.Logger, metrics: newApplierMetrics(opts.Registerer),
+		changed: make(chan struct{}), failed: make(chan struct{}, 1)}
 	held, err := opts.DB.PendingUIDs(context.Background())
 	if err != nil {
 		return nil, err
@@ -434,36 +426,24 @@ type applierMetrics struct {
 	lost    prometheus.Counter
 }
 
-func newApplierMetrics(reg prometheus.Registerer) (*applierMetrics, error) {
+func newApplierMetrics(reg prometheus.Registerer) *applierMetrics {
+	f := promutil.With(reg, "reconcile")
 	m := &applierMetrics{
-		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "reconcile", Name: "actions_total",
-			Help: "Decisions applied or recorded, by controller, rule, action and outcome (applied, dry-run, failed, conflict, not-found, skipped, unknown).",
-		}, []string{"controller", "rule", "action", "outcome"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "kubegcd", Subsystem: "reconcile", Name: "decision_to_apply_seconds",
-			Help:    "Time from a decision to its write completing.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}, []string{"controller"}),
-		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "reconcile", Name: "paused",
-			Help: "1 while enforcement is paused, by reason: audit-store (the audit history cannot be written) or blast-radius (the cap).",
-		}, []string{"reason"}),
-		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "reconcile", Name: "audit_backlog_rows",
-			Help: "Audit rows of writes already made that wait in memory for the database to take them.",
-		}),
-		lost: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "reconcile", Name: "audit_rows_lost_total",
-			Help: "Audit rows neither the database nor the in-memory backlog could take; each is logged in full instead.",
-		}),
+		actions: f.CounterVec("actions_total",
+			"Decisions applied or recorded, by controller, rule, action and outcome (applied, dry-run, failed, conflict, not-found, skipped, unknown).",
+			"controller", "rule", "action", "outcome"),
+		latency: f.HistogramVec("decision_to_apply_seconds", "Time from a decision to its write completing.",
+			prometheus.ExponentialBuckets(0.001, 2, 16), "controller"),
+		paused: f.GaugeVec("paused",
+			"1 while enforcement is paused, by reason: audit-store (the audit history cannot be written) or blast-radius (the cap).",
+			"reason"),
+		backlog: f.Gauge("audit_backlog_rows", "Audit rows of writes already made that wait in memory for the database to take them."),
+		lost: f.Counter("audit_rows_lost_total",
+			"Audit rows neither the database nor the in-memory backlog could take; each is logged in full instead."),
 	}
 	// Both reasons are exported from the start, so that an alert on 1 has
 	// a series to watch.
 	m.paused.WithLabelValues(pauseAuditStore).Set(0)
 	m.paused.WithLabelValues(pauseBlastRadius).Set(0)
-	if err := promutil.Register(reg, m.actions, m.latency, m.paused, m.backlog, m.lost); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m
 }

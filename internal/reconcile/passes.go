@@ -31,19 +31,14 @@ type Passes struct {
 	controllers []*PassRecorder
 }
 
-// NewPasses returns the bookkeeping and registers its metric with reg.
-func NewPasses(reg prometheus.Registerer) (*Passes, error) {
-	p := &Passes{skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "kubegcd", Subsystem: "reconcile", Name: "skipped_passes_total",
-		Help: "Passes a controller did not make, by controller and reason (mirror-not-synced: a resource it reads is not live).",
-	}, []string{"controller", "reason"})}
-	if err := promutil.Register(reg, p.skipped); err != nil {
-		return nil, err
-	}
-	return p, nil
+// NewPasses returns the bookkeeping and registers its metric with reg
+// (nil: none).
+func NewPasses(reg prometheus.Registerer) *Passes {
+	return &Passes{skipped: promutil.With(reg, "reconcile").CounterVec("skipped_passes_total",
+		"Passes a controller did not make, by controller and reason (mirror-not-synced: a resource it reads is not live).",
+		"controller", "reason")}
 }
 
-// For returns the recorder of one controller; log is the controller's.
 func (p *Passes) For(controller string, log *slog.Logger) *PassRecorder {
 	// The series exists at 0 from the start, so an alert on its rate sees
 	// the first skip.

@@ -64,10 +64,7 @@ func TestPassesRecordSkips(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			p, err := NewPasses(reg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := NewPasses(reg)
 			var logs bytes.Buffer
 			r := p.For("c", slog.New(slog.NewJSONHandler(&logs, nil)))
 			other := p.For("b", slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)))

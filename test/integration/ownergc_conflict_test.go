@@ -99,8 +99,10 @@ func TestStaleMirrorConflictIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc, err := ownergc.New(ownergc.Options{DB: store, Applier: applier, Client: meta, Logger: log, Synced: func() bool { return true },
-		Workers: 2, ResyncPeriod: time.Second, UnknownKindRetry: time.Minute})
+	gc, err := ownergc.New(ownergc.Options{
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store, Client: meta,
+		Workers: 2, ResyncPeriod: time.Second, UnknownKindRetry: time.Minute,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,9 +51,10 @@ func TestNoDecisionWhileBehind(t *testing.T) {
 	}
 	var caughtUp atomic.Bool
 	caughtUp.Store(true)
-	gc, err := ownergc.New(ownergc.Options{DB: store, Applier: applier, Client: meta, Logger: log,
-		Synced: func() bool { return true }, CaughtUp: caughtUp.Load,
-		Workers: 2, ResyncPeriod: time.Second, UnknownKindRetry: time.Minute})
+	gc, err := ownergc.New(ownergc.Options{
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store, Client: meta, CaughtUp: caughtUp.Load,
+		Workers: 2, ResyncPeriod: time.Second, UnknownKindRetry: time.Minute,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

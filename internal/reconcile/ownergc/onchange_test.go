@@ -57,7 +57,7 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := &Controller{opts: Options{DB: store, Applier: applier}, resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
+			c := &Controller{opts: Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier}, DB: store}, resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
 				workqueue.DefaultTypedControllerRateLimiter[string]())}
 			defer c.queue.ShutDown()
 			c.OnChange([]db.Change{tt.change})

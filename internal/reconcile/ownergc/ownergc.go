@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -26,7 +25,6 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
-	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
@@ -59,14 +57,11 @@ type Store interface {
 
 // Options configure the controller.
 type Options struct {
-	DB      Store
-	Applier *reconcile.Applier
+	reconcile.ControllerOptions
+	DB Store
 	// Client makes the live GETs, deletes and patches (metadata only).
 	Client   metadata.Interface
 	Recorder record.EventRecorder
-	Logger   *slog.Logger
-	// Synced reports whether the mirror is complete; nothing is decided before.
-	Synced func() bool
 	// CaughtUp reports whether no part of the mirror is behind the cluster
 	// (after an outage, until every watch has resumed); while it is not,
 	// nothing is decided. Nil: always.
@@ -74,16 +69,10 @@ type Options struct {
 	Workers  int
 	// ResyncPeriod is how often every candidate is looked at again.
 	ResyncPeriod time.Duration
-	// Heartbeat beats at every full pass, for the watchdog; nil for none.
-	Heartbeat *liveness.Loop
 	// UnknownKindRetry is how long to wait before retrying an owner kind
 	// the API does not serve, or a resource path it answers 404 for (the
 	// next discovery refresh).
 	UnknownKindRetry time.Duration
-	// Passes records full passes made and skipped, the queue and the last
-	// item worked (/status, the log, a metric); nil records them nowhere.
-	Passes     *reconcile.Passes
-	Registerer prometheus.Registerer
 }
 
 // Controller is the ownership garbage collector.
@@ -117,9 +106,8 @@ type Controller struct {
 
 // New returns a controller; Run starts it.
 func New(opts Options) (*Controller, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	b := reconcile.NewBase(Name, opts.ControllerOptions)
+	opts.ControllerOptions = b.ControllerOptions
 	if opts.Workers <= 0 {
 		opts.Workers = 20
 	}
@@ -129,27 +117,19 @@ func New(opts Options) (*Controller, error) {
 	if opts.UnknownKindRetry <= 0 {
 		opts.UnknownKindRetry = 30 * time.Second
 	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Passes == nil {
-		if opts.Passes, err = reconcile.NewPasses(nil); err != nil {
-			return nil, err
-		}
-	}
+	m := newMetrics(b.Metrics)
 	c := &Controller{
 		opts:      opts,
-		log:       opts.Logger,
+		log:       b.Log,
 		absent:    newAbsentCache(10000),
 		metrics:   m,
-		passes:    opts.Passes.For(Name, opts.Logger),
+		passes:    b.PassRecorder,
 		resync:    make(chan struct{}, 1),
 		drained:   make(chan struct{}, 1),
 		conflicts: newConflictBackoff(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, MetricsProvider: m.queue}),
 	}
 	if opts.Applier.DryRun() {
 		c.overlay = newOverlay()
@@ -331,7 +311,6 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		}
 		c.queue.AddRateLimited(uid)
 	}
-	c.metrics.depth.Set(float64(c.queue.Len()))
 	return true
 }
 

@@ -91,7 +91,7 @@ func TestDryRunForegroundReason(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := New(Options{DB: store, Applier: applier, Logger: log, Registerer: prometheus.NewRegistry()})
+			c, err := New(Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Registerer: prometheus.NewRegistry()}, DB: store})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/promutil"
@@ -202,35 +203,20 @@ type metrics struct {
 	verifications *prometheus.CounterVec
 	rereads       *prometheus.CounterVec
 	errors        prometheus.Counter
-	depth         prometheus.Gauge
+	queue         workqueue.MetricsProvider
 	candidates    prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		verifications: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "ownergc", Name: "owner_verifications_total",
-			Help: "Owners missing from the mirror, by result: absent and present (a live GET), unserved (a 404 for the resource path, not the object), cache-hit (known absent), error.",
-		}, []string{"result"}),
-		rereads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "ownergc", Name: "live_rereads_total",
-			Help: "Objects read live because the mirror still showed a version a write had been refused at, by result: found, gone, error.",
-		}, []string{"result"}),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "ownergc", Name: "sync_errors_total",
-			Help: "Items that failed and were queued again with backoff.",
-		}),
-		depth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "ownergc", Name: "queue_depth",
-			Help: "Objects waiting to be looked at.",
-		}),
-		candidates: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "ownergc", Name: "candidates",
-			Help: "Objects the last full pass found with an owner missing or being deleted.",
-		}),
+func newMetrics(f promutil.Factory) *metrics {
+	return &metrics{
+		verifications: f.CounterVec("owner_verifications_total",
+			"Owners missing from the mirror, by result: absent and present (a live GET), unserved (a 404 for the resource path, not the object), cache-hit (known absent), error.",
+			"result"),
+		rereads: f.CounterVec("live_rereads_total",
+			"Objects read live because the mirror still showed a version a write had been refused at, by result: found, gone, error.",
+			"result"),
+		errors:     f.Counter("sync_errors_total", "Items that failed and were queued again with backoff."),
+		queue:      f.QueueDepth("Objects waiting to be looked at.", false),
+		candidates: f.Gauge("candidates", "Objects the last full pass found with an owner missing or being deleted."),
 	}
-	if err := promutil.Register(reg, m.verifications, m.rereads, m.errors, m.depth, m.candidates); err != nil {
-		return nil, err
-	}
-	return m, nil
 }

@@ -28,13 +28,12 @@ func TestStatusRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	passes, err := reconcile.NewPasses(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	passes := reconcile.NewPasses(prometheus.NewRegistry())
 	caughtUp := false
-	c, err := New(Options{DB: candidateStore{Store: store, uids: []string{"a", "b"}}, Applier: applier, Logger: log,
-		CaughtUp: func() bool { return caughtUp }, Passes: passes})
+	c, err := New(Options{
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Passes: passes}, DB: candidateStore{Store: store, uids: []string{"a", "b"}},
+		CaughtUp: func() bool { return caughtUp },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,13 +66,11 @@ func TestUnlistedPodsKeepTheirPendingRows(t *testing.T) {
 	client.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("the API server is unreachable")
 	})
-	passes, err := reconcile.NewPasses(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(Options{DB: store, Applier: applier, Client: client, Logger: log,
-		ResourceSynced: func(string, string) bool { return true }, Passes: passes, Quarantine: time.Minute,
-		Registerer: prometheus.NewRegistry(), Now: clock})
+	passes := reconcile.NewPasses(prometheus.NewRegistry())
+	c, err := New(Options{
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Passes: passes, Registerer: prometheus.NewRegistry(), Now: clock}, DB: store, Client: client,
+		ResourceSynced: func(string, string) bool { return true }, Quarantine: time.Minute,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

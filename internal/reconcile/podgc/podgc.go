@@ -13,14 +13,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -79,22 +76,14 @@ type Store interface {
 
 // Options configure the controller.
 type Options struct {
-	DB      Store
-	Applier *reconcile.Applier
-	Client  kubernetes.Interface
-	Logger  *slog.Logger
-	// Synced reports whether the mirror is complete; no pass runs before.
-	Synced func() bool
+	reconcile.ControllerOptions
+	DB     Store
+	Client kubernetes.Interface
 	// ResourceSynced reports whether one resource's mirror is live; a pass
 	// is skipped while pods or nodes are not.
 	ResourceSynced func(group, resource string) bool
-	// Passes records passes made and skipped (/status, the log, a metric).
-	Passes *reconcile.Passes
 	// Period between passes (upstream: 20s).
 	Period time.Duration
-	// Heartbeat beats at every pass and every pod handed to a worker, for
-	// the watchdog; nil for none.
-	Heartbeat *liveness.Loop
 	// TerminatedThreshold is how many terminated pods the cluster keeps;
 	// 0 disables gcTerminated.
 	TerminatedThreshold int
@@ -106,8 +95,6 @@ type Options struct {
 	// its absence is checked live (upstream: 40s).
 	Quarantine time.Duration
 	Workers    int
-	Registerer prometheus.Registerer
-	Now        func() time.Time
 }
 
 // Controller is PodGC.
@@ -125,6 +112,10 @@ type Controller struct {
 	applied reconcile.AppliedWrites
 }
 
+// backoff paces the deletes of one pod a finalizer holds. It is not
+// client-go's flowcontrol.Backoff, which neither counts the deletes sent
+// (the reason gives their number) nor lists its entries, so a pass could
+// not forget the pods it no longer holds.
 type backoff struct {
 	sent int
 	next time.Time
@@ -132,23 +123,15 @@ type backoff struct {
 
 // New returns a controller; Run starts it.
 func New(opts Options) (*Controller, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	b := reconcile.NewBase(Name, opts.ControllerOptions)
+	opts.ControllerOptions = b.ControllerOptions
 	if opts.Period <= 0 {
 		opts.Period = 20 * time.Second
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 20
 	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
-	}
-	return &Controller{opts: opts, log: opts.Logger, metrics: m, passes: opts.Passes.For(Name, opts.Logger),
+	return &Controller{opts: opts, log: b.Log, metrics: newMetrics(b.Metrics), passes: b.PassRecorder,
 		missingSince: map[string]time.Time{}, backoff: map[string]*backoff{}}, nil
 }
 
@@ -201,17 +184,6 @@ func (c *Controller) forgetStale(ctx context.Context, p *pass) error {
 	maps.DeleteFunc(c.backoff, func(uid string, _ *backoff) bool { return !p.seen[uid] })
 	c.mu.Unlock()
 	return c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return p.seen[uid] })
-}
-
-// job is one pod a collection chose, and why.
-type job struct {
-	pod   *db.Object
-	rule  string
-	label string // the reason label of the force-delete metrics
-	why   string
-	facts map[string]any
-	// orphaned pods get the DisruptionTarget condition (BR-24-04).
-	condition bool
 }
 
 // pass is one pass's state: the pods it has chosen (a pod is handled once
@@ -281,9 +253,7 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 	d := reconcile.Decision{Controller: Name, Rule: j.rule, Action: actionDelete, Target: db.TargetOf(pod),
 		ResourceVersion: pod.ResourceVersion, Reason: j.why, Facts: j.facts, DecidedAt: now}
 	if held, ok := c.heldUntil(pod.UID, now); ok {
-		// When the next delete goes is the row's notBefore, not its reason.
-		d.Reason = fmt.Sprintf("held by finalizers %v after %d delete(s); the next waits out a back-off: %s",
-			pod.Finalizers, held.sent, j.why)
+		d.Reason = heldWhy(pod, held.sent, j.why)
 		if err := c.opts.Applier.Defer(ctx, d, held.next); err != nil && ctx.Err() == nil && !errors.Is(err, reconcile.ErrPaused) {
 			c.log.Error("recording a held pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		}
@@ -344,17 +314,17 @@ func (c *Controller) deleteSent(uid string, now time.Time) {
 	b.next = now.Add(min(wait, backoffMax))
 }
 
-// collect pages through the terminated pods f selects, in deletion order,
-// and chooses the first n.
-func (c *Controller) collect(ctx context.Context, p *pass, f db.TerminatedFilter, n int, mk func(*db.Object) job) error {
+// collect pages through the terminated pods the sweep's filter selects, in
+// deletion order, and chooses the first s.n.
+func (c *Controller) collect(ctx context.Context, p *pass, s sweep) error {
 	var after *db.PodCursor
-	for n > 0 {
-		pods, next, err := c.opts.DB.TerminatedPods(ctx, f, after, min(n, pageSize))
+	for n := s.n; n > 0; {
+		pods, next, err := c.opts.DB.TerminatedPods(ctx, s.filter, after, min(n, pageSize))
 		if err != nil {
 			return p.listed(err)
 		}
-		for _, pod := range pods {
-			if err := p.choose(ctx, mk(pod)); err != nil {
+		for _, j := range s.take(pods, n) {
+			if err := p.choose(ctx, j); err != nil {
 				return err
 			}
 		}
@@ -378,36 +348,16 @@ func (c *Controller) gcTerminated(ctx context.Context, p *pass) error {
 			return p.listed(err)
 		}
 		c.metrics.terminated.Set(float64(total))
-		why := fmt.Sprintf("the cluster holds more terminated pods than --terminated-pod-gc-threshold=%d; "+
-			"this one is among the excess (Evicted first, then the oldest)", t)
-		errs = append(errs, c.collect(ctx, p, db.TerminatedFilter{}, total-t, func(pod *db.Object) job {
-			return job{pod: pod, rule: ruleTerminated, label: reasonTerminated, why: why,
-				facts: podFacts(pod, map[string]any{"terminatedPods": total, "threshold": t})}
-		}))
+		errs = append(errs, c.collect(ctx, p, overThreshold(total, t)))
 	}
-	if c.opts.MaxAge > 0 {
-		cutoff := p.now.Add(-c.opts.MaxAge)
-		f := db.TerminatedFilter{CreatedBefore: &cutoff}
-		why := fmt.Sprintf("terminated, and created more than --terminated-pod-max-age=%s ago", c.opts.MaxAge)
-		errs = append(errs, c.collect(ctx, p, f, math.MaxInt, func(pod *db.Object) job {
-			return job{pod: pod, rule: ruleMaxAge, label: reasonTerminated, why: why,
-				facts: podFacts(pod, map[string]any{"maxAge": c.opts.MaxAge.String()})}
-		}))
-	}
-	for _, ns := range slices.Sorted(maps.Keys(c.opts.NamespaceThresholds)) {
-		t := c.opts.NamespaceThresholds[ns]
-		f := db.TerminatedFilter{Namespace: ns}
-		total, err := c.opts.DB.CountTerminatedPods(ctx, f)
+	errs = append(errs, c.collect(ctx, p, pastMaxAge(c.opts.MaxAge, p.now)))
+	for _, ns := range namespaces(c.opts.NamespaceThresholds) {
+		total, err := c.opts.DB.CountTerminatedPods(ctx, db.TerminatedFilter{Namespace: ns})
 		if err != nil {
 			errs = append(errs, p.listed(err))
 			continue
 		}
-		why := fmt.Sprintf("namespace %s holds more terminated pods than its threshold of %d "+
-			"(--terminated-pod-gc-threshold-namespace); this one is among the excess (Evicted first, then the oldest)", ns, t)
-		errs = append(errs, c.collect(ctx, p, f, total-t, func(pod *db.Object) job {
-			return job{pod: pod, rule: ruleNamespaceThreshold, label: reasonTerminated, why: why,
-				facts: podFacts(pod, map[string]any{"terminatedPodsInNamespace": total, "threshold": t})}
-		}))
+		errs = append(errs, c.collect(ctx, p, overNamespaceThreshold(ns, total, c.opts.NamespaceThresholds[ns])))
 	}
 	return errors.Join(errs...)
 }
@@ -419,10 +369,8 @@ func (c *Controller) gcTerminating(ctx context.Context, p *pass) error {
 	if err != nil {
 		return p.listed(err)
 	}
-	for _, pod := range pods {
-		why := fmt.Sprintf("terminating on node %s, which is not Ready and is tainted %s", pod.Pod.NodeName, corev1.TaintNodeOutOfService)
-		if err := p.choose(ctx, job{pod: pod, rule: ruleOutOfService, label: reasonOutOfService, why: why,
-			facts: podFacts(pod, map[string]any{"nodeReady": false, "taint": corev1.TaintNodeOutOfService})}); err != nil {
+	for _, j := range terminatingOutOfService(pods) {
+		if err := p.choose(ctx, j); err != nil {
 			return err
 		}
 	}
@@ -442,42 +390,30 @@ func (c *Controller) gcOrphaned(ctx context.Context, p *pass) error {
 	var errs []error
 	for _, node := range missing {
 		stillMissing[node] = true
-		since, ok := c.missingSince[node]
-		if !ok {
-			since = p.now
-			c.missingSince[node] = since
+		m := missingNode(c.missingSince[node], p.now, c.opts.Quarantine, unchecked)
+		var checkErr error
+		if m.step == checkLive {
+			_, checkErr = c.opts.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			check := checkOf(checkErr)
+			c.metrics.nodeChecks.WithLabelValues(string(check)).Inc()
+			m = missingNode(m.since, p.now, c.opts.Quarantine, check)
 		}
-		if end := since.Add(c.opts.Quarantine); p.now.Before(end) {
-			errs = append(errs, c.quarantine(ctx, p, node, end))
+		c.missingSince[node] = m.since
+		switch m.step {
+		case inQuarantine:
+			errs = append(errs, c.quarantine(ctx, p, node, m.until))
+			continue
+		case keepPods:
+			errs = append(errs, fmt.Errorf("checking node %s: %w", node, checkErr), c.keepPodsOn(ctx, p, node))
 			continue
 		}
-		_, err := c.opts.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			// The mirror lags: the node exists. Quarantine afresh.
-			c.metrics.nodeChecks.WithLabelValues("present").Inc()
-			c.missingSince[node] = p.now
-			errs = append(errs, c.quarantine(ctx, p, node, p.now.Add(c.opts.Quarantine)))
-			continue
-		case !apierrors.IsNotFound(err):
-			c.metrics.nodeChecks.WithLabelValues("error").Inc()
-			errs = append(errs, fmt.Errorf("checking node %s: %w", node, err), c.keepPodsOn(ctx, p, node))
-			continue
-		}
-		c.metrics.nodeChecks.WithLabelValues("absent").Inc()
 		pods, err := c.opts.DB.PodsOnNode(ctx, node)
 		if err != nil {
 			errs = append(errs, p.listed(err))
 			continue
 		}
-		// No age in the reason: it would change every pass and make the
-		// same decision a new one (another audit row, a new since). When
-		// the node went missing is in the facts.
-		why := fmt.Sprintf("bound to node %s, which is gone: missing from the mirror past its quarantine "+
-			"(--podgc-quarantine=%s) and not found by a live GET", node, c.opts.Quarantine)
-		for _, pod := range pods {
-			if err := p.choose(ctx, job{pod: pod, rule: ruleOrphaned, label: reasonOrphaned, why: why, condition: true,
-				facts: podFacts(pod, map[string]any{"nodeMissingSince": since.UTC(), "nodeCheck": "not found"})}); err != nil {
+		for _, j := range orphans(node, pods, m.since, c.opts.Quarantine) {
+			if err := p.choose(ctx, j); err != nil {
 				return err
 			}
 		}
@@ -497,14 +433,11 @@ func (c *Controller) quarantine(ctx context.Context, p *pass, node string, end t
 	if err != nil {
 		return p.listed(err)
 	}
-	// When the quarantine ends is the row's notBefore, not its reason.
-	why := fmt.Sprintf("bound to node %s, which is missing from the mirror: in quarantine (--podgc-quarantine=%s), "+
-		"then the node is looked up live", node, c.opts.Quarantine)
 	var errs []error
-	for _, pod := range pods {
-		p.keep(pod.UID)
-		d := reconcile.Decision{Controller: Name, Rule: ruleOrphaned, Action: actionDelete, Target: db.TargetOf(pod),
-			ResourceVersion: pod.ResourceVersion, Reason: why}
+	for _, j := range quarantined(node, pods, c.opts.Quarantine) {
+		p.keep(j.pod.UID)
+		d := reconcile.Decision{Controller: Name, Rule: j.rule, Action: actionDelete, Target: db.TargetOf(j.pod),
+			ResourceVersion: j.pod.ResourceVersion, Reason: j.why}
 		err := c.opts.Applier.Defer(ctx, d, end)
 		if errors.Is(err, reconcile.ErrPaused) {
 			return nil // a later pass records them, once the audit history can be written
@@ -532,24 +465,12 @@ func (c *Controller) gcUnscheduledTerminating(ctx context.Context, p *pass) erro
 	if err != nil {
 		return p.listed(err)
 	}
-	for _, pod := range pods {
-		if err := p.choose(ctx, job{pod: pod, rule: ruleUnscheduled, label: reasonUnscheduled,
-			why: "terminating, and bound to no node: no kubelet will ever finish it", facts: podFacts(pod, nil)}); err != nil {
+	for _, j := range unscheduledTerminating(pods) {
+		if err := p.choose(ctx, j); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// podFacts is what every podgc decision records about the pod, plus extra.
-func podFacts(pod *db.Object, extra map[string]any) map[string]any {
-	f := map[string]any{"phase": pod.Pod.Phase, "node": pod.Pod.NodeName, "evicted": evicted(pod.Pod),
-		"terminating": pod.DeletionTimestamp != nil}
-	if pod.CreationTimestamp != nil {
-		f["created"] = pod.CreationTimestamp.UTC()
-	}
-	maps.Copy(f, extra)
-	return f
 }
 
 type metrics struct {
@@ -559,37 +480,14 @@ type metrics struct {
 	passSeconds     prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		deletes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "podgc", Name: "force_delete_pods_total",
-			Help: "Pods PodGC force-deleted (attempts, as upstream counts them), by reason: terminated, out-of-service, orphaned, unscheduled.",
-		}, []string{"reason"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "podgc", Name: "force_delete_pods_errors_total",
-			Help: "Force deletions by PodGC that failed, by reason.",
-		}, []string{"reason"}),
-		nodeChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "podgc", Name: "node_checks_total",
-			Help: "Live lookups of nodes missing from the mirror after their quarantine, by result: absent, present, error.",
-		}, []string{"result"}),
-		terminated: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "podgc", Name: "terminated_pods",
-			Help: "Terminated pods in the cluster at the last pass (when gcTerminated is on).",
-		}),
-		passSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "kubegcd", Subsystem: "podgc", Name: "pass_duration_seconds",
-			Help:    "Time a PodGC pass takes, deletions included.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
-		}),
+func newMetrics(f promutil.Factory) *metrics {
+	return &metrics{
+		deletes: f.CounterVec("force_delete_pods_total",
+			"Pods PodGC force-deleted (attempts, as upstream counts them), by reason: terminated, out-of-service, orphaned, unscheduled.", "reason"),
+		errors: f.CounterVec("force_delete_pods_errors_total", "Force deletions by PodGC that failed, by reason.", "reason"),
+		nodeChecks: f.CounterVec("node_checks_total",
+			"Live lookups of nodes missing from the mirror after their quarantine, by result: absent, present, error.", "result"),
+		terminated:  f.Gauge("terminated_pods", "Terminated pods in the cluster at the last pass (when gcTerminated is on)."),
+		passSeconds: f.Histogram("pass_duration_seconds", "Time a PodGC pass takes, deletions included.", prometheus.ExponentialBuckets(0.001, 4, 10)),
 	}
-	if err := promutil.Register(reg, m.deletes, m.errors, m.nodeChecks, m.terminated, m.passSeconds); err != nil {
-		return nil, err
-	}
-	return m, nil
 }
-
-// evicted reports whether the kubelet evicted the pod (upstream's
-// eviction.PodIsEvicted): such pods go first among the terminated pods,
-// as the store's deletion order has them.
-func evicted(p *db.Pod) bool { return p.Phase == "Failed" && p.Reason == "Evicted" }

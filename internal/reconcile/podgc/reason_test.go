@@ -87,10 +87,7 @@ func TestDryRunDecisionIsRecordedOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			passes, err := reconcile.NewPasses(prometheus.NewRegistry())
-			if err != nil {
-				t.Fatal(err)
-			}
+			passes := reconcile.NewPasses(prometheus.NewRegistry())
 			opts := tt.opts
 			opts.DB, opts.Applier, opts.Client, opts.Logger, opts.Passes = store, applier, fake.NewClientset(), log, passes
 			opts.ResourceSynced = func(string, string) bool { return true }

@@ -65,7 +65,7 @@ func TestPendingEndsWithItsCause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Options{DB: store, Applier: applier, Client: client, Logger: log, Registerer: prometheus.NewRegistry()})
+	c, err := New(Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Registerer: prometheus.NewRegistry()}, DB: store, Client: client})
 	if err != nil {
 		t.Fatal(err)
 	}

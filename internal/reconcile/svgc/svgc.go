@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -25,7 +26,6 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
-	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -55,20 +55,11 @@ type Store interface {
 
 // Options configure the controller.
 type Options struct {
-	DB      Store
-	Applier *reconcile.Applier
-	Client  kubernetes.Interface
-	Logger  *slog.Logger
-	// Synced reports whether the mirror is complete; nothing is decided before.
-	Synced func() bool
+	reconcile.ControllerOptions
+	DB     Store
+	Client kubernetes.Interface
 	// ResyncPeriod is how often every StorageVersion is looked at again.
 	ResyncPeriod time.Duration
-	// Heartbeat beats at every scan, for the watchdog; nil for none.
-	Heartbeat *liveness.Loop
-	// Passes records its scans, its queues and the last item worked
-	// (/status); nil records them nowhere.
-	Passes     *reconcile.Passes
-	Registerer prometheus.Registerer
 }
 
 // Controller is the StorageVersion garbage collector.
@@ -86,27 +77,18 @@ type Controller struct {
 
 // New returns a controller; Run starts it.
 func New(opts Options) (*Controller, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	b := reconcile.NewBase(Name, opts.ControllerOptions)
+	opts.ControllerOptions = b.ControllerOptions
 	if opts.ResyncPeriod <= 0 {
 		opts.ResyncPeriod = time.Minute
 	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
-	}
+	m := newMetrics(b.Metrics)
 	queue := func(name string) workqueue.TypedRateLimitingInterface[string] {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: m.queues})
 	}
-	if opts.Passes == nil {
-		if opts.Passes, err = reconcile.NewPasses(nil); err != nil {
-			return nil, err
-		}
-	}
-	c := &Controller{opts: opts, log: opts.Logger, metrics: m, passes: opts.Passes.For(Name, opts.Logger),
-		leases: queue("svgc_leases"), storageVersions: queue("svgc_storageversions"), rescan: make(chan struct{}, 1)}
+	c := &Controller{opts: opts, log: b.Log, metrics: m, passes: b.PassRecorder,
+		leases: queue("leases"), storageVersions: queue("storageversions"), rescan: make(chan struct{}, 1)}
 	c.passes.Queue(func() int { return c.leases.Len() + c.storageVersions.Len() })
 	return c, nil
 }
@@ -172,8 +154,6 @@ func (c *Controller) scan(ctx context.Context) {
 	if err := c.scanOnce(ctx); err != nil && ctx.Err() == nil {
 		c.log.Error("scanning the mirror", "err", err)
 	}
-	c.metrics.depth.WithLabelValues("leases").Set(float64(c.leases.Len()))
-	c.metrics.depth.WithLabelValues("storageversions").Set(float64(c.storageVersions.Len()))
 }
 
 // scanOnce queues what the mirror shows without an identity Lease, then
@@ -200,6 +180,9 @@ func (c *Controller) scanOnce(ctx context.Context) error {
 }
 
 // work runs one queue: failures are retried with that queue's backoff.
+// That is the workqueue's per-item exponential rate limiter, as upstream's
+// controllers use, rather than a wait.Backoff loop, which would hold the
+// worker, and every other item of its queue, while it waits.
 func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], process func(context.Context, string) error) {
 	for {
 		key, quit := q.Get()
@@ -232,11 +215,8 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 // record of it single.)
 func (c *Controller) processLease(ctx context.Context, server string) error {
 	_, err := c.opts.Client.CoordinationV1().Leases(identityLeasesNS).Get(ctx, server, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		return nil // re-created: its entries stay
-	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("looking up lease %s: %w", server, err)
+	if gone, err := leaseGone(server, err); !gone {
+		return err
 	}
 	names, err := c.opts.DB.StorageVersionsOf(ctx, server)
 	if err != nil {
@@ -248,8 +228,8 @@ func (c *Controller) processLease(ctx context.Context, server string) error {
 	return nil
 }
 
-// processStorageVersion removes the entries of servers without an identity
-// lease from one StorageVersion, each lease looked up live.
+// processStorageVersion looks up live the identity lease of every server
+// one StorageVersion names, lets decideStorageVersion decide, and writes.
 func (c *Controller) processStorageVersion(ctx context.Context, name string) error {
 	sv, err := c.opts.Client.InternalV1alpha1().StorageVersions().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -258,54 +238,35 @@ func (c *Controller) processStorageVersion(ctx context.Context, name string) err
 	if err != nil {
 		return err
 	}
-	gone := map[string]bool{}
+	leases := map[string]*coordinationv1.Lease{}
 	for _, e := range sv.Status.StorageVersions {
+		if _, done := leases[e.APIServerID]; done {
+			continue
+		}
 		lease, err := c.opts.Client.CoordinationV1().Leases(identityLeasesNS).Get(ctx, e.APIServerID, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			gone[e.APIServerID] = true
+			lease = nil
 		case err != nil:
 			// Upstream drops the entry on any error; a failed lookup is
 			// not proof of absence, so retry instead.
 			return fmt.Errorf("looking up lease %s: %w", e.APIServerID, err)
-		case lease.Labels[identityLabel] != identityValue:
-			gone[e.APIServerID] = true
 		}
+		leases[e.APIServerID] = lease
 	}
-	kept, removed := without(sv, gone)
-	if len(removed) == 0 {
+	act, ok := decideStorageVersion(sv, leases, c.opts.Now())
+	if !ok {
 		return nil
 	}
-	return c.updateOrDelete(ctx, sv, kept, removed,
-		fmt.Sprintf("entries of API servers without a kube-apiserver identity lease in kube-system (looked up live): %v", removed))
+	return c.updateOrDelete(ctx, sv, act)
 }
 
-// without splits sv's entries into those of servers not in gone, and the
-// ids of those removed.
-func without(sv *apiserverinternalv1alpha1.StorageVersion, gone map[string]bool) (kept []apiserverinternalv1alpha1.ServerStorageVersion, removed []string) {
-	for _, e := range sv.Status.StorageVersions {
-		if gone[e.APIServerID] {
-			removed = append(removed, e.APIServerID)
-		} else {
-			kept = append(kept, e)
-		}
-	}
-	return kept, removed
-}
-
-// updateOrDelete writes sv with only kept entries through the status
+// updateOrDelete applies act: it writes act.update through the status
 // subresource (its resourceVersion makes the write conditional), or deletes
-// it, with UID and resourceVersion preconditions, when none is left.
-func (c *Controller) updateOrDelete(ctx context.Context, sv *apiserverinternalv1alpha1.StorageVersion,
-	kept []apiserverinternalv1alpha1.ServerStorageVersion, removed []string, why string) error {
-	target := db.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: sv.Name, UID: string(sv.UID)}
-	facts := map[string]any{"removedServers": removed, "keptEntries": len(kept)}
-	d := reconcile.Decision{Controller: Name, Rule: ruleNoLease, Action: actionRemove, Target: target, ResourceVersion: sv.ResourceVersion,
-		Reason: why, Facts: facts, DecidedAt: time.Now()}
-	if len(kept) == 0 {
-		d.Rule, d.Action = ruleEmpty, actionDelete
-		d.Reason = why + "; none is left, so the StorageVersion is deleted"
-		_, err := c.opts.Applier.Apply(ctx, d, func(ctx context.Context) error {
+// sv, with UID and resourceVersion preconditions, when act has no update.
+func (c *Controller) updateOrDelete(ctx context.Context, sv *apiserverinternalv1alpha1.StorageVersion, act storageVersionAction) error {
+	if act.update == nil {
+		_, err := c.opts.Applier.Apply(ctx, act.decision, func(ctx context.Context) error {
 			uid, rv := sv.UID, sv.ResourceVersion
 			return c.opts.Client.InternalV1alpha1().StorageVersions().Delete(ctx, sv.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
@@ -313,14 +274,8 @@ func (c *Controller) updateOrDelete(ctx context.Context, sv *apiserverinternalv1
 		c.count(err, actionDelete)
 		return err
 	}
-	updated := sv.DeepCopy()
-	updated.Status.StorageVersions = kept
-	SetCommonEncodingVersion(updated, time.Now())
-	if v := updated.Status.CommonEncodingVersion; v != nil {
-		facts["commonEncodingVersion"] = *v
-	}
-	_, err := c.opts.Applier.Apply(ctx, d, func(ctx context.Context) error {
-		_, err := c.opts.Client.InternalV1alpha1().StorageVersions().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	_, err := c.opts.Applier.Apply(ctx, act.decision, func(ctx context.Context) error {
+		_, err := c.opts.Client.InternalV1alpha1().StorageVersions().UpdateStatus(ctx, act.update, metav1.UpdateOptions{})
 		return err
 	})
 	c.count(err, actionRemove)
@@ -333,75 +288,16 @@ func (c *Controller) count(err error, action string) {
 	}
 }
 
-// SetCommonEncodingVersion recomputes status.commonEncodingVersion (set
-// when every entry agrees) and the AllEncodingVersionsEqual condition, as
-// k8s.io/apiserver's storageversion.SetCommonEncodingVersion does.
-func SetCommonEncodingVersion(sv *apiserverinternalv1alpha1.StorageVersion, now time.Time) {
-	var old *string
-	if v := sv.Status.CommonEncodingVersion; v != nil {
-		s := *v
-		old = &s
-	}
-	sv.Status.CommonEncodingVersion = nil
-	if len(sv.Status.StorageVersions) > 0 {
-		first := sv.Status.StorageVersions[0].EncodingVersion
-		agreed := true
-		for _, e := range sv.Status.StorageVersions {
-			if e.EncodingVersion != first {
-				agreed = false
-				break
-			}
-		}
-		if agreed {
-			sv.Status.CommonEncodingVersion = &first
-		}
-	}
-	cond := apiserverinternalv1alpha1.StorageVersionCondition{
-		Type: apiserverinternalv1alpha1.AllEncodingVersionsEqual, Status: apiserverinternalv1alpha1.ConditionFalse,
-		ObservedGeneration: sv.Generation, LastTransitionTime: metav1.NewTime(now),
-		Reason: "CommonEncodingVersionUnset", Message: "Common encoding version unset",
-	}
-	if sv.Status.CommonEncodingVersion != nil {
-		cond.Status, cond.Reason, cond.Message = apiserverinternalv1alpha1.ConditionTrue, "CommonEncodingVersionSet", "Common encoding version set"
-	}
-	force := old != nil && sv.Status.CommonEncodingVersion != nil && *old != *sv.Status.CommonEncodingVersion
-	for i := range sv.Status.Conditions {
-		existing := &sv.Status.Conditions[i]
-		if existing.Type != cond.Type {
-			continue
-		}
-		if existing.Status != cond.Status || force {
-			existing.LastTransitionTime = cond.LastTransitionTime
-		}
-		existing.Status, existing.Reason, existing.Message, existing.ObservedGeneration = cond.Status, cond.Reason, cond.Message, cond.ObservedGeneration
-		return
-	}
-	sv.Status.Conditions = append(sv.Status.Conditions, cond)
-}
-
 type metrics struct {
 	writes *prometheus.CounterVec
 	errors prometheus.Counter
-	depth  *prometheus.GaugeVec
+	queues workqueue.MetricsProvider
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "svgc", Name: "writes_total",
-			Help: "StorageVersions written by svgc, by action: remove-entries, delete.",
-		}, []string{"action"}),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "svgc", Name: "errors_total",
-			Help: "Work items of svgc that failed and were retried.",
-		}),
-		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "svgc", Name: "queue_depth",
-			Help: "Items waiting in svgc's queues: leases, storageversions.",
-		}, []string{"queue"}),
+func newMetrics(f promutil.Factory) *metrics {
+	return &metrics{
+		writes: f.CounterVec("writes_total", "StorageVersions written by svgc, by action: remove-entries, delete.", "action"),
+		errors: f.Counter("errors_total", "Work items of svgc that failed and were retried."),
+		queues: f.QueueDepth("Items waiting in svgc's queues: leases, storageversions.", true),
 	}
-	if err := promutil.Register(reg, m.writes, m.errors, m.depth); err != nil {
-		return nil, err
-	}
-	return m, nil
 }

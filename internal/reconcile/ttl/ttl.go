@@ -28,7 +28,6 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
-	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -65,24 +64,15 @@ type Store interface {
 
 // Options configure the controller.
 type Options struct {
-	DB      Store
-	Applier *reconcile.Applier
-	Client  kubernetes.Interface
-	Logger  *slog.Logger
-	// Synced reports whether the mirror is complete; nothing is decided before.
-	Synced func() bool
+	reconcile.ControllerOptions
+	DB     Store
+	Client kubernetes.Interface
 	// ResourceSynced reports whether one resource's mirror is live; a
 	// reconcile is skipped while nodes are not.
 	ResourceSynced func(group, resource string) bool
-	// Passes records reconciles made and skipped (/status, the log, a metric).
-	Passes  *reconcile.Passes
-	Workers int
+	Workers        int
 	// ResyncPeriod is how often every node is looked at without a change.
 	ResyncPeriod time.Duration
-	// Heartbeat beats at every reconcile and every node handed to a
-	// worker, for the watchdog; nil for none.
-	Heartbeat  *liveness.Loop
-	Registerer prometheus.Registerer
 }
 
 // Controller is the TTL controller.
@@ -103,20 +93,15 @@ type Controller struct {
 
 // New returns a controller; Run starts it.
 func New(opts Options) (*Controller, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	b := reconcile.NewBase(Name, opts.ControllerOptions)
+	opts.ControllerOptions = b.ControllerOptions
 	if opts.Workers <= 0 {
 		opts.Workers = 20
 	}
 	if opts.ResyncPeriod <= 0 {
 		opts.ResyncPeriod = time.Minute
 	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
-	}
-	return &Controller{opts: opts, log: opts.Logger, metrics: m, passes: opts.Passes.For(Name, opts.Logger),
+	return &Controller{opts: opts, log: b.Log, metrics: newMetrics(b.Metrics), passes: b.PassRecorder,
 		wake: make(chan struct{}, 1)}, nil
 }
 
@@ -279,23 +264,10 @@ type metrics struct {
 	patches    prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		ttl: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "ttl", Name: "seconds",
-			Help: "The node.alpha.kubernetes.io/ttl every node should carry, from the cluster's size band.",
-		}),
-		nodes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "kubegcd", Subsystem: "ttl", Name: "nodes",
-			Help: "Nodes the TTL controller counted at its last reconcile.",
-		}),
-		patches: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "kubegcd", Subsystem: "ttl", Name: "patches_total",
-			Help: "Nodes whose node.alpha.kubernetes.io/ttl annotation was patched.",
-		}),
+func newMetrics(f promutil.Factory) *metrics {
+	return &metrics{
+		ttl:     f.Gauge("seconds", "The node.alpha.kubernetes.io/ttl every node should carry, from the cluster's size band."),
+		nodes:   f.Gauge("nodes", "Nodes the TTL controller counted at its last reconcile."),
+		patches: f.Counter("patches_total", "Nodes whose node.alpha.kubernetes.io/ttl annotation was patched."),
 	}
-	if err := promutil.Register(reg, m.ttl, m.nodes, m.patches); err != nil {
-		return nil, err
-	}
-	return m, nil
 }

@@ -150,15 +150,13 @@ func newHarness(t *testing.T, nodes []db.NodeTTL, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	passes, err := reconcile.NewPasses(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
+	passes := reconcile.NewPasses(prometheus.NewRegistry())
 	h := &harness{t: t, store: &fakeStore{nodes: slices.Clone(nodes)}, ledger: ledger, client: fake.NewClientset(objects...),
 		applier: applier, passes: passes, reg: prometheus.NewRegistry(), synced: true, live: true}
-	h.c, err = New(Options{DB: h.store, Applier: applier, Client: h.client, Logger: log, Synced: func() bool { return h.synced },
-		ResourceSynced: func(group, resource string) bool { return h.live && group == "" && resource == "nodes" },
-		Passes:         passes, Workers: 2, ResyncPeriod: time.Hour, Registerer: h.reg})
+	h.c, err = New(Options{
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return h.synced }, Passes: passes, Registerer: h.reg}, DB: h.store, Client: h.client,
+		ResourceSynced: func(group, resource string) bool { return h.live && group == "" && resource == "nodes" }, Workers: 2, ResyncPeriod: time.Hour,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
