@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -66,45 +65,10 @@ type runConfig struct {
 	podgcQuarantine     time.Duration
 	terminatedThreshold int
 	terminatedMaxAge    time.Duration
-	namespaceThresholds namespaceThresholds
+	namespaceThresholds map[string]int
 
 	leader leaderConfig
 }
-
-// namespaceThresholds is the repeatable --terminated-pod-gc-threshold-namespace.
-type namespaceThresholds map[string]int
-
-func (n *namespaceThresholds) String() string {
-	if n == nil || len(*n) == 0 {
-		return ""
-	}
-	var parts []string
-	for _, ns := range slices.Sorted(maps.Keys(*n)) {
-		parts = append(parts, fmt.Sprintf("%s=%d", ns, (*n)[ns]))
-	}
-	return strings.Join(parts, ",")
-}
-
-func (n *namespaceThresholds) Set(v string) error {
-	ns, count, ok := strings.Cut(v, "=")
-	if !ok {
-		return fmt.Errorf("want NAMESPACE=COUNT, got %q", v)
-	}
-	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-		return fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))
-	}
-	c, err := strconv.Atoi(count)
-	if err != nil || c < 0 {
-		return fmt.Errorf("count %q of namespace %s: want a whole number, 0 or more", count, ns)
-	}
-	if *n == nil {
-		*n = namespaceThresholds{}
-	}
-	(*n)[ns] = c
-	return nil
-}
-
-func (n *namespaceThresholds) Type() string { return "NAMESPACE=COUNT" }
 
 // runFlags are kubegcd run's flags, in the groups its help prints, as
 // kube-controller-manager prints its own. Every flag belongs to a group.
@@ -112,7 +76,8 @@ type runFlags struct {
 	cfg    runConfig
 	groups cmdline.NamedFlagSets
 	// What complete reads into cfg.
-	level, controllers, allowedHosts, configFile string
+	level, configFile         string
+	controllers, allowedHosts []string
 }
 
 func newRunFlags() *runFlags {
@@ -139,7 +104,7 @@ func newRunFlags() *runFlags {
 
 	fs = f.groups.FlagSet("HTTP")
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address of the HTTP API, metrics and web UI")
-	fs.StringVar(&f.allowedHosts, "allowed-hosts", "",
+	fs.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil,
 		"comma-separated host names the HTTP API answers to, besides IP addresses, localhost and the --listen host; "+
 			"other names in a request's Host are refused, so that a web page cannot reach the API through DNS rebinding ('*': any)")
 	fs.StringVar(&cfg.authTokenFile, "auth-token-file", "",
@@ -163,7 +128,7 @@ func newRunFlags() *runFlags {
 	fs = f.groups.FlagSet("controllers")
 	fs.BoolVar(&cfg.dryRun, "dry-run", true,
 		"decide and record what would be done without writing to the cluster; --dry-run=false enforces")
-	fs.StringVar(&f.controllers, "controllers", strings.Join(knownControllers, ","),
+	fs.StringSliceVar(&f.controllers, "controllers", slices.Clone(knownControllers),
 		"comma-separated controllers to run: "+strings.Join(knownControllers, ", "))
 	fs.IntVar(&cfg.gcWorkers, "gc-workers", 64, "objects each controller works on at once")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
@@ -183,8 +148,10 @@ func newRunFlags() *runFlags {
 		"how long a node must be missing before PodGC checks it live and deletes its pods")
 	fs.DurationVar(&cfg.terminatedMaxAge, "terminated-pod-max-age", 0,
 		"delete terminated pods created longer ago than this, however many there are (0: off)")
-	fs.Var(&cfg.namespaceThresholds, "terminated-pod-gc-threshold-namespace",
-		"NAMESPACE=COUNT: terminated pods that namespace keeps before PodGC deletes its excess; repeatable (default: none)")
+	fs.StringToIntVar(&cfg.namespaceThresholds, "terminated-pod-gc-threshold-namespace", nil,
+		"`NAMESPACE=COUNT`: terminated pods that namespace keeps before PodGC deletes its excess; repeatable, or comma-separated (default: none)")
+	// Help would print an empty map's "[]" as the default.
+	fs.Lookup("terminated-pod-gc-threshold-namespace").DefValue = ""
 
 	fs = f.groups.FlagSet("leader election")
 	fs.BoolVar(&cfg.leader.enabled, "leader-elect", true,
@@ -239,7 +206,8 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 	if !slices.Contains([]string{logFormatAuto, logFormatText, logFormatJSON, logFormatJournal}, cfg.logFormat) {
 		errs = append(errs, fmt.Errorf("invalid --log-format %q: want auto, text, json or journal", cfg.logFormat))
 	}
-	for _, c := range strings.Split(f.controllers, ",") {
+	// pflag splits the list at commas and keeps the spaces around a name.
+	for _, c := range f.controllers {
 		c = strings.TrimSpace(c)
 		if c == "" {
 			continue
@@ -290,6 +258,14 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 	}
 	if cfg.podgcQuarantine < 0 {
 		errs = append(errs, fmt.Errorf("invalid --podgc-quarantine %s: must not be negative", cfg.podgcQuarantine))
+	}
+	for _, ns := range slices.Sorted(maps.Keys(cfg.namespaceThresholds)) {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("invalid --terminated-pod-gc-threshold-namespace: namespace %q: %s", ns, strings.Join(msgs, "; ")))
+		}
+		if count := cfg.namespaceThresholds[ns]; count < 0 {
+			errs = append(errs, fmt.Errorf("invalid --terminated-pod-gc-threshold-namespace: count %d of namespace %q: must be 0 or more", count, ns))
+		}
 	}
 	if cfg.terminatedMaxAge < 0 {
 		errs = append(errs, fmt.Errorf("invalid --terminated-pod-max-age %s: must be 0 (off) or positive", cfg.terminatedMaxAge))
@@ -348,7 +324,7 @@ func (l leaderConfig) validate() []error {
 
 // validateHTTP checks --listen against the API's authentication and TLS,
 // and reads allowedHosts and the --listen host into c.allowedHosts.
-func (c *runConfig) validateHTTP(allowedHosts string) []error {
+func (c *runConfig) validateHTTP(allowedHosts []string) []error {
 	var errs []error
 	if (c.tlsCertFile == "") != (c.tlsKeyFile == "") {
 		errs = append(errs, errors.New("invalid --tls-cert-file/--tls-private-key-file: give both or neither"))
@@ -368,7 +344,7 @@ func (c *runConfig) validateHTTP(allowedHosts string) []error {
 	if listenHost != "" {
 		c.allowedHosts = append(c.allowedHosts, listenHost)
 	}
-	for _, h := range strings.Split(allowedHosts, ",") {
+	for _, h := range allowedHosts {
 		h = strings.TrimSpace(h)
 		if h == "" {
 			continue

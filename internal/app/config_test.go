@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -316,6 +317,90 @@ func TestEveryConfigErrorReported(t *testing.T) {
 			_, err := parseRunFlags(tc.args...)
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("err = %v\nwant  %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestListFlags: the list and map flags take a comma-separated value or
+// several flags, from the command line or the config file, and a bad
+// entry is refused with the flag named.
+func TestListFlags(t *testing.T) {
+	conf := func(t *testing.T, content string) string {
+		p := filepath.Join(t.TempDir(), "k.conf")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const (
+		nsFlag = "--terminated-pod-gc-threshold-namespace"
+		all    = "ownergc,podgc,ttl,svgc"
+		local  = "127.0.0.1" // the host of the default --listen
+	)
+	tests := []struct {
+		name       string
+		args       func(t *testing.T) []string
+		thresholds map[string]int
+		// controllers and allowed hosts, joined with ",".
+		controllers, hosts string
+		wantErr            string
+	}{
+		{name: "defaults", args: func(*testing.T) []string { return nil }, controllers: all, hosts: local},
+		{name: "thresholds repeated", args: func(*testing.T) []string { return []string{nsFlag, "ci=200", nsFlag, "nightly=0"} },
+			thresholds: map[string]int{"ci": 200, "nightly": 0}, controllers: all, hosts: local},
+		{name: "thresholds comma-separated", args: func(*testing.T) []string { return []string{nsFlag + "=ci=200,nightly=0", nsFlag, "ci=3"} },
+			thresholds: map[string]int{"ci": 3, "nightly": 0}, controllers: all, hosts: local},
+		{name: "thresholds in the config file", args: func(t *testing.T) []string {
+			return []string{"--config", conf(t, "terminated-pod-gc-threshold-namespace = a=1,b=2\nterminated-pod-gc-threshold-namespace = c=3\n")}
+		}, thresholds: map[string]int{"a": 1, "b": 2, "c": 3}, controllers: all, hosts: local},
+		{name: "thresholds on the command line win over the file", args: func(t *testing.T) []string {
+			return []string{nsFlag, "x=9", "--config", conf(t, "terminated-pod-gc-threshold-namespace = a=1\n")}
+		}, thresholds: map[string]int{"x": 9}, controllers: all, hosts: local},
+		{name: "threshold without a count", args: func(*testing.T) []string { return []string{nsFlag, "ci"} },
+			wantErr: `invalid argument "ci" for "--terminated-pod-gc-threshold-namespace" flag: ci must be formatted as key=value`},
+		{name: "threshold not a number", args: func(*testing.T) []string { return []string{nsFlag, "ci=many"} },
+			wantErr: `invalid argument "ci=many" for "--terminated-pod-gc-threshold-namespace" flag`},
+		{name: "negative threshold", args: func(*testing.T) []string { return []string{nsFlag, "ci=-1"} },
+			wantErr: `kubegcd: invalid --terminated-pod-gc-threshold-namespace: count -1 of namespace "ci": must be 0 or more`},
+		{name: "threshold of a name no namespace has", args: func(*testing.T) []string { return []string{nsFlag, "Not_A_Namespace=3,ok=1"} },
+			wantErr: `kubegcd: invalid --terminated-pod-gc-threshold-namespace: namespace "Not_A_Namespace": a lowercase RFC 1123 label`},
+		{name: "controllers repeated", args: func(*testing.T) []string { return []string{"--controllers", "ttl", "--controllers", "svgc,ttl"} },
+			controllers: "ttl,svgc", hosts: local},
+		{name: "no controllers", args: func(*testing.T) []string { return []string{"--controllers="} }, controllers: "", hosts: local},
+		{name: "controllers in the config file", args: func(t *testing.T) []string {
+			return []string{"--config", conf(t, "controllers = podgc, ttl\n")}
+		}, controllers: "podgc,ttl", hosts: local},
+		{name: "controller quoted badly", args: func(*testing.T) []string { return []string{"--controllers", `tt"l`} },
+			wantErr: `invalid argument "tt\"l" for "--controllers" flag`},
+		{name: "hosts repeated", args: func(*testing.T) []string {
+			return []string{"--allowed-hosts", "a.example", "--allowed-hosts", "b.example,c.example"}
+		},
+			controllers: all, hosts: local + ",a.example,b.example,c.example"},
+		{name: "hosts in the config file", args: func(t *testing.T) []string {
+			return []string{"--config", conf(t, "allowed-hosts = a.example,b.example\n")}
+		}, controllers: all, hosts: local + ",a.example,b.example"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseRunFlags(tc.args(t)...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(c.namespaceThresholds, tc.thresholds) {
+				t.Errorf("namespace thresholds %v, want %v", c.namespaceThresholds, tc.thresholds)
+			}
+			if got := strings.Join(c.controllers, ","); got != tc.controllers {
+				t.Errorf("controllers %q, want %q", got, tc.controllers)
+			}
+			if got := strings.Join(c.allowedHosts, ","); got != tc.hosts {
+				t.Errorf("allowed hosts %q, want %q", got, tc.hosts)
 			}
 		})
 	}

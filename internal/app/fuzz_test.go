@@ -13,7 +13,9 @@ import (
 func FuzzConfigFile(f *testing.F) {
 	for _, s := range []string{"", "# comment\n", "dry-run = false\n", "--listen = 127.0.0.1:0", `db = "/var/lib/kubegcd/kubegcd.db"`,
 		"gc-workers = 0\n", "unknown = 1", "no equals sign", "config = other.conf", "help = true", "-db = k.db", "=", "dry-run = maybe",
-		"terminated-pod-gc-threshold-namespace = a=1\nterminated-pod-gc-threshold-namespace = b=2", "\xff\xfe = \x00"} {
+		"terminated-pod-gc-threshold-namespace = a=1\nterminated-pod-gc-threshold-namespace = b=2", "\xff\xfe = \x00",
+		"terminated-pod-gc-threshold-namespace = a=1,B=-2", `controllers = ownergc, "podgc"`, `allowed-hosts = a"b`,
+		"gc-workers = 0\nlog-level = loud\nlisten = nohostport\nleader-elect-retry-period = 0s"} {
 		f.Add(s)
 	}
 	dir := f.TempDir()
