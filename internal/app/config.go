@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -539,8 +540,10 @@ func hidePassword(s, server string) string {
 	return strings.ReplaceAll(s, user+":"+password+"@", user+":xxxxx@")
 }
 
-// waitForServer checks that the API server answers, retrying until timeout
-// so a daemon started alongside its cluster does not fail needlessly.
+// waitForServer checks that the API server answers, retrying every second
+// until timeout so a daemon started alongside its cluster does not fail
+// needlessly. An attempt runs to its own end (5s at most), so that the error
+// reported is the API server's, not the deadline's.
 func waitForServer(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
 	probe := rest.CopyConfig(cfg)
 	probe.Timeout = 5 * time.Second
@@ -548,21 +551,18 @@ func waitForServer(ctx context.Context, cfg *rest.Config, timeout time.Duration)
 	if err != nil {
 		return fmt.Errorf("API server %s: %w", cfg.Host, err)
 	}
-	deadline := time.Now().Add(timeout)
-	for {
-		_, err := dc.ServerVersion()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cannot reach the API server at %s within %s: %w", cfg.Host, timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
+		_, last = dc.ServerVersion()
+		return last == nil, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
+	return fmt.Errorf("cannot reach the API server at %s within %s: %w", cfg.Host, timeout, last)
 }
 
 // garbageCollector says who removes the foregroundDeletion and orphan
