@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -590,21 +592,22 @@ func (w *watcher) convert(obj runtime.Object) *db.Object {
 	return o
 }
 
-// backoff is a capped exponential backoff with jitter.
+// backoff is a capped exponential backoff with jitter: each wait is drawn
+// from [d/2, d), d doubling from min up to max.
 type backoff struct {
-	min, max, cur time.Duration
+	min, max time.Duration
+	steps    *wait.Backoff // nil until the first wait after a reset
 }
 
-func (b *backoff) reset() { b.cur = 0 }
+func (b *backoff) reset() { b.steps = nil }
 
 func (b *backoff) wait(ctx context.Context) {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else if b.cur *= 2; b.cur > b.max {
-		b.cur = b.max
+	if b.steps == nil {
+		// wait.Backoff adds up to Jitter × its duration: from d/2, a
+		// jitter of 1 waits between d/2 and d.
+		b.steps = &wait.Backoff{Duration: b.min / 2, Factor: 2, Jitter: 1, Steps: math.MaxInt32, Cap: b.max / 2}
 	}
-	d := b.cur/2 + rand.N(b.cur/2+1)
-	t := time.NewTimer(d)
+	t := time.NewTimer(b.steps.Step())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
