@@ -180,7 +180,7 @@ func newHarness(t *testing.T, store *fakeStore, dryRun bool, opts Options) *harn
 		t.Fatal(err)
 	}
 	h := &harness{store: store, ledger: ledger, applier: applier, client: fake.NewClientset(), reg: prometheus.NewRegistry(),
-		passes: first(reconcile.NewPasses(prometheus.NewRegistry())), clock: clock}
+		passes: reconcile.NewPasses(prometheus.NewRegistry()), clock: clock}
 	opts.DB, opts.Applier, opts.Client, opts.Logger, opts.Passes = store, applier, h.client, log, h.passes
 	opts.Synced = func() bool { return true }
 	if opts.ResourceSynced == nil {
@@ -192,11 +192,6 @@ func newHarness(t *testing.T, store *fakeStore, dryRun bool, opts Options) *harn
 	}
 	return h
 }
-
-// first returns the first result of a call, whatever else it returns:
-// first(reconcile.NewPasses(reg)) builds whether or not NewPasses also
-// returns an error, which a new registry never causes.
-func first[T any](v T, _ ...any) T { return v }
 
 // livePods adds the pods to the fake API server.
 func (h *harness) livePods(t *testing.T, pods ...*db.Object) {
@@ -237,7 +232,7 @@ func (h *harness) metric(t *testing.T, name, label string) float64 {
 
 func (h *harness) pending(t *testing.T) map[string]db.Pending {
 	t.Helper()
-	rows, _, err := h.ledger.ListPending(context.Background(), db.PendingFilter{Controller: Name})
+	rows, _, err := h.ledger.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: Name})
 	if err != nil {
 		t.Fatal(err)
 	}
