@@ -232,7 +232,7 @@ func (h *harness) metric(t *testing.T, name, label string) float64 {
 
 func (h *harness) pending(t *testing.T) map[string]db.Pending {
 	t.Helper()
-	rows, _, err := h.ledger.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: Name})
+	rows, _, err := h.ledger.ListPending(context.Background(), db.PendingFilter{Controller: Name})
 	if err != nil {
 		t.Fatal(err)
 	}
