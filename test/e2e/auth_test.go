@@ -1,16 +1,9 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -44,25 +37,13 @@ func call(t *testing.T, client *http.Client, url, token string) (int, http.Heade
 	return resp.StatusCode, resp.Header, body
 }
 
-// writeTouched writes a file with a modification time unlike its last, so
-// that a reload sees the change even within the file system's time step.
-func writeTouched(t *testing.T, path, content string, mod time.Time) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(path, mod, mod); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestAPIBearerTokens: with --auth-token-file every path but the health
 // checks wants a token of the file; the file is re-read when it changes;
 // the CLI sends one from --token-file and says what a 401 means.
 func TestAPIBearerTokens(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
-	writeTouched(t, file, "# operators\ns3cret-a,alice\nt0ken-b\n", time.Now().Add(-time.Hour))
+	e2eutil.WriteTouched(t, file, "# operators\ns3cret-a,alice\nt0ken-b\n", time.Now().Add(-time.Hour))
 	d := daemons.Start(t, "", "--auth-token-file", file)
 	c := &http.Client{Timeout: 10 * time.Second}
 
@@ -108,13 +89,13 @@ func TestAPIBearerTokens(t *testing.T) {
 		t.Errorf("kubegcd status without a token: exit %d, stderr %q", code, stderr)
 	}
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	writeTouched(t, tokenFile, "t0ken-b\n", time.Now())
+	e2eutil.WriteTouched(t, tokenFile, "t0ken-b\n", time.Now())
 	if code, stdout, stderr := cliRun("status", "--server", d.URL, "--token-file", tokenFile); code != 0 || stdout == "" {
 		t.Errorf("kubegcd status --token-file: exit %d, stderr %q", code, stderr)
 	}
 
 	// Rotation without a restart: the old tokens go, the new one works.
-	writeTouched(t, file, "n3w-c,carol\n", time.Now())
+	e2eutil.WriteTouched(t, file, "n3w-c,carol\n", time.Now())
 	eventually(t, 10*time.Second, func() error {
 		if code, _, _ := call(t, c, d.URL+"/status", "n3w-c"); code != http.StatusOK {
 			return fmt.Errorf("the new token: %d", code)
@@ -140,7 +121,7 @@ func TestAPITokenRevocation(t *testing.T) {
 	edit := func(content string) {
 		t.Helper()
 		mod = mod.Add(time.Minute)
-		writeTouched(t, file, content, mod)
+		e2eutil.WriteTouched(t, file, content, mod)
 	}
 	edit("\ufeffgood-DDDD,dave\ngood-KKKK,kim\n")
 	d := daemons.Start(t, "", "--auth-token-file", file)
@@ -238,90 +219,26 @@ func TestAPITokenRevocation(t *testing.T) {
 	}
 }
 
-// testPKI is a CA with the certificates the TLS test needs.
-type testPKI struct {
-	dir    string
-	ca     *x509.Certificate
-	caKey  *ecdsa.PrivateKey
-	caPool *x509.CertPool
-}
-
-func newPKI(t *testing.T, name string) *testPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &testPKI{dir: t.TempDir(), ca: ca, caKey: key, caPool: x509.NewCertPool()}
-	p.caPool.AddCert(ca)
-	writeTouched(t, filepath.Join(p.dir, "ca.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), time.Now())
-	return p
-}
-
-// issue writes a certificate for cn (a server one for 127.0.0.1 when
-// server) and its key as NAME.pem and NAME-key.pem, and returns them.
-func (p *testPKI) issue(t *testing.T, name, cn string, serial int64, server bool, mod time.Time) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if server {
-		tmpl.ExtKeyUsage, tmpl.IPAddresses = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	writeTouched(t, filepath.Join(p.dir, name+"-key.pem"), string(keyPEM), mod)
-	writeTouched(t, filepath.Join(p.dir, name+".pem"), string(certPEM), mod)
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pair
-}
-
 // TestAPITLSAndClientCertificates: HTTPS from --tls-cert-file, reloaded
 // when the files change; with --client-ca-file a certificate it signed
 // authenticates a client without a token, a client without one gets a
 // 401 but for the health checks, and one signed by another CA is refused.
 func TestAPITLSAndClientCertificates(t *testing.T) {
 	t.Parallel()
-	pki := newPKI(t, "kubegcd-test-ca")
-	pki.issue(t, "server", "kubegcd", 10, true, time.Now().Add(-time.Hour))
-	alice := pki.issue(t, "alice", "alice", 11, false, time.Now())
-	other := newPKI(t, "someone-else")
-	mallory := other.issue(t, "mallory", "mallory", 12, false, time.Now())
+	pki := e2eutil.NewPKI(t, "kubegcd-test-ca")
+	pki.Issue(t, "server", "kubegcd", 10, true, time.Now().Add(-time.Hour))
+	alice := pki.Issue(t, "alice", "alice", 11, false, time.Now())
+	other := e2eutil.NewPKI(t, "someone-else")
+	mallory := other.Issue(t, "mallory", "mallory", 12, false, time.Now())
 
 	clientWith := func(certs ...tls.Certificate) *http.Client {
 		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: pki.caPool, Certificates: certs, MinVersion: tls.VersionTLS12}}}
+			TLSClientConfig: &tls.Config{RootCAs: pki.Pool, Certificates: certs, MinVersion: tls.VersionTLS12}}}
 	}
 	anonymous := clientWith()
 	d := e2eutil.DaemonOptions{Kubeconfig: cluster.Kubeconfig, Client: anonymous}.Start(t, "",
-		"--tls-cert-file", filepath.Join(pki.dir, "server.pem"), "--tls-private-key-file", filepath.Join(pki.dir, "server-key.pem"),
-		"--client-ca-file", filepath.Join(pki.dir, "ca.pem"))
+		"--tls-cert-file", pki.CertFile("server"), "--tls-private-key-file", pki.KeyFile("server"),
+		"--client-ca-file", pki.CAFile())
 
 	if code, _, _ := call(t, anonymous, d.URL+"/healthz", ""); code != http.StatusOK {
 		t.Errorf("/healthz over HTTPS without a client certificate: %d", code)
@@ -336,7 +253,7 @@ func TestAPITLSAndClientCertificates(t *testing.T) {
 	// A certificate of another CA, sent though the server asked for its
 	// own CA's: the handshake fails, or at most the request is anonymous.
 	forced := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: pki.caPool, MinVersion: tls.VersionTLS12,
+		RootCAs: pki.Pool, MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &mallory, nil }}}}
 	if resp, err := forced.Get(d.URL + "/status"); err == nil {
 		resp.Body.Close()
@@ -352,9 +269,9 @@ func TestAPITLSAndClientCertificates(t *testing.T) {
 	}
 
 	// A renewed certificate is served without a restart.
-	pki.issue(t, "server", "kubegcd", 20, true, time.Now())
+	pki.Issue(t, "server", "kubegcd", 20, true, time.Now())
 	eventually(t, 15*time.Second, func() error {
-		conn, err := tls.Dial("tcp", strings.TrimPrefix(d.URL, "https://"), &tls.Config{RootCAs: pki.caPool, MinVersion: tls.VersionTLS12})
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(d.URL, "https://"), &tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12})
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 // completionEnd is what cobra's __complete writes on stderr, and all it
@@ -49,7 +51,7 @@ func TestCompletionFromDaemon(t *testing.T) {
 		}
 	}
 	tokens := filepath.Join(t.TempDir(), "tokens")
-	writeTouched(t, tokens, "c0mplete,operator\n", time.Now().Add(-time.Hour))
+	e2eutil.WriteTouched(t, tokens, "c0mplete,operator\n", time.Now().Add(-time.Hour))
 	d := daemons.Start(t, "", "--auth-token-file", tokens)
 	token := writeFile(t, "token", "c0mplete\n")
 	complete := func(args ...string) ([]string, string) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 // TestMetricsLabelsHostileClients: clients that send thousands of made-up
@@ -19,7 +21,7 @@ import (
 func TestMetricsLabelsHostileClients(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
-	writeTouched(t, file, "m3trics,prometheus\n", time.Now().Add(-time.Hour))
+	e2eutil.WriteTouched(t, file, "m3trics,prometheus\n", time.Now().Add(-time.Hour))
 	d := daemons.Start(t, "", "--auth-token-file", file)
 	c := &http.Client{Timeout: 10 * time.Second}
 	scrape := func() string {

@@ -1,21 +1,13 @@
 package e2efaults
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,11 +24,12 @@ import (
 // stderr as the daemon's log does, into this daemon's log.
 func TestServerErrorsLogJSON(t *testing.T) {
 	ns := namespaces.New(t, "serverlog")
-	certFile, keyFile, roots := selfSignedCert(t)
+	pki := e2eutil.NewPKI(t, "kubegcd-test-ca")
+	pki.Issue(t, "server", "kubegcd", 2, true, time.Now())
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+		TLSClientConfig: &tls.Config{RootCAs: pki.Pool, MinVersion: tls.VersionTLS12}}}
 	d := e2eutil.DaemonOptions{Kubeconfig: kubeconfig(t, cluster.Config.Host, confinedToken(t, ns)), Client: client}.Start(t, "",
-		"--leader-elect=false", "--log-format=json", "--tls-cert-file", certFile, "--tls-private-key-file", keyFile)
+		"--leader-elect=false", "--log-format=json", "--tls-cert-file", pki.CertFile("server"), "--tls-private-key-file", pki.KeyFile("server"))
 	log.SetOutput(d.Logs)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 
@@ -76,43 +69,4 @@ func TestServerErrorsLogJSON(t *testing.T) {
 	if logged == 0 || logged >= handshakes {
 		t.Errorf("%d of %d TLS handshake errors logged, want some and at most a few a minute", logged, handshakes)
 	}
-}
-
-// selfSignedCert writes a certificate for 127.0.0.1 and its key, and
-// returns their paths and a pool that trusts the certificate.
-func selfSignedCert(t *testing.T) (certFile, keyFile string, roots *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubegcd"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots = x509.NewCertPool()
-	roots.AddCert(cert)
-	return certFile, keyFile, roots
 }
