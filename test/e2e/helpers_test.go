@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +56,23 @@ func eventually(t *testing.T, timeout time.Duration, fn func() error) time.Durat
 }
 
 func tail(s string, n int) string { return e2eutil.Tail(s, n) }
+
+// terminate sends the kubegcd binary cmd runs SIGTERM and requires it to
+// exit with 0 within 30 s; exited carries what cmd.Wait returned.
+func terminate(t *testing.T, cmd *exec.Cmd, exited <-chan error) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("kubegcd exited with %v after SIGTERM, want 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("kubegcd did not stop within 30s of SIGTERM")
+	}
+}
 
 var widgetGVR = schema.GroupVersionResource{Group: "e2e.kubegcd.io", Version: "v1", Resource: "widgets"}
 

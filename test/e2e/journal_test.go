@@ -55,17 +55,7 @@ func TestJournalLogs(t *testing.T) {
 		}
 		return nil
 	})
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("kubegcd exited with %v after SIGTERM, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("kubegcd did not stop within 30s of SIGTERM")
-	}
+	terminate(t, cmd, exited)
 
 	logs, err := os.ReadFile(logPath)
 	if err != nil {

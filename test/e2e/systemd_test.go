@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -118,17 +117,7 @@ func TestSystemdNotify(t *testing.T) {
 		return nil
 	})
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("kubegcd exited with %v after SIGTERM, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("kubegcd did not stop within 30s of SIGTERM")
-	}
+	terminate(t, cmd, exited)
 	msgs := sock.messages()
 	i := slices.Index(msgs, "STOPPING=1\nSTATUS=stopping")
 	if i < 0 {
