@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 // stuckTimeout bounds waits that span a scrape cache (30 s) of the stuck
@@ -139,24 +140,6 @@ func waitMetric(t *testing.T, d *daemon, series string, want func() int) {
 	})
 }
 
-// startNamespaceController runs kube-controller-manager's namespace
-// controller alone until the end of the test: it empties Terminating
-// namespaces and removes their spec finalizer once they are empty.
-func startNamespaceController(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kcmTimeout)
-	defer cancel()
-	halt, err := cluster.StartControllerManager(ctx, "--controllers=namespace")
-	if err != nil {
-		t.Fatalf("starting kube-controller-manager: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := halt(); err != nil {
-			t.Errorf("kube-controller-manager: %v", err)
-		}
-	})
-}
-
 func TestStuckNamespace(t *testing.T) {
 	ctx := context.Background()
 	ns := namespaces.New(t, "stuck-ns")
@@ -179,7 +162,7 @@ func TestStuckNamespace(t *testing.T) {
 	const after = time.Second
 	d := daemons.Start(t, "", "--controllers=", "--stuck-after="+after.String())
 	d.WaitReady(t, 30*time.Second)
-	startNamespaceController(t)
+	e2eutil.StartNamespaceController(t, cluster)
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

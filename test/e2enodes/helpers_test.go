@@ -126,17 +126,6 @@ func setOf(names ...string) map[string]bool {
 	return out
 }
 
-// metric returns the sum of the samples of a metric family whose labels
-// apiDeletes counts the DELETE calls on pods the API server has served.
-func apiDeletes(t *testing.T) float64 {
-	t.Helper()
-	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e2eutil.Metric(body, "apiserver_request_total", "verb=DELETE", "resource=pods")
-}
-
 // waitPasses waits until kubegcd has finished n more PodGC passes.
 func waitPasses(t *testing.T, d *e2eutil.Daemon, n int) {
 	t.Helper()

@@ -297,9 +297,9 @@ func TestPodGCUnscheduledTerminatingAndHeldPods(t *testing.T) {
 		return nil
 	})
 	waitPasses(t, d, 1)
-	before := apiDeletes(t)
+	before := e2eutil.APIDeletes(t, kube, "pods").Sum()
 	waitPasses(t, d, 5)
-	if after := apiDeletes(t); after != before {
+	if after := e2eutil.APIDeletes(t, kube, "pods").Sum(); after != before {
 		t.Errorf("%v pod DELETE calls during five passes over a finalizer-held pod, want 0", after-before)
 	}
 	rows := audit(t, d, "controller=podgc&namespace="+ns)

@@ -2,6 +2,7 @@ package e2eui
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"hash/fnv"
 	"net/url"
@@ -230,6 +231,42 @@ func (p *page) desktop() {
 	p.run(chromedp.EmulateViewport(desktopWidth, desktopHeight))
 }
 
+// waitItems waits until a list of the API (/pending, /stuck, /audit and
+// the like) answers path with n items: decisions made, deletions mirrored.
+func waitItems(t *testing.T, d *e2eutil.Daemon, timeout time.Duration, path string, n int) {
+	t.Helper()
+	e2eutil.Eventually(t, timeout, func() error {
+		var out struct{ Items []struct{} }
+		d.GetJSON(t, path, 200, &out)
+		if len(out.Items) != n {
+			return fmt.Errorf("GET %s: %d items, want %d", path, len(out.Items), n)
+		}
+		return nil
+	})
+}
+
+// downloadCSV clicks the page's CSV download and returns the rows of the
+// file it saves in dir, the one file there whose name matches pattern.
+func (p *page) downloadCSV(dir, pattern string) [][]string {
+	p.t.Helper()
+	p.run(chromedpClick("#download-csv"))
+	var rows [][]string
+	e2eutil.Eventually(p.t, pageTimeout, func() error {
+		files, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil || len(files) != 1 {
+			return fmt.Errorf("downloaded files %v %v", files, err)
+		}
+		f, err := os.Open(files[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		rows, err = csv.NewReader(f).ReadAll()
+		return err
+	})
+	return rows
+}
+
 // configMap creates a ConfigMap with the given owners.
 func configMap(t *testing.T, ns, name string, owners ...metav1.OwnerReference) *corev1.ConfigMap {
 	t.Helper()
@@ -264,23 +301,6 @@ func chromedpClick(sel string) chromedp.Action {
 
 func newOwned(ns, name string, owners ...metav1.OwnerReference) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: owners}}
-}
-
-// startNamespaceController runs kube-controller-manager with only the
-// namespace controller, which empties a deleted namespace.
-func startNamespaceController(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	halt, err := cluster.StartControllerManager(ctx, "--controllers=namespace")
-	if err != nil {
-		t.Fatalf("starting kube-controller-manager: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := halt(); err != nil {
-			t.Errorf("kube-controller-manager: %v", err)
-		}
-	})
 }
 
 // shotOf writes a screenshot of the first element matching a CSS selector:

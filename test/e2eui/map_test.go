@@ -123,14 +123,7 @@ func TestRuleIDsLink(t *testing.T) {
 	configMap(t, ns, "orphan", danglingRef("ghost-rules"))
 	d := daemons.Start(t, "")
 	uid := objectUID(t, d, ns, "orphan")
-	e2eutil.Eventually(t, 60*time.Second, func() error {
-		var out struct{ Items []struct{} }
-		d.GetJSON(t, "/pending?namespace="+ns, 200, &out)
-		if len(out.Items) != 1 {
-			return fmt.Errorf("%d pending, want orphan's", len(out.Items))
-		}
-		return nil
-	})
+	waitItems(t, d, 60*time.Second, "/pending?namespace="+ns, 1)
 	p := openPage(t, d)
 	const doc = "https://github.com/kubegcd/kubegcd/blob/main/docs/rules.md"
 	type link struct{ Href, Title, Text string }

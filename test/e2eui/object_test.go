@@ -122,14 +122,7 @@ func TestPendingOldestFirst(t *testing.T) {
 	// since a time of its own.
 	for i := range 4 {
 		configMap(t, ns, fmt.Sprintf("orphan-%d", i), danglingRef(fmt.Sprintf("ghost-order-%d", i)))
-		e2eutil.Eventually(t, 60*time.Second, func() error {
-			var out struct{ Items []struct{} }
-			d.GetJSON(t, "/pending?namespace="+ns, 200, &out)
-			if len(out.Items) != i+1 {
-				return fmt.Errorf("%d pending, want %d", len(out.Items), i+1)
-			}
-			return nil
-		})
+		waitItems(t, d, 60*time.Second, "/pending?namespace="+ns, i+1)
 	}
 	var want []string
 	for i := range 4 {

@@ -2,11 +2,8 @@ package e2eui
 
 import (
 	"context"
-	"encoding/csv"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -342,14 +339,7 @@ func TestGraphOf500DependentsUnder2s(t *testing.T) {
 	d := daemons.Start(t, "")
 	uid := string(owner.UID)
 	graphSize(t, d, uid, 501)
-	e2eutil.Eventually(t, 30*time.Second, func() error {
-		var out struct{ Items []struct{} }
-		d.GetJSON(t, "/stuck?minAge=0&namespace="+ns, 200, &out)
-		if len(out.Items) != 3 {
-			return fmt.Errorf("%d deletions mirrored, want 3", len(out.Items))
-		}
-		return nil
-	})
+	waitItems(t, d, 30*time.Second, "/stuck?minAge=0&namespace="+ns, 3)
 	p := openPage(t, d)
 	// Best of five: the machine is shared (two cores, other test packages
 	// running beside this one), and the least disturbed run is what the
@@ -475,14 +465,7 @@ func TestAuditFilterAndPaging(t *testing.T) {
 	}
 	d := daemons.Start(t, "")
 	for ns, n := range map[string]int{nsA: 25, nsB: 4} {
-		e2eutil.Eventually(t, 60*time.Second, func() error {
-			var out struct{ Items []struct{} }
-			d.GetJSON(t, "/audit?limit=1000&namespace="+ns, 200, &out)
-			if len(out.Items) != n {
-				return fmt.Errorf("%s: %d audit rows, want %d", ns, len(out.Items), n)
-			}
-			return nil
-		})
+		waitItems(t, d, 60*time.Second, "/audit?limit=1000&namespace="+ns, n)
 	}
 	p := openPage(t, d)
 
@@ -545,21 +528,7 @@ func TestAuditFilterAndPaging(t *testing.T) {
 	// The CSV download holds the filter's rows, every page of them.
 	dir := t.TempDir()
 	p.run(cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir))
-	p.run(chromedpClick("#download-csv"))
-	var csvRows [][]string
-	e2eutil.Eventually(t, pageTimeout, func() error {
-		files, err := filepath.Glob(filepath.Join(dir, "kubegcd-audit-*.csv"))
-		if err != nil || len(files) != 1 {
-			return fmt.Errorf("downloaded files %v %v", files, err)
-		}
-		f, err := os.Open(files[0])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		csvRows, err = csv.NewReader(f).ReadAll()
-		return err
-	})
+	csvRows := p.downloadCSV(dir, "kubegcd-audit-*.csv")
 	if len(csvRows) != 4 || strings.Join(csvRows[0], ",") != "time,controller,rule,action,object,outcome,reason,by" {
 		t.Fatalf("CSV download: %q, want a header and the 3 ConfigMap rows of %s", csvRows, nsB)
 	}
@@ -593,20 +562,7 @@ func TestAuditFilterAndPaging(t *testing.T) {
 		t.Errorf("pending rows of kind ConfigMap in %s: %q, want 3", nsB, got)
 	}
 	// Its download holds the filter's decisions.
-	p.run(chromedpClick("#download-csv"))
-	e2eutil.Eventually(t, pageTimeout, func() error {
-		files, err := filepath.Glob(filepath.Join(dir, "kubegcd-pending-*.csv"))
-		if err != nil || len(files) != 1 {
-			return fmt.Errorf("downloaded files %v %v", files, err)
-		}
-		f, err := os.Open(files[0])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		csvRows, err = csv.NewReader(f).ReadAll()
-		return err
-	})
+	csvRows = p.downloadCSV(dir, "kubegcd-pending-*.csv")
 	if len(csvRows) != 4 || strings.Join(csvRows[0], ",") != "since,controller,rule,action,object,reason,waits" {
 		t.Fatalf("pending CSV download: %q, want a header and the 3 ConfigMap decisions of %s", csvRows, nsB)
 	}
@@ -720,7 +676,7 @@ func TestStuckPageShowsStuckNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := daemons.Start(t, "", "--controllers=", "--stuck-after=1s")
-	startNamespaceController(t)
+	e2eutil.StartNamespaceController(t, cluster)
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
