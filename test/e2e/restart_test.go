@@ -11,57 +11,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
-
-// mirrorEqualsCluster compares, resource by resource, the uid and
-// resourceVersion of every mirrored object with a fresh list from the API.
-func mirrorEqualsCluster(ctx context.Context, store *db.DB) error {
-	resources, err := store.Resources(ctx)
-	if err != nil {
-		return err
-	}
-	if len(resources) < 20 {
-		return fmt.Errorf("only %d resources recorded", len(resources))
-	}
-	for _, r := range resources {
-		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
-		list, err := meta.Resource(gvr).List(ctx, metav1.ListOptions{})
-		if apierrors.IsNotFound(err) {
-			// A CRD another test removed: the mirror drops it at its next
-			// discovery, which is not what this compares.
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("listing %s: %w", gvr, err)
-		}
-		want := make([]db.ObjectKey, 0, len(list.Items))
-		for _, it := range list.Items {
-			want = append(want, db.ObjectKey{UID: string(it.UID), ResourceVersion: it.ResourceVersion})
-		}
-		slices.SortFunc(want, func(a, b db.ObjectKey) int {
-			if a.UID < b.UID {
-				return -1
-			}
-			if a.UID > b.UID {
-				return 1
-			}
-			return 0
-		})
-		got, err := store.ObjectsOf(ctx, r.ID)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("%s: mirror has %d objects, cluster %d (or resourceVersions differ)", gvr, len(got), len(want))
-		}
-	}
-	return nil
-}
 
 func TestRestartOnSameDatabaseLeavesNoGhosts(t *testing.T) {
 	t.Parallel()
@@ -75,27 +30,13 @@ func TestRestartOnSameDatabaseLeavesNoGhosts(t *testing.T) {
 	}
 	d := daemons.Start(t, "")
 	d.WaitReady(t, 60*time.Second)
-	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d.DB(t)) })
+	eventually(t, 15*time.Second, func() error { return e2eutil.MirrorMatches(ctx, d.DB(t), meta, "") })
 	if code := d.Stop(); code != 0 {
 		t.Fatalf("kubegcd exited with %d", code)
 	}
 
 	// While kubegcd is down: delete half, update some, create new ones.
-	for i := range 10 {
-		if err := cms.Delete(ctx, "before-"+strconv.Itoa(i), metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 10; i < 15; i++ {
-		cm, err := cms.Get(ctx, "before-"+strconv.Itoa(i), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Data = map[string]string{"changed": "while stopped"}
-		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deleteAndUpdate(t, cms, 10, 5)
 	for i := range 5 {
 		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-" + strconv.Itoa(i)}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -104,7 +45,7 @@ func TestRestartOnSameDatabaseLeavesNoGhosts(t *testing.T) {
 
 	d2 := daemons.Start(t, d.DBPath)
 	d2.WaitReady(t, 60*time.Second)
-	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d2.DB(t)) })
+	eventually(t, 15*time.Second, func() error { return e2eutil.MirrorMatches(ctx, d2.DB(t), meta, "") })
 }
 
 // TestAPIServerRestart restarts the shared kube-apiserver, so it must not
@@ -118,16 +59,7 @@ func TestAPIServerRestart(t *testing.T) {
 	if err := cluster.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
-		code, _, err := d.Get("/readyz")
-		if err != nil {
-			return err
-		}
-		if code != http.StatusServiceUnavailable {
-			return fmt.Errorf("/readyz %d while the API server is down", code)
-		}
-		return nil
-	})
+	d.WaitUnready(t, 30*time.Second, "")
 	if code, _, err := d.Get("/status"); err != nil || code != http.StatusOK {
 		t.Fatalf("/status while the API server is down: %d %v", code, err)
 	}
@@ -144,9 +76,32 @@ func TestAPIServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	within(t, "configmap after restart", func() error { return matchesMirror(d.DB(t), cm, "v1", "ConfigMap") })
-	eventually(t, 15*time.Second, func() error { return mirrorEqualsCluster(ctx, d.DB(t)) })
+	eventually(t, 15*time.Second, func() error { return e2eutil.MirrorMatches(ctx, d.DB(t), meta, "") })
 	if code, exited := d.Exited(); exited {
 		t.Fatalf("kubegcd exited with %d during the API server restart", code)
+	}
+}
+
+// deleteAndUpdate deletes the ConfigMaps before-0 to before-(deleted-1) and
+// changes the data of the updated ones after them, as a test does while
+// kubegcd is down.
+func deleteAndUpdate(t *testing.T, cms typedcorev1.ConfigMapInterface, deleted, updated int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range deleted {
+		if err := cms.Delete(ctx, "before-"+strconv.Itoa(i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := deleted; i < deleted+updated; i++ {
+		cm, err := cms.Get(ctx, "before-"+strconv.Itoa(i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{"changed": "while stopped"}
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -210,21 +165,7 @@ func TestRestartResumesWatches(t *testing.T) {
 		t.Fatalf("kubegcd exited with %d", code)
 	}
 
-	for i := range 3 {
-		if err := cms.Delete(ctx, "before-"+strconv.Itoa(i), metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 3; i < 6; i++ {
-		cm, err := cms.Get(ctx, "before-"+strconv.Itoa(i), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Data = map[string]string{"changed": "while stopped"}
-		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deleteAndUpdate(t, cms, 3, 3)
 	create("after", nil)
 	dep.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: ownerB.Name, UID: ownerB.UID}}
 	if _, err := cms.Update(ctx, dep, metav1.UpdateOptions{}); err != nil {

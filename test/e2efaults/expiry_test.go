@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -52,34 +53,19 @@ func TestExpiredWatchRelists(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := namespaces.New(t, "expiry")
-	old := createCM(t, ns, "owner")
-	garbage := createCM(t, ns, "dep-old", ref("owner", old.UID))
-	moved := createCM(t, ns, "dep-moved", ref("owner", old.UID))
-	for i := range 3 {
-		createCM(t, ns, fmt.Sprintf("doomed-%d", i))
-	}
+	s := newOwnerSwap(t, ns)
 
 	p := newProxy(t)
 	d := daemons.WithKubeconfig(p.Kubeconfig(confinedToken(t, ns))).Start(t, "", enforcing...)
-	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
+	eventually(t, 30*time.Second, func() error { return e2eutil.MirrorMatches(ctx, d.DB(t), meta, ns) })
 	relists := func() float64 {
 		return d.Metric(t, "kubegcd_ingest_relists_total", "resource=configmaps", "reason=expired")
 	}
 	before := relists()
 
 	p.Cut()
-	waitUnready(t, d, 30*time.Second, "mirror not synced")
-	for i := range 3 {
-		deleteCM(t, ns, fmt.Sprintf("doomed-%d", i))
-	}
-	deleteCM(t, ns, "owner")
-	owner := createCM(t, ns, "owner")
-	moved.OwnerReferences = []metav1.OwnerReference{ref("owner", owner.UID)}
-	moved, err := kube.CoreV1().ConfigMaps(ns).Update(ctx, moved, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh := createCM(t, ns, "dep-new", ref("owner", owner.UID))
+	d.WaitUnready(t, 30*time.Second, "mirror not synced")
+	s.swap(t)
 	compactEtcd(t)
 	p.Restore()
 	noDecisionUntilSynced(t, d, ns, 60*time.Second)
@@ -94,27 +80,14 @@ func TestExpiredWatchRelists(t *testing.T) {
 		t.Errorf("the log does not say that a watch expired")
 	}
 	d.WaitReady(t, 60*time.Second)
-	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
+	eventually(t, 30*time.Second, func() error { return e2eutil.MirrorMatches(ctx, d.DB(t), meta, ns) })
 	eventually(t, 60*time.Second, func() error {
-		if cmExists(t, ns, "dep-old", garbage.UID) {
+		if cmExists(t, ns, "dep-old", s.garbage.UID) {
 			return fmt.Errorf("dep-old, whose owner is gone, is still there")
 		}
 		return nil
 	})
-	survivors := map[string]types.UID{"dep-moved": moved.UID, "dep-new": fresh.UID, "owner": owner.UID}
-	stable(t, 5*time.Second, func() error {
-		for name, uid := range survivors {
-			if !cmExists(t, ns, name, uid) {
-				return fmt.Errorf("%s, whose owner exists, was deleted", name)
-			}
-		}
-		return nil
-	})
-	for _, r := range auditOf(t, d, ns) {
-		if _, ok := survivors[r.Target.Name]; ok {
-			t.Errorf("a decision about %s, whose owner exists: %+v", r.Target.Name, r)
-		}
-	}
+	noDecisionAbout(t, d, ns, s.survivors(), 5*time.Second)
 }
 
 // TestRestartFromCompactedVersionRelists stops kubegcd, changes the
@@ -127,33 +100,18 @@ func TestRestartFromCompactedVersionRelists(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := namespaces.New(t, "restart-expiry")
-	old := createCM(t, ns, "owner")
-	garbage := createCM(t, ns, "dep-old", ref("owner", old.UID))
-	moved := createCM(t, ns, "dep-moved", ref("owner", old.UID))
+	s := newOwnerSwap(t, ns)
 	live := createCM(t, ns, "live-owner")
 	keep := createCM(t, ns, "keep", ref("live-owner", live.UID))
-	for i := range 3 {
-		createCM(t, ns, fmt.Sprintf("doomed-%d", i))
-	}
 
 	config := kubeconfig(t, cluster.Config.Host, confinedToken(t, ns))
 	d := daemons.WithKubeconfig(config).Start(t, "", enforcing...)
-	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
+	eventually(t, 30*time.Second, func() error { return e2eutil.MirrorMatches(ctx, d.DB(t), meta, ns) })
 	if code := d.Stop(); code != 0 {
 		t.Fatalf("kubegcd exited with %d", code)
 	}
 
-	for i := range 3 {
-		deleteCM(t, ns, fmt.Sprintf("doomed-%d", i))
-	}
-	deleteCM(t, ns, "owner")
-	owner := createCM(t, ns, "owner")
-	moved.OwnerReferences = []metav1.OwnerReference{ref("owner", owner.UID)}
-	moved, err := kube.CoreV1().ConfigMaps(ns).Update(ctx, moved, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh := createCM(t, ns, "dep-new", ref("owner", owner.UID))
+	s.swap(t)
 	dangling := createCM(t, ns, "dep-dangling", ref("never-existed", "00000000-0000-0000-0000-00000000dead"))
 	compactEtcd(t)
 
@@ -166,16 +124,69 @@ func TestRestartFromCompactedVersionRelists(t *testing.T) {
 		t.Errorf("configmaps resumed %v times from a compacted resourceVersion", n)
 	}
 	eventually(t, 60*time.Second, func() error {
-		for name, uid := range map[string]types.UID{"dep-old": garbage.UID, "dep-dangling": dangling.UID} {
+		for name, uid := range map[string]types.UID{"dep-old": s.garbage.UID, "dep-dangling": dangling.UID} {
 			if cmExists(t, ns, name, uid) {
 				return fmt.Errorf("%s, whose owner is gone, is still there", name)
 			}
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d2.DB(t), ns) })
-	survivors := map[string]types.UID{"dep-moved": moved.UID, "dep-new": fresh.UID, "owner": owner.UID, "keep": keep.UID, "live-owner": live.UID}
-	stable(t, 3*time.Second, func() error {
+	eventually(t, 30*time.Second, func() error { return e2eutil.MirrorMatches(ctx, d2.DB(t), meta, ns) })
+	survivors := s.survivors()
+	survivors["keep"], survivors["live-owner"] = keep.UID, live.UID
+	noDecisionAbout(t, d2, ns, survivors, 3*time.Second)
+}
+
+// ownerSwap is how both tests change the cluster while kubegcd does not
+// see it: three ConfigMaps deleted, an owner deleted and re-created under
+// its name, one of its two dependents moved to the new owner and another
+// made for it. The old owner's other dependent is then garbage.
+type ownerSwap struct {
+	ns                           string
+	garbage, moved, fresh, owner *corev1.ConfigMap
+}
+
+// newOwnerSwap creates the owner, its two dependents and the three
+// ConfigMaps to delete.
+func newOwnerSwap(t *testing.T, ns string) *ownerSwap {
+	t.Helper()
+	old := createCM(t, ns, "owner")
+	s := &ownerSwap{ns: ns, garbage: createCM(t, ns, "dep-old", ref("owner", old.UID)),
+		moved: createCM(t, ns, "dep-moved", ref("owner", old.UID))}
+	for i := range 3 {
+		createCM(t, ns, fmt.Sprintf("doomed-%d", i))
+	}
+	return s
+}
+
+// swap makes the changes.
+func (s *ownerSwap) swap(t *testing.T) {
+	t.Helper()
+	for i := range 3 {
+		deleteCM(t, s.ns, fmt.Sprintf("doomed-%d", i))
+	}
+	deleteCM(t, s.ns, "owner")
+	s.owner = createCM(t, s.ns, "owner")
+	s.moved.OwnerReferences = []metav1.OwnerReference{ref("owner", s.owner.UID)}
+	moved, err := kube.CoreV1().ConfigMaps(s.ns).Update(context.Background(), s.moved, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.moved = moved
+	s.fresh = createCM(t, s.ns, "dep-new", ref("owner", s.owner.UID))
+}
+
+// survivors are the ConfigMaps whose owner exists after the swap, by name.
+func (s *ownerSwap) survivors() map[string]types.UID {
+	return map[string]types.UID{"dep-moved": s.moved.UID, "dep-new": s.fresh.UID, "owner": s.owner.UID}
+}
+
+// noDecisionAbout fails the test if one of survivors (by name, with their
+// UIDs) in namespace ns is deleted within the next period, or if d has
+// decided about one of them.
+func noDecisionAbout(t *testing.T, d *e2eutil.Daemon, ns string, survivors map[string]types.UID, period time.Duration) {
+	t.Helper()
+	stable(t, period, func() error {
 		for name, uid := range survivors {
 			if !cmExists(t, ns, name, uid) {
 				return fmt.Errorf("%s, whose owner exists, was deleted", name)
@@ -183,7 +194,7 @@ func TestRestartFromCompactedVersionRelists(t *testing.T) {
 		}
 		return nil
 	})
-	for _, r := range auditOf(t, d2, ns) {
+	for _, r := range auditOf(t, d, ns) {
 		if _, ok := survivors[r.Target.Name]; ok {
 			t.Errorf("a decision about %s, whose owner exists: %+v", r.Target.Name, r)
 		}

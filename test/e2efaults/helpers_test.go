@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -47,18 +44,6 @@ func readyz(t *testing.T, d *e2eutil.Daemon) (int, string) {
 		t.Fatalf("/readyz: %v", err)
 	}
 	return code, string(body)
-}
-
-// waitUnready waits until /readyz answers 503 with a reason containing want.
-func waitUnready(t *testing.T, d *e2eutil.Daemon, timeout time.Duration, want string) {
-	t.Helper()
-	eventually(t, timeout, func() error {
-		code, body := readyz(t, d)
-		if code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
-			return fmt.Errorf("/readyz %d %s, want 503 saying %q", code, body, want)
-		}
-		return nil
-	})
 }
 
 type statusJSON struct {
@@ -147,69 +132,4 @@ func auditOf(t *testing.T, d *e2eutil.Daemon, ns string) []db.AuditEntry {
 		t.Fatal(err)
 	}
 	return rows
-}
-
-// mirrorMatchesNamespace compares the uid and resourceVersion of every
-// object the mirror holds in namespace ns (and of every cluster-scoped
-// one) with a fresh list from the API server, resource by resource: a
-// ghost, a missing object or a stale copy is a difference.
-func mirrorMatchesNamespace(ctx context.Context, store *db.DB, ns string) error {
-	resources, err := store.Resources(ctx)
-	if err != nil {
-		return err
-	}
-	if len(resources) < 20 {
-		return fmt.Errorf("only %d resources recorded", len(resources))
-	}
-	for _, r := range resources {
-		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
-		scope := ""
-		if r.Namespaced {
-			scope = ns
-		}
-		list, err := meta.Resource(gvr).Namespace(scope).List(ctx, metav1.ListOptions{})
-		if apierrors.IsNotFound(err) {
-			continue // a resource no longer served; not what this compares
-		}
-		if err != nil {
-			return fmt.Errorf("listing %s: %w", gvr, err)
-		}
-		var want, got []string
-		for _, it := range list.Items {
-			want = append(want, string(it.UID)+"@"+it.ResourceVersion)
-		}
-		group := r.Group
-		objs, more, err := store.LookupObjects(ctx, db.LookupFilter{Kind: r.Resource, Group: &group, Namespace: ns, Limit: 5000})
-		if err != nil {
-			return err
-		}
-		if more {
-			return fmt.Errorf("%s: more than 5000 objects", gvr)
-		}
-		for _, o := range objs {
-			got = append(got, o.UID+"@"+o.ResourceVersion)
-		}
-		slices.Sort(want)
-		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("%s: the mirror has %v, the cluster %v", gvr, got, want)
-		}
-	}
-	return nil
-}
-
-// apiDeletes counts the deletes of a resource the API server has carried
-// out or answered for the object (404, 409), from its own metrics: a
-// write refused for want of rights (403) never reached the object.
-func apiDeletes(t *testing.T, resource string) float64 {
-	t.Helper()
-	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n float64
-	for _, code := range []string{"200", "404", "409"} {
-		n += e2eutil.Metric(body, "apiserver_request_total", "verb=DELETE", "resource="+resource, "code="+code)
-	}
-	return n
 }

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 // outage is how long the API server stays unreachable: the two minutes
@@ -40,11 +42,11 @@ func TestAPIServerUnreachable(t *testing.T) {
 
 	p := newProxy(t)
 	d := daemons.WithKubeconfig(p.Kubeconfig(confinedToken(t, ns))).Start(t, "", enforcing...)
-	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
+	eventually(t, 30*time.Second, func() error { return e2eutil.MirrorMatches(ctx, d.DB(t), meta, ns) })
 
 	p.Cut()
 	cutAt := time.Now()
-	waitUnready(t, d, 30*time.Second, "mirror not synced")
+	d.WaitUnready(t, 30*time.Second, "mirror not synced")
 	deleteCM(t, ns, "owner")
 	for i := range 3 {
 		deleteCM(t, ns, fmt.Sprintf("doomed-%d", i))
@@ -71,7 +73,7 @@ func TestAPIServerUnreachable(t *testing.T) {
 	p.Restore()
 	noDecisionUntilSynced(t, d, ns, 90*time.Second)
 	d.WaitReady(t, 30*time.Second)
-	eventually(t, 30*time.Second, func() error { return mirrorMatchesNamespace(ctx, d.DB(t), ns) })
+	eventually(t, 30*time.Second, func() error { return e2eutil.MirrorMatches(ctx, d.DB(t), meta, ns) })
 	eventually(t, 60*time.Second, func() error {
 		for i, uid := range deps {
 			if cmExists(t, ns, fmt.Sprintf("dep-%d", i), uid) {

@@ -213,6 +213,19 @@ func (d *Daemon) WaitReady(t *testing.T, timeout time.Duration) {
 	})
 }
 
+// WaitUnready waits until /readyz answers 503 with a reason that contains
+// want.
+func (d *Daemon) WaitUnready(t *testing.T, timeout time.Duration, want string) {
+	t.Helper()
+	Eventually(t, timeout, func() error {
+		code, body, err := d.Get("/readyz")
+		if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(string(body), want) {
+			return fmt.Errorf("/readyz: %d %s %v, want 503 saying %q", code, body, err, want)
+		}
+		return nil
+	})
+}
+
 // DB opens the daemon's database read-only, beside the running daemon.
 func (d *Daemon) DB(t *testing.T) *db.DB {
 	t.Helper()
