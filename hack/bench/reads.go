@@ -107,8 +107,8 @@ func runReads(ctx context.Context, dir string, objects, auditRows, treeSize int,
 		return err
 	}
 	defer metrics.Close()
-	lintCounter := kubehttp.NewLintCounter(metrics, kubehttp.DefaultLintCountsMaxAge, discardLogger())
-	h, err := kubehttp.NewHandler(kubehttp.Options{DB: api, MetricsDB: metrics, LintCounter: lintCounter, Ingest: syncedIngest{},
+	lintCounter := kubehttp.NewLintCounter(metrics.Objects(), kubehttp.DefaultLintCountsMaxAge, discardLogger())
+	h, err := kubehttp.NewHandler(kubehttp.Options{DB: api.Reads(), MetricsDB: metrics.Objects(), LintCounter: lintCounter, Ingest: syncedIngest{},
 		Registry: prometheus.NewRegistry(), StuckAfter: time.Minute, Logger: discardLogger()})
 	if err != nil {
 		return err
@@ -383,16 +383,16 @@ func fillMirror(ctx context.Context, store *db.DB, objects, treeSize int) (*read
 	all := []*res{nss, deps, rss, pods, cms, secrets}
 	for _, rs := range all {
 		var err error
-		if rs.id, err = store.EnsureResource(ctx, rs.Resource); err != nil {
+		if rs.id, err = store.Mirror().EnsureResource(ctx, rs.Resource); err != nil {
 			return nil, err
 		}
-		if rs.epoch, err = store.BeginList(ctx, rs.id); err != nil {
+		if rs.epoch, err = store.Mirror().BeginList(ctx, rs.id); err != nil {
 			return nil, err
 		}
 	}
 	add := func(rs *res, o *db.Object) error {
 		if rs.page = append(rs.page, o); len(rs.page) == 500 {
-			if err := store.WriteListPage(ctx, rs.id, rs.epoch, rs.page); err != nil {
+			if err := store.Mirror().WriteListPage(ctx, rs.id, rs.epoch, rs.page); err != nil {
 				return err
 			}
 			rs.page = rs.page[:0]
@@ -506,11 +506,11 @@ func fillMirror(ctx context.Context, store *db.DB, objects, treeSize int) (*read
 	}
 	for _, rs := range all {
 		if len(rs.page) > 0 {
-			if err := store.WriteListPage(ctx, rs.id, rs.epoch, rs.page); err != nil {
+			if err := store.Mirror().WriteListPage(ctx, rs.id, rs.epoch, rs.page); err != nil {
 				return nil, err
 			}
 		}
-		if _, err := store.FinishList(ctx, rs.id, rs.epoch, "1"); err != nil {
+		if _, err := store.Mirror().FinishList(ctx, rs.id, rs.epoch, "1"); err != nil {
 			return nil, err
 		}
 	}
@@ -541,19 +541,19 @@ func fillAudit(ctx context.Context, store *db.DB, rows int, fx *readsFixture) er
 			Controller: controllers[r.IntN(len(controllers))], Rule: fmt.Sprintf("BR-21-%02d", 1+r.IntN(8)), Action: "delete",
 			Target: target, Reason: "its owner is gone", Outcome: outcomes[r.IntN(len(outcomes))]})
 		if len(batch) == 1000 {
-			if err := store.InsertAudits(ctx, batch); err != nil {
+			if err := store.Ledger().InsertAudits(ctx, batch); err != nil {
 				return err
 			}
 			batch = batch[:0]
 		}
 	}
 	if len(batch) > 0 {
-		if err := store.InsertAudits(ctx, batch); err != nil {
+		if err := store.Ledger().InsertAudits(ctx, batch); err != nil {
 			return err
 		}
 	}
 	for i := range 10_000 {
-		if _, err := store.UpsertPending(ctx, &db.Pending{Controller: "ownergc", Rule: "BR-21-03", Action: "delete",
+		if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "ownergc", Rule: "BR-21-03", Action: "delete",
 			Reason: "its owner is gone", Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-0001",
 				Name: fmt.Sprint("p-", i), UID: fmt.Sprint("pending-", i)}}); err != nil {
 			return err

@@ -135,7 +135,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	ing, err := ingest.New(ingest.Options{
 		Config:            restCfg,
 		Heartbeat:         loops.Loop("ingest discovery", cfg.discoveryInterval),
-		DB:                store,
+		DB:                store.Mirror(),
 		Logger:            logger.With("component", "ingest"),
 		Registerer:        reg,
 		DiscoveryInterval: cfg.discoveryInterval,
@@ -172,10 +172,10 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}
 	// The lint findings' counts are counted over the whole mirror through
 	// the metrics' connections, the first count from the start on.
-	lintCounter := kubehttp.NewLintCounter(metricsStore, cfg.lintCountsMaxAge, httpLog)
+	lintCounter := kubehttp.NewLintCounter(metricsStore.Objects(), cfg.lintCountsMaxAge, httpLog)
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
-		DB:                      apiStore,
-		MetricsDB:               metricsStore,
+		DB:                      apiStore.Reads(),
+		MetricsDB:               metricsStore.Objects(),
 		LintCounter:             lintCounter,
 		MaxInflight:             cfg.maxInflight,
 		GraphStreamStall:        cfg.graphStreamStall,
@@ -285,7 +285,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	})
 	if cfg.historyRetention > 0 {
 		part("history pruning", func() error {
-			pruneHourly(work, "object history", cfg.historyRetention, store.PruneHistory, logger)
+			pruneHourly(work, "object history", cfg.historyRetention, store.History().PruneHistory, logger)
 			return nil
 		})
 	}

@@ -104,7 +104,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 		return nil, err
 	}
 	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{
-		DB: store, DryRun: cfg.dryRun, Instance: instance, MayWrite: mayWrite, Logger: logger.With("component", "applier"),
+		DB: store.Ledger(), DryRun: cfg.dryRun, Instance: instance, MayWrite: mayWrite, Logger: logger.With("component", "applier"),
 		MaxDeletionsPerMinute: cfg.maxDeletionsPerMinute, ManualResume: cfg.blastRadiusResume == "manual", Registerer: reg,
 	})
 	if err != nil {
@@ -116,7 +116,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubegcd"})
 
 	c := &controllers{applier: applier, passes: passes, stop: sync.OnceFunc(broadcaster.Shutdown),
-		log: logger, liveUID: reconcile.MetadataLiveUID(store, mc)}
+		log: logger, liveUID: reconcile.MetadataLiveUID(store.Objects(), mc)}
 	deps := controllerDeps{cfg: cfg, store: store, ing: ing, applier: applier, passes: passes, meta: mc, kube: kube,
 		recorder: recorder, reg: reg, logger: logger, loops: loops}
 	for _, name := range gcrules.Controllers {
@@ -163,7 +163,7 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	ownergc.Name: func(d controllerDeps) (builtController, error) {
 		gc, err := ownergc.New(ownergc.Options{
 			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", ownergc.Name), Synced: d.ing.Synced, Registerer: d.reg, Heartbeat: d.loops.Loop(ownergc.Name, d.cfg.resyncPeriod), Passes: d.passes},
-			DB:                d.store, Client: d.meta, Recorder: d.recorder, CaughtUp: d.ing.CaughtUp, Workers: d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
+			DB:                d.store.OwnerGC(), Client: d.meta, Recorder: d.recorder, CaughtUp: d.ing.CaughtUp, Workers: d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
 			UnknownKindRetry: d.cfg.discoveryInterval,
 		})
 		if err != nil {
@@ -174,7 +174,7 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	podgc.Name: func(d controllerDeps) (builtController, error) {
 		pg, err := podgc.New(podgc.Options{
 			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", podgc.Name), Synced: d.ing.Synced, Passes: d.passes, Registerer: d.reg, Heartbeat: d.loops.Loop(podgc.Name, d.cfg.podgcPeriod)},
-			DB:                d.store, Client: d.kube,
+			DB:                d.store.PodGC(), Client: d.kube,
 			ResourceSynced: d.ing.ResourceSynced,
 			Period:         d.cfg.podgcPeriod, TerminatedThreshold: d.cfg.terminatedThreshold, NamespaceThresholds: d.cfg.namespaceThresholds,
 			MaxAge: d.cfg.terminatedMaxAge, Quarantine: d.cfg.podgcQuarantine, Workers: d.cfg.gcWorkers,
@@ -187,7 +187,7 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	ttl.Name: func(d controllerDeps) (builtController, error) {
 		tc, err := ttl.New(ttl.Options{
 			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", ttl.Name), Synced: d.ing.Synced, Passes: d.passes, Registerer: d.reg, Heartbeat: d.loops.Loop(ttl.Name, d.cfg.resyncPeriod)},
-			DB:                d.store, Client: d.kube,
+			DB:                d.store.TTL(), Client: d.kube,
 			ResourceSynced: d.ing.ResourceSynced,
 			Workers:        d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
 		})
@@ -199,7 +199,7 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	svgc.Name: func(d controllerDeps) (builtController, error) {
 		sc, err := svgc.New(svgc.Options{
 			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", svgc.Name), Synced: d.ing.Synced, Registerer: d.reg, Heartbeat: d.loops.Loop(svgc.Name, d.cfg.resyncPeriod), Passes: d.passes},
-			DB:                d.store, Client: d.kube,
+			DB:                d.store.SVGC(), Client: d.kube,
 			ResyncPeriod: d.cfg.resyncPeriod,
 		})
 		if err != nil {
@@ -269,7 +269,7 @@ func (c *controllers) run(ctx context.Context) error {
 
 // pruneAudit drops audit rows past the retention, at start and hourly.
 func pruneAudit(ctx context.Context, store *db.DB, retention time.Duration, logger *slog.Logger) {
-	pruneHourly(ctx, "audit history", retention, store.PruneAudit, logger)
+	pruneHourly(ctx, "audit history", retention, store.Decisions().PruneAudit, logger)
 }
 
 // pruneHourly drops what is older than the retention, at start and hourly.

@@ -86,7 +86,7 @@ func (l *leadership) Status(ctx context.Context) kubehttp.LeaderStatus {
 	}
 	l.mu.Unlock()
 	// The Lease's own acquireTime, from the mirror, is the better "since".
-	if leases, err := l.store.Leases(ctx, db.LeaseFilter{Namespace: l.ns, Name: l.name}); err == nil {
+	if leases, err := l.store.Objects().Leases(ctx, db.LeaseFilter{Namespace: l.ns, Name: l.name}); err == nil {
 		for _, lease := range leases {
 			if lease.HolderIdentity != nil && *lease.HolderIdentity == st.Holder && lease.AcquireTime != nil {
 				st.HolderSince = lease.AcquireTime

@@ -66,7 +66,7 @@ func Metrics(ctx context.Context, dir string) ([]MetricDoc, error) {
 	defer store.Close()
 	loops := liveness.New(nil)
 	ing, err := ingest.New(ingest.Options{Config: restCfg, Heartbeat: loops.Loop("ingest discovery", cfg.discoveryInterval),
-		DB: store, Logger: logger, Registerer: vecs, DiscoveryInterval: cfg.discoveryInterval})
+		DB: store.Mirror(), Logger: logger, Registerer: vecs, DiscoveryInterval: cfg.discoveryInterval})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func Metrics(ctx context.Context, dir string) ([]MetricDoc, error) {
 		return nil, err
 	}
 	ctrls.stop()
-	handler, err := kubehttp.NewHandler(kubehttp.Options{DB: store, MetricsDB: store, Logger: logger, Registry: reg,
+	handler, err := kubehttp.NewHandler(kubehttp.Options{DB: store.Reads(), MetricsDB: store.Objects(), Logger: logger, Registry: reg,
 		StuckAfter: cfg.stuckAfter})
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func (v *vecTypes) MustRegister(cs ...prometheus.Collector) {
 // seedMirror writes a ConfigMap whose deletion was asked long ago and one
 // it owns.
 func seedMirror(ctx context.Context, store *db.DB) error {
-	id, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	id, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func seedMirror(ctx context.Context, store *db.DB) error {
 		CreationTimestamp: &asked, DeletionTimestamp: &asked, Finalizers: []string{"example.com/hold"}}
 	owned := &db.Object{UID: "owned", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "owned",
 		CreationTimestamp: &asked, OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}}
-	_, err = store.ApplyEvents(ctx, []db.Event{{ResourceID: id, Object: owner}, {ResourceID: id, Object: owned}})
+	_, err = store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: id, Object: owner}, {ResourceID: id, Object: owned}})
 	return err
 }
 

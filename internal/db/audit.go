@@ -85,7 +85,7 @@ type AuditEntry struct {
 }
 
 // InsertAudit appends an entry and sets its id.
-func (d *DB) InsertAudit(ctx context.Context, e *AuditEntry) error {
+func (d Ledger) InsertAudit(ctx context.Context, e *AuditEntry) error {
 	if e.Time.IsZero() {
 		e.Time = d.Now()
 	}
@@ -100,7 +100,7 @@ const (
 	sqlDeleteOtherPending = `DELETE FROM pending WHERE controller = ? AND uid = ? AND action != ?`
 )
 
-func (d *DB) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error {
+func (d *core) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error {
 	var facts any
 	if len(e.Facts) > 0 {
 		facts = string(e.Facts)
@@ -133,7 +133,7 @@ func (e *AuditEntry) Settles() bool {
 // the applier kept in memory while the database could not take them. An
 // entry that settles a decision also removes what was pending about its
 // target.
-func (d *DB) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
+func (d Ledger) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
 	return d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
 		for _, e := range entries {
 			if e.Time.IsZero() {
@@ -161,7 +161,7 @@ func (d *DB) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
 // since was applied, oldest first, whichever instance made it: the
 // blast-radius window a restarted daemon starts from. It reads the
 // audit_by_time index.
-func (d *DB) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.Time, error) {
+func (d Ledger) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.Time, error) {
 	rows, err := d.query(ctx, `SELECT time FROM audit WHERE time >= ? AND outcome = ? AND dry_run = 0
 		AND controller NOT IN (?, ?) ORDER BY time`, formatTime(&since), OutcomeApplied, ControllerKubegcd, ControllerOperator)
 	if err != nil {
@@ -191,7 +191,7 @@ const sqlLastHold = `SELECT max(id) FROM audit WHERE controller IN ('` + Control
 // LastHold returns the newest pause or release of enforcement ("" when
 // there is none) and when it was recorded: a manual hold outlives a
 // restart.
-func (d *DB) LastHold(ctx context.Context) (action string, at time.Time, err error) {
+func (d Ledger) LastHold(ctx context.Context) (action string, at time.Time, err error) {
 	var ts string
 	err = d.queryRow(ctx, `SELECT action, time FROM audit WHERE id = (`+sqlLastHold+`)`).Scan(&action, &ts)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -225,7 +225,7 @@ type AuditFilter struct {
 
 // ListAudit returns entries matching f, newest first, and the cursor of the
 // next page (0 when there is none).
-func (d *DB) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64, error) {
+func (d Decisions) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64, error) {
 	var where []string
 	var args []any
 	add := func(cond string, v any) {
@@ -318,7 +318,7 @@ func (d *DB) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64,
 // PruneAudit deletes entries older than cutoff and returns how many. It
 // keeps the newest pause or release, however old: a manual hold lasts until
 // an operator releases it, not until the retention runs out.
-func (d *DB) PruneAudit(ctx context.Context, cutoff time.Time) (int64, error) {
+func (d Decisions) PruneAudit(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
 	err := d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE time < ? AND id IS NOT (`+sqlLastHold+`)`, formatTime(&cutoff))
@@ -348,7 +348,7 @@ type Pending struct {
 // UpsertPending records p and reports whether it is a new decision: not
 // pending before, or pending for another rule, reason or resourceVersion.
 // An unchanged decision keeps its original Since.
-func (d *DB) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
+func (d Ledger) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
 	var isNew bool
 	err := d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
 		var err error
@@ -360,7 +360,7 @@ func (d *DB) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
 
 // upsertPending writes p in tx and reports whether it is a new decision
 // (see UpsertPending).
-func (d *DB) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool, error) {
+func (d *core) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool, error) {
 	var rule, reason, rv, since string
 	isNew := false
 	err := tx.QueryRowContext(ctx, `SELECT rule, reason, resource_version, since FROM pending
@@ -400,7 +400,7 @@ func (d *DB) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool, e
 }
 
 // ClearPending forgets the decisions a controller held about uid.
-func (d *DB) ClearPending(ctx context.Context, controller, uid string) error {
+func (d Ledger) ClearPending(ctx context.Context, controller, uid string) error {
 	return d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, sqlDeletePending, controller, uid)
 		return err
@@ -411,7 +411,7 @@ func (d *DB) ClearPending(ctx context.Context, controller, uid string) error {
 type PendingUID struct{ Controller, UID string }
 
 // PendingUIDs returns every (controller, uid) with pending rows.
-func (d *DB) PendingUIDs(ctx context.Context) ([]PendingUID, error) {
+func (d Ledger) PendingUIDs(ctx context.Context) ([]PendingUID, error) {
 	rows, err := d.query(ctx, `SELECT DISTINCT controller, uid FROM pending`)
 	if err != nil {
 		return nil, fmt.Errorf("pending: %w", err)
@@ -447,7 +447,7 @@ type AppliedRow struct {
 // committed. A request that never runs (its transaction could not begin,
 // or the database is closing) calls take from done's goroutine, so that
 // the rows' callers hear why. Close commits the requests still queued.
-func (d *DB) WriteApplied(take func() []AppliedRow, done func(rows []AppliedRow, failed []error, err error)) {
+func (d Ledger) WriteApplied(take func() []AppliedRow, done func(rows []AppliedRow, failed []error, err error)) {
 	// taken, written and failed are only touched on the writer's
 	// goroutine, or on this one when the request is refused before it is
 	// queued. The rows are taken once: a replay of the group (see
@@ -491,7 +491,7 @@ func (d *DB) WriteApplied(take func() []AppliedRow, done func(rows []AppliedRow,
 // in a savepoint of its own, so that one failure loses only its own row.
 // A savepoint copies every page its write first changes into the
 // sub-journal: the careless pass is the common one, at half the cost.
-func (d *DB) writeApplied(tx *sql.Tx, entries []AppliedRow, careful bool) ([]AppliedRow, []error) {
+func (d *core) writeApplied(tx *sql.Tx, entries []AppliedRow, careful bool) ([]AppliedRow, []error) {
 	ctx := context.Background()
 	var failed []error
 	for i, a := range entries {
@@ -533,7 +533,7 @@ func (d *DB) writeApplied(tx *sql.Tx, entries []AppliedRow, careful bool) ([]App
 // the kind, not the resource, so a plural is resolved to its kinds first:
 // one kind (the usual case) is one comparison, which audit_by_kind reads in
 // id order.
-func (d *DB) kindCondition(ctx context.Context, kind string) (string, []any, error) {
+func (d *core) kindCondition(ctx context.Context, kind string) (string, []any, error) {
 	rows, err := d.query(ctx, `SELECT DISTINCT kind FROM resources WHERE kind = ?1 COLLATE NOCASE OR resource = lower(?1)`, kind)
 	if err != nil {
 		return "", nil, err
@@ -594,7 +594,7 @@ func (p *Pending) key() PendingKey {
 // keyset ranges of pending_by_since, never an OFFSET: a page costs the same
 // however deep, and a decision that comes or goes between two pages moves
 // no other one to a page already read.
-func (d *DB) ListPending(ctx context.Context, f PendingFilter) ([]Pending, *PendingKey, error) {
+func (d Decisions) ListPending(ctx context.Context, f PendingFilter) ([]Pending, *PendingKey, error) {
 	var where []string
 	var args []any
 	for _, c := range []struct{ col, v string }{{"controller", f.Controller}, {"namespace", f.Namespace}} {

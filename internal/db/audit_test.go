@@ -19,7 +19,7 @@ func writeApplied(d *DB, done func(i int, err error), entries ...*AuditEntry) {
 	for i, e := range entries {
 		rows[i] = AppliedRow{Entry: e, ClearPending: true}
 	}
-	d.WriteApplied(func() []AppliedRow { return rows }, func(written []AppliedRow, failed []error, err error) {
+	d.Ledger().WriteApplied(func() []AppliedRow { return rows }, func(written []AppliedRow, failed []error, err error) {
 		for i := range written {
 			if done == nil {
 				continue
@@ -57,10 +57,10 @@ func TestAppliedWriteTimes(t *testing.T) {
 		auditEntry(ControllerOperator, ActionRelease, "", OutcomeApplied, t0.Add(6*time.Second)),
 	}
 	entries[2].Instance = "another"
-	if err := d.InsertAudits(ctx, entries); err != nil {
+	if err := d.Ledger().InsertAudits(ctx, entries); err != nil {
 		t.Fatal(err)
 	}
-	got, err := d.AppliedWriteTimes(ctx, t0)
+	got, err := d.Ledger().AppliedWriteTimes(ctx, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestPruneAuditKeepsTheLastHold(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := d.InsertAudits(ctx, []*AuditEntry{
+	if err := d.Ledger().InsertAudits(ctx, []*AuditEntry{
 		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0),
 		auditEntry(ControllerOperator, ActionRelease, "", OutcomeApplied, t0.Add(time.Hour)),
 		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0.Add(2*time.Hour)),
@@ -102,10 +102,10 @@ func TestPruneAuditKeepsTheLastHold(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := d.PruneAudit(ctx, t0.Add(24*time.Hour)); err != nil || n != 3 {
+	if n, err := d.Decisions().PruneAudit(ctx, t0.Add(24*time.Hour)); err != nil || n != 3 {
 		t.Fatalf("pruned %d, %v; want 3", n, err)
 	}
-	action, at, err := d.LastHold(ctx)
+	action, at, err := d.Ledger().LastHold(ctx)
 	if err != nil || action != ActionPause || !at.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("last hold after pruning: %q at %s, %v", action, at, err)
 	}
@@ -118,7 +118,7 @@ func TestAppliedRowsSettlePending(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	for _, uid := range []string{"queued", "later", "failed"} {
-		if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
+		if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
 			Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
 			t.Fatal(err)
 		}
@@ -128,17 +128,17 @@ func TestAppliedRowsSettlePending(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("WriteApplied: %v", err)
 	}
-	if err := d.InsertAudits(ctx, []*AuditEntry{
+	if err := d.Ledger().InsertAudits(ctx, []*AuditEntry{
 		auditEntry("ownergc", "delete", "later", OutcomeNotFound, time.Time{}),
 		auditEntry("ownergc", "delete", "failed", OutcomeFailed, time.Time{}),
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pending, _, err := d.ListPending(ctx, PendingFilter{})
+	pending, _, err := d.Decisions().ListPending(ctx, PendingFilter{})
 	if err != nil || len(pending) != 1 || pending[0].Target.UID != "failed" {
 		t.Fatalf("pending %+v, %v; want only the failed decision", pending, err)
 	}
-	if rows, _, err := d.ListAudit(ctx, AuditFilter{}); err != nil || len(rows) != 3 {
+	if rows, _, err := d.Decisions().ListAudit(ctx, AuditFilter{}); err != nil || len(rows) != 3 {
 		t.Fatalf("audit %+v, %v", rows, err)
 	}
 }
@@ -176,7 +176,7 @@ func TestListAuditKindAndRule(t *testing.T) {
 		{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true},
 		{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true},
 	} {
-		if _, err := d.EnsureResource(ctx, r); err != nil {
+		if _, err := d.Mirror().EnsureResource(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,7 +186,7 @@ func TestListAuditKindAndRule(t *testing.T) {
 		e.Target.Kind, e.Rule = kind, rule
 		return e
 	}
-	if err := d.InsertAudits(ctx, []*AuditEntry{
+	if err := d.Ledger().InsertAudits(ctx, []*AuditEntry{
 		entry("ConfigMap", "BR-21-01", "cm1"),
 		entry("Deployment", "BR-21-03", "dep1"),
 		entry("ConfigMap", "BR-21-03", "cm2"),
@@ -223,7 +223,7 @@ func TestListAuditKindAndRule(t *testing.T) {
 			f := tt.f
 			f.Limit = 1
 			for range 10 {
-				items, next, err := d.ListAudit(ctx, f)
+				items, next, err := d.Decisions().ListAudit(ctx, f)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -258,7 +258,7 @@ func TestListAuditKindAndRule(t *testing.T) {
 func TestListPendingPages(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
-	if _, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}); err != nil {
+	if _, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -266,7 +266,7 @@ func TestListPendingPages(t *testing.T) {
 		t.Helper()
 		p := &Pending{Controller: controller, Rule: "r", Action: "delete", Reason: "why", Since: since,
 			Target: Target{APIVersion: "v1", Kind: kind, Namespace: "ns", Name: uid, UID: uid}}
-		if _, err := d.UpsertPending(ctx, p); err != nil {
+		if _, err := d.Ledger().UpsertPending(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -295,7 +295,7 @@ func TestListPendingPages(t *testing.T) {
 				f := tt.f
 				f.Limit = size
 				for range 10 {
-					items, next, err := d.ListPending(ctx, f)
+					items, next, err := d.Decisions().ListPending(ctx, f)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -335,15 +335,15 @@ func TestNewDecisionReplacesTheOneBefore(t *testing.T) {
 	d := openTemp(t)
 	target := Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: "sv", UID: "sv"}
 	for _, action := range []string{"delete", "remove-entries"} {
-		if _, err := d.UpsertPending(ctx, &Pending{Controller: "svgc", Rule: "r", Action: action, Reason: "x", Target: target}); err != nil {
+		if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "svgc", Rule: "r", Action: action, Reason: "x", Target: target}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another controller's decision about the same object stays.
-	if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x", Target: target}); err != nil {
+	if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x", Target: target}); err != nil {
 		t.Fatal(err)
 	}
-	rows, _, err := d.ListPending(ctx, PendingFilter{})
+	rows, _, err := d.Decisions().ListPending(ctx, PendingFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

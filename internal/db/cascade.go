@@ -53,7 +53,7 @@ type CascadeKind struct{ Group, Kind string }
 
 // Cascade reads the object uid and up to limit of its transitive
 // dependents; ErrNotFound when uid is not mirrored.
-func (d *DB) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts, error) {
+func (d Objects) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts, error) {
 	out := &CascadeFacts{}
 	err := d.readSnapshot(ctx, true, func(tx querier) error {
 		kinds, err := namespacedKinds(ctx, tx)

@@ -32,7 +32,7 @@ func TestCascade(t *testing.T) {
 		{name: "exactly the limit", root: "A", limit: 3, want: "A,B,C,N"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := d.Cascade(ctx, tc.root, tc.limit)
+			f, err := d.Objects().Cascade(ctx, tc.root, tc.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestCascade(t *testing.T) {
 	}
 
 	t.Run("facts", func(t *testing.T) {
-		f, err := d.Cascade(ctx, "D", 10)
+		f, err := d.Objects().Cascade(ctx, "D", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestCascade(t *testing.T) {
 	})
 
 	t.Run("owners outside the walk and missing ones", func(t *testing.T) {
-		f, err := d.Cascade(ctx, "P", 10)
+		f, err := d.Objects().Cascade(ctx, "P", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestCascade(t *testing.T) {
 		if q == nil || len(q.Refs) != 2 || q.Refs[1].Owner == nil || q.Refs[1].Owner.Kind != "ClusterRole" {
 			t.Fatalf("Q %+v", q)
 		}
-		g, err := d.Cascade(ctx, "A", 10)
+		g, err := d.Objects().Cascade(ctx, "A", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestCascade(t *testing.T) {
 		}
 	})
 
-	if _, err := d.Cascade(ctx, "ghost", 10); !errors.Is(err, ErrNotFound) {
+	if _, err := d.Objects().Cascade(ctx, "ghost", 10); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown uid: %v, want ErrNotFound", err)
 	}
 }

@@ -22,13 +22,13 @@ func TestCascadeEqualsTheStatement(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(7, 8))
 	d := openTemp(t)
-	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid := func(i int) string { return randomGraphUID(i, 300) }
 	objs := randomGraph(r, 300, 4, true)
-	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}
 	// Every other walk splits its reads over two transactions (at two keys
@@ -46,7 +46,7 @@ func TestCascadeEqualsTheStatement(t *testing.T) {
 					changed = append(changed, o)
 				}
 			}
-			if _, err := d.ApplyEvents(ctx, eventsOf(cms, changed...)); err != nil {
+			if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(cms, changed...)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -60,7 +60,7 @@ func TestCascadeEqualsTheStatement(t *testing.T) {
 			}
 			splitMin = []int{defaultSplit, 2}[i%2]
 			want, wantErr := d.cascadeByStatement(ctx, root, limit)
-			got, err := d.Cascade(ctx, root, limit)
+			got, err := d.Objects().Cascade(ctx, root, limit)
 			if (err == nil) != (wantErr == nil) {
 				t.Fatalf("round %d: Cascade(%s, %d): %v, want %v", round, root, limit, err, wantErr)
 			}
@@ -239,7 +239,7 @@ func (d *DB) cascadeByStatement(ctx context.Context, uid string, limit int) (*Ca
 func TestSoleFollowsTheReferences(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
-	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestSoleFollowsTheReferences(t *testing.T) {
 		o := &Object{UID: "D", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "d", ResourceVersion: fmt.Sprint(i + 1),
 			OwnerReferences: st.refs}
 		ev := Event{ResourceID: cms, Object: o, Deleted: st.refs == nil}
-		if _, err := d.ApplyEvents(ctx, []Event{ev}); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, []Event{ev}); err != nil {
 			t.Fatal(err)
 		}
 		var got string
@@ -283,7 +283,7 @@ func TestSoleFollowsTheReferences(t *testing.T) {
 func TestNamedOwnerFollowsTheReferences(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
-	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestNamedOwnerFollowsTheReferences(t *testing.T) {
 		for _, u := range owners {
 			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
 		}
-		if _, err := d.ApplyEvents(ctx, []Event{{ResourceID: cms, Object: o, Deleted: deleted}}); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: cms, Object: o, Deleted: deleted}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -185,7 +185,7 @@ func (d *DB) CorruptErr() error {
 }
 
 // noteCorrupt records the first write that found the file corrupt.
-func (d *DB) noteCorrupt(op string, err error) {
+func (d *core) noteCorrupt(op string, err error) {
 	var se *sqlite.Error
 	if !IsCorrupt(err) || !errors.As(err, &se) {
 		return

@@ -42,7 +42,7 @@ func TestCorruptionFoundByAWriteIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err = d.ApplyEvents(ctx, []Event{{ResourceID: rid, Object: &Object{UID: "new", APIVersion: "v1", Kind: "ConfigMap",
+	_, err = d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: rid, Object: &Object{UID: "new", APIVersion: "v1", Kind: "ConfigMap",
 		Namespace: "ns", Name: "new", ResourceVersion: "2"}}})
 	if !IsCorrupt(err) {
 		t.Fatalf("write to a damaged file: %v, want a corruption error", err)

@@ -38,7 +38,7 @@ func refGroupKey(table string) string {
 // once per pair however many owners of that kind it names, and once in
 // each pair when its owners are of different kinds: the count answers
 // "how many Ks does some OK own".
-func (d *DB) ObjectCounts(ctx context.Context) (objects []KindCount, owned []OwnedCount, err error) {
+func (d Objects) ObjectCounts(ctx context.Context) (objects []KindCount, owned []OwnedCount, err error) {
 	err = d.readTx(ctx, func(tx *sql.Tx) error {
 		// Counting by resource_id first reads only the index on objects
 		// by resource; several resources (versions) of one kind add up.

@@ -17,7 +17,7 @@ func TestResourceCountsFollowTheMirror(t *testing.T) {
 	d := openTemp(t)
 	var rids []int64
 	for _, v := range []string{"v1", "v2"} {
-		rid, err := d.EnsureResource(ctx, Resource{Group: "example.com", Version: v, Resource: "widgets", Kind: "Widget", Namespaced: true})
+		rid, err := d.Mirror().EnsureResource(ctx, Resource{Group: "example.com", Version: v, Resource: "widgets", Kind: "Widget", Namespaced: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestResourceCountsFollowTheMirror(t *testing.T) {
 			want[id] = n
 		}
 		rows.Close()
-		stats, err := d.ResourceStats(ctx)
+		stats, err := d.Objects().ResourceStats(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestResourceCountsFollowTheMirror(t *testing.T) {
 		ev := Event{ResourceID: rids[r.IntN(2)], Object: obj(i)}
 		ev.Object.ResourceVersion = fmt.Sprint(1000 + step)
 		ev.Deleted = r.IntN(3) == 0
-		if _, err := d.ApplyEvents(ctx, []Event{ev}); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, []Event{ev}); err != nil {
 			t.Fatal(err)
 		}
 		check(fmt.Sprintf("event %d (%s deleted=%v)", step, ev.Object.UID, ev.Deleted))

@@ -14,7 +14,7 @@ func TestObjectCounts(t *testing.T) {
 	d := openTemp(t)
 	resource := func(r Resource) int64 {
 		t.Helper()
-		id, err := d.EnsureResource(ctx, r)
+		id, err := d.Mirror().EnsureResource(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestObjectCounts(t *testing.T) {
 		return Event{ResourceID: rid, Object: &Object{UID: uid, APIVersion: apiVersion, Kind: kind, Namespace: "ns", Name: uid,
 			ResourceVersion: "1", OwnerReferences: refs}}
 	}
-	if _, err := d.ApplyEvents(ctx, []Event{
+	if _, err := d.Mirror().ApplyEvents(ctx, []Event{
 		obj(cms, "v1", "ConfigMap", "a"),
 		obj(cms, "v1", "ConfigMap", "b"),
 		obj(cms, "v1", "ConfigMap", "one", ref("v1", "ConfigMap", "a")),
@@ -52,7 +52,7 @@ func TestObjectCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	objects, owned, err := d.ObjectCounts(ctx)
+	objects, owned, err := d.Objects().ObjectCounts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestObjectCounts(t *testing.T) {
 }
 
 func TestObjectCountsEmpty(t *testing.T) {
-	objects, owned, err := openTemp(t).ObjectCounts(context.Background())
+	objects, owned, err := openTemp(t).Objects().ObjectCounts(context.Background())
 	if err != nil || len(objects) != 0 || len(owned) != 0 {
 		t.Errorf("ObjectCounts on an empty mirror = %v, %v, %v; want nothing", objects, owned, err)
 	}
@@ -92,12 +92,12 @@ func BenchmarkObjectCounts(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Close() })
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	const n = 200000
-	epoch, err := d.BeginList(ctx, rid)
+	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,13 +112,13 @@ func BenchmarkObjectCounts(b *testing.B) {
 			}
 		}
 		if page = append(page, o); len(page) == 500 {
-			if err := d.WriteListPage(ctx, rid, epoch, page); err != nil {
+			if err := d.Mirror().WriteListPage(ctx, rid, epoch, page); err != nil {
 				b.Fatal(err)
 			}
 			page = page[:0]
 		}
 	}
-	if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
+	if _, err := d.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 		b.Fatal(err)
 	}
 	want := []OwnedCount{
@@ -127,7 +127,7 @@ func BenchmarkObjectCounts(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		objects, owned, err := d.ObjectCounts(ctx)
+		objects, owned, err := d.Objects().ObjectCounts(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -32,10 +32,10 @@ import (
 // ErrLocked is returned by Open when another process holds the database.
 var ErrLocked = errors.New("database is in use by another kubegcd")
 
-// DB is an open kubegcd database. Writes go through a single connection, as
-// SQLite allows one writer; reads use a pool of read-only connections that WAL
-// lets run beside the writer.
-type DB struct {
+// core is an open kubegcd database. Writes go through a single connection,
+// as SQLite allows one writer; reads use a pool of read-only connections
+// that WAL lets run beside the writer. DB and the role types share it.
+type core struct {
 	// Path is the database file's absolute path.
 	Path string
 	// Now is the clock used for timestamps the database records.
@@ -113,7 +113,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{Path: path, Now: time.Now, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
+	d := &core{Path: path, Now: time.Now, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}), probes: make(chan struct{}), corrupt: make(chan struct{})}
 	if opts.ReadOnly {
 		// Writes fail at once: a nil queue is never ready, so inWriteTx
@@ -134,7 +134,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			d.Close()
+			(&DB{d}).Close()
 		}
 	}()
 
@@ -208,7 +208,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	ok = true
-	return d, nil
+	return &DB{d}, nil
 }
 
 // Close releases the connections and the lock.
@@ -472,6 +472,6 @@ func Migrate(ctx context.Context, path, command string) (version uint, dirty boo
 }
 
 // observe records how long a write took.
-func (d *DB) observe(op string, start time.Time) {
+func (d *core) observe(op string, start time.Time) {
 	d.writeSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
 }

@@ -34,14 +34,14 @@ func openTemp(t *testing.T) *DB {
 func listAll(t *testing.T, d *DB, rid int64, objs ...*Object) {
 	t.Helper()
 	ctx := context.Background()
-	epoch, err := d.BeginList(ctx, rid)
+	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.WriteListPage(ctx, rid, epoch, objs); err != nil {
+	if err := d.Mirror().WriteListPage(ctx, rid, epoch, objs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
+	if _, err := d.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -315,7 +315,7 @@ func boolp(b bool) *bool { return &b }
 func openConfigMaps(t *testing.T) (*DB, int64) {
 	t.Helper()
 	d := openTemp(t)
-	rid, err := d.EnsureResource(context.Background(), Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(context.Background(), Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func configMap(uid string, owners ...string) *Object {
 func TestObjectRoundTripAndRelist(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,17 +347,17 @@ func TestObjectRoundTripAndRelist(t *testing.T) {
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: "owner", Controller: boolp(true), BlockOwnerDeletion: boolp(false)},
 			{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "gone"},
 		}}
-	epoch, err := d.BeginList(ctx, rid)
+	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.WriteListPage(ctx, rid, epoch, []*Object{owner, dep}); err != nil {
+	if err := d.Mirror().WriteListPage(ctx, rid, epoch, []*Object{owner, dep}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.FinishList(ctx, rid, epoch, "2"); err != nil {
+	if _, err := d.Mirror().FinishList(ctx, rid, epoch, "2"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := d.GetObject(ctx, "dep")
+	got, err := d.Objects().GetObject(ctx, "dep")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,28 +365,28 @@ func TestObjectRoundTripAndRelist(t *testing.T) {
 		got.OwnerReferences[1].Controller != nil || got.OwnerReferences[1].UID != "gone" || got.Finalizers[0] != "a/b" {
 		t.Fatalf("dependent read back wrong: %+v", got)
 	}
-	if o, _ := d.GetObject(ctx, "owner"); o == nil || !o.CreationTimestamp.Equal(created) {
+	if o, _ := d.Objects().GetObject(ctx, "owner"); o == nil || !o.CreationTimestamp.Equal(created) {
 		t.Fatalf("owner read back wrong: %+v", o)
 	}
 
 	// A relist that no longer returns the owner removes it and reports it.
-	epoch, _ = d.BeginList(ctx, rid)
-	if err := d.WriteListPage(ctx, rid, epoch, []*Object{dep}); err != nil {
+	epoch, _ = d.Mirror().BeginList(ctx, rid)
+	if err := d.Mirror().WriteListPage(ctx, rid, epoch, []*Object{dep}); err != nil {
 		t.Fatal(err)
 	}
-	changes, err := d.FinishList(ctx, rid, epoch, "3")
+	changes, err := d.Mirror().FinishList(ctx, rid, epoch, "3")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(changes) != 2 || changes[0].Type != ChangeDeleted || changes[0].UID != "owner" || changes[0].ResourceID != rid || changes[1].Type != ChangeRelisted {
 		t.Fatalf("relist changes = %+v", changes)
 	}
-	if _, err := d.GetObject(ctx, "owner"); !errors.Is(err, ErrNotFound) {
+	if _, err := d.Objects().GetObject(ctx, "owner"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("owner still mirrored after relist: %v", err)
 	}
 
 	// Watch events: delete cascades to owner refs.
-	if _, err := d.ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: &Object{UID: "dep"}}}); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: &Object{UID: "dep"}}}); err != nil {
 		t.Fatal(err)
 	}
 	var refs int
@@ -415,16 +415,16 @@ func TestWatchUpdateWritesWhatChanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, rid := openConfigMaps(t)
-			if _, err := d.ApplyEvents(ctx, eventsOf(rid, configMap("cm"))); err != nil {
+			if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(rid, configMap("cm"))); err != nil {
 				t.Fatal(err)
 			}
 			want := configMap("cm")
 			want.ResourceVersion = "2"
 			tc.change(want)
-			if _, err := d.ApplyEvents(ctx, eventsOf(rid, want)); err != nil {
+			if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(rid, want)); err != nil {
 				t.Fatal(err)
 			}
-			got, err := d.GetObject(ctx, "cm")
+			got, err := d.Objects().GetObject(ctx, "cm")
 			if err != nil {
 				t.Fatal(err)
 			}

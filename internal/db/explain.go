@@ -10,7 +10,7 @@ import (
 var sqlLintObject = sqlLintRefs(`objects d CROSS JOIN owner_refs r ON r.dependent_uid = d.uid AND d.uid = ?1`, `r.position`, true)
 
 // LintRefsOf is LintRefs for the ownerReferences of the object with uid.
-func (d *DB) LintRefsOf(ctx context.Context, uid string, fn func(*LintRef) error) error {
+func (d Objects) LintRefsOf(ctx context.Context, uid string, fn func(*LintRef) error) error {
 	if err := d.lintRefs(ctx, sqlLintObject, []any{uid}, fn); err != nil {
 		return fmt.Errorf("lint of %s: %w", uid, err)
 	}
@@ -20,7 +20,7 @@ func (d *DB) LintRefsOf(ctx context.Context, uid string, fn func(*LintRef) error
 // RecentHistoryOf returns the last n entries of the history of the object
 // with uid, oldest first, and whether there are older ones. It reads them
 // backwards through object_history_by_uid: a long history costs no more.
-func (d *DB) RecentHistoryOf(ctx context.Context, uid string, n int) ([]HistoryEntry, bool, error) {
+func (d History) RecentHistoryOf(ctx context.Context, uid string, n int) ([]HistoryEntry, bool, error) {
 	rows, err := d.query(ctx, `SELECT * FROM (
 		SELECT `+historyColumns+` FROM object_history WHERE uid = ? ORDER BY id DESC LIMIT ?) ORDER BY id`, uid, n+1)
 	if err != nil {

@@ -31,7 +31,7 @@ func BenchmarkExplainReads(b *testing.B) {
 		}
 	}
 	for i := 0; i < len(objs); i += 1000 {
-		if _, err := d.ApplyEvents(ctx, eventsOf(rid, objs[i:min(i+1000, len(objs))]...)); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(rid, objs[i:min(i+1000, len(objs))]...)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -42,14 +42,14 @@ func BenchmarkExplainReads(b *testing.B) {
 		x.ResourceVersion = fmt.Sprint(k + 2)
 		x.OwnerReferences = []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: fmt.Sprintf("gone-%d", k)}}
 		x.DeletionTimestamp, x.Finalizers = &deleting, []string{"example.com/hold"}
-		if _, err := d.ApplyEvents(ctx, eventsOf(rid, &x)); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(rid, &x)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
 	b.Run("Stuck/one-uid", func(b *testing.B) {
 		for range b.N {
-			if s, err := d.Stuck(ctx, StuckFilter{UID: x.UID, Limit: 1}); err != nil || len(s.Objects) != 1 {
+			if s, err := d.Objects().Stuck(ctx, StuckFilter{UID: x.UID, Limit: 1}); err != nil || len(s.Objects) != 1 {
 				b.Fatal(s, err)
 			}
 		}
@@ -57,14 +57,14 @@ func BenchmarkExplainReads(b *testing.B) {
 	b.Run("LintRefsOf", func(b *testing.B) {
 		for range b.N {
 			n := 0
-			if err := d.LintRefsOf(ctx, x.UID, func(*LintRef) error { n++; return nil }); err != nil || n != 1 {
+			if err := d.Objects().LintRefsOf(ctx, x.UID, func(*LintRef) error { n++; return nil }); err != nil || n != 1 {
 				b.Fatal(n, err)
 			}
 		}
 	})
 	b.Run("RecentHistoryOf", func(b *testing.B) {
 		for range b.N {
-			if h, more, err := d.RecentHistoryOf(ctx, x.UID, 20); err != nil || len(h) != 20 || !more {
+			if h, more, err := d.History().RecentHistoryOf(ctx, x.UID, 20); err != nil || len(h) != 20 || !more {
 				b.Fatal(len(h), more, err)
 			}
 		}

@@ -13,14 +13,14 @@ func TestRecentHistoryOf(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	now := historyClock(d)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// x is created and then re-owned 24 times: 25 history rows.
 	for i := range 25 {
 		*now = now.Add(time.Minute)
-		if _, err := d.ApplyEvents(ctx, []Event{{ResourceID: rid, Object: cmWith("x", fmt.Sprint(i+1), fmt.Sprintf("o%d", i))}}); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: rid, Object: cmWith("x", fmt.Sprint(i+1), fmt.Sprintf("o%d", i))}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,7 +38,7 @@ func TestRecentHistoryOf(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, truncated, err := d.RecentHistoryOf(ctx, tc.uid, tc.n)
+			got, truncated, err := d.History().RecentHistoryOf(ctx, tc.uid, tc.n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestRecentHistoryOf(t *testing.T) {
 func TestLintRefsOf(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,11 @@ func TestLintRefsOf(t *testing.T) {
 	for _, o := range []*Object{cmWith("x", "1", "gone1", "z"), cmWith("y", "1", "gone2"), cmWith("z", "1")} {
 		evs = append(evs, Event{ResourceID: rid, Object: o})
 	}
-	if _, err := d.ApplyEvents(ctx, evs); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	err = d.LintRefsOf(ctx, "x", func(l *LintRef) error {
+	err = d.Objects().LintRefsOf(ctx, "x", func(l *LintRef) error {
 		got = append(got, fmt.Sprintf("%s→%s owner %v", l.Dependent.UID, l.Ref.UID, l.Owner != nil))
 		return nil
 	})
@@ -89,7 +89,7 @@ func TestLintRefsOf(t *testing.T) {
 func TestStuckOfOneUID(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +102,11 @@ func TestStuckOfOneUID(t *testing.T) {
 		}
 		evs = append(evs, Event{ResourceID: rid, Object: o})
 	}
-	if _, err := d.ApplyEvents(ctx, evs); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
 	for _, uid := range []string{"a", "b"} {
-		data, err := d.Stuck(ctx, StuckFilter{UID: uid, Limit: 1})
+		data, err := d.Objects().Stuck(ctx, StuckFilter{UID: uid, Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 func TestUpsertReportsOwnershipFacts(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
-	rid, err := d.EnsureResource(ctx, Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +58,11 @@ func TestUpsertReportsOwnershipFacts(t *testing.T) {
 			o.DeletionTimestamp = ptr(t0.Add(70 * time.Second))
 		}), false},
 	} {
-		changes, err := d.ApplyWatchEvents(ctx, rid, step.obj.ResourceVersion, eventsOf(rid, step.obj))
+		changes, err := d.Mirror().ApplyWatchEvents(ctx, rid, step.obj.ResourceVersion, eventsOf(rid, step.obj))
 		if err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
-		if len(changes) != 1 || changes[0].Type != ChangeUpserted || changes[0].Facts != step.facts {
+		if len(changes) != 1 || changes[0].Type != ChangeUpserted || changes[0].OwnershipChanged != step.facts {
 			t.Errorf("%s: changes %+v, want one upsert with Facts %v", step.name, changes, step.facts)
 		}
 	}
@@ -88,7 +88,7 @@ func TestWatchDeletionIsExamined(t *testing.T) {
 		cm("middle", false, "owner-deleting", "owner-live", "owner-missing"), cm("leaf", false, "middle")} {
 		events = append(events, Event{ResourceID: rid, Object: o})
 	}
-	if _, err := d.ApplyEvents(ctx, events); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []struct {
@@ -100,7 +100,7 @@ func TestWatchDeletionIsExamined(t *testing.T) {
 		{cm("leaf", false, "middle"), false, nil},
 		{cm("owner-live", false), false, nil},
 	} {
-		changes, err := d.ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: step.obj}})
+		changes, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: step.obj}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestWatchDeletionIsExamined(t *testing.T) {
 	// The deletion of an object never mirrored (or already gone) changes
 	// nothing.
 	for _, uid := range []string{"never-mirrored", "leaf"} {
-		changes, err := d.ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: cm(uid, false)}})
+		changes, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: cm(uid, false)}})
 		if err != nil || len(changes) != 0 {
 			t.Errorf("deleting %s, not mirrored: changes %+v, %v; want none", uid, changes, err)
 		}

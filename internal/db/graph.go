@@ -78,7 +78,7 @@ type querier interface {
 // readTx runs fn in one read transaction, so that its queries see one
 // snapshot of the mirror while ingestion keeps writing. A read-only
 // transaction begins DEFERRED: it never takes the write lock.
-func (d *DB) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (d *core) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return readTxOn(ctx, d.read, fn)
 }
 
@@ -99,7 +99,7 @@ const participates = `(EXISTS (SELECT 1 FROM owner_refs p WHERE p.dependent_uid 
 
 // Graph returns the part of the ownership graph f selects. A UID in f.UIDs
 // that the graph does not know gives an *UnknownUIDError.
-func (d *DB) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
+func (d Objects) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 	if f.Limit <= 0 {
 		f.Limit = 10000
 	}
@@ -635,7 +635,7 @@ type ObjectDetail struct {
 // ObjectDetail returns an object with its owners as mirrored, up to
 // maxDependents of its dependents, and the decisions pending about it, from
 // one snapshot; ErrNotFound when it is not mirrored.
-func (d *DB) ObjectDetail(ctx context.Context, uid string, maxDependents int) (*ObjectDetail, error) {
+func (d Objects) ObjectDetail(ctx context.Context, uid string, maxDependents int) (*ObjectDetail, error) {
 	var out *ObjectDetail
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
 		o, err := scanObject(tx.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))

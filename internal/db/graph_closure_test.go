@@ -18,13 +18,13 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(5, 6))
 	d := openTemp(t)
-	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid := func(i int) string { return randomGraphUID(i, 300) }
 	objs := randomGraph(r, 300, 3, false)
-	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}
 	kinds, err := namespacedKinds(ctx, d.read)

@@ -23,7 +23,7 @@ func TestWalkGraphLeavesReadPool(t *testing.T) {
 	walked := make(chan error, 1)
 	go func() {
 		first := true
-		walked <- d.WalkGraph(ctx, 0, GraphWalk{
+		walked <- d.Objects().WalkGraph(ctx, 0, GraphWalk{
 			Start: func(bool) error { return nil },
 			Node: func(GraphNode) error {
 				if first {
@@ -47,10 +47,10 @@ func TestWalkGraphLeavesReadPool(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	if _, err := d.ResourceStats(short); err != nil {
+	if _, err := d.Objects().ResourceStats(short); err != nil {
 		t.Errorf("ResourceStats while a walk is held: %v after %s", err, time.Since(start).Round(time.Millisecond))
 	}
-	if _, err := d.GetObject(short, "no-such-uid"); !errors.Is(err, ErrNotFound) {
+	if _, err := d.Objects().GetObject(short, "no-such-uid"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("GetObject while a walk is held: %v, want ErrNotFound", err)
 	}
 	close(release)

@@ -20,14 +20,14 @@ func graphFixture(t *testing.T) *DB {
 	t.Helper()
 	ctx := context.Background()
 	d := openTemp(t)
-	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.EnsureResource(ctx, Resource{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}); err != nil {
+	if _, err := d.Mirror().EnsureResource(ctx, Resource{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}); err != nil {
 		t.Fatal(err)
 	}
-	crs, err := d.EnsureResource(ctx, Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"})
+	crs, err := d.Mirror().EnsureResource(ctx, Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +53,10 @@ func graphFixture(t *testing.T) *DB {
 		cm("a", "L"), cm("a", "M1", ref("M2")), cm("a", "M2", ref("M1")),
 		cm("b", "P"), cm("b", "Q", ref("P"), crRef), dObj, cm("b", "E", ref("D")), fObj, cm("b", "K", ref("F")),
 	}
-	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.ApplyEvents(ctx, eventsOf(crs, cr1)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(crs, cr1)); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -100,7 +100,7 @@ func nodeOf(t *testing.T, g *Graph, uid string) GraphNode {
 func TestGraphWhole(t *testing.T) {
 	ctx := context.Background()
 	d := graphFixture(t)
-	g, err := d.Graph(ctx, GraphFilter{})
+	g, err := d.Objects().Graph(ctx, GraphFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestGraphFilters(t *testing.T) {
 		{"limit", GraphFilter{Namespace: "a", Limit: 3}, "A,B,C", "B>A,C>B"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := d.Graph(ctx, tc.f)
+			g, err := d.Objects().Graph(ctx, tc.f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,11 +180,11 @@ func TestGraphFilters(t *testing.T) {
 	}
 
 	// Exactly as many nodes as the limit is not truncated.
-	if g, err := d.Graph(ctx, GraphFilter{UIDs: []string{"B"}, Limit: 3}); err != nil || g.Truncated || len(g.Nodes) != 3 {
+	if g, err := d.Objects().Graph(ctx, GraphFilter{UIDs: []string{"B"}, Limit: 3}); err != nil || g.Truncated || len(g.Nodes) != 3 {
 		t.Fatalf("limit equal to the node count: %+v, %v", g, err)
 	}
 
-	_, err := d.Graph(ctx, GraphFilter{UIDs: []string{"B", "nope"}})
+	_, err := d.Objects().Graph(ctx, GraphFilter{UIDs: []string{"B", "nope"}})
 	var unknown *UnknownUIDError
 	if !errors.Is(err, ErrNotFound) || !errors.As(err, &unknown) || unknown.UID != "nope" {
 		t.Fatalf("unknown uid: err = %v, want UnknownUIDError for nope", err)
@@ -192,7 +192,7 @@ func TestGraphFilters(t *testing.T) {
 }
 
 func TestGraphEmpty(t *testing.T) {
-	g, err := openTemp(t).Graph(context.Background(), GraphFilter{})
+	g, err := openTemp(t).Objects().Graph(context.Background(), GraphFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestObjectDetail(t *testing.T) {
 	ctx := context.Background()
 	d := graphFixture(t)
 
-	b, err := d.ObjectDetail(ctx, "B", 10)
+	b, err := d.Objects().ObjectDetail(ctx, "B", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestObjectDetail(t *testing.T) {
 		t.Fatalf("pending of B = %#v, want empty", b.Pending)
 	}
 
-	a, err := d.ObjectDetail(ctx, "A", 1)
+	a, err := d.Objects().ObjectDetail(ctx, "A", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestObjectDetail(t *testing.T) {
 		"E": {"D", "D", true},
 		"K": {"F", "F", true},
 	} {
-		got, err := d.ObjectDetail(ctx, uid, 10)
+		got, err := d.Objects().ObjectDetail(ctx, uid, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,10 +264,10 @@ func TestObjectDetail(t *testing.T) {
 
 	p := &Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Reason: "no owner exists",
 		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "G", UID: "G"}, ResourceVersion: "1"}
-	if _, err := d.UpsertPending(ctx, p); err != nil {
+	if _, err := d.Ledger().UpsertPending(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	g, err := d.ObjectDetail(ctx, "G", 10)
+	g, err := d.Objects().ObjectDetail(ctx, "G", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestObjectDetail(t *testing.T) {
 		t.Fatalf("pending of G = %+v", g.Pending)
 	}
 
-	if _, err := d.ObjectDetail(ctx, "nope", 10); !errors.Is(err, ErrNotFound) {
+	if _, err := d.Objects().ObjectDetail(ctx, "nope", 10); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown uid: err = %v, want ErrNotFound", err)
 	}
 	if !slices.Equal(g.Object.Finalizers, nil) {

@@ -36,7 +36,7 @@ type GraphWalk struct {
 // until the walk ends, so a slow reader delays checkpoints, not writes; it
 // is read through the walks' own connections (Options.StreamConns), so a
 // slow reader holds none of the short reads'.
-func (d *DB) WalkGraph(ctx context.Context, limit int, w GraphWalk) error {
+func (d Objects) WalkGraph(ctx context.Context, limit int, w GraphWalk) error {
 	if limit <= 0 {
 		limit = 10000
 	}

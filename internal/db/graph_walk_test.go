@@ -15,7 +15,7 @@ func walked(t *testing.T, d *DB, limit int) *Graph {
 	t.Helper()
 	g := &Graph{Nodes: []GraphNode{}, Edges: []GraphEdge{}}
 	starts := 0
-	err := d.WalkGraph(context.Background(), limit, GraphWalk{
+	err := d.Objects().WalkGraph(context.Background(), limit, GraphWalk{
 		Start: func(truncated bool) error { starts++; g.Truncated = truncated; return nil },
 		Node:  func(n GraphNode) error { g.Nodes = append(g.Nodes, n); return nil },
 		Edge:  func(e GraphEdge) error { g.Edges = append(g.Edges, e); return nil },
@@ -35,7 +35,7 @@ func TestWalkGraphEqualsGraph(t *testing.T) {
 	ctx := context.Background()
 	d := graphFixture(t)
 	for limit := 1; limit <= 23; limit++ {
-		want, err := d.Graph(ctx, GraphFilter{Limit: limit})
+		want, err := d.Objects().Graph(ctx, GraphFilter{Limit: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestWalkGraphRandomForests(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(3, 4))
 	d := openTemp(t)
-	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +68,11 @@ func TestWalkGraphRandomForests(t *testing.T) {
 		}
 		objs = append(objs, o)
 	}
-	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}
 	for _, limit := range []int{1, 2, 10, 99, 250, 400, 10000} {
-		want, err := d.Graph(ctx, GraphFilter{Limit: limit})
+		want, err := d.Objects().Graph(ctx, GraphFilter{Limit: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestWalkGraphStopsOnTheCallersError(t *testing.T) {
 	d := graphFixture(t)
 	stop := errors.New("client gone")
 	nodes := 0
-	err := d.WalkGraph(context.Background(), 100, GraphWalk{
+	err := d.Objects().WalkGraph(context.Background(), 100, GraphWalk{
 		Start: func(bool) error { return nil },
 		Node: func(GraphNode) error {
 			nodes++

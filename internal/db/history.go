@@ -82,7 +82,7 @@ type historyStatements struct {
 	now any
 }
 
-func (d *DB) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatements, error) {
+func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatements, error) {
 	h := historyStatements{now: formatTime(ptr(d.Now()))}
 	for _, p := range []struct {
 		dst **sql.Stmt
@@ -202,7 +202,7 @@ func scanGone(rows *sql.Rows) ([]goneObject, error) {
 }
 
 // recordGone writes the deleted row of each object gone.
-func (d *DB) recordGone(ctx context.Context, tx *sql.Tx, gone []goneObject) error {
+func (d *core) recordGone(ctx context.Context, tx *sql.Tx, gone []goneObject) error {
 	if len(gone) == 0 {
 		return nil
 	}
@@ -278,7 +278,7 @@ func sameText(stored sql.NullString, v any) bool {
 
 // HistoryOf returns the history of the object with uid, oldest first; an
 // empty list when history knows nothing of it.
-func (d *DB) HistoryOf(ctx context.Context, uid string) ([]HistoryEntry, error) {
+func (d History) HistoryOf(ctx context.Context, uid string) ([]HistoryEntry, error) {
 	rows, err := d.query(ctx, `SELECT `+historyColumns+` FROM object_history WHERE uid = ? ORDER BY id`, uid)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", uid, err)
@@ -332,7 +332,7 @@ func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
 // it is the object's state at cutoff, which the next change is compared
 // with and which HistoryAt reads for any later time. An object deleted
 // before cutoff goes entirely.
-func (d *DB) PruneHistory(ctx context.Context, cutoff time.Time) (int64, error) {
+func (d History) PruneHistory(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
 	err := d.inWriteTx(ctx, "history", func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM object_history WHERE time < ?1 AND (event = 'deleted'
@@ -354,7 +354,7 @@ func (d *DB) PruneHistory(ctx context.Context, cutoff time.Time) (int64, error) 
 
 // LeaseHolderHistory returns, for each Lease uid, its rows that name a
 // holder (created and holder-changed), oldest first.
-func (d *DB) LeaseHolderHistory(ctx context.Context, uids []string) (map[string][]HistoryEntry, error) {
+func (d History) LeaseHolderHistory(ctx context.Context, uids []string) (map[string][]HistoryEntry, error) {
 	out := map[string][]HistoryEntry{}
 	if len(uids) == 0 {
 		return out, nil

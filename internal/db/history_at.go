@@ -34,7 +34,7 @@ type HistorySnapshot struct {
 // dependents as history shows them at time at, reaching at most about limit
 // objects. A UID that history does not know (no row of its own, never
 // named as an owner) gives an error matching ErrNotFound.
-func (d *DB) HistoryAt(ctx context.Context, uids []string, at time.Time, limit int) (*HistorySnapshot, error) {
+func (d History) HistoryAt(ctx context.Context, uids []string, at time.Time, limit int) (*HistorySnapshot, error) {
 	snap := &HistorySnapshot{}
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
 		for _, uid := range uids {

@@ -31,16 +31,16 @@ func benchObjectsOf(rv int, owner func(i int) string) []*Object {
 func benchList(b *testing.B, d *DB, rid int64, objs []*Object) {
 	b.Helper()
 	ctx := context.Background()
-	epoch, err := d.BeginList(ctx, rid)
+	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < len(objs); i += 500 {
-		if err := d.WriteListPage(ctx, rid, epoch, objs[i:min(i+500, len(objs))]); err != nil {
+		if err := d.Mirror().WriteListPage(ctx, rid, epoch, objs[i:min(i+500, len(objs))]); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
+	if _, err := d.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -48,7 +48,7 @@ func benchList(b *testing.B, d *DB, rid int64, objs []*Object) {
 func benchEvents(b *testing.B, d *DB, rid int64, objs []*Object) {
 	b.Helper()
 	for i := 0; i < len(objs); i += 1000 {
-		if _, err := d.ApplyEvents(context.Background(), eventsOf(rid, objs[i:min(i+1000, len(objs))]...)); err != nil {
+		if _, err := d.Mirror().ApplyEvents(context.Background(), eventsOf(rid, objs[i:min(i+1000, len(objs))]...)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,7 +67,7 @@ func benchDBOf(b *testing.B, res Resource) (*DB, int64) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Close() })
-	rid, err := d.EnsureResource(context.Background(), res)
+	rid, err := d.Mirror().EnsureResource(context.Background(), res)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -190,28 +190,28 @@ func BenchmarkHistoryReads(b *testing.B) {
 		add(fmt.Sprintf("big-dep-%04d", j), "big")
 	}
 	for i := 0; i < len(objs); i += 1000 {
-		if _, err := d.ApplyEvents(ctx, eventsOf(rid, objs[i:min(i+1000, len(objs))]...)); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(rid, objs[i:min(i+1000, len(objs))]...)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	at := d.Now().Add(time.Hour)
 	b.Run("HistoryOf", func(b *testing.B) {
 		for range b.N {
-			if h, err := d.HistoryOf(ctx, "dep-12345-3"); err != nil || len(h) != 1 {
+			if h, err := d.History().HistoryOf(ctx, "dep-12345-3"); err != nil || len(h) != 1 {
 				b.Fatal(h, err)
 			}
 		}
 	})
 	b.Run("HistoryAt/one-dependent", func(b *testing.B) {
 		for range b.N {
-			if s, err := d.HistoryAt(ctx, []string{"dep-12345-3"}, at, 10000); err != nil || len(s.States) != 2 {
+			if s, err := d.History().HistoryAt(ctx, []string{"dep-12345-3"}, at, 10000); err != nil || len(s.States) != 2 {
 				b.Fatal(s, err)
 			}
 		}
 	})
 	b.Run("HistoryAt/10000-dependents", func(b *testing.B) {
 		for range b.N {
-			if s, err := d.HistoryAt(ctx, []string{"big"}, at, 10000); err != nil || len(s.States) != 10000 {
+			if s, err := d.History().HistoryAt(ctx, []string{"big"}, at, 10000); err != nil || len(s.States) != 10000 {
 				b.Fatal(len(s.States), err)
 			}
 		}
@@ -274,7 +274,7 @@ func BenchmarkIngestLeaseRenewals(b *testing.B) {
 	for i := range b.N {
 		objs := versions[i%2]
 		for j := 0; j < len(objs); j += 200 {
-			if _, err := d.ApplyEvents(context.Background(), eventsOf(rid, objs[j:j+200]...)); err != nil {
+			if _, err := d.Mirror().ApplyEvents(context.Background(), eventsOf(rid, objs[j:j+200]...)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -22,7 +22,7 @@ func historyClock(d *DB) *time.Time {
 // deleting".
 func eventLines(t *testing.T, d *DB, uid string) []string {
 	t.Helper()
-	h, err := d.HistoryOf(context.Background(), uid)
+	h, err := d.History().HistoryOf(context.Background(), uid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,14 +55,14 @@ func TestHistoryLifecycle(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	now := historyClock(d)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	list := func(objs ...*Object) { listAll(t, d, rid, objs...) }
 	apply := func(evs ...Event) {
 		t.Helper()
-		if _, err := d.ApplyEvents(ctx, evs); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, evs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,7 +70,7 @@ func TestHistoryLifecycle(t *testing.T) {
 	// does not rewrite.
 	mirroredOwners := func(want ...string) {
 		t.Helper()
-		o, err := d.GetObject(ctx, "x")
+		o, err := d.Objects().GetObject(ctx, "x")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestHistoryLifecycle(t *testing.T) {
 	}
 	apply(Event{ResourceID: rid, Object: cmWith("b", "1")})
 	at("12:00")
-	if _, err := d.DeleteResource(ctx, rid); err != nil {
+	if _, err := d.Mirror().DeleteResource(ctx, rid); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"11:00 created [] []", "12:00 deleted [] []"}, eventLines(t, d, "b")); diff != "" {
@@ -155,14 +155,14 @@ func TestHistoryAt(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	now := historyClock(d)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	step := func(evs ...Event) time.Time {
 		t.Helper()
 		*now = now.Add(time.Minute)
-		if _, err := d.ApplyEvents(ctx, evs); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, evs); err != nil {
 			t.Fatal(err)
 		}
 		return *now
@@ -201,7 +201,7 @@ func TestHistoryAt(t *testing.T) {
 		{"limit", []string{"root"}, t1, 1, snap{Closure: []string{"b", "root"}, States: []string{"b:created", "root:created"}, Truncated: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := d.HistoryAt(ctx, tc.uids, tc.at, tc.limit)
+			s, err := d.History().HistoryAt(ctx, tc.uids, tc.at, tc.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +210,7 @@ func TestHistoryAt(t *testing.T) {
 			}
 		})
 	}
-	if _, err := d.HistoryAt(ctx, []string{"nobody"}, t2, 100); !errors.Is(err, ErrNotFound) {
+	if _, err := d.History().HistoryAt(ctx, []string{"nobody"}, t2, 100); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown uid: err %v, want ErrNotFound", err)
 	}
 }
@@ -221,14 +221,14 @@ func TestPruneHistory(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	now := historyClock(d)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := func(h int, evs ...Event) {
 		t.Helper()
 		*now = time.Date(2026, 3, 1, h, 0, 0, 0, time.UTC)
-		if _, err := d.ApplyEvents(ctx, evs); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, evs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -238,7 +238,7 @@ func TestPruneHistory(t *testing.T) {
 	at(5, eventsOf(rid, cmWith("old-live", "3", "p"))...)
 	at(6, Event{ResourceID: rid, Deleted: true, Object: &Object{UID: "recent-gone"}})
 
-	n, err := d.PruneHistory(ctx, time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC))
+	n, err := d.History().PruneHistory(ctx, time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestLeaseHolderHistory(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	now := historyClock(d)
-	rid, err := d.EnsureResource(ctx, Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,17 +297,17 @@ func TestLeaseHolderHistory(t *testing.T) {
 	}
 	watch := func(o *Object) {
 		t.Helper()
-		if _, err := d.ApplyEvents(ctx, eventsOf(rid, o)); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(rid, o)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	list := func(o *Object) {
 		t.Helper()
-		epoch, err := d.BeginList(ctx, rid)
+		epoch, err := d.Mirror().BeginList(ctx, rid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.WriteListPage(ctx, rid, epoch, []*Object{o}); err != nil {
+		if err := d.Mirror().WriteListPage(ctx, rid, epoch, []*Object{o}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -319,7 +319,7 @@ func TestLeaseHolderHistory(t *testing.T) {
 	watch(lease("", 100, 105)) // released
 	watch(lease("d", 120, 120))
 
-	rows, err := d.LeaseHolderHistory(ctx, []string{"l", "other"})
+	rows, err := d.History().LeaseHolderHistory(ctx, []string{"l", "other"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ const (
 // done: the caller sends the write only then. Concurrent callers share a
 // commit (the writer groups what is waiting), so a worker waits for the
 // one transaction that holds its intent, not for one per worker.
-func (d *DB) InsertIntent(ctx context.Context, in *Intent) error {
+func (d Ledger) InsertIntent(ctx context.Context, in *Intent) error {
 	e := &in.Entry
 	if e.Time.IsZero() {
 		e.Time = d.Now()
@@ -60,7 +60,7 @@ func (d *DB) InsertIntent(ctx context.Context, in *Intent) error {
 
 // resolveIntent deletes the intent an audit row settles, in that row's
 // transaction.
-func (d *DB) resolveIntent(ctx context.Context, tx *sql.Tx, id int64) error {
+func (d *core) resolveIntent(ctx context.Context, tx *sql.Tx, id int64) error {
 	if id == 0 {
 		return nil
 	}
@@ -74,12 +74,12 @@ func (d *DB) resolveIntent(ctx context.Context, tx *sql.Tx, id int64) error {
 
 // WithdrawIntent deletes the intent of a write that was not sent after
 // all, which needs no audit row.
-func (d *DB) WithdrawIntent(ctx context.Context, id int64) error {
+func (d Ledger) WithdrawIntent(ctx context.Context, id int64) error {
 	return d.inWriteTx(ctx, "intent", func(tx *sql.Tx) error { return d.resolveIntent(ctx, tx, id) })
 }
 
 // OpenIntents returns the intents without an outcome, oldest first.
-func (d *DB) OpenIntents(ctx context.Context) ([]Intent, error) {
+func (d Ledger) OpenIntents(ctx context.Context) ([]Intent, error) {
 	rows, err := d.read.QueryContext(ctx, `SELECT id, time, instance, controller, rule, action, api_version, kind, namespace, name,
 		uid, resource_version, facts, reason FROM intents ORDER BY id`)
 	if err != nil {
@@ -117,7 +117,7 @@ func (d *DB) OpenIntents(ctx context.Context) ([]Intent, error) {
 // same rule, reason and version: a failure is audited once per decision,
 // not once per retry), and otherwise only the intent is resolved. It
 // reports whether the decision was new.
-func (d *DB) RecordFailure(ctx context.Context, p *Pending, e *AuditEntry) (bool, error) {
+func (d Ledger) RecordFailure(ctx context.Context, p *Pending, e *AuditEntry) (bool, error) {
 	if e.Time.IsZero() {
 		e.Time = d.Now()
 	}
@@ -139,7 +139,7 @@ func (d *DB) RecordFailure(ctx context.Context, p *Pending, e *AuditEntry) (bool
 // which resolves it; with p, the decision stays pending (its outcome is
 // unknown and its controller decides again), else what was pending about
 // the target goes, as for any write carried out. One transaction.
-func (d *DB) SettleIntent(ctx context.Context, e *AuditEntry, p *Pending) error {
+func (d Ledger) SettleIntent(ctx context.Context, e *AuditEntry, p *Pending) error {
 	if p == nil {
 		return d.InsertAudits(ctx, []*AuditEntry{e})
 	}

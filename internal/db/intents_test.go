@@ -23,7 +23,7 @@ func intentFor(uid string) *Intent {
 
 func openIntents(t *testing.T, d *DB) []string {
 	t.Helper()
-	intents, err := d.OpenIntents(context.Background())
+	intents, err := d.Ledger().OpenIntents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestIntentsAreGroupCommitted(t *testing.T) {
 	unlock := dbfault.HoldWriteLock(t, d.Path)
 	insert := func(uid string) (chan error, *Intent) {
 		in, done := intentFor(uid), make(chan error, 1)
-		go func() { done <- d.InsertIntent(ctx, in) }()
+		go func() { done <- d.Ledger().InsertIntent(ctx, in) }()
 		return done, in
 	}
 	firstDone, _ := insert("first")
@@ -137,34 +137,34 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 		}, wantRows: []string{OutcomeApplied}},
 		{name: "failure, new", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			e.Outcome = OutcomeConflict
-			if isNew, err := d.RecordFailure(ctx, pending(in), e); err != nil || !isNew {
+			if isNew, err := d.Ledger().RecordFailure(ctx, pending(in), e); err != nil || !isNew {
 				t.Fatalf("RecordFailure: new %v, %v", isNew, err)
 			}
 		}, wantRows: []string{OutcomeConflict}, wantPending: true},
 		{name: "failure, retried", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
-			if _, err := d.UpsertPending(ctx, pending(in)); err != nil {
+			if _, err := d.Ledger().UpsertPending(ctx, pending(in)); err != nil {
 				t.Fatal(err)
 			}
 			e.Outcome = OutcomeFailed
-			if isNew, err := d.RecordFailure(ctx, pending(in), e); err != nil || isNew {
+			if isNew, err := d.Ledger().RecordFailure(ctx, pending(in), e); err != nil || isNew {
 				t.Fatalf("RecordFailure: new %v, %v", isNew, err)
 			}
 		}, wantPending: true},
 		{name: "from the backlog", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			e.Outcome = OutcomeApplied
-			if err := d.InsertAudits(ctx, []*AuditEntry{e}); err != nil {
+			if err := d.Ledger().InsertAudits(ctx, []*AuditEntry{e}); err != nil {
 				t.Fatal(err)
 			}
 		}, wantRows: []string{OutcomeApplied}},
 		{name: "settled at start, gone", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			e.Outcome = OutcomeApplied
-			if err := d.SettleIntent(ctx, e, nil); err != nil {
+			if err := d.Ledger().SettleIntent(ctx, e, nil); err != nil {
 				t.Fatal(err)
 			}
 		}, wantRows: []string{OutcomeApplied}},
 		{name: "settled at start, unknown", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			e.Outcome = OutcomeUnknown
-			if err := d.SettleIntent(ctx, e, pending(in)); err != nil {
+			if err := d.Ledger().SettleIntent(ctx, e, pending(in)); err != nil {
 				t.Fatal(err)
 			}
 		}, wantRows: []string{OutcomeUnknown}, wantPending: true},
@@ -174,11 +174,11 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 			other := intentFor("other")
 			in := intentFor("target")
 			for _, i := range []*Intent{other, in} {
-				if err := d.InsertIntent(ctx, i); err != nil {
+				if err := d.Ledger().InsertIntent(ctx, i); err != nil {
 					t.Fatal(err)
 				}
 			}
-			stored, err := d.OpenIntents(ctx)
+			stored, err := d.Ledger().OpenIntents(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +190,7 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 			if diff := cmp.Diff([]string{"other"}, openIntents(t, d)); diff != "" {
 				t.Errorf("open intents (-want +got):\n%s", diff)
 			}
-			rows, _, err := d.ListAudit(ctx, AuditFilter{UID: "target"})
+			rows, _, err := d.Decisions().ListAudit(ctx, AuditFilter{UID: "target"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +201,7 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 			if diff := cmp.Diff(tc.wantRows, outcomes); diff != "" {
 				t.Errorf("audit rows (-want +got):\n%s", diff)
 			}
-			p, _, err := d.ListPending(ctx, PendingFilter{})
+			p, _, err := d.Decisions().ListPending(ctx, PendingFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}

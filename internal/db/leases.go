@@ -17,21 +17,21 @@ const identityLease = `SELECT 1 FROM objects lo JOIN leases l ON l.uid = lo.uid
 
 // ServersWithoutLease returns the API server ids that StorageVersion entries
 // name and that have no identity Lease in the mirror.
-func (d *DB) ServersWithoutLease(ctx context.Context) ([]string, error) {
+func (d SVGC) ServersWithoutLease(ctx context.Context) ([]string, error) {
 	return d.strings(ctx, "servers without a lease", `SELECT DISTINCT e.api_server_id FROM storage_version_entries e
 		WHERE NOT EXISTS (`+fmt.Sprintf(identityLease, "e.api_server_id")+`) ORDER BY 1`)
 }
 
 // StorageVersionsOf returns the names of the StorageVersions with an entry
 // of server id.
-func (d *DB) StorageVersionsOf(ctx context.Context, serverID string) ([]string, error) {
+func (d SVGC) StorageVersionsOf(ctx context.Context, serverID string) ([]string, error) {
 	return d.strings(ctx, "storage versions of "+serverID, `SELECT o.name FROM storage_version_entries e JOIN objects o ON o.uid = e.uid
 		WHERE e.api_server_id = ? ORDER BY o.name`, serverID)
 }
 
 // StorageVersionsWithoutLease returns the StorageVersions with an entry of
 // a server that has no identity Lease in the mirror, by name.
-func (d *DB) StorageVersionsWithoutLease(ctx context.Context) ([]Target, error) {
+func (d SVGC) StorageVersionsWithoutLease(ctx context.Context) ([]Target, error) {
 	rows, err := d.query(ctx, `SELECT o.uid, o.api_version, o.kind, o.name FROM objects o
 		WHERE o.uid IN (SELECT e.uid FROM storage_version_entries e WHERE NOT EXISTS (`+fmt.Sprintf(identityLease, "e.api_server_id")+`))
 		ORDER BY o.name`)
@@ -50,7 +50,7 @@ func (d *DB) StorageVersionsWithoutLease(ctx context.Context) ([]Target, error) 
 	return out, rows.Err()
 }
 
-func (d *DB) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
+func (d *core) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
 	out, err := queryStrings(ctx, d.read, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -81,7 +81,7 @@ type LeaseFilter struct {
 }
 
 // Leases returns the Leases of the mirror, by namespace and name.
-func (d *DB) Leases(ctx context.Context, f LeaseFilter) ([]LeaseRow, error) {
+func (d Objects) Leases(ctx context.Context, f LeaseFilter) ([]LeaseRow, error) {
 	where := []string{`o.kind = 'Lease' AND o.api_version = 'coordination.k8s.io/v1'`}
 	var args []any
 	for _, c := range []struct{ col, v string }{{"o.namespace", f.Namespace}, {"o.name", f.Name}} {

@@ -134,7 +134,7 @@ var (
 // (every object when "") that some lint rule may apply to, as the rows
 // come: memory does not grow with the mirror. fn must not keep the
 // *LintRef, which is reused.
-func (d *DB) LintRefs(ctx context.Context, namespace string, fn func(*LintRef) error) error {
+func (d Objects) LintRefs(ctx context.Context, namespace string, fn func(*LintRef) error) error {
 	query, args := sqlLintAll, []any{}
 	if namespace != "" {
 		query, args = sqlLintNamespace, []any{namespace}
@@ -146,7 +146,7 @@ func (d *DB) LintRefs(ctx context.Context, namespace string, fn func(*LintRef) e
 }
 
 // lintRefs runs query, one of sqlLintRefs', and calls fn with each row.
-func (d *DB) lintRefs(ctx context.Context, query string, args []any, fn func(*LintRef) error) error {
+func (d *core) lintRefs(ctx context.Context, query string, args []any, fn func(*LintRef) error) error {
 	return d.readTx(ctx, func(tx *sql.Tx) error {
 		kinds, err := namespacedKinds(ctx, tx)
 		if err != nil {
@@ -196,7 +196,7 @@ func (d *DB) lintRefs(ctx context.Context, query string, args []any, fn func(*Li
 
 // FillDangling reads PendingSince and OwnerDeletedAt of refs whose owner
 // is not mirrored, in one query.
-func (d *DB) FillDangling(ctx context.Context, refs []*LintRef) error {
+func (d Objects) FillDangling(ctx context.Context, refs []*LintRef) error {
 	var keys [][2]string
 	for _, l := range refs {
 		if l.Owner == nil {

@@ -35,7 +35,7 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 	}
 	ids := map[int]int64{} // kinds index → resource id, while discovered
 	discover := func(k int) {
-		id, err := d.EnsureResource(ctx, kinds[k].res)
+		id, err := d.Mirror().EnsureResource(ctx, kinds[k].res)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 				objects[ev.Object.UID] = k
 				what = "upsert " + ev.Object.UID
 			}
-			if _, err := d.ApplyEvents(ctx, []Event{ev}); err != nil {
+			if _, err := d.Mirror().ApplyEvents(ctx, []Event{ev}); err != nil {
 				t.Fatal(err)
 			}
 		case op < 15: // a relist of one kind: some objects new, some changed, some gone
@@ -136,7 +136,7 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 				continue
 			}
 			what = "relist " + kinds[k].res.Resource
-			epoch, err := d.BeginList(ctx, id)
+			epoch, err := d.Mirror().BeginList(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,10 +149,10 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 					objects[uid] = k
 				}
 			}
-			if err := d.WriteListPage(ctx, id, epoch, page); err != nil {
+			if err := d.Mirror().WriteListPage(ctx, id, epoch, page); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := d.FinishList(ctx, id, epoch, "1"); err != nil {
+			if _, err := d.Mirror().FinishList(ctx, id, epoch, "1"); err != nil {
 				t.Fatal(err)
 			}
 		case op < 17: // discovery drops a kind with its objects
@@ -162,7 +162,7 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 				continue
 			}
 			what = "drop " + kinds[k].res.Resource
-			if _, err := d.DeleteResource(ctx, id); err != nil {
+			if _, err := d.Mirror().DeleteResource(ctx, id); err != nil {
 				t.Fatal(err)
 			}
 			delete(ids, k)
@@ -215,7 +215,7 @@ func checkOwnerGCCandidates(t *testing.T, d *DB, step int, what string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := d.OwnerGCCandidates(ctx)
+	got, err := d.OwnerGC().OwnerGCCandidates(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

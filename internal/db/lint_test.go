@@ -23,11 +23,11 @@ func lintFixture(t *testing.T) *DB {
 	t.Helper()
 	ctx := context.Background()
 	d := openTemp(t)
-	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	crs, err := d.EnsureResource(ctx, Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"})
+	crs, err := d.Mirror().EnsureResource(ctx, Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,21 +59,21 @@ func lintFixture(t *testing.T) *DB {
 		dying, cm("a", "waits", blockingDying),
 		cm("c", "c-owner"), cm("c", "c-dep", ctl(ref("c-owner", "uid-c-owner"))),
 	}
-	if _, err := d.ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(cms, objs...)); err != nil {
 		t.Fatal(err)
 	}
 	crDep := &Object{UID: "uid-cr-dep", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr-dep",
 		ResourceVersion: "1", OwnerReferences: []OwnerRef{ref("x", "uid-x")}}
 	crOwner := &Object{UID: "uid-cr-owner", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr-owner",
 		ResourceVersion: "1"}
-	if _, err := d.ApplyEvents(ctx, eventsOf(crs, crDep, crOwner)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(crs, crDep, crOwner)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Reason: "r",
+	if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Reason: "r",
 		Since: created, Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "dangling", UID: "uid-dangling"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.InsertAudit(ctx, &AuditEntry{Time: created, Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
+	if err := d.Ledger().InsertAudit(ctx, &AuditEntry{Time: created, Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
 		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "gone", UID: "uid-ghost"}, Outcome: OutcomeApplied}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestLintRefs(t *testing.T) {
 	for _, ns := range []string{"", "a", "c"} {
 		got[ns] = nil
 		var refs []*LintRef
-		err := d.LintRefs(context.Background(), ns, func(l *LintRef) error {
+		err := d.Objects().LintRefs(context.Background(), ns, func(l *LintRef) error {
 			if l.PendingSince != nil || l.OwnerDeletedAt != nil {
 				t.Errorf("LintRefs read when %s's reference began to dangle: that is FillDangling's", l.Dependent.Name)
 			}
@@ -107,7 +107,7 @@ func TestLintRefs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := d.FillDangling(context.Background(), refs); err != nil {
+		if err := d.Objects().FillDangling(context.Background(), refs); err != nil {
 			t.Fatal(err)
 		}
 		for _, l := range refs {

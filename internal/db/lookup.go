@@ -28,7 +28,7 @@ type LookupFilter struct {
 // LookupObjects returns the objects f selects, with their owner references,
 // ordered by namespace, name and group, and whether more matched than the
 // limit. A kind no resource serves gives none.
-func (d *DB) LookupObjects(ctx context.Context, f LookupFilter) ([]*Object, bool, error) {
+func (d Objects) LookupObjects(ctx context.Context, f LookupFilter) ([]*Object, bool, error) {
 	if f.Limit <= 0 {
 		f.Limit = 500
 	}

@@ -25,7 +25,7 @@ type Condition struct {
 	Message string `json:"message,omitempty"`
 }
 
-func (d *DB) namespaceColumns(ctx context.Context, o *Object) error {
+func (d *core) namespaceColumns(ctx context.Context, o *Object) error {
 	var phase, fins, conds sql.NullString
 	err := d.queryRow(ctx, `SELECT phase, spec_finalizers, conditions FROM namespaces WHERE uid = ?`, o.UID).Scan(&phase, &fins, &conds)
 	if errors.Is(err, sql.ErrNoRows) {

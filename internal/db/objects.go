@@ -169,11 +169,11 @@ type Change struct {
 	Examined       bool
 	HasDependents  bool
 	DeletingOwners []string
-	// Facts, for an upsert: the object is new to the mirror, or its
+	// OwnershipChanged, for an upsert: the object is new to the mirror, or its
 	// ownerReferences, finalizers or deletion changed, the facts the owner
 	// GC decides on. An update of anything else (a status, a label, a
 	// Lease renewal) leaves it false.
-	Facts bool
+	OwnershipChanged bool
 }
 
 // ChangeType is the kind of a Change.
@@ -269,7 +269,7 @@ var writeQueries = append([]string{sqlTouch, sqlUpdate, sqlUpsert, sqlDeleteObje
 	sqlInsertIntent, sqlDeleteIntent, sqlHasDependents, sqlIsDeleting,
 	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}, historyWriteQueries...)
 
-func (d *DB) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
+func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 	s := &statements{}
 	for _, p := range []struct {
 		dst **sql.Stmt
@@ -393,7 +393,7 @@ func (s *statements) upsertStorageVersion(ctx context.Context, uid string, sv *S
 
 // ApplyEvents writes a batch of watch events in one transaction and returns
 // what changed.
-func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) {
+func (d Mirror) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) {
 	return d.ApplyWatchEvents(ctx, 0, "", events)
 }
 
@@ -401,7 +401,7 @@ func (d *DB) ApplyEvents(ctx context.Context, events []Event) ([]Change, error) 
 // which also records resourceVersion, the watch's position after the
 // batch, as the point its mirror is complete up to (see ResumeVersion), in
 // the same transaction: a crash keeps both or neither.
-func (d *DB) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string, events []Event) ([]Change, error) {
+func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string, events []Event) ([]Change, error) {
 	changes := make([]Change, 0, len(events))
 	err := d.inWriteTx(ctx, "events", func(tx *sql.Tx) error {
 		changes = changes[:0]
@@ -449,7 +449,7 @@ func (d *DB) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVer
 			if err != nil {
 				return err
 			}
-			changes = append(changes, Change{Type: ChangeUpserted, ResourceID: ev.ResourceID, UID: ev.Object.UID, Facts: facts})
+			changes = append(changes, Change{Type: ChangeUpserted, ResourceID: ev.ResourceID, UID: ev.Object.UID, OwnershipChanged: facts})
 		}
 		return nil
 	})
@@ -462,7 +462,7 @@ func (d *DB) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVer
 // are being deleted. Two index probes in the writer's transaction cost
 // less than a read each on another connection, and most deleted objects
 // have no dependents and no owner waiting for them.
-func (d *DB) examineDeletion(ctx context.Context, tx *sql.Tx, ev Event) (Change, error) {
+func (d *core) examineDeletion(ctx context.Context, tx *sql.Tx, ev Event) (Change, error) {
 	c := Change{Type: ChangeDeleted, ResourceID: ev.ResourceID, UID: ev.Object.UID, Examined: true}
 	st, err := d.txStmt(ctx, tx, sqlHasDependents)
 	if err != nil {
@@ -497,7 +497,7 @@ const (
 
 // EnsureResource records a watched resource and returns its id. It starts
 // out unsynced.
-func (d *DB) EnsureResource(ctx context.Context, r Resource) (int64, error) {
+func (d Mirror) EnsureResource(ctx context.Context, r Resource) (int64, error) {
 	var id int64
 	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `INSERT INTO resources (api_group, version, resource, kind, namespaced, short_names, synced)
@@ -510,7 +510,7 @@ func (d *DB) EnsureResource(ctx context.Context, r Resource) (int64, error) {
 }
 
 // SetSynced records whether a resource's mirror is live.
-func (d *DB) SetSynced(ctx context.Context, resourceID int64, synced bool) error {
+func (d Mirror) SetSynced(ctx context.Context, resourceID int64, synced bool) error {
 	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE resources SET synced = ? WHERE id = ?`, synced, resourceID)
 		return err
@@ -519,7 +519,7 @@ func (d *DB) SetSynced(ctx context.Context, resourceID int64, synced bool) error
 
 // MarkAllUnsynced is called at start: nothing in the mirror is live until
 // its resource has been listed again.
-func (d *DB) MarkAllUnsynced(ctx context.Context) error {
+func (d Mirror) MarkAllUnsynced(ctx context.Context) error {
 	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE resources SET synced = 0`)
 		return err
@@ -530,7 +530,7 @@ func (d *DB) MarkAllUnsynced(ctx context.Context) error {
 // object written with it survives FinishList, every other one is removed.
 // Until FinishList the resource has no resume point: a start meanwhile
 // lists again.
-func (d *DB) BeginList(ctx context.Context, resourceID int64) (int64, error) {
+func (d Mirror) BeginList(ctx context.Context, resourceID int64) (int64, error) {
 	var epoch int64
 	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `UPDATE resources SET sync_epoch = sync_epoch + 1, resume_resource_version = ''
@@ -541,7 +541,7 @@ func (d *DB) BeginList(ctx context.Context, resourceID int64) (int64, error) {
 
 // SetResumeVersion records that the mirror of a resource holds every
 // change up to resourceVersion, as a watch bookmark with no events tells.
-func (d *DB) SetResumeVersion(ctx context.Context, resourceID int64, resourceVersion string) error {
+func (d Mirror) SetResumeVersion(ctx context.Context, resourceID int64, resourceVersion string) error {
 	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
 		return setResumeVersion(ctx, tx, resourceID, resourceVersion)
 	})
@@ -554,7 +554,7 @@ func setResumeVersion(ctx context.Context, tx *sql.Tx, resourceID int64, resourc
 
 // ForgetResumePoints clears every resource's resume point: the next start
 // of each lists it.
-func (d *DB) ForgetResumePoints(ctx context.Context) error {
+func (d Mirror) ForgetResumePoints(ctx context.Context) error {
 	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ''`)
 		return err
@@ -563,7 +563,7 @@ func (d *DB) ForgetResumePoints(ctx context.Context) error {
 
 // NamespaceUID returns the UID of the mirrored namespace name, "" when the
 // mirror has none.
-func (d *DB) NamespaceUID(ctx context.Context, name string) (string, error) {
+func (d Mirror) NamespaceUID(ctx context.Context, name string) (string, error) {
 	var uid string
 	err := d.queryRow(ctx, `SELECT uid FROM objects WHERE kind = 'Namespace' AND namespace = '' AND name = ?`, name).Scan(&uid)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -575,14 +575,14 @@ func (d *DB) NamespaceUID(ctx context.Context, name string) (string, error) {
 // ResumeVersion returns the resourceVersion up to which the mirror of a
 // resource holds every change, from which a watch may resume; "" when
 // only a list will do.
-func (d *DB) ResumeVersion(ctx context.Context, resourceID int64) (string, error) {
+func (d Mirror) ResumeVersion(ctx context.Context, resourceID int64) (string, error) {
 	var rv string
 	err := d.read.QueryRowContext(ctx, `SELECT resume_resource_version FROM resources WHERE id = ?`, resourceID).Scan(&rv)
 	return rv, err
 }
 
 // WriteListPage writes one page of a list.
-func (d *DB) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*Object) error {
+func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*Object) error {
 	return d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
 		s, err := d.prepare(ctx, tx)
 		if err != nil {
@@ -599,7 +599,7 @@ func (d *DB) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []
 
 // FinishList removes the objects of a resource that the list at epoch did
 // not return, marks the resource synced, and returns the removed objects.
-func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]Change, error) {
+func (d Mirror) FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]Change, error) {
 	var changes []Change
 	err := d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
 		var err error
@@ -618,7 +618,7 @@ func (d *DB) FinishList(ctx context.Context, resourceID, epoch int64, resourceVe
 
 // DeleteResource forgets a resource that is no longer served, with all its
 // objects, and returns the removed objects.
-func (d *DB) DeleteResource(ctx context.Context, resourceID int64) ([]Change, error) {
+func (d Mirror) DeleteResource(ctx context.Context, resourceID int64) ([]Change, error) {
 	var changes []Change
 	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
 		var err error
@@ -636,7 +636,7 @@ func (d *DB) DeleteResource(ctx context.Context, resourceID int64) ([]Change, er
 // history and reports each removed object of the resource as a deletion.
 // The history rows come from what the DELETE returns, so that a relist
 // that removes nothing reads nothing more.
-func (d *DB) deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) ([]Change, error) {
+func (d *core) deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) ([]Change, error) {
 	rows, err := tx.QueryContext(ctx, query+` RETURNING `+goneColumns, args...)
 	if err != nil {
 		return nil, err

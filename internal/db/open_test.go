@@ -19,7 +19,7 @@ import (
 func fillDB(t *testing.T, d *DB, n int) int64 {
 	t.Helper()
 	ctx := context.Background()
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +28,11 @@ func fillDB(t *testing.T, d *DB, n int) int64 {
 		objs[i] = &Object{UID: fmt.Sprintf("uid-%05d", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns",
 			Name: fmt.Sprintf("cm-%05d", i), ResourceVersion: "1"}
 	}
-	epoch, err := d.BeginList(ctx, rid)
+	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.WriteListPage(ctx, rid, epoch, objs); err != nil {
+	if err := d.Mirror().WriteListPage(ctx, rid, epoch, objs); err != nil {
 		t.Fatal(err)
 	}
 	return rid
@@ -88,7 +88,7 @@ func TestOpenRefusesCorruptFile(t *testing.T) {
 // writers counts the goroutines running a DB's writer.
 func writers() int {
 	buf := make([]byte, 1<<20)
-	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "db.(*DB).runWriter(")
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "db.(*core).runWriter(")
 }
 
 func TestRefusedOpenLeavesNoWriter(t *testing.T) {
@@ -183,14 +183,14 @@ func TestReadOnlyOpen(t *testing.T) {
 	if ro.write != nil || ro.lock != nil {
 		t.Error("a read-only open holds a writer or the lock")
 	}
-	if _, err := rw.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}); err != nil {
+	if _, err := rw.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := ro.Resources(ctx)
+	res, err := ro.Mirror().Resources(ctx)
 	if err != nil || len(res) != 1 {
 		t.Fatalf("read-only view reads %v, %v; want the one resource written", res, err)
 	}
-	if _, err := ro.EnsureResource(ctx, Resource{Version: "v1", Resource: "secrets", Kind: "Secret", Namespaced: true}); err == nil {
+	if _, err := ro.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "secrets", Kind: "Secret", Namespaced: true}); err == nil {
 		t.Error("a write through the read-only view succeeded")
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // ObjectMeta returns an object's metadata without its owner references or
 // typed columns, or ErrNotFound.
-func (d *DB) ObjectMeta(ctx context.Context, uid string) (*Object, error) {
+func (d OwnerGC) ObjectMeta(ctx context.Context, uid string) (*Object, error) {
 	o, err := scanObject(d.queryRow(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -33,7 +33,7 @@ type Dependent struct {
 }
 
 // DependentsOf lists the objects that name ownerUID as an owner.
-func (d *DB) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent, error) {
+func (d OwnerGC) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent, error) {
 	rows, err := d.query(ctx, `SELECT o.uid, o.kind, o.namespace, o.name, coalesce(max(r.block_owner_deletion), 0),
 			o.deletion_timestamp IS NOT NULL, o.finalizers
 		FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid
@@ -69,7 +69,7 @@ func (d *DB) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent, er
 // its partial index lists them); the owners being deleted are in
 // objects_deleting. A scan of every reference, joined to its owner, took
 // half a second at 55,000 references every minute.
-func (d *DB) OwnerGCCandidates(ctx context.Context) ([]string, error) {
+func (d OwnerGC) OwnerGCCandidates(ctx context.Context) ([]string, error) {
 	rows, err := d.query(ctx, sqlOwnerGCCandidates)
 	if err != nil {
 		return nil, fmt.Errorf("ownergc candidates: %w", err)
@@ -103,7 +103,7 @@ const sqlOwnerGCCandidates = `
 	WHERE o.deletion_timestamp IS NOT NULL AND f.value IN ('orphan', 'foregroundDeletion')`
 
 // ResourceForKind finds the watched resource serving group/kind.
-func (d *DB) ResourceForKind(ctx context.Context, group, kind string) (*Resource, error) {
+func (d Objects) ResourceForKind(ctx context.Context, group, kind string) (*Resource, error) {
 	var r Resource
 	err := d.queryRow(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources
 		WHERE api_group = ? AND kind = ? ORDER BY id LIMIT 1`, group, kind).

@@ -27,17 +27,17 @@ func gcBenchDB(b *testing.B) (*DB, int64, []*Object) {
 			Name: fmt.Sprintf("dep-%06d", i), ResourceVersion: "2",
 			OwnerReferences: []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}}
 	}
-	epoch, err := d.BeginList(ctx, rid)
+	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		b.Fatal(err)
 	}
 	all := append([]*Object{owner}, deps...)
 	for i := 0; i < len(all); i += 500 {
-		if err := d.WriteListPage(ctx, rid, epoch, all[i:min(i+500, len(all))]); err != nil {
+		if err := d.Mirror().WriteListPage(ctx, rid, epoch, all[i:min(i+500, len(all))]); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
+	if _, err := d.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 		b.Fatal(err)
 	}
 	return d, rid, deps
@@ -53,13 +53,13 @@ func BenchmarkOwnerGone(b *testing.B) {
 		d, rid, _ := gcBenchDB(b)
 		b.StartTimer()
 		t0 := time.Now()
-		if _, err := d.ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: &Object{UID: "owner"}}}); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: &Object{UID: "owner"}}}); err != nil {
 			b.Fatal(err)
 		}
 		commit += time.Since(t0)
 		t0 = time.Now()
 		n := 0
-		if err := d.DependentObjects(ctx, "owner", func(*Object) error {
+		if err := d.Objects().DependentObjects(ctx, "owner", func(*Object) error {
 			if n++; n == 1 {
 				first += time.Since(t0)
 			}
@@ -91,7 +91,7 @@ func BenchmarkDependentGone(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		d, rid, deps := gcBenchDB(b)
-		if _, err := d.ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: &Object{UID: "owner"}}}); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: rid, Deleted: true, Object: &Object{UID: "owner"}}}); err != nil {
 			b.Fatal(err)
 		}
 		work := make(chan *Object)
@@ -105,7 +105,7 @@ func BenchmarkDependentGone(b *testing.B) {
 					e := AuditEntry{Instance: "bench", Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: TargetOf(o),
 						Reason: "all owners are gone", Facts: []byte(`[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"owner","state":"dangling","via":"absent-cache"}]`)}
 					in := &Intent{Entry: e, ResourceVersion: o.ResourceVersion}
-					if err := d.InsertIntent(ctx, in); err != nil {
+					if err := d.Ledger().InsertIntent(ctx, in); err != nil {
 						errs <- err
 						return
 					}
@@ -132,7 +132,7 @@ func BenchmarkDependentGone(b *testing.B) {
 						break more
 					}
 				}
-				if _, err := d.ApplyEvents(ctx, batch); err != nil {
+				if _, err := d.Mirror().ApplyEvents(ctx, batch); err != nil {
 					watchDone <- err
 					return
 				}
@@ -169,7 +169,7 @@ func BenchmarkLeafGone(b *testing.B) {
 	d, _, deps := gcBenchDB(b)
 	i := 0
 	for b.Loop() {
-		if err := d.DependentObjects(ctx, deps[i%len(deps)].UID, func(*Object) error {
+		if err := d.Objects().DependentObjects(ctx, deps[i%len(deps)].UID, func(*Object) error {
 			b.Fatal("a leaf has no dependents")
 			return nil
 		}); err != nil {

@@ -14,7 +14,7 @@ import (
 func TestDependentObjects(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
-	rid, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestDependentObjects(t *testing.T) {
 		obj("b", ref("owner"), ref("other"), ref("owner")), // names it twice
 		obj("d", ref("other")),
 	}
-	if _, err := d.ApplyEvents(ctx, eventsOf(rid, objs...)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(rid, objs...)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -45,7 +45,7 @@ func TestDependentObjects(t *testing.T) {
 		t.Run(tt.owner, func(t *testing.T) {
 			got := map[string][]string{}
 			var order []string
-			if err := d.DependentObjects(ctx, tt.owner, func(o *Object) error {
+			if err := d.Objects().DependentObjects(ctx, tt.owner, func(o *Object) error {
 				if _, dup := got[o.UID]; dup {
 					t.Errorf("%s came twice", o.UID)
 				}

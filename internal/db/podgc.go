@@ -59,7 +59,7 @@ func scanPods(rows *sql.Rows) ([]*Object, error) {
 }
 
 // queryPods runs a query of podColumns.
-func (d *DB) queryPods(ctx context.Context, what, where string, args ...any) ([]*Object, error) {
+func (d *core) queryPods(ctx context.Context, what, where string, args ...any) ([]*Object, error) {
 	rows, err := d.query(ctx, `SELECT `+podColumns+podFrom+` WHERE `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -96,7 +96,7 @@ func (f TerminatedFilter) where() (string, []any) {
 // podgc pass counts them all against the threshold), it reads pods_by_phase
 // alone: a pod's row has its object's, so the join would only cost a seek
 // per terminated pod.
-func (d *DB) CountTerminatedPods(ctx context.Context, f TerminatedFilter) (int, error) {
+func (d PodGC) CountTerminatedPods(ctx context.Context, f TerminatedFilter) (int, error) {
 	query, args := sqlCountTerminated, []any(nil)
 	if f != (TerminatedFilter{}) {
 		var where string
@@ -115,7 +115,7 @@ const sqlCountTerminated = `SELECT count(*) FROM pods p WHERE ` + terminatedWher
 // TerminatedPods returns up to limit terminated pods f selects, in deletion
 // order, starting after the cursor (nil: from the first), and the cursor of
 // the last one returned.
-func (d *DB) TerminatedPods(ctx context.Context, f TerminatedFilter, after *PodCursor, limit int) ([]*Object, *PodCursor, error) {
+func (d PodGC) TerminatedPods(ctx context.Context, f TerminatedFilter, after *PodCursor, limit int) ([]*Object, *PodCursor, error) {
 	where, args := f.where()
 	if after != nil {
 		where += ` AND (` + podOrderKey + `) > (?, ?, ?, ?)`
@@ -131,7 +131,7 @@ func (d *DB) TerminatedPods(ctx context.Context, f TerminatedFilter, after *PodC
 // TerminatingPodsOnOutOfServiceNodes returns the pods being deleted on
 // nodes that are not Ready and carry the taint key outOfService, in
 // deletion order.
-func (d *DB) TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfService string) ([]*Object, error) {
+func (d PodGC) TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfService string) ([]*Object, error) {
 	return d.queryPods(ctx, "terminating pods on out-of-service nodes", `o.deletion_timestamp IS NOT NULL AND p.node_name != ''
 		AND EXISTS (`+nodeInMirror+` AND EXISTS (SELECT 1 FROM nodes n WHERE n.uid = no.uid AND n.ready != 'True'
 			AND EXISTS (SELECT 1 FROM json_each(n.taints) t WHERE json_extract(t.value, '$.key') = ?)))
@@ -142,7 +142,7 @@ func (d *DB) TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfServic
 // does not hold. Each name is looked up once, not once per pod: the
 // distinct names come first, from pods_by_node (at 50,000 pods on 2,000
 // nodes, a seventh of the time, every podgc pass).
-func (d *DB) MissingNodes(ctx context.Context) ([]string, error) {
+func (d PodGC) MissingNodes(ctx context.Context) ([]string, error) {
 	rows, err := d.query(ctx, sqlMissingNodes)
 	if err != nil {
 		return nil, fmt.Errorf("missing nodes: %w", err)
@@ -163,13 +163,13 @@ const sqlMissingNodes = `SELECT p.node_name FROM (SELECT DISTINCT node_name FROM
 	WHERE NOT EXISTS (` + nodeInMirror + `) ORDER BY p.node_name`
 
 // PodsOnNode returns the pods bound to node, in deletion order.
-func (d *DB) PodsOnNode(ctx context.Context, node string) ([]*Object, error) {
+func (d PodGC) PodsOnNode(ctx context.Context, node string) ([]*Object, error) {
 	return d.queryPods(ctx, "pods on node "+node, `p.node_name = ? ORDER BY `+podOrderKey, node)
 }
 
 // UnscheduledTerminatingPods returns the pods being deleted that are bound
 // to no node.
-func (d *DB) UnscheduledTerminatingPods(ctx context.Context) ([]*Object, error) {
+func (d PodGC) UnscheduledTerminatingPods(ctx context.Context) ([]*Object, error) {
 	return d.queryPods(ctx, "unscheduled terminating pods", `o.deletion_timestamp IS NOT NULL AND p.node_name = ''
 		ORDER BY `+podOrderKey)
 }
@@ -183,7 +183,7 @@ type NodeTTL struct {
 const nodesWhere = ` FROM nodes n JOIN objects o ON o.uid = n.uid WHERE o.kind = 'Node' AND o.api_version = 'v1'`
 
 // NodeUIDs returns the UIDs of the v1 Nodes.
-func (d *DB) NodeUIDs(ctx context.Context) ([]string, error) {
+func (d TTL) NodeUIDs(ctx context.Context) ([]string, error) {
 	rows, err := d.query(ctx, `SELECT o.uid`+nodesWhere)
 	if err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
@@ -202,7 +202,7 @@ func (d *DB) NodeUIDs(ctx context.Context) ([]string, error) {
 
 // NodeTTLCounts counts the nodes by the value of their TTL annotation (nodes
 // without one are not counted).
-func (d *DB) NodeTTLCounts(ctx context.Context) (map[string]int, error) {
+func (d TTL) NodeTTLCounts(ctx context.Context) (map[string]int, error) {
 	rows, err := d.query(ctx, `SELECT n.ttl_annotation, count(*)`+nodesWhere+` AND n.ttl_annotation IS NOT NULL GROUP BY n.ttl_annotation`)
 	if err != nil {
 		return nil, fmt.Errorf("node ttl annotations: %w", err)
@@ -226,7 +226,7 @@ func (d *DB) NodeTTLCounts(ctx context.Context) (map[string]int, error) {
 // and only the nodes not at ttl (none, once they are) are looked up in
 // objects. Through objects_by_name, every node cost two seeks, at 2,000
 // nodes a tenth of a core while their status heartbeats came in.
-func (d *DB) NodesNotAtTTL(ctx context.Context, ttl string) ([]NodeTTL, error) {
+func (d TTL) NodesNotAtTTL(ctx context.Context, ttl string) ([]NodeTTL, error) {
 	rows, err := d.query(ctx, sqlNodesNotAtTTL, ttl)
 	if err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
@@ -253,7 +253,7 @@ const sqlNodesNotAtTTL = `SELECT ` + objectColumns + `, n.ttl_annotation FROM no
 	ORDER BY o.name`
 
 // ResourceID returns the mirror's id of a resource, or ErrNotFound.
-func (d *DB) ResourceID(ctx context.Context, group, version, resource string) (int64, error) {
+func (d Objects) ResourceID(ctx context.Context, group, version, resource string) (int64, error) {
 	var id int64
 	err := d.queryRow(ctx, `SELECT id FROM resources WHERE api_group = ? AND version = ? AND resource = ?`, group, version, resource).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -12,7 +12,7 @@ import (
 func TestTerminatedPodsOrderAndPaging(t *testing.T) {
 	d := openTemp(t)
 	ctx := context.Background()
-	pods, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
+	pods, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,18 +34,18 @@ func TestTerminatedPodsOrderAndPaging(t *testing.T) {
 		pod("a", "unknown", 99, "Unknown", ""),
 		pod("b", "no-phase", 3, "", ""),
 	}
-	if _, err := d.ApplyEvents(ctx, eventsOf(pods, objs...)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(pods, objs...)); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"evicted-old", "evicted-new", "old-a", "old-b", "mid", "no-phase", "new"}
-	if n, err := d.CountTerminatedPods(ctx, TerminatedFilter{}); err != nil || n != len(want) {
+	if n, err := d.PodGC().CountTerminatedPods(ctx, TerminatedFilter{}); err != nil || n != len(want) {
 		t.Fatalf("count %d %v, want %d", n, err, len(want))
 	}
 	for _, page := range []int{1, 2, 3, 100} {
 		var got []string
 		var after *PodCursor
 		for {
-			ps, next, err := d.TerminatedPods(ctx, TerminatedFilter{}, after, page)
+			ps, next, err := d.PodGC().TerminatedPods(ctx, TerminatedFilter{}, after, page)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestTerminatedPodsOrderAndPaging(t *testing.T) {
 		{TerminatedFilter{CreatedBefore: &cutoff}, []string{"evicted-old", "old-a", "old-b", "mid"}},
 		{TerminatedFilter{Namespace: "a", CreatedBefore: &cutoff}, []string{"evicted-old", "old-b", "mid"}},
 	} {
-		ps, _, err := d.TerminatedPods(ctx, c.f, nil, 100)
+		ps, _, err := d.PodGC().TerminatedPods(ctx, c.f, nil, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestTerminatedPodsOrderAndPaging(t *testing.T) {
 		for _, p := range ps {
 			got = append(got, p.Name)
 		}
-		n, err := d.CountTerminatedPods(ctx, c.f)
+		n, err := d.PodGC().CountTerminatedPods(ctx, c.f)
 		if err != nil || !slices.Equal(got, c.want) || n != len(c.want) {
 			t.Errorf("%+v: %v (count %d %v), want %v", c.f, got, n, err, c.want)
 		}
@@ -88,11 +88,11 @@ func TestTerminatedPodsOrderAndPaging(t *testing.T) {
 func TestNodeQueriesOfPodGC(t *testing.T) {
 	d := openTemp(t)
 	ctx := context.Background()
-	pods, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
+	pods, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "nodes", Kind: "Node"})
+	nodes, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "nodes", Kind: "Node"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +113,11 @@ func TestNodeQueriesOfPodGC(t *testing.T) {
 		return o
 	}
 	const oos = "node.kubernetes.io/out-of-service"
-	if _, err := d.ApplyEvents(ctx, eventsOf(nodes, node("oos", "False", oos), node("ready-oos", "True", oos),
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(nodes, node("oos", "False", oos), node("ready-oos", "True", oos),
 		node("notready", "Unknown"), node("other-taint", "False", "example.com/x"), node("no-condition", "", oos))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.ApplyEvents(ctx, eventsOf(pods, pod("t-oos", "oos", true), pod("live-oos", "oos", false),
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(pods, pod("t-oos", "oos", true), pod("live-oos", "oos", false),
 		pod("t-ready-oos", "ready-oos", true), pod("t-notready", "notready", true), pod("t-other", "other-taint", true),
 		pod("t-nocond", "no-condition", true), pod("t-unbound", "", true), pod("unbound", "", false),
 		pod("orphan-1", "gone-1", false), pod("orphan-2", "gone-1", true), pod("orphan-3", "gone-2", false))); err != nil {
@@ -134,20 +134,20 @@ func TestNodeQueriesOfPodGC(t *testing.T) {
 		slices.Sort(out)
 		return fmt.Sprint(out)
 	}
-	if got := names(d.TerminatingPodsOnOutOfServiceNodes(ctx, oos)); got != "[t-nocond t-oos]" {
+	if got := names(d.PodGC().TerminatingPodsOnOutOfServiceNodes(ctx, oos)); got != "[t-nocond t-oos]" {
 		t.Errorf("terminating on out-of-service nodes: %s", got)
 	}
-	if got := names(d.UnscheduledTerminatingPods(ctx)); got != "[t-unbound]" {
+	if got := names(d.PodGC().UnscheduledTerminatingPods(ctx)); got != "[t-unbound]" {
 		t.Errorf("unscheduled terminating: %s", got)
 	}
-	missing, err := d.MissingNodes(ctx)
+	missing, err := d.PodGC().MissingNodes(ctx)
 	if err != nil || fmt.Sprint(missing) != "[gone-1 gone-2]" {
 		t.Errorf("missing nodes %v %v", missing, err)
 	}
-	if got := names(d.PodsOnNode(ctx, "gone-1")); got != "[orphan-1 orphan-2]" {
+	if got := names(d.PodGC().PodsOnNode(ctx, "gone-1")); got != "[orphan-1 orphan-2]" {
 		t.Errorf("pods on gone-1: %s", got)
 	}
-	if uids, err := d.NodeUIDs(ctx); err != nil || len(uids) != 5 {
+	if uids, err := d.TTL().NodeUIDs(ctx); err != nil || len(uids) != 5 {
 		t.Errorf("node UIDs %v %v", uids, err)
 	}
 	// TTL annotations: two nodes at "15", one at "015", two without.
@@ -158,13 +158,13 @@ func TestNodeQueriesOfPodGC(t *testing.T) {
 		o.Node.TTLAnnotation = &v
 		annotated = append(annotated, o)
 	}
-	if _, err := d.ApplyEvents(ctx, eventsOf(nodes, annotated...)); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(nodes, annotated...)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := d.NodeTTLCounts(ctx); err != nil || fmt.Sprint(got) != "map[015:1 15:2]" {
+	if got, err := d.TTL().NodeTTLCounts(ctx); err != nil || fmt.Sprint(got) != "map[015:1 15:2]" {
 		t.Errorf("ttl histogram %v %v", got, err)
 	}
-	without, err := d.NodesNotAtTTL(ctx, "15")
+	without, err := d.TTL().NodesNotAtTTL(ctx, "15")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ type ResourceStat struct {
 }
 
 // ResourceStats lists every recorded resource with its object count.
-func (d *DB) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
+func (d Objects) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
 	rows, err := d.query(ctx, `
 		SELECT r.id, r.api_group, r.version, r.resource, r.kind, r.namespaced, r.synced,
 			coalesce((SELECT c.objects FROM resource_counts c WHERE c.resource_id = r.id), 0)
@@ -41,7 +41,7 @@ func (d *DB) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
 }
 
 // Resources lists every recorded resource.
-func (d *DB) Resources(ctx context.Context) ([]Resource, error) {
+func (d Mirror) Resources(ctx context.Context) ([]Resource, error) {
 	rows, err := d.query(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources`)
 	if err != nil {
 		return nil, fmt.Errorf("resources: %w", err)
@@ -90,7 +90,7 @@ func scanObject(sc interface{ Scan(...any) error }, extra ...any) (*Object, erro
 // GetObject returns the object with uid, its owner references and its typed
 // columns, or ErrNotFound. Metadata and references come in one query: the
 // controllers read an object per decision.
-func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
+func (d Objects) GetObject(ctx context.Context, uid string) (*Object, error) {
 	var o *Object
 	err := d.objectsWithRefs(ctx, func(got *Object) error { o = got; return nil }, `objects o`, `o.uid = ?`, `o.uid`, uid)
 	if err != nil {
@@ -113,7 +113,7 @@ func (d *DB) GetObject(ctx context.Context, uid string) (*Object, error) {
 // rather than after all of them were collected (27 ms at 50,000), and a
 // dependent with none costs one index probe; a dependent that names the
 // owner twice comes once, through its first reference.
-func (d *DB) DependentObjects(ctx context.Context, ownerUID string, fn func(*Object) error) error {
+func (d Objects) DependentObjects(ctx context.Context, ownerUID string, fn func(*Object) error) error {
 	err := d.objectsWithRefs(ctx, fn, dependentsFrom, dependentsWhere, dependentsBy, ownerUID)
 	if err != nil {
 		return fmt.Errorf("dependents of %s: %w", ownerUID, err)
@@ -131,7 +131,7 @@ const (
 // objectsWithRefs calls fn with each object (o) that from and where
 // select, in the order of by (which must follow o.uid), with its owner
 // references in order, once they are all read.
-func (d *DB) objectsWithRefs(ctx context.Context, fn func(*Object) error, from, where, by string, args ...any) error {
+func (d *core) objectsWithRefs(ctx context.Context, fn func(*Object) error, from, where, by string, args ...any) error {
 	rows, err := d.query(ctx, objectsWithRefsQuery(from, where, by), args...)
 	if err != nil {
 		return err
@@ -204,7 +204,7 @@ func scanOwnerRefs(rows *sql.Rows) ([]OwnerRef, error) {
 }
 
 // typedColumns loads the typed columns of the kinds that have them.
-func (d *DB) typedColumns(ctx context.Context, o *Object) error {
+func (d *core) typedColumns(ctx context.Context, o *Object) error {
 	switch {
 	case o.APIVersion == "v1" && o.Kind == "Pod":
 		return d.podColumns(ctx, o)
@@ -220,7 +220,7 @@ func (d *DB) typedColumns(ctx context.Context, o *Object) error {
 	return nil
 }
 
-func (d *DB) podColumns(ctx context.Context, o *Object) error {
+func (d *core) podColumns(ctx context.Context, o *Object) error {
 	var pod Pod
 	err := d.queryRow(ctx, `SELECT phase, reason, node_name, generation FROM pods WHERE uid = ?`, o.UID).
 		Scan(&pod.Phase, &pod.Reason, &pod.NodeName, &pod.Generation)
@@ -234,7 +234,7 @@ func (d *DB) podColumns(ctx context.Context, o *Object) error {
 	return nil
 }
 
-func (d *DB) nodeColumns(ctx context.Context, o *Object) error {
+func (d *core) nodeColumns(ctx context.Context, o *Object) error {
 	var node Node
 	var taints, ttl sql.NullString
 	err := d.queryRow(ctx, `SELECT ready, taints, ttl_annotation FROM nodes WHERE uid = ?`, o.UID).
@@ -257,7 +257,7 @@ func (d *DB) nodeColumns(ctx context.Context, o *Object) error {
 	return nil
 }
 
-func (d *DB) leaseColumns(ctx context.Context, o *Object) error {
+func (d *core) leaseColumns(ctx context.Context, o *Object) error {
 	var l Lease
 	var holder, acquire, renew, identity sql.NullString
 	var duration, transitions sql.NullInt32
@@ -284,7 +284,7 @@ func (d *DB) leaseColumns(ctx context.Context, o *Object) error {
 	return nil
 }
 
-func (d *DB) storageVersionColumns(ctx context.Context, o *Object) error {
+func (d *core) storageVersionColumns(ctx context.Context, o *Object) error {
 	var common sql.NullString
 	err := d.queryRow(ctx, `SELECT common_encoding_version FROM storage_versions WHERE uid = ?`, o.UID).Scan(&common)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -336,7 +336,7 @@ type ObjectKey struct {
 
 // ObjectsOf lists the uid and resourceVersion of every mirrored object of a
 // resource.
-func (d *DB) ObjectsOf(ctx context.Context, resourceID int64) ([]ObjectKey, error) {
+func (d Objects) ObjectsOf(ctx context.Context, resourceID int64) ([]ObjectKey, error) {
 	rows, err := d.query(ctx, `SELECT uid, resource_version FROM objects WHERE resource_id = ? ORDER BY uid`, resourceID)
 	if err != nil {
 		return nil, fmt.Errorf("objects of resource %d: %w", resourceID, err)

@@ -48,7 +48,7 @@ var pairHook func()
 // first transaction starts and again as the second starts: equal, the
 // database did not change in between, when the first started too.
 // Otherwise the read runs unsplit on the first transaction alone.
-func (d *DB) readSnapshot(ctx context.Context, wide bool, fn func(q querier) error) error {
+func (d *core) readSnapshot(ctx context.Context, wide bool, fn func(q querier) error) error {
 	if !wide {
 		return d.readTx(ctx, func(tx *sql.Tx) error { return fn(tx) })
 	}

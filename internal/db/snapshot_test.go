@@ -27,7 +27,7 @@ func snapshotFixture(t *testing.T, n int) (*DB, func()) {
 	t.Helper()
 	ctx := context.Background()
 	d := openTemp(t)
-	cms, err := d.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func snapshotFixture(t *testing.T, n int) (*DB, func()) {
 		t.Helper()
 		o := &Object{UID: fmt.Sprint("uid-", next), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("cm-", next), ResourceVersion: "1"}
 		next++
-		if _, err := d.ApplyEvents(ctx, eventsOf(cms, o)); err != nil {
+		if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(cms, o)); err != nil {
 			t.Fatal(err)
 		}
 	}

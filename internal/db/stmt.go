@@ -59,7 +59,7 @@ func (c *stmtCache) close() {
 }
 
 // queryRow runs a single-row read through a cached statement.
-func (d *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+func (d *core) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	st, err := d.readStmts.get(ctx, d.read, query)
 	if err != nil {
 		// Surface the error through Row.Scan, as QueryRowContext would.
@@ -69,7 +69,7 @@ func (d *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 }
 
 // query runs a read through a cached statement.
-func (d *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (d *core) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	st, err := d.readStmts.get(ctx, d.read, query)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (d *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, e
 // A query missing from writeQueries is prepared again in every
 // transaction, which costs more than running it: unpreparedWrites counts
 // those, for TestHotWritesArePrepared.
-func (d *DB) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+func (d *core) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	if st, ok := d.writeStmts.lookup(query); ok {
 		return tx.StmtContext(ctx, st), nil
 	}
@@ -94,7 +94,7 @@ func (d *DB) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, e
 
 // warmWrites prepares the hot write statements once, before any
 // transaction holds the writer's connection.
-func (d *DB) warmWrites(ctx context.Context) error {
+func (d *core) warmWrites(ctx context.Context) error {
 	for _, q := range writeQueries {
 		if _, err := d.writeStmts.get(ctx, d.write, q); err != nil {
 			return err

@@ -105,7 +105,7 @@ const stuckJoins = `LEFT JOIN pods p ON p.uid = o.uid LEFT JOIN namespaces n ON 
 
 // Stuck reads the deletions f selects, the chains of dependents that hold
 // the foreground ones, and what is left in the namespaces among them.
-func (d *DB) Stuck(ctx context.Context, f StuckFilter) (*StuckData, error) {
+func (d Objects) Stuck(ctx context.Context, f StuckFilter) (*StuckData, error) {
 	if f.Limit <= 0 {
 		f.Limit = 500
 	}
@@ -341,7 +341,7 @@ type StuckCount struct {
 // StuckCounts counts, by group and kind, the deletions requested at or
 // before requestedBefore that have not finished, and the Namespaces being
 // deleted (however recently).
-func (d *DB) StuckCounts(ctx context.Context, requestedBefore time.Time) (counts []StuckCount, terminatingNamespaces int, err error) {
+func (d Objects) StuckCounts(ctx context.Context, requestedBefore time.Time) (counts []StuckCount, terminatingNamespaces int, err error) {
 	err = d.readTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT o.api_version, o.kind, count(*), min(`+requestedSeconds+`)
 			FROM objects o WHERE o.deletion_timestamp IS NOT NULL AND `+requestedSeconds+` <= ?

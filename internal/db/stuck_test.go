@@ -24,7 +24,7 @@ func stuckFixture(t *testing.T, now time.Time) *DB {
 	ctx := context.Background()
 	d := openTemp(t)
 	ensure := func(r Resource) int64 {
-		id, err := d.EnsureResource(ctx, r)
+		id, err := d.Mirror().EnsureResource(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func stuckFixture(t *testing.T, now time.Time) *DB {
 	)...)
 	events = append(events, Event{ResourceID: wID, Object: &Object{UID: "W", APIVersion: "example.com/v1", Kind: "Widget", Namespace: "live",
 		Name: "w", ResourceVersion: "1", DeletionTimestamp: at(2 * time.Minute), Finalizers: []string{"example.com/keep"}}})
-	if _, err := d.ApplyEvents(ctx, events); err != nil {
+	if _, err := d.Mirror().ApplyEvents(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -105,7 +105,7 @@ func TestStuck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := d.Stuck(ctx, tt.f)
+			got, err := d.Objects().Stuck(ctx, tt.f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestStuck(t *testing.T) {
 		})
 	}
 
-	got, err := d.Stuck(ctx, StuckFilter{Namespace: "gone", ContentLimit: 3, DependentLimit: 1})
+	got, err := d.Objects().Stuck(ctx, StuckFilter{Namespace: "gone", ContentLimit: 3, DependentLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestStuck(t *testing.T) {
 	}
 	// A namespace's spec finalizers and conditions come with it, in /stuck
 	// and in GetObject.
-	nsObj, err := d.GetObject(ctx, "ns-gone")
+	nsObj, err := d.Objects().GetObject(ctx, "ns-gone")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestStuck(t *testing.T) {
 	}
 
 	// The dependents that still name an owner being deleted with orphan.
-	got, err = d.Stuck(ctx, StuckFilter{Namespace: "live", DependentLimit: 1})
+	got, err = d.Objects().Stuck(ctx, StuckFilter{Namespace: "live", DependentLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestStuck(t *testing.T) {
 		t.Errorf("Orphaning[OR] = %s and %d more, want R1 and 1 more; Blocking %v", o, got.MoreOrphaning["OR"], got.Blocking)
 	}
 
-	counts, terminating, err := d.StuckCounts(ctx, now.Add(-5*time.Minute))
+	counts, terminating, err := d.Objects().StuckCounts(ctx, now.Add(-5*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

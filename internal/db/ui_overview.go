@@ -17,7 +17,7 @@ type DeletionMinute struct {
 // DeletionsPerMinute returns the deletions recorded since since, per minute
 // that has any, oldest first. It groups in SQL over the audit_by_time index,
 // so that a day of deletions is one row per minute, not per deletion.
-func (d *DB) DeletionsPerMinute(ctx context.Context, since time.Time) ([]DeletionMinute, error) {
+func (d Decisions) DeletionsPerMinute(ctx context.Context, since time.Time) ([]DeletionMinute, error) {
 	// time is "2006-01-02T15:04:05.000000Z": its first 16 bytes name the minute.
 	rows, err := d.query(ctx, `SELECT substr(time, 1, 16), sum(dry_run = 0), sum(dry_run <> 0) FROM audit
 		WHERE time >= ? AND action = 'delete' AND outcome IN (?, ?) AND controller NOT IN (?, ?)
@@ -46,7 +46,7 @@ func (d *DB) DeletionsPerMinute(ctx context.Context, since time.Time) ([]Deletio
 
 // PendingByController counts the pending decisions of each controller that
 // has any, from the pending table's primary key.
-func (d *DB) PendingByController(ctx context.Context) (map[string]int, error) {
+func (d Decisions) PendingByController(ctx context.Context) (map[string]int, error) {
 	rows, err := d.query(ctx, `SELECT controller, count(*) FROM pending GROUP BY controller`)
 	if err != nil {
 		return nil, fmt.Errorf("pending by controller: %w", err)

@@ -27,10 +27,10 @@ func TestDeletionsPerMinute(t *testing.T) {
 		auditEntry("svgc", "delete", "f", OutcomeApplied, t0.Add(3*time.Minute+time.Second)),
 		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0.Add(4*time.Minute)),
 	}
-	if err := d.InsertAudits(ctx, entries); err != nil {
+	if err := d.Ledger().InsertAudits(ctx, entries); err != nil {
 		t.Fatal(err)
 	}
-	got, err := d.DeletionsPerMinute(ctx, t0)
+	got, err := d.Decisions().DeletionsPerMinute(ctx, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +51,11 @@ func TestPendingByController(t *testing.T) {
 		{Controller: "ownergc", Action: "delete", Rule: "r", Target: Target{APIVersion: "v1", Kind: "ConfigMap", Name: "b", UID: "b"}},
 		{Controller: "podgc", Action: "delete", Rule: "r", Target: Target{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p"}},
 	} {
-		if _, err := d.UpsertPending(ctx, p); err != nil {
+		if _, err := d.Ledger().UpsertPending(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := d.PendingByController(ctx)
+	got, err := d.Decisions().PendingByController(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

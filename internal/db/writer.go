@@ -31,7 +31,7 @@ type writeReq struct {
 // each, while a failing write still rolls back only itself (see runGroup).
 // fn may run more than once: it must derive everything from tx and set
 // its outputs anew each time.
-func (d *DB) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (d *core) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	req := &writeReq{ctx: ctx, op: op, fn: fn, start: time.Now(), done: make(chan error, 1)}
 	select {
 	case d.writes <- req:
@@ -51,7 +51,7 @@ func (d *DB) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) error
 // there is room keep their order. onDone, if set, gets the result on the
 // writer's goroutine. Close commits whatever is still queued; a request
 // still waiting for room when the writer has stopped gets errClosed.
-func (d *DB) inWriteTxAsync(op string, fn func(tx *sql.Tx) error, onDone func(error)) {
+func (d *core) inWriteTxAsync(op string, fn func(tx *sql.Tx) error, onDone func(error)) {
 	req := &writeReq{ctx: context.Background(), op: op, fn: fn, start: time.Now(), done: make(chan error, 1), onDone: onDone}
 	queue := func() {
 		select {
@@ -73,7 +73,7 @@ func (d *DB) inWriteTxAsync(op string, fn func(tx *sql.Tx) error, onDone func(er
 
 // runWriter owns the write connection until Close, then commits what is
 // still queued.
-func (d *DB) runWriter() {
+func (d *core) runWriter() {
 	defer close(d.writerDone)
 	for {
 		var first *writeReq
@@ -105,7 +105,7 @@ func (d *DB) runWriter() {
 	}
 }
 
-func (d *DB) commitGroup(batch []*writeReq) {
+func (d *core) commitGroup(batch []*writeReq) {
 	results := make([]error, len(batch))
 	finish := func() {
 		for i, r := range batch {
@@ -135,7 +135,7 @@ func (d *DB) commitGroup(batch []*writeReq) {
 //
 // Writes are therefore written to be run again: each fn derives everything
 // from its transaction and sets its outputs anew, never appends to them.
-func (d *DB) runGroup(batch []*writeReq, results []error, savepoints bool) bool {
+func (d *core) runGroup(batch []*writeReq, results []error, savepoints bool) bool {
 	fail := func(err error) {
 		for i, r := range batch {
 			if results[i] == nil {
@@ -212,7 +212,7 @@ func (e savepointError) Error() string { return e.err.Error() }
 
 // inSavepoint runs fn inside savepoint name: a failing fn rolls back only
 // its own writes and its error is returned as is.
-func (d *DB) inSavepoint(ctx context.Context, tx *sql.Tx, name string, fn func() error) error {
+func (d *core) inSavepoint(ctx context.Context, tx *sql.Tx, name string, fn func() error) error {
 	exec := func(q string) error {
 		st, err := d.txStmt(ctx, tx, q)
 		if err == nil {

@@ -28,7 +28,7 @@ func BenchmarkIngestConcurrentLists(b *testing.B) {
 		rids := make([]int64, resources)
 		for r := range rids {
 			var err error
-			rids[r], err = d.EnsureResource(context.Background(), Resource{Version: "v1", Resource: fmt.Sprintf("r%d", r), Kind: fmt.Sprintf("K%d", r), Namespaced: true})
+			rids[r], err = d.Mirror().EnsureResource(context.Background(), Resource{Version: "v1", Resource: fmt.Sprintf("r%d", r), Kind: fmt.Sprintf("K%d", r), Namespaced: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -97,7 +97,7 @@ func TestGroupCommitDropsOnlyTheFailingWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := openTemp(t)
 			ctx := context.Background()
-			if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
+			if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
 				Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "applied", UID: "applied"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -149,11 +149,11 @@ func TestGroupCommitDropsOnlyTheFailingWrite(t *testing.T) {
 			if runsA != tc.wantRunsA || runsB != 1 || runsC != 1 {
 				t.Errorf("runs a=%d b=%d c=%d, want %d, 1, 1", runsA, runsB, runsC, tc.wantRunsA)
 			}
-			rows, _, err := d.ListAudit(ctx, AuditFilter{})
+			rows, _, err := d.Decisions().ListAudit(ctx, AuditFilter{})
 			if err != nil || len(rows) != 1 {
 				t.Errorf("audit rows %+v (%v), want the applied one once", rows, err)
 			}
-			if pending, _, err := d.ListPending(ctx, PendingFilter{}); err != nil || len(pending) != 0 {
+			if pending, _, err := d.Decisions().ListPending(ctx, PendingFilter{}); err != nil || len(pending) != 0 {
 				t.Errorf("pending %+v (%v), want the applied decision settled", pending, err)
 			}
 		})
@@ -175,7 +175,7 @@ func TestAppliedRowsFailAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, uid := range []string{"good1", "bad", "good2"} {
-				if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
+				if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
 					Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
 					t.Fatal(err)
 				}
@@ -212,7 +212,7 @@ func TestAppliedRowsFailAlone(t *testing.T) {
 				default:
 				}
 			}
-			rows, _, err := d.ListAudit(ctx, AuditFilter{})
+			rows, _, err := d.Decisions().ListAudit(ctx, AuditFilter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestAppliedRowsFailAlone(t *testing.T) {
 			if strings.Join(names, ",") != "good1,good2" {
 				t.Errorf("audit rows %v, want good1 and good2 once each", names)
 			}
-			pending, _, err := d.ListPending(ctx, PendingFilter{})
+			pending, _, err := d.Decisions().ListPending(ctx, PendingFilter{})
 			if err != nil || len(pending) != 1 || pending[0].Target.UID != "bad" {
 				t.Errorf("pending %+v (%v), want only bad's", pending, err)
 			}
@@ -240,29 +240,29 @@ func TestHotWritesArePrepared(t *testing.T) {
 	d, rid := openConfigMaps(t)
 	now := time.Now()
 	cm := configMap
-	epoch, err := d.BeginList(ctx, rid)
+	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.WriteListPage(ctx, rid, epoch, []*Object{cm("owner"), cm("a", "owner"), cm("b", "owner")}); err != nil {
+	if err := d.Mirror().WriteListPage(ctx, rid, epoch, []*Object{cm("owner"), cm("a", "owner"), cm("b", "owner")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
+	if _, err := d.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 		t.Fatal(err)
 	}
 	before := d.unpreparedWrites.Load()
 	deleting := cm("c", "owner")
 	deleting.DeletionTimestamp = &now
-	if _, err := d.ApplyWatchEvents(ctx, rid, "2", []Event{{ResourceID: rid, Object: cm("a", "owner", "b")},
+	if _, err := d.Mirror().ApplyWatchEvents(ctx, rid, "2", []Event{{ResourceID: rid, Object: cm("a", "owner", "b")},
 		{ResourceID: rid, Object: deleting}, {ResourceID: rid, Deleted: true, Object: cm("owner")}}); err != nil {
 		t.Fatal(err)
 	}
 	target := Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "a", UID: "a"}
-	if _, err := d.UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x", Target: target}); err != nil {
+	if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x", Target: target}); err != nil {
 		t.Fatal(err)
 	}
 	in := &Intent{Entry: AuditEntry{Instance: "i", Controller: "ownergc", Rule: "r", Action: "delete", Target: target}, ResourceVersion: "1"}
-	if err := d.InsertIntent(ctx, in); err != nil {
+	if err := d.Ledger().InsertIntent(ctx, in); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -272,7 +272,7 @@ func TestHotWritesArePrepared(t *testing.T) {
 	if err := recv(t, done); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.ApplyWatchEvents(ctx, rid, "3", []Event{{ResourceID: rid, Deleted: true, Object: cm("a", "owner", "b")}}); err != nil {
+	if _, err := d.Mirror().ApplyWatchEvents(ctx, rid, "3", []Event{{ResourceID: rid, Deleted: true, Object: cm("a", "owner", "b")}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := d.unpreparedWrites.Load() - before; n != 0 {

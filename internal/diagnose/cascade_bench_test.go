@@ -21,11 +21,11 @@ func BenchmarkCascadePreview(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	rid, err := d.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := d.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	epoch, err := d.BeginList(ctx, rid)
+	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func BenchmarkCascadePreview(b *testing.B) {
 	write := func(o *db.Object) {
 		page = append(page, o)
 		if len(page) == 500 {
-			if err := d.WriteListPage(ctx, rid, epoch, page); err != nil {
+			if err := d.Mirror().WriteListPage(ctx, rid, epoch, page); err != nil {
 				b.Fatal(err)
 			}
 			page = nil
@@ -60,10 +60,10 @@ func BenchmarkCascadePreview(b *testing.B) {
 		write(cm(owner, ""))
 		write(cm(owner+"-dep", owner))
 	}
-	if err := d.WriteListPage(ctx, rid, epoch, page); err != nil {
+	if err := d.Mirror().WriteListPage(ctx, rid, epoch, page); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := d.FinishList(ctx, rid, epoch, "1"); err != nil {
+	if _, err := d.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 		b.Fatal(err)
 	}
 
@@ -71,7 +71,7 @@ func BenchmarkCascadePreview(b *testing.B) {
 	// wall clock when others load it.
 	cpu0 := cpuTime(b)
 	for b.Loop() {
-		f, err := d.Cascade(ctx, "u-root", 10000)
+		f, err := d.Objects().Cascade(ctx, "u-root", 10000)
 		if err != nil {
 			b.Fatal(err)
 		}

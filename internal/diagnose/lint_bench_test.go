@@ -24,11 +24,11 @@ func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	cms, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	crs, err := store.EnsureResource(ctx, db.Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"})
+	crs, err := store.Mirror().EnsureResource(ctx, db.Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,13 +37,13 @@ func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 	const namespaces = 10
 	perNS := n / namespaces
 	list := func(rid int64, objs func(add func(*db.Object))) {
-		epoch, err := store.BeginList(ctx, rid)
+		epoch, err := store.Mirror().BeginList(ctx, rid)
 		if err != nil {
 			b.Fatal(err)
 		}
 		var page []*db.Object
 		flush := func() {
-			if err := store.WriteListPage(ctx, rid, epoch, page); err != nil {
+			if err := store.Mirror().WriteListPage(ctx, rid, epoch, page); err != nil {
 				b.Fatal(err)
 			}
 			page = page[:0]
@@ -56,7 +56,7 @@ func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 		if len(page) > 0 {
 			flush()
 		}
-		if _, err := store.FinishList(ctx, rid, epoch, "1"); err != nil {
+		if _, err := store.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -129,12 +129,12 @@ func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 func TestLintMirror(t *testing.T) {
 	store, want := benchMirror(t, 2000)
 	ctx := context.Background()
-	counted, err := CountLint(ctx, store, time.Now())
+	counted, err := CountLint(ctx, store.Objects(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{"", "ns-3"} {
-		rep, err := Lint(ctx, store, LintFilter{Namespace: ns, Limit: 100000}, time.Now())
+		rep, err := Lint(ctx, store.Objects(), LintFilter{Namespace: ns, Limit: 100000}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestLintMirror(t *testing.T) {
 func BenchmarkLint(b *testing.B) {
 	store, want := benchMirror(b, 200000)
 	ctx := context.Background()
-	counted, err := CountLint(ctx, store, time.Now())
+	counted, err := CountLint(ctx, store.Objects(), time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,12 +178,12 @@ func BenchmarkLint(b *testing.B) {
 		}
 	}
 	for name, run := range map[string]func() error{
-		"all": func() error { _, err := Lint(ctx, store, LintFilter{Limit: 1000}, time.Now()); return err },
+		"all": func() error { _, err := Lint(ctx, store.Objects(), LintFilter{Limit: 1000}, time.Now()); return err },
 		"namespace": func() error {
-			_, err := Lint(ctx, store, LintFilter{Namespace: "ns-3", Limit: 1000}, time.Now())
+			_, err := Lint(ctx, store.Objects(), LintFilter{Namespace: "ns-3", Limit: 1000}, time.Now())
 			return err
 		},
-		"count": func() error { _, err := CountLint(ctx, store, time.Now()); return err },
+		"count": func() error { _, err := CountLint(ctx, store.Objects(), time.Now()); return err },
 	} {
 		b.Run(name, func(b *testing.B) {
 			start := cpuTime(b)

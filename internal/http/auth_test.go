@@ -90,7 +90,7 @@ func tokenStore(t *testing.T) Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return store
+	return store.Reads()
 }
 
 // writeTokenFile writes the file with a modification time unlike its last,

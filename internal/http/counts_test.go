@@ -24,7 +24,7 @@ const countsHelp = `# HELP kubegcd_objects Objects in the mirror by API group an
 func TestCountsMetrics(t *testing.T) {
 	srv, store := testServer(t)
 	reg := prometheus.NewRegistry()
-	if _, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: reg}); err != nil {
+	if _, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	if problems, err := testutil.GatherAndLint(reg, "kubegcd_objects", "kubegcd_owned_objects"); err != nil || len(problems) > 0 {
@@ -51,7 +51,7 @@ kubegcd_owned_objects{group="",kind="ConfigMap",owner_group="apps",owner_kind="D
 func TestCountsCollectorCache(t *testing.T) {
 	_, store := testServer(t)
 	clock := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	c := newCountsCollector(store, 30*time.Second, func() time.Time { return clock })
+	c := newCountsCollector(store.Objects(), 30*time.Second, func() time.Time { return clock })
 	want := func(configMaps, ownedByConfigMaps string) string {
 		return countsHelp + `kubegcd_objects{group="",kind="ConfigMap"} ` + configMaps + `
 kubegcd_objects{group="apps",kind="Deployment"} 0
@@ -63,12 +63,12 @@ kubegcd_owned_objects{group="",kind="ConfigMap",owner_group="apps",owner_kind="D
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rs, err := store.Resources(ctx)
+	rs, err := store.Mirror().Resources(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// H has two ConfigMap owners: one more dependent of that pair.
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rs[0].ID, Object: &db.Object{UID: "uid-H", APIVersion: "v1",
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rs[0].ID, Object: &db.Object{UID: "uid-H", APIVersion: "v1",
 		Kind: "ConfigMap", Namespace: "a", Name: "H", ResourceVersion: "1", OwnerReferences: []db.OwnerRef{
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "uid-A"},
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "L", UID: "uid-L"}}}}}); err != nil {
@@ -86,7 +86,7 @@ kubegcd_owned_objects{group="",kind="ConfigMap",owner_group="apps",owner_kind="D
 
 func TestCountsCollectorError(t *testing.T) {
 	_, store := testServer(t)
-	c := newCountsCollector(store, 30*time.Second, time.Now)
+	c := newCountsCollector(store.Objects(), 30*time.Second, time.Now)
 	store.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)

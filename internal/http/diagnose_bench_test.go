@@ -33,17 +33,17 @@ func BenchmarkDiagnosisEndpoints(b *testing.B) {
 	ctx := context.Background()
 	store := benchStore(b)
 	list := func(r db.Resource, objs func(add func(*db.Object))) {
-		rid, err := store.EnsureResource(ctx, r)
+		rid, err := store.Mirror().EnsureResource(ctx, r)
 		if err != nil {
 			b.Fatal(err)
 		}
-		epoch, err := store.BeginList(ctx, rid)
+		epoch, err := store.Mirror().BeginList(ctx, rid)
 		if err != nil {
 			b.Fatal(err)
 		}
 		var page []*db.Object
 		flush := func() {
-			if err := store.WriteListPage(ctx, rid, epoch, page); err != nil {
+			if err := store.Mirror().WriteListPage(ctx, rid, epoch, page); err != nil {
 				b.Fatal(err)
 			}
 			page = page[:0]
@@ -54,7 +54,7 @@ func BenchmarkDiagnosisEndpoints(b *testing.B) {
 			}
 		})
 		flush()
-		if _, err := store.FinishList(ctx, rid, epoch, "1"); err != nil {
+		if _, err := store.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -114,12 +114,12 @@ func BenchmarkDiagnosisEndpoints(b *testing.B) {
 	})
 	// As the daemon, the lint's counts are counted as it starts, not in
 	// the timings.
-	counter := NewLintCounter(store, DefaultLintCountsMaxAge, nil)
+	counter := NewLintCounter(store.Objects(), DefaultLintCountsMaxAge, nil)
 	counter.Start(b.Context())
 	if _, err := counter.Wait(b.Context()); err != nil {
 		b.Fatal(err)
 	}
-	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), StuckAfter: time.Minute,
+	h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), StuckAfter: time.Minute,
 		LintCounter: counter})
 	if err != nil {
 		b.Fatal(err)

@@ -33,7 +33,7 @@ func (e *events) add(resourceID int64, o *db.Object) {
 }
 
 func (e *events) flush() {
-	if _, err := e.store.ApplyEvents(context.Background(), e.batch); err != nil {
+	if _, err := e.store.Mirror().ApplyEvents(context.Background(), e.batch); err != nil {
 		e.b.Fatal(err)
 	}
 	e.batch = e.batch[:0]

@@ -35,18 +35,18 @@ func BenchmarkGraphWhole(b *testing.B) {
 	}
 	ctx := context.Background()
 	store := benchStore(b)
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	epoch, err := store.BeginList(ctx, rid)
+	epoch, err := store.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var page []*db.Object
 	add := func(o *db.Object) {
 		if page = append(page, o); len(page) == 500 {
-			if err := store.WriteListPage(ctx, rid, epoch, page); err != nil {
+			if err := store.Mirror().WriteListPage(ctx, rid, epoch, page); err != nil {
 				b.Fatal(err)
 			}
 			page = page[:0]
@@ -70,14 +70,14 @@ func BenchmarkGraphWhole(b *testing.B) {
 		}
 	}
 	if len(page) > 0 {
-		if err := store.WriteListPage(ctx, rid, epoch, page); err != nil {
+		if err := store.Mirror().WriteListPage(ctx, rid, epoch, page); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := store.FinishList(ctx, rid, epoch, "1"); err != nil {
+	if _, err := store.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 		b.Fatal(err)
 	}
-	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry()})
+	h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func stallFixture(t *testing.T, stall time.Duration, owners, dependents int) (*h
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func stallFixture(t *testing.T, stall time.Duration, owners, dependents int) (*h
 	var refs []db.OwnerRef
 	var batch []db.Event
 	flush := func() {
-		if _, err := store.ApplyEvents(ctx, batch); err != nil {
+		if _, err := store.Mirror().ApplyEvents(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 		batch = batch[:0]
@@ -124,7 +124,7 @@ func stallFixture(t *testing.T, stall time.Duration, owners, dependents int) (*h
 	}
 	t.Cleanup(func() { api.Close() })
 	log := newRecordedLog()
-	h, err := NewHandler(Options{DB: api, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), MaxInflight: 16,
+	h, err := NewHandler(Options{DB: api.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), MaxInflight: 16,
 		GraphStreamStall: stall, Logger: slog.New(log)})
 	if err != nil {
 		t.Fatal(err)

@@ -37,11 +37,11 @@ func testServer(t testing.TB) (*httptest.Server, *db.DB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.EnsureResource(ctx, db.Resource{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}); err != nil {
+	if _, err := store.Mirror().EnsureResource(ctx, db.Resource{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true}); err != nil {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -60,10 +60,10 @@ func testServer(t testing.TB) (*httptest.Server, *db.DB) {
 		d, cm("E", ref("D")), cm("L")} {
 		evs = append(evs, db.Event{ResourceID: rid, Object: o})
 	}
-	if _, err := store.ApplyEvents(ctx, evs); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry()})
+	h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,11 +343,11 @@ func TestObject(t *testing.T) {
 	target := db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "G", UID: "uid-G"}
 	p := &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: target, ResourceVersion: "7",
 		Reason: "no owner exists (1 gone, 0 being deleted in the foreground): deleting with propagation Background"}
-	if _, err := store.UpsertPending(ctx, p); err != nil {
+	if _, err := store.Ledger().UpsertPending(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	for range 25 {
-		if err := store.InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
+		if err := store.Ledger().InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
 			Target: target, DryRun: true, Outcome: db.OutcomeDryRun, Reason: p.Reason}); err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +440,7 @@ func TestDryRunDecision(t *testing.T) {
 func TestGraphWholeStreams(t *testing.T) {
 	srv, store := testServer(t)
 	for limit := 1; limit <= 8; limit++ {
-		want, err := store.Graph(context.Background(), db.GraphFilter{Limit: limit})
+		want, err := store.Objects().Graph(context.Background(), db.GraphFilter{Limit: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +466,7 @@ func TestGraphWholeStreams(t *testing.T) {
 func TestObjectOwnerNeverSeen(t *testing.T) {
 	srv, store := testServer(t)
 	ctx := context.Background()
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,10 +474,10 @@ func TestObjectOwnerNeverSeen(t *testing.T) {
 	x := &db.Object{UID: "uid-X", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "X", ResourceVersion: "1"}
 	y := &db.Object{UID: "uid-Y", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "Y", ResourceVersion: "1",
 		OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "X", UID: "uid-X"}}}
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: x}, {ResourceID: rid, Object: y}}); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: x}, {ResourceID: rid, Object: y}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Deleted: true, Object: x}}); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rid, Deleted: true, Object: x}}); err != nil {
 		t.Fatal(err)
 	}
 	owner := func(uid string) (state string, neverSeen bool) {
@@ -504,7 +504,7 @@ func TestObjectOwnerNeverSeen(t *testing.T) {
 		{name: "never mirrored", dependent: "uid-G", state: diagnose.OwnerMissing, neverSeen: true},
 		{name: "mirrored, then deleted", dependent: "uid-Y", state: diagnose.OwnerMissing},
 		{name: "known to audit only", dependent: "uid-G", state: diagnose.OwnerMissing, setup: func() {
-			if err := store.InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
+			if err := store.Ledger().InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
 				Target:  db.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "web", UID: "uid-ghost"},
 				Outcome: db.OutcomeApplied, Reason: "test"}); err != nil {
 				t.Fatal(err)

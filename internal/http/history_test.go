@@ -47,7 +47,7 @@ func TestAuditKindAndRule(t *testing.T) {
 		return &db.AuditEntry{Time: at, Instance: "i", Controller: "ownergc", Rule: rule, Action: "delete", Outcome: db.OutcomeDryRun,
 			DryRun: true, Target: db.Target{APIVersion: "v1", Kind: kind, Namespace: "a", Name: uid, UID: uid}}
 	}
-	if err := store.InsertAudits(context.Background(), []*db.AuditEntry{
+	if err := store.Ledger().InsertAudits(context.Background(), []*db.AuditEntry{
 		entry("ConfigMap", "BR-21-01", "cm1"), entry("Deployment", "BR-21-03", "dep1"), entry("ConfigMap", "BR-21-03", "cm2"),
 	}); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestAuditKindAndRule(t *testing.T) {
 func TestPendingParameters(t *testing.T) {
 	srv, store := testServer(t)
 	for _, uid := range []string{"a", "b"} {
-		if _, err := store.UpsertPending(context.Background(), &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
+		if _, err := store.Ledger().UpsertPending(context.Background(), &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
 			Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: uid, UID: uid}}); err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestPendingPaging(t *testing.T) {
 	for i := range 5 {
 		uid := fmt.Sprintf("uid-%d", i)
 		uids = append(uids, uid)
-		if _, err := store.UpsertPending(context.Background(), &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
+		if _, err := store.Ledger().UpsertPending(context.Background(), &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
 			Since: t0.Add(time.Duration(i) * time.Second), Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: uid, UID: uid}}); err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ func TestHostAllowList(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	handler := func(allowed ...string) http.Handler {
-		h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), AllowedHosts: allowed})
+		h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), AllowedHosts: allowed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestHostAllowList(t *testing.T) {
 // blockingStore holds /status (ResourceStats) until release is closed, so
 // that a request can occupy an in-flight slot.
 type blockingStore struct {
-	*db.DB
+	db.Reads
 	entered chan struct{}
 	release chan struct{}
 }
@@ -85,7 +85,7 @@ type blockingStore struct {
 func (b *blockingStore) ResourceStats(ctx context.Context) ([]db.ResourceStat, error) {
 	b.entered <- struct{}{}
 	<-b.release
-	return b.DB.ResourceStats(ctx)
+	return b.Reads.ResourceStats(ctx)
 }
 
 // Every answer carries the security headers, the refusals included: a
@@ -105,7 +105,7 @@ func TestRefusalsCarrySecurityHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocking := &blockingStore{DB: store, entered: make(chan struct{}), release: make(chan struct{})}
+	blocking := &blockingStore{Reads: store.Reads(), entered: make(chan struct{}), release: make(chan struct{})}
 	newHandler := func(opts Options) http.Handler {
 		t.Helper()
 		opts.Ingest, opts.Registry = fakeIngest{}, prometheus.NewRegistry()
@@ -116,8 +116,8 @@ func TestRefusalsCarrySecurityHeaders(t *testing.T) {
 		}
 		return h
 	}
-	plain := newHandler(Options{DB: store})
-	withTokens := newHandler(Options{DB: store, Tokens: tokens})
+	plain := newHandler(Options{DB: store.Reads()})
+	withTokens := newHandler(Options{DB: store.Reads(), Tokens: tokens})
 	full := newHandler(Options{DB: blocking, MaxInflight: 1})
 	held := make(chan int, 1)
 	go func() {

@@ -136,7 +136,7 @@ func TestLintCountsShared(t *testing.T) {
 	clock := newTestClock()
 	counter := backgroundCounter(store, clock)
 	reg := prometheus.NewRegistry()
-	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: reg, LintCounter: counter})
+	h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: reg, LintCounter: counter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestLintCountsQuickMirror(t *testing.T) {
 // backgroundCounter counts store's findings on clock in the background, as
 // for a large mirror, recounting at 30 s.
 func backgroundCounter(store *db.DB, clock *testClock) *LintCounter {
-	c := NewLintCounter(store, 30*time.Second, nil)
+	c := NewLintCounter(store.Objects(), 30*time.Second, nil)
 	c.now = clock.now
 	c.inline = 0
 	return c
@@ -212,11 +212,11 @@ func backgroundCounter(store *db.DB, clock *testClock) *LintCounter {
 func addDangling(t *testing.T, store *db.DB, name string) {
 	t.Helper()
 	ctx := context.Background()
-	rs, err := store.Resources(ctx)
+	rs, err := store.Mirror().Resources(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rs[0].ID, Object: &db.Object{UID: "uid-" + name, APIVersion: "v1",
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rs[0].ID, Object: &db.Object{UID: "uid-" + name, APIVersion: "v1",
 		Kind: "ConfigMap", Namespace: "a", Name: name, ResourceVersion: "1",
 		OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "uid-gone"}}}}}); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func addDangling(t *testing.T, store *db.DB, name string) {
 
 func TestLintCollectorError(t *testing.T) {
 	_, store := testServer(t)
-	c := newLintCollector(NewLintCounter(store, 30*time.Second, nil))
+	c := newLintCollector(NewLintCounter(store.Objects(), 30*time.Second, nil))
 	store.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)

@@ -18,16 +18,16 @@ func TestLookup(t *testing.T) {
 	// A second group serving a kind named ConfigMap, with a short name, and
 	// a cluster-scoped kind, to see several groups match and namespaces not
 	// apply.
-	other, err := store.EnsureResource(ctx, db.Resource{Group: "example.com", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true,
+	other, err := store.Mirror().EnsureResource(ctx, db.Resource{Group: "example.com", Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true,
 		ShortNames: []string{"ecm"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	crs, err := store.EnsureResource(ctx, db.Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"})
+	crs, err := store.Mirror().EnsureResource(ctx, db.Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ApplyEvents(ctx, []db.Event{
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{
 		{ResourceID: other, Object: &db.Object{UID: "uid-ex-A", APIVersion: "example.com/v1", Kind: "ConfigMap", Namespace: "a", Name: "A", ResourceVersion: "1"}},
 		{ResourceID: crs, Object: &db.Object{UID: "uid-cr", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "view", ResourceVersion: "1"}},
 	}); err != nil {

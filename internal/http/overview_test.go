@@ -22,7 +22,7 @@ func TestOverview(t *testing.T) {
 		}
 		return e
 	}
-	if err := store.InsertAudits(ctx, []*db.AuditEntry{
+	if err := store.Ledger().InsertAudits(ctx, []*db.AuditEntry{
 		entry("now", now, false),
 		entry("now-dry", now, true),
 		entry("2h", now.Add(-2*time.Hour), false),
@@ -30,7 +30,7 @@ func TestOverview(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.UpsertPending(ctx, &db.Pending{Controller: "podgc", Action: "delete", Rule: "r",
+	if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "podgc", Action: "delete", Rule: "r",
 		Target: db.Target{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -70,11 +70,11 @@ func TestQueryPlans(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"G", "E", "L"} {
 		target := db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: name, UID: "uid-" + name}
-		if _, err := store.UpsertPending(ctx, &db.Pending{Controller: "ownergc", Rule: "BR-21-03", Action: "delete",
+		if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "ownergc", Rule: "BR-21-03", Action: "delete",
 			Reason: "test", Target: target}); err != nil {
 			t.Fatal(err)
 		}
-		if err := store.InsertAudit(ctx, &db.AuditEntry{Controller: "ownergc", Rule: "BR-21-03", Action: "delete",
+		if err := store.Ledger().InsertAudit(ctx, &db.AuditEntry{Controller: "ownergc", Rule: "BR-21-03", Action: "delete",
 			Target: target, Reason: "test", Outcome: db.OutcomeApplied}); err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { traced.Close() })
-	h, err := NewHandler(Options{DB: traced, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry()})
+	h, err := NewHandler(Options{DB: traced.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

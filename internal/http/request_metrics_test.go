@@ -36,7 +36,7 @@ func metricsTestHandler(t testing.TB) (http.Handler, *prometheus.Registry) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: reg, Tokens: tokens,
+	h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: reg, Tokens: tokens,
 		AllowedHosts: []string{"kubegcd.example"}, MaxInflight: 8, Profiling: true})
 	if err != nil {
 		t.Fatal(err)

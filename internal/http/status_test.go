@@ -47,7 +47,7 @@ func TestStatusJSONUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	h, err := NewHandler(Options{DB: store, Ingest: statusIngest{}, Applier: statusApplier{}, Version: "v9",
+	h, err := NewHandler(Options{DB: store.Reads(), Ingest: statusIngest{}, Applier: statusApplier{}, Version: "v9",
 		StartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Registry: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -112,7 +112,7 @@ func TestStatusDiscoveryFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := NewHandler(Options{DB: store, Ingest: statusIngest{}, Discovery: tt.failures, Registry: prometheus.NewRegistry(),
+			h, err := NewHandler(Options{DB: store.Reads(), Ingest: statusIngest{}, Discovery: tt.failures, Registry: prometheus.NewRegistry(),
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 )
 
 // The daemon serves the API from a *db.DB.
-var _ Store = (*db.DB)(nil)
+var _ Store = db.Reads{}
 
 // failingStore is a Store whose audit history cannot be read: ListAudit
 // returns err, or with err nil waits for the request to end. Any other read
@@ -86,18 +86,18 @@ func TestMetricsReadTheirOwnStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer metrics.Close()
-	rid, err := metrics.EnsureResource(context.Background(), db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
+	rid, err := metrics.Mirror().EnsureResource(context.Background(), db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
 		Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := metrics.ApplyEvents(context.Background(), []db.Event{{ResourceID: rid, Object: &db.Object{UID: "cm",
+	if _, err := metrics.Mirror().ApplyEvents(context.Background(), []db.Event{{ResourceID: rid, Object: &db.Object{UID: "cm",
 		APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm", ResourceVersion: "1"}}}); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
 	// failingStore panics on any read but ListAudit.
-	if _, err := NewHandler(Options{DB: failingStore{}, MetricsDB: metrics, Ingest: fakeIngest{}, Registry: reg}); err != nil {
+	if _, err := NewHandler(Options{DB: failingStore{}, MetricsDB: metrics.Objects(), Ingest: fakeIngest{}, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 	families, err := reg.Gather()

@@ -69,7 +69,7 @@ func TestStuckList(t *testing.T) {
 func TestStuckMetrics(t *testing.T) {
 	_, store := testServer(t)
 	reg := prometheus.NewRegistry()
-	if _, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: reg, StuckAfter: time.Hour}); err != nil {
+	if _, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: reg, StuckAfter: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if problems, err := testutil.GatherAndLint(reg, "kubegcd_deletions_stuck", "kubegcd_deletion_stuck_oldest_seconds",
@@ -111,11 +111,11 @@ kubegcd_namespaces_terminating 0
 func BenchmarkStuck(b *testing.B) {
 	ctx := context.Background()
 	store := benchStore(b)
-	cms, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	nss, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "namespaces", Kind: "Namespace"})
+	nss, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "namespaces", Kind: "Namespace"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func BenchmarkStuck(b *testing.B) {
 		evs.add(cms, o)
 	}
 	evs.flush()
-	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), StuckAfter: time.Minute})
+	h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), StuckAfter: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func BenchmarkStuck(b *testing.B) {
 	}
 	b.Run("metrics", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := store.StuckCounts(ctx, time.Now().Add(-time.Minute)); err != nil {
+			if _, _, err := store.Objects().StuckCounts(ctx, time.Now().Add(-time.Minute)); err != nil {
 				b.Fatal(err)
 			}
 		}

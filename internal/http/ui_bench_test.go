@@ -20,7 +20,7 @@ import (
 func BenchmarkUIRequests(b *testing.B) {
 	ctx := context.Background()
 	store := benchStore(b)
-	cms, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	cms, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,25 +42,25 @@ func BenchmarkUIRequests(b *testing.B) {
 			Rule: "BR-21-01", Action: "delete", Outcome: db.OutcomeApplied, Reason: "no owner exists",
 			Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprintf("ns-%d", i%100), Name: fmt.Sprintf("gone-%d", i), UID: fmt.Sprintf("gone-%d", i)}})
 		if len(audit) == 1000 {
-			if err := store.InsertAudits(ctx, audit); err != nil {
+			if err := store.Ledger().InsertAudits(ctx, audit); err != nil {
 				b.Fatal(err)
 			}
 			audit = audit[:0]
 		}
 	}
 	for i := range 2000 {
-		if _, err := store.UpsertPending(ctx, &db.Pending{Controller: "ownergc", Action: "delete", Rule: "BR-21-01", Reason: "no owner exists",
+		if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "ownergc", Action: "delete", Rule: "BR-21-01", Reason: "no owner exists",
 			Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprintf("ns-%d", i%100), Name: fmt.Sprintf("cm-%d", i), UID: fmt.Sprintf("cm-%d", i)}}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	// A cursor 1,000 decisions into Pending.
-	_, deep, err := store.ListPending(ctx, db.PendingFilter{Limit: 1000})
+	_, deep, err := store.Decisions().ListPending(ctx, db.PendingFilter{Limit: 1000})
 	if err != nil {
 		b.Fatal(err)
 	}
 	pendingDeep := encodePendingCursor(*deep, false)
-	h, err := NewHandler(Options{DB: store, Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), StuckAfter: time.Minute,
+	h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), StuckAfter: time.Minute,
 		AllowedHosts: []string{"*"}})
 	if err != nil {
 		b.Fatal(err)

@@ -59,7 +59,7 @@ func TestFailedWriteRelists(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	ing, err := New(Options{Config: cluster.Config, DB: store, Registerer: prometheus.NewRegistry(),
+	ing, err := New(Options{Config: cluster.Config, DB: store.Mirror(), Registerer: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestFailedWriteRelists(t *testing.T) {
 	disk.Free(t)
 
 	waitFor(t, 30*time.Second, func() error {
-		got, err := store.GetObject(ctx, string(cm.UID))
+		got, err := store.Objects().GetObject(ctx, string(cm.UID))
 		if err != nil {
 			return fmt.Errorf("%s: %w", cm.Name, err)
 		}
@@ -110,7 +110,7 @@ func TestFailedWriteRelists(t *testing.T) {
 		if !ing.ResourceSynced("", "configmaps") {
 			return errors.New("configmaps not synced again")
 		}
-		stats, err := store.ResourceStats(ctx)
+		stats, err := store.Objects().ResourceStats(ctx)
 		if err != nil {
 			return err
 		}
@@ -166,12 +166,12 @@ func TestExpiredWatchUnsyncs(t *testing.T) {
 	}
 	defer store.Close()
 	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
 	m := newMetrics(prometheus.NewRegistry())
 	src := expiringSource{listing: make(chan struct{}), release: make(chan struct{}), watches: new(atomic.Int32)}
-	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store, metrics: m,
+	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store.Mirror(), metrics: m,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
 	// A live watch from resourceVersion 1 that expires mid-stream.
 	w.markSynced()
@@ -229,12 +229,12 @@ func TestStalledWatchUnsyncs(t *testing.T) {
 	}
 	defer store.Close()
 	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
 	m := newMetrics(prometheus.NewRegistry())
 	src := stalledSource{release: make(chan struct{})}
-	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store, metrics: m,
+	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store.Mirror(), metrics: m,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
 	w.markSynced() // as after a list, the watch of which broke
 	go w.run(ctx, "1")
@@ -279,11 +279,11 @@ func TestEmptyWatchIsNoResume(t *testing.T) {
 	}
 	defer store.Close()
 	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
 	m := newMetrics(prometheus.NewRegistry())
-	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: closedSource{}, db: store, metrics: m,
+	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: closedSource{}, db: store.Mirror(), metrics: m,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
 	go w.run(ctx, "1")
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
@@ -332,11 +332,11 @@ func TestBehindOrRefused(t *testing.T) {
 			}
 			defer store.Close()
 			res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-			if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+			if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 				t.Fatal(err)
 			}
 			m := newMetrics(prometheus.NewRegistry())
-			w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: tt.src, db: store, metrics: m,
+			w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: tt.src, db: store.Mirror(), metrics: m,
 				log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
 			go w.run(ctx, "1") // resuming, as after a broken watch
 			waitFor(t, 10*time.Second, func() error {

@@ -29,7 +29,7 @@ import (
 	kgtest "github.com/kubegcd/kubegcd/internal/testutil"
 )
 
-var _ Mirror = (*db.DB)(nil)
+var _ Mirror = db.Mirror{}
 
 // sharedCluster is the control plane the tests that need one share,
 // started by the first of them: the package's other tests run without one.
@@ -111,17 +111,17 @@ func TestExpiredWatchRelists(t *testing.T) {
 	}
 	defer store.Close()
 	reg := prometheus.NewRegistry()
-	ing, err := New(Options{Config: cluster.Config, DB: store, Registerer: reg,
+	ing, err := New(Options{Config: cluster.Config, DB: store.Mirror(), Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ghost := &db.Object{UID: "ghost-uid", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "ghost", ResourceVersion: "1"}
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: ghost}}); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: ghost}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -141,8 +141,8 @@ func TestExpiredWatchRelists(t *testing.T) {
 
 	deadline = time.Now().Add(20 * time.Second)
 	for {
-		_, ghostErr := store.GetObject(ctx, "ghost-uid")
-		_, survivorErr := store.GetObject(ctx, string(cm.UID))
+		_, ghostErr := store.Objects().GetObject(ctx, "ghost-uid")
+		_, survivorErr := store.Objects().GetObject(ctx, string(cm.UID))
 		if errors.Is(ghostErr, db.ErrNotFound) && survivorErr == nil {
 			break
 		}
@@ -167,7 +167,7 @@ func TestMetricsLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	ing, err := New(Options{Config: offlineConfig, DB: store, Registerer: reg})
+	ing, err := New(Options{Config: offlineConfig, DB: store.Mirror(), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestDiscoveryFailedMetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	ing, err := New(Options{Config: offlineConfig, DB: store, Registerer: prometheus.NewRegistry()})
+	ing, err := New(Options{Config: offlineConfig, DB: store.Mirror(), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

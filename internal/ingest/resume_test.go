@@ -119,10 +119,10 @@ func resumeFixture(t *testing.T, src source) (*watcher, *db.DB) {
 	}
 	t.Cleanup(func() { store.Close() })
 	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	if res.ID, err = store.EnsureResource(ctx, res); err != nil {
+	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
-	epoch, err := store.BeginList(ctx, res.ID)
+	epoch, err := store.Mirror().BeginList(ctx, res.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,28 +130,28 @@ func resumeFixture(t *testing.T, src source) (*watcher, *db.DB) {
 		{UID: "a", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "a", ResourceVersion: "10"},
 		{UID: "b", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "b", ResourceVersion: "20"},
 	}
-	if err := store.WriteListPage(ctx, res.ID, epoch, objs); err != nil {
+	if err := store.Mirror().WriteListPage(ctx, res.ID, epoch, objs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.FinishList(ctx, res.ID, epoch, "50"); err != nil {
+	if _, err := store.Mirror().FinishList(ctx, res.ID, epoch, "50"); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.MarkAllUnsynced(ctx); err != nil {
+	if err := store.Mirror().MarkAllUnsynced(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := store.ResumeVersion(ctx, res.ID)
+	stored, err := store.Mirror().ResumeVersion(ctx, res.ID)
 	if err != nil || stored != "50" {
 		t.Fatalf("ResumeVersion = %q, %v; want 50", stored, err)
 	}
 	m := newMetrics(prometheus.NewRegistry())
-	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store, metrics: m, stored: stored,
+	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store.Mirror(), metrics: m, stored: stored,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
 	return w, store
 }
 
 func mirrored(t *testing.T, store *db.DB, id int64) []db.ObjectKey {
 	t.Helper()
-	got, err := store.ObjectsOf(context.Background(), id)
+	got, err := store.Objects().ObjectsOf(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestResumeCatchesUp(t *testing.T) {
 		}
 		return nil
 	})
-	if rv, err := store.ResumeVersion(ctx, w.res.ID); err != nil || rv != "100" {
+	if rv, err := store.Mirror().ResumeVersion(ctx, w.res.ID); err != nil || rv != "100" {
 		t.Errorf("stored resume point %q, %v; want 100", rv, err)
 	}
 	if n := src.listCount(); n != 0 {
@@ -365,22 +365,22 @@ func TestForeignMirrorLists(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			id, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "namespaces", Kind: "Namespace"})
+			id, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "namespaces", Kind: "Namespace"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			epoch, err := store.BeginList(ctx, id)
+			epoch, err := store.Mirror().BeginList(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ns := &db.Object{UID: tt.mirroredUID, APIVersion: "v1", Kind: "Namespace", Name: "kube-system", ResourceVersion: "7"}
-			if err := store.WriteListPage(ctx, id, epoch, []*db.Object{ns}); err != nil {
+			if err := store.Mirror().WriteListPage(ctx, id, epoch, []*db.Object{ns}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := store.FinishList(ctx, id, epoch, "50"); err != nil {
+			if _, err := store.Mirror().FinishList(ctx, id, epoch, "50"); err != nil {
 				t.Fatal(err)
 			}
-			ing, err := New(Options{Config: cluster.Config, DB: store, Registerer: prometheus.NewRegistry(),
+			ing, err := New(Options{Config: cluster.Config, DB: store.Mirror(), Registerer: prometheus.NewRegistry(),
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				t.Fatal(err)
@@ -388,7 +388,7 @@ func TestForeignMirrorLists(t *testing.T) {
 			if err := ing.forgetForeignResumePoints(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := store.ResumeVersion(ctx, id); err != nil || got != tt.want {
+			if got, err := store.Mirror().ResumeVersion(ctx, id); err != nil || got != tt.want {
 				t.Errorf("resume point %q, %v; want %q", got, err, tt.want)
 			}
 		})

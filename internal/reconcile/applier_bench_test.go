@@ -26,7 +26,7 @@ func BenchmarkApplyParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	a, err := NewApplier(ApplierOptions{DB: store, Instance: "bench", Registerer: prometheus.NewRegistry(),
+	a, err := NewApplier(ApplierOptions{DB: store.Ledger(), Instance: "bench", Registerer: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

@@ -54,7 +54,7 @@ func openStore(t *testing.T, path string, clock *fakeClock) *db.DB {
 // audit history, its store watched.
 func newApplierOn(t *testing.T, store *db.DB, clock *fakeClock, opts ApplierOptions) *testApplier {
 	t.Helper()
-	opts.DB, opts.Instance, opts.Now, opts.Registerer = store, "test", clock.Now, prometheus.NewRegistry()
+	opts.DB, opts.Instance, opts.Now, opts.Registerer = store.Ledger(), "test", clock.Now, prometheus.NewRegistry()
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.ProbeInterval = 10 * time.Millisecond
 	a, err := NewApplier(opts)
@@ -105,7 +105,7 @@ func audit(t *testing.T, store *db.DB, want int) []db.AuditEntry {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		rows, _, err := store.ListAudit(context.Background(), db.AuditFilter{Limit: 100000})
+		rows, _, err := store.Decisions().ListAudit(context.Background(), db.AuditFilter{Limit: 100000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestBlastRadiusPausesAndResumes(t *testing.T) {
 		!cmp.Equal(st.PausedBy, []string{pauseBlastRadius}) {
 		t.Fatalf("status while paused: %+v", st)
 	}
-	pending, _, err := a.store.ListPending(ctx, db.PendingFilter{})
+	pending, _, err := a.store.Decisions().ListPending(ctx, db.PendingFilter{})
 	if err != nil || len(pending) != 1 || pending[0].Target.UID != "d" {
 		t.Fatalf("pending while paused: %+v, %v", pending, err)
 	}
@@ -347,7 +347,7 @@ func TestApplyOutcomes(t *testing.T) {
 			if len(rows) != 1 || rows[0].Outcome != tc.outcome || rows[0].DryRun {
 				t.Fatalf("audit %+v", rows)
 			}
-			pending, _, _ := a.store.ListPending(ctx, db.PendingFilter{})
+			pending, _, _ := a.store.Decisions().ListPending(ctx, db.PendingFilter{})
 			if len(pending) != tc.pending {
 				t.Fatalf("pending %+v, want %d", pending, tc.pending)
 			}
@@ -416,7 +416,7 @@ func TestDryRunAuditsEachDecisionOnce(t *testing.T) {
 func TestMetricsLint(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	store := openStore(t, filepath.Join(t.TempDir(), "k.db"), newFakeClock())
-	if _, err := NewApplier(ApplierOptions{DB: store, Registerer: reg}); err != nil {
+	if _, err := NewApplier(ApplierOptions{DB: store.Ledger(), Registerer: reg}); err != nil {
 		t.Fatal(err)
 	}
 	problems, err := testutil.GatherAndLint(reg)

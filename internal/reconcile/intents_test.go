@@ -59,7 +59,7 @@ func TestDryRunCommitsNoIntent(t *testing.T) {
 	}
 	// The next intent's ID counts those ever committed.
 	in := &db.Intent{Entry: *a.row(decision("probe"))}
-	if err := a.store.InsertIntent(ctx, in); err != nil {
+	if err := a.store.Ledger().InsertIntent(ctx, in); err != nil {
 		t.Fatal(err)
 	}
 	if in.ID != 1 {
@@ -101,7 +101,7 @@ func TestRecoverIntents(t *testing.T) {
 			}
 			// A write whose intent committed and whose outcome a crash lost.
 			in := &db.Intent{Entry: *a.row(d), ResourceVersion: d.ResourceVersion}
-			if err := a.store.InsertIntent(ctx, in); err != nil {
+			if err := a.store.Ledger().InsertIntent(ctx, in); err != nil {
 				t.Fatal(err)
 			}
 			a = a.restart(t, ApplierOptions{})
@@ -115,7 +115,7 @@ func TestRecoverIntents(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("RecoverIntents: %v, want error %v", err, tc.wantErr)
 			}
-			rows, _, lerr := a.store.ListAudit(ctx, db.AuditFilter{UID: "t"})
+			rows, _, lerr := a.store.Decisions().ListAudit(ctx, db.AuditFilter{UID: "t"})
 			if lerr != nil {
 				t.Fatal(lerr)
 			}
@@ -129,7 +129,7 @@ func TestRecoverIntents(t *testing.T) {
 			if wantOpen, open := tc.wantOpen, len(openIntentUIDs(t, a.store)) == 1; open != wantOpen {
 				t.Errorf("intent open %v, want %v", open, wantOpen)
 			}
-			pending, _, perr := a.store.ListPending(ctx, db.PendingFilter{})
+			pending, _, perr := a.store.Decisions().ListPending(ctx, db.PendingFilter{})
 			if perr != nil {
 				t.Fatal(perr)
 			}
@@ -140,7 +140,7 @@ func TestRecoverIntents(t *testing.T) {
 			if err := a.RecoverIntents(ctx, live); (err != nil) != tc.wantErr {
 				t.Fatalf("second RecoverIntents: %v", err)
 			}
-			if again, _, _ := a.store.ListAudit(ctx, db.AuditFilter{UID: "t"}); len(again) != len(rows) {
+			if again, _, _ := a.store.Decisions().ListAudit(ctx, db.AuditFilter{UID: "t"}); len(again) != len(rows) {
 				t.Fatalf("%d rows after a second pass, want %d", len(again), len(rows))
 			}
 		})
@@ -206,7 +206,7 @@ func TestStopLetsTheWriteInFlightFinish(t *testing.T) {
 	}); !errors.Is(err, context.Canceled) {
 		t.Errorf("after the stop: err %v, want context.Canceled", err)
 	}
-	if open, err := a.store.OpenIntents(context.Background()); err != nil || len(open) != 0 {
+	if open, err := a.store.Ledger().OpenIntents(context.Background()); err != nil || len(open) != 0 {
 		t.Errorf("open intents %+v %v, want none", open, err)
 	}
 }

@@ -131,7 +131,7 @@ func TestFullDiskPausesEnforcementUntilTheAuditIsWritten(t *testing.T) {
 // openIntentUIDs lists the targets of the open intents, oldest first.
 func openIntentUIDs(t *testing.T, store *db.DB) []string {
 	t.Helper()
-	intents, err := store.OpenIntents(context.Background())
+	intents, err := store.Ledger().OpenIntents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRowsStillRefusedAtExitAreLogged(t *testing.T) {
 	clock := newFakeClock()
 	store := openStore(t, filepath.Join(disk.Dir, "k.db"), clock)
 	logs := &syncBuffer{}
-	a, err := NewApplier(ApplierOptions{DB: store, Instance: "test", Now: clock.Now, Registerer: prometheus.NewRegistry(),
+	a, err := NewApplier(ApplierOptions{DB: store.Ledger(), Instance: "test", Now: clock.Now, Registerer: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -236,11 +236,12 @@ func (s *syncBuffer) String() string {
 // while failing, every write fails (its busy timeout ran out); while held,
 // every write waits until the lock is released, then commits.
 type lockedStore struct {
-	*db.DB
-	mu      sync.Mutex
-	failing bool
-	held    chan struct{} // while not nil, writes wait for it to close
-	waiting chan struct{} // a write waits for the lock
+	db.Ledger
+	decisions db.Decisions
+	mu        sync.Mutex
+	failing   bool
+	held      chan struct{} // while not nil, writes wait for it to close
+	waiting   chan struct{} // a write waits for the lock
 }
 
 func (s *lockedStore) set(failing bool, held chan struct{}) {
@@ -270,28 +271,28 @@ func (s *lockedStore) InsertIntent(ctx context.Context, in *db.Intent) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
-	return s.DB.InsertIntent(ctx, in)
+	return s.Ledger.InsertIntent(ctx, in)
 }
 
 func (s *lockedStore) InsertAudit(ctx context.Context, e *db.AuditEntry) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
-	return s.DB.InsertAudit(ctx, e)
+	return s.Ledger.InsertAudit(ctx, e)
 }
 
 func (s *lockedStore) InsertAudits(ctx context.Context, entries []*db.AuditEntry) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
-	return s.DB.InsertAudits(ctx, entries)
+	return s.Ledger.InsertAudits(ctx, entries)
 }
 
 func (s *lockedStore) ClearPending(ctx context.Context, controller, uid string) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
-	return s.DB.ClearPending(ctx, controller, uid)
+	return s.Ledger.ClearPending(ctx, controller, uid)
 }
 
 // The row that says the audit history can be written again is dated when
@@ -301,7 +302,8 @@ func (s *lockedStore) ClearPending(ctx context.Context, controller, uid string) 
 func TestResumeRowIsDatedWhenWritingResumed(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
-	store := &lockedStore{DB: openStore(t, filepath.Join(t.TempDir(), "k.db"), clock), waiting: make(chan struct{}, 1)}
+	d := openStore(t, filepath.Join(t.TempDir(), "k.db"), clock)
+	store := &lockedStore{Ledger: d.Ledger(), decisions: d.Decisions(), waiting: make(chan struct{}, 1)}
 	a, err := NewApplier(ApplierOptions{DB: store, Instance: "test", Now: clock.Now, Registerer: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ProbeInterval: 10 * time.Millisecond})
 	if err != nil {
@@ -334,7 +336,7 @@ func TestResumeRowIsDatedWhenWritingResumed(t *testing.T) {
 	close(held)
 	waitFor(t, "enforcement resumes once the lock is released", func() bool { return a.LedgerError() == nil })
 
-	rows, _, err := store.ListAudit(ctx, db.AuditFilter{Controller: db.ControllerKubegcd, Limit: 10})
+	rows, _, err := store.decisions.ListAudit(ctx, db.AuditFilter{Controller: db.ControllerKubegcd, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

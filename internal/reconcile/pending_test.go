@@ -14,15 +14,15 @@ import (
 )
 
 var (
-	_ Ledger       = (*db.DB)(nil)
-	_ KindResolver = (*db.DB)(nil)
+	_ Ledger       = db.Ledger{}
+	_ KindResolver = db.Objects{}
 )
 
 // pendingUIDs lists the uids controller holds pending rows about, and
 // fails the test when the applier's memory disagrees with the table.
 func pendingUIDs(t *testing.T, a *testApplier, controller string) []string {
 	t.Helper()
-	rows, _, err := a.store.ListPending(context.Background(), db.PendingFilter{Controller: controller})
+	rows, _, err := a.store.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: controller})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestPendingLifecycle(t *testing.T) {
 	ctx := context.Background()
 	a := newTestApplier(t, ApplierOptions{})
 	// Held before this applier started: it learns them from the table.
-	if _, err := a.store.UpsertPending(ctx, &db.Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
+	if _, err := a.store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
 		Target: decision("earlier").Target}); err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func TestPendingAndAuditAPI(t *testing.T) {
 	}
 	// Dry-run: nothing was deleted.
 	for _, uid := range uids {
-		if _, err := d.DB(t).GetObject(ctx, string(uid)); err != nil {
+		if _, err := d.DB(t).Objects().GetObject(ctx, string(uid)); err != nil {
 			t.Errorf("dry-run garbage %s left the mirror: %v", uid, err)
 		}
 	}

@@ -65,7 +65,7 @@ func TestCRDAddedAndRemovedWhileRunning(t *testing.T) {
 	})
 	t.Logf("CRD watched %v after its creation", time.Since(created).Round(time.Millisecond))
 	for _, uid := range uids {
-		if _, err := d.DB(t).GetObject(ctx, uid); err != nil {
+		if _, err := d.DB(t).Objects().GetObject(ctx, uid); err != nil {
 			t.Fatalf("gadget %s not mirrored: %v", uid, err)
 		}
 	}

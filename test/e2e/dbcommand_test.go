@@ -45,7 +45,7 @@ func TestDatabaseCheckAndBackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats, err := copyDB.ResourceStats(context.Background())
+	stats, err := copyDB.Objects().ResourceStats(context.Background())
 	copyDB.Close()
 	if err != nil {
 		t.Fatal(err)

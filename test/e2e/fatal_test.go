@@ -30,7 +30,7 @@ func filledDB(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +39,11 @@ func filledDB(t *testing.T, path string) {
 		objs[i] = &db.Object{UID: fmt.Sprintf("uid-%05d", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns",
 			Name: fmt.Sprintf("cm-%05d", i), ResourceVersion: "1"}
 	}
-	epoch, err := store.BeginList(ctx, rid)
+	epoch, err := store.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.WriteListPage(ctx, rid, epoch, objs); err != nil {
+	if err := store.Mirror().WriteListPage(ctx, rid, epoch, objs); err != nil {
 		t.Fatal(err)
 	}
 }

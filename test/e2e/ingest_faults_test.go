@@ -129,7 +129,7 @@ func TestMirrorRecoversFromFailedWrites(t *testing.T) {
 		}
 		var st statusResources
 		d.GetJSON(t, "/status", http.StatusOK, &st)
-		stats, err := store.ResourceStats(ctx)
+		stats, err := store.Objects().ResourceStats(ctx)
 		if err != nil {
 			return err
 		}

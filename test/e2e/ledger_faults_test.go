@@ -100,7 +100,7 @@ func remaining(t *testing.T, ns string, uids map[types.UID]bool) int {
 // lock).
 func appliedRows(t *testing.T, d *daemon, ns string) []db.AuditEntry {
 	t.Helper()
-	rows, _, err := d.DB(t).ListAudit(context.Background(), db.AuditFilter{Controller: "ownergc", Namespace: ns,
+	rows, _, err := d.DB(t).Decisions().ListAudit(context.Background(), db.AuditFilter{Controller: "ownergc", Namespace: ns,
 		Outcome: db.OutcomeApplied, Limit: 10000})
 	if err != nil {
 		t.Fatal(err)

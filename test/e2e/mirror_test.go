@@ -26,7 +26,7 @@ const mirrorLatency = 2 * time.Second
 // matchesMirror compares what the mirror holds of obj with obj itself,
 // owner references field for field.
 func matchesMirror(store *db.DB, obj metav1.Object, apiVersion, kind string) error {
-	got, err := store.GetObject(context.Background(), string(obj.GetUID()))
+	got, err := store.Objects().GetObject(context.Background(), string(obj.GetUID()))
 	if err != nil {
 		return fmt.Errorf("%s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -68,7 +68,7 @@ func ptrEqual[T comparable](a, b *T) bool {
 }
 
 func absentFromMirror(store *db.DB, uid types.UID) error {
-	_, err := store.GetObject(context.Background(), string(uid))
+	_, err := store.Objects().GetObject(context.Background(), string(uid))
 	if errors.Is(err, db.ErrNotFound) {
 		return nil
 	}
@@ -152,7 +152,7 @@ func TestMirrorFollowsCluster(t *testing.T) {
 			if err := matchesMirror(store, pod, "v1", "Pod"); err != nil {
 				return err
 			}
-			got, _ := store.GetObject(ctx, string(pod.UID))
+			got, _ := store.Objects().GetObject(ctx, string(pod.UID))
 			if got.Pod == nil || got.Pod.NodeName != "node-x" || got.Pod.Phase != "Pending" {
 				return fmt.Errorf("pod columns %+v", got.Pod)
 			}
@@ -164,7 +164,7 @@ func TestMirrorFollowsCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		within(t, "pod status", func() error {
-			got, err := store.GetObject(ctx, string(pod.UID))
+			got, err := store.Objects().GetObject(ctx, string(pod.UID))
 			if err != nil {
 				return err
 			}
@@ -197,7 +197,7 @@ func TestMirrorFollowsCluster(t *testing.T) {
 			if err := matchesMirror(store, node, "v1", "Node"); err != nil {
 				return err
 			}
-			got, _ := store.GetObject(ctx, string(node.UID))
+			got, _ := store.Objects().GetObject(ctx, string(node.UID))
 			n := got.Node
 			if n == nil || n.Ready != "False" || n.TTLAnnotation == nil || *n.TTLAnnotation != "15" || len(n.Taints) != len(node.Spec.Taints) {
 				return fmt.Errorf("node columns %+v", n)
@@ -234,7 +234,7 @@ func TestMirrorFollowsCluster(t *testing.T) {
 			if err := matchesMirror(store, lease, "coordination.k8s.io/v1", "Lease"); err != nil {
 				return err
 			}
-			got, _ := store.GetObject(ctx, string(lease.UID))
+			got, _ := store.Objects().GetObject(ctx, string(lease.UID))
 			l := got.Lease
 			if l == nil || *l.HolderIdentity != "holder-1" || *l.LeaseDurationSeconds != 15 || *l.LeaseTransitions != 3 ||
 				!l.RenewTime.Equal(renew.Time) || *l.IdentityLabel != "kube-apiserver" {

@@ -117,7 +117,7 @@ func configMapsMatch(ctx context.Context, store *db.DB, ns string) error {
 		want = append(want, cm.Name+"@"+cm.ResourceVersion)
 	}
 	core := ""
-	objs, _, err := store.LookupObjects(ctx, db.LookupFilter{Kind: "configmaps", Group: &core, Namespace: ns, Limit: 1000})
+	objs, _, err := store.Objects().LookupObjects(ctx, db.LookupFilter{Kind: "configmaps", Group: &core, Namespace: ns, Limit: 1000})
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func TestRestartResumesWatches(t *testing.T) {
 		owner *corev1.ConfigMap
 		want  []string
 	}{{ownerA, nil}, {ownerB, []string{"dep"}}} {
-		deps, err := d2.DB(t).DependentsOf(ctx, string(tt.owner.UID))
+		deps, err := d2.DB(t).OwnerGC().DependentsOf(ctx, string(tt.owner.UID))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -127,7 +127,7 @@ func cmExists(t *testing.T, ns, name string, uid types.UID) bool {
 // auditOf returns the audit rows about objects of namespace ns.
 func auditOf(t *testing.T, d *e2eutil.Daemon, ns string) []db.AuditEntry {
 	t.Helper()
-	rows, _, err := d.DB(t).ListAudit(context.Background(), db.AuditFilter{Namespace: ns, Limit: 1000})
+	rows, _, err := d.DB(t).Decisions().ListAudit(context.Background(), db.AuditFilter{Namespace: ns, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -287,7 +287,7 @@ func TestPodGCUnscheduledTerminatingAndHeldPods(t *testing.T) {
 	// count only once the mirror shows it and such a pass has ended.
 	uid := getPod(t, ns, "unbound-terminating").UID
 	eventually(t, 20*time.Second, func() error {
-		o, err := d.DB(t).GetObject(context.Background(), string(uid))
+		o, err := d.DB(t).Objects().GetObject(context.Background(), string(uid))
 		if err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ import (
 // longer serves (a CRD another test removed, which the mirror drops at its
 // next discovery) is not what it compares.
 func MirrorMatches(ctx context.Context, store *db.DB, meta metadata.Interface, ns string) error {
-	resources, err := store.Resources(ctx)
+	resources, err := store.Mirror().Resources(ctx)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func MirrorMatches(ctx context.Context, store *db.DB, meta metadata.Interface, n
 func mirrored(ctx context.Context, store *db.DB, r db.Resource, ns string) ([]string, error) {
 	var out []string
 	if ns == "" {
-		keys, err := store.ObjectsOf(ctx, r.ID)
+		keys, err := store.Objects().ObjectsOf(ctx, r.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +77,7 @@ func mirrored(ctx context.Context, store *db.DB, r db.Resource, ns string) ([]st
 		return out, nil
 	}
 	group := r.Group
-	objs, more, err := store.LookupObjects(ctx, db.LookupFilter{Kind: r.Resource, Group: &group, Namespace: ns, Limit: 5000})
+	objs, more, err := store.Objects().LookupObjects(ctx, db.LookupFilter{Kind: r.Resource, Group: &group, Namespace: ns, Limit: 5000})
 	if err != nil {
 		return nil, err
 	}

@@ -74,18 +74,18 @@ func TestStaleMirrorConflictIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	epoch, err := store.BeginList(ctx, rid)
+	epoch, err := store.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.WriteListPage(ctx, rid, epoch, []*db.Object{ingest.ObjectFromMeta(seen, "v1", "ConfigMap")}); err != nil {
+	if err := store.Mirror().WriteListPage(ctx, rid, epoch, []*db.Object{ingest.ObjectFromMeta(seen, "v1", "ConfigMap")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.FinishList(ctx, rid, epoch, seen.ResourceVersion); err != nil {
+	if _, err := store.Mirror().FinishList(ctx, rid, epoch, seen.ResourceVersion); err != nil {
 		t.Fatal(err)
 	}
 	updated, err := configMaps.Patch(ctx, dep.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"missed":"by-the-mirror"}}}`), metav1.PatchOptions{})
@@ -95,12 +95,12 @@ func TestStaleMirrorConflictIsBounded(t *testing.T) {
 	t.Logf("mirror at resourceVersion %s, cluster at %s", seen.ResourceVersion, updated.ResourceVersion)
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, Instance: "test", Logger: log})
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test", Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	gc, err := ownergc.New(ownergc.Options{
-		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store, Client: meta,
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store.OwnerGC(), Client: meta,
 		Workers: 2, ResyncPeriod: time.Second, UnknownKindRetry: time.Minute,
 	})
 	if err != nil {
@@ -120,7 +120,7 @@ func TestStaleMirrorConflictIsBounded(t *testing.T) {
 	counts := func() (deletes, refused float64, rows []db.AuditEntry) {
 		t.Helper()
 		d := apiDeletes(t, kube)
-		rows, _, err := store.ListAudit(ctx, db.AuditFilter{UID: string(dep.UID), Limit: 1000})
+		rows, _, err := store.Decisions().ListAudit(ctx, db.AuditFilter{UID: string(dep.UID), Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ func TestOneOwnerGETForItsDependents(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,24 +50,24 @@ func TestOneOwnerGETForItsDependents(t *testing.T) {
 			Name: fmt.Sprintf("dep-%03d", i), ResourceVersion: "1",
 			OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner-uid"}}})
 	}
-	epoch, err := store.BeginList(ctx, rid)
+	epoch, err := store.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.WriteListPage(ctx, rid, epoch, deps); err != nil {
+	if err := store.Mirror().WriteListPage(ctx, rid, epoch, deps); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.FinishList(ctx, rid, epoch, "1"); err != nil {
+	if _, err := store.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
 		t.Fatal(err)
 	}
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, Instance: "test", Logger: log})
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test", Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	gc, err := ownergc.New(ownergc.Options{
-		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store, Client: meta,
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store.OwnerGC(), Client: meta,
 		Workers: 64, ResyncPeriod: time.Hour, UnknownKindRetry: time.Minute,
 	})
 	if err != nil {
@@ -82,7 +82,7 @@ func TestOneOwnerGETForItsDependents(t *testing.T) {
 	})
 
 	e2eutil.Eventually(t, 30*time.Second, func() error {
-		rows, _, err := store.ListAudit(ctx, db.AuditFilter{Controller: ownergc.Name, Limit: 1000})
+		rows, _, err := store.Decisions().ListAudit(ctx, db.AuditFilter{Controller: ownergc.Name, Limit: 1000})
 		if err != nil {
 			return err
 		}

@@ -39,20 +39,20 @@ func TestNoDecisionWhileBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, Instance: "test", Logger: log})
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test", Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var caughtUp atomic.Bool
 	caughtUp.Store(true)
 	gc, err := ownergc.New(ownergc.Options{
-		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store, Client: meta, CaughtUp: caughtUp.Load,
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store.OwnerGC(), Client: meta, CaughtUp: caughtUp.Load,
 		Workers: 2, ResyncPeriod: time.Second, UnknownKindRetry: time.Minute,
 	})
 	if err != nil {
@@ -78,7 +78,7 @@ func TestNoDecisionWhileBehind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		changes, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: ingest.ObjectFromMeta(seen, "v1", "ConfigMap")}})
+		changes, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: ingest.ObjectFromMeta(seen, "v1", "ConfigMap")}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestNoDecisionWhileBehind(t *testing.T) {
 	caughtUp.Store(false)
 	second := orphan("second")
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		rows, _, err := store.ListAudit(ctx, db.AuditFilter{UID: string(second.UID), Limit: 10})
+		rows, _, err := store.Decisions().ListAudit(ctx, db.AuditFilter{UID: string(second.UID), Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 		resync bool
 	}{
 		{"a Lease renewal", db.Change{Type: db.ChangeUpserted, UID: "lease"}, nil, false},
-		{"owners, finalizers or deletion changed", db.Change{Type: db.ChangeUpserted, UID: "pod", Facts: true}, []string{"pod"}, false},
+		{"owners, finalizers or deletion changed", db.Change{Type: db.ChangeUpserted, UID: "pod", OwnershipChanged: true}, []string{"pod"}, false},
 		{"deleted", db.Change{Type: db.ChangeDeleted, UID: "rs", Owners: []string{"deploy"}},
 			[]string{gonePrefix + "rs", wakePrefix + "deploy"}, false},
 		// A deletion the writer examined: only what it found to matter.
@@ -48,16 +48,16 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			if _, err := store.UpsertPending(ctx, &db.Pending{Controller: Name, Rule: "r", Action: "delete", Reason: "x",
+			if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: Name, Rule: "r", Action: "delete", Reason: "x",
 				Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held", UID: "held"}}); err != nil {
 				t.Fatal(err)
 			}
-			applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, Instance: "test",
+			applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test",
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := &Controller{opts: Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier}, DB: store}, resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
+			c := &Controller{opts: Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier}, DB: store.OwnerGC()}, resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
 				workqueue.DefaultTypedControllerRateLimiter[string]())}
 			defer c.queue.ShutDown()
 			c.OnChange([]db.Change{tt.change})

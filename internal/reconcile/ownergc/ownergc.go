@@ -169,7 +169,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 			// As upstream's graph builder: an update that changes none of
 			// the facts decided on (a status, a label, a Lease renewal)
 			// changes no decision, and is not looked at.
-			if ch.Facts {
+			if ch.OwnershipChanged {
 				c.queue.Add(ch.UID)
 			}
 		}

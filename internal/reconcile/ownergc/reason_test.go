@@ -68,7 +68,7 @@ func TestDryRunForegroundReason(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { store.Close() })
-			rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+			rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,16 +82,16 @@ func TestDryRunForegroundReason(t *testing.T) {
 					Namespace: "ns", Name: "held-" + uid, ResourceVersion: "6",
 					OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "held-owner", UID: "owner", BlockOwnerDeletion: block(b)}}}})
 			}
-			if _, err := store.ApplyEvents(ctx, events); err != nil {
+			if _, err := store.Mirror().ApplyEvents(ctx, events); err != nil {
 				t.Fatal(err)
 			}
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, DryRun: true, Instance: "test", Logger: log,
+			applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), DryRun: true, Instance: "test", Logger: log,
 				Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := New(Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Registerer: prometheus.NewRegistry()}, DB: store})
+			c, err := New(Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Registerer: prometheus.NewRegistry()}, DB: store.OwnerGC()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestDryRunForegroundReason(t *testing.T) {
 			if err := c.deleteDependents(ctx, owner); err != nil {
 				t.Fatal(err)
 			}
-			rows, _, err := store.ListPending(ctx, db.PendingFilter{Controller: Name})
+			rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
 			if err != nil {
 				t.Fatal(err)
 			}

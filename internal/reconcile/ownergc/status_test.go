@@ -24,14 +24,14 @@ func TestStatusRow(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, Instance: "test", Logger: log})
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test", Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	passes := reconcile.NewPasses(prometheus.NewRegistry())
 	caughtUp := false
 	c, err := New(Options{
-		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Passes: passes}, DB: candidateStore{Store: store, uids: []string{"a", "b"}},
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Passes: passes}, DB: candidateStore{Store: store.OwnerGC(), uids: []string{"a", "b"}},
 		CaughtUp: func() bool { return caughtUp },
 	})
 	if err != nil {

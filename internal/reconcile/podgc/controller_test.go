@@ -174,7 +174,7 @@ func newHarness(t *testing.T, store *fakeStore, dryRun bool, opts Options) *harn
 	clock := testingclock.NewFakeClock(t0)
 	ledger.Now = clock.Now
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: ledger, DryRun: dryRun, Instance: "test", Logger: log,
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: ledger.Ledger(), DryRun: dryRun, Instance: "test", Logger: log,
 		Now: clock.Now, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func (h *harness) metric(t *testing.T, name, label string) float64 {
 
 func (h *harness) pending(t *testing.T) map[string]db.Pending {
 	t.Helper()
-	rows, _, err := h.ledger.ListPending(context.Background(), db.PendingFilter{Controller: Name})
+	rows, _, err := h.ledger.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: Name})
 	if err != nil {
 		t.Fatal(err)
 	}

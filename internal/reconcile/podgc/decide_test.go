@@ -573,11 +573,11 @@ func TestDecideAgreesWithTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	podsID, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
+	podsID, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodesID, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "nodes", Kind: "Node"})
+	nodesID, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "nodes", Kind: "Node"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +618,7 @@ func TestDecideAgreesWithTheStore(t *testing.T) {
 		pods = append(pods, p)
 		events = append(events, db.Event{ResourceID: podsID, Object: p})
 	}
-	if _, err := store.ApplyEvents(ctx, events); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 	uids := func(pods []*db.Object) []string {
@@ -636,7 +636,7 @@ func TestDecideAgreesWithTheStore(t *testing.T) {
 				want = append(want, p)
 			}
 		}
-		n, err := store.CountTerminatedPods(ctx, f)
+		n, err := store.PodGC().CountTerminatedPods(ctx, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -646,7 +646,7 @@ func TestDecideAgreesWithTheStore(t *testing.T) {
 		var got []*db.Object
 		var after *db.PodCursor
 		for {
-			page, next, err := store.TerminatedPods(ctx, f, after, 4)
+			page, next, err := store.PodGC().TerminatedPods(ctx, f, after, 4)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -670,7 +670,7 @@ func TestDecideAgreesWithTheStore(t *testing.T) {
 			want = append(want, p.UID)
 		}
 	}
-	got, err := store.TerminatingPodsOnOutOfServiceNodes(ctx, corev1.TaintNodeOutOfService)
+	got, err := store.PodGC().TerminatingPodsOnOutOfServiceNodes(ctx, corev1.TaintNodeOutOfService)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 
 // unlistable is a store whose pods of one node cannot be listed.
 type unlistable struct {
-	*db.DB
+	db.PodGC
 	node string
 }
 
@@ -29,7 +29,7 @@ func (s unlistable) PodsOnNode(ctx context.Context, node string) ([]*db.Object, 
 	if node == s.node {
 		return nil, errors.New("disk I/O error")
 	}
-	return s.DB.PodsOnNode(ctx, node)
+	return s.PodGC.PodsOnNode(ctx, node)
 }
 
 // TestUnlistedPodsKeepTheirPendingRows: a pod bound to a node missing from
@@ -44,21 +44,21 @@ func TestUnlistedPodsKeepTheirPendingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	rid, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
+	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC)
 	pod := &db.Object{UID: "uid-p", APIVersion: "v1", Kind: "Pod", Namespace: "ns", Name: "p", ResourceVersion: "3",
 		CreationTimestamp: &created, Pod: &db.Pod{Phase: "Running", NodeName: "gone"}}
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: pod}}); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: pod}}); err != nil {
 		t.Fatal(err)
 	}
 
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, Instance: "test", Logger: log, Now: clock})
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test", Logger: log, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestUnlistedPodsKeepTheirPendingRows(t *testing.T) {
 	})
 	passes := reconcile.NewPasses(prometheus.NewRegistry())
 	c, err := New(Options{
-		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Passes: passes, Registerer: prometheus.NewRegistry(), Now: clock}, DB: store, Client: client,
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Passes: passes, Registerer: prometheus.NewRegistry(), Now: clock}, DB: store.PodGC(), Client: client,
 		ResourceSynced: func(string, string) bool { return true }, Quarantine: time.Minute,
 	})
 	if err != nil {
@@ -79,7 +79,7 @@ func TestUnlistedPodsKeepTheirPendingRows(t *testing.T) {
 	// the table, which must agree.
 	held := func() bool {
 		t.Helper()
-		rows, _, err := store.ListPending(ctx, db.PendingFilter{Controller: Name})
+		rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestUnlistedPodsKeepTheirPendingRows(t *testing.T) {
 		t.Fatal("the quarantined pod has no pending row")
 	}
 
-	c.opts.DB = unlistable{DB: store, node: "gone"}
+	c.opts.DB = unlistable{PodGC: store.PodGC(), node: "gone"}
 	now = now.Add(2 * time.Minute)
 	err = c.Pass(ctx)
 	if err == nil || !strings.Contains(err.Error(), "listing the pods of node gone") {
@@ -110,10 +110,10 @@ func TestUnlistedPodsKeepTheirPendingRows(t *testing.T) {
 
 	// A pass that lists every pod again forgets what it no longer holds:
 	// the pod went from the cluster meanwhile.
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: pod, Deleted: true}}); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: pod, Deleted: true}}); err != nil {
 		t.Fatal(err)
 	}
-	c.opts.DB = store
+	c.opts.DB = store.PodGC()
 	if err := c.Pass(ctx); err != nil {
 		t.Fatalf("third pass: %v", err)
 	}

@@ -64,11 +64,11 @@ func TestDryRunDecisionIsRecordedOnce(t *testing.T) {
 			}
 			t.Cleanup(func() { store.Close() })
 			store.Now = clock
-			pods, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
+			pods, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			nodes, err := store.EnsureResource(ctx, db.Resource{Version: "v1", Resource: "nodes", Kind: "Node"})
+			nodes, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "nodes", Kind: "Node"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,19 +77,19 @@ func TestDryRunDecisionIsRecordedOnce(t *testing.T) {
 				if o.Kind == "Node" {
 					rid = nodes
 				}
-				if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: o}}); err != nil {
+				if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: o}}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, DryRun: true, Instance: "test", Logger: log,
+			applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), DryRun: true, Instance: "test", Logger: log,
 				Now: clock, Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			passes := reconcile.NewPasses(prometheus.NewRegistry())
 			opts := tt.opts
-			opts.DB, opts.Applier, opts.Client, opts.Logger, opts.Passes = store, applier, fake.NewClientset(), log, passes
+			opts.DB, opts.Applier, opts.Client, opts.Logger, opts.Passes = store.PodGC(), applier, fake.NewClientset(), log, passes
 			opts.ResourceSynced = func(string, string) bool { return true }
 			opts.Registerer, opts.Now = prometheus.NewRegistry(), clock
 			c, err := New(opts)
@@ -103,7 +103,7 @@ func TestDryRunDecisionIsRecordedOnce(t *testing.T) {
 				if err := c.Pass(ctx); err != nil {
 					t.Fatalf("pass at +%ds: %v", s, err)
 				}
-				rows, _, err := store.ListPending(ctx, db.PendingFilter{Controller: Name})
+				rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +123,7 @@ func TestDryRunDecisionIsRecordedOnce(t *testing.T) {
 			if first == nil {
 				t.Fatalf("no pending %s decision after the passes", tt.rule)
 			}
-			rows, _, err := store.ListAudit(ctx, db.AuditFilter{UID: first.Target.UID, Limit: 100})
+			rows, _, err := store.Decisions().ListAudit(ctx, db.AuditFilter{UID: first.Target.UID, Limit: 100})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,12 +30,12 @@ func TestPendingEndsWithItsCause(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	svs, err := store.EnsureResource(ctx, db.Resource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1",
+	svs, err := store.Mirror().EnsureResource(ctx, db.Resource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1",
 		Resource: "storageversions", Kind: "StorageVersion"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, err := store.EnsureResource(ctx, db.Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases",
+	leases, err := store.Mirror().EnsureResource(ctx, db.Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases",
 		Kind: "Lease", Namespaced: true})
 	if err != nil {
 		t.Fatal(err)
@@ -55,17 +55,17 @@ func TestPendingEndsWithItsCause(t *testing.T) {
 	}
 	liveLease, liveMirrored := lease("server-live")
 	goneLease, goneMirrored := lease("server-gone")
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: svs, Object: mirrored}, {ResourceID: leases, Object: liveMirrored}}); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: svs, Object: mirrored}, {ResourceID: leases, Object: liveMirrored}}); err != nil {
 		t.Fatal(err)
 	}
 	client := fake.NewClientset(sv, liveLease)
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store, Instance: "test", Logger: log, DryRun: true})
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test", Logger: log, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Registerer: prometheus.NewRegistry()}, DB: store, Client: client})
+	c, err := New(Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Registerer: prometheus.NewRegistry()}, DB: store.SVGC(), Client: client})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestPendingEndsWithItsCause(t *testing.T) {
 	}
 	pending := func(want bool, when string) {
 		t.Helper()
-		rows, _, err := store.ListPending(ctx, db.PendingFilter{Controller: Name})
+		rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestPendingEndsWithItsCause(t *testing.T) {
 	if _, err := client.CoordinationV1().Leases(identityLeasesNS).Create(ctx, goneLease, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: leases, Object: goneMirrored}}); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: leases, Object: goneMirrored}}); err != nil {
 		t.Fatal(err)
 	}
 	decide()
@@ -114,7 +114,7 @@ func TestPendingEndsWithItsCause(t *testing.T) {
 	if err := client.CoordinationV1().Leases(identityLeasesNS).Delete(ctx, goneLease.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: leases, Object: goneMirrored, Deleted: true}}); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: leases, Object: goneMirrored, Deleted: true}}); err != nil {
 		t.Fatal(err)
 	}
 	decide()
@@ -122,7 +122,7 @@ func TestPendingEndsWithItsCause(t *testing.T) {
 	if err := client.InternalV1alpha1().StorageVersions().Delete(ctx, sv.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ApplyEvents(ctx, []db.Event{{ResourceID: svs, Object: mirrored, Deleted: true}}); err != nil {
+	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: svs, Object: mirrored, Deleted: true}}); err != nil {
 		t.Fatal(err)
 	}
 	decide()

@@ -109,7 +109,7 @@ func newHarness(t *testing.T, dryRun bool, objects ...runtime.Object) *harness {
 	}
 	t.Cleanup(func() { ledger.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: ledger, Instance: "test", Logger: log, DryRun: dryRun,
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: ledger.Ledger(), Instance: "test", Logger: log, DryRun: dryRun,
 		Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +286,7 @@ func TestProcessStorageVersion(t *testing.T) {
 		if got := h.writes(); len(got) != 0 {
 			t.Errorf("dry-run wrote %v", got)
 		}
-		rows, _, err := h.ledger.ListPending(ctx, db.PendingFilter{Controller: Name})
+		rows, _, err := h.ledger.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,12 +19,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 const nodesResourceID = 7
@@ -145,7 +145,7 @@ func newHarness(t *testing.T, nodes []db.NodeTTL, o harnessOptions) *harness {
 		objects = append(objects, node)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: ledger, Instance: "test", Logger: log, DryRun: o.dryRun,
+	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: ledger.Ledger(), Instance: "test", Logger: log, DryRun: o.dryRun,
 		MayWrite: o.mayWrite, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func (h *harness) patched() map[string]string {
 // pending returns the names of the nodes pending, by rule.
 func (h *harness) pending() map[string][]string {
 	h.t.Helper()
-	rows, _, err := h.ledger.ListPending(context.Background(), db.PendingFilter{Controller: Name})
+	rows, _, err := h.ledger.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: Name})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -435,12 +435,12 @@ func TestRun(t *testing.T) {
 	go func() { done <- h.c.Run(ctx) }()
 	waitPatched := func(want map[string]string) {
 		t.Helper()
-		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			return cmp.Equal(want, h.patched()), nil
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if got := h.patched(); !cmp.Equal(want, got) {
+				return fmt.Errorf("patches %v, want %v", got, want)
+			}
+			return nil
 		})
-		if err != nil {
-			t.Fatalf("patches %v, want %v: %v", h.patched(), want, err)
-		}
 	}
 	waitPatched(map[string]string{"a": "0"})
 	if got := h.c.nodesResource.Load(); got != nodesResourceID {
