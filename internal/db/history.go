@@ -111,7 +111,7 @@ func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatement
 // with nothing in between, so only then is a Lease renewed after its
 // duration taken for one that ran out; a list may come after a gap in
 // what kubegcd saw.
-func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (factsChanged, ownersChanged bool, err error) {
+func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (ownershipChanged, ownersChanged bool, err error) {
 	refs := jsonOrNull(o.OwnerReferences)
 	deletion := formatTime(o.DeletionTimestamp)
 	var last string
@@ -176,9 +176,9 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 		}
 	}
 	for _, ev := range events {
-		factsChanged = factsChanged || ev != HistoryHolderChanged
+		ownershipChanged = ownershipChanged || ev != HistoryHolderChanged
 	}
-	return factsChanged, ownersChanged, nil
+	return ownershipChanged, ownersChanged, nil
 }
 
 // goneObject is an object deleted from the mirror, as its DELETE returned it.
@@ -372,4 +372,23 @@ func (d History) LeaseHolderHistory(ctx context.Context, uids []string) (map[str
 		out[e.UID] = append(out[e.UID], e)
 	}
 	return out, nil
+}
+
+// RecentHistoryOf returns the last n entries of the history of the object
+// with uid, oldest first, and whether there are older ones. It reads them
+// backwards through object_history_by_uid: a long history costs no more.
+func (d History) RecentHistoryOf(ctx context.Context, uid string, n int) ([]HistoryEntry, bool, error) {
+	rows, err := d.query(ctx, `SELECT * FROM (
+		SELECT `+historyColumns+` FROM object_history WHERE uid = ? ORDER BY id DESC LIMIT ?) ORDER BY id`, uid, n+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", uid, err)
+	}
+	out, err := scanHistory(rows)
+	if err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", uid, err)
+	}
+	if len(out) > n {
+		return out[1:], true, nil
+	}
+	return out, false, nil
 }

@@ -241,3 +241,15 @@ func nullBoolPtr(b sql.NullBool) *bool {
 	v := b.Bool
 	return &v
 }
+
+// sqlLintObject reads one object's ownerReferences through the primary keys
+// of objects and owner_refs, for /objects/{uid}.
+var sqlLintObject = sqlLintRefs(`objects d CROSS JOIN owner_refs r ON r.dependent_uid = d.uid AND d.uid = ?1`, `r.position`, true)
+
+// LintRefsOf is LintRefs for the ownerReferences of the object with uid.
+func (d Objects) LintRefsOf(ctx context.Context, uid string, fn func(*LintRef) error) error {
+	if err := d.lintRefs(ctx, sqlLintObject, []any{uid}, fn); err != nil {
+		return fmt.Errorf("lint of %s: %w", uid, err)
+	}
+	return nil
+}

@@ -169,10 +169,12 @@ type Change struct {
 	Examined       bool
 	HasDependents  bool
 	DeletingOwners []string
-	// OwnershipChanged, for an upsert: the object is new to the mirror, or its
-	// ownerReferences, finalizers or deletion changed, the facts the owner
-	// GC decides on. An update of anything else (a status, a label, a
-	// Lease renewal) leaves it false.
+	// OwnershipChanged, for an upsert: the object is new to the mirror, or
+	// its ownerReferences, finalizers or deletion changed. These are the
+	// facts ownergc decides on, and this is its contract with the mirror:
+	// it looks at an upserted object again only when OwnershipChanged is
+	// set. An update of anything else (a status, a label, a Lease renewal)
+	// leaves it false.
 	OwnershipChanged bool
 }
 
@@ -294,10 +296,10 @@ func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 }
 
 // upsertObject writes o and everything hanging off it, and reports whether
-// a fact the owner GC decides on changed (see Change.Facts). When epoch is
+// a fact the owner GC decides on changed (see Change.OwnershipChanged). When epoch is
 // non-zero and the stored row already has o's resourceVersion, only the epoch
 // is bumped: a relist of an unchanged object costs one UPDATE.
-func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (factsChanged bool, err error) {
+func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (ownershipChanged bool, err error) {
 	if epoch != 0 {
 		res, err := s.touch.ExecContext(ctx, epoch, o.UID, resourceID, o.ResourceVersion)
 		if err != nil {
@@ -308,7 +310,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		}
 	}
 	finalizers := jsonOrNull(o.Finalizers)
-	factsChanged, ownersChanged, err := s.history.record(ctx, o, finalizers, epoch == 0)
+	ownershipChanged, ownersChanged, err := s.history.record(ctx, o, finalizers, epoch == 0)
 	if err != nil {
 		return false, err
 	}
@@ -352,7 +354,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		ns := o.NamespaceStatus
 		_, err = s.upsertNamespace.ExecContext(ctx, o.UID, ns.Phase, jsonOrNull(ns.SpecFinalizers), jsonOrNull(ns.Conditions))
 	}
-	return factsChanged, err
+	return ownershipChanged, err
 }
 
 // writeRefs replaces the references of o. They are written together, so

@@ -352,3 +352,13 @@ func (d Objects) ObjectsOf(ctx context.Context, resourceID int64) ([]ObjectKey, 
 	}
 	return out, rows.Err()
 }
+
+// ResourceID returns the mirror's id of a resource, or ErrNotFound.
+func (d Objects) ResourceID(ctx context.Context, group, version, resource string) (int64, error) {
+	var id int64
+	err := d.queryRow(ctx, `SELECT id FROM resources WHERE api_group = ? AND version = ? AND resource = ?`, group, version, resource).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return id, err
+}

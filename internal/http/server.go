@@ -113,8 +113,8 @@ type LeaderStatus struct {
 
 // Options configure the handler.
 type Options struct {
-	// DB is what the API reads (in the daemon, a *db.DB opened read-only);
-	// the database's metrics are registered only with one.
+	// DB is what the API reads (in the daemon, the Reads role of a database
+	// opened read-only, which registers no metrics of the database).
 	DB Store
 	// MetricsDB, when set, is what the metrics that count the whole mirror
 	// read (lint findings, stuck deletions, objects, Leases) instead of DB:

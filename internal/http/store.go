@@ -8,7 +8,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
-// Store is every read the server makes of the database, by role; *db.DB is
+// Store is every read the server makes of the database, by role; db.Reads is
 // one. The server writes nothing: an operator's release goes through the
 // Releaser, which records it.
 type Store interface {

@@ -8,7 +8,7 @@ import (
 
 // Mirror is what ingestion writes and reads of the database: the
 // resources it watches, the objects each list and watch event brings, and
-// where each watch may resume. *db.DB is one.
+// where each watch may resume. db.Mirror is one.
 type Mirror interface {
 	// The resources watched.
 	Resources(ctx context.Context) ([]db.Resource, error)

@@ -9,7 +9,7 @@ import (
 
 // Ledger is what the applier keeps in the database: the decisions held
 // pending, the intents of writes about to leave, the audit history, and
-// what the blast-radius cap restores from it. *db.DB is one.
+// what the blast-radius cap restores from it. db.Ledger is one.
 type Ledger interface {
 	// Pending decisions.
 	UpsertPending(ctx context.Context, p *db.Pending) (bool, error)

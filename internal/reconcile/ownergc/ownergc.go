@@ -44,7 +44,7 @@ const (
 	actionRemoveFinalizer = gcrules.ActionRemoveFinalizer
 )
 
-// Store is what ownergc reads of the mirror; *db.DB is one. What it holds
+// Store is what ownergc reads of the mirror; db.OwnerGC is one. What it holds
 // pending is the applier's.
 type Store interface {
 	OwnerGCCandidates(ctx context.Context) ([]string, error)

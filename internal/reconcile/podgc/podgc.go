@@ -64,7 +64,7 @@ const (
 	backoffMax  = 30 * time.Minute
 )
 
-// Store is what PodGC reads of the mirror; *db.DB is one.
+// Store is what PodGC reads of the mirror; db.PodGC is one.
 type Store interface {
 	CountTerminatedPods(ctx context.Context, f db.TerminatedFilter) (int, error)
 	TerminatedPods(ctx context.Context, f db.TerminatedFilter, after *db.PodCursor, limit int) ([]*db.Object, *db.PodCursor, error)

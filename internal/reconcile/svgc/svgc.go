@@ -45,7 +45,7 @@ const (
 	identityLeasesNS = metav1.NamespaceSystem
 )
 
-// Store is what svgc reads of the mirror; *db.DB is one.
+// Store is what svgc reads of the mirror; db.SVGC is one.
 type Store interface {
 	ResourceID(ctx context.Context, group, version, resource string) (int64, error)
 	ServersWithoutLease(ctx context.Context) ([]string, error)

@@ -54,7 +54,7 @@ var sizeBands = []sizeBand{
 // rule is the id of a band's rule: BR-19-01 … BR-19-05.
 func rule(band int) string { return fmt.Sprintf("BR-19-%02d", band+1) }
 
-// Store is what the TTL controller reads of the mirror; *db.DB is one.
+// Store is what the TTL controller reads of the mirror; db.TTL is one.
 type Store interface {
 	ResourceID(ctx context.Context, group, version, resource string) (int64, error)
 	NodeUIDs(ctx context.Context) ([]string, error)
