@@ -32,7 +32,7 @@ var layers = map[string][]string{
 
 // testSupport are the packages that only tests, the demo and the
 // benchmarks import; they stand outside the layers.
-var testSupport = map[string]bool{"internal/testcluster": true, "internal/dbfault": true, "internal/testutil": true}
+var testSupport = map[string]bool{"internal/testcluster": true, "internal/dbfault": true, "internal/testutil": true, "internal/db/dbtest": true}
 
 // TestLayers checks each package's imports of kubegcd (tests left out)
 // against layers.

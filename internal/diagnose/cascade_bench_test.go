@@ -3,10 +3,10 @@ package diagnose
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
@@ -16,11 +16,7 @@ import (
 // the analysis, as GET /objects/{uid}/cascade runs them.
 func BenchmarkCascadePreview(b *testing.B) {
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(b.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	d := dbtest.Open(b)
 	rid, err := d.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)

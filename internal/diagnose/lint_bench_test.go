@@ -3,12 +3,12 @@ package diagnose
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
 
 // benchMirror fills a database, through the list path ingestion uses, with
@@ -19,11 +19,7 @@ import (
 func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 	b.Helper()
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(b.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
+	store := dbtest.Open(b)
 	cms, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		b.Fatal(err)

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
 
 // TestParseTokens: each valid line is a token, named or not; a malformed
@@ -85,11 +84,7 @@ func newTokenFixture(t *testing.T, content string, clientCerts bool) *tokenFixtu
 // tokenStore is an empty database for /status to count.
 func tokenStore(t *testing.T) Store {
 	t.Helper()
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := dbtest.Open(t)
 	return store.Reads()
 }
 

@@ -2,20 +2,16 @@ package http
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
 
 // benchStore opens a fresh database, closed when the benchmark ends.
 func benchStore(b *testing.B) *db.DB {
 	b.Helper()
-	store, err := db.Open(context.Background(), filepath.Join(b.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
+	store := dbtest.Open(b)
 	return store
 }
 

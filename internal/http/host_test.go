@@ -14,14 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
 
 func TestHostAllowList(t *testing.T) {
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := dbtest.Open(t)
 	handler := func(allowed ...string) http.Handler {
 		h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), AllowedHosts: allowed})
 		if err != nil {
@@ -92,11 +89,7 @@ func (b *blockingStore) ResourceStats(ctx context.Context) ([]db.ResourceStat, e
 // 403 for a Host not allowed, a 401 without a token, a 429 when the API is
 // full.
 func TestRefusalsCarrySecurityHeaders(t *testing.T) {
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := dbtest.Open(t)
 	tokenFile := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokenFile, []byte("refusal-test-token,alice\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -14,7 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
 
 // metricsTestHandler is a handler as the daemon runs one on a public
@@ -22,11 +21,7 @@ import (
 // flight, and profiling. Its registry holds only the request metrics.
 func metricsTestHandler(t testing.TB) (http.Handler, *prometheus.Registry) {
 	t.Helper()
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := dbtest.Open(t)
 	path := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(path, []byte("good-token,ops\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
 
 type statusIngest struct{}
@@ -42,11 +42,7 @@ func (statusApplier) Status() EnforcementStatus {
 // output of the same state when the server still showed ingest's and
 // reconcile's own types: owning its types changed no field name or value.
 func TestStatusJSONUnchanged(t *testing.T) {
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := dbtest.Open(t)
 	h, err := NewHandler(Options{DB: store.Reads(), Ingest: statusIngest{}, Applier: statusApplier{}, Version: "v9",
 		StartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Registry: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -96,11 +92,7 @@ func (f failingDiscovery) DiscoveryFailures() map[string]string { return f }
 // TestStatusDiscoveryFailures: /status names the API group/versions whose
 // discovery fails, and says nothing of them when none does.
 func TestStatusDiscoveryFailures(t *testing.T) {
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := dbtest.Open(t)
 	tests := []struct {
 		name     string
 		failures failingDiscovery

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
 
 // The daemon serves the API from a *db.DB.
@@ -81,11 +82,7 @@ func TestStoreErrors(t *testing.T) {
 // never DB: in the daemon DB's connections map the file, and a scan
 // through them would keep every page resident.
 func TestMetricsReadTheirOwnStore(t *testing.T) {
-	metrics, err := db.Open(context.Background(), t.TempDir()+"/k.db", db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer metrics.Close()
+	metrics := dbtest.Open(t)
 	rid, err := metrics.Mirror().EnsureResource(context.Background(), db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
 		Namespaced: true})
 	if err != nil {

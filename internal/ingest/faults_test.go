@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/dbfault"
 )
 
@@ -160,12 +161,9 @@ func (s expiringSource) watch(context.Context, metav1.ListOptions) (watch.Interf
 func TestExpiredWatchUnsyncs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := dbtest.Open(t)
 	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	var err error
 	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +221,9 @@ func (s stalledSource) watch(ctx context.Context, _ metav1.ListOptions) (watch.I
 func TestStalledWatchUnsyncs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := dbtest.Open(t)
 	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	var err error
 	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
@@ -273,12 +268,9 @@ func (closedSource) watch(context.Context, metav1.ListOptions) (watch.Interface,
 func TestEmptyWatchIsNoResume(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := dbtest.Open(t)
 	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	var err error
 	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
@@ -326,12 +318,9 @@ func TestBehindOrRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := dbtest.Open(t)
 			res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+			var err error
 			if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 	kgtest "github.com/kubegcd/kubegcd/internal/testutil"
 )
@@ -105,11 +105,7 @@ func TestExpiredWatchRelists(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := dbtest.Open(t)
 	reg := prometheus.NewRegistry()
 	ing, err := New(Options{Config: cluster.Config, DB: store.Mirror(), Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -162,11 +158,7 @@ func TestExpiredWatchRelists(t *testing.T) {
 
 func TestMetricsLint(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), db.Options{Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := dbtest.Open(t, db.Options{Registerer: reg})
 	ing, err := New(Options{Config: offlineConfig, DB: store.Mirror(), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -208,11 +200,7 @@ func TestDiscoveryKeepsShortNames(t *testing.T) {
 // TestDiscoveryFailedMetric: the metric names the group/versions of the
 // last discovery's failures, and only those.
 func TestDiscoveryFailedMetric(t *testing.T) {
-	store, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := dbtest.Open(t)
 	ing, err := New(Options{Config: offlineConfig, DB: store.Mirror(), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

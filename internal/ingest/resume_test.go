@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
 
 func TestPlanResume(t *testing.T) {
@@ -113,12 +113,9 @@ func object(uid, rv string) *metav1.PartialObjectMetadata {
 func resumeFixture(t *testing.T, src source) (*watcher, *db.DB) {
 	t.Helper()
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := dbtest.Open(t)
 	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	var err error
 	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
 		t.Fatal(err)
 	}
@@ -360,11 +357,7 @@ func TestForeignMirrorLists(t *testing.T) {
 		{"another cluster", "00000000-0000-0000-0000-00000000beef", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := dbtest.Open(t)
 			id, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "namespaces", Kind: "Namespace"})
 			if err != nil {
 				t.Fatal(err)

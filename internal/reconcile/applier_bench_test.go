@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
 
 // BenchmarkApplyParallel measures what recording costs a write: 64
@@ -21,11 +20,7 @@ import (
 // applier's records (ns/op is per write).
 func BenchmarkApplyParallel(b *testing.B) {
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(b.TempDir(), "k.db"), db.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := dbtest.Open(b)
 	a, err := NewApplier(ApplierOptions{DB: store.Ledger(), Instance: "bench", Registerer: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
@@ -65,11 +65,7 @@ func TestStaleMirrorConflictIsBounded(t *testing.T) {
 
 	// The mirror lists the dependent through the write path ingest uses,
 	// then misses its next update.
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := dbtest.Open(t)
 	seen, err := meta.Resource(configMapsGVR).Namespace("stale").Get(ctx, dep.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
@@ -43,11 +43,7 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			store, err := db.Open(ctx, filepath.Join(t.TempDir(), "k.db"), db.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := dbtest.Open(t)
 			if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: Name, Rule: "r", Action: "delete", Reason: "x",
 				Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held", UID: "held"}}); err != nil {
 				t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
@@ -165,12 +165,7 @@ type harness struct {
 // needs; the rest is filled in.
 func newHarness(t *testing.T, store *fakeStore, dryRun bool, opts Options) *harness {
 	t.Helper()
-	ctx := context.Background()
-	ledger, err := db.Open(ctx, filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ledger.Close() })
+	ledger := dbtest.Open(t)
 	clock := testingclock.NewFakeClock(t0)
 	ledger.Now = clock.Now
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

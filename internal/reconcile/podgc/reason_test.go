@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
@@ -58,11 +58,7 @@ func TestDryRunDecisionIsRecordedOnce(t *testing.T) {
 			ctx := context.Background()
 			now := t0
 			clock := func() time.Time { return now }
-			store, err := db.Open(ctx, filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { store.Close() })
+			store := dbtest.Open(t)
 			store.Now = clock
 			pods, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
 			if err != nil {

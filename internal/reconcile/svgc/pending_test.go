@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
@@ -25,11 +25,7 @@ import (
 // not shown as waiting.
 func TestPendingEndsWithItsCause(t *testing.T) {
 	ctx := context.Background()
-	store, err := db.Open(ctx, filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := dbtest.Open(t)
 	svs, err := store.Mirror().EnsureResource(ctx, db.Resource{Group: "internal.apiserver.k8s.io", Version: "v1alpha1",
 		Resource: "storageversions", Kind: "StorageVersion"})
 	if err != nil {

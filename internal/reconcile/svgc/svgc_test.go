@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/testutil"
 )
@@ -102,12 +102,7 @@ type harness struct {
 
 func newHarness(t *testing.T, dryRun bool, objects ...runtime.Object) *harness {
 	t.Helper()
-	ctx := context.Background()
-	ledger, err := db.Open(ctx, filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ledger.Close() })
+	ledger := dbtest.Open(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: ledger.Ledger(), Instance: "test", Logger: log, DryRun: dryRun,
 		Registerer: prometheus.NewRegistry()})

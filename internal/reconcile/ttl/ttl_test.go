@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/testutil"
 )
@@ -130,12 +130,7 @@ type harnessOptions struct {
 
 func newHarness(t *testing.T, nodes []db.NodeTTL, o harnessOptions) *harness {
 	t.Helper()
-	ctx := context.Background()
-	ledger, err := db.Open(ctx, filepath.Join(t.TempDir(), "kubegcd.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ledger.Close() })
+	ledger := dbtest.Open(t)
 	var objects []runtime.Object
 	for _, n := range nodes {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: types.UID(n.UID), ResourceVersion: n.ResourceVersion}}
