@@ -125,11 +125,17 @@ func (c RequestCounts) Sum(codes ...string) float64 {
 // code.
 func APIDeletes(t *testing.T, kube kubernetes.Interface, resource string) RequestCounts {
 	t.Helper()
+	return APIRequests(t, kube, "DELETE", resource)
+}
+
+// APIRequests is APIDeletes for any verb (GET, LIST, PATCH…).
+func APIRequests(t *testing.T, kube kubernetes.Interface, verb, resource string) RequestCounts {
+	t.Helper()
 	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		t.Fatalf("the API server's /metrics: %v", err)
 	}
-	c, err := requestCounts(body, "DELETE", resource)
+	c, err := requestCounts(body, verb, resource)
 	if err != nil {
 		t.Fatalf("the API server's /metrics: %v", err)
 	}

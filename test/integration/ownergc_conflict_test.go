@@ -1,31 +1,19 @@
 package integration
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/ingest"
-	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
-	"github.com/kubegcd/kubegcd/internal/testcluster"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
@@ -40,9 +28,8 @@ import (
 func TestStaleMirrorConflictIsBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cluster := startCluster(t)
-	kube := kubernetes.NewForConfigOrDie(cluster.Config)
-	meta := metadata.NewForConfigOrDie(cluster.Config)
+	f := newFixture(t)
+	kube, meta, store := f.kube, f.meta, f.store
 	configMaps := kube.CoreV1().ConfigMaps("stale")
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stale"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -65,62 +52,31 @@ func TestStaleMirrorConflictIsBounded(t *testing.T) {
 
 	// The mirror lists the dependent through the write path ingest uses,
 	// then misses its next update.
-	store := dbtest.Open(t)
 	seen, err := meta.Resource(configMapsGVR).Namespace("stale").Get(ctx, dep.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	epoch, err := store.Mirror().BeginList(ctx, rid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Mirror().WriteListPage(ctx, rid, epoch, []*db.Object{ingest.ObjectFromMeta(seen, "v1", "ConfigMap")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Mirror().FinishList(ctx, rid, epoch, seen.ResourceVersion); err != nil {
-		t.Fatal(err)
-	}
+	f.list(t, seen.ResourceVersion, ingest.ObjectFromMeta(seen, "v1", "ConfigMap"))
 	updated, err := configMaps.Patch(ctx, dep.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"missed":"by-the-mirror"}}}`), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("mirror at resourceVersion %s, cluster at %s", seen.ResourceVersion, updated.ResourceVersion)
 
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test", Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gc, err := ownergc.New(ownergc.Options{
-		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store.OwnerGC(), Client: meta,
-		Workers: 2, ResyncPeriod: time.Second, UnknownKindRetry: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deletesBefore := apiDeletes(t, kube)
-	done := make(chan error, 1)
-	go func() { done <- gc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	deletesBefore := e2eutil.APIDeletes(t, kube, "configmaps")
+	f.runOwnerGC(t, ownergc.Options{Workers: 2, ResyncPeriod: time.Second})
 
 	// counts reports the DELETEs of configmaps the API server answered
 	// since the collector started (and how many it refused with 409), and
 	// the audit rows about dep, newest first.
 	counts := func() (deletes, refused float64, rows []db.AuditEntry) {
 		t.Helper()
-		d := apiDeletes(t, kube)
+		d := e2eutil.APIDeletes(t, kube, "configmaps")
 		rows, _, err := store.Decisions().ListAudit(ctx, db.AuditFilter{UID: string(dep.UID), Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d.total - deletesBefore.total, d.refused - deletesBefore.refused, rows
+		return d.Sum() - deletesBefore.Sum(), d["409"] - deletesBefore["409"], rows
 	}
 	const maxDeletes, maxRows = 4, 4
 	bounded := func() error {
@@ -165,49 +121,4 @@ func TestStaleMirrorConflictIsBounded(t *testing.T) {
 	if refused < 1 {
 		t.Fatal("no DELETE was refused: the mirror was not stale, so the test proves nothing")
 	}
-}
-
-var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-
-func startCluster(t *testing.T) *testcluster.Cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := testcluster.Start(ctx, testcluster.Options{})
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() { c.Stop() })
-	return c
-}
-
-type deleteCounts struct{ total, refused float64 }
-
-// apiDeletes reads, from the API server's own metrics, how many DELETEs of
-// configmaps it has answered, and how many of them with 409.
-func apiDeletes(t *testing.T, kube kubernetes.Interface) deleteCounts {
-	t.Helper()
-	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c deleteCounts
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") ||
-			!strings.Contains(line, `verb="DELETE"`) || !strings.Contains(line, `resource="configmaps"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			t.Fatalf("apiserver metrics line %q: %v", line, err)
-		}
-		c.total += v
-		if strings.Contains(line, `code="409"`) {
-			c.refused += v
-		}
-	}
-	return c
 }

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,13 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/ingest"
-	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
@@ -31,35 +25,11 @@ import (
 func TestNoDecisionWhileBehind(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cluster := startCluster(t)
-	kube := kubernetes.NewForConfigOrDie(cluster.Config)
-	meta := metadata.NewForConfigOrDie(cluster.Config)
-	store := dbtest.Open(t)
-	rid, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test", Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newFixture(t)
+	kube, meta, store, rid := f.kube, f.meta, f.store, f.configMaps
 	var caughtUp atomic.Bool
 	caughtUp.Store(true)
-	gc, err := ownergc.New(ownergc.Options{
-		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log, Synced: func() bool { return true }}, DB: store.OwnerGC(), Client: meta, CaughtUp: caughtUp.Load,
-		Workers: 2, ResyncPeriod: time.Second, UnknownKindRetry: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- gc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	gc := f.runOwnerGC(t, ownergc.Options{CaughtUp: caughtUp.Load, Workers: 2, ResyncPeriod: time.Second})
 	// orphan creates an orphan and hands it to the collector through
 	// ingest's write path; exists reports whether it is still there.
 	orphan := func(name string) *corev1.ConfigMap {
