@@ -228,7 +228,7 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 		// Each half of a split step reads into its own slice: the first
 		// half's owners come first in frontier's order as in the index.
 		var halves [2][]cascadeFound
-		err = splitRead(ctx, q, owners, stepSplitMin, func(ctx context.Context, q querier, keys []string, off, half int) error {
+		err = splitRead(ctx, q, owners, splitSteps, func(ctx context.Context, q querier, keys []string, off, half int) error {
 			rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(keys))
 			if err != nil {
 				return err
@@ -382,7 +382,7 @@ func cascadeRefs(ctx context.Context, q querier, objs []*CascadeObject) error {
 	}
 	// The halves of a split read fill the references of objects of their
 	// own.
-	return splitRead(ctx, q, uids, splitMin, func(ctx context.Context, q querier, keys []string, off, _ int) error {
+	return splitRead(ctx, q, uids, splitRows, func(ctx context.Context, q querier, keys []string, off, _ int) error {
 		refs, err := q.QueryContext(ctx, `SELECT k.key, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
 			FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, jsonOrNull(keys))
 		if err != nil {

@@ -34,9 +34,8 @@ func TestCascadeEqualsTheStatement(t *testing.T) {
 	// Every other walk splits its reads over two transactions (at two keys
 	// and more), as a wide one does.
 	atLeastTwoCores(t)
-	defaultSplit := splitMin
-	t.Cleanup(func() { splitMin = defaultSplit })
-	splitBefore := splits.Load()
+	defaultSplit := d.split.rowMin
+	splitBefore := d.split.count.Load()
 	for round := range 2 {
 		if round == 1 {
 			var changed []*Object
@@ -58,7 +57,7 @@ func TestCascadeEqualsTheStatement(t *testing.T) {
 			if i%30 == 0 {
 				root = fmt.Sprint("gone-", r.IntN(20))
 			}
-			splitMin = []int{defaultSplit, 2}[i%2]
+			d.split.rowMin = []int{defaultSplit, 2}[i%2]
 			want, wantErr := d.cascadeByStatement(ctx, root, limit)
 			got, err := d.Objects().Cascade(ctx, root, limit)
 			if (err == nil) != (wantErr == nil) {
@@ -75,7 +74,7 @@ func TestCascadeEqualsTheStatement(t *testing.T) {
 			t.Errorf("round %d: only %d walks cut: the graph is too sparse to tell", round, cut)
 		}
 	}
-	if n := splits.Load() - splitBefore; n < 100 {
+	if n := d.split.count.Load() - splitBefore; n < 100 {
 		t.Errorf("only %d reads split", n)
 	}
 }

@@ -60,6 +60,7 @@ type core struct {
 	pairedReads *prometheus.CounterVec
 	// pairSlots bounds the reads holding two connections (readSnapshot).
 	pairSlots chan struct{}
+	split     splitting
 
 	readStmts, writeStmts stmtCache
 
@@ -113,7 +114,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &core{Path: path, Now: time.Now, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
+	d := &core{Path: path, Now: time.Now, split: splitting{rowMin: defaultSplitRowMin}, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}), probes: make(chan struct{}), corrupt: make(chan struct{})}
 	if opts.ReadOnly {
 		// Writes fail at once: a nil queue is never ready, so inWriteTx

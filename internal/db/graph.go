@@ -339,7 +339,7 @@ func eachObjectRow(ctx context.Context, q querier, uids []string, fn func(i int,
 	}
 	var rest []sql.NullString // the second half's rows
 	restAt := 0
-	err := splitRead(ctx, q, uids, splitMin, func(ctx context.Context, q querier, keys []string, off, half int) error {
+	err := splitRead(ctx, q, uids, splitRows, func(ctx context.Context, q querier, keys []string, off, half int) error {
 		if half == 1 {
 			restAt, rest = off, make([]sql.NullString, 0, len(keys))
 			return scanObjectRows(ctx, q, keys, func(_ int, packed sql.NullString) error {

@@ -179,7 +179,7 @@ func stepDown(ctx context.Context, q querier, owners []string, fn func(GraphEdge
 		return nil
 	}
 	var rest []GraphEdge // the second half's, after the first's
-	err := splitRead(ctx, q, owners, stepSplitMin, func(ctx context.Context, q querier, keys []string, _, half int) error {
+	err := splitRead(ctx, q, owners, splitSteps, func(ctx context.Context, q querier, keys []string, _, half int) error {
 		rows, err := q.QueryContext(ctx, sqlDependentsOf, jsonOrNull(keys))
 		if err != nil {
 			return err

@@ -32,9 +32,8 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	atLeastTwoCores(t)
-	defaultSplit := splitMin
-	t.Cleanup(func() { splitMin = defaultSplit })
-	splitBefore := splits.Load()
+	defaultSplit := d.split.rowMin
+	splitBefore := d.split.count.Load()
 	big, edges, read := 0, 0, 0
 	setOf := func(uids []string) map[string]struct{} {
 		m := map[string]struct{}{}
@@ -70,12 +69,12 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 		if i%2 == 0 {
 			got, gotEdges, known, ok, err = closureUIDs(ctx, d.read, f.UIDs, f.Limit, kinds)
 		} else {
-			splitMin = 2
+			d.split.rowMin = 2
 			err = d.readSnapshot(ctx, true, func(q querier) (err error) {
 				got, gotEdges, known, ok, err = closureUIDs(ctx, q, f.UIDs, f.Limit, kinds)
 				return err
 			})
-			splitMin = defaultSplit
+			d.split.rowMin = defaultSplit
 		}
 		if err != nil || !ok {
 			t.Fatalf("closureUIDs(%v): ok %v, %v", seeds, ok, err)
@@ -120,7 +119,7 @@ func TestClosureUIDsEqualsTheStatement(t *testing.T) {
 			big++
 		}
 	}
-	if n := splits.Load() - splitBefore; n < 100 {
+	if n := d.split.count.Load() - splitBefore; n < 100 {
 		t.Errorf("only %d reads split", n)
 	}
 	if big < 10 || edges < 1000 || read < 1000 {

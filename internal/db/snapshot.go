@@ -18,23 +18,35 @@ import (
 // of a wide read.
 type pairedTx struct {
 	*sql.Tx
-	aux *sql.Tx
+	aux   *sql.Tx
+	split *splitting
 }
 
-// splitMin is the fewest keys a read of a row or two per key splits:
-// below it, the second statement and goroutine cost more than they save.
-// A variable, so tests split small reads too. A step down the graph splits
-// from stepSplitMin owners: an owner may have thousands of dependents.
-var splitMin = 512
+// splitting is how a database splits its wide reads (see splitRead).
+type splitting struct {
+	// rowMin is the fewest keys a read of a row or two per key splits:
+	// below it, the second statement and goroutine cost more than they
+	// save. Tests lower it, to split small reads too.
+	rowMin int
+	// count counts the reads split, for tests.
+	count atomic.Int64
+	// hook, when tests set it, runs between the two transactions' starts:
+	// a commit there must leave the read unsplit.
+	hook func()
+}
 
-const stepSplitMin = 2
+// defaultSplitRowMin is splitting.rowMin of an opened database.
+const defaultSplitRowMin = 512
 
-// splits counts the reads splitRead split, for tests.
-var splits atomic.Int64
+// splitKind says how wide a read must be to split: splitRows from
+// splitting.rowMin keys, splitSteps (a step down the graph, where an owner
+// may have thousands of dependents) from two.
+type splitKind int
 
-// pairHook, when set (by tests), runs between the two transactions' starts:
-// a commit there must leave the read unsplit.
-var pairHook func()
+const (
+	splitRows splitKind = iota
+	splitSteps
+)
 
 // readSnapshot runs fn in one read transaction, as readTx does, paired
 // with a second one on the same snapshot when wide (the read may walk a
@@ -83,8 +95,8 @@ func (d *core) readSnapshot(ctx context.Context, wide bool, fn func(q querier) e
 		if err := tx.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
 			return err
 		}
-		if pairHook != nil {
-			pairHook()
+		if d.split.hook != nil {
+			d.split.hook()
 		}
 		aux, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
@@ -99,22 +111,29 @@ func (d *core) readSnapshot(ctx context.Context, wide bool, fn func(q querier) e
 			return fn(tx)
 		}
 		d.pairedReads.WithLabelValues("paired").Inc()
-		return fn(&pairedTx{Tx: tx, aux: aux})
+		return fn(&pairedTx{Tx: tx, aux: aux, split: &d.split})
 	})
 }
 
-// splitRead calls read with keys, or, on a paired transaction and at
-// least least keys, with each half of keys on one of the pair at once:
+// splitRead calls read with keys, or, on a paired transaction and with
+// keys as many as kind asks, with each half of keys on one of the pair at once:
 // the first half on q's own transaction, the second half on the other; off
 // is the half's place in keys, and half 0 or 1. The halves run at once:
 // each must keep to its own state (keys' places in a shared slice, or a
 // slice of its own half).
-func splitRead(ctx context.Context, q querier, keys []string, least int, read func(ctx context.Context, q querier, keys []string, off, half int) error) error {
+func splitRead(ctx context.Context, q querier, keys []string, kind splitKind, read func(ctx context.Context, q querier, keys []string, off, half int) error) error {
 	p, ok := q.(*pairedTx)
-	if !ok || p.aux == nil || len(keys) < max(2, least) {
+	if !ok || p.aux == nil {
 		return read(ctx, q, keys, 0, 0)
 	}
-	splits.Add(1)
+	least := 2
+	if kind == splitRows {
+		least = max(least, p.split.rowMin)
+	}
+	if len(keys) < least {
+		return read(ctx, q, keys, 0, 0)
+	}
+	p.split.count.Add(1)
 	mid := len(keys) / 2
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -87,8 +87,7 @@ func TestReadSnapshotPairsOnOneSnapshot(t *testing.T) {
 func TestReadSnapshotUnpairedWhenACommitComesBetween(t *testing.T) {
 	atLeastTwoCores(t)
 	d, add := snapshotFixture(t, 3)
-	pairHook = add
-	t.Cleanup(func() { pairHook = nil })
+	d.split.hook = add
 	err := d.readSnapshot(context.Background(), true, func(q querier) error {
 		if _, ok := q.(*sql.Tx); !ok {
 			t.Errorf("with a commit between the starts, the read got %T, want one transaction", q)
@@ -170,16 +169,16 @@ func TestSplitRead(t *testing.T) {
 		{"paired, odd", 5, true, []call{{keysOf(5)[:2], 0, 0, false}, {keysOf(5)[2:], 2, 1, true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			prev := splitMin
-			splitMin = 4
-			defer func() { splitMin = prev }()
+			prev := d.split.rowMin
+			d.split.rowMin = 4
+			defer func() { d.split.rowMin = prev }()
 			err := d.readSnapshot(ctx, true, func(q querier) error {
 				p := q.(*pairedTx)
 				if !tc.paired {
 					q = p.Tx
 				}
 				calls := make([]call, 2)
-				err := splitRead(ctx, q, keysOf(tc.keys), splitMin, func(_ context.Context, hq querier, keys []string, off, half int) error {
+				err := splitRead(ctx, q, keysOf(tc.keys), splitRows, func(_ context.Context, hq querier, keys []string, off, half int) error {
 					calls[half] = call{keys, off, half, hq == querier(p.aux)}
 					return nil
 				})
@@ -195,14 +194,14 @@ func TestSplitRead(t *testing.T) {
 		})
 	}
 	// Either half's error is the read's; the first's ends the second.
-	prev := splitMin
-	splitMin = 2
-	defer func() { splitMin = prev }()
+	prev := d.split.rowMin
+	d.split.rowMin = 2
+	defer func() { d.split.rowMin = prev }()
 	boom := errors.New("boom")
 	for failing := range 2 {
 		var secondSawCancel atomic.Bool
 		err := d.readSnapshot(ctx, true, func(q querier) error {
-			return splitRead(ctx, q, keysOf(4), splitMin, func(ctx context.Context, _ querier, _ []string, _, half int) error {
+			return splitRead(ctx, q, keysOf(4), splitRows, func(ctx context.Context, _ querier, _ []string, _, half int) error {
 				if half == failing {
 					return boom
 				}
