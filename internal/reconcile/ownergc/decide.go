@@ -272,15 +272,15 @@ func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(co
 // requeueRelated wakes what a dry-run change affects: the object's
 // dependents and owners.
 func (c *Controller) requeueRelated(ctx context.Context, uid string) {
-	c.queue.Add(uid)
+	c.queue.Add(item{uid: uid})
 	if deps, err := c.opts.DB.DependentsOf(ctx, uid); err == nil {
 		for _, d := range deps {
-			c.queue.Add(d.UID)
+			c.queue.Add(item{uid: d.UID})
 		}
 	}
 	if obj, err := c.opts.DB.GetObject(ctx, uid); err == nil {
 		for _, r := range obj.OwnerReferences {
-			c.queue.Add(r.UID)
+			c.queue.Add(item{uid: r.UID})
 		}
 	}
 }
@@ -359,7 +359,7 @@ func (c *Controller) deleteDependents(ctx context.Context, owner *db.Object) err
 			blocking++
 		}
 		if !dep.Deleting {
-			c.queue.Add(dep.UID)
+			c.queue.Add(item{uid: dep.UID})
 		}
 	}
 	if blocking > 0 {

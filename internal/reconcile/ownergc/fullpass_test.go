@@ -34,7 +34,7 @@ func TestFullPassLeavesRoomForChanges(t *testing.T) {
 	}
 	m := newMetrics(promutil.With(prometheus.NewRegistry(), Name))
 	c := &Controller{opts: Options{DB: candidateStore{uids: uids}, Workers: workers}, metrics: m,
-		drained: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+		drained: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())}
 	defer c.queue.ShutDown()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -53,15 +53,15 @@ func TestFullPassLeavesRoomForChanges(t *testing.T) {
 		t.Fatal("the pass queued every candidate at once")
 	default:
 	}
-	c.queue.Add("changed")
+	c.queue.Add(item{uid: "changed"})
 	// A worker: take each item, and say so as processNext does.
 	taken, at, most := 0, -1, 0
 	for taken < candidates+1 {
 		most = max(most, c.queue.Len())
-		item, _ := c.queue.Get()
-		c.queue.Done(item)
+		it, _ := c.queue.Get()
+		c.queue.Done(it)
 		reconcile.Wake(c.drained)
-		if item == "changed" {
+		if it.uid == "changed" {
 			at = taken
 		}
 		taken++

@@ -35,15 +35,15 @@ func TestConflictBackoff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newConflictBackoff()
 			for range tc.before {
-				b.When("uid")
+				b.When(item{uid: "uid"})
 			}
 			if tc.forget {
-				b.Forget("uid")
+				b.Forget(item{uid: "uid"})
 			}
-			if got := b.When("uid"); got != tc.want {
+			if got := b.When(item{uid: "uid"}); got != tc.want {
 				t.Errorf("delay after %d conflicts (forgotten %v) = %s, want %s", tc.before, tc.forget, got, tc.want)
 			}
-			if got := b.When("another-uid"); got != conflictBaseDelay {
+			if got := b.When(item{uid: "another-uid"}); got != conflictBaseDelay {
 				t.Errorf("another item's first delay = %s, want %s: the backoff is per item", got, conflictBaseDelay)
 			}
 		})

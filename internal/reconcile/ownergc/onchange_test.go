@@ -30,15 +30,15 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 		{"a Lease renewal", db.Change{Type: db.ChangeUpserted, UID: "lease"}, nil, false},
 		{"owners, finalizers or deletion changed", db.Change{Type: db.ChangeUpserted, UID: "pod", OwnershipChanged: true}, []string{"pod"}, false},
 		{"deleted", db.Change{Type: db.ChangeDeleted, UID: "rs", Owners: []string{"deploy"}},
-			[]string{gonePrefix + "rs", wakePrefix + "deploy"}, false},
+			[]string{"gone:" + "rs", "wake:" + "deploy"}, false},
 		// A deletion the writer examined: only what it found to matter.
 		{"deleted, a leaf whose owners are not being deleted", db.Change{Type: db.ChangeDeleted, UID: "pod",
 			Owners: []string{"rs"}, Examined: true}, nil, false},
 		{"deleted, with dependents, its owner being deleted", db.Change{Type: db.ChangeDeleted, UID: "rs",
 			Owners: []string{"deploy", "other"}, Examined: true, HasDependents: true, DeletingOwners: []string{"deploy"}},
-			[]string{gonePrefix + "rs", wakePrefix + "deploy"}, false},
+			[]string{"gone:" + "rs", "wake:" + "deploy"}, false},
 		{"deleted, a leaf with a decision pending", db.Change{Type: db.ChangeDeleted, UID: "held", Examined: true},
-			[]string{gonePrefix + "held"}, false},
+			[]string{"gone:" + "held"}, false},
 		{"relisted", db.Change{Type: db.ChangeRelisted, ResourceID: 3}, nil, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,13 +54,13 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := &Controller{opts: Options{ControllerOptions: reconcile.ControllerOptions{Applier: applier}, DB: store.OwnerGC()}, resync: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(
-				workqueue.DefaultTypedControllerRateLimiter[string]())}
+				workqueue.DefaultTypedControllerRateLimiter[item]())}
 			defer c.queue.ShutDown()
 			c.OnChange([]db.Change{tt.change})
 			var got []string
 			for c.queue.Len() > 0 {
 				k, _ := c.queue.Get()
-				got = append(got, k)
+				got = append(got, k.String())
 				c.queue.Done(k)
 			}
 			slices.Sort(got)

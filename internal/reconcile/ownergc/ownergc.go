@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -79,7 +78,7 @@ type Options struct {
 type Controller struct {
 	opts   Options
 	log    *slog.Logger
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  workqueue.TypedRateLimitingInterface[item]
 	absent *absentCache
 	// ownerGets shares the live GET of an owner missing from the mirror
 	// among the workers that need it at once.
@@ -95,7 +94,7 @@ type Controller struct {
 	kinds     kindCache
 	// conflicts spaces out the retries of an item whose write was refused
 	// (409); stale knows the versions refused, to read those objects live.
-	conflicts workqueue.TypedRateLimiter[string]
+	conflicts workqueue.TypedRateLimiter[item]
 	stale     staleVersions
 
 	resync chan struct{}
@@ -128,8 +127,8 @@ func New(opts Options) (*Controller, error) {
 		drained:   make(chan struct{}, 1),
 		conflicts: newConflictBackoff(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, MetricsProvider: m.queue}),
+			workqueue.DefaultTypedControllerRateLimiter[item](),
+			workqueue.TypedRateLimitingQueueConfig[item]{Name: Name, MetricsProvider: m.queue}),
 	}
 	if opts.Applier.DryRun() {
 		c.overlay = newOverlay()
@@ -151,7 +150,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 			// decision pending leaves nothing to do when it goes (most of
 			// them: the dependents this collector deletes).
 			if !ch.Examined || ch.HasDependents || c.opts.Applier.HasPending(Name, ch.UID) {
-				c.queue.Add(gonePrefix + ch.UID)
+				c.queue.Add(item{kind: itemGone, uid: ch.UID})
 			} else {
 				c.stale.forget(ch.UID)
 			}
@@ -163,14 +162,14 @@ func (c *Controller) OnChange(changes []db.Change) {
 				owners = ch.DeletingOwners
 			}
 			for _, o := range owners {
-				c.queue.Add(wakePrefix + o)
+				c.queue.Add(item{kind: itemWake, uid: o})
 			}
 		default:
 			// As upstream's graph builder: an update that changes none of
 			// the facts decided on (a status, a label, a Lease renewal)
 			// changes no decision, and is not looked at.
 			if ch.OwnershipChanged {
-				c.queue.Add(ch.UID)
+				c.queue.Add(item{uid: ch.UID})
 			}
 		}
 	}
@@ -257,7 +256,7 @@ func (c *Controller) fullPass(ctx context.Context) bool {
 				c.opts.Heartbeat.Beat()
 			}
 		}
-		c.queue.Add(uid)
+		c.queue.Add(item{uid: uid})
 	}
 	return true
 }
@@ -272,44 +271,44 @@ func (c *Controller) runWorker(ctx context.Context) {
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
-	uid, quit := c.queue.Get()
+	it, quit := c.queue.Get()
 	if quit {
 		return false
 	}
 	// Done first (deferred calls run last in, first out), then the wake.
 	defer reconcile.Wake(c.drained)
-	defer c.queue.Done(uid)
+	defer c.queue.Done(it)
 	// Some watches resume before others: the item waits until every part
 	// of the mirror has caught up, as at start.
 	if c.opts.CaughtUp != nil && !reconcile.WaitSynced(ctx, c.opts.CaughtUp) {
 		return false
 	}
-	err := c.sync(ctx, uid)
+	err := c.sync(ctx, it)
 	c.passes.Worked(time.Now())
 	switch {
 	case err == nil:
-		c.queue.Forget(uid)
-		c.conflicts.Forget(uid)
+		c.queue.Forget(it)
+		c.conflicts.Forget(it)
 	case errors.Is(err, errConflict):
 		// Not a failure: the cluster is ahead of the copy decided on. The
 		// delay gives the watch time to catch up; the next attempt reads the
 		// object live if the mirror has not (see current).
-		c.log.Debug("write refused: the object changed; retrying", "uid", uid, "err", err)
-		c.queue.AddAfter(uid, c.conflicts.When(uid))
+		c.log.Debug("write refused: the object changed; retrying", "item", it, "err", err)
+		c.queue.AddAfter(it, c.conflicts.When(it))
 	case isUnknownKind(err):
 		// Never taken for an absent owner or a gone object: retried after
 		// discovery may have caught up.
-		c.log.Debug("kind or resource not served; retrying later", "uid", uid, "err", err)
-		c.queue.Forget(uid)
-		c.queue.AddAfter(uid, c.opts.UnknownKindRetry)
+		c.log.Debug("kind or resource not served; retrying later", "item", it, "err", err)
+		c.queue.Forget(it)
+		c.queue.AddAfter(it, c.opts.UnknownKindRetry)
 	case errors.Is(err, reconcile.ErrPaused):
-		c.queue.AddAfter(uid, 5*time.Second)
+		c.queue.AddAfter(it, 5*time.Second)
 	default:
 		if ctx.Err() == nil {
-			c.log.Warn("sync failed; retrying", "uid", uid, "err", err)
+			c.log.Warn("sync failed; retrying", "item", it, "err", err)
 			c.metrics.errors.Inc()
 		}
-		c.queue.AddRateLimited(uid)
+		c.queue.AddRateLimited(it)
 	}
 	return true
 }
@@ -325,20 +324,20 @@ const (
 	conflictMaxDelay  = 5 * time.Minute
 )
 
-func newConflictBackoff() workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](conflictBaseDelay, conflictMaxDelay)
+func newConflictBackoff() workqueue.TypedRateLimiter[item] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[item](conflictBaseDelay, conflictMaxDelay)
 }
 
-// sync is level-based: it looks at uid as the mirror shows it now (or as
-// the cluster does, when the mirror is known to be behind).
-func (c *Controller) sync(ctx context.Context, key string) error {
-	if uid, ok := strings.CutPrefix(key, wakePrefix); ok {
-		return c.wakeOwner(ctx, uid)
+// sync is level-based: it looks at the item's object as the mirror shows
+// it now (or as the cluster does, when the mirror is known to be behind).
+func (c *Controller) sync(ctx context.Context, it item) error {
+	switch it.kind {
+	case itemWake:
+		return c.wakeOwner(ctx, it.uid)
+	case itemGone:
+		return c.gone(ctx, it.uid)
 	}
-	if uid, ok := strings.CutPrefix(key, gonePrefix); ok {
-		return c.gone(ctx, uid)
-	}
-	uid := key
+	uid := it.uid
 	obj, ok := c.snapshots.take(uid)
 	var err error
 	if !ok {
@@ -378,16 +377,39 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return c.attemptToDelete(ctx, obj)
 }
 
-// wakePrefix marks a queue key that only asks an owner to look again at
-// its foreground deletion because one of its dependents went. Unlike a
-// plain key, it never fans out to the owner's remaining dependents: a
-// thousand dependents going one by one must not queue the rest a thousand
-// times.
-const wakePrefix = "wake:"
+// item is what the queue holds: an object to look at, and why.
+type item struct {
+	kind itemKind
+	uid  string
+}
 
-// gonePrefix marks an object the mirror saw deleted: only its dependents
-// need a look.
-const gonePrefix = "gone:"
+// itemKind says why an object is queued.
+type itemKind uint8
+
+const (
+	// itemLook: the object changed, or a pass found it: decide on it.
+	itemLook itemKind = iota
+	// itemWake only asks an owner to look again at its foreground
+	// deletion because one of its dependents went. Unlike itemLook, it
+	// never fans out to the owner's remaining dependents: a thousand
+	// dependents going one by one must not queue the rest a thousand
+	// times.
+	itemWake
+	// itemGone: the mirror saw the object deleted; only its dependents
+	// need a look.
+	itemGone
+)
+
+// String is the item as logs show it: the UID, after "wake:" or "gone:".
+func (it item) String() string {
+	switch it.kind {
+	case itemWake:
+		return "wake:" + it.uid
+	case itemGone:
+		return "gone:" + it.uid
+	}
+	return it.uid
+}
 
 func (c *Controller) wakeOwner(ctx context.Context, uid string) error {
 	obj, err := c.object(ctx, uid)
@@ -415,7 +437,7 @@ func (c *Controller) gone(ctx context.Context, uid string) error {
 		// each dependent when it decides.
 		return c.opts.DB.DependentObjects(ctx, uid, func(d *db.Object) error {
 			c.snapshots.put(d)
-			c.queue.Add(d.UID)
+			c.queue.Add(item{uid: d.UID})
 			return nil
 		})
 	}
@@ -424,7 +446,7 @@ func (c *Controller) gone(ctx context.Context, uid string) error {
 		return err
 	}
 	for _, d := range deps {
-		c.queue.Add(d.UID)
+		c.queue.Add(item{uid: d.UID})
 	}
 	return nil
 }
