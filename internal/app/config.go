@@ -201,6 +201,12 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 	}
 
 	var errs []error
+	// bad notes that flag's value breaks the rule want says, when failed.
+	bad := func(failed bool, flag string, value any, want string) {
+		if failed {
+			errs = append(errs, fmt.Errorf("invalid --%s %v: %s", flag, value, want))
+		}
+	}
 	if err := cfg.logLevel.UnmarshalText([]byte(f.level)); err != nil {
 		errs = append(errs, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", f.level))
 	}
@@ -221,45 +227,21 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 			cfg.controllers = append(cfg.controllers, c)
 		}
 	}
-	if cfg.discoveryInterval < time.Second {
-		errs = append(errs, fmt.Errorf("invalid --discovery-interval %s: must be at least 1s", cfg.discoveryInterval))
-	}
-	if cfg.startupTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("invalid --startup-timeout %s: must be positive", cfg.startupTimeout))
-	}
-	if cfg.kubeAPIQPS <= 0 {
-		errs = append(errs, fmt.Errorf("invalid --kube-api-qps %v: must be positive", cfg.kubeAPIQPS))
-	}
-	if cfg.kubeAPIBurst < 1 {
-		errs = append(errs, fmt.Errorf("invalid --kube-api-burst %d: must be at least 1", cfg.kubeAPIBurst))
-	}
-	if cfg.gcWorkers < 1 {
-		errs = append(errs, fmt.Errorf("invalid --gc-workers %d: must be at least 1", cfg.gcWorkers))
-	}
-	if cfg.maxDeletionsPerMinute < 0 {
-		errs = append(errs, fmt.Errorf("invalid --max-deletions-per-minute %d: must be 0 (no cap) or more", cfg.maxDeletionsPerMinute))
-	}
+	bad(cfg.discoveryInterval < time.Second, "discovery-interval", cfg.discoveryInterval, "must be at least 1s")
+	bad(cfg.startupTimeout <= 0, "startup-timeout", cfg.startupTimeout, "must be positive")
+	bad(cfg.kubeAPIQPS <= 0, "kube-api-qps", cfg.kubeAPIQPS, "must be positive")
+	bad(cfg.kubeAPIBurst < 1, "kube-api-burst", cfg.kubeAPIBurst, "must be at least 1")
+	bad(cfg.gcWorkers < 1, "gc-workers", cfg.gcWorkers, "must be at least 1")
+	bad(cfg.maxDeletionsPerMinute < 0, "max-deletions-per-minute", cfg.maxDeletionsPerMinute, "must be 0 (no cap) or more")
 	if cfg.blastRadiusResume != "auto" && cfg.blastRadiusResume != "manual" {
 		errs = append(errs, fmt.Errorf("invalid --blast-radius-resume %q: want auto or manual", cfg.blastRadiusResume))
 	}
-	if cfg.auditRetention < time.Hour {
-		errs = append(errs, fmt.Errorf("invalid --audit-retention %s: must be at least 1h", cfg.auditRetention))
-	}
-	if cfg.historyRetention != 0 && cfg.historyRetention < time.Hour {
-		errs = append(errs, fmt.Errorf("invalid --history-retention %s: must be 0 (forever) or at least 1h", cfg.historyRetention))
-	}
-	if cfg.resyncPeriod < time.Second {
-		errs = append(errs, fmt.Errorf("invalid --resync-period %s: must be at least 1s", cfg.resyncPeriod))
-	}
-	if cfg.podgcPeriod < time.Second {
-		errs = append(errs, fmt.Errorf("invalid --podgc-period %s: must be at least 1s", cfg.podgcPeriod))
-	}
-	if cfg.terminatedThreshold < 0 {
-		errs = append(errs, fmt.Errorf("invalid --terminated-pod-gc-threshold %d: must be 0 (never) or more", cfg.terminatedThreshold))
-	}
-	if cfg.podgcQuarantine < 0 {
-		errs = append(errs, fmt.Errorf("invalid --podgc-quarantine %s: must not be negative", cfg.podgcQuarantine))
-	}
+	bad(cfg.auditRetention < time.Hour, "audit-retention", cfg.auditRetention, "must be at least 1h")
+	bad(cfg.historyRetention != 0 && cfg.historyRetention < time.Hour, "history-retention", cfg.historyRetention, "must be 0 (forever) or at least 1h")
+	bad(cfg.resyncPeriod < time.Second, "resync-period", cfg.resyncPeriod, "must be at least 1s")
+	bad(cfg.podgcPeriod < time.Second, "podgc-period", cfg.podgcPeriod, "must be at least 1s")
+	bad(cfg.terminatedThreshold < 0, "terminated-pod-gc-threshold", cfg.terminatedThreshold, "must be 0 (never) or more")
+	bad(cfg.podgcQuarantine < 0, "podgc-quarantine", cfg.podgcQuarantine, "must not be negative")
 	for _, ns := range slices.Sorted(maps.Keys(cfg.namespaceThresholds)) {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("invalid --terminated-pod-gc-threshold-namespace: namespace %q: %s", ns, strings.Join(msgs, "; ")))
@@ -268,21 +250,11 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 			errs = append(errs, fmt.Errorf("invalid --terminated-pod-gc-threshold-namespace: count %d of namespace %q: must be 0 or more", count, ns))
 		}
 	}
-	if cfg.terminatedMaxAge < 0 {
-		errs = append(errs, fmt.Errorf("invalid --terminated-pod-max-age %s: must be 0 (off) or positive", cfg.terminatedMaxAge))
-	}
-	if cfg.stuckAfter < 0 {
-		errs = append(errs, fmt.Errorf("invalid --stuck-after %s: must not be negative", cfg.stuckAfter))
-	}
-	if cfg.lintCountsMaxAge < 0 {
-		errs = append(errs, fmt.Errorf("invalid --lint-counts-max-age %s: must not be negative", cfg.lintCountsMaxAge))
-	}
-	if cfg.graphStreamStall < time.Second {
-		errs = append(errs, fmt.Errorf("invalid --graph-stream-stall-timeout %s: must be at least 1s", cfg.graphStreamStall))
-	}
-	if cfg.maxInflight < 0 {
-		errs = append(errs, fmt.Errorf("invalid --max-requests-inflight %d: must be 0 (no limit) or more", cfg.maxInflight))
-	}
+	bad(cfg.terminatedMaxAge < 0, "terminated-pod-max-age", cfg.terminatedMaxAge, "must be 0 (off) or positive")
+	bad(cfg.stuckAfter < 0, "stuck-after", cfg.stuckAfter, "must not be negative")
+	bad(cfg.lintCountsMaxAge < 0, "lint-counts-max-age", cfg.lintCountsMaxAge, "must not be negative")
+	bad(cfg.graphStreamStall < time.Second, "graph-stream-stall-timeout", cfg.graphStreamStall, "must be at least 1s")
+	bad(cfg.maxInflight < 0, "max-requests-inflight", cfg.maxInflight, "must be 0 (no limit) or more")
 	if cfg.leader.enabled {
 		errs = append(errs, cfg.leader.validate()...)
 	}

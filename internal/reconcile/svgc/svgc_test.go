@@ -475,9 +475,7 @@ func TestRun(t *testing.T) {
 	h := newHarness(t, false, sv)
 	h.store.serversNoLease = []string{"a"}
 	h.store.storageVersions = map[string][]string{"a": {sv.Name}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
+	stop := testutil.Start(t, h.c.Run)
 	testutil.WaitFor(t, 10*time.Second, "the StorageVersion deleted", func() bool {
 		_, err := h.get(sv.Name)
 		return apierrors.IsNotFound(err)
@@ -488,15 +486,7 @@ func TestRun(t *testing.T) {
 	if got := h.c.resources.storageVersions.Load(); got != storageVersionsResourceID {
 		t.Errorf("storageversions resource %d, want %d", got, storageVersionsResourceID)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return once its context ended")
-	}
+	stop()
 }
 
 // TestRunNeverSynced: Run decides nothing before the mirror is complete.

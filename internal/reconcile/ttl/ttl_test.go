@@ -425,9 +425,7 @@ func TestReconcileWriteFailures(t *testing.T) {
 // stops with its context.
 func TestRun(t *testing.T) {
 	h := newHarness(t, []db.NodeTTL{node("a", nil)}, harnessOptions{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.c.Run(ctx) }()
+	stop := testutil.Start(t, h.c.Run)
 	waitPatched := func(want map[string]string) {
 		t.Helper()
 		testutil.Eventually(t, 10*time.Second, func() error {
@@ -445,15 +443,7 @@ func TestRun(t *testing.T) {
 	h.store.set(b)
 	h.c.OnChange([]db.Change{{Type: db.ChangeUpserted, ResourceID: nodesResourceID, UID: b.UID}})
 	waitPatched(map[string]string{"a": "0", "b": "0"})
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return once its context ended")
-	}
+	stop()
 }
 
 // TestRunNeverSynced: Run decides nothing before the mirror is complete.
