@@ -8,43 +8,27 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // Target names the object a decision is about.
-type Target struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
-}
-
-// String names the target as kubectl would: Kind namespace/name.
-func (t Target) String() string {
-	if t.Namespace == "" {
-		return t.Kind + " " + t.Name
-	}
-	return t.Kind + " " + t.Namespace + "/" + t.Name
-}
+type Target = api.Target
 
 // TargetOf returns the Target of a mirrored object.
 func TargetOf(o *Object) Target {
 	return Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 }
 
-// Outcomes of a decision.
+// Outcomes of a decision, as the API names them.
 const (
-	OutcomeApplied  = "applied"
-	OutcomeDryRun   = "dry-run"
-	OutcomeFailed   = "failed"
-	OutcomeConflict = "conflict"
-	OutcomeNotFound = "not-found"
-	OutcomeSkipped  = "skipped"
-	// OutcomeUnknown is the outcome of a write sent before a crash whose
-	// result was never recorded, when its object is still there at start:
-	// the write may or may not have reached the API server, and the
-	// decision stays pending for its controller to make again.
-	OutcomeUnknown = "unknown"
+	OutcomeApplied  = api.OutcomeApplied
+	OutcomeDryRun   = api.OutcomeDryRun
+	OutcomeFailed   = api.OutcomeFailed
+	OutcomeConflict = api.OutcomeConflict
+	OutcomeNotFound = api.OutcomeNotFound
+	OutcomeSkipped  = api.OutcomeSkipped
+	OutcomeUnknown  = api.OutcomeUnknown
 )
 
 // commonOutcomes are left out of the index audit_rare_outcomes, whose
@@ -53,16 +37,14 @@ var commonOutcomes = map[string]bool{OutcomeApplied: true, OutcomeDryRun: true, 
 
 const rareOutcome = "outcome NOT IN ('applied', 'dry-run', 'skipped')"
 
-// Audit rows about enforcement itself rather than about an object: the
-// daemon's own (a manual hold of the blast-radius cap, the audit store
-// writable again) and an operator's (a release). They name no target and
-// are not writes to the cluster.
+// The pseudo-controllers of audit rows about enforcement itself, and
+// their actions (see api.ControllerKubegcd).
 const (
-	ControllerKubegcd  = "kubegcd"
-	ControllerOperator = "operator"
-	ActionPause        = "pause"
-	ActionResume       = "resume"
-	ActionRelease      = "release"
+	ControllerKubegcd  = api.ControllerKubegcd
+	ControllerOperator = api.ControllerOperator
+	ActionPause        = api.ActionPause
+	ActionResume       = api.ActionResume
+	ActionRelease      = api.ActionRelease
 )
 
 // AuditEntry is one decision in the history.

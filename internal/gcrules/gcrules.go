@@ -11,18 +11,20 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
-// The controllers, as --controllers, audit and pending rows name them.
+// The controllers, as the API names them.
 const (
-	ControllerOwnerGC = "ownergc"
-	ControllerPodGC   = "podgc"
-	ControllerTTL     = "ttl"
-	ControllerSVGC    = "svgc"
+	ControllerOwnerGC = api.ControllerOwnerGC
+	ControllerPodGC   = api.ControllerPodGC
+	ControllerTTL     = api.ControllerTTL
+	ControllerSVGC    = api.ControllerSVGC
 )
 
 // Controllers lists every controller, in the order they are documented.
-var Controllers = []string{ControllerOwnerGC, ControllerPodGC, ControllerTTL, ControllerSVGC}
+var Controllers = api.Controllers
 
 // Finalizers with a meaning to the garbage collector.
 const (
@@ -44,17 +46,14 @@ const (
 
 // Actions, as audit rows record them.
 const (
-	ActionNone            = ""
-	ActionDelete          = "delete"
-	ActionRemoveOwnerRefs = "remove-owner-refs"
-	ActionUnblockRefs     = "unblock-owner-refs"
-	ActionRemoveFinalizer = "remove-finalizer"
-	ActionKeep            = "keep"
-	// ActionOrphanDependents and ActionDeleteDependents are an owner being
-	// deleted with the orphan or foregroundDeletion finalizer: the work
-	// is on its dependents, then its finalizer goes.
-	ActionOrphanDependents = "orphan-dependents"
-	ActionDeleteDependents = "delete-dependents"
+	ActionNone             = ""
+	ActionDelete           = api.ActionDelete
+	ActionRemoveOwnerRefs  = api.ActionRemoveOwnerRefs
+	ActionUnblockRefs      = api.ActionUnblockRefs
+	ActionRemoveFinalizer  = api.ActionRemoveFinalizer
+	ActionKeep             = api.ActionKeep
+	ActionOrphanDependents = api.ActionOrphanDependents
+	ActionDeleteDependents = api.ActionDeleteDependents
 )
 
 // Propagation policies, spelled as metav1.DeletionPropagation (this

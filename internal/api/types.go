@@ -1,0 +1,38 @@
+package api
+
+// Error is the body of every answer that is not 2xx: one line saying what
+// went wrong and, where the client can do something, what to do.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// Target names the object a decision is about, as kubectl would find it.
+type Target struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Namespace is empty for a cluster-scoped object.
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// String names the target as kubectl would: Kind namespace/name.
+func (t Target) String() string {
+	if t.Namespace == "" {
+		return t.Kind + " " + t.Name
+	}
+	return t.Kind + " " + t.Namespace + "/" + t.Name
+}
+
+// OwnerRef is an ownerReference, field for field as metav1.OwnerReference.
+type OwnerRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	// Controller marks the managing controller; absent when unset.
+	Controller *bool `json:"controller,omitempty"`
+	// BlockOwnerDeletion makes a foreground deletion of the owner wait
+	// for this dependent; absent when unset.
+	BlockOwnerDeletion *bool `json:"blockOwnerDeletion,omitempty"`
+}
