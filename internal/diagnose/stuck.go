@@ -7,37 +7,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
 // Target names an object, as audit rows and /pending do.
-type Target = db.Target
+type Target = api.Target
 
 func targetOf(o *db.Object) Target { return db.TargetOf(o) }
 
 // Blocker types.
 const (
-	BlockerFinalizer        = "finalizer"
-	BlockerDependent        = "dependent"
-	BlockerNamespaceContent = "namespace-content"
-	BlockerDiscovery        = "discovery"
+	BlockerFinalizer        = api.BlockerFinalizer
+	BlockerDependent        = api.BlockerDependent
+	BlockerNamespaceContent = api.BlockerNamespaceContent
+	BlockerDiscovery        = api.BlockerDiscovery
 )
 
 // Blocker is one thing that holds a deletion.
-type Blocker struct {
-	Type      string  `json:"type"`
-	Target    *Target `json:"target,omitempty"`
-	Finalizer string  `json:"finalizer,omitempty"`
-	// GroupVersion is the API group/version whose discovery fails.
-	GroupVersion string `json:"groupVersion,omitempty"`
-	// Counts are the objects left in a namespace by kind, when there are
-	// more than are named.
-	Counts map[string]int `json:"counts,omitempty"`
-	Reason string         `json:"reason"`
-	// Blockers hold Target in turn: a dependent's own finalizers and
-	// dependents, a namespace's remaining object's.
-	Blockers []Blocker `json:"blockers,omitempty"`
-}
+type Blocker = api.Blocker
 
 // States of a stuck deletion.
 const (
