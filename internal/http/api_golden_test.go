@@ -1,0 +1,114 @@
+package http
+
+import (
+	"encoding/json"
+	"flag"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/diagnose"
+)
+
+var updateGoldens = flag.Bool("update-goldens", false, "rewrite testdata/api from the answers encoded now")
+
+// goldenTime is the time every golden answer uses.
+var goldenTime = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// goldenAnswers are representative answers of the decision and diagnosis
+// endpoints, built as the handlers build them.
+func goldenAnswers() map[string]any {
+	later := goldenTime.Add(time.Hour)
+	yes, no := true, false
+	dur, transitions := int32(15), int32(2)
+	age := 3.5
+	target := db.Target{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "default", Name: "web-1", UID: "u-1"}
+	pod := db.Target{APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "web-1-x", UID: "u-2"}
+	ns := db.Target{APIVersion: "v1", Kind: "Namespace", Name: "gone", UID: "u-3"}
+	return map[string]any{
+		"error": errorJSON{Error: "invalid limit \"0\": want a number from 1 to 1000"},
+		"audit": auditJSON{Items: []db.AuditEntry{
+			{ID: 7, Time: goldenTime, Instance: "kubegcd-0", Controller: "ownergc", Rule: "orphaned-dependent", Action: "delete",
+				Target: target, Facts: json.RawMessage(`{"owner":"u-0"}`), Reason: "owner u-0 is gone", DryRun: true, Outcome: "dry-run"},
+			{ID: 6, Time: goldenTime, Instance: "kubegcd-0", Controller: "operator", Action: "release", Reason: "checked", Outcome: "applied", Error: ""},
+			{ID: 5, Time: goldenTime, Controller: "podgc", Rule: "terminated", Action: "delete", Target: pod, Outcome: "failed", Error: "forbidden"},
+		}, Next: "5"},
+		"audit-empty": auditJSON{Items: []db.AuditEntry{}},
+		"audit-null":  auditJSON{},
+		"pending": pendingJSON{Items: []pendingItem{
+			{Pending: db.Pending{Controller: "ownergc", Rule: "orphaned-dependent", Action: "delete", Reason: "owner gone", Since: goldenTime,
+				NotBefore: &later, Target: target, ResourceVersion: "12"}, TimeLeft: "1h0m0s"},
+			{Pending: db.Pending{Controller: "ttl", Rule: "ttl", Action: "delete", Reason: "expired", Since: goldenTime, Target: pod}},
+		}, Next: "abc"},
+		"pending-empty": pendingJSON{Items: []pendingItem{}},
+		"overview": overviewJSON{PendingByController: map[string]int{"ownergc": 2, "podgc": 0, "svgc": 0, "ttl": 1},
+			Deletions: deletionsJSON{
+				LastHour: []deletionBucketJSON{{Start: goldenTime, Applied: 1, DryRun: 2}, {Start: later}},
+				LastDay:  []deletionBucketJSON{{Start: goldenTime, Applied: 3}}}},
+		"stuck": stuckJSON{Items: []diagnose.StuckItem{
+			{Target: ns, DeletionRequested: goldenTime, Age: 600, State: diagnose.StateNamespaceTerminating,
+				Blockers: []diagnose.Blocker{{Type: diagnose.BlockerNamespaceContent, Target: &pod, Counts: map[string]int{"Pod": 3}, Reason: "left",
+					Blockers: []diagnose.Blocker{{Type: diagnose.BlockerFinalizer, Finalizer: "example.com/x", Reason: "held"}}},
+					{Type: diagnose.BlockerDiscovery, GroupVersion: "metrics.k8s.io/v1beta1", Reason: "fails"}},
+				Conditions: []db.Condition{{Type: "NamespaceContentRemaining", Status: "True", Reason: "SomeResourcesRemain", Message: "pods left"},
+					{Type: "NamespaceDeletionDiscoveryFailure", Status: "False"}},
+				Explanation: "it waits"},
+			{Target: target, DeletionRequested: goldenTime, Age: 1, State: diagnose.StateFinalizing, Blockers: []diagnose.Blocker{}, Explanation: "x"},
+		}, Truncated: true, MinAge: "5m0s"},
+		"stuck-empty": stuckJSON{Items: []diagnose.StuckItem{}, MinAge: "0s"},
+		"lint": diagnose.LintReport{Items: []diagnose.Finding{
+			{Rule: diagnose.RuleDanglingOwner.ID, Name: diagnose.RuleDanglingOwner.Name, Severity: diagnose.RuleDanglingOwner.Severity,
+				Target: pod, OwnerReference: db.OwnerRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-0", UID: "u-0", Controller: &yes, BlockOwnerDeletion: &no},
+				Message: "owner gone"},
+			{Rule: diagnose.RuleCrossNamespace.ID, Name: diagnose.RuleCrossNamespace.Name, Severity: diagnose.RuleCrossNamespace.Severity,
+				Target: target, OwnerReference: db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "u-9"}},
+		}, Counts: map[string]int{"KG-LINT-01": 1, "KG-LINT-03": 1}, CountsAt: goldenTime, Truncated: true},
+		"lint-empty": diagnose.LintReport{Items: []diagnose.Finding{}, Counts: map[string]int{}, CountsAt: goldenTime},
+		"leases": leasesJSON{Items: []leaseItem{
+			{Lease: diagnose.Lease{LeaseRow: db.LeaseRow{Namespace: "kube-system", Name: "kube-controller-manager", UID: "l-1",
+				HolderIdentity: new("a"), LeaseDurationSeconds: &dur, AcquireTime: &goldenTime, RenewTime: &later, LeaseTransitions: &transitions,
+				IdentityLabel: "never shown"}, Role: diagnose.LeaseRoleLeaderElection, RenewAgeSeconds: &age, Expired: false},
+				HolderChanges: []diagnose.HolderChange{{Holder: "a", Since: &goldenTime, Seen: later}, {Holder: "", Seen: later}},
+				Gaps:          []diagnose.LeaseGap{{From: goldenTime, To: &later}, {From: later}}},
+			{Lease: diagnose.Lease{LeaseRow: db.LeaseRow{Namespace: "kube-node-lease", Name: "n1", UID: "l-2"}, Role: diagnose.LeaseRoleNodeHeartbeat, Expired: true},
+				HolderChanges: []diagnose.HolderChange{}, Gaps: []diagnose.LeaseGap{}},
+		}},
+		"leases-empty": leasesJSON{Items: []leaseItem{}},
+		"released":     map[string]string{"status": "released"},
+	}
+}
+
+// TestAPIGoldens encodes each golden answer as writeJSON sends it, compact
+// and indented, and compares it with testdata/api/<name>.json: the wire
+// stays byte for byte what it was when the goldens were written.
+func TestAPIGoldens(t *testing.T) {
+	for name, v := range goldenAnswers() {
+		t.Run(name, func(t *testing.T) {
+			var got []byte
+			for _, ua := range []string{"Go-http-client/1.1", "curl/8.5.0"} {
+				r := httptest.NewRequest("GET", "/", nil)
+				r.Header.Set("User-Agent", ua)
+				w := httptest.NewRecorder()
+				writeJSON(w, r, 200, v)
+				got = append(got, w.Body.Bytes()...)
+			}
+			path := filepath.Join("testdata", "api", name+".json")
+			if *updateGoldens {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("%s changed:\n got: %s\nwant: %s", name, got, want)
+			}
+		})
+	}
+}
