@@ -5,12 +5,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 func TestExplainObject(t *testing.T) {
 	dangling := Finding{Rule: RuleDanglingOwner.ID, Name: RuleDanglingOwner.Name, Severity: SeverityWarning,
-		OwnerReference: db.OwnerRef{Kind: "Deployment", Name: "web"}, Message: "no object with uid u1 is in the mirror."}
+		OwnerReference: api.OwnerRef{Kind: "Deployment", Name: "web"}, Message: "no object with uid u1 is in the mirror."}
 	stuck := &StuckItem{Explanation: "ConfigMap a/x was asked to be deleted 2h0m0s ago and still exists. It is held by its finalizer example.com/hold, to be removed by the controller of example.com."}
 	tests := []struct {
 		name     string

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -77,22 +78,11 @@ func GraphAt(s *db.HistorySnapshot) *db.Graph {
 	return g
 }
 
-// HolderChange is one holder of a Lease: who, since when (acquireTime,
-// or the renewal that took the lease back after it ran out), and when
-// kubegcd saw it.
-type HolderChange struct {
-	Holder string     `json:"holder"`
-	Since  *time.Time `json:"since"`
-	Seen   time.Time  `json:"seen"`
-}
+// HolderChange is one holder of a Lease.
+type HolderChange = api.HolderChange
 
-// LeaseGap is a time when a Lease had no live holder: it ran out before
-// anyone renewed or took it, or its holder released it. To is null while
-// the gap lasts.
-type LeaseGap struct {
-	From time.Time  `json:"from"`
-	To   *time.Time `json:"to"`
-}
+// LeaseGap is a time when a Lease had no live holder.
+type LeaseGap = api.LeaseGap
 
 // LeaseTimeline tells who held a Lease and when nobody did, from its
 // holder rows (oldest first, as LeaseHolderHistory gives them) and its

@@ -97,7 +97,7 @@ func TestLeaseTimeline(t *testing.T) {
 	row := func(event, holder string, seen, since int, lapsed *time.Time) db.HistoryEntry {
 		return db.HistoryEntry{Event: event, Holder: &holder, Time: *at(seen), HolderSince: at(since), LapsedAt: lapsed}
 	}
-	live := Lease{LeaseRow: db.LeaseRow{HolderIdentity: new("b"), RenewTime: at(100), LeaseDurationSeconds: new(int32(10))}}
+	live := Lease{HolderIdentity: new("b"), RenewTime: at(100), LeaseDurationSeconds: new(int32(10))}
 	expired := live
 	expired.Expired = true
 
@@ -139,7 +139,7 @@ func TestLeaseTimeline(t *testing.T) {
 		{
 			name:        "released and still free",
 			rows:        []db.HistoryEntry{row(db.HistoryCreated, "a", 1, 0, nil), row(db.HistoryHolderChanged, "", 41, 40, nil)},
-			now:         Lease{LeaseRow: db.LeaseRow{RenewTime: at(40)}, Expired: true},
+			now:         Lease{RenewTime: at(40), Expired: true},
 			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "", Since: at(40), Seen: *at(41)}},
 			wantGaps:    []LeaseGap{{From: *at(40)}},
 		},

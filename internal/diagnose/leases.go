@@ -3,30 +3,23 @@ package diagnose
 import (
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
 // Lease roles in the inventory.
 const (
-	LeaseRoleLeaderElection    = "leader-election"
-	LeaseRoleNodeHeartbeat     = "node-heartbeat"
-	LeaseRoleAPIServerIdentity = "apiserver-identity"
+	LeaseRoleLeaderElection    = api.LeaseRoleLeaderElection
+	LeaseRoleNodeHeartbeat     = api.LeaseRoleNodeHeartbeat
+	LeaseRoleAPIServerIdentity = api.LeaseRoleAPIServerIdentity
 )
 
 // LeaseRoles lists the roles, in the order the inventory counts them.
-var LeaseRoles = []string{LeaseRoleLeaderElection, LeaseRoleNodeHeartbeat, LeaseRoleAPIServerIdentity}
+var LeaseRoles = api.LeaseRoles
 
 // Lease is a Lease of the inventory: the mirror's row, its role, and its
 // expiry as of when it was classified.
-type Lease struct {
-	db.LeaseRow
-	Role string `json:"role"`
-	// RenewAgeSeconds is how long ago the Lease was renewed.
-	RenewAgeSeconds *float64 `json:"renewAgeSeconds"`
-	// Expired: renewTime + leaseDurationSeconds is past. A Lease never
-	// renewed, or without a duration, counts as expired.
-	Expired bool `json:"expired"`
-}
+type Lease = api.Lease
 
 // ClassifyLeases gives each Lease its role, from where it lives and its
 // labels (a node's heartbeat in kube-node-lease; a kube-apiserver's
@@ -37,11 +30,13 @@ func ClassifyLeases(rows []db.LeaseRow, now time.Time) []Lease {
 	leases := make([]Lease, len(rows))
 	for i, row := range rows {
 		l := &leases[i]
-		l.LeaseRow = row
+		*l = Lease{Namespace: row.Namespace, Name: row.Name, UID: row.UID, HolderIdentity: row.HolderIdentity,
+			LeaseDurationSeconds: row.LeaseDurationSeconds, AcquireTime: row.AcquireTime, RenewTime: row.RenewTime,
+			LeaseTransitions: row.LeaseTransitions}
 		switch {
 		case l.Namespace == "kube-node-lease":
 			l.Role = LeaseRoleNodeHeartbeat
-		case l.Namespace == "kube-system" && l.IdentityLabel == "kube-apiserver":
+		case l.Namespace == "kube-system" && row.IdentityLabel == "kube-apiserver":
 			l.Role = LeaseRoleAPIServerIdentity
 		default:
 			l.Role = LeaseRoleLeaderElection

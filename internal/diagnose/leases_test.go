@@ -35,8 +35,11 @@ func TestClassifyLeases(t *testing.T) {
 			LeaseDurationSeconds: secs(15)}, LeaseRoleLeaderElection, false, 15},
 	} {
 		l := ClassifyLeases([]db.LeaseRow{tc.lease}, now)[0]
-		if l.LeaseRow != tc.lease {
-			t.Errorf("%s: the row became %+v", tc.name, l.LeaseRow)
+		row := tc.lease
+		if l.Namespace != row.Namespace || l.Name != row.Name || l.UID != row.UID || l.HolderIdentity != row.HolderIdentity ||
+			l.LeaseDurationSeconds != row.LeaseDurationSeconds || l.AcquireTime != row.AcquireTime || l.RenewTime != row.RenewTime ||
+			l.LeaseTransitions != row.LeaseTransitions {
+			t.Errorf("%s: the row became %+v", tc.name, l)
 		}
 		if l.Role != tc.role || l.Expired != tc.expired {
 			t.Errorf("%s: role %q expired %v, want %q %v", tc.name, l.Role, l.Expired, tc.role, tc.expired)

@@ -7,48 +7,37 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
 // Severities of lint findings.
 const (
-	SeverityError   = "error"
-	SeverityWarning = "warning"
-	SeverityInfo    = "info"
+	SeverityError   = api.SeverityError
+	SeverityWarning = api.SeverityWarning
+	SeverityInfo    = api.SeverityInfo
 )
 
 // Rule is an ownerReference lint rule. IDs are stable: alerts and scripts
 // key on them.
-type Rule struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Severity string `json:"severity"`
-}
+type Rule = api.LintRule
 
 // The lint rules.
 var (
-	RuleDanglingOwner     = Rule{"KG-LINT-01", "dangling-owner", SeverityWarning}
-	RuleUIDMismatch       = Rule{"KG-LINT-02", "uid-mismatch", SeverityError}
-	RuleCrossNamespace    = Rule{"KG-LINT-03", "cross-namespace-owner", SeverityError}
-	RuleClusterScopedDep  = Rule{"KG-LINT-04", "cluster-scoped-dependent-namespaced-owner", SeverityError}
-	RuleOwnerKindUnserved = Rule{"KG-LINT-05", "owner-kind-not-served", SeverityError}
-	RuleMultipleControl   = Rule{"KG-LINT-06", "multiple-controllers", SeverityError}
-	RuleBlockLiveOwner    = Rule{"KG-LINT-07", "block-owner-deletion-live-owner", SeverityInfo}
+	RuleDanglingOwner     = api.LintDanglingOwner
+	RuleUIDMismatch       = api.LintUIDMismatch
+	RuleCrossNamespace    = api.LintCrossNamespace
+	RuleClusterScopedDep  = api.LintClusterScopedDependent
+	RuleOwnerKindUnserved = api.LintOwnerKindUnserved
+	RuleMultipleControl   = api.LintMultipleControllers
+	RuleBlockLiveOwner    = api.LintBlockLiveOwner
 )
 
 // Rules lists every lint rule in ID order.
-var Rules = []Rule{RuleDanglingOwner, RuleUIDMismatch, RuleCrossNamespace, RuleClusterScopedDep,
-	RuleOwnerKindUnserved, RuleMultipleControl, RuleBlockLiveOwner}
+var Rules = api.LintRules
 
 // Finding is one problem with one ownerReference.
-type Finding struct {
-	Rule           string      `json:"rule"`
-	Name           string      `json:"name"`
-	Severity       string      `json:"severity"`
-	Target         db.Target   `json:"target"`
-	OwnerReference db.OwnerRef `json:"ownerReference"`
-	Message        string      `json:"message"`
-}
+type Finding = api.LintFinding
 
 // CheckRef applies the rules to one ownerReference. A reference whose owner
 // cannot be resolved (kind not served, scope impossible) gets only that
@@ -65,7 +54,7 @@ func CheckRef(l *db.LintRef, now time.Time) []Finding {
 func checkRef(l *db.LintRef, now time.Time, words bool) []Finding {
 	var out []Finding
 	add := func(r Rule, format string, args ...any) {
-		f := Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, Target: l.Dependent, OwnerReference: l.Ref}
+		f := Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, Target: l.Dependent, OwnerReference: api.OwnerRef(l.Ref)}
 		if words {
 			f.Message = fmt.Sprintf(format, args...)
 		}
@@ -195,18 +184,8 @@ type LintFilter struct {
 }
 
 // LintReport is the result of a lint.
-type LintReport struct {
-	Items []Finding `json:"items"`
-	// Counts has every rule's ID, with the number of findings in the
-	// namespace (the whole mirror when none), whatever Rule, Severity and
-	// Limit kept in Items. They come from the latest count of the whole
-	// mirror (CountLint), made at CountsAt, not from the read that found
-	// Items: a count costs what every finding costs.
-	Counts   map[string]int `json:"counts"`
-	CountsAt time.Time      `json:"countsAt"`
-	// Truncated: more findings matched than Limit.
-	Truncated bool `json:"truncated"`
-}
+// Its Counts come from the latest count of the whole mirror (CountLint).
+type LintReport = api.LintReport
 
 // RuleByName returns the rule with that ID or name.
 func RuleByName(s string) (Rule, bool) {

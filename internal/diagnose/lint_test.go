@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/diff"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -96,7 +97,7 @@ func TestCheckRef(t *testing.T) {
 				if !ok || r.Name != f.Name || r.Severity != f.Severity {
 					t.Errorf("finding %+v does not match its rule %+v", f, r)
 				}
-				if f.Target != l.Dependent || !reflect.DeepEqual(f.OwnerReference, l.Ref) {
+				if f.Target != l.Dependent || !reflect.DeepEqual(f.OwnerReference, api.OwnerRef(l.Ref)) {
 					t.Errorf("finding %+v: target or reference is not the checked one", f)
 				}
 			}

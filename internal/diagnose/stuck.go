@@ -29,25 +29,26 @@ type Blocker = api.Blocker
 
 // States of a stuck deletion.
 const (
-	StateNamespaceTerminating = "namespace-terminating"
-	StateDeletingDependents   = "deleting-dependents"
-	StateOrphaningDependents  = "orphaning-dependents"
-	StateFinalizing           = "finalizing"
-	StateDeleting             = "deleting"
+	StateNamespaceTerminating = api.StateNamespaceTerminating
+	StateDeletingDependents   = api.StateDeletingDependents
+	StateOrphaningDependents  = api.StateOrphaningDependents
+	StateFinalizing           = api.StateFinalizing
+	StateDeleting             = api.StateDeleting
 )
 
 // StuckItem is a deletion that has not finished, and why.
-type StuckItem struct {
-	Target            Target    `json:"target"`
-	DeletionRequested time.Time `json:"deletionRequested"`
-	// Age is the seconds since deletion was requested.
-	Age      float64   `json:"age"`
-	State    string    `json:"state"`
-	Blockers []Blocker `json:"blockers"`
-	// Conditions are a namespace's status conditions as mirrored: what
-	// the namespace controller reports of its deletion.
-	Conditions  []db.Condition `json:"conditions,omitempty"`
-	Explanation string         `json:"explanation"`
+type StuckItem = api.StuckItem
+
+// conditionsOf gives a namespace's mirrored conditions as the API shows them.
+func conditionsOf(cs []db.Condition) []api.Condition {
+	if cs == nil {
+		return nil
+	}
+	out := make([]api.Condition, len(cs))
+	for i, c := range cs {
+		out[i] = api.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
+	}
+	return out
 }
 
 // Collector says which garbage collector removes the foregroundDeletion
@@ -123,7 +124,7 @@ func Stuck(data *db.StuckData, opts StuckOptions) []StuckItem {
 		if it.State == StateNamespaceTerminating {
 			it.Blockers = append(it.Blockers, namespaceBlockers(o, data, opts)...)
 			if o.NamespaceStatus != nil {
-				it.Conditions = o.NamespaceStatus.Conditions
+				it.Conditions = conditionsOf(o.NamespaceStatus.Conditions)
 			}
 		}
 		if it.Blockers == nil {

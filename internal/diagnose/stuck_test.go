@@ -138,7 +138,7 @@ func TestStuckBlockers(t *testing.T) {
 			Objects: []*db.Object{held, idle}, ByKind: map[string]int{"ConfigMap": 2, "Widget.example.com": 5}, Total: 7}}},
 		discovery: map[string]string{"metrics.k8s.io/v1beta1": "the server is currently unable to handle the request"},
 		want: []StuckItem{{Target: *target(ns), DeletionRequested: stuckNow.Add(-3 * time.Minute), Age: 180, State: StateNamespaceTerminating,
-			Conditions: nsConditions,
+			Conditions: conditionsOf(nsConditions),
 			Blockers: []Blocker{
 				{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers)"},
 				{Type: BlockerNamespaceContent, Target: target(held), Reason: "still in the namespace, asked to be deleted 1m0s ago",

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -19,7 +20,8 @@ var updateGoldens = flag.Bool("update-goldens", false, "rewrite testdata/api fro
 var goldenTime = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // goldenAnswers are representative answers of the decision and diagnosis
-// endpoints, built as the handlers build them.
+// endpoints, built as the handlers build them: from db rows through each
+// endpoint's mapping where it has one.
 func goldenAnswers() map[string]any {
 	later := goldenTime.Add(time.Hour)
 	yes, no := true, false
@@ -29,55 +31,54 @@ func goldenAnswers() map[string]any {
 	pod := db.Target{APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "web-1-x", UID: "u-2"}
 	ns := db.Target{APIVersion: "v1", Kind: "Namespace", Name: "gone", UID: "u-3"}
 	return map[string]any{
-		"error": errorJSON{Error: "invalid limit \"0\": want a number from 1 to 1000"},
-		"audit": auditJSON{Items: []db.AuditEntry{
+		"error": api.Error{Error: "invalid limit \"0\": want a number from 1 to 1000"},
+		"audit": auditListOf([]db.AuditEntry{
 			{ID: 7, Time: goldenTime, Instance: "kubegcd-0", Controller: "ownergc", Rule: "orphaned-dependent", Action: "delete",
 				Target: target, Facts: json.RawMessage(`{"owner":"u-0"}`), Reason: "owner u-0 is gone", DryRun: true, Outcome: "dry-run"},
 			{ID: 6, Time: goldenTime, Instance: "kubegcd-0", Controller: "operator", Action: "release", Reason: "checked", Outcome: "applied", Error: ""},
 			{ID: 5, Time: goldenTime, Controller: "podgc", Rule: "terminated", Action: "delete", Target: pod, Outcome: "failed", Error: "forbidden"},
-		}, Next: "5"},
-		"audit-empty": auditJSON{Items: []db.AuditEntry{}},
-		"audit-null":  auditJSON{},
-		"pending": pendingJSON{Items: []pendingItem{
-			{Pending: db.Pending{Controller: "ownergc", Rule: "orphaned-dependent", Action: "delete", Reason: "owner gone", Since: goldenTime,
-				NotBefore: &later, Target: target, ResourceVersion: "12"}, TimeLeft: "1h0m0s"},
-			{Pending: db.Pending{Controller: "ttl", Rule: "ttl", Action: "delete", Reason: "expired", Since: goldenTime, Target: pod}},
-		}, Next: "abc"},
-		"pending-empty": pendingJSON{Items: []pendingItem{}},
-		"overview": overviewJSON{PendingByController: map[string]int{"ownergc": 2, "podgc": 0, "svgc": 0, "ttl": 1},
-			Deletions: deletionsJSON{
-				LastHour: []deletionBucketJSON{{Start: goldenTime, Applied: 1, DryRun: 2}, {Start: later}},
-				LastDay:  []deletionBucketJSON{{Start: goldenTime, Applied: 3}}}},
-		"stuck": stuckJSON{Items: []diagnose.StuckItem{
+		}, 5),
+		"audit-empty": auditListOf([]db.AuditEntry{}, 0),
+		"audit-null":  auditListOf(nil, 0),
+		"pending": pendingListOf([]db.Pending{
+			{Controller: "ownergc", Rule: "orphaned-dependent", Action: "delete", Reason: "owner gone", Since: goldenTime,
+				NotBefore: &later, Target: target, ResourceVersion: "12"},
+			{Controller: "ttl", Rule: "ttl", Action: "delete", Reason: "expired", Since: goldenTime, Target: pod},
+		}, "abc", goldenTime),
+		"pending-empty": pendingListOf([]db.Pending{}, "", goldenTime),
+		"overview": overviewOf(map[string]int{"ownergc": 2, "podgc": 0, "svgc": 0, "ttl": 1},
+			[]api.DeletionBucket{{Start: goldenTime, Applied: 1, DryRun: 2}, {Start: later}},
+			[]api.DeletionBucket{{Start: goldenTime, Applied: 3}}),
+		"stuck": api.StuckList{Items: []diagnose.StuckItem{
 			{Target: ns, DeletionRequested: goldenTime, Age: 600, State: diagnose.StateNamespaceTerminating,
 				Blockers: []diagnose.Blocker{{Type: diagnose.BlockerNamespaceContent, Target: &pod, Counts: map[string]int{"Pod": 3}, Reason: "left",
 					Blockers: []diagnose.Blocker{{Type: diagnose.BlockerFinalizer, Finalizer: "example.com/x", Reason: "held"}}},
 					{Type: diagnose.BlockerDiscovery, GroupVersion: "metrics.k8s.io/v1beta1", Reason: "fails"}},
-				Conditions: []db.Condition{{Type: "NamespaceContentRemaining", Status: "True", Reason: "SomeResourcesRemain", Message: "pods left"},
+				Conditions: []api.Condition{{Type: "NamespaceContentRemaining", Status: "True", Reason: "SomeResourcesRemain", Message: "pods left"},
 					{Type: "NamespaceDeletionDiscoveryFailure", Status: "False"}},
 				Explanation: "it waits"},
 			{Target: target, DeletionRequested: goldenTime, Age: 1, State: diagnose.StateFinalizing, Blockers: []diagnose.Blocker{}, Explanation: "x"},
 		}, Truncated: true, MinAge: "5m0s"},
-		"stuck-empty": stuckJSON{Items: []diagnose.StuckItem{}, MinAge: "0s"},
+		"stuck-empty": api.StuckList{Items: []diagnose.StuckItem{}, MinAge: "0s"},
 		"lint": diagnose.LintReport{Items: []diagnose.Finding{
 			{Rule: diagnose.RuleDanglingOwner.ID, Name: diagnose.RuleDanglingOwner.Name, Severity: diagnose.RuleDanglingOwner.Severity,
-				Target: pod, OwnerReference: db.OwnerRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-0", UID: "u-0", Controller: &yes, BlockOwnerDeletion: &no},
+				Target: pod, OwnerReference: api.OwnerRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-0", UID: "u-0", Controller: &yes, BlockOwnerDeletion: &no},
 				Message: "owner gone"},
 			{Rule: diagnose.RuleCrossNamespace.ID, Name: diagnose.RuleCrossNamespace.Name, Severity: diagnose.RuleCrossNamespace.Severity,
-				Target: target, OwnerReference: db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "u-9"}},
+				Target: target, OwnerReference: api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "u-9"}},
 		}, Counts: map[string]int{"KG-LINT-01": 1, "KG-LINT-03": 1}, CountsAt: goldenTime, Truncated: true},
 		"lint-empty": diagnose.LintReport{Items: []diagnose.Finding{}, Counts: map[string]int{}, CountsAt: goldenTime},
-		"leases": leasesJSON{Items: []leaseItem{
-			{Lease: diagnose.Lease{LeaseRow: db.LeaseRow{Namespace: "kube-system", Name: "kube-controller-manager", UID: "l-1",
+		"leases": leaseListOf([]leaseItem{
+			{Lease: diagnose.Lease{Namespace: "kube-system", Name: "kube-controller-manager", UID: "l-1",
 				HolderIdentity: new("a"), LeaseDurationSeconds: &dur, AcquireTime: &goldenTime, RenewTime: &later, LeaseTransitions: &transitions,
-				IdentityLabel: "never shown"}, Role: diagnose.LeaseRoleLeaderElection, RenewAgeSeconds: &age, Expired: false},
+				Role: diagnose.LeaseRoleLeaderElection, RenewAgeSeconds: &age, Expired: false},
 				HolderChanges: []diagnose.HolderChange{{Holder: "a", Since: &goldenTime, Seen: later}, {Holder: "", Seen: later}},
 				Gaps:          []diagnose.LeaseGap{{From: goldenTime, To: &later}, {From: later}}},
-			{Lease: diagnose.Lease{LeaseRow: db.LeaseRow{Namespace: "kube-node-lease", Name: "n1", UID: "l-2"}, Role: diagnose.LeaseRoleNodeHeartbeat, Expired: true},
+			{Lease: diagnose.Lease{Namespace: "kube-node-lease", Name: "n1", UID: "l-2", Role: diagnose.LeaseRoleNodeHeartbeat, Expired: true},
 				HolderChanges: []diagnose.HolderChange{}, Gaps: []diagnose.LeaseGap{}},
-		}},
-		"leases-empty": leasesJSON{Items: []leaseItem{}},
-		"released":     map[string]string{"status": "released"},
+		}),
+		"leases-empty": leaseListOf([]leaseItem{}),
+		"released":     api.ReleaseResult{Status: api.StatusReleased},
 	}
 }
 

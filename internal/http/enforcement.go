@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // The release endpoint's answers besides success; a Releaser wraps one of
@@ -38,10 +40,6 @@ type Releaser interface {
 	Release(ctx context.Context, reason, by string) error
 }
 
-type releaseRequest struct {
-	Reason string `json:"reason"`
-}
-
 // maxReasonLen bounds the reason an operator gives: it is stored as is.
 const maxReasonLen = 1000
 
@@ -63,7 +61,7 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusUnsupportedMediaType, "POST /enforcement/release takes Content-Type: application/json")
 		return
 	}
-	var req releaseRequest
+	var req api.ReleaseRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
@@ -91,7 +89,7 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	err := s.Releaser.Release(r.Context(), req.Reason, by)
 	switch {
 	case err == nil:
-		writeJSON(w, r, http.StatusOK, map[string]string{"status": "released"})
+		writeJSON(w, r, http.StatusOK, api.ReleaseResult{Status: api.StatusReleased})
 	case errors.Is(err, ErrNotHeld):
 		writeError(w, r, http.StatusConflict, err.Error())
 	case errors.Is(err, ErrLedgerUnavailable):

@@ -16,24 +16,28 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
-	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 // knownControllers are the values ?controller= accepts.
 var knownControllers = func() map[string]bool {
-	m := map[string]bool{db.ControllerKubegcd: true, db.ControllerOperator: true}
-	for _, c := range gcrules.Controllers {
+	m := map[string]bool{api.ControllerKubegcd: true, api.ControllerOperator: true}
+	for _, c := range api.Controllers {
 		m[c] = true
 	}
 	return m
 }()
 
-var knownOutcomes = map[string]bool{
-	db.OutcomeApplied: true, db.OutcomeDryRun: true, db.OutcomeFailed: true, db.OutcomeConflict: true,
-	db.OutcomeNotFound: true, db.OutcomeSkipped: true, db.OutcomeUnknown: true,
-}
+// knownOutcomes are the values ?outcome= accepts.
+var knownOutcomes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, o := range api.Outcomes {
+		m[o] = true
+	}
+	return m
+}()
 
 // query reads and validates query parameters; the first problem wins.
 type query struct {
@@ -163,21 +167,21 @@ func (q *query) time(name string) time.Time {
 	return t
 }
 
-type pendingJSON struct {
-	Items []pendingItem `json:"items"`
-	// Next is the cursor of the following page, in the same order; empty
-	// at the end.
-	Next string `json:"next,omitempty"`
-}
+var pendingOrders = map[string]bool{api.PendingOldest: true, api.PendingNewest: true}
 
-// pendingItem is a pending decision; one that waits (a quarantine, a
-// back-off) says until when and how long that is from now.
-type pendingItem struct {
-	db.Pending
-	TimeLeft string `json:"timeLeft,omitempty"`
+// pendingListOf maps a page of /pending to the API. One that waits (a
+// quarantine, a back-off) says until when and how long that is from now.
+func pendingListOf(items []db.Pending, next string, now time.Time) api.PendingList {
+	out := api.PendingList{Items: make([]api.Pending, len(items)), Next: next}
+	for i, p := range items {
+		out.Items[i] = api.Pending{Controller: p.Controller, Rule: p.Rule, Action: p.Action, Reason: p.Reason,
+			Since: p.Since, NotBefore: p.NotBefore, Target: p.Target}
+		if p.NotBefore != nil {
+			out.Items[i].TimeLeft = max(p.NotBefore.Sub(now), 0).Round(time.Second).String()
+		}
+	}
+	return out
 }
-
-var pendingOrders = map[string]bool{"oldest": true, "newest": true}
 
 func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
@@ -186,7 +190,7 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 		Controller: q.oneOf("controller", knownControllers),
 		Namespace:  q.str("namespace"),
 		Kind:       q.token("kind"),
-		Newest:     q.oneOf("order", pendingOrders) == "newest",
+		Newest:     q.oneOf("order", pendingOrders) == api.PendingNewest,
 		Limit:      q.limit(1000, 10000),
 	}
 	if c := q.str("cursor"); c != "" {
@@ -205,17 +209,11 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	out := pendingJSON{Items: make([]pendingItem, len(items))}
-	for i, p := range items {
-		out.Items[i].Pending = p
-		if p.NotBefore != nil {
-			out.Items[i].TimeLeft = max(time.Until(*p.NotBefore), 0).Round(time.Second).String()
-		}
-	}
+	var cursor string
 	if next != nil {
-		out.Next = encodePendingCursor(*next, f.Newest)
+		cursor = encodePendingCursor(*next, f.Newest)
 	}
-	writeJSON(w, r, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, pendingListOf(items, cursor, time.Now()))
 }
 
 // A /pending cursor is the last decision's place and the order it was
@@ -251,10 +249,21 @@ func decodePendingCursor(s string, newest bool) (*db.PendingKey, error) {
 	return &db.PendingKey{Since: c.Since, Controller: c.Controller, UID: c.UID, Action: c.Action}, nil
 }
 
-type auditJSON struct {
-	Items []db.AuditEntry `json:"items"`
-	// Next is the cursor of the following (older) page; empty at the end.
-	Next string `json:"next,omitempty"`
+// auditListOf maps a page of /audit to the API; next is the id to list
+// before, 0 at the end.
+func auditListOf(items []db.AuditEntry, next int64) api.AuditList {
+	var out api.AuditList
+	if items != nil {
+		out.Items = make([]api.AuditEntry, len(items))
+	}
+	for i, e := range items {
+		out.Items[i] = api.AuditEntry{ID: e.ID, Time: e.Time, Instance: e.Instance, Controller: e.Controller, Rule: e.Rule,
+			Action: e.Action, Target: e.Target, Facts: e.Facts, Reason: e.Reason, DryRun: e.DryRun, Outcome: e.Outcome, Error: e.Error}
+	}
+	if next > 0 {
+		out.Next = strconv.FormatInt(next, 10)
+	}
+	return out
 }
 
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
@@ -290,15 +299,16 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	out := auditJSON{Items: items}
-	if next > 0 {
-		out.Next = strconv.FormatInt(next, 10)
-	}
-	writeJSON(w, r, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, auditListOf(items, next))
 }
 
-type leasesJSON struct {
-	Items []leaseItem `json:"items"`
+// leaseListOf maps the Leases of /leases, with their timelines, to the API.
+func leaseListOf(items []leaseItem) api.LeaseList {
+	out := api.LeaseList{Items: make([]api.LeaseItem, len(items))}
+	for i, it := range items {
+		out.Items[i] = api.LeaseItem{Lease: it.Lease, HolderChanges: it.HolderChanges, Gaps: it.Gaps}
+	}
+	return out
 }
 
 func (s *server) leases(w http.ResponseWriter, r *http.Request) {
@@ -331,5 +341,5 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, leasesJSON{Items: out})
+	writeJSON(w, r, http.StatusOK, leaseListOf(out))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -64,7 +65,7 @@ func TestAuditKindAndRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			var got auditJSON
+			var got api.AuditList
 			getJSON(t, srv, "/audit?"+tt.query, 200, &got)
 			uids := []string{}
 			for _, e := range got.Items {
@@ -85,7 +86,7 @@ func TestPendingParameters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var oldest pendingJSON
+	var oldest api.PendingList
 	getJSON(t, srv, "/pending?limit=1", 200, &oldest)
 	if oldest.Next == "" {
 		t.Fatal("no next cursor from a page of 1 of 2")
@@ -137,7 +138,7 @@ func TestPendingPaging(t *testing.T) {
 			got := []string{}
 			cursor := ""
 			for pages := 0; ; pages++ {
-				var page pendingJSON
+				var page api.PendingList
 				getJSON(t, srv, "/pending?limit=2&kind=configmaps&order="+tt.order+"&cursor="+url.QueryEscape(cursor), 200, &page)
 				for _, p := range page.Items {
 					got = append(got, p.Target.UID)

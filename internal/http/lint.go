@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
@@ -17,7 +18,7 @@ const (
 )
 
 var lintSeverities = map[string]bool{
-	diagnose.SeverityError: true, diagnose.SeverityWarning: true, diagnose.SeverityInfo: true,
+	api.SeverityError: true, api.SeverityWarning: true, api.SeverityInfo: true,
 }
 
 // lint serves GET /lint: ownerReference findings read now, and the counts
@@ -34,7 +35,7 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, ok := diagnose.RuleByName(f.Rule); f.Rule != "" && !ok {
 		var ids []string
-		for _, r := range diagnose.Rules {
+		for _, r := range api.LintRules {
 			ids = append(ids, r.ID+" ("+r.Name+")")
 		}
 		q.fail("invalid rule %q: want one of %s", f.Rule, strings.Join(ids, ", "))

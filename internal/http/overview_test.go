@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -34,12 +35,12 @@ func TestOverview(t *testing.T) {
 		Target: db.Target{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p"}}); err != nil {
 		t.Fatal(err)
 	}
-	var got overviewJSON
+	var got api.Overview
 	getJSON(t, srv, "/overview", 200, &got)
 	if diff := cmp.Diff(map[string]int{"ownergc": 0, "podgc": 1, "ttl": 0, "svgc": 0}, got.PendingByController); diff != "" {
 		t.Errorf("pendingByController (-want +got):\n%s", diff)
 	}
-	total := func(bs []deletionBucketJSON) (applied, dryRun int) {
+	total := func(bs []api.DeletionBucket) (applied, dryRun int) {
 		for _, b := range bs {
 			applied += b.Applied
 			dryRun += b.DryRun

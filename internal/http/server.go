@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -42,53 +43,18 @@ type Enforcement interface {
 	Status() EnforcementStatus
 }
 
-// EnforcementStatus is the applier's state as /status shows it: dry-run,
-// the audit store and the blast-radius cap. The server owns it so that it
-// depends on no controller code (internal/app converts).
-type EnforcementStatus struct {
-	DryRun bool `json:"dryRun"`
-	Paused bool `json:"paused"`
-	// PausedBy names each cause of the pause: audit-store, blast-radius.
-	PausedBy     []string   `json:"pausedBy,omitempty"`
-	PausedSince  *time.Time `json:"pausedSince,omitempty"`
-	PausedReason string     `json:"pausedReason,omitempty"`
-	// MaxDeletionsPerMinute caps every write, deletes and patches alike.
-	MaxDeletionsPerMinute int    `json:"maxDeletionsPerMinute"`
-	WritesLastMinute      int    `json:"writesLastMinute"`
-	BlastRadiusResume     string `json:"blastRadiusResume"`
-	// AuditBacklog counts audit rows of writes already made that wait in
-	// memory for the database to take them.
-	AuditBacklog int `json:"auditBacklog,omitempty"`
-}
+// EnforcementStatus is the applier's state as /status shows it. The
+// server owns it so that it depends on no controller code (internal/app
+// converts).
+type EnforcementStatus = api.EnforcementStatus
 
 // Controllers is what the server shows of the running controllers.
 type Controllers interface {
 	Controllers() []ControllerStatus
 }
 
-// ControllerStatus is one running controller: when it last made a pass,
-// whether it is skipping them (a resource it reads is not live) and why,
-// and, for a controller that works from a queue, how deep the queue is and
-// when it last finished an item.
-type ControllerStatus struct {
-	Name string `json:"name"`
-	// LastPass is when the last pass made started; null before the first.
-	// A pass is podgc's periodic pass, ttl's reconcile of every node,
-	// ownergc's full pass over the candidates the mirror shows (a resync),
-	// svgc's scan of the mirror.
-	LastPass      *time.Time `json:"lastPass"`
-	Skipping      bool       `json:"skipping"`
-	SkipReason    string     `json:"skipReason,omitempty"`
-	SkipDetail    string     `json:"skipDetail,omitempty"`
-	SkippingSince *time.Time `json:"skippingSince,omitempty"`
-	SkippedPasses int64      `json:"skippedPasses"`
-	// LastWork is when it last finished an item of its queue (ownergc,
-	// svgc); absent before the first and for a controller without a queue.
-	LastWork *time.Time `json:"lastWork,omitempty"`
-	// QueueDepth is how many items wait in its queues (ownergc, svgc);
-	// absent for a controller without a queue.
-	QueueDepth *int `json:"queueDepth,omitempty"`
-}
+// ControllerStatus is one running controller as /status shows it.
+type ControllerStatus = api.ControllerStatus
 
 // Leadership is what the server shows of leader election.
 type Leadership interface {
@@ -96,20 +62,7 @@ type Leadership interface {
 }
 
 // LeaderStatus is this instance's part in leader election.
-type LeaderStatus struct {
-	// Enabled is false when --leader-elect=false or in dry-run (which
-	// writes nothing, a Lease included); Reason then says which.
-	Enabled bool   `json:"enabled"`
-	Reason  string `json:"reason,omitempty"`
-	// Leader: this instance writes to the cluster.
-	Leader   bool   `json:"leader"`
-	Identity string `json:"identity"`
-	Lease    string `json:"lease,omitempty"`
-	// Holder is the identity holding the lease, and HolderSince when it
-	// acquired it.
-	Holder      string     `json:"holder,omitempty"`
-	HolderSince *time.Time `json:"holderSince,omitempty"`
-}
+type LeaderStatus = api.LeaderStatus
 
 // Options configure the handler.
 type Options struct {
@@ -413,44 +366,6 @@ func resourceName(r db.Resource) string {
 	return r.Resource + "." + r.Group
 }
 
-type resourceJSON struct {
-	Group      string `json:"group"`
-	Version    string `json:"version"`
-	Resource   string `json:"resource"`
-	Kind       string `json:"kind"`
-	Namespaced bool   `json:"namespaced"`
-	Synced     bool   `json:"synced"`
-	Objects    int64  `json:"objects"`
-}
-
-type statusJSON struct {
-	Version     string             `json:"version"`
-	StartedAt   time.Time          `json:"startedAt"`
-	Synced      bool               `json:"synced"`
-	Enforcement *EnforcementStatus `json:"enforcement,omitempty"`
-	// Leader says whether this instance writes to the cluster;
-	// LeaderElection says more.
-	Leader         bool           `json:"leader"`
-	LeaderElection *LeaderStatus  `json:"leaderElection,omitempty"`
-	Objects        int64          `json:"objects"`
-	Resources      []resourceJSON `json:"resources"`
-	// DiscoveryFailures maps each API group/version whose discovery fails
-	// to its error: their resources are not watched anew, and owners of
-	// their kinds cannot be resolved (never taken for absent).
-	DiscoveryFailures map[string]string `json:"discoveryFailures,omitempty"`
-	// Authentication: how the API knows its callers ("token",
-	// "client-certificate", both, or "none"); InsecureUnauthenticated: it
-	// serves a non-loopback address to anyone, as
-	// --insecure-allow-unauthenticated allowed.
-	Authentication          string `json:"authentication"`
-	InsecureUnauthenticated bool   `json:"insecureUnauthenticated,omitempty"`
-	// AuthTokenFile: the tokens of --auth-token-file in use, the lines
-	// skipped, and why every token is refused when it is.
-	AuthTokenFile *TokenFileStatus `json:"authTokenFile,omitempty"`
-
-	Controllers []ControllerStatus `json:"controllers"`
-}
-
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	stats, err := s.DB.ResourceStats(r.Context())
 	if err != nil {
@@ -461,12 +376,12 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	for _, st := range stats {
 		counts[st.ID] = st.Objects
 	}
-	out := statusJSON{Version: s.Version, StartedAt: s.StartedAt.UTC(), Synced: s.Ingest.Synced(), Resources: []resourceJSON{},
+	out := api.Status{Version: s.Version, StartedAt: s.StartedAt.UTC(), Synced: s.Ingest.Synced(), Resources: []api.ResourceStatus{},
 		Authentication: s.authentication(), InsecureUnauthenticated: s.InsecureUnauthenticated,
-		Controllers: []ControllerStatus{}}
+		Controllers: []api.ControllerStatus{}}
 	if s.Tokens != nil {
 		st := s.Tokens.Status()
-		out.AuthTokenFile = &st
+		out.AuthTokenFile = &api.TokenFileStatus{Tokens: st.Tokens, SkippedLines: st.SkippedLines, Error: st.Error, Since: st.Since}
 	}
 	if s.Applier != nil {
 		st := s.Applier.Status()
@@ -487,17 +402,12 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	for _, res := range s.Ingest.Resources() {
 		n := counts[res.ID]
 		out.Objects += n
-		out.Resources = append(out.Resources, resourceJSON{
+		out.Resources = append(out.Resources, api.ResourceStatus{
 			Group: res.Group, Version: res.Version, Resource: res.Resource.Resource, Kind: res.Kind,
 			Namespaced: res.Namespaced, Synced: res.Synced, Objects: n,
 		})
 	}
 	writeJSON(w, r, http.StatusOK, out)
-}
-
-// errorJSON is the one error shape of the whole API.
-type errorJSON struct {
-	Error string `json:"error"`
 }
 
 // writeJSON answers v as JSON: indented for a person at a terminal (curl
@@ -515,7 +425,7 @@ func writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	writeJSON(w, r, code, errorJSON{Error: msg})
+	writeJSON(w, r, code, api.Error{Error: msg})
 }
 
 // internalError logs the cause and tells the client only that it failed.

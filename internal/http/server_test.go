@@ -3,7 +3,12 @@ package http
 import (
 	"net/http"
 	"testing"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
+
+// errorJSON is the body of every refusal the tests decode.
+type errorJSON = api.Error
 
 func TestEveryEndpointRefusesUnknownParameters(t *testing.T) {
 	srv, _ := testServer(t)

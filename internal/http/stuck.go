@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -17,15 +18,6 @@ import (
 // its resource types cannot be listed.
 type Discovery interface {
 	DiscoveryFailures() map[string]string
-}
-
-type stuckJSON struct {
-	Items []diagnose.StuckItem `json:"items"`
-	// Truncated: more deletions matched than ?limit= allowed.
-	Truncated bool `json:"truncated"`
-	// MinAge is the age a deletion reached to be listed: ?minAge=, else
-	// --stuck-after, as a Go duration ("5m0s"; "0s" lists every deletion).
-	MinAge string `json:"minAge"`
 }
 
 func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +49,7 @@ func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
 	if s.Discovery != nil {
 		opts.DiscoveryFailures = s.Discovery.DiscoveryFailures()
 	}
-	writeJSON(w, r, http.StatusOK, stuckJSON{Items: diagnose.Stuck(data, opts), Truncated: data.Truncated, MinAge: minAge.String()})
+	writeJSON(w, r, http.StatusOK, api.StuckList{Items: diagnose.Stuck(data, opts), Truncated: data.Truncated, MinAge: minAge.String()})
 }
 
 // stuckCounts is what one query of the stuck metrics returns.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -42,7 +43,7 @@ func TestStuckParameters(t *testing.T) {
 
 func TestStuckList(t *testing.T) {
 	srv, _ := testServer(t)
-	var got stuckJSON
+	var got api.StuckList
 	// D's deletion was asked for in January 2026: old enough for any
 	// minAge but a year.
 	getJSON(t, srv, "/stuck?minAge=0&namespace=a", 200, &got)

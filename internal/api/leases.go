@@ -1,0 +1,70 @@
+package api
+
+import "time"
+
+// Lease roles in the inventory.
+const (
+	LeaseRoleLeaderElection    = "leader-election"
+	LeaseRoleNodeHeartbeat     = "node-heartbeat"
+	LeaseRoleAPIServerIdentity = "apiserver-identity"
+)
+
+// LeaseRoles lists the roles, in the order the inventory counts them.
+var LeaseRoles = []string{LeaseRoleLeaderElection, LeaseRoleNodeHeartbeat, LeaseRoleAPIServerIdentity}
+
+// Lease is a Lease of the inventory: what the cluster holds of it, its role,
+// and its expiry as of the answer.
+type Lease struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// HolderIdentity, LeaseDurationSeconds, AcquireTime, RenewTime and
+	// LeaseTransitions are the Lease's spec, null where unset.
+	HolderIdentity       *string    `json:"holderIdentity"`
+	LeaseDurationSeconds *int32     `json:"leaseDurationSeconds"`
+	AcquireTime          *time.Time `json:"acquireTime"`
+	RenewTime            *time.Time `json:"renewTime"`
+	LeaseTransitions     *int32     `json:"leaseTransitions"`
+	// Role is one of the LeaseRole* names.
+	Role string `json:"role"`
+	// RenewAgeSeconds is how long ago the Lease was renewed; null when
+	// never.
+	RenewAgeSeconds *float64 `json:"renewAgeSeconds"`
+	// Expired: renewTime + leaseDurationSeconds is past. A Lease never
+	// renewed, or without a duration, counts as expired.
+	Expired bool `json:"expired"`
+}
+
+// HolderChange is one holder of a Lease: who, since when (acquireTime,
+// or the renewal that took the lease back after it ran out), and when
+// kubegcd saw it.
+type HolderChange struct {
+	// Holder is the holder's identity; empty when the lease was released.
+	Holder string `json:"holder"`
+	// Since is null when the Lease gave no acquireTime.
+	Since *time.Time `json:"since"`
+	Seen  time.Time  `json:"seen"`
+}
+
+// LeaseGap is a time when a Lease had no live holder: it ran out before
+// anyone renewed or took it, or its holder released it.
+type LeaseGap struct {
+	From time.Time `json:"from"`
+	// To is null while the gap lasts.
+	To *time.Time `json:"to"`
+}
+
+// LeaseItem is a Lease of GET /leases with who held it and when nobody
+// did, as far as kubegcd's history knows.
+type LeaseItem struct {
+	Lease
+	// HolderChanges are its holders, oldest first.
+	HolderChanges []HolderChange `json:"holderChanges"`
+	// Gaps are the times without a live holder, oldest first.
+	Gaps []LeaseGap `json:"gaps"`
+}
+
+// LeaseList is the answer of GET /leases, by namespace and name.
+type LeaseList struct {
+	Items []LeaseItem `json:"items"`
+}

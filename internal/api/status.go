@@ -1,0 +1,139 @@
+package api
+
+import "time"
+
+// Status is the answer of GET /status: what this instance mirrors, what
+// it enforces and how its controllers and leader election fare.
+type Status struct {
+	// Version is kubegcd's version.
+	Version string `json:"version"`
+	// StartedAt is when this instance started.
+	StartedAt time.Time `json:"startedAt"`
+	// Synced: every watched resource has listed once, so the mirror holds
+	// the cluster.
+	Synced bool `json:"synced"`
+	// Enforcement is the applier's state; absent where no controller runs.
+	Enforcement *EnforcementStatus `json:"enforcement,omitempty"`
+	// Leader says whether this instance writes to the cluster;
+	// LeaderElection says more.
+	Leader         bool          `json:"leader"`
+	LeaderElection *LeaderStatus `json:"leaderElection,omitempty"`
+	// Objects counts the objects mirrored, of every resource.
+	Objects int64 `json:"objects"`
+	// Resources are the resources watched.
+	Resources []ResourceStatus `json:"resources"`
+	// DiscoveryFailures maps each API group/version whose discovery fails
+	// to its error: their resources are not watched anew, and owners of
+	// their kinds cannot be resolved (never taken for absent).
+	DiscoveryFailures map[string]string `json:"discoveryFailures,omitempty"`
+	// Authentication: how the API knows its callers ("token",
+	// "client-certificate", both, or "none"); InsecureUnauthenticated: it
+	// serves a non-loopback address to anyone, as
+	// --insecure-allow-unauthenticated allowed.
+	Authentication          string `json:"authentication"`
+	InsecureUnauthenticated bool   `json:"insecureUnauthenticated,omitempty"`
+	// AuthTokenFile: the tokens of --auth-token-file in use, the lines
+	// skipped, and why every token is refused when it is.
+	AuthTokenFile *TokenFileStatus `json:"authTokenFile,omitempty"`
+
+	// Controllers are the controllers that run here.
+	Controllers []ControllerStatus `json:"controllers"`
+}
+
+// ResourceStatus is one watched resource.
+type ResourceStatus struct {
+	// Group, Version and Resource name it as the API serves it; Group is
+	// empty for the core group.
+	Group    string `json:"group"`
+	Version  string `json:"version"`
+	Resource string `json:"resource"`
+	// Kind is the kind of its objects.
+	Kind       string `json:"kind"`
+	Namespaced bool   `json:"namespaced"`
+	// Synced: its watch has listed once.
+	Synced bool `json:"synced"`
+	// Objects counts its objects in the mirror.
+	Objects int64 `json:"objects"`
+}
+
+// EnforcementStatus is the applier's state: dry-run, the audit store and
+// the blast-radius cap.
+type EnforcementStatus struct {
+	// DryRun: decisions are recorded, never sent to the cluster.
+	DryRun bool `json:"dryRun"`
+	// Paused: no write is sent until the causes in PausedBy end.
+	Paused bool `json:"paused"`
+	// PausedBy names each cause of the pause: audit-store, blast-radius.
+	PausedBy []string `json:"pausedBy,omitempty"`
+	// PausedSince is when the pause began, and PausedReason why.
+	PausedSince  *time.Time `json:"pausedSince,omitempty"`
+	PausedReason string     `json:"pausedReason,omitempty"`
+	// MaxDeletionsPerMinute caps every write, deletes and patches alike.
+	MaxDeletionsPerMinute int `json:"maxDeletionsPerMinute"`
+	// WritesLastMinute counts the writes of the last minute.
+	WritesLastMinute int `json:"writesLastMinute"`
+	// BlastRadiusResume says how a pause by the cap ends: "auto", or
+	// "manual" (POST /enforcement/release).
+	BlastRadiusResume string `json:"blastRadiusResume"`
+	// AuditBacklog counts audit rows of writes already made that wait in
+	// memory for the database to take them.
+	AuditBacklog int `json:"auditBacklog,omitempty"`
+}
+
+// ControllerStatus is one running controller: when it last made a pass,
+// whether it is skipping them (a resource it reads is not live) and why,
+// and, for a controller that works from a queue, how deep the queue is and
+// when it last finished an item.
+type ControllerStatus struct {
+	// Name is one of the Controller* names.
+	Name string `json:"name"`
+	// LastPass is when the last pass made started; null before the first.
+	// A pass is podgc's periodic pass, ttl's reconcile of every node,
+	// ownergc's full pass over the candidates the mirror shows (a resync),
+	// svgc's scan of the mirror.
+	LastPass *time.Time `json:"lastPass"`
+	// Skipping: it skips its passes, for SkipReason (a word) and
+	// SkipDetail (a sentence), since SkippingSince.
+	Skipping      bool       `json:"skipping"`
+	SkipReason    string     `json:"skipReason,omitempty"`
+	SkipDetail    string     `json:"skipDetail,omitempty"`
+	SkippingSince *time.Time `json:"skippingSince,omitempty"`
+	// SkippedPasses counts the passes skipped since start.
+	SkippedPasses int64 `json:"skippedPasses"`
+	// LastWork is when it last finished an item of its queue (ownergc,
+	// svgc); absent before the first and for a controller without a queue.
+	LastWork *time.Time `json:"lastWork,omitempty"`
+	// QueueDepth is how many items wait in its queues (ownergc, svgc);
+	// absent for a controller without a queue.
+	QueueDepth *int `json:"queueDepth,omitempty"`
+}
+
+// LeaderStatus is this instance's part in leader election.
+type LeaderStatus struct {
+	// Enabled is false when --leader-elect=false or in dry-run (which
+	// writes nothing, a Lease included); Reason then says which.
+	Enabled bool   `json:"enabled"`
+	Reason  string `json:"reason,omitempty"`
+	// Leader: this instance writes to the cluster.
+	Leader bool `json:"leader"`
+	// Identity is this instance's identity in the election.
+	Identity string `json:"identity"`
+	// Lease names the Lease of the election, namespace/name.
+	Lease string `json:"lease,omitempty"`
+	// Holder is the identity holding the lease, and HolderSince when it
+	// acquired it.
+	Holder      string     `json:"holder,omitempty"`
+	HolderSince *time.Time `json:"holderSince,omitempty"`
+}
+
+// TokenFileStatus is --auth-token-file as /status shows it.
+type TokenFileStatus struct {
+	// Tokens counts the valid tokens in use.
+	Tokens int `json:"tokens"`
+	// SkippedLines are the numbers of the lines skipped as malformed.
+	SkippedLines []int `json:"skippedLines,omitempty"`
+	// Error says why every token is refused (the file cannot be read or
+	// holds no valid token), and Since since when.
+	Error string     `json:"error,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+}
