@@ -21,17 +21,17 @@ func (d *core) strings(ctx context.Context, what, query string, args ...any) ([]
 // LeaseRow is one Lease of the mirror, as the cluster holds it. Its role
 // and expiry are the diagnosis's (diagnose.ClassifyLeases).
 type LeaseRow struct {
-	Namespace            string     `json:"namespace"`
-	Name                 string     `json:"name"`
-	UID                  string     `json:"uid"`
-	HolderIdentity       *string    `json:"holderIdentity"`
-	LeaseDurationSeconds *int32     `json:"leaseDurationSeconds"`
-	AcquireTime          *time.Time `json:"acquireTime"`
-	RenewTime            *time.Time `json:"renewTime"`
-	LeaseTransitions     *int32     `json:"leaseTransitions"`
+	Namespace            string
+	Name                 string
+	UID                  string
+	HolderIdentity       *string
+	LeaseDurationSeconds *int32
+	AcquireTime          *time.Time
+	RenewTime            *time.Time
+	LeaseTransitions     *int32
 	// IdentityLabel is the value of its apiserver.kubernetes.io/identity
 	// label, "" when none.
-	IdentityLabel string `json:"-"`
+	IdentityLabel string
 }
 
 // LeaseFilter selects Leases. Zero fields match everything.

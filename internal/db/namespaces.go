@@ -19,10 +19,32 @@ type NamespaceStatus struct {
 
 // Condition is a status condition as the API shows it.
 type Condition struct {
+	Type    string
+	Status  string
+	Reason  string
+	Message string
+}
+
+// storedCondition is a Condition as the namespaces table keeps it: the
+// API's field names, reason and message left out when empty.
+type storedCondition struct {
 	Type    string `json:"type"`
 	Status  string `json:"status"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+}
+
+// MarshalJSON writes c as the namespaces table keeps it.
+func (c Condition) MarshalJSON() ([]byte, error) { return json.Marshal(storedCondition(c)) }
+
+// UnmarshalJSON reads c as the namespaces table keeps it.
+func (c *Condition) UnmarshalJSON(b []byte) error {
+	var s storedCondition
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*c = Condition(s)
+	return nil
 }
 
 func (d *core) namespaceColumns(ctx context.Context, o *Object) error {

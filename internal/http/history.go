@@ -169,13 +169,18 @@ func (q *query) time(name string) time.Time {
 
 var pendingOrders = map[string]bool{api.PendingOldest: true, api.PendingNewest: true}
 
+// pendingOf maps a pending decision to the API, without TimeLeft.
+func pendingOf(p db.Pending) api.Pending {
+	return api.Pending{Controller: p.Controller, Rule: p.Rule, Action: p.Action, Reason: p.Reason,
+		Since: p.Since, NotBefore: p.NotBefore, Target: p.Target}
+}
+
 // pendingListOf maps a page of /pending to the API. One that waits (a
 // quarantine, a back-off) says until when and how long that is from now.
 func pendingListOf(items []db.Pending, next string, now time.Time) api.PendingList {
 	out := api.PendingList{Items: make([]api.Pending, len(items)), Next: next}
 	for i, p := range items {
-		out.Items[i] = api.Pending{Controller: p.Controller, Rule: p.Rule, Action: p.Action, Reason: p.Reason,
-			Since: p.Since, NotBefore: p.NotBefore, Target: p.Target}
+		out.Items[i] = pendingOf(p)
 		if p.NotBefore != nil {
 			out.Items[i].TimeLeft = max(p.NotBefore.Sub(now), 0).Round(time.Second).String()
 		}
@@ -249,6 +254,12 @@ func decodePendingCursor(s string, newest bool) (*db.PendingKey, error) {
 	return &db.PendingKey{Since: c.Since, Controller: c.Controller, UID: c.UID, Action: c.Action}, nil
 }
 
+// auditEntryOf maps an audit row to the API.
+func auditEntryOf(e db.AuditEntry) api.AuditEntry {
+	return api.AuditEntry{ID: e.ID, Time: e.Time, Instance: e.Instance, Controller: e.Controller, Rule: e.Rule,
+		Action: e.Action, Target: e.Target, Facts: e.Facts, Reason: e.Reason, DryRun: e.DryRun, Outcome: e.Outcome, Error: e.Error}
+}
+
 // auditListOf maps a page of /audit to the API; next is the id to list
 // before, 0 at the end.
 func auditListOf(items []db.AuditEntry, next int64) api.AuditList {
@@ -257,8 +268,7 @@ func auditListOf(items []db.AuditEntry, next int64) api.AuditList {
 		out.Items = make([]api.AuditEntry, len(items))
 	}
 	for i, e := range items {
-		out.Items[i] = api.AuditEntry{ID: e.ID, Time: e.Time, Instance: e.Instance, Controller: e.Controller, Rule: e.Rule,
-			Action: e.Action, Target: e.Target, Facts: e.Facts, Reason: e.Reason, DryRun: e.DryRun, Outcome: e.Outcome, Error: e.Error}
+		out.Items[i] = auditEntryOf(e)
 	}
 	if next > 0 {
 		out.Next = strconv.FormatInt(next, 10)
