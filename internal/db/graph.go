@@ -29,34 +29,34 @@ type GraphFilter struct {
 // GraphNode is one vertex of the ownership graph: a mirrored object that
 // has owners or dependents, or an owner known only from references to it.
 type GraphNode struct {
-	UID                string `json:"uid"`
-	APIVersion         string `json:"apiVersion"`
-	Kind               string `json:"kind"`
-	Namespace          string `json:"namespace"`
-	Name               string `json:"name"`
-	Missing            bool   `json:"missing"`
-	BeingDeleted       bool   `json:"beingDeleted"`
-	DeletingDependents bool   `json:"deletingDependents"`
+	UID                string
+	APIVersion         string
+	Kind               string
+	Namespace          string
+	Name               string
+	Missing            bool
+	BeingDeleted       bool
+	DeletingDependents bool
 	// Virtual, in upstream's sense: known only from an ownerReference, not
 	// observed. For kubegcd that is the same as Missing.
-	Virtual bool `json:"virtual"`
+	Virtual bool
 }
 
 // GraphEdge is one ownerReference, from the dependent to the owner's UID.
 type GraphEdge struct {
-	Dependent          string `json:"dependent"`
-	Owner              string `json:"owner"`
-	Controller         bool   `json:"controller"`
-	BlockOwnerDeletion bool   `json:"blockOwnerDeletion"`
+	Dependent          string
+	Owner              string
+	Controller         bool
+	BlockOwnerDeletion bool
 }
 
 // Graph is a part of the ownership graph, nodes ordered by UID and edges by
 // dependent, then owner.
 type Graph struct {
-	Nodes []GraphNode `json:"nodes"`
-	Edges []GraphEdge `json:"edges"`
+	Nodes []GraphNode
+	Edges []GraphEdge
 	// Truncated: more nodes matched than the limit allowed.
-	Truncated bool `json:"truncated"`
+	Truncated bool
 }
 
 // UnknownUIDError names a UID that is neither mirrored nor named by any
@@ -615,12 +615,12 @@ type OwnerRow struct {
 
 // DependentInfo is an object that names a given owner.
 type DependentInfo struct {
-	UID                string `json:"uid"`
-	APIVersion         string `json:"apiVersion"`
-	Kind               string `json:"kind"`
-	Namespace          string `json:"namespace"`
-	Name               string `json:"name"`
-	BlockOwnerDeletion bool   `json:"blockOwnerDeletion"` // on any of its references to the owner
+	UID                string
+	APIVersion         string
+	Kind               string
+	Namespace          string
+	Name               string
+	BlockOwnerDeletion bool // on any of its references to the owner
 }
 
 // ObjectDetail is what the mirror knows around one object.

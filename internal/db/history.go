@@ -7,17 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
-// Events of an object's history.
+// Events of an object's history, as the API names them.
 const (
-	HistoryCreated           = "created" // first seen by kubegcd: on a fresh database's first list, every object
-	HistoryOwnersChanged     = "owners-changed"
-	HistoryFinalizersChanged = "finalizers-changed"
-	HistoryDeletionRequested = "deletion-requested"
-	HistoryDeleted           = "deleted"
+	HistoryCreated           = api.HistoryCreated // first seen by kubegcd: on a fresh database's first list, every object
+	HistoryOwnersChanged     = api.HistoryOwnersChanged
+	HistoryFinalizersChanged = api.HistoryFinalizersChanged
+	HistoryDeletionRequested = api.HistoryDeletionRequested
+	HistoryDeleted           = api.HistoryDeleted
 	// A Lease's holder changed, or its holder renewed it after it ran out.
-	HistoryHolderChanged = "holder-changed"
+	HistoryHolderChanged = api.HistoryHolderChanged
 )
 
 // HistoryEntry is one change in an object's lifecycle, with the object's

@@ -346,3 +346,41 @@ func TestLeaseHolderHistory(t *testing.T) {
 		t.Errorf("history for %d leases, want only l's", len(rows))
 	}
 }
+
+// TestHistoryOwnerRefsStored pins the JSON that object_history keeps of a
+// row's ownerReferences (an unset flag absent), and that it reads back:
+// rows written before an API change must still read.
+func TestHistoryOwnerRefsStored(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	historyClock(d)
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes, no := true, false
+	refs := []OwnerRef{
+		{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "u-1", Controller: &yes, BlockOwnerDeletion: &no},
+		{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "u-2"},
+	}
+	o := &Object{UID: "dep", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "dep", ResourceVersion: "1", OwnerReferences: refs}
+	if _, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: rid, Object: o}}); err != nil {
+		t.Fatal(err)
+	}
+	var stored string
+	if err := d.read.QueryRowContext(ctx, `SELECT owner_refs FROM object_history WHERE uid = 'dep'`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	const want = `[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-1","uid":"u-1","controller":true,"blockOwnerDeletion":false},` +
+		`{"apiVersion":"v1","kind":"ConfigMap","name":"c","uid":"u-2"}]`
+	if stored != want {
+		t.Fatalf("stored %s, want %s", stored, want)
+	}
+	h, err := d.History().HistoryOf(ctx, "dep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 1 || !cmp.Equal(h[0].OwnerReferences, refs) {
+		t.Errorf("read back %+v, want %+v", h, refs)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // Resource identifies one API resource that kubegcd watches.
@@ -45,15 +47,10 @@ type Object struct {
 	NamespaceStatus *NamespaceStatus
 }
 
-// OwnerRef mirrors metav1.OwnerReference field for field.
-type OwnerRef struct {
-	APIVersion         string `json:"apiVersion"`
-	Kind               string `json:"kind"`
-	Name               string `json:"name"`
-	UID                string `json:"uid"`
-	Controller         *bool  `json:"controller,omitempty"`
-	BlockOwnerDeletion *bool  `json:"blockOwnerDeletion,omitempty"`
-}
+// OwnerRef mirrors metav1.OwnerReference field for field. The history
+// stores a row's references as a JSON array of them, in api.OwnerRef's
+// form.
+type OwnerRef = api.OwnerRef
 
 // Pod holds the pod fields the pod garbage collector decides on.
 type Pod struct {

@@ -6,15 +6,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 // What a cascade preview says happens to each object.
 const (
-	CascadeDelete         = "delete"
-	CascadeRemoveOwnerRef = "remove-owner-reference"
-	CascadeKeep           = "keep"
+	CascadeDelete         = api.CascadeDelete
+	CascadeRemoveOwnerRef = api.CascadeRemoveOwnerRef
+	CascadeKeep           = api.CascadeKeep
 )
 
 // CascadePropagations are the propagations a preview accepts, as kubectl spells them.
@@ -25,40 +26,14 @@ var CascadePropagations = map[string]string{
 }
 
 // CascadeItem is what the garbage collector would do to one object.
-type CascadeItem struct {
-	Target db.Target `json:"target"`
-	Action string    `json:"action"`
-	Rule   string    `json:"rule,omitempty"`
-	// Propagation of a delete: how the object's own dependents go.
-	Propagation string `json:"propagation,omitempty"`
-	Reason      string `json:"reason"`
-	// Depth: 1 for the root's dependents, 2 for theirs, and so on (the
-	// shortest chain of deleted owners from the root).
-	Depth int `json:"depth"`
-}
+type CascadeItem = api.CascadeItem
 
 // CascadeBlocker is a dependent that an owner deleted in the foreground
-// must wait for: it keeps blockOwnerDeletion on its reference.
-type CascadeBlocker struct {
-	Target db.Target `json:"target"`
-	// Owner is the object whose foreground deletion it holds.
-	Owner db.Target `json:"owner"`
-	// Finalizers are those of its own that hold it once deleted.
-	Finalizers []string `json:"finalizers"`
-	Reason     string   `json:"reason"`
-}
+// must wait for.
+type CascadeBlocker = api.CascadeBlocker
 
 // Cascade is a cascade preview.
-type Cascade struct {
-	Items []CascadeItem `json:"items"`
-	Total int           `json:"total"`
-	// ByKind counts the items by kind (Kind, or Kind.group) and action.
-	ByKind    map[string]map[string]int `json:"byKind"`
-	BlockedBy []CascadeBlocker          `json:"blockedBy"`
-	// Truncated: the root has more transitive dependents than were looked
-	// at.
-	Truncated bool `json:"truncated"`
-}
+type Cascade = api.Cascade
 
 // cascadeFate is what the preview has the collector do to an object so far.
 type cascadeFate int

@@ -1,33 +1,24 @@
 package diagnose
 
 import (
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
-// How the mirror shows an object's owner. Only present and being-deleted
-// hold the dependent (ownergc calls them solid); the others make the
-// reference dangling or waiting.
+// How the mirror shows an object's owner (see api.OwnerPresent).
 const (
-	OwnerPresent            = "present"
-	OwnerMissing            = "missing" // suspected absent; ownergc confirms with a live GET before acting
-	OwnerBeingDeleted       = "being-deleted"
-	OwnerDeletingDependents = "deleting-dependents" // being deleted in the foreground
-	OwnerOtherNamespace     = "other-namespace"     // the UID is mirrored in another namespace
-	OwnerNameMismatch       = "name-mismatch"       // the UID is mirrored under another kind or name
+	OwnerPresent            = api.OwnerPresent
+	OwnerMissing            = api.OwnerMissing
+	OwnerBeingDeleted       = api.OwnerBeingDeleted
+	OwnerDeletingDependents = api.OwnerDeletingDependents
+	OwnerOtherNamespace     = api.OwnerOtherNamespace
+	OwnerNameMismatch       = api.OwnerNameMismatch
 )
 
 // OwnerStatus is one of an object's ownerReferences with what the mirror
-// shows of that owner. Identity is the reference's; Namespace is where the
-// owner is (or, when missing, where it would have to be).
-type OwnerStatus struct {
-	UID        string `json:"uid"`
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace"`
-	Name       string `json:"name"`
-	State      string `json:"state"`
-}
+// shows of that owner.
+type OwnerStatus = api.OwnerStatus
 
 // OwnerStates classifies o's owners with ownergc's rules (gcrules) as the
 // mirror shows them, without the live GET ownergc adds before acting.

@@ -5,21 +5,20 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // writeCascadeJSON writes c as writeJSON does, byte for byte, its items
 // without encoding/json's reflection: a preview of 10,000 objects is
-// written in a fraction of the time. An indented answer (for curl) goes
-// through writeJSON.
-func writeCascadeJSON(w http.ResponseWriter, r *http.Request, c *diagnose.Cascade) {
-	writeAppendedJSON(w, r, c, func() []byte { return appendCascadeJSON(make([]byte, 0, 256+300*len(c.Items)), c) })
+// written in a fraction of the time.
+func writeCascadeJSON(w http.ResponseWriter, r *http.Request, c *api.Cascade) {
+	writeAppendedJSON(w, r, appendCascadeJSON(make([]byte, 0, 256+300*len(c.Items)), c))
 }
 
 // appendCascadeJSON appends what json.Encoder.Encode writes of c: the
-// items field by field in CascadeItem's order, the few fields after them
+// items field by field in api.CascadeItem's order, the few fields after them
 // through encoding/json, and a newline.
-func appendCascadeJSON(b []byte, c *diagnose.Cascade) []byte {
+func appendCascadeJSON(b []byte, c *api.Cascade) []byte {
 	b = append(b, `{"items":`...)
 	if c.Items == nil {
 		b = append(b, "null"...)

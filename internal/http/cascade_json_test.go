@@ -6,8 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // appendCascadeJSON writes what json.Encoder does, byte for byte, whatever
@@ -15,22 +14,22 @@ import (
 func TestAppendCascadeJSONIsEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	str := randomJSONStrings(r)
-	target := func() db.Target {
-		return db.Target{APIVersion: str(), Kind: str(), Namespace: str(), Name: str(), UID: str()}
+	target := func() api.Target {
+		return api.Target{APIVersion: str(), Kind: str(), Namespace: str(), Name: str(), UID: str()}
 	}
 	for i := range 500 {
-		c := &diagnose.Cascade{Total: r.IntN(1000) - 1, Truncated: r.IntN(2) == 0}
+		c := &api.Cascade{Total: r.IntN(1000) - 1, Truncated: r.IntN(2) == 0}
 		if i%50 != 1 {
-			c.Items = []diagnose.CascadeItem{}
+			c.Items = []api.CascadeItem{}
 		}
 		if i%50 != 2 {
 			c.ByKind = map[string]map[string]int{}
 		}
 		if i%50 != 3 {
-			c.BlockedBy = []diagnose.CascadeBlocker{}
+			c.BlockedBy = []api.CascadeBlocker{}
 		}
 		for range r.IntN(5) {
-			c.Items = append(c.Items, diagnose.CascadeItem{Target: target(), Action: str(), Rule: str(), Propagation: str(),
+			c.Items = append(c.Items, api.CascadeItem{Target: target(), Action: str(), Rule: str(), Propagation: str(),
 				Reason: str(), Depth: r.IntN(5) - 1})
 		}
 		for range r.IntN(3) {
@@ -40,7 +39,7 @@ func TestAppendCascadeJSONIsEncodingJSON(t *testing.T) {
 			c.ByKind[str()] = map[string]int{str(): r.IntN(9), str(): r.IntN(9)}
 		}
 		for range r.IntN(3) {
-			b := diagnose.CascadeBlocker{Target: target(), Owner: target(), Reason: str()}
+			b := api.CascadeBlocker{Target: target(), Owner: target(), Reason: str()}
 			if r.IntN(2) == 0 {
 				b.Finalizers = []string{str()}
 			}
@@ -52,6 +51,9 @@ func TestAppendCascadeJSONIsEncodingJSON(t *testing.T) {
 		}
 		if got := appendCascadeJSON(nil, c); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("cascade %+v:\n got %q\nwant %q", c, got, want.Bytes())
+		}
+		if i%10 == 0 {
+			checkAppendedJSON(t, c, appendCascadeJSON(nil, c))
 		}
 	}
 }

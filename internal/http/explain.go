@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -20,23 +21,9 @@ type objectExplanationJSON struct {
 	// not being deleted.
 	Stuck *diagnose.StuckItem `json:"stuck"`
 	// Lint holds the /lint findings about its own ownerReferences.
-	Lint    []diagnose.Finding      `json:"lint"`
-	History objectRecentHistoryJSON `json:"history"`
-	Links   objectLinksJSON         `json:"links"`
-}
-
-type objectRecentHistoryJSON struct {
-	// Items are the latest changes kubegcd saw, oldest first.
-	Items []historyItemJSON `json:"items"`
-	// Truncated: there are older ones, which Links.History lists.
-	Truncated bool `json:"truncated"`
-}
-
-// objectLinksJSON are the endpoints that say more about the object.
-type objectLinksJSON struct {
-	History string `json:"history"`
-	Cascade string `json:"cascade"`
-	Graph   string `json:"graph"`
+	Lint    []diagnose.Finding `json:"lint"`
+	History api.RecentHistory  `json:"history"`
+	Links   api.ObjectLinks    `json:"links"`
 }
 
 // explainObject reads what /stuck, /lint and /objects/{uid}/history know of
@@ -45,7 +32,7 @@ func (s *server) explainObject(ctx context.Context, o *db.Object) (objectExplana
 	path := "/objects/" + url.PathEscape(o.UID)
 	out := objectExplanationJSON{
 		Lint: []diagnose.Finding{},
-		Links: objectLinksJSON{History: path + "/history", Cascade: path + "/cascade",
+		Links: api.ObjectLinks{History: path + "/history", Cascade: path + "/cascade",
 			Graph: "/graph?uid=" + url.QueryEscape(o.UID)},
 	}
 	now := time.Now()
@@ -77,9 +64,9 @@ func (s *server) explainObject(ctx context.Context, o *db.Object) (objectExplana
 	if err != nil {
 		return out, err
 	}
-	out.History = objectRecentHistoryJSON{Items: make([]historyItemJSON, 0, len(entries)), Truncated: truncated}
-	for _, e := range entries {
-		out.History.Items = append(out.History.Items, historyItem(e))
+	out.History = api.RecentHistory{Items: make([]api.HistoryItem, len(entries)), Truncated: truncated}
+	for i, e := range entries {
+		out.History.Items[i] = historyItemOf(e)
 	}
 	return out, nil
 }

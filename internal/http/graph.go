@@ -13,9 +13,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
-	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 const (
@@ -242,41 +242,11 @@ func dotQuote(s string) string {
 	return b.String()
 }
 
-type ownerRefJSON struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
-	// null when the reference leaves them unset, as the API does.
-	Controller         *bool `json:"controller"`
-	BlockOwnerDeletion *bool `json:"blockOwnerDeletion"`
-}
-
-type objectJSON struct {
-	UID               string         `json:"uid"`
-	APIVersion        string         `json:"apiVersion"`
-	Kind              string         `json:"kind"`
-	Namespace         string         `json:"namespace"`
-	Name              string         `json:"name"`
-	ResourceVersion   string         `json:"resourceVersion"`
-	CreationTimestamp *time.Time     `json:"creationTimestamp"`
-	DeletionTimestamp *time.Time     `json:"deletionTimestamp"`
-	Finalizers        []string       `json:"finalizers"`
-	OwnerReferences   []ownerRefJSON `json:"ownerReferences"`
-}
-
-// ownerJSON is an owner of /objects/{uid}. NeverSeen marks a missing one
-// that neither history nor audit knows: a reference dangling from the
-// start, whose own page would have nothing to show.
-type ownerJSON struct {
-	diagnose.OwnerStatus
-	NeverSeen bool `json:"neverSeen,omitempty"`
-}
-
+// objectDetailJSON is the answer of /objects/{uid}.
 type objectDetailJSON struct {
-	Object     objectJSON         `json:"object"`
-	Owners     []ownerJSON        `json:"owners"`
-	Dependents []db.DependentInfo `json:"dependents"`
+	Object     api.Object      `json:"object"`
+	Owners     []api.Owner     `json:"owners"`
+	Dependents []api.Dependent `json:"dependents"`
 	// DependentsTruncated: there are more dependents than listed; /graph
 	// lists them all.
 	DependentsTruncated bool            `json:"dependentsTruncated,omitempty"`
@@ -322,46 +292,46 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 	}
 	o := det.Object
 	owners := diagnose.OwnerStates(o, det.Owners)
-	out := objectDetailJSON{
-		Object: objectJSON{
-			UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
-			ResourceVersion: o.ResourceVersion, CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp,
-			Finalizers: o.Finalizers, OwnerReferences: []ownerRefJSON{},
-		},
-		Dependents: det.Dependents, DependentsTruncated: det.DependentsTruncated,
-		Pending: det.Pending, RecentAudit: audit,
-	}
-	if out.Owners, err = s.ownersSeen(r.Context(), owners); err != nil {
+	seen, err := s.ownersSeen(r.Context(), owners)
+	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
-	if out.objectExplanationJSON, err = s.explainObject(r.Context(), det.Object); err != nil {
+	expl, err := s.explainObject(r.Context(), o)
+	if err != nil {
 		s.internalError(w, r, err)
 		return
 	}
 	var changed time.Time
-	if h := out.History.Items; len(h) > 0 {
+	if h := expl.History.Items; len(h) > 0 {
 		changed = h[len(h)-1].Time
 	}
-	out.Why = diagnose.ExplainObject(why(objectFacts{Object: o, Owners: owners, Pending: det.Pending}, dryRunDecision(audit, changed)), len(det.Pending) > 0, out.Stuck, out.Lint)
-	if out.Object.Finalizers == nil {
-		out.Object.Finalizers = []string{}
+	text := diagnose.ExplainObject(why(objectFacts{Object: o, Owners: owners, Pending: det.Pending}, dryRunDecision(audit, changed)),
+		len(det.Pending) > 0, expl.Stuck, expl.Lint)
+	writeJSON(w, r, http.StatusOK, objectDetailOf(det, seen, audit, text, expl))
+}
+
+// objectDetailOf is the answer of /objects/{uid}: det as the mirror holds
+// it, with its owners' states and whether they were seen, the latest audit
+// rows about it, why it is or is not pending, and the other diagnoses.
+func objectDetailOf(det *db.ObjectDetail, owners []api.Owner, audit []db.AuditEntry, why string, expl objectExplanationJSON) objectDetailJSON {
+	out := objectDetailJSON{Object: objectOf(det.Object), Owners: owners, Dependents: make([]api.Dependent, len(det.Dependents)),
+		DependentsTruncated: det.DependentsTruncated, Pending: det.Pending, RecentAudit: audit, Why: why, objectExplanationJSON: expl}
+	for i, d := range det.Dependents {
+		out.Dependents[i] = api.Dependent{UID: d.UID, APIVersion: d.APIVersion, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name,
+			BlockOwnerDeletion: d.BlockOwnerDeletion}
 	}
-	for _, ref := range o.OwnerReferences {
-		out.Object.OwnerReferences = append(out.Object.OwnerReferences, ownerRefJSON{APIVersion: ref.APIVersion, Kind: ref.Kind,
-			Name: ref.Name, UID: ref.UID, Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion})
-	}
-	writeJSON(w, r, http.StatusOK, out)
+	return out
 }
 
 // ownersSeen marks the missing owners that neither history nor audit
 // knows, as /objects/{uid}/history answers 404 for them. An object has
 // few owners, and only missing ones are looked up.
-func (s *server) ownersSeen(ctx context.Context, owners []diagnose.OwnerStatus) ([]ownerJSON, error) {
-	out := make([]ownerJSON, len(owners))
+func (s *server) ownersSeen(ctx context.Context, owners []diagnose.OwnerStatus) ([]api.Owner, error) {
+	out := make([]api.Owner, len(owners))
 	for i, o := range owners {
 		out[i].OwnerStatus = o
-		if o.State != diagnose.OwnerMissing {
+		if o.State != api.OwnerMissing {
 			continue
 		}
 		hist, _, err := s.DB.RecentHistoryOf(ctx, o.UID, 1)
@@ -396,10 +366,10 @@ var actionPhrases = map[string]string{
 // removal of owner references leaves none) while it still holds.
 func dryRunDecision(audit []db.AuditEntry, changed time.Time) *db.AuditEntry {
 	for i, e := range audit { // newest first
-		if e.Controller != gcrules.ControllerOwnerGC {
+		if e.Controller != api.ControllerOwnerGC {
 			continue
 		}
-		if e.Outcome == db.OutcomeDryRun && !e.Time.Before(changed) {
+		if e.Outcome == api.OutcomeDryRun && !e.Time.Before(changed) {
 			return &audit[i]
 		}
 		return nil

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -23,8 +26,42 @@ func randomJSONStrings(r *rand.Rand) func() string {
 	}
 }
 
-// appendGraphJSON writes what json.Encoder does, byte for byte, whatever
-// the strings hold.
+// apiGraph is g as the API's type, node by node.
+func apiGraph(g *db.Graph) *api.Graph {
+	out := &api.Graph{Truncated: g.Truncated}
+	if g.Nodes != nil {
+		out.Nodes = make([]api.GraphNode, len(g.Nodes))
+		for i, n := range g.Nodes {
+			out.Nodes[i] = api.GraphNode(n)
+		}
+	}
+	if g.Edges != nil {
+		out.Edges = make([]api.GraphEdge, len(g.Edges))
+		for i, e := range g.Edges {
+			out.Edges[i] = api.GraphEdge(e)
+		}
+	}
+	return out
+}
+
+// checkAppendedJSON checks that writeAppendedJSON answers b as writeJSON
+// answers v, compact and indented.
+func checkAppendedJSON(t *testing.T, v any, b []byte) {
+	t.Helper()
+	for _, ua := range []string{"Go-http-client/1.1", "curl/8.5.0", "Wget/1.21"} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("User-Agent", ua)
+		want, got := httptest.NewRecorder(), httptest.NewRecorder()
+		writeJSON(want, r, http.StatusOK, v)
+		writeAppendedJSON(got, r, b)
+		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") {
+			t.Fatalf("%s: writeAppendedJSON:\n got %q\nwant %q", ua, got.Body.Bytes(), want.Body.Bytes())
+		}
+	}
+}
+
+// appendGraphJSON writes what json.Encoder does of the API's graph, byte
+// for byte, whatever the strings hold.
 func TestAppendGraphJSONIsEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	str := randomJSONStrings(r)
@@ -44,11 +81,14 @@ func TestAppendGraphJSONIsEncodingJSON(t *testing.T) {
 			g.Edges = append(g.Edges, db.GraphEdge{Dependent: str(), Owner: str(), Controller: r.IntN(2) == 0, BlockOwnerDeletion: r.IntN(2) == 0})
 		}
 		var want bytes.Buffer
-		if err := json.NewEncoder(&want).Encode(g); err != nil {
+		if err := json.NewEncoder(&want).Encode(apiGraph(g)); err != nil {
 			t.Fatal(err)
 		}
 		if got := appendGraphJSON(nil, g); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("graph %+v:\n got %q\nwant %q", g, got, want.Bytes())
+		}
+		if i%10 == 0 {
+			checkAppendedJSON(t, apiGraph(g), appendGraphJSON(nil, g))
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -120,7 +121,8 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 		end = d.end
 	} else {
 		// {"truncated": …, "nodes": [ … ], "edges": [ … ]}, an element a
-		// line: the fields of Graph, in another order.
+		// line: the fields of api.Graph, in another order. A row converts
+		// to its API type without a copy: they are the same fields.
 		enc := json.NewEncoder(bw)
 		first, edges := true, false
 		element := func(v any) error {
@@ -142,13 +144,13 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 				}
 				return nil
 			},
-			Node: func(n db.GraphNode) error { return element(n) },
+			Node: func(n db.GraphNode) error { return element(api.GraphNode(n)) },
 			Edge: func(e db.GraphEdge) error {
 				if !edges {
 					edges, first = true, true
 					_, _ = bw.WriteString("],\"edges\":[\n")
 				}
-				return element(e)
+				return element(api.GraphEdge(e))
 			},
 		}
 		end = func() {

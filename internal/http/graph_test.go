@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
@@ -288,11 +289,11 @@ type objectResponse struct {
 		Finalizers        []string   `json:"finalizers"`
 		OwnerReferences   []map[string]any
 	} `json:"object"`
-	Owners      []diagnose.OwnerStatus `json:"owners"`
-	Dependents  []db.DependentInfo     `json:"dependents"`
-	Pending     []db.Pending           `json:"pending"`
-	RecentAudit []db.AuditEntry        `json:"recentAudit"`
-	Why         string                 `json:"why"`
+	Owners      []api.Owner     `json:"owners"`
+	Dependents  []api.Dependent `json:"dependents"`
+	Pending     []db.Pending    `json:"pending"`
+	RecentAudit []db.AuditEntry `json:"recentAudit"`
+	Why         string          `json:"why"`
 }
 
 func TestObject(t *testing.T) {
@@ -440,9 +441,9 @@ func TestGraphWholeStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got db.Graph
+		var got api.Graph
 		getJSON(t, srv, fmt.Sprintf("/graph?limit=%d", limit), 200, &got)
-		if diff := cmp.Diff(*want, got); diff != "" {
+		if diff := cmp.Diff(*apiGraph(want), got); diff != "" {
 			t.Errorf("limit %d: JSON (-in memory +streamed):\n%s", limit, diff)
 		}
 		resp, body := get(t, srv, fmt.Sprintf("/graph?format=dot&limit=%d", limit))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -16,25 +17,13 @@ import (
 // /audit?uid= pages through all of them.
 const historyAuditLimit = 100
 
-type historyItemJSON struct {
-	Time              time.Time      `json:"time"`
-	Event             string         `json:"event"`
-	OwnerReferences   []ownerRefJSON `json:"ownerReferences"`
-	Finalizers        []string       `json:"finalizers"`
-	DeletionTimestamp *time.Time     `json:"deletionTimestamp"`
-	// Leases only: the holder, and on created and holder-changed entries
-	// since when it held the lease and when the lease had run out before.
-	Holder      *string    `json:"holder,omitempty"`
-	HolderSince *time.Time `json:"holderSince,omitempty"`
-	LapsedAt    *time.Time `json:"lapsedAt,omitempty"`
-}
-
+// objectHistoryJSON is the answer of /objects/{uid}/history.
 type objectHistoryJSON struct {
 	// Target is the object as its latest history row names it; null when
 	// only audit rows know it.
-	Target *db.Target `json:"target"`
+	Target *api.Target `json:"target"`
 	// Items are the changes kubegcd saw, oldest first.
-	Items []historyItemJSON `json:"items"`
+	Items []api.HistoryItem `json:"items"`
 	// Audit holds the decisions about the object, newest first, as /audit
 	// shows them; AuditTruncated says there are more (page with
 	// /audit?uid=).
@@ -66,26 +55,30 @@ func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, fmt.Sprintf("neither history nor audit knows uid %q", uid))
 		return
 	}
-	out := objectHistoryJSON{Items: make([]historyItemJSON, 0, len(entries)), Audit: audit, AuditTruncated: next > 0}
-	for _, e := range entries {
-		out.Items = append(out.Items, historyItem(e))
+	writeJSON(w, r, http.StatusOK, objectHistoryOf(uid, entries, audit, next > 0))
+}
+
+// objectHistoryOf is the answer of /objects/{uid}/history: the history of
+// uid, oldest first, and the audit rows about it, newest first.
+func objectHistoryOf(uid string, entries []db.HistoryEntry, audit []db.AuditEntry, auditTruncated bool) objectHistoryJSON {
+	out := objectHistoryJSON{Items: make([]api.HistoryItem, len(entries)), Audit: audit, AuditTruncated: auditTruncated}
+	for i, e := range entries {
+		out.Items[i] = historyItemOf(e)
 	}
 	if n := len(entries); n > 0 {
 		last := entries[n-1]
-		out.Target = &db.Target{APIVersion: last.APIVersion, Kind: last.Kind, Namespace: last.Namespace, Name: last.Name, UID: uid}
+		out.Target = &api.Target{APIVersion: last.APIVersion, Kind: last.Kind, Namespace: last.Namespace, Name: last.Name, UID: uid}
 	}
-	writeJSON(w, r, http.StatusOK, out)
+	return out
 }
 
-func historyItem(e db.HistoryEntry) historyItemJSON {
-	item := historyItemJSON{Time: e.Time, Event: e.Event, OwnerReferences: []ownerRefJSON{}, Finalizers: e.Finalizers,
+// historyItemOf is a history row as /objects/{uid} and its history show
+// it: lists empty rather than null.
+func historyItemOf(e db.HistoryEntry) api.HistoryItem {
+	item := api.HistoryItem{Time: e.Time, Event: e.Event, OwnerReferences: objectOwnerRefsOf(e.OwnerReferences), Finalizers: e.Finalizers,
 		DeletionTimestamp: e.DeletionTimestamp, Holder: e.Holder, HolderSince: e.HolderSince, LapsedAt: e.LapsedAt}
 	if item.Finalizers == nil {
 		item.Finalizers = []string{}
-	}
-	for _, ref := range e.OwnerReferences {
-		item.OwnerReferences = append(item.OwnerReferences, ownerRefJSON{APIVersion: ref.APIVersion, Kind: ref.Kind,
-			Name: ref.Name, UID: ref.UID, Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion})
 	}
 	return item
 }

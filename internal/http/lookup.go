@@ -3,6 +3,7 @@ package http
 import (
 	"net/http"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -10,12 +11,6 @@ const (
 	lookupDefaultLimit = 500
 	lookupMaxLimit     = 10000
 )
-
-type lookupJSON struct {
-	Items []objectJSON `json:"items"`
-	// Truncated: more objects matched than the limit.
-	Truncated bool `json:"truncated,omitempty"`
-}
 
 // lookup serves GET /objects: objects by kind (or plural), and optionally
 // apiVersion, namespace and name, each with its uid for /objects/{uid}.
@@ -43,26 +38,38 @@ func (s *server) lookup(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	out := lookupJSON{Items: make([]objectJSON, 0, len(objs)), Truncated: truncated}
-	for _, o := range objs {
-		out.Items = append(out.Items, objectJSONOf(o))
-	}
-	writeJSON(w, r, http.StatusOK, out)
+	writeJSON(w, r, http.StatusOK, lookupOf(objs, truncated))
 }
 
-// objectJSONOf is the summary of an object that /objects/{uid} also shows.
-func objectJSONOf(o *db.Object) objectJSON {
-	out := objectJSON{
+// lookupOf is the answer of /objects.
+func lookupOf(objs []*db.Object, truncated bool) api.Lookup {
+	out := api.Lookup{Items: make([]api.Object, len(objs)), Truncated: truncated}
+	for i, o := range objs {
+		out.Items[i] = objectOf(o)
+	}
+	return out
+}
+
+// objectOf is an object as /objects lists it and /objects/{uid} shows it.
+func objectOf(o *db.Object) api.Object {
+	out := api.Object{
 		UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
 		ResourceVersion: o.ResourceVersion, CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp,
-		Finalizers: o.Finalizers, OwnerReferences: []ownerRefJSON{},
+		Finalizers: o.Finalizers, OwnerReferences: objectOwnerRefsOf(o.OwnerReferences),
 	}
 	if out.Finalizers == nil {
 		out.Finalizers = []string{}
 	}
-	for _, ref := range o.OwnerReferences {
-		out.OwnerReferences = append(out.OwnerReferences, ownerRefJSON{APIVersion: ref.APIVersion, Kind: ref.Kind,
-			Name: ref.Name, UID: ref.UID, Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion})
+	return out
+}
+
+// objectOwnerRefsOf are refs as an object's own answers show them: an
+// empty list rather than null.
+func objectOwnerRefsOf(refs []db.OwnerRef) []api.ObjectOwnerRef {
+	out := make([]api.ObjectOwnerRef, len(refs))
+	for i, ref := range refs {
+		out[i] = api.ObjectOwnerRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID,
+			Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/diff"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -91,7 +92,7 @@ func TestLookup(t *testing.T) {
 
 	// The summary is /objects/{uid}'s, owner references included.
 	var b struct {
-		Items []objectJSON `json:"items"`
+		Items []api.Object `json:"items"`
 	}
 	getJSON(t, srv, "/objects?kind=ConfigMap&namespace=a&name=B&apiVersion=v1", 200, &b)
 	var detail objectDetailJSON

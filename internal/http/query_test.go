@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // serveQuery answers GET path?rawQuery through h, the query string sent as
@@ -126,7 +128,7 @@ func TestKindsAndAPIVersionsOneRule(t *testing.T) {
 		})
 	}
 	// A valid apiVersion of the core group still finds its objects.
-	var got lookupJSON
+	var got api.Lookup
 	getJSON(t, srv, "/objects?kind=ConfigMap&apiVersion=v1&namespace=a&name=A", http.StatusOK, &got)
 	if len(got.Items) != 1 || got.Items[0].UID != "uid-A" {
 		t.Errorf("ConfigMap v1 a/A: %+v, want uid-A", got.Items)

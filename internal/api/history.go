@@ -1,0 +1,43 @@
+package api
+
+import "time"
+
+// Events of an object's history (HistoryItem.Event).
+const (
+	// HistoryCreated: first seen by kubegcd. On a fresh database's first
+	// list, that is every object.
+	HistoryCreated           = "created"
+	HistoryOwnersChanged     = "owners-changed"
+	HistoryFinalizersChanged = "finalizers-changed"
+	HistoryDeletionRequested = "deletion-requested"
+	HistoryDeleted           = "deleted"
+	// HistoryHolderChanged: a Lease's holder changed, or its holder
+	// renewed it after it ran out.
+	HistoryHolderChanged = "holder-changed"
+)
+
+// HistoryItem is one change kubegcd saw in an object's lifecycle, with the
+// object's ownership after it.
+type HistoryItem struct {
+	// Time is when kubegcd saw the change.
+	Time time.Time `json:"time"`
+	// Event is one of the History* events.
+	Event string `json:"event"`
+	// OwnerReferences, Finalizers and DeletionTimestamp are the object's
+	// after the change (on deleted, its last); lists are empty rather
+	// than null.
+	OwnerReferences   []ObjectOwnerRef `json:"ownerReferences"`
+	Finalizers        []string         `json:"finalizers"`
+	DeletionTimestamp *time.Time       `json:"deletionTimestamp"`
+	// Holder is a Lease's holderIdentity after the change ("" when none);
+	// absent for other kinds.
+	Holder *string `json:"holder,omitempty"`
+	// HolderSince is, on a Lease's created and holder-changed items, since
+	// when its holder held it (acquireTime, or renewTime when it renewed a
+	// lapsed lease).
+	HolderSince *time.Time `json:"holderSince,omitempty"`
+	// LapsedAt is, on a Lease's holder-changed item, when the lease had
+	// run out before (its previous renewTime plus leaseDurationSeconds), if
+	// a watch saw it run out.
+	LapsedAt *time.Time `json:"lapsedAt,omitempty"`
+}

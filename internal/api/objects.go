@@ -1,0 +1,129 @@
+package api
+
+import "time"
+
+// Object is an object's metadata as kubegcd mirrors it: /objects lists
+// them, and /objects/{uid} shows one.
+type Object struct {
+	// UID is the key of /objects/{uid}.
+	UID        string `json:"uid"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Namespace is empty for a cluster-scoped object.
+	Namespace       string `json:"namespace"`
+	Name            string `json:"name"`
+	ResourceVersion string `json:"resourceVersion"`
+	// CreationTimestamp is null when the object did not say.
+	CreationTimestamp *time.Time `json:"creationTimestamp"`
+	// DeletionTimestamp is when its deletion was asked for; null while it
+	// is not being deleted.
+	DeletionTimestamp *time.Time `json:"deletionTimestamp"`
+	// Finalizers are its finalizers, in its order; an empty list when it
+	// has none.
+	Finalizers []string `json:"finalizers"`
+	// OwnerReferences are its ownerReferences, in its order; an empty list
+	// when it has none.
+	OwnerReferences []ObjectOwnerRef `json:"ownerReferences"`
+}
+
+// Target names the object as a decision would.
+func (o *Object) Target() Target {
+	return Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
+}
+
+// ObjectOwnerRef is an ownerReference as an object's own answers show it
+// (/objects, /objects/{uid} and its history): unlike OwnerRef, a field the
+// reference leaves unset is null rather than absent.
+type ObjectOwnerRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	// Controller marks the managing controller; null when unset.
+	Controller *bool `json:"controller"`
+	// BlockOwnerDeletion makes a foreground deletion of the owner wait
+	// for this dependent; null when unset.
+	BlockOwnerDeletion *bool `json:"blockOwnerDeletion"`
+}
+
+// Lookup is the answer of /objects: the objects of a kind, and of a
+// namespace and name when asked, sorted by namespace, name, API group and
+// UID.
+type Lookup struct {
+	Items []Object `json:"items"`
+	// Truncated: more objects matched than ?limit= allowed; absent when
+	// not.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// How the mirror shows an object's owner (OwnerStatus.State). Only
+// present and being-deleted hold the dependent (ownergc calls them solid);
+// the others make the reference dangling or waiting.
+const (
+	OwnerPresent = "present"
+	// OwnerMissing: the mirror holds no object of that UID. It is only
+	// suspected absent: ownergc confirms with a live GET before it acts.
+	OwnerMissing      = "missing"
+	OwnerBeingDeleted = "being-deleted"
+	// OwnerDeletingDependents: being deleted in the foreground.
+	OwnerDeletingDependents = "deleting-dependents"
+	// OwnerOtherNamespace: the UID is mirrored in another namespace.
+	OwnerOtherNamespace = "other-namespace"
+	// OwnerNameMismatch: the UID is mirrored under another kind or name.
+	OwnerNameMismatch = "name-mismatch"
+)
+
+// OwnerStatus is one of an object's ownerReferences with what the mirror
+// shows of that owner.
+type OwnerStatus struct {
+	// UID, APIVersion, Kind and Name are the reference's.
+	UID        string `json:"uid"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Namespace is where the owner is or, when missing, where it would
+	// have to be (empty for a cluster-scoped kind).
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// State is one of the Owner* states.
+	State string `json:"state"`
+}
+
+// Owner is an owner as /objects/{uid} shows it.
+type Owner struct {
+	OwnerStatus
+	// NeverSeen marks a missing owner that neither history nor audit
+	// knows: a reference dangling from the start, whose own
+	// /objects/{uid}/history is a 404. Absent when false.
+	NeverSeen bool `json:"neverSeen,omitempty"`
+}
+
+// Dependent is an object whose ownerReferences name a given owner.
+type Dependent struct {
+	UID        string `json:"uid"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	// BlockOwnerDeletion: one of its references to the owner blocks the
+	// owner's foreground deletion.
+	BlockOwnerDeletion bool `json:"blockOwnerDeletion"`
+}
+
+// RecentHistory is the latest of an object's history.
+type RecentHistory struct {
+	// Items are the latest changes kubegcd saw, oldest first.
+	Items []HistoryItem `json:"items"`
+	// Truncated: there are older ones, which ObjectLinks.History lists.
+	Truncated bool `json:"truncated"`
+}
+
+// ObjectLinks are the endpoints that say more about an object: paths of
+// this API, escaped.
+type ObjectLinks struct {
+	// History is its /objects/{uid}/history.
+	History string `json:"history"`
+	// Cascade is its /objects/{uid}/cascade.
+	Cascade string `json:"cascade"`
+	// Graph is /graph?uid= of it.
+	Graph string `json:"graph"`
+}
