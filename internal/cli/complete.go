@@ -12,8 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // completionTimeout bounds a completion's wait for kubegcd: the shell
@@ -195,7 +194,7 @@ func (e *env) completeRule(cmd *cobra.Command, args []string, toComplete string)
 	var out []cobra.Completion
 	switch args[0] {
 	case "lint":
-		for _, r := range diagnose.Rules {
+		for _, r := range api.LintRules {
 			if strings.HasPrefix(strings.ToUpper(r.ID), strings.ToUpper(toComplete)) {
 				out = append(out, cobra.CompletionWithDesc(r.ID, r.Name+" ("+r.Severity+")"))
 			}
@@ -207,7 +206,7 @@ func (e *env) completeRule(cmd *cobra.Command, args []string, toComplete string)
 				q.Set(param, v)
 			}
 		}
-		var page struct{ Items []db.AuditEntry }
+		var page api.AuditList
 		if !e.getJSON(cmd, "/audit", q, &page) {
 			return nil, noFiles
 		}

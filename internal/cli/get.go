@@ -15,9 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
-	"github.com/kubegcd/kubegcd/internal/gcrules"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 const getHelp = `Lists what kubegcd holds (pending), decided (audit), or found (stuck,
@@ -94,9 +92,9 @@ func getCommand(e *env) *cobra.Command {
 	fs.StringVar(&f.severity, "severity", "", "only findings of this severity: error, warning or info")
 	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending and audit (default: 1000 pending, 100 audit, the API's for the others)")
 	for name, values := range map[string][]string{
-		"controller": append(slices.Clone(gcrules.Controllers), db.ControllerKubegcd, db.ControllerOperator),
-		"outcome":    {"applied", "dry-run", "failed", "conflict", "not-found", "skipped"},
-		"severity":   {"error", "warning", "info"},
+		"controller": append(slices.Clone(api.Controllers), api.ControllerKubegcd, api.ControllerOperator),
+		"outcome":    api.Outcomes,
+		"severity":   {api.SeverityError, api.SeverityWarning, api.SeverityInfo},
 	} {
 		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
@@ -246,13 +244,8 @@ func addRow(t *table, f *getFlags, namespace string, cells ...string) {
 	t.add(cells...)
 }
 
-type pendingItem struct {
-	db.Pending
-	TimeLeft string `json:"timeLeft"`
-}
-
 func pendingTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
-	var a struct{ Items []pendingItem }
+	var a api.PendingList
 	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, 0, err
 	}
@@ -272,7 +265,7 @@ func pendingTable(body []byte, f *getFlags, now time.Time) (*table, int, error) 
 }
 
 func auditTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
-	var a struct{ Items []db.AuditEntry }
+	var a api.AuditList
 	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, 0, err
 	}
@@ -300,7 +293,7 @@ func auditTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 }
 
 func stuckTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
-	var a struct{ Items []diagnose.StuckItem }
+	var a api.StuckList
 	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, 0, err
 	}
@@ -327,7 +320,7 @@ func stuckTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 }
 
 // blockerText names what a blocker is, in a few words.
-func blockerText(b diagnose.Blocker) string {
+func blockerText(b api.Blocker) string {
 	switch {
 	case b.Finalizer != "":
 		return "finalizer " + b.Finalizer
@@ -347,7 +340,7 @@ func blockerText(b diagnose.Blocker) string {
 }
 
 func lintTable(body []byte, f *getFlags, _ time.Time) (*table, int, error) {
-	var a diagnose.LintReport
+	var a api.LintReport
 	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, 0, err
 	}
@@ -367,19 +360,13 @@ func lintTable(body []byte, f *getFlags, _ time.Time) (*table, int, error) {
 	return t, len(a.Items), nil
 }
 
-type leaseItem struct {
-	diagnose.Lease
-	HolderChanges []diagnose.HolderChange `json:"holderChanges"`
-	Gaps          []diagnose.LeaseGap     `json:"gaps"`
-}
-
 func leasesTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
-	var a struct{ Items []leaseItem }
+	var a api.LeaseList
 	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, 0, err
 	}
 	// Expired first: those are the ones to look at.
-	slices.SortStableFunc(a.Items, func(x, y leaseItem) int {
+	slices.SortStableFunc(a.Items, func(x, y api.LeaseItem) int {
 		switch {
 		case x.Expired == y.Expired:
 			return 0

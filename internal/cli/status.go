@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	kubehttp "github.com/kubegcd/kubegcd/internal/http"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 const statusHelp = `Shows what kubegcd is doing: its version, whether the mirror is synced,
@@ -22,26 +22,6 @@ the resources mirrored with their object counts; -o json or yaml prints the
 API's /status answer.
 
 ` + connHelp
-
-// statusAnswer is /status's answer as status prints it.
-type statusAnswer struct {
-	Version        string                      `json:"version"`
-	StartedAt      time.Time                   `json:"startedAt"`
-	Synced         bool                        `json:"synced"`
-	Enforcement    *kubehttp.EnforcementStatus `json:"enforcement"`
-	Leader         bool                        `json:"leader"`
-	LeaderElection *kubehttp.LeaderStatus      `json:"leaderElection"`
-	Objects        int64                       `json:"objects"`
-	Resources      []struct {
-		Group    string `json:"group"`
-		Version  string `json:"version"`
-		Resource string `json:"resource"`
-		Kind     string `json:"kind"`
-		Synced   bool   `json:"synced"`
-		Objects  int64  `json:"objects"`
-	} `json:"resources"`
-	Controllers []kubehttp.ControllerStatus `json:"controllers"`
-}
 
 func statusCommand(e *env) *cobra.Command {
 	var conn connFlags
@@ -61,7 +41,7 @@ func status(ctx context.Context, e *env, conn *connFlags, output string, args []
 	if err != nil {
 		return err
 	}
-	var st statusAnswer
+	var st api.Status
 	body, err := c.GetJSON(ctx, "/status", nil, &st)
 	if err != nil {
 		return err
@@ -72,7 +52,7 @@ func status(ctx context.Context, e *env, conn *connFlags, output string, args []
 	return printStatus(e.stdout, &st, redacted(c.Server), output == outWide, e.now())
 }
 
-func printStatus(w io.Writer, st *statusAnswer, server string, wide bool, now time.Time) error {
+func printStatus(w io.Writer, st *api.Status, server string, wide bool, now time.Time) error {
 	synced := "synced"
 	if !st.Synced {
 		synced = "not synced yet"
