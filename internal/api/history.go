@@ -41,3 +41,19 @@ type HistoryItem struct {
 	// a watch saw it run out.
 	LapsedAt *time.Time `json:"lapsedAt,omitempty"`
 }
+
+// ObjectHistory is the answer of /objects/{uid}/history: an object's
+// lifecycle and the decisions about it, also after it is gone.
+type ObjectHistory struct {
+	// Target is the object as its latest history item names it; null when
+	// only audit rows know it.
+	Target *Target `json:"target"`
+	// Items are the changes kubegcd saw, oldest first.
+	Items []HistoryItem `json:"items"`
+	// Audit holds the decisions about the object, newest first, as /audit
+	// shows them, at most 100.
+	Audit []AuditEntry `json:"audit"`
+	// AuditTruncated: there are more audit rows; /audit?uid= pages
+	// through them. Absent when not.
+	AuditTruncated bool `json:"auditTruncated,omitempty"`
+}

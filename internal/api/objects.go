@@ -127,3 +127,35 @@ type ObjectLinks struct {
 	// Graph is /graph?uid= of it.
 	Graph string `json:"graph"`
 }
+
+// ObjectDetail is the answer of /objects/{uid}: what kubegcd knows around
+// one object, and why it is, or is not, pending.
+type ObjectDetail struct {
+	Object Object `json:"object"`
+	// Owners are its ownerReferences' owners as the mirror shows them, in
+	// its order.
+	Owners []Owner `json:"owners"`
+	// Dependents are the objects whose ownerReferences name it, by
+	// namespace, kind, name and UID; at most 1,000.
+	Dependents []Dependent `json:"dependents"`
+	// DependentsTruncated: there are more dependents than listed; /graph
+	// lists them all. Absent when not.
+	DependentsTruncated bool `json:"dependentsTruncated,omitempty"`
+	// Pending are the decisions pending about it, oldest first, as
+	// /pending shows them (without TimeLeft).
+	Pending []Pending `json:"pending"`
+	// RecentAudit are the latest audit rows about it, newest first, at
+	// most 20; /audit?uid= pages through all of them.
+	RecentAudit []AuditEntry `json:"recentAudit"`
+	// Why says in words why it is, or is not, pending, and what holds its
+	// deletion and what lint finds, when anything does.
+	Why string `json:"why"`
+	// Stuck is its deletion as /stuck shows it; null when it is not being
+	// deleted.
+	Stuck *StuckItem `json:"stuck"`
+	// Lint holds the /lint findings about its own ownerReferences.
+	Lint []LintFinding `json:"lint"`
+	// History is the latest of its history.
+	History RecentHistory `json:"history"`
+	Links   ObjectLinks   `json:"links"`
+}

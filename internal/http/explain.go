@@ -14,24 +14,21 @@ import (
 // latest; its history link lists them all.
 const objectHistoryLimit = 20
 
-// objectExplanationJSON is what /objects/{uid} shows of the other
-// diagnoses, so that one answer says why the object is, or is not, gone.
-type objectExplanationJSON struct {
-	// Stuck is the object's deletion as /stuck shows it; null when it is
-	// not being deleted.
-	Stuck *diagnose.StuckItem `json:"stuck"`
-	// Lint holds the /lint findings about its own ownerReferences.
-	Lint    []diagnose.Finding `json:"lint"`
-	History api.RecentHistory  `json:"history"`
-	Links   api.ObjectLinks    `json:"links"`
+// objectExplanation is what /objects/{uid} shows of the other diagnoses,
+// so that one answer says why the object is, or is not, gone.
+type objectExplanation struct {
+	Stuck   *api.StuckItem
+	Lint    []api.LintFinding
+	History api.RecentHistory
+	Links   api.ObjectLinks
 }
 
 // explainObject reads what /stuck, /lint and /objects/{uid}/history know of
 // o: each an indexed lookup by its UID.
-func (s *server) explainObject(ctx context.Context, o *db.Object) (objectExplanationJSON, error) {
+func (s *server) explainObject(ctx context.Context, o *db.Object) (objectExplanation, error) {
 	path := "/objects/" + url.PathEscape(o.UID)
-	out := objectExplanationJSON{
-		Lint: []diagnose.Finding{},
+	out := objectExplanation{
+		Lint: []api.LintFinding{},
 		Links: api.ObjectLinks{History: path + "/history", Cascade: path + "/cascade",
 			Graph: "/graph?uid=" + url.QueryEscape(o.UID)},
 	}

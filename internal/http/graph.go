@@ -242,20 +242,6 @@ func dotQuote(s string) string {
 	return b.String()
 }
 
-// objectDetailJSON is the answer of /objects/{uid}.
-type objectDetailJSON struct {
-	Object     api.Object      `json:"object"`
-	Owners     []api.Owner     `json:"owners"`
-	Dependents []api.Dependent `json:"dependents"`
-	// DependentsTruncated: there are more dependents than listed; /graph
-	// lists them all.
-	DependentsTruncated bool            `json:"dependentsTruncated,omitempty"`
-	Pending             []db.Pending    `json:"pending"`
-	RecentAudit         []db.AuditEntry `json:"recentAudit"`
-	Why                 string          `json:"why"`
-	objectExplanationJSON
-}
-
 // objectReadFailed answers a failed read of object uid — a JSON 404 when
 // the mirror does not hold it, else an internal error — and reports
 // whether it did.
@@ -314,12 +300,31 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 // objectDetailOf is the answer of /objects/{uid}: det as the mirror holds
 // it, with its owners' states and whether they were seen, the latest audit
 // rows about it, why it is or is not pending, and the other diagnoses.
-func objectDetailOf(det *db.ObjectDetail, owners []api.Owner, audit []db.AuditEntry, why string, expl objectExplanationJSON) objectDetailJSON {
-	out := objectDetailJSON{Object: objectOf(det.Object), Owners: owners, Dependents: make([]api.Dependent, len(det.Dependents)),
-		DependentsTruncated: det.DependentsTruncated, Pending: det.Pending, RecentAudit: audit, Why: why, objectExplanationJSON: expl}
+func objectDetailOf(det *db.ObjectDetail, owners []api.Owner, audit []db.AuditEntry, why string, expl objectExplanation) api.ObjectDetail {
+	out := api.ObjectDetail{Object: objectOf(det.Object), Owners: owners, Dependents: make([]api.Dependent, len(det.Dependents)),
+		DependentsTruncated: det.DependentsTruncated, Why: why, Stuck: expl.Stuck, Lint: expl.Lint, History: expl.History, Links: expl.Links}
 	for i, d := range det.Dependents {
 		out.Dependents[i] = api.Dependent{UID: d.UID, APIVersion: d.APIVersion, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name,
 			BlockOwnerDeletion: d.BlockOwnerDeletion}
+	}
+	if det.Pending != nil {
+		out.Pending = make([]api.Pending, len(det.Pending))
+	}
+	for i, p := range det.Pending {
+		out.Pending[i] = pendingOf(p)
+	}
+	out.RecentAudit = auditEntriesOf(audit)
+	return out
+}
+
+// auditEntriesOf maps audit rows to the API, null for null.
+func auditEntriesOf(audit []db.AuditEntry) []api.AuditEntry {
+	if audit == nil {
+		return nil
+	}
+	out := make([]api.AuditEntry, len(audit))
+	for i, e := range audit {
+		out[i] = auditEntryOf(e)
 	}
 	return out
 }

@@ -17,20 +17,6 @@ import (
 // /audit?uid= pages through all of them.
 const historyAuditLimit = 100
 
-// objectHistoryJSON is the answer of /objects/{uid}/history.
-type objectHistoryJSON struct {
-	// Target is the object as its latest history row names it; null when
-	// only audit rows know it.
-	Target *api.Target `json:"target"`
-	// Items are the changes kubegcd saw, oldest first.
-	Items []api.HistoryItem `json:"items"`
-	// Audit holds the decisions about the object, newest first, as /audit
-	// shows them; AuditTruncated says there are more (page with
-	// /audit?uid=).
-	Audit          []db.AuditEntry `json:"audit"`
-	AuditTruncated bool            `json:"auditTruncated,omitempty"`
-}
-
 // objectHistory serves GET /objects/{uid}/history: the object's lifecycle
 // and the decisions about it, also after it is gone.
 func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
@@ -60,8 +46,8 @@ func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
 
 // objectHistoryOf is the answer of /objects/{uid}/history: the history of
 // uid, oldest first, and the audit rows about it, newest first.
-func objectHistoryOf(uid string, entries []db.HistoryEntry, audit []db.AuditEntry, auditTruncated bool) objectHistoryJSON {
-	out := objectHistoryJSON{Items: make([]api.HistoryItem, len(entries)), Audit: audit, AuditTruncated: auditTruncated}
+func objectHistoryOf(uid string, entries []db.HistoryEntry, audit []db.AuditEntry, auditTruncated bool) api.ObjectHistory {
+	out := api.ObjectHistory{Items: make([]api.HistoryItem, len(entries)), Audit: auditEntriesOf(audit), AuditTruncated: auditTruncated}
 	for i, e := range entries {
 		out.Items[i] = historyItemOf(e)
 	}

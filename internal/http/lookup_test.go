@@ -95,7 +95,7 @@ func TestLookup(t *testing.T) {
 		Items []api.Object `json:"items"`
 	}
 	getJSON(t, srv, "/objects?kind=ConfigMap&namespace=a&name=B&apiVersion=v1", 200, &b)
-	var detail objectDetailJSON
+	var detail api.ObjectDetail
 	getJSON(t, srv, "/objects/uid-B", 200, &detail)
 	if len(b.Items) != 1 || !reflect.DeepEqual(detail.Object, b.Items[0]) {
 		t.Errorf("lookup summary (-want +got):\n%s", diff.Diff(detail.Object, b.Items))
