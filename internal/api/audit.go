@@ -37,7 +37,7 @@ type AuditEntry struct {
 
 // AuditList is the answer of GET /audit: newest first.
 type AuditList struct {
-	// Items are the decisions of this page; null when none matched.
+	// Items are the decisions of this page; [] when none matched.
 	Items []AuditEntry `json:"items"`
 	// Next is the cursor of the following (older) page, for ?cursor=;
 	// empty at the end.

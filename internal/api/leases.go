@@ -15,6 +15,7 @@ var LeaseRoles = []string{LeaseRoleLeaderElection, LeaseRoleNodeHeartbeat, Lease
 // Lease is a Lease of the inventory: what the cluster holds of it, its role,
 // and its expiry as of the answer.
 type Lease struct {
+	// Namespace, Name and UID name the Lease.
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	UID       string `json:"uid"`
@@ -41,14 +42,17 @@ type Lease struct {
 type HolderChange struct {
 	// Holder is the holder's identity; empty when the lease was released.
 	Holder string `json:"holder"`
-	// Since is null when the Lease gave no acquireTime.
+	// Since is when the holder took the lease; null when the Lease gave
+	// no acquireTime.
 	Since *time.Time `json:"since"`
-	Seen  time.Time  `json:"seen"`
+	// Seen is when kubegcd saw the change.
+	Seen time.Time `json:"seen"`
 }
 
 // LeaseGap is a time when a Lease had no live holder: it ran out before
 // anyone renewed or took it, or its holder released it.
 type LeaseGap struct {
+	// From is when the last holder's lease ran out or was released.
 	From time.Time `json:"from"`
 	// To is null while the gap lasts.
 	To *time.Time `json:"to"`
@@ -66,5 +70,6 @@ type LeaseItem struct {
 
 // LeaseList is the answer of GET /leases, by namespace and name.
 type LeaseList struct {
+	// Items are the Leases that ?namespace= and ?expired= kept.
 	Items []LeaseItem `json:"items"`
 }

@@ -48,8 +48,9 @@ type ResourceStatus struct {
 	Version  string `json:"version"`
 	Resource string `json:"resource"`
 	// Kind is the kind of its objects.
-	Kind       string `json:"kind"`
-	Namespaced bool   `json:"namespaced"`
+	Kind string `json:"kind"`
+	// Namespaced: its objects live in namespaces.
+	Namespaced bool `json:"namespaced"`
 	// Synced: its watch has listed once.
 	Synced bool `json:"synced"`
 	// Objects counts its objects in the mirror.

@@ -39,7 +39,9 @@ type StuckItem struct {
 
 // Condition is a status condition as the Kubernetes API shows it.
 type Condition struct {
-	Type   string `json:"type"`
+	// Type names the condition, such as NamespaceContentRemaining.
+	Type string `json:"type"`
+	// Status is "True", "False" or "Unknown".
 	Status string `json:"status"`
 	// Reason is a word, Message a sentence; both may be absent.
 	Reason  string `json:"reason,omitempty"`
@@ -48,6 +50,7 @@ type Condition struct {
 
 // StuckList is the answer of GET /stuck, oldest deletion first.
 type StuckList struct {
+	// Items are the deletions at least MinAge old, oldest first.
 	Items []StuckItem `json:"items"`
 	// Truncated: more deletions matched than ?limit= allowed.
 	Truncated bool `json:"truncated"`
