@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 const cascadeHelp = `Previews what deleting an object with a propagation policy would take
@@ -46,7 +46,7 @@ func (f *objectFlags) cascade(ctx context.Context, e *env, propagation string, a
 	if err != nil {
 		return err
 	}
-	var p diagnose.Cascade
+	var p api.Cascade
 	body, err := c.GetJSON(ctx, "/objects/"+url.PathEscape(o.UID)+"/cascade", url.Values{"propagation": {propagation}}, &p)
 	if err != nil {
 		return err
@@ -57,8 +57,8 @@ func (f *objectFlags) cascade(ctx context.Context, e *env, propagation string, a
 	return printCascade(e.stdout, &p, o, propagation, f.output == outWide)
 }
 
-func printCascade(w io.Writer, p *diagnose.Cascade, o *objectSummary, propagation string, wide bool) error {
-	fmt.Fprintf(w, "Deleting %s with propagation %s would touch %d objects", o.target(), propagation, p.Total)
+func printCascade(w io.Writer, p *api.Cascade, o *api.Object, propagation string, wide bool) error {
+	fmt.Fprintf(w, "Deleting %s with propagation %s would touch %d objects", o.Target(), propagation, p.Total)
 	var parts []string
 	for _, kind := range slices.Sorted(maps.Keys(p.ByKind)) {
 		for _, action := range slices.Sorted(maps.Keys(p.ByKind[kind])) {

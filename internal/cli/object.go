@@ -6,11 +6,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // objectRef is an object as kubectl names one: KIND/NAME or KIND NAME,
@@ -41,31 +40,13 @@ func parseObjectRef(args []string) (objectRef, error) {
 	return r, nil
 }
 
-// objectSummary is an object as /objects lists it.
-type objectSummary struct {
-	UID               string        `json:"uid"`
-	APIVersion        string        `json:"apiVersion"`
-	Kind              string        `json:"kind"`
-	Namespace         string        `json:"namespace"`
-	Name              string        `json:"name"`
-	CreationTimestamp *time.Time    `json:"creationTimestamp"`
-	DeletionTimestamp *time.Time    `json:"deletionTimestamp"`
-	Finalizers        []string      `json:"finalizers"`
-	OwnerReferences   []db.OwnerRef `json:"ownerReferences"`
-}
-
-func (o *objectSummary) target() db.Target {
-	return db.Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
-}
-
-type lookupAnswer struct {
-	Items []objectSummary `json:"items"`
-}
+// lookupAnswer is the answer of /objects, which completions read too.
+type lookupAnswer = api.Lookup
 
 // resolve finds the one object ref names, in namespace when given, else in
 // any: a name several namespaces or API groups hold is an error that says
 // how to pick one, as is a kind the mirror does not know.
-func resolve(ctx context.Context, c *Client, prog string, ref objectRef, namespace string) (*objectSummary, error) {
+func resolve(ctx context.Context, c *Client, prog string, ref objectRef, namespace string) (*api.Object, error) {
 	q := url.Values{"kind": {ref.kind}, "name": {ref.name}}
 	if namespace != "" {
 		q.Set("namespace", namespace)
@@ -134,7 +115,7 @@ func (f *objectFlags) register(cmd *cobra.Command, outputs ...string) {
 
 // resolveObject is the start of every command about one object: the
 // reference parsed, a client, and the object found.
-func (f *objectFlags) resolveObject(ctx context.Context, e *env, args []string) (*Client, *objectSummary, error) {
+func (f *objectFlags) resolveObject(ctx context.Context, e *env, args []string) (*Client, *api.Object, error) {
 	ref, err := parseObjectRef(args)
 	if err != nil {
 		return nil, nil, err

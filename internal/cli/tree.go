@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 const treeHelp = `Draws an object's ownership tree, as kubectl tree does: its owners above
@@ -74,15 +74,15 @@ func (f *objectFlags) tree(ctx context.Context, e *env, at string, args []string
 	if f.output != outTree {
 		return printRaw(e.stdout, f.output, body)
 	}
-	var g db.Graph
+	var g api.Graph
 	if err := json.Unmarshal(body, &g); err != nil {
 		return fmt.Errorf("GET /graph: the answer is not the JSON expected: %w", err)
 	}
-	if !slices.ContainsFunc(g.Nodes, func(n db.GraphNode) bool { return n.UID == o.UID }) {
+	if !slices.ContainsFunc(g.Nodes, func(n api.GraphNode) bool { return n.UID == o.UID }) {
 		// An object without owners or dependents is no vertex of the graph:
 		// it is drawn as the mirror shows it now, or, with --at, as its
 		// history shows it then, if it existed then.
-		n := db.GraphNode{UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace,
+		n := api.GraphNode{UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace,
 			Name: o.Name, BeingDeleted: o.DeletionTimestamp != nil}
 		if !when.IsZero() {
 			if n, err = nodeAt(ctx, c, o, when); err != nil {
@@ -97,22 +97,12 @@ func (f *objectFlags) tree(ctx context.Context, e *env, at string, args []string
 	return printTree(e.stdout, &g, o.UID, useColor(e.stdout, e.lookupEnv))
 }
 
-// historyAnswer is what nodeAt reads of /objects/{uid}/history.
-type historyAnswer struct {
-	Items []struct {
-		Time              time.Time  `json:"time"`
-		Event             string     `json:"event"`
-		Finalizers        []string   `json:"finalizers"`
-		DeletionTimestamp *time.Time `json:"deletionTimestamp"`
-	} `json:"items"`
-}
-
 // nodeAt is o as its history shows it at time at, or an error saying that
 // it did not exist then.
-func nodeAt(ctx context.Context, c *Client, o *objectSummary, at time.Time) (db.GraphNode, error) {
-	var h historyAnswer
+func nodeAt(ctx context.Context, c *Client, o *api.Object, at time.Time) (api.GraphNode, error) {
+	var h api.ObjectHistory
 	if _, err := c.GetJSON(ctx, "/objects/"+url.PathEscape(o.UID)+"/history", nil, &h); err != nil {
-		return db.GraphNode{}, err
+		return api.GraphNode{}, err
 	}
 	name := o.Kind + " " + o.Name
 	if o.Namespace != "" {
@@ -127,15 +117,15 @@ func nodeAt(ctx context.Context, c *Client, o *objectSummary, at time.Time) (db.
 	}
 	switch {
 	case len(h.Items) == 0:
-		return db.GraphNode{}, fmt.Errorf("%s: kubegcd's history does not know it at %s", name, stamp(at))
+		return api.GraphNode{}, fmt.Errorf("%s: kubegcd's history does not know it at %s", name, stamp(at))
 	case i < 0:
-		return db.GraphNode{}, fmt.Errorf("%s did not exist at %s: kubegcd's history first saw it at %s",
+		return api.GraphNode{}, fmt.Errorf("%s did not exist at %s: kubegcd's history first saw it at %s",
 			name, stamp(at), stamp(h.Items[0].Time))
-	case h.Items[i].Event == db.HistoryDeleted:
-		return db.GraphNode{}, fmt.Errorf("%s did not exist at %s: it was deleted at %s", name, stamp(at), stamp(h.Items[i].Time))
+	case h.Items[i].Event == api.HistoryDeleted:
+		return api.GraphNode{}, fmt.Errorf("%s did not exist at %s: it was deleted at %s", name, stamp(at), stamp(h.Items[i].Time))
 	}
 	it := h.Items[i]
-	n := db.GraphNode{UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
+	n := api.GraphNode{UID: o.UID, APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
 		BeingDeleted: it.DeletionTimestamp != nil}
 	n.DeletingDependents = n.BeingDeleted && slices.Contains(it.Finalizers, "foregroundDeletion")
 	return n, nil
@@ -150,13 +140,13 @@ type treeLine struct {
 // buildTree lays the graph out from root's topmost owners down: along the
 // way to root only the owners on it, from root every dependent. An object
 // with two owners on the way shows under each, as kubectl tree does.
-func buildTree(g *db.Graph, root string) []treeLine {
-	nodes := map[string]db.GraphNode{}
+func buildTree(g *api.Graph, root string) []treeLine {
+	nodes := map[string]api.GraphNode{}
 	for _, n := range g.Nodes {
 		nodes[n.UID] = n
 	}
-	owners := map[string][]db.GraphEdge{}
-	dependents := map[string][]db.GraphEdge{}
+	owners := map[string][]api.GraphEdge{}
+	dependents := map[string][]api.GraphEdge{}
 	for _, e := range g.Edges {
 		owners[e.Dependent] = append(owners[e.Dependent], e)
 		dependents[e.Owner] = append(dependents[e.Owner], e)
@@ -166,7 +156,7 @@ func buildTree(g *db.Graph, root string) []treeLine {
 		return n.Kind + "/" + n.Name
 	}
 	for _, es := range dependents {
-		slices.SortFunc(es, func(a, b db.GraphEdge) int {
+		slices.SortFunc(es, func(a, b api.GraphEdge) int {
 			return cmp.Or(cmp.Compare(label(a.Dependent), label(b.Dependent)), cmp.Compare(a.Dependent, b.Dependent))
 		})
 	}
@@ -196,8 +186,8 @@ func buildTree(g *db.Graph, root string) []treeLine {
 
 	var lines []treeLine
 	onPath := map[string]bool{}
-	var walk func(uid string, edge *db.GraphEdge, prefix, branch string, below bool)
-	walk = func(uid string, edge *db.GraphEdge, prefix, branch string, below bool) {
+	var walk func(uid string, edge *api.GraphEdge, prefix, branch string, below bool)
+	walk = func(uid string, edge *api.GraphEdge, prefix, branch string, below bool) {
 		n := nodes[uid]
 		below = below || uid == root
 		l := treeLine{namespace: n.Namespace, name: prefix + branch + label(uid), state: nodeState(n), root: uid == root}
@@ -214,7 +204,7 @@ func buildTree(g *db.Graph, root string) []treeLine {
 		lines = append(lines, l)
 		onPath[uid] = true
 		defer delete(onPath, uid)
-		var next []db.GraphEdge
+		var next []api.GraphEdge
 		for _, e := range dependents[uid] {
 			if below || above[e.Dependent] || e.Dependent == root {
 				next = append(next, e)
@@ -241,7 +231,7 @@ func buildTree(g *db.Graph, root string) []treeLine {
 	return lines
 }
 
-func nodeState(n db.GraphNode) string {
+func nodeState(n api.GraphNode) string {
 	switch {
 	case n.Missing || n.Virtual:
 		return "missing"
@@ -253,7 +243,7 @@ func nodeState(n db.GraphNode) string {
 	return "exists"
 }
 
-func edgeFlags(e db.GraphEdge) string {
+func edgeFlags(e api.GraphEdge) string {
 	var flags []string
 	if e.Controller {
 		flags = append(flags, "controller")
@@ -285,7 +275,7 @@ func stateColor(state string) string {
 
 // printTree aligns the lines itself rather than through tabwriter, which
 // would count the colours' escape codes as width.
-func printTree(w io.Writer, g *db.Graph, root string, color bool) error {
+func printTree(w io.Writer, g *api.Graph, root string, color bool) error {
 	lines := buildTree(g, root)
 	header := treeLine{namespace: "NAMESPACE", name: "NAME", edge: "OWNER REF", state: "STATE"}
 	nsW, nameW, edgeW := 0, 0, 0

@@ -6,22 +6,22 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 func TestPrintTree(t *testing.T) {
-	node := func(uid, kind, name string) db.GraphNode {
-		return db.GraphNode{UID: uid, APIVersion: "v1", Kind: kind, Namespace: "ns", Name: name}
+	node := func(uid, kind, name string) api.GraphNode {
+		return api.GraphNode{UID: uid, APIVersion: "v1", Kind: kind, Namespace: "ns", Name: name}
 	}
 	deleting := node("rs", "ReplicaSet", "web-1")
 	deleting.BeingDeleted = true
-	ghost := db.GraphNode{UID: "ghost", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "ghost", Missing: true, Virtual: true}
+	ghost := api.GraphNode{UID: "ghost", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "ghost", Missing: true, Virtual: true}
 	// deploy → rs → pod-a, pod-b; pod-b also owned by a missing ConfigMap;
 	// cfg owns cfg2 which owns cfg again (a cycle), away from rs.
-	g := &db.Graph{
-		Nodes: []db.GraphNode{node("deploy", "Deployment", "web"), deleting, node("pod-a", "Pod", "web-1-a"),
+	g := &api.Graph{
+		Nodes: []api.GraphNode{node("deploy", "Deployment", "web"), deleting, node("pod-a", "Pod", "web-1-a"),
 			node("pod-b", "Pod", "web-1-b"), ghost, node("other", "ConfigMap", "other")},
-		Edges: []db.GraphEdge{
+		Edges: []api.GraphEdge{
 			{Dependent: "rs", Owner: "deploy", Controller: true, BlockOwnerDeletion: true},
 			{Dependent: "pod-b", Owner: "rs", Controller: true},
 			{Dependent: "pod-a", Owner: "rs", Controller: true},
@@ -63,9 +63,9 @@ func TestPrintTree(t *testing.T) {
 }
 
 func TestPrintTreeCycleAndColour(t *testing.T) {
-	g := &db.Graph{
-		Nodes: []db.GraphNode{{UID: "a", Kind: "ConfigMap", Name: "a"}, {UID: "b", Kind: "ConfigMap", Name: "b", Missing: true}},
-		Edges: []db.GraphEdge{{Dependent: "b", Owner: "a"}, {Dependent: "a", Owner: "b"}},
+	g := &api.Graph{
+		Nodes: []api.GraphNode{{UID: "a", Kind: "ConfigMap", Name: "a"}, {UID: "b", Kind: "ConfigMap", Name: "b", Missing: true}},
+		Edges: []api.GraphEdge{{Dependent: "b", Owner: "a"}, {Dependent: "a", Owner: "b"}},
 	}
 	var b bytes.Buffer
 	if err := printTree(&b, g, "a", true); err != nil {

@@ -10,8 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 const whyHelp = `Explains in words what kubegcd knows of one object: its owners and their
@@ -25,19 +24,6 @@ every namespace is searched, and a name found in several is an error.
 -o json or yaml prints the API's /objects/{uid} answer.
 
 ` + connHelp
-
-// objectDetail is /objects/{uid}'s answer, as far as why prints it.
-type objectDetail struct {
-	Object              objectSummary          `json:"object"`
-	Owners              []diagnose.OwnerStatus `json:"owners"`
-	Dependents          []db.DependentInfo     `json:"dependents"`
-	DependentsTruncated bool                   `json:"dependentsTruncated"`
-	Pending             []db.Pending           `json:"pending"`
-	RecentAudit         []db.AuditEntry        `json:"recentAudit"`
-	Why                 string                 `json:"why"`
-	Stuck               *diagnose.StuckItem    `json:"stuck"`
-	Lint                []diagnose.Finding     `json:"lint"`
-}
 
 // whyMaxDependents is how many dependents why names; the count is whole.
 const whyMaxDependents = 10
@@ -55,7 +41,7 @@ func (f *objectFlags) why(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var d objectDetail
+	var d api.ObjectDetail
 	body, err := c.GetJSON(ctx, "/objects/"+url.PathEscape(o.UID), nil, &d)
 	if err != nil {
 		return err
@@ -66,9 +52,9 @@ func (f *objectFlags) why(ctx context.Context, e *env, args []string) error {
 	return printWhy(e.stdout, &d, e.now())
 }
 
-func printWhy(w io.Writer, d *objectDetail, now time.Time) error {
+func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 	o := &d.Object
-	fmt.Fprintf(w, "%s (%s)\n", o.target(), o.APIVersion)
+	fmt.Fprintf(w, "%s (%s)\n", o.Target(), o.APIVersion)
 	fmt.Fprintf(w, "  uid:      %s\n", o.UID)
 	fmt.Fprintf(w, "  created:  %s\n", ago(o.CreationTimestamp, now))
 	if o.DeletionTimestamp != nil {
@@ -105,7 +91,7 @@ func printWhy(w io.Writer, d *objectDetail, now time.Time) error {
 		if dep.BlockOwnerDeletion {
 			flag = " (blockOwnerDeletion)"
 		}
-		fmt.Fprintf(w, "  %s%s\n", db.Target{Kind: dep.Kind, Namespace: dep.Namespace, Name: dep.Name}, flag)
+		fmt.Fprintf(w, "  %s%s\n", api.Target{Kind: dep.Kind, Namespace: dep.Namespace, Name: dep.Name}, flag)
 	}
 
 	if len(d.Pending) > 0 {
@@ -148,7 +134,7 @@ func printWhy(w io.Writer, d *objectDetail, now time.Time) error {
 }
 
 // printBlockers prints the chain of blockers as an indented list.
-func printBlockers(w io.Writer, bs []diagnose.Blocker, indent string) {
+func printBlockers(w io.Writer, bs []api.Blocker, indent string) {
 	for _, b := range bs {
 		text := blockerText(b)
 		if b.Reason != "" && text != b.Reason {
