@@ -48,22 +48,24 @@ const (
 )
 
 // AuditEntry is one decision in the history.
+// The API shows it as api.AuditEntry.
 type AuditEntry struct {
-	ID         int64           `json:"id"`
-	Time       time.Time       `json:"time"`
-	Instance   string          `json:"instance"`
-	Controller string          `json:"controller"`
-	Rule       string          `json:"rule"`
-	Action     string          `json:"action"`
-	Target     Target          `json:"target"`
-	Facts      json.RawMessage `json:"facts,omitempty"`
-	Reason     string          `json:"reason"`
-	DryRun     bool            `json:"dryRun"`
-	Outcome    string          `json:"outcome"`
-	Error      string          `json:"error"`
+	ID         int64
+	Time       time.Time
+	Instance   string
+	Controller string
+	Rule       string
+	Action     string
+	Target     Target
+	// Facts are the rule's facts as JSON, stored as they are.
+	Facts   json.RawMessage
+	Reason  string
+	DryRun  bool
+	Outcome string
+	Error   string
 	// IntentID is the intent this row settles (see Intent): writing the
 	// row resolves it, in the same transaction.
-	IntentID int64 `json:"-"`
+	IntentID int64
 }
 
 // InsertAudit appends an entry and sets its id.
@@ -314,17 +316,18 @@ func (d Decisions) PruneAudit(ctx context.Context, cutoff time.Time) (int64, err
 }
 
 // Pending is a decision a controller holds and has not (yet) applied.
+// The API shows it as api.Pending.
 type Pending struct {
-	Controller string    `json:"controller"`
-	Rule       string    `json:"rule"`
-	Action     string    `json:"action"`
-	Reason     string    `json:"reason"`
-	Since      time.Time `json:"since"`
+	Controller string
+	Rule       string
+	Action     string
+	Reason     string
+	Since      time.Time
 	// NotBefore, when set, is the earliest time the decision may be acted
 	// on: the end of a quarantine or of a back-off.
-	NotBefore       *time.Time `json:"notBefore,omitempty"`
-	Target          Target     `json:"target"`
-	ResourceVersion string     `json:"-"`
+	NotBefore       *time.Time
+	Target          Target
+	ResourceVersion string
 }
 
 // UpsertPending records p and reports whether it is a new decision: not
