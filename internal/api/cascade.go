@@ -35,6 +35,7 @@ type Cascade struct {
 
 // CascadeItem is what the garbage collector would do to one object.
 type CascadeItem struct {
+	// Target is the object acted on.
 	Target Target `json:"target"`
 	// Action is one of the Cascade* actions.
 	Action string `json:"action"`

@@ -22,14 +22,21 @@ type Graph struct {
 
 // GraphNode is one object of the graph.
 type GraphNode struct {
-	UID        string `json:"uid"`
+	// UID is the object's, or the UID ownerReferences name.
+	UID string `json:"uid"`
+	// APIVersion is the object's, or, when it is missing, its first
+	// reference's.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	// Kind is the object's, or, when it is missing, its first
+	// reference's.
+	Kind string `json:"kind"`
 	// Namespace is empty for a cluster-scoped object. An owner that is
 	// not mirrored takes its first dependent's when its kind is
 	// namespaced, as it could only be there; else none.
 	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	// Name is the object's, or, when it is missing, its first
+	// reference's.
+	Name string `json:"name"`
 	// Missing: the mirror does not hold the object, which only
 	// ownerReferences name (their kind and name are the first
 	// reference's).

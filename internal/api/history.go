@@ -23,12 +23,15 @@ type HistoryItem struct {
 	Time time.Time `json:"time"`
 	// Event is one of the History* events.
 	Event string `json:"event"`
-	// OwnerReferences, Finalizers and DeletionTimestamp are the object's
-	// after the change (on deleted, its last); lists are empty rather
-	// than null.
-	OwnerReferences   []ObjectOwnerRef `json:"ownerReferences"`
-	Finalizers        []string         `json:"finalizers"`
-	DeletionTimestamp *time.Time       `json:"deletionTimestamp"`
+	// OwnerReferences are the object's after the change (on deleted, its
+	// last); an empty list when it has none.
+	OwnerReferences []ObjectOwnerRef `json:"ownerReferences"`
+	// Finalizers are the object's after the change; an empty list when it
+	// has none.
+	Finalizers []string `json:"finalizers"`
+	// DeletionTimestamp is the object's after the change; null while it
+	// is not being deleted.
+	DeletionTimestamp *time.Time `json:"deletionTimestamp"`
 	// Holder is a Lease's holderIdentity after the change ("" when none);
 	// absent for other kinds.
 	Holder *string `json:"holder,omitempty"`

@@ -6,12 +6,16 @@ import "time"
 // them, and /objects/{uid} shows one.
 type Object struct {
 	// UID is the key of /objects/{uid}.
-	UID        string `json:"uid"`
+	UID string `json:"uid"`
+	// APIVersion is group/version, or version alone for the core group.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	// Kind is the object's kind, such as Deployment.
+	Kind string `json:"kind"`
 	// Namespace is empty for a cluster-scoped object.
-	Namespace       string `json:"namespace"`
-	Name            string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Name is the object's name.
+	Name string `json:"name"`
+	// ResourceVersion is the object's as kubegcd last saw it.
 	ResourceVersion string `json:"resourceVersion"`
 	// CreationTimestamp is null when the object did not say.
 	CreationTimestamp *time.Time `json:"creationTimestamp"`
@@ -35,10 +39,14 @@ func (o *Object) Target() Target {
 // (/objects, /objects/{uid} and its history): unlike OwnerRef, a field the
 // reference leaves unset is null rather than absent.
 type ObjectOwnerRef struct {
+	// APIVersion is the owner's, as the reference gives it.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
+	// Kind is the owner's, as the reference gives it.
+	Kind string `json:"kind"`
+	// Name is the owner's, as the reference gives it.
+	Name string `json:"name"`
+	// UID is the owner's, as the reference gives it.
+	UID string `json:"uid"`
 	// Controller marks the managing controller; null when unset.
 	Controller *bool `json:"controller"`
 	// BlockOwnerDeletion makes a foreground deletion of the owner wait
@@ -50,6 +58,7 @@ type ObjectOwnerRef struct {
 // namespace and name when asked, sorted by namespace, name, API group and
 // UID.
 type Lookup struct {
+	// Items are the objects found; an empty list when none is.
 	Items []Object `json:"items"`
 	// Truncated: more objects matched than ?limit= allowed; absent when
 	// not.
@@ -76,20 +85,25 @@ const (
 // OwnerStatus is one of an object's ownerReferences with what the mirror
 // shows of that owner.
 type OwnerStatus struct {
-	// UID, APIVersion, Kind and Name are the reference's.
-	UID        string `json:"uid"`
+	// UID is the reference's.
+	UID string `json:"uid"`
+	// APIVersion is the reference's.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	// Kind is the reference's.
+	Kind string `json:"kind"`
 	// Namespace is where the owner is or, when missing, where it would
 	// have to be (empty for a cluster-scoped kind).
 	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	// Name is the reference's.
+	Name string `json:"name"`
 	// State is one of the Owner* states.
 	State string `json:"state"`
 }
 
 // Owner is an owner as /objects/{uid} shows it.
 type Owner struct {
+	// OwnerStatus is the reference and its owner's state; its fields are
+	// Owner's own in JSON.
 	OwnerStatus
 	// NeverSeen marks a missing owner that neither history nor audit
 	// knows: a reference dangling from the start, whose own
@@ -99,11 +113,16 @@ type Owner struct {
 
 // Dependent is an object whose ownerReferences name a given owner.
 type Dependent struct {
-	UID        string `json:"uid"`
+	// UID is the dependent's.
+	UID string `json:"uid"`
+	// APIVersion is the dependent's.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace"`
-	Name       string `json:"name"`
+	// Kind is the dependent's.
+	Kind string `json:"kind"`
+	// Namespace is the dependent's; empty for a cluster-scoped one.
+	Namespace string `json:"namespace"`
+	// Name is the dependent's.
+	Name string `json:"name"`
 	// BlockOwnerDeletion: one of its references to the owner blocks the
 	// owner's foreground deletion.
 	BlockOwnerDeletion bool `json:"blockOwnerDeletion"`
@@ -131,6 +150,7 @@ type ObjectLinks struct {
 // ObjectDetail is the answer of /objects/{uid}: what kubegcd knows around
 // one object, and why it is, or is not, pending.
 type ObjectDetail struct {
+	// Object is the object as the mirror holds it.
 	Object Object `json:"object"`
 	// Owners are its ownerReferences' owners as the mirror shows them, in
 	// its order.
@@ -157,5 +177,6 @@ type ObjectDetail struct {
 	Lint []LintFinding `json:"lint"`
 	// History is the latest of its history.
 	History RecentHistory `json:"history"`
-	Links   ObjectLinks   `json:"links"`
+	// Links are the endpoints that say more about it.
+	Links ObjectLinks `json:"links"`
 }
