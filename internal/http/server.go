@@ -380,8 +380,9 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 		Authentication: s.authentication(), InsecureUnauthenticated: s.InsecureUnauthenticated,
 		Controllers: []api.ControllerStatus{}}
 	if s.Tokens != nil {
-		st := s.Tokens.Status()
-		out.AuthTokenFile = &api.TokenFileStatus{Tokens: st.Tokens, SkippedLines: st.SkippedLines, Error: st.Error, Since: st.Since}
+		// A conversion, so that the two cannot drift apart unnoticed.
+		st := api.TokenFileStatus(s.Tokens.Status())
+		out.AuthTokenFile = &st
 	}
 	if s.Applier != nil {
 		st := s.Applier.Status()
