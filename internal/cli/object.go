@@ -40,7 +40,7 @@ func parseObjectRef(args []string) (objectRef, error) {
 	return r, nil
 }
 
-// lookupAnswer is the answer of /objects, which completions read too.
+// lookupAnswer is complete.go's name for the answer of /objects.
 type lookupAnswer = api.Lookup
 
 // resolve finds the one object ref names, in namespace when given, else in
@@ -51,13 +51,13 @@ func resolve(ctx context.Context, c *Client, prog string, ref objectRef, namespa
 	if namespace != "" {
 		q.Set("namespace", namespace)
 	}
-	var found lookupAnswer
+	var found api.Lookup
 	if _, err := c.GetJSON(ctx, "/objects", q, &found); err != nil {
 		return nil, err
 	}
 	if len(found.Items) == 0 {
 		// Without the name: is the kind unknown, or the object?
-		var any lookupAnswer
+		var any api.Lookup
 		if _, err := c.GetJSON(ctx, "/objects", url.Values{"kind": {ref.kind}, "limit": {"1"}}, &any); err != nil {
 			return nil, err
 		}
