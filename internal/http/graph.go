@@ -357,11 +357,11 @@ func (s *server) ownersSeen(ctx context.Context, owners []diagnose.OwnerStatus) 
 
 // actionPhrases say what a pending action does to the object.
 var actionPhrases = map[string]string{
-	"delete":             "delete it",
-	"remove-owner-refs":  "remove owner references from it",
-	"unblock-owner-refs": "make its owner references non-blocking",
-	"remove-finalizer":   "remove a finalizer from it",
-	"keep":               "keep it",
+	api.ActionDelete:          "delete it",
+	api.ActionRemoveOwnerRefs: "remove owner references from it",
+	api.ActionUnblockRefs:     "make its owner references non-blocking",
+	api.ActionRemoveFinalizer: "remove a finalizer from it",
+	api.ActionKeep:            "keep it",
 }
 
 // dryRunDecision returns ownergc's newest audit row about an object when
