@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
@@ -212,7 +212,7 @@ func TestStuckNamespace(t *testing.T) {
 		if b := finalizerBlocker(nsItem.Blockers, "kubernetes"); b == nil || !strings.HasSuffix(b.Reason, "(spec.finalizers)") {
 			return fmt.Errorf("no mirrored spec finalizer kubernetes: %+v", nsItem.Blockers)
 		}
-		if !slices.ContainsFunc(nsItem.Conditions, func(c db.Condition) bool {
+		if !slices.ContainsFunc(nsItem.Conditions, func(c api.Condition) bool {
 			return c.Type == "NamespaceFinalizersRemaining" && c.Status == "True" && strings.Contains(c.Message, "example.com/hold") &&
 				strings.Contains(c.Message, "e2e.kubegcd.io/keep")
 		}) {
