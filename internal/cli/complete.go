@@ -148,7 +148,7 @@ func (e *env) completeNames(cmd *cobra.Command, kind, prefix string) []cobra.Com
 	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
 		q.Set("namespace", ns)
 	}
-	var found lookupAnswer
+	var found api.Lookup
 	if !e.getJSON(cmd, "/objects", q, &found) {
 		return nil
 	}
@@ -170,7 +170,7 @@ func (e *env) completeNames(cmd *cobra.Command, kind, prefix string) []cobra.Com
 
 // completeNamespace completes -n with the namespaces the mirror holds.
 func (e *env) completeNamespace(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var found lookupAnswer
+	var found api.Lookup
 	if !e.getJSON(cmd, "/objects", url.Values{"kind": {"namespaces"}, "limit": {strconv.Itoa(completionNames)}}, &found) {
 		return nil, noFiles
 	}

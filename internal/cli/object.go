@@ -40,9 +40,6 @@ func parseObjectRef(args []string) (objectRef, error) {
 	return r, nil
 }
 
-// lookupAnswer is complete.go's name for the answer of /objects.
-type lookupAnswer = api.Lookup
-
 // resolve finds the one object ref names, in namespace when given, else in
 // any: a name several namespaces or API groups hold is an error that says
 // how to pick one, as is a kind the mirror does not know.

@@ -13,17 +13,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 type pendingPage struct {
-	Items []db.Pending `json:"items"`
-	Next  string       `json:"next"`
+	Items []api.Pending `json:"items"`
+	Next  string        `json:"next"`
 }
 
 type auditPage struct {
-	Items []db.AuditEntry `json:"items"`
-	Next  string          `json:"next"`
+	Items []api.AuditEntry `json:"items"`
+	Next  string           `json:"next"`
 }
 
 // TestPendingAndAuditAPI runs in dry-run, so it may run beside others.
@@ -80,7 +80,7 @@ func TestPendingAndAuditAPI(t *testing.T) {
 	// Paged two at a time by the cursor, either way: each decision once, in
 	// since order.
 	for _, order := range []string{"", "oldest", "newest"} {
-		var seen []db.Pending
+		var seen []api.Pending
 		cursor := ""
 		for page := 0; ; page++ {
 			var p pendingPage
@@ -104,7 +104,7 @@ func TestPendingAndAuditAPI(t *testing.T) {
 	}
 
 	// The audit history, paged two at a time, newest first.
-	var seen []db.AuditEntry
+	var seen []api.AuditEntry
 	cursor := ""
 	for page := 0; ; page++ {
 		var p auditPage

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -47,7 +48,7 @@ type cascadeFate struct {
 // cascadePreview asks kubegcd what deleting o with propagation would do, and
 // returns it with the items reduced to fates (depth 0 when !depths); an
 // error, a 404 among them while the mirror has not seen o yet.
-func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*diagnose.Cascade, map[string]cascadeFate, error) {
+func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*api.Cascade, map[string]cascadeFate, error) {
 	path := "/objects/" + url.PathEscape(string(o.uid)) + "/cascade?propagation=" + propagation
 	code, body, err := s.d.Get(path)
 	if err != nil || code != http.StatusOK {
@@ -70,7 +71,7 @@ func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*diag
 
 // waitCascadePreview waits until the mirror holds the whole tree, that is until
 // the preview is want, and returns it.
-func (s *scenario) waitCascadePreview(o obj, propagation string, want map[string]cascadeFate) *diagnose.Cascade {
+func (s *scenario) waitCascadePreview(o obj, propagation string, want map[string]cascadeFate) *api.Cascade {
 	s.t.Helper()
 	var c *diagnose.Cascade
 	eventually(s.t, 20*time.Second, func() error {

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // TestDryRunForegroundReasonSaysWhatEnforceWouldDo: an owner deleted in the
@@ -45,9 +45,9 @@ func TestDryRunForegroundReasonSaysWhatEnforceWouldDo(t *testing.T) {
 	}
 	d := daemons.Start(t, "", "--controllers=ownergc", "--dry-run=true")
 
-	var row db.AuditEntry
+	var row api.AuditEntry
 	eventually(t, 60*time.Second, func() error {
-		var out struct{ Items []db.AuditEntry }
+		var out struct{ Items []api.AuditEntry }
 		d.GetJSON(t, "/audit?controller=ownergc&uid="+string(owner.UID), http.StatusOK, &out)
 		for _, r := range out.Items {
 			if r.Action == "remove-finalizer" {

@@ -15,12 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 type explainReply struct {
-	Stuck   *diagnose.StuckItem `json:"stuck"`
-	Lint    []diagnose.Finding  `json:"lint"`
+	Stuck   *api.StuckItem    `json:"stuck"`
+	Lint    []api.LintFinding `json:"lint"`
 	History struct {
 		Items []struct {
 			Event             string     `json:"event"`

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -367,7 +368,7 @@ func (s *scenario) decisions(dry bool) map[auditKey]bool {
 }
 
 // audit lists the ownergc audit rows about the scenario's objects.
-func (s *scenario) audit() []db.AuditEntry {
+func (s *scenario) audit() []api.AuditEntry {
 	s.t.Helper()
 	s.needKubegcd()
 	mine := map[string]bool{}
@@ -375,10 +376,10 @@ func (s *scenario) audit() []db.AuditEntry {
 		mine[string(o.uid)] = true
 	}
 	var page struct {
-		Items []db.AuditEntry
+		Items []api.AuditEntry
 	}
 	s.d.GetJSON(s.t, "/audit?controller=ownergc&limit=1000", 200, &page)
-	var out []db.AuditEntry
+	var out []api.AuditEntry
 	for _, e := range page.Items {
 		if mine[e.Target.UID] {
 			out = append(out, e)
@@ -388,10 +389,10 @@ func (s *scenario) audit() []db.AuditEntry {
 }
 
 // auditFor lists the rows about one object.
-func (s *scenario) auditFor(o obj) []db.AuditEntry {
+func (s *scenario) auditFor(o obj) []api.AuditEntry {
 	s.t.Helper()
 	s.needKubegcd()
-	var page struct{ Items []db.AuditEntry }
+	var page struct{ Items []api.AuditEntry }
 	s.d.GetJSON(s.t, "/audit?uid="+url.QueryEscape(string(o.uid)), 200, &page)
 	return page.Items
 }

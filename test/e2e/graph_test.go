@@ -18,14 +18,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 type graphJSON struct {
-	Nodes     []db.GraphNode `json:"nodes"`
-	Edges     []db.GraphEdge `json:"edges"`
-	Truncated bool           `json:"truncated"`
+	Nodes     []api.GraphNode `json:"nodes"`
+	Edges     []api.GraphEdge `json:"edges"`
+	Truncated bool            `json:"truncated"`
 }
 
 type graphObjectDetail struct {
@@ -41,8 +42,8 @@ type graphObjectDetail struct {
 	} `json:"object"`
 	Owners      []diagnose.OwnerStatus `json:"owners"`
 	Dependents  []db.DependentInfo     `json:"dependents"`
-	Pending     []db.Pending           `json:"pending"`
-	RecentAudit []db.AuditEntry        `json:"recentAudit"`
+	Pending     []api.Pending          `json:"pending"`
+	RecentAudit []api.AuditEntry       `json:"recentAudit"`
 	Why         string                 `json:"why"`
 }
 
@@ -121,12 +122,12 @@ func TestGraphAndObjects(t *testing.T) {
 				t.Errorf("node %+v: identity wrong", n)
 			}
 		}
-		want1 := db.GraphNode{UID: string(ghost), APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "never",
+		want1 := api.GraphNode{UID: string(ghost), APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "never",
 			Missing: true, Virtual: true}
 		if n := graphFindNode(g, string(ghost)); n != want1 {
 			t.Errorf("missing owner node %+v, want %+v", n, want1)
 		}
-		wantEdges := map[db.GraphEdge]bool{
+		wantEdges := map[api.GraphEdge]bool{
 			{Dependent: string(mid), Owner: string(top), Controller: true, BlockOwnerDeletion: true}: true,
 			{Dependent: string(leaf), Owner: string(mid), BlockOwnerDeletion: true}:                  true,
 			{Dependent: string(otherDep), Owner: string(otherOwner)}:                                 true,
@@ -306,13 +307,13 @@ func graphNodeUIDs(g graphJSON) []string {
 	return out
 }
 
-func graphFindNode(g graphJSON, uid string) db.GraphNode {
+func graphFindNode(g graphJSON, uid string) api.GraphNode {
 	for _, n := range g.Nodes {
 		if n.UID == uid {
 			return n
 		}
 	}
-	return db.GraphNode{}
+	return api.GraphNode{}
 }
 
 // TestWhyAfterDryRunRemoval: in dry-run, ownergc's decision to remove a

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -31,7 +32,7 @@ type historyJSON struct {
 		Finalizers        []string   `json:"finalizers"`
 		DeletionTimestamp *time.Time `json:"deletionTimestamp"`
 	} `json:"items"`
-	Audit []db.AuditEntry `json:"audit"`
+	Audit []api.AuditEntry `json:"audit"`
 }
 
 // events lists a history as "event owner,owner…" lines.

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
@@ -216,7 +217,7 @@ func TestStorageVersionGC(t *testing.T) {
 			t.Errorf("the real apiserver %s's entry of %s changed:\nbefore %s\nafter  %s", real, name, e, after[name])
 		}
 	}
-	var audit struct{ Items []db.AuditEntry }
+	var audit struct{ Items []api.AuditEntry }
 	d.GetJSON(t, "/audit?controller=svgc", 200, &audit)
 	got := map[string]string{}
 	for _, r := range audit.Items {
@@ -243,9 +244,9 @@ func TestStorageVersionGCDryRun(t *testing.T) {
 	d.WaitReady(t, 60*time.Second)
 	deleteLease(t, "kube-system", "kube-apiserver-dry1")
 	eventually(t, 20*time.Second, func() error {
-		var p struct{ Items []db.Pending }
+		var p struct{ Items []api.Pending }
 		d.GetJSON(t, "/pending?controller=svgc", 200, &p)
-		var a struct{ Items []db.AuditEntry }
+		var a struct{ Items []api.AuditEntry }
 		d.GetJSON(t, "/audit?controller=svgc", 200, &a)
 		for _, r := range a.Items {
 			if r.Target.Name == "e2e.kubegcd.io.sprockets" && r.Rule == "KG-06-02" && r.Action == "delete" && r.DryRun &&
@@ -262,7 +263,7 @@ func TestStorageVersionGCDryRun(t *testing.T) {
 	// leaves /pending.
 	identityLease(t, "kube-apiserver-dry1")
 	eventually(t, 20*time.Second, func() error {
-		var p struct{ Items []db.Pending }
+		var p struct{ Items []api.Pending }
 		d.GetJSON(t, "/pending?controller=svgc", 200, &p)
 		for _, it := range p.Items {
 			if it.Target.Name == "e2e.kubegcd.io.sprockets" && it.Action == "delete" {
@@ -366,7 +367,7 @@ func collected(t *testing.T, ns, name string, ins ...*instance) string {
 			if err != nil {
 				return err
 			}
-			var a struct{ Items []db.AuditEntry }
+			var a struct{ Items []api.AuditEntry }
 			if err := json.Unmarshal(b, &a); err != nil {
 				return err
 			}
@@ -489,10 +490,10 @@ func TestLeaseInventory(t *testing.T) {
 		holder  string
 	}
 	want := map[string]row{
-		"kube-system/" + real:            {diagnose.LeaseRoleAPIServerIdentity, false, ""}, // holder: any
-		"kube-system/kubegcd-inventory":  {diagnose.LeaseRoleLeaderElection, false, st.LeaderElection.Identity},
-		"kube-node-lease/e2e-node-fresh": {diagnose.LeaseRoleNodeHeartbeat, false, "e2e-node-fresh"},
-		"kube-node-lease/e2e-node-stale": {diagnose.LeaseRoleNodeHeartbeat, true, "e2e-node-stale"},
+		"kube-system/" + real:            {api.LeaseRoleAPIServerIdentity, false, ""}, // holder: any
+		"kube-system/kubegcd-inventory":  {api.LeaseRoleLeaderElection, false, st.LeaderElection.Identity},
+		"kube-node-lease/e2e-node-fresh": {api.LeaseRoleNodeHeartbeat, false, "e2e-node-fresh"},
+		"kube-node-lease/e2e-node-stale": {api.LeaseRoleNodeHeartbeat, true, "e2e-node-stale"},
 	}
 	eventually(t, 20*time.Second, func() error {
 		var out struct{ Items []diagnose.Lease }

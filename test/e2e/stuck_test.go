@@ -34,8 +34,8 @@ import (
 const stuckTimeout = 60 * time.Second
 
 type stuckReply struct {
-	Items     []diagnose.StuckItem `json:"items"`
-	Truncated bool                 `json:"truncated"`
+	Items     []api.StuckItem `json:"items"`
+	Truncated bool            `json:"truncated"`
 }
 
 func getStuck(t *testing.T, d *daemon, query string) stuckReply {
@@ -46,7 +46,7 @@ func getStuck(t *testing.T, d *daemon, query string) stuckReply {
 }
 
 // stuckItem returns the item of /stuck about kind/name, or nil.
-func (r stuckReply) item(kind, name string) *diagnose.StuckItem {
+func (r stuckReply) item(kind, name string) *api.StuckItem {
 	for i := range r.Items {
 		if r.Items[i].Target.Kind == kind && r.Items[i].Target.Name == name {
 			return &r.Items[i]
@@ -281,7 +281,7 @@ func TestStuckForegroundChain(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var item *diagnose.StuckItem
+	var item *api.StuckItem
 	eventually(t, stuckTimeout, func() error {
 		got := getStuck(t, d, "minAge=0&namespace="+ns)
 		if item = got.item("ConfigMap", "owner"); item == nil {
@@ -473,7 +473,7 @@ func TestStuckDiscoveryFailure(t *testing.T) {
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	discoveryBlocker := func() (*diagnose.StuckItem, *diagnose.Blocker) {
+	discoveryBlocker := func() (*api.StuckItem, *diagnose.Blocker) {
 		it := getStuck(t, d, "minAge=0&kind=Namespace&namespace="+ns).item("Namespace", ns)
 		if it == nil {
 			return nil, nil

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // TestTreeAtShowsWhatTheAPIShows: `kubegcd tree --at` draws what /graph?at=
@@ -34,9 +34,9 @@ func TestTreeAtShowsWhatTheAPIShows(t *testing.T) {
 	}
 	d := daemons.Start(t, "", "--dry-run=true", "--controllers=ttl")
 	d.WaitReady(t, 60*time.Second)
-	graphAt := func(at time.Time) db.Graph {
+	graphAt := func(at time.Time) api.Graph {
 		t.Helper()
-		var g db.Graph
+		var g api.Graph
 		d.GetJSON(t, "/graph?uid="+string(owner.UID)+"&at="+url.QueryEscape(at.UTC().Format(time.RFC3339Nano)), http.StatusOK, &g)
 		return g
 	}

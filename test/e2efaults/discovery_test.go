@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
@@ -102,7 +103,7 @@ func TestAggregatedAPIDiscoveryFails(t *testing.T) {
 				if !cmExists(t, ns, name, uid) {
 					return fmt.Errorf("%s, whose owner cannot be resolved, was deleted", name)
 				}
-				var obj struct{ Lint []diagnose.Finding }
+				var obj struct{ Lint []api.LintFinding }
 				d.GetJSON(t, "/objects/"+string(uid), 200, &obj)
 				if len(obj.Lint) != 1 || obj.Lint[0].Rule != diagnose.RuleOwnerKindUnserved.ID || !strings.Contains(obj.Lint[0].Message, want) {
 					return fmt.Errorf("/objects/%s: lint %+v, want %s saying %q", uid, obj.Lint, diagnose.RuleOwnerKindUnserved.ID, want)

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
@@ -150,9 +151,9 @@ func pending(t *testing.T, d *e2eutil.Daemon, controller string) []pendingItem {
 	return out.Items
 }
 
-func audit(t *testing.T, d *e2eutil.Daemon, query string) []db.AuditEntry {
+func audit(t *testing.T, d *e2eutil.Daemon, query string) []api.AuditEntry {
 	t.Helper()
-	var out struct{ Items []db.AuditEntry }
+	var out struct{ Items []api.AuditEntry }
 	d.GetJSON(t, "/audit?limit=1000&"+query, 200, &out)
 	return out.Items
 }
