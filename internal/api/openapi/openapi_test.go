@@ -1,0 +1,83 @@
+package openapi
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// TestDocumentIsValid31: an OpenAPI 3.1 loader and validator accept the
+// document, and it has every route of the API.
+func TestDocumentIsValid31(t *testing.T) {
+	b, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("openapi %q, want 3.1", doc.OpenAPI)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/status", "/graph", "/pending", "/audit", "/objects", "/objects/{uid}",
+		"/objects/{uid}/cascade", "/objects/{uid}/history", "/stuck", "/lint", "/leases", "/overview",
+		"/enforcement/release", "/healthz", "/readyz", "/openapi/v3"} {
+		if doc.Paths.Find(path) == nil {
+			t.Errorf("no path %s", path)
+		}
+	}
+}
+
+// TestSchemasCarryComments: a type's and a field's doc comment are their
+// schema's description, and a pointer written without omitempty may be
+// null.
+func TestSchemasCarryComments(t *testing.T) {
+	b, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Components struct {
+			Schemas map[string]struct {
+				Description string                     `json:"description"`
+				Properties  map[string]json.RawMessage `json:"properties"`
+				Required    []string                   `json:"required"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ schema, property, want string }{
+		{"Status", "", "is the answer of GET /status"},
+		{"Status", "version", "kubegcd's version"},
+		{"AuditEntry", "outcome", "one of the Outcome* names"},
+		{"Object", "deletionTimestamp", `"type":"null"`},
+		{"Lease", "", ""},
+		{"LeaseItem", "holderIdentity", `"type":"null"`},
+	} {
+		s, ok := d.Components.Schemas[tc.schema]
+		if tc.want == "" {
+			continue
+		}
+		if !ok {
+			t.Errorf("no schema %s", tc.schema)
+			continue
+		}
+		got := s.Description
+		if tc.property != "" {
+			got = strings.ReplaceAll(string(s.Properties[tc.property]), " ", "")
+			got = strings.ReplaceAll(got, "\n", "")
+		}
+		if !strings.Contains(got, strings.ReplaceAll(tc.want, " ", "")) && !strings.Contains(got, tc.want) {
+			t.Errorf("%s.%s: %s does not say %s", tc.schema, tc.property, got, tc.want)
+		}
+	}
+}
