@@ -1,7 +1,8 @@
 // Command gendocs writes kubegcd's man pages, one per command, and its
 // Markdown references (docs/flags.md, docs/cli.md, docs/metrics.md), from
 // the commands, their flags and the metrics' descriptors, so that they
-// never drift from --help and /metrics.
+// never drift from --help and /metrics; and docs/openapi.json, the
+// document GET /openapi/v3 serves.
 //
 //	go run ./hack/gendocs [--dir bin/man]
 //	go run ./hack/gendocs --markdown docs
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra/doc"
 	flag "github.com/spf13/pflag"
 
+	"github.com/kubegcd/kubegcd/internal/api/openapi"
 	"github.com/kubegcd/kubegcd/internal/app"
 )
 
@@ -56,7 +58,7 @@ func parseArgs(args []string) (options, error) {
 	fs := flag.NewFlagSet("gendocs", flag.ContinueOnError)
 	fs.StringVar(&o.man, "dir", "bin/man", "directory to write the man pages (section 1) into")
 	fs.StringVar(&o.markdown, "markdown", "",
-		"directory to write flags.md, cli.md and metrics.md into (metrics.md keeps what lies outside its generated part); "+
+		"directory to write flags.md, cli.md, metrics.md and openapi.json into (metrics.md keeps what lies outside its generated part); "+
 			"the man pages are then written only when --dir is given")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -81,8 +83,9 @@ func writeManPages(dir string) error {
 	return doc.GenManTree(root, header, dir)
 }
 
-// markdownDocs are the references writeMarkdown writes, by file name.
-var markdownDocs = []string{"flags.md", "cli.md", "metrics.md"}
+// markdownDocs are the references writeMarkdown writes, by file name:
+// the Markdown ones and the API's OpenAPI document.
+var markdownDocs = []string{"flags.md", "cli.md", "metrics.md", "openapi.json"}
 
 // writeMarkdown writes each of markdownDocs into dir, rendered from what
 // the file holds now (see render).
@@ -118,6 +121,8 @@ func render(ctx context.Context, name string, old []byte) ([]byte, error) {
 		return cliDoc(), nil
 	case "metrics.md":
 		return metricsDoc(ctx, old)
+	case "openapi.json":
+		return openapi.JSON()
 	}
 	return nil, fmt.Errorf("no such reference")
 }

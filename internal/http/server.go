@@ -228,6 +228,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	r.Post("/enforcement/release", s.release)
 	r.Get("/stuck", s.stuck)
 	r.With(noQuery).Get("/overview", s.overview)
+	r.With(noQuery).Get("/openapi/v3", s.openAPI)
 	// Set on the inline router r, they land on root behind r's middlewares.
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
@@ -247,7 +248,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 // apiPrefixes are paths that belong to the JSON API: unknown paths under
 // them are JSON 404s instead of the UI.
 var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/lint", "/stuck", "/healthz", "/readyz", "/metrics", "/api", "/debug",
-	"/enforcement", "/overview"}
+	"/enforcement", "/overview", "/openapi"}
 
 // isAPIPath: path belongs to the JSON API, not to the UI's files.
 func isAPIPath(path string) bool {
