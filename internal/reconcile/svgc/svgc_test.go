@@ -121,30 +121,6 @@ func newHarness(t *testing.T, dryRun bool, objects ...runtime.Object) *harness {
 	return h
 }
 
-// metric returns the value of one of svgc's counters, with its labels.
-func (h *harness) metric(name string, labels ...string) float64 {
-	h.t.Helper()
-	families, err := h.reg.Gather()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			for i, l := range m.GetLabel() {
-				if 2*i+1 >= len(labels) || l.GetName() != labels[2*i] || l.GetValue() != labels[2*i+1] {
-					continue metrics
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 // writes returns the writes sent to StorageVersions, as "verb name".
 func (h *harness) writes() []string {
 	var out []string
@@ -189,7 +165,7 @@ func TestProcessStorageVersion(t *testing.T) {
 		if diff := cmp.Diff(want, got.Status); diff != "" {
 			t.Errorf("status (-want +got):\n%s", diff)
 		}
-		if n := h.metric("kubegcd_svgc_writes_total", "action", "remove-entries"); n != 1 {
+		if n := testutil.Metric(h.t, h.reg, "kubegcd_svgc_writes_total", "action", "remove-entries"); n != 1 {
 			t.Errorf("writes_total{action=remove-entries} %v, want 1", n)
 		}
 	})
@@ -213,7 +189,7 @@ func TestProcessStorageVersion(t *testing.T) {
 		if _, err := h.get(sv.Name); !apierrors.IsNotFound(err) {
 			t.Errorf("the StorageVersion is still there: %v", err)
 		}
-		if n := h.metric("kubegcd_svgc_writes_total", "action", "delete"); n != 1 {
+		if n := testutil.Metric(h.t, h.reg, "kubegcd_svgc_writes_total", "action", "delete"); n != 1 {
 			t.Errorf("writes_total{action=delete} %v, want 1", n)
 		}
 	})
@@ -268,7 +244,7 @@ func TestProcessStorageVersion(t *testing.T) {
 		if err := h.c.processStorageVersion(ctx, sv.Name); !apierrors.IsConflict(err) {
 			t.Errorf("processStorageVersion: %v, want a conflict", err)
 		}
-		if n := h.metric("kubegcd_svgc_writes_total", "action", "remove-entries"); n != 0 {
+		if n := testutil.Metric(h.t, h.reg, "kubegcd_svgc_writes_total", "action", "remove-entries"); n != 0 {
 			t.Errorf("writes_total{action=remove-entries} %v after a conflict", n)
 		}
 	})
@@ -288,7 +264,7 @@ func TestProcessStorageVersion(t *testing.T) {
 		if len(rows) != 1 || rows[0].Rule != "KG-06-02" || rows[0].Action != "delete" || rows[0].Target.UID != "uid-sv" {
 			t.Errorf("pending %+v, want one KG-06-02 delete", rows)
 		}
-		if n := h.metric("kubegcd_svgc_writes_total", "action", "delete"); n != 0 {
+		if n := testutil.Metric(h.t, h.reg, "kubegcd_svgc_writes_total", "action", "delete"); n != 0 {
 			t.Errorf("writes_total{action=delete} %v in dry-run", n)
 		}
 	})
@@ -406,7 +382,7 @@ func TestWork(t *testing.T) {
 		defer mu.Unlock()
 		return tries["fails"] == 3 && tries["ok"] == 1
 	})
-	if n := h.metric("kubegcd_svgc_errors_total"); n != 2 {
+	if n := testutil.Metric(h.t, h.reg, "kubegcd_svgc_errors_total"); n != 2 {
 		t.Errorf("errors_total %v, want 2", n)
 	}
 	if n := q.NumRequeues("fails"); n != 0 {
@@ -418,7 +394,7 @@ func TestWork(t *testing.T) {
 		defer mu.Unlock()
 		return tries["paused"] == 1
 	})
-	if n := h.metric("kubegcd_svgc_errors_total"); n != 2 {
+	if n := testutil.Metric(h.t, h.reg, "kubegcd_svgc_errors_total"); n != 2 {
 		t.Errorf("errors_total %v after a pause, want 2", n)
 	}
 	q.ShutDown()

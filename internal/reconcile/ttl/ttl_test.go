@@ -158,27 +158,6 @@ func newHarness(t *testing.T, nodes []db.NodeTTL, o harnessOptions) *harness {
 	return h
 }
 
-// metric returns the value of one of the controller's metrics.
-func (h *harness) metric(name string) float64 {
-	h.t.Helper()
-	families, err := h.reg.Gather()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		m := f.GetMetric()[0]
-		if m.GetCounter() != nil {
-			return m.GetCounter().GetValue()
-		}
-		return m.GetGauge().GetValue()
-	}
-	h.t.Fatalf("no metric %s", name)
-	return 0
-}
-
 func (h *harness) reconcile() {
 	h.t.Helper()
 	if err := h.c.Reconcile(context.Background()); err != nil {
@@ -249,13 +228,13 @@ func TestReconcileAnnotatesNodesNotAtTheBandsTTL(t *testing.T) {
 	if diff := cmp.Diff(want, h.patched()); diff != "" {
 		t.Errorf("patches (-want +got):\n%s", diff)
 	}
-	if got := h.metric("kubegcd_ttl_patches_total"); got != 3 {
+	if got := testutil.Metric(h.t, h.reg, "kubegcd_ttl_patches_total"); got != 3 {
 		t.Errorf("patches_total %v, want 3", got)
 	}
-	if got := h.metric("kubegcd_ttl_nodes"); got != 5 {
+	if got := testutil.Metric(h.t, h.reg, "kubegcd_ttl_nodes"); got != 5 {
 		t.Errorf("nodes %v, want 5", got)
 	}
-	if got := h.metric("kubegcd_ttl_seconds"); got != 0 {
+	if got := testutil.Metric(h.t, h.reg, "kubegcd_ttl_seconds"); got != 0 {
 		t.Errorf("seconds %v, want 0", got)
 	}
 	for _, name := range []string{"absent", "fifteen", "garbled"} {
@@ -302,10 +281,10 @@ func TestReconcileDryRunPending(t *testing.T) {
 	if diff := cmp.Diff(map[string][]string{"BR-19-02": {"absent"}}, h.pending()); diff != "" {
 		t.Errorf("pending once zero reads 015 (-want +got):\n%s", diff)
 	}
-	if got := h.metric("kubegcd_ttl_patches_total"); got != 0 {
+	if got := testutil.Metric(h.t, h.reg, "kubegcd_ttl_patches_total"); got != 0 {
 		t.Errorf("patches_total %v in dry-run", got)
 	}
-	if got := h.metric("kubegcd_ttl_seconds"); got != 15 {
+	if got := testutil.Metric(h.t, h.reg, "kubegcd_ttl_seconds"); got != 15 {
 		t.Errorf("seconds %v, want 15", got)
 	}
 }
@@ -405,7 +384,7 @@ func TestReconcileWriteFailures(t *testing.T) {
 		if got := len(h.client.Actions()); got != 2 {
 			t.Errorf("%d patches sent, want 2 (one per reconcile)", got)
 		}
-		if got := h.metric("kubegcd_ttl_patches_total"); got != 0 {
+		if got := testutil.Metric(h.t, h.reg, "kubegcd_ttl_patches_total"); got != 0 {
 			t.Errorf("patches_total %v after refusals", got)
 		}
 		if diff := cmp.Diff(map[string][]string{"BR-19-01": {"absent"}}, h.pending()); diff != "" {
