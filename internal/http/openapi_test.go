@@ -127,7 +127,7 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 	}{
 		{"/status", 200}, {"/healthz", 200}, {"/readyz", 200}, {"/openapi/v3", 200}, {"/overview", 200},
 		{"/pending", 200}, {"/pending?limit=0", 400}, {"/audit", 200}, {"/audit?outcome=x", 400},
-		{"/graph", 200}, {"/graph?uid=uid-A", 200}, {"/graph?namespace=a&limit=2", 200}, {"/graph?format=dot&uid=uid-A", 200},
+		{"/graph", 200}, {"/graph?uid=uid-A", 200}, {"/graph?namespace=a&limit=2", 200}, {"/graph?format=dot&uid=uid-A", 200}, {"/graph?uid=nope", 404},
 		{"/graph?uid=uid-D&at=" + time.Now().UTC().Format(time.RFC3339), 200},
 		{"/objects?kind=ConfigMap", 200}, {"/objects?kind=configmaps&namespace=a&name=A", 200}, {"/objects", 400},
 		{"/objects/uid-A", 200}, {"/objects/uid-B", 200}, {"/objects/uid-D", 200}, {"/objects/uid-G", 200}, {"/objects/nope", 404},

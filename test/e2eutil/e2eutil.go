@@ -117,6 +117,9 @@ func (o DaemonOptions) Start(t *testing.T, dbPath string, args ...string) *Daemo
 	if o.Client != nil {
 		d.URL, d.Client = "https://"+addr, o.Client
 	}
+	// Every answer the suites read through the daemon's client is checked
+	// against the API's OpenAPI document.
+	d.Client = ValidatingClient(t, d.Client)
 	full := append([]string{"run", "--kubeconfig", o.Kubeconfig, "--db", dbPath, "--listen", addr,
 		"--log-level", "debug"}, args...)
 	go func() { d.done <- app.Main(ctx, full, io.Discard, d.Logs) }()

@@ -55,7 +55,7 @@ var errorCodes = map[int]string{
 	400: "A query string, parameter or body the endpoint cannot take.",
 	401: "Authentication is on and the request carries no valid token or client certificate; WWW-Authenticate: Bearer says how.",
 	403: "The Host header names a host not allowed (--allowed-hosts).",
-	404: "An object the mirror and its history do not know.",
+	404: "What the request names is not there: an object the mirror and its history do not know (a uid), or, for a release, controllers (none run here).",
 	409: "Nothing is held.",
 	415: "The body is not sent as Content-Type: application/json.",
 	429: "More requests in flight than --max-requests-inflight; retry after Retry-After.",

@@ -81,3 +81,31 @@ func TestSchemasCarryComments(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumsNameProperties: each enum names a property of a schema, so
+// that a renamed field cannot leave its enum behind unnoticed.
+func TestEnumsNameProperties(t *testing.T) {
+	b, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Enum []string `json:"enum"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range enums {
+		name, prop, _ := strings.Cut(key, ".")
+		got := d.Components.Schemas[name].Properties[prop].Enum
+		if len(got) != len(want) {
+			t.Errorf("%s: enum %v, want %v", key, got, want)
+		}
+	}
+}

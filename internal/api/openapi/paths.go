@@ -76,7 +76,7 @@ var operations = []operation{
 			{name: "at", in: "query", typ: "string", format: "date-time",
 				doc: "The graph around the uid objects as history shows it then (RFC 3339, not in the future); with uid only, not namespace."},
 		},
-		answer: reflect.TypeFor[api.Graph]()},
+		answer: reflect.TypeFor[api.Graph](), errors: []int{404}},
 	{method: "get", path: "/pending", summary: "The decisions the controllers hold",
 		params: []param{
 			{name: "controller", in: "query", typ: "string", enum: auditControllers, doc: "Only this controller's decisions."},
@@ -153,7 +153,7 @@ var operations = []operation{
 		answer: reflect.TypeFor[api.Overview]()},
 	{method: "post", path: "/enforcement/release", summary: "End a manual hold of the blast-radius cap",
 		doc:  "The body is one JSON object; anything after it but white space is a 400. Recorded in /audit as controller operator, action release.",
-		body: reflect.TypeFor[api.ReleaseRequest](), answer: reflect.TypeFor[api.ReleaseResult](), errors: []int{409, 415}},
+		body: reflect.TypeFor[api.ReleaseRequest](), answer: reflect.TypeFor[api.ReleaseResult](), errors: []int{404, 409, 415}},
 	{method: "get", path: "/healthz", summary: "200 while the process serves", open: true},
 	{method: "get", path: "/readyz", summary: "200 when the mirror is live and the audit history can be written", open: true,
 		doc: "503 with the cause when it is not: the audit history cannot be written, every bearer token is revoked, or a watched resource is not listed or its watch is down."},

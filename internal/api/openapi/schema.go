@@ -50,6 +50,7 @@ func schemas(roots []reflect.Type) (map[string]*jsonschema.Schema, error) {
 			allowNull(t, d)
 		}
 	}
+	addEnums(defs)
 	return defs, nil
 }
 
