@@ -1,0 +1,58 @@
+package openapi
+
+import (
+	"strings"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/kubegcd/kubegcd/internal/api"
+)
+
+// enums are the values a string property of an answer takes, by
+// "Schema.property", from package api's vocabulary.
+var enums = map[string][]string{
+	"AuditEntry.controller":               auditControllers,
+	"AuditEntry.outcome":                  api.Outcomes,
+	"Pending.controller":                  api.Controllers,
+	"ControllerStatus.name":               api.Controllers,
+	"LeaseItem.role":                      api.LeaseRoles,
+	"LintFinding.severity":                {api.SeverityError, api.SeverityWarning, api.SeverityInfo},
+	"LintFinding.rule":                    lintRuleIDs(),
+	"StuckItem.state":                     {api.StateNamespaceTerminating, api.StateDeletingDependents, api.StateOrphaningDependents, api.StateFinalizing, api.StateDeleting},
+	"Blocker.type":                        {api.BlockerFinalizer, api.BlockerDependent, api.BlockerNamespaceContent, api.BlockerDiscovery},
+	"CascadeItem.action":                  {api.CascadeDelete, api.CascadeRemoveOwnerRef, api.CascadeKeep},
+	"HistoryItem.event":                   {api.HistoryCreated, api.HistoryOwnersChanged, api.HistoryFinalizersChanged, api.HistoryDeletionRequested, api.HistoryDeleted, api.HistoryHolderChanged},
+	"Owner.state":                         ownerStates,
+	"ReleaseResult.status":                {api.StatusReleased},
+	"EnforcementStatus.blastRadiusResume": {"auto", "manual"},
+}
+
+var ownerStates = []string{api.OwnerPresent, api.OwnerMissing, api.OwnerBeingDeleted, api.OwnerDeletingDependents,
+	api.OwnerOtherNamespace, api.OwnerNameMismatch}
+
+func lintRuleIDs() []string {
+	var ids []string
+	for _, r := range api.LintRules {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// addEnums sets the enum of each property enums names in defs.
+func addEnums(defs map[string]*jsonschema.Schema) {
+	for key, values := range enums {
+		name, prop, _ := strings.Cut(key, ".")
+		s := defs[name]
+		if s == nil || s.Properties == nil {
+			continue
+		}
+		p, ok := s.Properties.Get(prop)
+		if !ok {
+			continue
+		}
+		p.Enum = nil
+		for _, v := range values {
+			p.Enum = append(p.Enum, v)
+		}
+	}
+}
