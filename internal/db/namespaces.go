@@ -25,26 +25,17 @@ type Condition struct {
 	Message string
 }
 
-// storedCondition is a Condition as the namespaces table keeps it: the
-// API's field names, reason and message left out when empty.
-type storedCondition struct {
-	Type    string `json:"type"`
-	Status  string `json:"status"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+// MarshalJSON writes c as the namespaces table keeps it: the API's field
+// names, an empty field left out.
+func (c Condition) MarshalJSON() ([]byte, error) {
+	return marshalFields("type", c.Type, "status", c.Status, "reason", c.Reason, "message", c.Message)
 }
-
-// MarshalJSON writes c as the namespaces table keeps it.
-func (c Condition) MarshalJSON() ([]byte, error) { return json.Marshal(storedCondition(c)) }
 
 // UnmarshalJSON reads c as the namespaces table keeps it.
 func (c *Condition) UnmarshalJSON(b []byte) error {
-	var s storedCondition
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	*c = Condition(s)
-	return nil
+	f, err := unmarshalFields(b)
+	*c = Condition{Type: f["type"], Status: f["status"], Reason: f["reason"], Message: f["message"]}
+	return err
 }
 
 func (d *core) namespaceColumns(ctx context.Context, o *Object) error {

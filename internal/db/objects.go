@@ -72,9 +72,20 @@ type Node struct {
 
 // Taint is a node taint.
 type Taint struct {
-	Key    string `json:"key"`
-	Value  string `json:"value,omitempty"`
-	Effect string `json:"effect"`
+	Key, Value, Effect string
+}
+
+// MarshalJSON writes t as the nodes table keeps it, which PodGC's queries
+// read ($.key): the API's field names, an empty field left out.
+func (t Taint) MarshalJSON() ([]byte, error) {
+	return marshalFields("key", t.Key, "value", t.Value, "effect", t.Effect)
+}
+
+// UnmarshalJSON reads t as the nodes table keeps it.
+func (t *Taint) UnmarshalJSON(b []byte) error {
+	f, err := unmarshalFields(b)
+	*t = Taint{Key: f["key"], Value: f["value"], Effect: f["effect"]}
+	return err
 }
 
 // Lease holds a coordination.k8s.io Lease's spec.
