@@ -68,7 +68,7 @@ func goldenAnswers() map[string]any {
 				Target: target, OwnerReference: api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "u-9"}},
 		}, Counts: map[string]int{"KG-LINT-01": 1, "KG-LINT-03": 1}, CountsAt: goldenTime, Truncated: true},
 		"lint-empty": diagnose.LintReport{Items: []diagnose.Finding{}, Counts: map[string]int{}, CountsAt: goldenTime},
-		"leases": leaseListOf([]leaseItem{
+		"leases": api.LeaseList{Items: []api.LeaseItem{
 			{Lease: diagnose.Lease{Namespace: "kube-system", Name: "kube-controller-manager", UID: "l-1",
 				HolderIdentity: new("a"), LeaseDurationSeconds: &dur, AcquireTime: &goldenTime, RenewTime: &later, LeaseTransitions: &transitions,
 				Role: diagnose.LeaseRoleLeaderElection, RenewAgeSeconds: &age, Expired: false},
@@ -76,8 +76,8 @@ func goldenAnswers() map[string]any {
 				Gaps:          []diagnose.LeaseGap{{From: goldenTime, To: &later}, {From: later}}},
 			{Lease: diagnose.Lease{Namespace: "kube-node-lease", Name: "n1", UID: "l-2", Role: diagnose.LeaseRoleNodeHeartbeat, Expired: true},
 				HolderChanges: []diagnose.HolderChange{}, Gaps: []diagnose.LeaseGap{}},
-		}),
-		"leases-empty": leaseListOf([]leaseItem{}),
+		}},
+		"leases-empty": api.LeaseList{Items: []api.LeaseItem{}},
 		"released":     api.ReleaseResult{Status: api.StatusReleased},
 	}
 }

@@ -263,13 +263,7 @@ func auditEntryOf(e db.AuditEntry) api.AuditEntry {
 // auditListOf maps a page of /audit to the API; next is the id to list
 // before, 0 at the end.
 func auditListOf(items []db.AuditEntry, next int64) api.AuditList {
-	var out api.AuditList
-	if items != nil {
-		out.Items = make([]api.AuditEntry, len(items))
-	}
-	for i, e := range items {
-		out.Items[i] = auditEntryOf(e)
-	}
+	out := api.AuditList{Items: auditEntriesOf(items)}
 	if next > 0 {
 		out.Next = strconv.FormatInt(next, 10)
 	}
@@ -312,15 +306,6 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, auditListOf(items, next))
 }
 
-// leaseListOf maps the Leases of /leases, with their timelines, to the API.
-func leaseListOf(items []leaseItem) api.LeaseList {
-	out := api.LeaseList{Items: make([]api.LeaseItem, len(items))}
-	for i, it := range items {
-		out.Items[i] = api.LeaseItem{Lease: it.Lease, HolderChanges: it.HolderChanges, Gaps: it.Gaps}
-	}
-	return out
-}
-
 func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
 	q.only("namespace", "expired")
@@ -351,5 +336,5 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, leaseListOf(out))
+	writeJSON(w, r, http.StatusOK, api.LeaseList{Items: out})
 }

@@ -79,14 +79,8 @@ func (s *server) graphAt(ctx context.Context, f db.GraphFilter, at time.Time) (*
 	return diagnose.GraphAt(snap), nil
 }
 
-// leaseItem is a Lease of /leases with who held it and when nobody did.
-type leaseItem struct {
-	diagnose.Lease
-	HolderChanges []diagnose.HolderChange `json:"holderChanges"`
-	Gaps          []diagnose.LeaseGap     `json:"gaps"`
-}
-
-func (s *server) leaseItems(ctx context.Context, leases []diagnose.Lease) ([]leaseItem, error) {
+// leaseItems adds to each Lease of /leases who held it and when nobody did.
+func (s *server) leaseItems(ctx context.Context, leases []diagnose.Lease) ([]api.LeaseItem, error) {
 	uids := make([]string, len(leases))
 	for i, l := range leases {
 		uids[i] = l.UID
@@ -95,7 +89,7 @@ func (s *server) leaseItems(ctx context.Context, leases []diagnose.Lease) ([]lea
 	if err != nil {
 		return nil, err
 	}
-	out := make([]leaseItem, len(leases))
+	out := make([]api.LeaseItem, len(leases))
 	for i, l := range leases {
 		out[i].Lease = l
 		out[i].HolderChanges, out[i].Gaps = diagnose.LeaseTimeline(hist[l.UID], l)
