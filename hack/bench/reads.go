@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/app"
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
@@ -526,8 +527,8 @@ func fillMirror(ctx context.Context, store *db.DB, objects, treeSize int) (*read
 func fillAudit(ctx context.Context, store *db.DB, rows int, fx *readsFixture) error {
 	r := rand.New(rand.NewPCG(2, 2))
 	controllers := []string{"ownergc", "podgc", "ttl", "svgc"}
-	outcomes := []string{db.OutcomeApplied, db.OutcomeApplied, db.OutcomeApplied, db.OutcomeApplied, db.OutcomeDryRun,
-		db.OutcomeNotFound, db.OutcomeFailed, db.OutcomeConflict}
+	outcomes := []string{api.OutcomeApplied, api.OutcomeApplied, api.OutcomeApplied, api.OutcomeApplied, api.OutcomeDryRun,
+		api.OutcomeNotFound, api.OutcomeFailed, api.OutcomeConflict}
 	start := time.Now().Add(-30 * 24 * time.Hour)
 	step := 30 * 24 * time.Hour / time.Duration(max(rows, 1))
 	var batch []*db.AuditEntry

@@ -20,32 +20,11 @@ func TargetOf(o *Object) Target {
 	return Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 }
 
-// Outcomes of a decision, as the API names them.
-const (
-	OutcomeApplied  = api.OutcomeApplied
-	OutcomeDryRun   = api.OutcomeDryRun
-	OutcomeFailed   = api.OutcomeFailed
-	OutcomeConflict = api.OutcomeConflict
-	OutcomeNotFound = api.OutcomeNotFound
-	OutcomeSkipped  = api.OutcomeSkipped
-	OutcomeUnknown  = api.OutcomeUnknown
-)
-
 // commonOutcomes are left out of the index audit_rare_outcomes, whose
 // condition is rareOutcome (migration 0009).
-var commonOutcomes = map[string]bool{OutcomeApplied: true, OutcomeDryRun: true, OutcomeSkipped: true}
+var commonOutcomes = map[string]bool{api.OutcomeApplied: true, api.OutcomeDryRun: true, api.OutcomeSkipped: true}
 
 const rareOutcome = "outcome NOT IN ('applied', 'dry-run', 'skipped')"
-
-// The pseudo-controllers of audit rows about enforcement itself, and
-// their actions (see api.ControllerKubegcd).
-const (
-	ControllerKubegcd  = api.ControllerKubegcd
-	ControllerOperator = api.ControllerOperator
-	ActionPause        = api.ActionPause
-	ActionResume       = api.ActionResume
-	ActionRelease      = api.ActionRelease
-)
 
 // AuditEntry is one decision in the history.
 // The API shows it as api.AuditEntry.
@@ -110,7 +89,7 @@ func (d *core) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error
 // Settles reports whether e records a decision carried out (applied, or
 // its object already gone): what was pending about its target goes with it.
 func (e *AuditEntry) Settles() bool {
-	return !e.DryRun && (e.Outcome == OutcomeApplied || e.Outcome == OutcomeNotFound)
+	return !e.DryRun && (e.Outcome == api.OutcomeApplied || e.Outcome == api.OutcomeNotFound)
 }
 
 // InsertAudits writes entries in one transaction, all or none: the rows
@@ -147,7 +126,7 @@ func (d Ledger) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
 // audit_by_time index.
 func (d Ledger) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.Time, error) {
 	rows, err := d.query(ctx, `SELECT time FROM audit WHERE time >= ? AND outcome = ? AND dry_run = 0
-		AND controller NOT IN (?, ?) ORDER BY time`, formatTime(&since), OutcomeApplied, ControllerKubegcd, ControllerOperator)
+		AND controller NOT IN (?, ?) ORDER BY time`, formatTime(&since), api.OutcomeApplied, api.ControllerKubegcd, api.ControllerOperator)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
@@ -169,8 +148,8 @@ func (d Ledger) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.
 }
 
 // sqlLastHold finds the newest pause or release of the blast-radius cap.
-const sqlLastHold = `SELECT max(id) FROM audit WHERE controller IN ('` + ControllerKubegcd + `', '` + ControllerOperator + `')
-	AND action IN ('` + ActionPause + `', '` + ActionRelease + `')`
+const sqlLastHold = `SELECT max(id) FROM audit WHERE controller IN ('` + api.ControllerKubegcd + `', '` + api.ControllerOperator + `')
+	AND action IN ('` + api.ActionPause + `', '` + api.ActionRelease + `')`
 
 // LastHold returns the newest pause or release of enforcement ("" when
 // there is none) and when it was recorded: a manual hold outlives a

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // writeApplied asks d to write the rows of applied writes in one request,
@@ -44,17 +46,17 @@ func TestAppliedWriteTimes(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	dry := auditEntry("ownergc", "delete", "dry", OutcomeApplied, t0.Add(4*time.Second))
+	dry := auditEntry("ownergc", "delete", "dry", api.OutcomeApplied, t0.Add(4*time.Second))
 	dry.DryRun = true
 	entries := []*AuditEntry{
-		auditEntry("ownergc", "delete", "old", OutcomeApplied, t0.Add(-time.Second)),
-		auditEntry("ownergc", "delete", "a", OutcomeApplied, t0),
-		auditEntry("ttl", "annotate", "b", OutcomeApplied, t0.Add(time.Second)),
-		auditEntry("ownergc", "delete", "c", OutcomeConflict, t0.Add(2*time.Second)),
-		auditEntry("ownergc", "delete", "d", OutcomeNotFound, t0.Add(3*time.Second)),
+		auditEntry("ownergc", "delete", "old", api.OutcomeApplied, t0.Add(-time.Second)),
+		auditEntry("ownergc", "delete", "a", api.OutcomeApplied, t0),
+		auditEntry("ttl", "annotate", "b", api.OutcomeApplied, t0.Add(time.Second)),
+		auditEntry("ownergc", "delete", "c", api.OutcomeConflict, t0.Add(2*time.Second)),
+		auditEntry("ownergc", "delete", "d", api.OutcomeNotFound, t0.Add(3*time.Second)),
 		dry,
-		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0.Add(5*time.Second)),
-		auditEntry(ControllerOperator, ActionRelease, "", OutcomeApplied, t0.Add(6*time.Second)),
+		auditEntry(api.ControllerKubegcd, api.ActionPause, "", api.OutcomeApplied, t0.Add(5*time.Second)),
+		auditEntry(api.ControllerOperator, api.ActionRelease, "", api.OutcomeApplied, t0.Add(6*time.Second)),
 	}
 	entries[2].Instance = "another"
 	if err := d.Ledger().InsertAudits(ctx, entries); err != nil {
@@ -69,7 +71,7 @@ func TestAppliedWriteTimes(t *testing.T) {
 	}
 	var plan strings.Builder
 	rows, err := d.read.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT time FROM audit WHERE time >= ? AND outcome = ? AND dry_run = 0
-		AND controller NOT IN (?, ?) ORDER BY time`, "x", OutcomeApplied, ControllerKubegcd, ControllerOperator)
+		AND controller NOT IN (?, ?) ORDER BY time`, "x", api.OutcomeApplied, api.ControllerKubegcd, api.ControllerOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +96,11 @@ func TestPruneAuditKeepsTheLastHold(t *testing.T) {
 	d := openTemp(t)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := d.Ledger().InsertAudits(ctx, []*AuditEntry{
-		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0),
-		auditEntry(ControllerOperator, ActionRelease, "", OutcomeApplied, t0.Add(time.Hour)),
-		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0.Add(2*time.Hour)),
-		auditEntry("ownergc", "delete", "a", OutcomeApplied, t0.Add(3*time.Hour)),
-		auditEntry("ownergc", "delete", "b", OutcomeApplied, t0.Add(48*time.Hour)),
+		auditEntry(api.ControllerKubegcd, api.ActionPause, "", api.OutcomeApplied, t0),
+		auditEntry(api.ControllerOperator, api.ActionRelease, "", api.OutcomeApplied, t0.Add(time.Hour)),
+		auditEntry(api.ControllerKubegcd, api.ActionPause, "", api.OutcomeApplied, t0.Add(2*time.Hour)),
+		auditEntry("ownergc", "delete", "a", api.OutcomeApplied, t0.Add(3*time.Hour)),
+		auditEntry("ownergc", "delete", "b", api.OutcomeApplied, t0.Add(48*time.Hour)),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestPruneAuditKeepsTheLastHold(t *testing.T) {
 		t.Fatalf("pruned %d, %v; want 3", n, err)
 	}
 	action, at, err := d.Ledger().LastHold(ctx)
-	if err != nil || action != ActionPause || !at.Equal(t0.Add(2*time.Hour)) {
+	if err != nil || action != api.ActionPause || !at.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("last hold after pruning: %q at %s, %v", action, at, err)
 	}
 }
@@ -124,13 +126,13 @@ func TestAppliedRowsSettlePending(t *testing.T) {
 		}
 	}
 	done := make(chan error, 1)
-	writeApplied(d, func(_ int, err error) { done <- err }, auditEntry("ownergc", "delete", "queued", OutcomeApplied, time.Time{}))
+	writeApplied(d, func(_ int, err error) { done <- err }, auditEntry("ownergc", "delete", "queued", api.OutcomeApplied, time.Time{}))
 	if err := <-done; err != nil {
 		t.Fatalf("WriteApplied: %v", err)
 	}
 	if err := d.Ledger().InsertAudits(ctx, []*AuditEntry{
-		auditEntry("ownergc", "delete", "later", OutcomeNotFound, time.Time{}),
-		auditEntry("ownergc", "delete", "failed", OutcomeFailed, time.Time{}),
+		auditEntry("ownergc", "delete", "later", api.OutcomeNotFound, time.Time{}),
+		auditEntry("ownergc", "delete", "failed", api.OutcomeFailed, time.Time{}),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +184,7 @@ func TestListAuditKindAndRule(t *testing.T) {
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entry := func(kind, rule, uid string, outcome ...string) *AuditEntry {
-		e := auditEntry("ownergc", "delete", uid, append(outcome, OutcomeDryRun)[0], t0)
+		e := auditEntry("ownergc", "delete", uid, append(outcome, api.OutcomeDryRun)[0], t0)
 		e.Target.Kind, e.Rule = kind, rule
 		return e
 	}
@@ -190,8 +192,8 @@ func TestListAuditKindAndRule(t *testing.T) {
 		entry("ConfigMap", "BR-21-01", "cm1"),
 		entry("Deployment", "BR-21-03", "dep1"),
 		entry("ConfigMap", "BR-21-03", "cm2"),
-		entry("Widget", "BR-21-01", "w1", OutcomeFailed), // no resource serves it any longer
-		entry("ConfigMap", "BR-21-01", "cm3", OutcomeApplied),
+		entry("Widget", "BR-21-01", "w1", api.OutcomeFailed), // no resource serves it any longer
+		entry("ConfigMap", "BR-21-01", "cm3", api.OutcomeApplied),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -210,11 +212,11 @@ func TestListAuditKindAndRule(t *testing.T) {
 		{"rule in lower case", AuditFilter{Rule: "br-21-01"}, []string{"cm3", "w1", "cm1"}},
 		{"kind and rule", AuditFilter{Kind: "configmaps", Rule: "BR-21-01"}, []string{"cm3", "cm1"}},
 		{"unknown rule", AuditFilter{Rule: "BR-99-01"}, []string{}},
-		{"a common outcome", AuditFilter{Outcome: OutcomeDryRun}, []string{"cm2", "dep1", "cm1"}},
-		{"another common outcome", AuditFilter{Outcome: OutcomeApplied}, []string{"cm3"}},
-		{"a rare outcome (audit_rare_outcomes)", AuditFilter{Outcome: OutcomeFailed}, []string{"w1"}},
-		{"a rare outcome without rows", AuditFilter{Outcome: OutcomeConflict}, []string{}},
-		{"rule and a rare outcome", AuditFilter{Rule: "BR-21-01", Outcome: OutcomeFailed}, []string{"w1"}},
+		{"a common outcome", AuditFilter{Outcome: api.OutcomeDryRun}, []string{"cm2", "dep1", "cm1"}},
+		{"another common outcome", AuditFilter{Outcome: api.OutcomeApplied}, []string{"cm3"}},
+		{"a rare outcome (audit_rare_outcomes)", AuditFilter{Outcome: api.OutcomeFailed}, []string{"w1"}},
+		{"a rare outcome without rows", AuditFilter{Outcome: api.OutcomeConflict}, []string{}},
+		{"rule and a rare outcome", AuditFilter{Rule: "BR-21-01", Outcome: api.OutcomeFailed}, []string{"w1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // DeletionMinute counts the deletions the controllers recorded in one
@@ -21,7 +23,7 @@ func (d Decisions) DeletionsPerMinute(ctx context.Context, since time.Time) ([]D
 	// time is "2006-01-02T15:04:05.000000Z": its first 16 bytes name the minute.
 	rows, err := d.query(ctx, `SELECT substr(time, 1, 16), sum(dry_run = 0), sum(dry_run <> 0) FROM audit
 		WHERE time >= ? AND action = 'delete' AND outcome IN (?, ?) AND controller NOT IN (?, ?)
-		GROUP BY 1 ORDER BY 1`, formatTime(&since), OutcomeApplied, OutcomeDryRun, ControllerKubegcd, ControllerOperator)
+		GROUP BY 1 ORDER BY 1`, formatTime(&since), api.OutcomeApplied, api.OutcomeDryRun, api.ControllerKubegcd, api.ControllerOperator)
 	if err != nil {
 		return nil, fmt.Errorf("deletions per minute: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // Deletions per minute count only the controllers' deletes that were sent
@@ -14,18 +16,18 @@ func TestDeletionsPerMinute(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	dry := auditEntry("ownergc", "delete", "dry", OutcomeDryRun, t0.Add(30*time.Second))
+	dry := auditEntry("ownergc", "delete", "dry", api.OutcomeDryRun, t0.Add(30*time.Second))
 	dry.DryRun = true
 	entries := []*AuditEntry{
-		auditEntry("ownergc", "delete", "before", OutcomeApplied, t0.Add(-time.Second)),
-		auditEntry("ownergc", "delete", "a", OutcomeApplied, t0),
-		auditEntry("podgc", "delete", "b", OutcomeApplied, t0.Add(59*time.Second)),
+		auditEntry("ownergc", "delete", "before", api.OutcomeApplied, t0.Add(-time.Second)),
+		auditEntry("ownergc", "delete", "a", api.OutcomeApplied, t0),
+		auditEntry("podgc", "delete", "b", api.OutcomeApplied, t0.Add(59*time.Second)),
 		dry,
-		auditEntry("ownergc", "remove-owner-refs", "c", OutcomeApplied, t0.Add(10*time.Second)),
-		auditEntry("ownergc", "delete", "d", OutcomeFailed, t0.Add(20*time.Second)),
-		auditEntry("ownergc", "delete", "e", OutcomeNotFound, t0.Add(25*time.Second)),
-		auditEntry("svgc", "delete", "f", OutcomeApplied, t0.Add(3*time.Minute+time.Second)),
-		auditEntry(ControllerKubegcd, ActionPause, "", OutcomeApplied, t0.Add(4*time.Minute)),
+		auditEntry("ownergc", "remove-owner-refs", "c", api.OutcomeApplied, t0.Add(10*time.Second)),
+		auditEntry("ownergc", "delete", "d", api.OutcomeFailed, t0.Add(20*time.Second)),
+		auditEntry("ownergc", "delete", "e", api.OutcomeNotFound, t0.Add(25*time.Second)),
+		auditEntry("svgc", "delete", "f", api.OutcomeApplied, t0.Add(3*time.Minute+time.Second)),
+		auditEntry(api.ControllerKubegcd, api.ActionPause, "", api.OutcomeApplied, t0.Add(4*time.Minute)),
 	}
 	if err := d.Ledger().InsertAudits(ctx, entries); err != nil {
 		t.Fatal(err)

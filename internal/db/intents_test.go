@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/dbfault"
 )
 
@@ -128,46 +129,46 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 		wantPending bool
 	}{
 		{name: "applied, queued", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
-			e.Outcome = OutcomeApplied
+			e.Outcome = api.OutcomeApplied
 			done := make(chan error, 1)
 			writeApplied(d, func(_ int, err error) { done <- err }, e)
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-		}, wantRows: []string{OutcomeApplied}},
+		}, wantRows: []string{api.OutcomeApplied}},
 		{name: "failure, new", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
-			e.Outcome = OutcomeConflict
+			e.Outcome = api.OutcomeConflict
 			if isNew, err := d.Ledger().RecordFailure(ctx, pending(in), e); err != nil || !isNew {
 				t.Fatalf("RecordFailure: new %v, %v", isNew, err)
 			}
-		}, wantRows: []string{OutcomeConflict}, wantPending: true},
+		}, wantRows: []string{api.OutcomeConflict}, wantPending: true},
 		{name: "failure, retried", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			if _, err := d.Ledger().UpsertPending(ctx, pending(in)); err != nil {
 				t.Fatal(err)
 			}
-			e.Outcome = OutcomeFailed
+			e.Outcome = api.OutcomeFailed
 			if isNew, err := d.Ledger().RecordFailure(ctx, pending(in), e); err != nil || isNew {
 				t.Fatalf("RecordFailure: new %v, %v", isNew, err)
 			}
 		}, wantPending: true},
 		{name: "from the backlog", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
-			e.Outcome = OutcomeApplied
+			e.Outcome = api.OutcomeApplied
 			if err := d.Ledger().InsertAudits(ctx, []*AuditEntry{e}); err != nil {
 				t.Fatal(err)
 			}
-		}, wantRows: []string{OutcomeApplied}},
+		}, wantRows: []string{api.OutcomeApplied}},
 		{name: "settled at start, gone", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
-			e.Outcome = OutcomeApplied
+			e.Outcome = api.OutcomeApplied
 			if err := d.Ledger().SettleIntent(ctx, e, nil); err != nil {
 				t.Fatal(err)
 			}
-		}, wantRows: []string{OutcomeApplied}},
+		}, wantRows: []string{api.OutcomeApplied}},
 		{name: "settled at start, unknown", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
-			e.Outcome = OutcomeUnknown
+			e.Outcome = api.OutcomeUnknown
 			if err := d.Ledger().SettleIntent(ctx, e, pending(in)); err != nil {
 				t.Fatal(err)
 			}
-		}, wantRows: []string{OutcomeUnknown}, wantPending: true},
+		}, wantRows: []string{api.OutcomeUnknown}, wantPending: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := openTemp(t)

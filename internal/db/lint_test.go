@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/diff"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // lintFixture mirrors one case of each lint rule, in namespace a unless
@@ -74,7 +76,7 @@ func lintFixture(t *testing.T) *DB {
 		t.Fatal(err)
 	}
 	if err := d.Ledger().InsertAudit(ctx, &AuditEntry{Time: created, Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
-		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "gone", UID: "uid-ghost"}, Outcome: OutcomeApplied}); err != nil {
+		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "gone", UID: "uid-ghost"}, Outcome: api.OutcomeApplied}); err != nil {
 		t.Fatal(err)
 	}
 	return d

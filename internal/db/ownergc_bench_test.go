@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // The database's part of collecting the dependents of one deleted owner, at
@@ -110,7 +112,7 @@ func BenchmarkDependentGone(b *testing.B) {
 						return
 					}
 					row := in.Entry
-					row.Outcome = OutcomeApplied
+					row.Outcome = api.OutcomeApplied
 					writeApplied(d, nil, &row)
 					gone <- o
 				}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // holdWriter occupies the writer with a write that waits until the
@@ -107,7 +109,7 @@ func TestGroupCommitDropsOnlyTheFailingWrite(t *testing.T) {
 			// An applied decision's row, queued between them: a replay
 			// must write it once and tell its caller once.
 			applied := make(chan error, 2)
-			writeApplied(d, func(_ int, err error) { applied <- err }, auditEntry("ownergc", "delete", "applied", OutcomeApplied, time.Time{}))
+			writeApplied(d, func(_ int, err error) { applied <- err }, auditEntry("ownergc", "delete", "applied", api.OutcomeApplied, time.Time{}))
 			boom := errors.New("boom")
 			b := queueWrite(d, "b", func(tx *sql.Tx) error {
 				if err := insertResource("b", &runsB)(tx); err != nil || !tc.failing {
@@ -194,7 +196,7 @@ func TestAppliedRowsFailAlone(t *testing.T) {
 			var entries []*AuditEntry
 			for _, uid := range uids {
 				heard[uid] = make(chan error, 2)
-				entries = append(entries, auditEntry("ownergc", "delete", uid, OutcomeApplied, time.Time{}))
+				entries = append(entries, auditEntry("ownergc", "delete", uid, api.OutcomeApplied, time.Time{}))
 			}
 			writeApplied(d, func(i int, err error) { heard[uids[i]] <- err }, entries...)
 			release()
@@ -267,7 +269,7 @@ func TestHotWritesArePrepared(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	row := in.Entry
-	row.Outcome = OutcomeApplied
+	row.Outcome = api.OutcomeApplied
 	writeApplied(d, func(_ int, err error) { done <- err }, &row)
 	if err := recv(t, done); err != nil {
 		t.Fatal(err)

@@ -345,7 +345,7 @@ func TestObject(t *testing.T) {
 	}
 	for range 25 {
 		if err := store.Ledger().InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
-			Target: target, DryRun: true, Outcome: db.OutcomeDryRun, Reason: p.Reason}); err != nil {
+			Target: target, DryRun: true, Outcome: api.OutcomeDryRun, Reason: p.Reason}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -366,9 +366,9 @@ func TestWhy(t *testing.T) {
 	}
 	decided := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	dryRemove := &db.AuditEntry{Time: decided, Controller: "ownergc", Rule: "BR-21-01", Action: "remove-owner-refs",
-		Reason: "1 owner(s) still exist; removing 1 reference(s)", DryRun: true, Outcome: db.OutcomeDryRun}
+		Reason: "1 owner(s) still exist; removing 1 reference(s)", DryRun: true, Outcome: api.OutcomeDryRun}
 	dryDelete := &db.AuditEntry{Time: decided, Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
-		Reason: "no owner exists.", DryRun: true, Outcome: db.OutcomeDryRun}
+		Reason: "no owner exists.", DryRun: true, Outcome: api.OutcomeDryRun}
 	for _, tc := range []struct {
 		name   string
 		det    objectFacts
@@ -410,7 +410,7 @@ func TestWhy(t *testing.T) {
 func TestDryRunDecision(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	row := func(controller, outcome string, at time.Time) db.AuditEntry {
-		return db.AuditEntry{Time: at, Controller: controller, Outcome: outcome, DryRun: outcome == db.OutcomeDryRun}
+		return db.AuditEntry{Time: at, Controller: controller, Outcome: outcome, DryRun: outcome == api.OutcomeDryRun}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -419,11 +419,11 @@ func TestDryRunDecision(t *testing.T) {
 		want    int // index of the row, -1 for none
 	}{
 		{"none", nil, t0, -1},
-		{"dry-run since the change", []db.AuditEntry{row("ownergc", db.OutcomeDryRun, t0)}, t0, 0},
-		{"dry-run before the change", []db.AuditEntry{row("ownergc", db.OutcomeDryRun, t0)}, t0.Add(time.Second), -1},
-		{"another controller's first", []db.AuditEntry{row("podgc", db.OutcomeDryRun, t0), row("ownergc", db.OutcomeDryRun, t0)}, t0, 1},
-		{"newest is kept, not dry-run", []db.AuditEntry{row("ownergc", db.OutcomeSkipped, t0), row("ownergc", db.OutcomeDryRun, t0)}, t0, -1},
-		{"newest applied", []db.AuditEntry{row("ownergc", db.OutcomeApplied, t0)}, time.Time{}, -1},
+		{"dry-run since the change", []db.AuditEntry{row("ownergc", api.OutcomeDryRun, t0)}, t0, 0},
+		{"dry-run before the change", []db.AuditEntry{row("ownergc", api.OutcomeDryRun, t0)}, t0.Add(time.Second), -1},
+		{"another controller's first", []db.AuditEntry{row("podgc", api.OutcomeDryRun, t0), row("ownergc", api.OutcomeDryRun, t0)}, t0, 1},
+		{"newest is kept, not dry-run", []db.AuditEntry{row("ownergc", api.OutcomeSkipped, t0), row("ownergc", api.OutcomeDryRun, t0)}, t0, -1},
+		{"newest applied", []db.AuditEntry{row("ownergc", api.OutcomeApplied, t0)}, time.Time{}, -1},
 	} {
 		got := dryRunDecision(tc.audit, tc.changed)
 		if tc.want < 0 && got != nil || tc.want >= 0 && got != &tc.audit[tc.want] {
@@ -503,7 +503,7 @@ func TestObjectOwnerNeverSeen(t *testing.T) {
 		{name: "known to audit only", dependent: "uid-G", state: diagnose.OwnerMissing, setup: func() {
 			if err := store.Ledger().InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
 				Target:  db.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "web", UID: "uid-ghost"},
-				Outcome: db.OutcomeApplied, Reason: "test"}); err != nil {
+				Outcome: api.OutcomeApplied, Reason: "test"}); err != nil {
 				t.Fatal(err)
 			}
 		}},

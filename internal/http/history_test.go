@@ -45,7 +45,7 @@ func TestAuditKindAndRule(t *testing.T) {
 	srv, store := testServer(t)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	entry := func(kind, rule, uid string) *db.AuditEntry {
-		return &db.AuditEntry{Time: at, Instance: "i", Controller: "ownergc", Rule: rule, Action: "delete", Outcome: db.OutcomeDryRun,
+		return &db.AuditEntry{Time: at, Instance: "i", Controller: "ownergc", Rule: rule, Action: "delete", Outcome: api.OutcomeDryRun,
 			DryRun: true, Target: db.Target{APIVersion: "v1", Kind: kind, Namespace: "a", Name: uid, UID: uid}}
 	}
 	if err := store.Ledger().InsertAudits(context.Background(), []*db.AuditEntry{

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -63,9 +64,9 @@ func goldenObjectServer(t *testing.T) *goldenServer {
 		t.Fatal(err)
 	}
 	for i, e := range []*db.AuditEntry{
-		{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: target, DryRun: true, Outcome: db.OutcomeDryRun, Reason: "no owner exists."},
+		{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: target, DryRun: true, Outcome: api.OutcomeDryRun, Reason: "no owner exists."},
 		{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a",
-			Name: "X", UID: "uid-X"}, Outcome: db.OutcomeApplied, Reason: "owner gone"},
+			Name: "X", UID: "uid-X"}, Outcome: api.OutcomeApplied, Reason: "owner gone"},
 	} {
 		e.Instance, e.Time = "kubegcd-0", created.Add(time.Duration(i)*time.Second)
 		if err := store.Ledger().InsertAudit(ctx, e); err != nil {

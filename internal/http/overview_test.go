@@ -16,10 +16,10 @@ func TestOverview(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	entry := func(uid string, at time.Time, dryRun bool) *db.AuditEntry {
-		e := &db.AuditEntry{Time: at, Instance: "i", Controller: "ownergc", Rule: "r", Action: "delete", Outcome: db.OutcomeApplied,
+		e := &db.AuditEntry{Time: at, Instance: "i", Controller: "ownergc", Rule: "r", Action: "delete", Outcome: api.OutcomeApplied,
 			Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: uid, UID: uid}}
 		if dryRun {
-			e.DryRun, e.Outcome = true, db.OutcomeDryRun
+			e.DryRun, e.Outcome = true, api.OutcomeDryRun
 		}
 		return e
 	}

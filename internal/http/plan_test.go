@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"modernc.org/sqlite"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -75,7 +76,7 @@ func TestQueryPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := store.Ledger().InsertAudit(ctx, &db.AuditEntry{Controller: "ownergc", Rule: "BR-21-03", Action: "delete",
-			Target: target, Reason: "test", Outcome: db.OutcomeApplied}); err != nil {
+			Target: target, Reason: "test", Outcome: api.OutcomeApplied}); err != nil {
 			t.Fatal(err)
 		}
 	}

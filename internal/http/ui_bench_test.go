@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -39,7 +40,7 @@ func BenchmarkUIRequests(b *testing.B) {
 	var audit []*db.AuditEntry
 	for i := range 100_000 {
 		audit = append(audit, &db.AuditEntry{Time: now.Add(-time.Duration(i) * 864 * time.Millisecond), Instance: "i", Controller: "ownergc",
-			Rule: "BR-21-01", Action: "delete", Outcome: db.OutcomeApplied, Reason: "no owner exists",
+			Rule: "BR-21-01", Action: "delete", Outcome: api.OutcomeApplied, Reason: "no owner exists",
 			Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprintf("ns-%d", i%100), Name: fmt.Sprintf("gone-%d", i), UID: fmt.Sprintf("gone-%d", i)}})
 		if len(audit) == 1000 {
 			if err := store.Ledger().InsertAudits(ctx, audit); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 )
@@ -195,10 +196,10 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 		return "", err
 	}
 	if a.opts.DryRun {
-		if _, err := a.recordOnce(ctx, d, db.OutcomeDryRun); err != nil {
+		if _, err := a.recordOnce(ctx, d, api.OutcomeDryRun); err != nil {
 			return "", err
 		}
-		return db.OutcomeDryRun, nil
+		return api.OutcomeDryRun, nil
 	}
 	if a.opts.MayWrite != nil {
 		if err := a.opts.MayWrite(); err != nil {
@@ -241,17 +242,17 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	sent, cancel := context.WithTimeout(context.WithoutCancel(ctx), inflightGrace)
 	err = do(sent)
 	cancel()
-	outcome := db.OutcomeApplied
+	outcome := api.OutcomeApplied
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err):
-		outcome, err = db.OutcomeNotFound, nil
+		outcome, err = api.OutcomeNotFound, nil
 	case apierrors.IsConflict(err):
-		outcome = db.OutcomeConflict
+		outcome = api.OutcomeConflict
 	default:
-		outcome = db.OutcomeFailed
+		outcome = api.OutcomeFailed
 	}
-	if outcome != db.OutcomeApplied {
+	if outcome != api.OutcomeApplied {
 		a.unreserve(reserved) // nothing changed: it does not count against the cap
 	}
 	if !d.DecidedAt.IsZero() {
@@ -299,7 +300,7 @@ func (a *Applier) Record(ctx context.Context, d Decision) (bool, error) {
 	if err := a.LedgerError(); err != nil {
 		return false, err
 	}
-	return a.recordOnce(ctx, d, db.OutcomeSkipped)
+	return a.recordOnce(ctx, d, api.OutcomeSkipped)
 }
 
 // Defer records d as pending, to be acted on no sooner than notBefore,
@@ -398,7 +399,7 @@ func (a *Applier) logDecision(e *db.AuditEntry, level slog.Level) {
 // event builds an audit row about enforcement itself (no target).
 func (a *Applier) event(controller, rule, action, reason string, at time.Time, facts any) *db.AuditEntry {
 	return &db.AuditEntry{Time: at, Instance: a.opts.Instance, Controller: controller, Rule: rule, Action: action,
-		Reason: reason, Outcome: db.OutcomeApplied, Facts: encodeFacts(facts)}
+		Reason: reason, Outcome: api.OutcomeApplied, Facts: encodeFacts(facts)}
 }
 
 func encodeFacts(facts any) json.RawMessage {

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -257,12 +258,12 @@ func TestBlastRadiusManualResume(t *testing.T) {
 		}
 	}
 	want := []row{
-		{"ownergc", "delete", "a", db.OutcomeApplied},
-		{"ownergc", "delete", "b", db.OutcomeApplied},
-		{db.ControllerKubegcd, db.ActionPause, "", db.OutcomeApplied},
-		{db.ControllerOperator, db.ActionRelease, "", db.OutcomeApplied},
-		{"ownergc", "delete", "c", db.OutcomeApplied},
-		{"ownergc", "delete", "d", db.OutcomeApplied},
+		{"ownergc", "delete", "a", api.OutcomeApplied},
+		{"ownergc", "delete", "b", api.OutcomeApplied},
+		{api.ControllerKubegcd, api.ActionPause, "", api.OutcomeApplied},
+		{api.ControllerOperator, api.ActionRelease, "", api.OutcomeApplied},
+		{"ownergc", "delete", "c", api.OutcomeApplied},
+		{"ownergc", "delete", "d", api.OutcomeApplied},
 	}
 	rows := audit(t, a.store, len(want))
 	if diff := cmp.Diff(want, rowsOf(rows)); diff != "" {
@@ -298,10 +299,10 @@ func TestBlastRadiusHoldReleasedByAutoResume(t *testing.T) {
 		t.Fatalf("the released hold came back: %+v", st)
 	}
 	want := []row{
-		{"ownergc", "delete", "a", db.OutcomeApplied},
-		{db.ControllerKubegcd, db.ActionPause, "", db.OutcomeApplied},
-		{db.ControllerKubegcd, db.ActionRelease, "", db.OutcomeApplied},
-		{"ownergc", "delete", "b", db.OutcomeApplied},
+		{"ownergc", "delete", "a", api.OutcomeApplied},
+		{api.ControllerKubegcd, api.ActionPause, "", api.OutcomeApplied},
+		{api.ControllerKubegcd, api.ActionRelease, "", api.OutcomeApplied},
+		{"ownergc", "delete", "b", api.OutcomeApplied},
 	}
 	if diff := cmp.Diff(want, rowsOf(audit(t, a.store, len(want)))); diff != "" {
 		t.Fatalf("audit (-want +got):\n%s", diff)
@@ -331,10 +332,10 @@ func TestApplyOutcomes(t *testing.T) {
 		wantErr bool
 		pending int
 	}{
-		{"applied", nil, db.OutcomeApplied, false, 0},
-		{"not found is done", apierrors.NewNotFound(gr, "x"), db.OutcomeNotFound, false, 0},
-		{"conflict is retried", apierrors.NewConflict(gr, "x", errors.New("rv")), db.OutcomeConflict, true, 1},
-		{"failure is retried", errors.New("boom"), db.OutcomeFailed, true, 1},
+		{"applied", nil, api.OutcomeApplied, false, 0},
+		{"not found is done", apierrors.NewNotFound(gr, "x"), api.OutcomeNotFound, false, 0},
+		{"conflict is retried", apierrors.NewConflict(gr, "x", errors.New("rv")), api.OutcomeConflict, true, 1},
+		{"failure is retried", errors.New("boom"), api.OutcomeFailed, true, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,8 +366,8 @@ func TestFailedDecisionAuditedOncePerVersion(t *testing.T) {
 		err     error
 		outcome string
 	}{
-		{"conflict", apierrors.NewConflict(gr, "u", errors.New("the object has been modified")), db.OutcomeConflict},
-		{"failure", apierrors.NewInternalError(errors.New("etcd timeout")), db.OutcomeFailed},
+		{"conflict", apierrors.NewConflict(gr, "u", errors.New("the object has been modified")), api.OutcomeConflict},
+		{"failure", apierrors.NewInternalError(errors.New("etcd timeout")), api.OutcomeFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newTestApplier(t, ApplierOptions{})
@@ -381,7 +382,7 @@ func TestFailedDecisionAuditedOncePerVersion(t *testing.T) {
 			_, _ = a.Apply(ctx, d, fail)
 			_, _ = a.Apply(ctx, d, ok)
 			want := []row{{"ownergc", "delete", "u", tc.outcome}, {"ownergc", "delete", "u", tc.outcome},
-				{"ownergc", "delete", "u", db.OutcomeApplied}}
+				{"ownergc", "delete", "u", api.OutcomeApplied}}
 			if diff := cmp.Diff(want, rowsOf(audit(t, a.store, len(want)))); diff != "" {
 				t.Fatalf("audit (-want +got):\n%s", diff)
 			}
@@ -394,7 +395,7 @@ func TestDryRunAuditsEachDecisionOnce(t *testing.T) {
 	a := newTestApplier(t, ApplierOptions{DryRun: true, MaxDeletionsPerMinute: 1})
 	do := func(context.Context) error { t.Fatal("dry-run wrote to the cluster"); return nil }
 	for range 5 {
-		if outcome, err := a.Apply(ctx, decision("u"), do); err != nil || outcome != db.OutcomeDryRun {
+		if outcome, err := a.Apply(ctx, decision("u"), do); err != nil || outcome != api.OutcomeDryRun {
 			t.Fatalf("%q %v", outcome, err)
 		}
 	}
@@ -404,7 +405,7 @@ func TestDryRunAuditsEachDecisionOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := audit(t, a.store, 2)
-	if len(rows) != 2 || !rows[0].DryRun || rows[0].Outcome != db.OutcomeDryRun {
+	if len(rows) != 2 || !rows[0].DryRun || rows[0].Outcome != api.OutcomeDryRun {
 		t.Fatalf("audit rows %+v", rows)
 	}
 	// The cap does not apply to what is never written.

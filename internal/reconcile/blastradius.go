@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -60,7 +61,7 @@ func (a *Applier) admit(ctx context.Context) (time.Time, error) {
 	at, tripped, err := a.reserveLocked(a.opts.Now())
 	var hold *db.AuditEntry
 	if tripped {
-		hold = a.event(db.ControllerKubegcd, ruleBlastRadius, db.ActionPause, a.capReasonLocked(), a.cap.pausedSince,
+		hold = a.event(api.ControllerKubegcd, ruleBlastRadius, api.ActionPause, a.capReasonLocked(), a.cap.pausedSince,
 			map[string]int{"writesLastMinute": len(a.cap.window), "maxDeletionsPerMinute": a.opts.MaxDeletionsPerMinute})
 	}
 	a.mu.Unlock()
@@ -131,7 +132,7 @@ func (a *Applier) Restore(ctx context.Context) error {
 		return err
 	}
 	since := a.opts.Now().Add(-time.Minute)
-	if action == db.ActionRelease && at.After(since) {
+	if action == api.ActionRelease && at.After(since) {
 		since = at // what an operator released no longer counts
 	}
 	var times []time.Time
@@ -142,7 +143,7 @@ func (a *Applier) Restore(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	a.cap.window = times
-	held := action == db.ActionPause && a.opts.ManualResume
+	held := action == api.ActionPause && a.opts.ManualResume
 	if held {
 		a.cap.held, a.cap.pausedSince = true, at
 		a.metrics.paused.WithLabelValues(pauseBlastRadius).Set(1)
@@ -150,13 +151,13 @@ func (a *Applier) Restore(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	a.log.Info("blast-radius window restored from the audit history", "writes_last_minute", len(times))
-	if action == db.ActionPause && !held {
+	if action == api.ActionPause && !held {
 		// Running with auto releases the hold: recorded, so that a later
 		// run with manual does not take it up again. A row the store
 		// refuses waits in the backlog, and enforcement with it.
 		reason := "a manual hold of an earlier run is released: this run has --blast-radius-resume=auto"
 		a.log.Warn("enforcement released", "reason", reason, "held_since", at)
-		_ = a.audit(ctx, a.event(db.ControllerKubegcd, ruleBlastRadius, db.ActionRelease, reason, a.opts.Now(),
+		_ = a.audit(ctx, a.event(api.ControllerKubegcd, ruleBlastRadius, api.ActionRelease, reason, a.opts.Now(),
 			map[string]any{"heldSince": at.UTC()}))
 	}
 	return nil
@@ -184,7 +185,7 @@ func (a *Applier) Release(ctx context.Context, reason, by string) error {
 		reason = "no reason given"
 	}
 	now := a.opts.Now()
-	e := a.event(db.ControllerOperator, ruleBlastRadius, db.ActionRelease, reason, now,
+	e := a.event(api.ControllerOperator, ruleBlastRadius, api.ActionRelease, reason, now,
 		map[string]any{"by": by, "heldSince": since.UTC()})
 	if err := a.opts.DB.InsertAudit(ctx, e); err != nil {
 		// Not kept for later: a release that is not recorded does not

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -63,11 +64,11 @@ func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
 		}
 		var p *db.Pending
 		if uid == t.UID {
-			e.Outcome, e.Reason = db.OutcomeUnknown, recoveredUnknown+" ("+e.Reason+")"
+			e.Outcome, e.Reason = api.OutcomeUnknown, recoveredUnknown+" ("+e.Reason+")"
 			p = &db.Pending{Controller: e.Controller, Rule: e.Rule, Action: e.Action, Reason: e.Reason, Target: t,
 				ResourceVersion: in.ResourceVersion}
 		} else {
-			e.Outcome, e.Reason = db.OutcomeApplied, recoveredGone+" ("+e.Reason+")"
+			e.Outcome, e.Reason = api.OutcomeApplied, recoveredGone+" ("+e.Reason+")"
 		}
 		if err := a.settleIntent(ctx, &e, p); err != nil {
 			return a.storeFailed(ctx, err)

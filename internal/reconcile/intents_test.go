@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -40,7 +41,7 @@ func TestIntentCommittedBeforeTheWrite(t *testing.T) {
 	}
 	rows := audit(t, a.store, workers)
 	for _, r := range rows {
-		if r.Outcome != db.OutcomeApplied || r.Error != "" {
+		if r.Outcome != api.OutcomeApplied || r.Error != "" {
 			t.Fatalf("row %+v, want applied", r)
 		}
 	}
@@ -86,10 +87,10 @@ func TestRecoverIntents(t *testing.T) {
 		wantOpen    bool
 		wantErr     bool
 	}{
-		{name: "gone", live: cluster{}, wantRow: db.OutcomeApplied},
-		{name: "replaced: another UID at its name", live: cluster{"t": "new-uid"}, wantRow: db.OutcomeApplied},
-		{name: "still there", live: cluster{"t": "t"}, wantRow: db.OutcomeUnknown, wantPending: true},
-		{name: "patched object still there", patch: true, live: cluster{"t": "t"}, wantRow: db.OutcomeUnknown, wantPending: true},
+		{name: "gone", live: cluster{}, wantRow: api.OutcomeApplied},
+		{name: "replaced: another UID at its name", live: cluster{"t": "new-uid"}, wantRow: api.OutcomeApplied},
+		{name: "still there", live: cluster{"t": "t"}, wantRow: api.OutcomeUnknown, wantPending: true},
+		{name: "patched object still there", patch: true, live: cluster{"t": "t"}, wantRow: api.OutcomeUnknown, wantPending: true},
 		{name: "API error: not guessed", liveErr: apiDown, wantOpen: true, wantErr: true},
 		{name: "kind not served: left for a later start", liveErr: fmt.Errorf("%w: v1 ConfigMap", ErrKindNotServed), wantOpen: true},
 	} {
@@ -193,10 +194,10 @@ func TestStopLetsTheWriteInFlightFinish(t *testing.T) {
 			return nil
 		}
 	})
-	if err != nil || outcome != db.OutcomeApplied {
+	if err != nil || outcome != api.OutcomeApplied {
 		t.Fatalf("the write in flight: outcome %q, err %v; want applied", outcome, err)
 	}
-	if got := rowsOf(audit(t, a.store, 1)); len(got) != 1 || got[0].Outcome != db.OutcomeApplied {
+	if got := rowsOf(audit(t, a.store, 1)); len(got) != 1 || got[0].Outcome != api.OutcomeApplied {
 		t.Errorf("rows %+v, want one applied", got)
 	}
 

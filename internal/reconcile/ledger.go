@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -216,13 +217,13 @@ func (a *Applier) probe(ctx context.Context) bool {
 		// waiting began, and a pause of 0s (the first probe runs as the
 		// store fails). The row's own write needs new pages, so a disk
 		// still full refuses it.
-		err = a.opts.DB.ClearPending(ctx, db.ControllerKubegcd, "")
+		err = a.opts.DB.ClearPending(ctx, api.ControllerKubegcd, "")
 	}
 	var pausedFor time.Duration
 	if err == nil {
 		resumed := a.opts.Now()
 		pausedFor = resumed.Sub(since).Round(time.Second)
-		err = a.opts.DB.InsertAudit(ctx, a.event(db.ControllerKubegcd, ruleAuditStore, db.ActionResume,
+		err = a.opts.DB.InsertAudit(ctx, a.event(api.ControllerKubegcd, ruleAuditStore, api.ActionResume,
 			fmt.Sprintf("the audit history can be written again after %s: enforcement resumes", pausedFor), resumed,
 			map[string]any{"pausedSince": since.UTC(), "cause": cause}))
 	}

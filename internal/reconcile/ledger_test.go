@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/dbfault"
 	kgtest "github.com/kubegcd/kubegcd/internal/testutil"
@@ -47,14 +48,14 @@ func TestFullDiskPausesEnforcementUntilTheAuditIsWritten(t *testing.T) {
 		want []row
 	}{
 		{name: "intent refused", fillFirst: true, do: ok,
-			want: []row{{db.ControllerKubegcd, db.ActionResume, "", db.OutcomeApplied}, {"ownergc", "delete", "b", db.OutcomeApplied}}},
+			want: []row{{api.ControllerKubegcd, api.ActionResume, "", api.OutcomeApplied}, {"ownergc", "delete", "b", api.OutcomeApplied}}},
 		// The row of an applied write is queued; the commit fails.
-		{name: "applied write", do: ok, want: []row{{"ownergc", "delete", "a", db.OutcomeApplied},
-			{db.ControllerKubegcd, db.ActionResume, "", db.OutcomeApplied}, {"ownergc", "delete", "b", db.OutcomeApplied}}},
+		{name: "applied write", do: ok, want: []row{{"ownergc", "delete", "a", api.OutcomeApplied},
+			{api.ControllerKubegcd, api.ActionResume, "", api.OutcomeApplied}, {"ownergc", "delete", "b", api.OutcomeApplied}}},
 		// A failed write stores its pending and audit rows in one
 		// transaction; that fails.
-		{name: "conflicting write", do: conflict, want: []row{{"ownergc", "delete", "a", db.OutcomeConflict},
-			{db.ControllerKubegcd, db.ActionResume, "", db.OutcomeApplied}, {"ownergc", "delete", "b", db.OutcomeConflict}}},
+		{name: "conflicting write", do: conflict, want: []row{{"ownergc", "delete", "a", api.OutcomeConflict},
+			{api.ControllerKubegcd, api.ActionResume, "", api.OutcomeApplied}, {"ownergc", "delete", "b", api.OutcomeConflict}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -116,7 +117,7 @@ func TestFullDiskPausesEnforcementUntilTheAuditIsWritten(t *testing.T) {
 			if _, err := a.Apply(ctx, decision("b"), do); err != nil && !apierrors.IsConflict(err) {
 				t.Fatalf("after the recovery: %v", err)
 			}
-			want := append([]row{{"ownergc", "delete", "before", db.OutcomeApplied}}, tc.want...)
+			want := append([]row{{"ownergc", "delete", "before", api.OutcomeApplied}}, tc.want...)
 			if diff := cmp.Diff(want, rowsOf(audit(t, a.store, len(want)))); diff != "" {
 				t.Fatalf("audit (-want +got):\n%s", diff)
 			}
@@ -168,7 +169,7 @@ func TestLockedDatabaseHoldsBackTheWrite(t *testing.T) {
 	if err := <-applied; err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]row{{"ownergc", "delete", "held", db.OutcomeApplied}}, rowsOf(audit(t, a.store, 1))); diff != "" {
+	if diff := cmp.Diff([]row{{"ownergc", "delete", "held", api.OutcomeApplied}}, rowsOf(audit(t, a.store, 1))); diff != "" {
 		t.Fatalf("audit (-want +got):\n%s", diff)
 	}
 }
@@ -336,11 +337,11 @@ func TestResumeRowIsDatedWhenWritingResumed(t *testing.T) {
 	close(held)
 	waitFor(t, "enforcement resumes once the lock is released", func() bool { return a.LedgerError() == nil })
 
-	rows, _, err := store.decisions.ListAudit(ctx, db.AuditFilter{Controller: db.ControllerKubegcd, Limit: 10})
+	rows, _, err := store.decisions.ListAudit(ctx, db.AuditFilter{Controller: api.ControllerKubegcd, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].Action != db.ActionResume {
+	if len(rows) != 1 || rows[0].Action != api.ActionResume {
 		t.Fatalf("kubegcd's audit rows: %+v, want the one of the resume", rows)
 	}
 	resumed := rows[0]

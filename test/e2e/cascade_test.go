@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
@@ -100,7 +99,7 @@ func (s *scenario) cascadeDone(c cascadeTree) map[string]cascadeFate {
 	}
 	out := map[string]cascadeFate{}
 	for _, e := range s.audit() {
-		if !mine[e.Target.UID] || e.Outcome == db.OutcomeConflict || e.Outcome == db.OutcomeFailed {
+		if !mine[e.Target.UID] || e.Outcome == api.OutcomeConflict || e.Outcome == api.OutcomeFailed {
 			continue
 		}
 		switch e.Action {

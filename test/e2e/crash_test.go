@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
@@ -230,7 +230,7 @@ func countRows(t *testing.T, path, query string) int {
 func deletionRows(t *testing.T, path, ns string) map[string][]string {
 	t.Helper()
 	rows, err := readDB(t, path).Query(`SELECT uid, outcome FROM audit WHERE namespace = ? AND action = 'delete'
-		AND dry_run = 0 AND outcome IN (?, ?) ORDER BY id`, ns, db.OutcomeApplied, db.OutcomeNotFound)
+		AND dry_run = 0 AND outcome IN (?, ?) ORDER BY id`, ns, api.OutcomeApplied, api.OutcomeNotFound)
 	if err != nil {
 		t.Fatal(err)
 	}

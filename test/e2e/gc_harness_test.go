@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/db"
 )
 
 // gcArgs run the ownership GC alone (PodGC and TTL act on the whole
@@ -358,7 +357,7 @@ func (s *scenario) decisions(dry bool) map[auditKey]bool {
 		if e.DryRun != dry {
 			s.t.Fatalf("audit row with dryRun=%v in a dry-run=%v run: %+v", e.DryRun, dry, e)
 		}
-		if e.Outcome == db.OutcomeConflict || e.Outcome == db.OutcomeFailed {
+		if e.Outcome == api.OutcomeConflict || e.Outcome == api.OutcomeFailed {
 			continue
 		}
 		// Cluster-scoped objects carry the namespace in their names.

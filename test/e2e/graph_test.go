@@ -352,7 +352,7 @@ func TestWhyAfterDryRunRemoval(t *testing.T) {
 		return nil
 	})
 	e := det.RecentAudit[0]
-	if !e.DryRun || e.Outcome != db.OutcomeDryRun || len(det.Pending) != 0 {
+	if !e.DryRun || e.Outcome != api.OutcomeDryRun || len(det.Pending) != 0 {
 		t.Fatalf("audit %+v, pending %+v: want a dry-run removal and nothing pending", e, det.Pending)
 	}
 	want := fmt.Sprintf("It is not pending: at least one owner exists (ConfigMap/owner); its other references (ConfigMap/ghost: missing) "+

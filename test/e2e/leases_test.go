@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
@@ -221,7 +220,7 @@ func TestStorageVersionGC(t *testing.T) {
 	d.GetJSON(t, "/audit?controller=svgc", 200, &audit)
 	got := map[string]string{}
 	for _, r := range audit.Items {
-		if !strings.HasPrefix(r.Target.Name, "e2e.kubegcd.io.") || r.Outcome != db.OutcomeApplied {
+		if !strings.HasPrefix(r.Target.Name, "e2e.kubegcd.io.") || r.Outcome != api.OutcomeApplied {
 			t.Errorf("unexpected svgc decision %+v", r)
 		}
 		got[r.Target.Name] = r.Rule + " " + r.Action
@@ -250,7 +249,7 @@ func TestStorageVersionGCDryRun(t *testing.T) {
 		d.GetJSON(t, "/audit?controller=svgc", 200, &a)
 		for _, r := range a.Items {
 			if r.Target.Name == "e2e.kubegcd.io.sprockets" && r.Rule == "KG-06-02" && r.Action == "delete" && r.DryRun &&
-				r.Outcome == db.OutcomeDryRun && len(p.Items) > 0 {
+				r.Outcome == api.OutcomeDryRun && len(p.Items) > 0 {
 				return nil
 			}
 		}
@@ -372,7 +371,7 @@ func collected(t *testing.T, ns, name string, ins ...*instance) string {
 				return err
 			}
 			for _, r := range a.Items {
-				if r.Target.Name == name && r.Outcome == db.OutcomeApplied {
+				if r.Target.Name == name && r.Outcome == api.OutcomeApplied {
 					by = append(by, r.Instance)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/dbfault"
 )
@@ -101,7 +102,7 @@ func remaining(t *testing.T, ns string, uids map[types.UID]bool) int {
 func appliedRows(t *testing.T, d *daemon, ns string) []db.AuditEntry {
 	t.Helper()
 	rows, _, err := d.DB(t).Decisions().ListAudit(context.Background(), db.AuditFilter{Controller: "ownergc", Namespace: ns,
-		Outcome: db.OutcomeApplied, Limit: 10000})
+		Outcome: api.OutcomeApplied, Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
@@ -90,7 +90,7 @@ func TestPodGCTerminatedThreshold(t *testing.T) {
 	rows := audit(t, d, "controller=podgc&namespace="+ns)
 	var deleted []string
 	for _, r := range rows {
-		if r.Rule != "BR-24-01" || r.Action != "delete" || r.Outcome != db.OutcomeApplied || r.DryRun {
+		if r.Rule != "BR-24-01" || r.Action != "delete" || r.Outcome != api.OutcomeApplied || r.DryRun {
 			t.Errorf("audit row %+v: want BR-24-01 delete applied", r)
 		}
 		deleted = append(deleted, r.Target.Name)
@@ -135,7 +135,7 @@ func TestPodGCTerminatingOnOutOfServiceNodes(t *testing.T) {
 		}
 	}
 	rows := audit(t, d, "controller=podgc&namespace="+ns)
-	if len(rows) != 1 || rows[0].Target.Name != "on-oos" || rows[0].Rule != "BR-24-02" || rows[0].Outcome != db.OutcomeApplied {
+	if len(rows) != 1 || rows[0].Target.Name != "on-oos" || rows[0].Rule != "BR-24-02" || rows[0].Outcome != api.OutcomeApplied {
 		t.Fatalf("audit %+v: want one BR-24-02 deletion of on-oos", rows)
 	}
 }
@@ -246,7 +246,7 @@ func TestPodGCOrphanedAfterQuarantine(t *testing.T) {
 		return nil
 	})
 	for _, r := range audit(t, d, "controller=podgc&namespace="+ns) {
-		if r.Rule != "BR-24-03" || r.Outcome != db.OutcomeApplied || (r.Target.Name != "o1" && r.Target.Name != "o2") {
+		if r.Rule != "BR-24-03" || r.Outcome != api.OutcomeApplied || (r.Target.Name != "o1" && r.Target.Name != "o2") {
 			t.Errorf("audit row %+v", r)
 		}
 		if early := deletedAt.Add(quarantine).Sub(r.Time); early > 0 {
@@ -303,7 +303,7 @@ func TestPodGCUnscheduledTerminatingAndHeldPods(t *testing.T) {
 		t.Errorf("%v pod DELETE calls during five passes over a finalizer-held pod, want 0", after-before)
 	}
 	rows := audit(t, d, "controller=podgc&namespace="+ns)
-	if len(rows) != 1 || rows[0].Target.Name != "unbound-terminating" || rows[0].Rule != "KG-24-01" || rows[0].Outcome != db.OutcomeApplied {
+	if len(rows) != 1 || rows[0].Target.Name != "unbound-terminating" || rows[0].Rule != "KG-24-01" || rows[0].Outcome != api.OutcomeApplied {
 		t.Fatalf("audit %+v: want one KG-24-01 deletion of unbound-terminating", rows)
 	}
 	items := pending(t, d, "podgc")
@@ -409,7 +409,7 @@ func TestPodGCDryRun(t *testing.T) {
 	eventually(t, 30*time.Second, func() error {
 		got := map[string]string{}
 		for _, r := range audit(t, d, "controller=podgc&namespace="+ns) {
-			if !r.DryRun || r.Outcome != db.OutcomeDryRun {
+			if !r.DryRun || r.Outcome != api.OutcomeDryRun {
 				return e2eutil.StopError{Err: fmt.Errorf("audit row %+v not marked dry-run", r)}
 			}
 			got[r.Target.Name] = r.Rule
@@ -437,7 +437,7 @@ func TestPodGCDryRun(t *testing.T) {
 			return fmt.Errorf("ttl pending %+v, want dry-oos to be annotated", items)
 		}
 		rows := audit(t, d, "controller=ttl")
-		if len(rows) != 1 || !rows[0].DryRun || rows[0].Outcome != db.OutcomeDryRun || rows[0].Rule != "BR-19-01" {
+		if len(rows) != 1 || !rows[0].DryRun || rows[0].Outcome != api.OutcomeDryRun || rows[0].Rule != "BR-19-01" {
 			return fmt.Errorf("ttl audit %+v, want one dry-run BR-19-01 row", rows)
 		}
 		return nil

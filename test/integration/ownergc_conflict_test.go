@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
@@ -99,7 +100,7 @@ func TestStaleMirrorConflictIsBounded(t *testing.T) {
 			return fmt.Errorf("ConfigMap dep still exists (get: %v) after %v DELETEs (%v refused) and %d audit rows", err, deletes, refused, len(rows))
 		}
 		// The applied row is queued to the writer just after the delete.
-		if _, _, rows := counts(); len(rows) == 0 || rows[0].Outcome != db.OutcomeApplied {
+		if _, _, rows := counts(); len(rows) == 0 || rows[0].Outcome != api.OutcomeApplied {
 			return fmt.Errorf("dep deleted; audit rows about it %+v, want the newest applied", rows)
 		}
 		return nil

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -251,15 +252,15 @@ func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(co
 		return nil
 	}
 	outcome, err := c.opts.Applier.Apply(ctx, d, do)
-	if outcome == db.OutcomeApplied {
+	if outcome == api.OutcomeApplied {
 		c.applied.Record(d.Target.UID, d.ResourceVersion)
 	}
-	if outcome == db.OutcomeDryRun {
+	if outcome == api.OutcomeDryRun {
 		dryRun()
 		c.requeueRelated(ctx, d.Target.UID)
 		return nil
 	}
-	if outcome == db.OutcomeConflict {
+	if outcome == api.OutcomeConflict {
 		// The cluster is past this version: the next attempt decides on a
 		// newer copy, from the mirror if it has caught up, else read live.
 		c.stale.add(d.Target.UID, d.ResourceVersion)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/liveness"
@@ -268,7 +269,7 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 		return c.markFailedAndDelete(ctx, pod, j.condition, now)
 	})
 	switch {
-	case errors.Is(err, reconcile.ErrPaused) || outcome == db.OutcomeDryRun:
+	case errors.Is(err, reconcile.ErrPaused) || outcome == api.OutcomeDryRun:
 		return
 	case err != nil:
 		c.metrics.errors.WithLabelValues(j.label).Inc()
@@ -277,7 +278,7 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 		}
 	}
 	c.metrics.deletes.WithLabelValues(j.label).Inc()
-	if outcome == db.OutcomeApplied {
+	if outcome == api.OutcomeApplied {
 		c.applied.Record(pod.UID, pod.ResourceVersion)
 		if len(pod.Finalizers) > 0 {
 			c.deleteSent(pod.UID, now)

@@ -26,6 +26,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/promutil"
@@ -250,7 +251,7 @@ func (c *Controller) annotate(ctx context.Context, a annotation, want string) {
 		_, err = c.opts.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
-	if outcome == db.OutcomeApplied {
+	if outcome == api.OutcomeApplied {
 		c.applied.Record(n.UID, n.ResourceVersion)
 		c.metrics.patches.Inc()
 	}
