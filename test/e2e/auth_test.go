@@ -45,7 +45,7 @@ func TestAPIBearerTokens(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "tokens")
 	e2eutil.WriteTouched(t, file, "# operators\ns3cret-a,alice\nt0ken-b\n", time.Now().Add(-time.Hour))
 	d := daemons.Start(t, "", "--auth-token-file", file)
-	c := &http.Client{Timeout: 10 * time.Second}
+	c := e2eutil.ValidatingClient(t, &http.Client{Timeout: 10 * time.Second})
 
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if code, _, _ := call(t, c, d.URL+p, ""); code != http.StatusOK && code != http.StatusServiceUnavailable {
@@ -84,13 +84,13 @@ func TestAPIBearerTokens(t *testing.T) {
 
 	// The CLI: without a token, one line saying how to give one; with it,
 	// the answer.
-	code, _, stderr := cliRun("status", "--server", d.URL)
+	code, _, stderr := cliRun("status", "--server", d.ClientURL())
 	if code != 1 || !strings.Contains(stderr, "401") || !strings.Contains(stderr, "--token-file") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("kubegcd status without a token: exit %d, stderr %q", code, stderr)
 	}
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	e2eutil.WriteTouched(t, tokenFile, "t0ken-b\n", time.Now())
-	if code, stdout, stderr := cliRun("status", "--server", d.URL, "--token-file", tokenFile); code != 0 || stdout == "" {
+	if code, stdout, stderr := cliRun("status", "--server", d.ClientURL(), "--token-file", tokenFile); code != 0 || stdout == "" {
 		t.Errorf("kubegcd status --token-file: exit %d, stderr %q", code, stderr)
 	}
 
@@ -126,7 +126,7 @@ func TestAPITokenRevocation(t *testing.T) {
 	edit("\ufeffgood-DDDD,dave\ngood-KKKK,kim\n")
 	d := daemons.Start(t, "", "--auth-token-file", file)
 	d.WaitReady(t, time.Minute)
-	c := &http.Client{Timeout: 10 * time.Second}
+	c := e2eutil.ValidatingClient(t, &http.Client{Timeout: 10 * time.Second})
 
 	// expect waits until each token gets its code on /status.
 	expect := func(step string, codes map[string]int) {
@@ -232,8 +232,8 @@ func TestAPITLSAndClientCertificates(t *testing.T) {
 	mallory := other.Issue(t, "mallory", "mallory", 12, false, time.Now())
 
 	clientWith := func(certs ...tls.Certificate) *http.Client {
-		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: pki.Pool, Certificates: certs, MinVersion: tls.VersionTLS12}}}
+		return e2eutil.ValidatingClient(t, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pki.Pool, Certificates: certs, MinVersion: tls.VersionTLS12}}})
 	}
 	anonymous := clientWith()
 	d := e2eutil.DaemonOptions{Kubeconfig: cluster.Kubeconfig, Client: anonymous}.Start(t, "",
@@ -252,9 +252,9 @@ func TestAPITLSAndClientCertificates(t *testing.T) {
 	}
 	// A certificate of another CA, sent though the server asked for its
 	// own CA's: the handshake fails, or at most the request is anonymous.
-	forced := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+	forced := e2eutil.ValidatingClient(t, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		RootCAs: pki.Pool, MinVersion: tls.VersionTLS12,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &mallory, nil }}}}
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &mallory, nil }}}})
 	if resp, err := forced.Get(d.URL + "/status"); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {

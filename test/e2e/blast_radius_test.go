@@ -164,7 +164,7 @@ func TestBlastRadiusManualResume(t *testing.T) {
 		return nil
 	})
 
-	code, stdout, stderr := runBinary(t, 30*time.Second, "release", "--server", d.URL, "--reason", "e2e: checked the garbage")
+	code, stdout, stderr := runBinary(t, 30*time.Second, "release", "--server", d.ClientURL(), "--reason", "e2e: checked the garbage")
 	if code != 0 || strings.TrimSpace(stdout) != "enforcement released" {
 		t.Fatalf("kubegcd release: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -186,7 +186,7 @@ func TestBlastRadiusManualResume(t *testing.T) {
 		t.Error("the release was not logged")
 	}
 	// Nothing is held any more: a second release is refused.
-	code, _, stderr = runBinary(t, 30*time.Second, "release", "--server", d.URL)
+	code, _, stderr = runBinary(t, 30*time.Second, "release", "--server", d.ClientURL())
 	if code != 1 || !strings.Contains(stderr, "409 Conflict: enforcement is not held") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Fatalf("second release: exit %d, stderr %q", code, stderr)
 	}

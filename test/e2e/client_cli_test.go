@@ -39,7 +39,7 @@ func cliRun(args ...string) (code int, stdout, stderr string) {
 // of want in its output.
 func cliOK(t *testing.T, d *daemon, want []string, args ...string) string {
 	t.Helper()
-	code, stdout, stderr := cliRun(append(args, "--server", d.URL)...)
+	code, stdout, stderr := cliRun(append(args, "--server", d.ClientURL())...)
 	if code != 0 {
 		t.Fatalf("kubegcd %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
 	}
@@ -106,7 +106,7 @@ func sameAsAPI(t *testing.T, d *daemon, path string, volatile []string, args ...
 		if err != nil || code != http.StatusOK {
 			return fmt.Errorf("GET %s: %d %v", path, code, err)
 		}
-		exit, out, stderr := cliRun(append(args, "-o", "json", "--server", d.URL)...)
+		exit, out, stderr := cliRun(append(args, "-o", "json", "--server", d.ClientURL())...)
 		if exit != 0 {
 			return stopError{Err: fmt.Errorf("kubegcd %v -o json: exit %d: %s", args, exit, stderr)}
 		}
@@ -121,7 +121,7 @@ func sameAsAPI(t *testing.T, d *daemon, path string, volatile []string, args ...
 		if !reflect.DeepEqual(withoutKeys(t, []byte(out), volatile...), withoutKeys(t, api, volatile...)) {
 			return fmt.Errorf("kubegcd %v -o json printed\n%s\nthe API answered\n%s", args, out, api)
 		}
-		exit, out, stderr = cliRun(append(args, "-o", "yaml", "--server", d.URL)...)
+		exit, out, stderr = cliRun(append(args, "-o", "yaml", "--server", d.ClientURL())...)
 		if exit != 0 {
 			return stopError{Err: fmt.Errorf("kubegcd %v -o yaml: exit %d: %s", args, exit, stderr)}
 		}
@@ -229,7 +229,7 @@ func TestClientCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		code, js, stderr := cliRun("get", "pending", "-n", ns, "--controller", "ownergc", "--limit", "1", "-o", "json", "--server", d.URL)
+		code, js, stderr := cliRun("get", "pending", "-n", ns, "--controller", "ownergc", "--limit", "1", "-o", "json", "--server", d.ClientURL())
 		var page struct{ Next string }
 		if code != 0 || json.Unmarshal([]byte(js), &page) != nil || page.Next == "" || !strings.Contains(string(body), page.Next) {
 			t.Errorf("get pending --limit 1 -o json: exit %d, %s (stderr %q); want the API's page with its next cursor %s", code, js, stderr, body)
@@ -246,7 +246,7 @@ func TestClientCommands(t *testing.T) {
 		// --kind and --rule are the API's kind and rule.
 		cliOK(t, d, []string{"orphan-1", "orphan-2", "BR-21-01"}, "get", "audit", "-n", ns, "--kind", "configmaps", "--rule", "br-21-01")
 		sameAsAPI(t, d, "/audit?kind=ConfigMap&rule=BR-21-01&"+q, nil, "get", "audit", "-n", ns, "--kind", "ConfigMap", "--rule", "BR-21-01")
-		if code, stdout, stderr := cliRun("get", "audit", "-n", ns, "--kind", "secrets", "--server", d.URL); code != 0 || stdout != "" ||
+		if code, stdout, stderr := cliRun("get", "audit", "-n", ns, "--kind", "secrets", "--server", d.ClientURL()); code != 0 || stdout != "" ||
 			stderr != "No audit rows found in namespace "+ns+".\n" {
 			t.Errorf("get audit --kind secrets: exit %d, stdout %q, stderr %q; want no rows", code, stdout, stderr)
 		}
@@ -283,7 +283,7 @@ func TestClientCommands(t *testing.T) {
 			"  └─ConfigMap/web-1-cfg", "controller,blockOwnerDeletion", "exists"}
 		cliOK(t, d, want, "tree", "rs/web-1", "-n", ns)
 		cliOK(t, d, want, "tree", "rs", "web-1", "-n", ns, "--at", time.Now().UTC().Format(time.RFC3339Nano))
-		code, out, _ := cliRun("tree", "rs/web-1", "-n", ns, "--server", d.URL)
+		code, out, _ := cliRun("tree", "rs/web-1", "-n", ns, "--server", d.ClientURL())
 		if code != 0 || strings.Contains(out, "\x1b[") {
 			t.Errorf("tree off a terminal: exit %d, colours in\n%q", code, out)
 		}
@@ -310,7 +310,7 @@ func TestClientCommands(t *testing.T) {
 		// cluster: while discovery catches up with one removed, a watch
 		// of it fails and the mirror is not synced.
 		eventually(t, 60*time.Second, func() error {
-			if code, out, _ := cliRun("status", "--server", d.URL); code != 0 || !strings.Contains(out, "Mirror:      synced") {
+			if code, out, _ := cliRun("status", "--server", d.ClientURL()); code != 0 || !strings.Contains(out, "Mirror:      synced") {
 				return fmt.Errorf("kubegcd status: exit %d:\n%s", code, out)
 			}
 			return nil
@@ -321,15 +321,15 @@ func TestClientCommands(t *testing.T) {
 	})
 	t.Run("errors", func(t *testing.T) {
 		cliFails(t, 1, []string{"cannot reach kubegcd", "127.0.0.1:1"}, "get", "pending", "--server", "http://127.0.0.1:1")
-		cliFails(t, 1, []string{`unknown kind "nosuchkind"`}, "why", "nosuchkind/x", "--server", d.URL)
-		cliFails(t, 1, []string{`ConfigMap "nope" not found in namespace ` + ns}, "tree", "cm/nope", "-n", ns, "--server", d.URL)
+		cliFails(t, 1, []string{`unknown kind "nosuchkind"`}, "why", "nosuchkind/x", "--server", d.ClientURL())
+		cliFails(t, 1, []string{`ConfigMap "nope" not found in namespace ` + ns}, "tree", "cm/nope", "-n", ns, "--server", d.ClientURL())
 		cliFails(t, 1, []string{"several API groups", groups[0], groups[1], "give KIND.group", "gizmo." + groups[0] + "/g"},
-			"why", "gizmo/g", "-n", ns, "--server", d.URL)
+			"why", "gizmo/g", "-n", ns, "--server", d.ClientURL())
 		cliOK(t, d, []string{"Gizmo " + ns + "/g (" + groups[1] + "/v1)"}, "why", "gizmos."+groups[1]+"/g", "-n", ns)
 		cliFails(t, 1, []string{`ServiceAccount "default" exists in several namespaces`, ns, other, "give -n NAMESPACE"},
-			"why", "sa/default", "--server", d.URL)
-		cliFails(t, 1, []string{"400 Bad Request", `invalid rule "KG-NOPE"`}, "get", "lint", "--rule", "KG-NOPE", "--server", d.URL)
-		cliFails(t, 2, []string{"--since does not apply to get pending"}, "get", "pending", "--since", "1h", "--server", d.URL)
+			"why", "sa/default", "--server", d.ClientURL())
+		cliFails(t, 1, []string{"400 Bad Request", `invalid rule "KG-NOPE"`}, "get", "lint", "--rule", "KG-NOPE", "--server", d.ClientURL())
+		cliFails(t, 2, []string{"--since does not apply to get pending"}, "get", "pending", "--since", "1h", "--server", d.ClientURL())
 		// The server side of tokens is not built yet: a server answering
 		// 401 stands in for one.
 		unauthorized := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -363,7 +363,7 @@ func TestClientCommands(t *testing.T) {
 			}
 			return 0, out.String(), errb.String()
 		}
-		if code, out, errs := plugin("why", "cm/orphan-1", "-n", ns, "--server", d.URL); code != 0 || !strings.Contains(out, "It is pending") {
+		if code, out, errs := plugin("why", "cm/orphan-1", "-n", ns, "--server", d.ClientURL()); code != 0 || !strings.Contains(out, "It is pending") {
 			t.Errorf("kubectl gc why: exit %d, stdout %q, stderr %q", code, out, errs)
 		}
 		if code, out, _ := plugin("help"); code != 0 || !strings.Contains(out, "kubectl gc why KIND/NAME") {

@@ -62,7 +62,7 @@ func TestCompletionFromDaemon(t *testing.T) {
 		}
 		return completions(stdout), stderr
 	}
-	conn := []string{"--server", d.URL, "--token-file", token}
+	conn := []string{"--server", d.ClientURL(), "--token-file", token}
 
 	// The mirror lists the namespace's ConfigMaps once it has synced.
 	want := []string{"cm/alpha-cfg", "cm/alpha-env", "cm/beta"}
@@ -107,7 +107,7 @@ func TestCompletionFromDaemon(t *testing.T) {
 	}
 
 	// Without the token, or from a server that is gone: nothing, quickly.
-	if got, stderr := complete("why", "--server", d.URL, "-n", ns, "cm/"); got != nil || stderr != completionEnd {
+	if got, stderr := complete("why", "--server", d.ClientURL(), "-n", ns, "cm/"); got != nil || stderr != completionEnd {
 		t.Errorf("without the token: %q, stderr %q; want nothing", got, stderr)
 	}
 	d.Stop()

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegcd/kubegcd/internal/testcluster"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 // TestGraphStreamStalledReaders reproduces four slow readers of the whole
@@ -106,7 +107,7 @@ func TestGraphStreamStalledReaders(t *testing.T) {
 	if err := k.WaitReady(ctx, "http://"+addr+"/readyz", 50*time.Millisecond, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := e2eutil.ValidatingClient(t, &http.Client{Timeout: 10 * time.Second})
 	eventually(t, 30*time.Second, func() error {
 		var g struct{ Edges []struct{} }
 		resp, err := client.Get("http://" + addr + "/graph?namespace=" + ns + "&limit=1000")

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
 // TestAPILoadLeavesCollectionAlone keeps 32 clients asking for the whole
@@ -23,6 +25,8 @@ func TestAPILoadLeavesCollectionAlone(t *testing.T) {
 	d.WaitReady(t, time.Minute)
 
 	ctx, stop := context.WithCancel(context.Background())
+	// Each answer, a 429 included, is checked against the API's document.
+	client := e2eutil.ValidatingClient(t, nil)
 	var served, refused, failed atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 32 {
@@ -36,7 +40,7 @@ func TestAPILoadLeavesCollectionAlone(t *testing.T) {
 					failed.Add(1)
 					return
 				}
-				resp, err := http.DefaultClient.Do(req)
+				resp, err := client.Do(req)
 				if err != nil {
 					if ctx.Err() == nil {
 						failed.Add(1)

@@ -57,11 +57,11 @@ func TestTreeAtShowsWhatTheAPIShows(t *testing.T) {
 		t.Fatalf("/graph?at=%s: %+v, want no node", past, g.Nodes)
 	}
 	cliFails(t, 1, []string{"ConfigMap " + ns + "/owner did not exist at " + past, "history first saw it at"},
-		"tree", "configmap/owner", "-n", ns, "--at", past, "--server", d.URL)
+		"tree", "configmap/owner", "-n", ns, "--at", past, "--server", d.ClientURL())
 
 	// The future: refused by both.
 	const future = "2999-01-01T00:00:00Z"
 	var e map[string]any
 	d.GetJSON(t, "/graph?uid="+string(owner.UID)+"&at="+future, http.StatusBadRequest, &e)
-	cliFails(t, 2, []string{"--at", "in the future"}, "tree", "configmap/owner", "-n", ns, "--at", future, "--server", d.URL)
+	cliFails(t, 2, []string{"--at", "in the future"}, "tree", "configmap/owner", "-n", ns, "--at", future, "--server", d.ClientURL())
 }

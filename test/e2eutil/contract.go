@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strings"
@@ -202,4 +205,31 @@ func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 		v.t.Errorf("%v", err)
 	}
 	return resp, nil
+}
+
+// ValidatingProxy serves target (a daemon's URL) on a loopback address of
+// its own, over plain HTTP, and validates every answer it passes on
+// against the API's OpenAPI document; a mismatch fails t. c (nil for
+// http.DefaultTransport) carries the requests to target. The proxy stops
+// when t ends. It is how the answers that a process under test reads
+// itself, the CLI or a browser, are checked.
+func ValidatingProxy(t testing.TB, target string, c *http.Client) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatalf("the daemon's URL %q: %v", target, err)
+	}
+	next := http.DefaultTransport
+	if c != nil && c.Transport != nil {
+		next = c.Transport
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(u) },
+		Transport: &validatingTransport{t: t, next: next},
+		// A client that goes away mid-answer is the test's to see.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	s := httptest.NewServer(p)
+	t.Cleanup(s.Close)
+	return s.URL
 }

@@ -1,7 +1,12 @@
 package e2eutil
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -35,5 +40,61 @@ func TestCheckResponse(t *testing.T) {
 	}
 	if counts := ContractCounts(); !strings.Contains(counts, "GET /healthz") || !strings.Contains(counts, "not reached:") {
 		t.Errorf("counts:\n%s", counts)
+	}
+}
+
+// recorder is a testing.TB that keeps the errors reported to it.
+type recorder struct {
+	testing.TB
+	mu     sync.Mutex
+	errors []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+// TestValidatingProxy: the proxy passes every answer on unchanged, and
+// reports one that does not match the document.
+func TestValidatingProxy(t *testing.T) {
+	daemon := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/healthz":
+			fmt.Fprint(w, `{"status":"ok"}`)
+		case "/leases":
+			fmt.Fprint(w, `{"items":[],"renamed":true}`)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"error":"no such endpoint: %s"}`, r.URL.Path)
+		}
+	}))
+	defer daemon.Close()
+	rec := &recorder{TB: t}
+	proxy := ValidatingProxy(rec, daemon.URL, nil)
+	for _, tc := range []struct {
+		path, body string
+		code       int
+		fails      bool
+	}{
+		{"/healthz", `{"status":"ok"}`, 200, false},
+		{"/leases", `{"items":[],"renamed":true}`, 200, true},
+		{"/nope", `{"error":"no such endpoint: /nope"}`, 404, false},
+	} {
+		rec.errors = nil
+		resp, err := http.Get(proxy + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || string(body) != tc.body {
+			t.Errorf("%s through the proxy: %d %s, want %d %s", tc.path, resp.StatusCode, body, tc.code, tc.body)
+		}
+		if failed := len(rec.errors) > 0; failed != tc.fails {
+			t.Errorf("%s: reported %q, want failing %v", tc.path, rec.errors, tc.fails)
+		}
 	}
 }

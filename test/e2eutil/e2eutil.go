@@ -51,6 +51,23 @@ type Daemon struct {
 	cancel context.CancelFunc
 	done   chan int
 	store  *db.DB
+
+	// base carries the requests of Client and of the proxy, unchecked.
+	base  *http.Client
+	proxy struct {
+		once sync.Once
+		url  string
+	}
+}
+
+// ClientURL is the URL a client under test (the CLI, a browser) is given
+// instead of URL: a proxy to the daemon that validates every answer it
+// passes on against the API's OpenAPI document (see ValidatingProxy).
+// Tests of the connection itself (TLS, stalled readers, hostile clients)
+// use URL.
+func (d *Daemon) ClientURL() string {
+	d.proxy.once.Do(func() { d.proxy.url = ValidatingProxy(d.t, d.URL, d.base) })
+	return d.proxy.url
 }
 
 // FreeAddr returns a local address nothing listens on.
@@ -119,6 +136,7 @@ func (o DaemonOptions) Start(t *testing.T, dbPath string, args ...string) *Daemo
 	}
 	// Every answer the suites read through the daemon's client is checked
 	// against the API's OpenAPI document.
+	d.base = d.Client
 	d.Client = ValidatingClient(t, d.Client)
 	full := append([]string{"run", "--kubeconfig", o.Kubeconfig, "--db", dbPath, "--listen", addr,
 		"--log-level", "debug"}, args...)
