@@ -13,7 +13,9 @@ type AuditEntry struct {
 	Time time.Time `json:"time"`
 	// Instance is the identity of the kubegcd that decided.
 	Instance string `json:"instance"`
-	// Controller is one of the Controller* names.
+	// Controller is one of the four controllers, or kubegcd or operator
+	// for the rows about enforcement itself: a hold, a release, the audit
+	// store writable again.
 	Controller string `json:"controller"`
 	// Rule names the rule of the controller that decided; empty for the
 	// pseudo-controllers kubegcd and operator.
@@ -29,7 +31,11 @@ type AuditEntry struct {
 	Reason string `json:"reason"`
 	// DryRun: the decision was only recorded, not sent to the cluster.
 	DryRun bool `json:"dryRun"`
-	// Outcome is one of the Outcome* names.
+	// Outcome says what came of the decision: applied, dry-run, failed,
+	// conflict or not-found; skipped for a decision that needs no write;
+	// unknown for a write sent just before kubegcd died, whose object was
+	// still there at the next start. An unknown write may or may not have
+	// reached the API server, and the decision is pending again.
 	Outcome string `json:"outcome"`
 	// Error is the API server's refusal of a failed write; empty otherwise.
 	Error string `json:"error"`

@@ -18,8 +18,9 @@ type Blocker struct {
 	// Type is one of the Blocker types.
 	Type string `json:"type"`
 	// Target is the object that holds the deletion, when one does.
-	Target    *Target `json:"target,omitempty"`
-	Finalizer string  `json:"finalizer,omitempty"`
+	Target *Target `json:"target,omitempty"`
+	// Finalizer is the finalizer that holds it, for a finalizer blocker.
+	Finalizer string `json:"finalizer,omitempty"`
 	// GroupVersion is the API group/version whose discovery fails.
 	GroupVersion string `json:"groupVersion,omitempty"`
 	// Counts are the objects left in a namespace by kind, when there are

@@ -37,7 +37,9 @@ type Cascade struct {
 type CascadeItem struct {
 	// Target is the object acted on.
 	Target Target `json:"target"`
-	// Action is one of the Cascade* actions.
+	// Action is delete, remove-owner-reference (the collector removes
+	// the object's references to owners that go, and keeps it) or keep
+	// (it is being deleted already or cannot be decided on).
 	Action string `json:"action"`
 	// Rule is the garbage-collection rule that decides it (BR-21-01…);
 	// absent when none does.

@@ -11,7 +11,7 @@ type ReleaseRequest struct {
 
 // ReleaseResult is the answer of a release made.
 type ReleaseResult struct {
-	// Status is StatusReleased.
+	// Status is "released": the hold has ended.
 	Status string `json:"status"`
 }
 

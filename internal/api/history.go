@@ -21,7 +21,9 @@ const (
 type HistoryItem struct {
 	// Time is when kubegcd saw the change.
 	Time time.Time `json:"time"`
-	// Event is one of the History* events.
+	// Event is what changed: created (first seen by kubegcd),
+	// owners-changed, finalizers-changed, deletion-requested, deleted, or
+	// for a Lease holder-changed.
 	Event string `json:"event"`
 	// OwnerReferences are the object's after the change (on deleted, its
 	// last); an empty list when it has none.
@@ -51,10 +53,11 @@ type ObjectHistory struct {
 	// Target is the object as its latest history item names it; null when
 	// only audit rows know it.
 	Target *Target `json:"target"`
-	// Items are the changes kubegcd saw, oldest first.
+	// Items are the changes kubegcd saw, oldest first, each with the
+	// object's state after it.
 	Items []HistoryItem `json:"items"`
-	// Audit holds the decisions about the object, newest first, as /audit
-	// shows them, at most 100.
+	// Audit holds the newest 100 decisions about the object, newest first,
+	// as /audit shows them.
 	Audit []AuditEntry `json:"audit"`
 	// AuditTruncated: there are more audit rows; /audit?uid= pages
 	// through them. Absent when not.

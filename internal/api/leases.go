@@ -15,18 +15,26 @@ var LeaseRoles = []string{LeaseRoleLeaderElection, LeaseRoleNodeHeartbeat, Lease
 // Lease is a Lease of the inventory: what the cluster holds of it, its role,
 // and its expiry as of the answer.
 type Lease struct {
-	// Namespace, Name and UID name the Lease.
+	// Namespace is the Lease's namespace.
 	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	UID       string `json:"uid"`
-	// HolderIdentity, LeaseDurationSeconds, AcquireTime, RenewTime and
-	// LeaseTransitions are the Lease's spec, null where unset.
-	HolderIdentity       *string    `json:"holderIdentity"`
-	LeaseDurationSeconds *int32     `json:"leaseDurationSeconds"`
-	AcquireTime          *time.Time `json:"acquireTime"`
-	RenewTime            *time.Time `json:"renewTime"`
-	LeaseTransitions     *int32     `json:"leaseTransitions"`
-	// Role is one of the LeaseRole* names.
+	// Name is the Lease's name.
+	Name string `json:"name"`
+	// UID is the Lease's UID.
+	UID string `json:"uid"`
+	// HolderIdentity is the spec's holder; null where unset.
+	HolderIdentity *string `json:"holderIdentity"`
+	// LeaseDurationSeconds is the spec's duration; null where unset.
+	LeaseDurationSeconds *int32 `json:"leaseDurationSeconds"`
+	// AcquireTime is the spec's; null where unset.
+	AcquireTime *time.Time `json:"acquireTime"`
+	// RenewTime is the spec's; null where unset.
+	RenewTime *time.Time `json:"renewTime"`
+	// LeaseTransitions is the spec's count of holder changes; null where
+	// unset.
+	LeaseTransitions *int32 `json:"leaseTransitions"`
+	// Role says what the Lease is for: node-heartbeat (a Lease in
+	// kube-node-lease), apiserver-identity (a kube-apiserver's identity in
+	// kube-system) or leader-election (any other).
 	Role string `json:"role"`
 	// RenewAgeSeconds is how long ago the Lease was renewed; null when
 	// never.
@@ -62,9 +70,12 @@ type LeaseGap struct {
 // did, as far as kubegcd's history knows.
 type LeaseItem struct {
 	Lease
-	// HolderChanges are its holders, oldest first.
+	// HolderChanges are its holders, oldest first, within
+	// --history-retention.
 	HolderChanges []HolderChange `json:"holderChanges"`
-	// Gaps are the times without a live holder, oldest first.
+	// Gaps are the times without a live holder, oldest first. In a gap
+	// the lease ran out before it was renewed or taken over, as a watch
+	// saw it, or was released, or is expired now.
 	Gaps []LeaseGap `json:"gaps"`
 }
 

@@ -48,9 +48,11 @@ var LintRules = []LintRule{LintDanglingOwner, LintUIDMismatch, LintCrossNamespac
 
 // LintFinding is one problem with one ownerReference.
 type LintFinding struct {
-	// Rule, Name and Severity are the rule's.
-	Rule     string `json:"rule"`
-	Name     string `json:"name"`
+	// Rule is the rule's id, KG-LINT-nn.
+	Rule string `json:"rule"`
+	// Name is the rule's name, such as dangling-owner.
+	Name string `json:"name"`
+	// Severity is the rule's severity.
 	Severity string `json:"severity"`
 	// Target is the object that holds the reference.
 	Target Target `json:"target"`
@@ -63,14 +65,20 @@ type LintFinding struct {
 // LintReport is the answer of GET /lint.
 type LintReport struct {
 	// Items are the findings that ?rule=, ?severity= and ?limit= kept.
+	// They are read at the request, and stop at the limit.
 	Items []LintFinding `json:"items"`
 	// Counts has every rule's ID, with the number of findings in the
-	// namespace (the whole mirror when none), whatever rule, severity and
-	// limit kept in Items. They come from the latest count of the whole
-	// mirror, made at CountsAt, not from the read that found Items: a
-	// count costs what every finding costs.
-	Counts   map[string]int `json:"counts"`
-	CountsAt time.Time      `json:"countsAt"`
+	// namespace asked (the whole mirror when none). Rule, severity and
+	// limit do not change them. They come from the latest count of the
+	// whole mirror, made at countsAt, not from the read that found Items:
+	// a count costs what every finding costs. The two may differ by what
+	// changed since countsAt.
+	Counts map[string]int `json:"counts"`
+	// CountsAt is when the count was made. While a count takes under
+	// 50 ms, it is made for the request. On a larger mirror it is the
+	// last count made in the background. A request that finds it older
+	// than --lint-counts-max-age (30 s by default) has it counted anew.
+	CountsAt time.Time `json:"countsAt"`
 	// Truncated: more findings matched than the limit.
 	Truncated bool `json:"truncated"`
 }

@@ -58,7 +58,9 @@ type ObjectOwnerRef struct {
 // namespace and name when asked, sorted by namespace, name, API group and
 // UID.
 type Lookup struct {
-	// Items are the objects found; an empty list when none is.
+	// Items are the objects found, each as /objects/{uid} shows it. There
+	// are several when several API groups serve the kind. An unknown kind
+	// or name gives an empty list.
 	Items []Object `json:"items"`
 	// Truncated: more objects matched than ?limit= allowed; absent when
 	// not.
@@ -132,7 +134,7 @@ type Dependent struct {
 type RecentHistory struct {
 	// Items are the latest changes kubegcd saw, oldest first.
 	Items []HistoryItem `json:"items"`
-	// Truncated: there are older ones, which ObjectLinks.History lists.
+	// Truncated: there are older ones, which links.history lists.
 	Truncated bool `json:"truncated"`
 }
 
@@ -167,16 +169,19 @@ type ObjectDetail struct {
 	// RecentAudit are the latest audit rows about it, newest first, at
 	// most 20; /audit?uid= pages through all of them.
 	RecentAudit []AuditEntry `json:"recentAudit"`
-	// Why says in words why it is, or is not, pending, and what holds its
-	// deletion and what lint finds, when anything does.
+	// Why says in words why it is, or is not, pending or gone. In dry-run
+	// it says what ownergc decided, also where that left nothing pending.
+	// It says what holds its deletion, when anything does. Unless a
+	// decision is pending, it says what is wrong with its ownerReferences.
 	Why string `json:"why"`
 	// Stuck is its deletion as /stuck shows it; null when it is not being
 	// deleted.
 	Stuck *StuckItem `json:"stuck"`
 	// Lint holds the /lint findings about its own ownerReferences.
 	Lint []LintFinding `json:"lint"`
-	// History is the latest of its history.
+	// History is the latest of its history: its last 20
+	// /objects/{uid}/history items, oldest first.
 	History RecentHistory `json:"history"`
-	// Links are the endpoints that say more about it.
+	// Links are the URLs of the endpoints that say more about it.
 	Links ObjectLinks `json:"links"`
 }

@@ -27,8 +27,8 @@ type Deletions struct {
 type DeletionBucket struct {
 	// Start is when the span starts; it lasts until the next bucket's.
 	Start time.Time `json:"start"`
-	// Applied counts deletions sent to the cluster.
+	// Applied counts the controllers' deletes sent to the cluster.
 	Applied int `json:"applied"`
-	// DryRun counts deletions decided in dry-run, only recorded.
+	// DryRun counts the deletes decided in dry-run, only recorded.
 	DryRun int `json:"dryRun"`
 }

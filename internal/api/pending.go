@@ -5,7 +5,7 @@ import "time"
 // Pending is a decision a controller holds and has not (yet) applied, as
 // GET /pending lists it.
 type Pending struct {
-	// Controller is one of the Controller* names.
+	// Controller is the controller that holds the decision.
 	Controller string `json:"controller"`
 	// Rule names the rule that decided.
 	Rule string `json:"rule"`

@@ -14,44 +14,50 @@ type Status struct {
 	Synced bool `json:"synced"`
 	// Enforcement is the applier's state; absent where no controller runs.
 	Enforcement *EnforcementStatus `json:"enforcement,omitempty"`
-	// Leader says whether this instance writes to the cluster;
-	// LeaderElection says more.
-	Leader         bool          `json:"leader"`
+	// Leader says whether this instance writes to the cluster.
+	Leader bool `json:"leader"`
+	// LeaderElection is this instance's part in leader election: its
+	// identity, the Lease, its holder and since when.
 	LeaderElection *LeaderStatus `json:"leaderElection,omitempty"`
 	// Objects counts the objects mirrored, of every resource.
 	Objects int64 `json:"objects"`
 	// Resources are the resources watched.
 	Resources []ResourceStatus `json:"resources"`
 	// DiscoveryFailures maps each API group/version whose discovery fails
-	// to its error: their resources are not watched anew, and owners of
-	// their kinds cannot be resolved (never taken for absent).
+	// to its error, such as an aggregated API whose server is down. Their
+	// resources are not watched anew. Owners of their kinds cannot be
+	// resolved, and are never taken for absent. Absent when none fails.
 	DiscoveryFailures map[string]string `json:"discoveryFailures,omitempty"`
-	// Authentication: how the API knows its callers ("token",
-	// "client-certificate", both, or "none"); InsecureUnauthenticated: it
-	// serves a non-loopback address to anyone, as
-	// --insecure-allow-unauthenticated allowed.
-	Authentication          string `json:"authentication"`
-	InsecureUnauthenticated bool   `json:"insecureUnauthenticated,omitempty"`
-	// AuthTokenFile: the tokens of --auth-token-file in use, the lines
-	// skipped, and why every token is refused when it is.
+	// Authentication says how the API knows its callers: "token",
+	// "client-certificate", both, or "none".
+	Authentication string `json:"authentication"`
+	// InsecureUnauthenticated: the API serves a non-loopback address to
+	// anyone, as --insecure-allow-unauthenticated allowed. Absent when not.
+	InsecureUnauthenticated bool `json:"insecureUnauthenticated,omitempty"`
+	// AuthTokenFile is the state of --auth-token-file: the tokens in use,
+	// the lines skipped, and why every token is refused when it is.
+	// Absent without --auth-token-file.
 	AuthTokenFile *TokenFileStatus `json:"authTokenFile,omitempty"`
 
-	// Controllers are the controllers that run here.
+	// Controllers are the controllers that run here, one entry each.
 	Controllers []ControllerStatus `json:"controllers"`
 }
 
 // ResourceStatus is one watched resource.
 type ResourceStatus struct {
-	// Group, Version and Resource name it as the API serves it; Group is
-	// empty for the core group.
-	Group    string `json:"group"`
-	Version  string `json:"version"`
+	// Group is the resource's API group; empty for the core group.
+	Group string `json:"group"`
+	// Version is the API version the resource is watched at.
+	Version string `json:"version"`
+	// Resource is the resource's plural name, as the API serves it.
 	Resource string `json:"resource"`
 	// Kind is the kind of its objects.
 	Kind string `json:"kind"`
 	// Namespaced: its objects live in namespaces.
 	Namespaced bool `json:"namespaced"`
-	// Synced: its watch has listed once.
+	// Synced: its mirror is live. The resource is listed (or, after a
+	// restart, caught up from the stored resourceVersion) and its watch
+	// is up.
 	Synced bool `json:"synced"`
 	// Objects counts its objects in the mirror.
 	Objects int64 `json:"objects"`
@@ -62,14 +68,18 @@ type ResourceStatus struct {
 type EnforcementStatus struct {
 	// DryRun: decisions are recorded, never sent to the cluster.
 	DryRun bool `json:"dryRun"`
-	// Paused: no write is sent until the causes in PausedBy end.
+	// Paused: no write is sent until the causes in pausedBy end.
 	Paused bool `json:"paused"`
-	// PausedBy names each cause of the pause: audit-store, blast-radius.
+	// PausedBy names each cause of the pause: audit-store (the audit
+	// history cannot be written) or blast-radius (the cap was reached).
+	// Absent when not paused.
 	PausedBy []string `json:"pausedBy,omitempty"`
-	// PausedSince is when the pause began, and PausedReason why.
-	PausedSince  *time.Time `json:"pausedSince,omitempty"`
-	PausedReason string     `json:"pausedReason,omitempty"`
-	// MaxDeletionsPerMinute caps every write, deletes and patches alike.
+	// PausedSince is when the pause began; absent when not paused.
+	PausedSince *time.Time `json:"pausedSince,omitempty"`
+	// PausedReason says in words why it paused; absent when not paused.
+	PausedReason string `json:"pausedReason,omitempty"`
+	// MaxDeletionsPerMinute is the blast-radius cap. It caps every write,
+	// deletes and patches alike.
 	MaxDeletionsPerMinute int `json:"maxDeletionsPerMinute"`
 	// WritesLastMinute counts the writes of the last minute.
 	WritesLastMinute int `json:"writesLastMinute"`
@@ -77,7 +87,7 @@ type EnforcementStatus struct {
 	// "manual" (POST /enforcement/release).
 	BlastRadiusResume string `json:"blastRadiusResume"`
 	// AuditBacklog counts audit rows of writes already made that wait in
-	// memory for the database to take them.
+	// memory for the database to take them. Absent when 0.
 	AuditBacklog int `json:"auditBacklog,omitempty"`
 }
 
@@ -93,11 +103,16 @@ type ControllerStatus struct {
 	// ownergc's full pass over the candidates the mirror shows (a resync),
 	// svgc's scan of the mirror.
 	LastPass *time.Time `json:"lastPass"`
-	// Skipping: it skips its passes, for SkipReason (a word) and
-	// SkipDetail (a sentence), since SkippingSince.
-	Skipping      bool       `json:"skipping"`
-	SkipReason    string     `json:"skipReason,omitempty"`
-	SkipDetail    string     `json:"skipDetail,omitempty"`
+	// Skipping: it skips its passes, as a resource it reads is not live.
+	Skipping bool `json:"skipping"`
+	// SkipReason says in a word why it skips: mirror-not-synced. Absent
+	// while it does not skip.
+	SkipReason string `json:"skipReason,omitempty"`
+	// SkipDetail says in a sentence why it skips. Absent while it does not
+	// skip.
+	SkipDetail string `json:"skipDetail,omitempty"`
+	// SkippingSince is when it began to skip. Absent while it does not
+	// skip.
 	SkippingSince *time.Time `json:"skippingSince,omitempty"`
 	// SkippedPasses counts the passes skipped since start.
 	SkippedPasses int64 `json:"skippedPasses"`
@@ -111,19 +126,21 @@ type ControllerStatus struct {
 
 // LeaderStatus is this instance's part in leader election.
 type LeaderStatus struct {
-	// Enabled is false when --leader-elect=false or in dry-run (which
-	// writes nothing, a Lease included); Reason then says which.
-	Enabled bool   `json:"enabled"`
-	Reason  string `json:"reason,omitempty"`
+	// Enabled is false when --leader-elect=false or in dry-run, which
+	// writes nothing, a Lease included.
+	Enabled bool `json:"enabled"`
+	// Reason says which of the two disabled the election; absent when
+	// enabled.
+	Reason string `json:"reason,omitempty"`
 	// Leader: this instance writes to the cluster.
 	Leader bool `json:"leader"`
 	// Identity is this instance's identity in the election.
 	Identity string `json:"identity"`
 	// Lease names the Lease of the election, namespace/name.
 	Lease string `json:"lease,omitempty"`
-	// Holder is the identity holding the lease, and HolderSince when it
-	// acquired it.
-	Holder      string     `json:"holder,omitempty"`
+	// Holder is the identity holding the lease; absent when none does.
+	Holder string `json:"holder,omitempty"`
+	// HolderSince is when the holder acquired the lease.
 	HolderSince *time.Time `json:"holderSince,omitempty"`
 }
 
@@ -133,8 +150,9 @@ type TokenFileStatus struct {
 	Tokens int `json:"tokens"`
 	// SkippedLines are the numbers of the lines skipped as malformed.
 	SkippedLines []int `json:"skippedLines,omitempty"`
-	// Error says why every token is refused (the file cannot be read or
-	// holds no valid token), and Since since when.
-	Error string     `json:"error,omitempty"`
+	// Error says why every token is refused: the file cannot be read or
+	// holds no valid token. Absent while a token is valid.
+	Error string `json:"error,omitempty"`
+	// Since is when every token began to be refused; absent when Error is.
 	Since *time.Time `json:"since,omitempty"`
 }

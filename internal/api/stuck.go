@@ -25,12 +25,17 @@ type StuckItem struct {
 	DeletionRequested time.Time `json:"deletionRequested"`
 	// Age is the seconds since deletion was requested.
 	Age float64 `json:"age"`
-	// State is one of the State* names.
+	// State says what the deletion waits for: a namespace's content
+	// (namespace-terminating), dependents of a foreground deletion
+	// (deleting-dependents), the removal of references to an orphaning
+	// owner (orphaning-dependents), finalizers (finalizing), or nothing
+	// named (deleting).
 	State string `json:"state"`
 	// Blockers are what hold the deletion.
 	Blockers []Blocker `json:"blockers"`
 	// Conditions are a namespace's status conditions as mirrored: what
-	// the namespace controller reports of its deletion.
+	// the namespace controller reports of its deletion. Absent for other
+	// kinds.
 	Conditions []Condition `json:"conditions,omitempty"`
 	// Explanation says in sentences what holds it and what would release
 	// it.
@@ -43,8 +48,9 @@ type Condition struct {
 	Type string `json:"type"`
 	// Status is "True", "False" or "Unknown".
 	Status string `json:"status"`
-	// Reason is a word, Message a sentence; both may be absent.
-	Reason  string `json:"reason,omitempty"`
+	// Reason says in a word why; it may be absent.
+	Reason string `json:"reason,omitempty"`
+	// Message says it in a sentence; it may be absent.
 	Message string `json:"message,omitempty"`
 }
 

@@ -3,17 +3,23 @@ package api
 // Error is the body of every answer that is not 2xx: one line saying what
 // went wrong and, where the client can do something, what to do.
 type Error struct {
+	// Error says what went wrong. Internal causes are logged, never sent.
 	Error string `json:"error"`
 }
 
 // Target names the object a decision is about, as kubectl would find it.
 type Target struct {
+	// APIVersion is the object's group/version, or version alone for the
+	// core group.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	// Namespace is empty for a cluster-scoped object.
+	// Kind is the object's kind.
+	Kind string `json:"kind"`
+	// Namespace is absent for a cluster-scoped object.
 	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	UID       string `json:"uid"`
+	// Name is the object's name.
+	Name string `json:"name"`
+	// UID is the object's UID.
+	UID string `json:"uid"`
 }
 
 // String names the target as kubectl would: Kind namespace/name.
@@ -26,10 +32,14 @@ func (t Target) String() string {
 
 // OwnerRef is an ownerReference, field for field as metav1.OwnerReference.
 type OwnerRef struct {
+	// APIVersion is the owner's, as the reference gives it.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	UID        string `json:"uid"`
+	// Kind is the owner's, as the reference gives it.
+	Kind string `json:"kind"`
+	// Name is the owner's, as the reference gives it.
+	Name string `json:"name"`
+	// UID is the owner's, as the reference gives it.
+	UID string `json:"uid"`
 	// Controller marks the managing controller; absent when unset.
 	Controller *bool `json:"controller,omitempty"`
 	// BlockOwnerDeletion makes a foreground deletion of the owner wait

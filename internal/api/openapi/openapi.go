@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/invopop/jsonschema"
@@ -213,4 +214,19 @@ func parameterObject(p param) map[string]any {
 		o["style"], o["explode"] = "form", true
 	}
 	return o
+}
+
+// Route is one operation of the document: its method, upper case, and
+// its path.
+type Route struct{ Method, Path string }
+
+// Routes are the document's operations in the order the API lists them.
+// The document's paths are a JSON object, which keeps no order; docs that
+// walk the document use this one.
+func Routes() []Route {
+	var rs []Route
+	for _, op := range operations {
+		rs = append(rs, Route{Method: strings.ToUpper(op.method), Path: op.path})
+	}
+	return rs
 }

@@ -58,7 +58,7 @@ func TestSchemasCarryComments(t *testing.T) {
 	for _, tc := range []struct{ schema, property, want string }{
 		{"Status", "", "is the answer of GET /status"},
 		{"Status", "version", "kubegcd's version"},
-		{"AuditEntry", "outcome", "one of the Outcome* names"},
+		{"AuditEntry", "outcome", "skipped for a decision that needs no write"},
 		{"Object", "deletionTimestamp", `"type":"null"`},
 		{"Lease", "", ""},
 		{"LeaseItem", "holderIdentity", `"type":"null"`},
