@@ -1,8 +1,9 @@
 // Command gendocs writes kubegcd's man pages, one per command, and its
 // Markdown references (docs/flags.md, docs/cli.md, docs/metrics.md), from
 // the commands, their flags and the metrics' descriptors, so that they
-// never drift from --help and /metrics; and docs/openapi.json, the
-// document GET /openapi/v3 serves.
+// never drift from --help and /metrics; docs/openapi.json, the document
+// GET /openapi/v3 serves; and the reference of docs/api.md, from that
+// document.
 //
 //	go run ./hack/gendocs [--dir bin/man]
 //	go run ./hack/gendocs --markdown docs
@@ -58,7 +59,7 @@ func parseArgs(args []string) (options, error) {
 	fs := flag.NewFlagSet("gendocs", flag.ContinueOnError)
 	fs.StringVar(&o.man, "dir", "bin/man", "directory to write the man pages (section 1) into")
 	fs.StringVar(&o.markdown, "markdown", "",
-		"directory to write flags.md, cli.md, metrics.md and openapi.json into (metrics.md keeps what lies outside its generated part); "+
+		"directory to write flags.md, cli.md, metrics.md, openapi.json and api.md into (metrics.md and api.md keep what lies outside their generated parts); "+
 			"the man pages are then written only when --dir is given")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -85,7 +86,11 @@ func writeManPages(dir string) error {
 
 // markdownDocs are the references writeMarkdown writes, by file name:
 // the Markdown ones and the API's OpenAPI document.
-var markdownDocs = []string{"flags.md", "cli.md", "metrics.md", "openapi.json"}
+var markdownDocs = []string{"flags.md", "cli.md", "metrics.md", "openapi.json", "api.md"}
+
+// partlyGenerated are the references whose text outside their markers is
+// written by hand.
+var partlyGenerated = []string{"metrics.md", "api.md"}
 
 // writeMarkdown writes each of markdownDocs into dir, rendered from what
 // the file holds now (see render).
@@ -112,7 +117,7 @@ func writeMarkdown(ctx context.Context, dir string) error {
 
 // render is the reference name as it should read, given the file as it
 // reads now (nil when there is none): flags.md and cli.md are generated
-// whole, metrics.md between its markers only.
+// whole, metrics.md and api.md between their markers only.
 func render(ctx context.Context, name string, old []byte) ([]byte, error) {
 	switch name {
 	case "flags.md":
@@ -123,6 +128,8 @@ func render(ctx context.Context, name string, old []byte) ([]byte, error) {
 		return metricsDoc(ctx, old)
 	case "openapi.json":
 		return openapi.JSON()
+	case "api.md":
+		return apiDoc(old)
 	}
 	return nil, fmt.Errorf("no such reference")
 }

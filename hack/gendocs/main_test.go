@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kubegcd/kubegcd/internal/api/openapi"
 	"github.com/kubegcd/kubegcd/internal/app"
 	"github.com/kubegcd/kubegcd/internal/mdanchor"
 )
@@ -73,15 +74,17 @@ var docsDir = filepath.Join("..", "..", "docs")
 
 // TestMarkdownUpToDate: the references committed in docs/ are what make
 // docs writes now: written anew into a directory of their own (metrics.md
-// from the committed copy, for its hand-written parts), each reads the
-// same as the committed copy.
+// and api.md from the committed copies, for their hand-written parts),
+// each reads the same as the committed copy.
 func TestMarkdownUpToDate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	if committed, err := os.ReadFile(filepath.Join(docsDir, "metrics.md")); err == nil {
-		if err := os.WriteFile(filepath.Join(dir, "metrics.md"), committed, 0o644); err != nil {
-			t.Fatal(err)
+	for _, name := range partlyGenerated {
+		if committed, err := os.ReadFile(filepath.Join(docsDir, name)); err == nil {
+			if err := os.WriteFile(filepath.Join(dir, name), committed, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := writeMarkdown(ctx, dir); err != nil {
@@ -269,5 +272,91 @@ func TestMarkdownText(t *testing.T) {
 	want := "A line wrapped.\n\n```\n  col  one\n  col  two\n```\n\n\\#### Linux:"
 	if got != want {
 		t.Errorf("paragraphs = %q, want %q", got, want)
+	}
+}
+
+// TestAPIReference: each operation of a document gets its section, in the
+// order given, with its parameters and its answer's fields; a schema's
+// fields are listed once, where it first appears, and later uses point
+// there; a route missing from the document is an error.
+func TestAPIReference(t *testing.T) {
+	doc := []byte(`{"paths": {
+  "/b": {"get": {"summary": "Bees", "description": "All of them.",
+    "parameters": [{"name": "limit", "in": "query", "description": "At most.",
+      "schema": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 500}},
+      {"name": "uid", "in": "query", "schema": {"type": "array", "items": {"type": "string"}}}],
+    "responses": {"200": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/List"}}}},
+      "404": {"description": "x"}}}},
+  "/a": {"get": {"summary": "Ays",
+    "responses": {"200": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/One"}}}}}}}},
+"components": {"schemas": {
+  "List": {"type": "object", "description": "A list.", "properties": {
+    "zeta": {"type": "string", "description": "First in the type."},
+    "items": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}, "description": "The items."},
+    "counts": {"type": "object", "additionalProperties": {"type": "integer"}}}},
+  "Item": {"type": "object", "properties": {
+    "when": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}], "description": "Null when never."},
+    "state": {"type": "string", "enum": ["on", "off"]},
+    "children": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}}}},
+  "One": {"type": "object", "properties": {"item": {"$ref": "#/components/schemas/Item", "description": "The item."}}}}}}`)
+	got, err := apiReference(doc, []openapi.Route{{Method: "GET", Path: "/b"}, {Method: "GET", Path: "/a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int
+	for _, want := range []string{
+		"### `GET /b`\n\nBees.\n\nAll of them.\n",
+		"| `limit` | query | integer, 1 to 10,000, default `500` | At most. |",
+		"| `uid` | query | string, repeatable |  |",
+		"Status codes: 200, 404",
+		"Answer: A list.",
+		"| `zeta` | string | First in the type. |",
+		"| `items` | array of objects | The items. |",
+		"| `items[].when` | string (date-time) or null | Null when never. |",
+		"| `items[].state` | string: `on`, `off` |  |",
+		"| `items[].children` | array of objects | Fields as in [`GET /b`](#get-b) `items[]`. |",
+		"| `counts` | map to integer |  |",
+		"### `GET /a`",
+		"| `item` | object | The item. Fields as in [`GET /b`](#get-b) `items[]`. |",
+	} {
+		i := strings.Index(got, want)
+		if i < last {
+			t.Errorf("reference lacks %q after offset %d:\n%s", want, last, got)
+			continue
+		}
+		last = i
+	}
+	if strings.Count(got, "`items[].children[].") > 0 {
+		t.Errorf("a recursive schema was listed twice:\n%s", got)
+	}
+	if _, err := apiReference(doc, []openapi.Route{{Method: "GET", Path: "/c"}}); err == nil {
+		t.Error("a route the document lacks gave no error")
+	}
+}
+
+// TestAPIDocKeepsHandWrittenText: api.md's text outside its markers is
+// kept, and every operation of the document is in the part between them.
+func TestAPIDocKeepsHandWrittenText(t *testing.T) {
+	old := []byte("# API\n\nbefore\n\n" + beginGenerated + "\nold reference\n" + endGenerated + "\n\n## Errors\n\nafter\n")
+	got, err := apiDoc(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(got, []byte("# API\n\nbefore\n\n"+beginGenerated+"\n<!-- Generated by hack/gendocs from the API's OpenAPI document")) ||
+		!bytes.HasSuffix(got, []byte(endGenerated+"\n\n## Errors\n\nafter\n")) || bytes.Contains(got, []byte("old reference")) {
+		t.Errorf("api.md's hand-written text was not kept as it was:\n%.300s", got)
+	}
+	for _, r := range openapi.Routes() {
+		if !bytes.Contains(got, []byte("\n### `"+r.Method+" "+r.Path+"`\n")) {
+			t.Errorf("api.md has no section for %s %s", r.Method, r.Path)
+		}
+	}
+	for _, want := range []string{"| `enforcement.paused` | boolean |", "| `items[].target.uid` | string |"} {
+		if !bytes.Contains(got, []byte(want)) {
+			t.Errorf("api.md lacks %q", want)
+		}
+	}
+	if _, err := apiDoc([]byte("# API\nno markers\n")); err == nil {
+		t.Error("an api.md without markers was rewritten")
 	}
 }
