@@ -42,6 +42,7 @@ type Object struct {
 	Pod            *Pod
 	Node           *Node
 	Lease          *Lease
+	LeaseCandidate *LeaseCandidate
 	StorageVersion *StorageVersion
 	// NamespaceStatus is set for a Namespace object.
 	NamespaceStatus *NamespaceStatus
@@ -96,6 +97,25 @@ type Lease struct {
 	RenewTime            *time.Time
 	LeaseTransitions     *int32
 	IdentityLabel        *string // apiserver.kubernetes.io/identity
+	// Strategy and PreferredHolder are set under coordinated leader
+	// election: the strategy that picks the holder, and the holder the
+	// election controller wants next.
+	Strategy        *string
+	PreferredHolder *string
+}
+
+// LeaseCandidate holds a coordination.k8s.io LeaseCandidate's spec: one
+// component standing in the coordinated election of the Lease LeaseName
+// in its namespace.
+type LeaseCandidate struct {
+	LeaseName        string
+	BinaryVersion    string
+	EmulationVersion string
+	Strategy         string
+	// PingTime is when the election controller last asked the candidate
+	// to renew; RenewTime when the candidate last did.
+	PingTime  *time.Time
+	RenewTime *time.Time
 }
 
 // StorageVersion holds a StorageVersion's status.
@@ -221,7 +241,7 @@ type Event struct {
 type statements struct {
 	touch, update, upsert, deleteObj, deleteRefs, insertRef, nameOwner *sql.Stmt
 	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs              *sql.Stmt
-	insertSVE, upsertNamespace                                         *sql.Stmt
+	insertSVE, upsertNamespace, upsertCandidate                        *sql.Stmt
 	history                                                            historyStatements
 }
 
@@ -260,11 +280,17 @@ const (
 	sqlUpsertNode = `INSERT INTO nodes (uid, ready, taints, ttl_annotation) VALUES (?, ?, ?, ?)
 		ON CONFLICT (uid) DO UPDATE SET ready = excluded.ready, taints = excluded.taints, ttl_annotation = excluded.ttl_annotation`
 	sqlUpsertLease = `INSERT INTO leases (uid, holder_identity, lease_duration_seconds, acquire_time, renew_time,
-			lease_transitions, identity_label) VALUES (?, ?, ?, ?, ?, ?, ?)
+			lease_transitions, identity_label, strategy, preferred_holder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (uid) DO UPDATE SET holder_identity = excluded.holder_identity,
 			lease_duration_seconds = excluded.lease_duration_seconds, acquire_time = excluded.acquire_time,
 			renew_time = excluded.renew_time, lease_transitions = excluded.lease_transitions,
-			identity_label = excluded.identity_label`
+			identity_label = excluded.identity_label, strategy = excluded.strategy,
+			preferred_holder = excluded.preferred_holder`
+	sqlUpsertCandidate = `INSERT INTO lease_candidates (uid, lease_name, binary_version, emulation_version, strategy,
+			ping_time, renew_time) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (uid) DO UPDATE SET lease_name = excluded.lease_name, binary_version = excluded.binary_version,
+			emulation_version = excluded.emulation_version, strategy = excluded.strategy,
+			ping_time = excluded.ping_time, renew_time = excluded.renew_time`
 	sqlUpsertSV = `INSERT INTO storage_versions (uid, common_encoding_version) VALUES (?, ?)
 		ON CONFLICT (uid) DO UPDATE SET common_encoding_version = excluded.common_encoding_version`
 	sqlDeleteSVEntries = `DELETE FROM storage_version_entries WHERE uid = ?`
@@ -275,7 +301,7 @@ const (
 
 // writeQueries are prepared at Open.
 var writeQueries = append([]string{sqlTouch, sqlUpdate, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlNameOwner, sqlUpsertPod, sqlUpsertNode,
-	sqlUpsertLease, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending, sqlDeleteOtherPending,
+	sqlUpsertLease, sqlUpsertCandidate, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending, sqlDeleteOtherPending,
 	sqlInsertIntent, sqlDeleteIntent, sqlHasDependents, sqlIsDeleting,
 	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}, historyWriteQueries...)
 
@@ -288,7 +314,7 @@ func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 		{&s.touch, sqlTouch}, {&s.update, sqlUpdate}, {&s.upsert, sqlUpsert}, {&s.deleteObj, sqlDeleteObject}, {&s.deleteRefs, sqlDeleteRefs},
 		{&s.insertRef, sqlInsertRef}, {&s.nameOwner, sqlNameOwner}, {&s.upsertPod, sqlUpsertPod}, {&s.upsertNode, sqlUpsertNode},
 		{&s.upsertLease, sqlUpsertLease}, {&s.upsertSV, sqlUpsertSV}, {&s.delSVEs, sqlDeleteSVEntries},
-		{&s.insertSVE, sqlInsertSVEntry}, {&s.upsertNamespace, sqlUpsertNamespace},
+		{&s.insertSVE, sqlInsertSVEntry}, {&s.upsertNamespace, sqlUpsertNamespace}, {&s.upsertCandidate, sqlUpsertCandidate},
 	} {
 		st, err := d.txStmt(ctx, tx, p.sql)
 		if err != nil {
@@ -355,7 +381,12 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 	case o.Lease != nil:
 		l := o.Lease
 		_, err = s.upsertLease.ExecContext(ctx, o.UID, ptrOrNull(l.HolderIdentity), ptrOrNull(l.LeaseDurationSeconds),
-			formatTime(l.AcquireTime), formatTime(l.RenewTime), ptrOrNull(l.LeaseTransitions), ptrOrNull(l.IdentityLabel))
+			formatTime(l.AcquireTime), formatTime(l.RenewTime), ptrOrNull(l.LeaseTransitions), ptrOrNull(l.IdentityLabel),
+			ptrOrNull(l.Strategy), ptrOrNull(l.PreferredHolder))
+	case o.LeaseCandidate != nil:
+		c := o.LeaseCandidate
+		_, err = s.upsertCandidate.ExecContext(ctx, o.UID, c.LeaseName, c.BinaryVersion, c.EmulationVersion, c.Strategy,
+			formatTime(c.PingTime), formatTime(c.RenewTime))
 	case o.StorageVersion != nil:
 		err = s.upsertStorageVersion(ctx, o.UID, o.StorageVersion)
 	case o.NamespaceStatus != nil:

@@ -212,6 +212,8 @@ func (d *core) typedColumns(ctx context.Context, o *Object) error {
 		return d.nodeColumns(ctx, o)
 	case o.Kind == "Lease" && strings.HasPrefix(o.APIVersion, "coordination.k8s.io/"):
 		return d.leaseColumns(ctx, o)
+	case o.Kind == "LeaseCandidate" && strings.HasPrefix(o.APIVersion, "coordination.k8s.io/"):
+		return d.leaseCandidateColumns(ctx, o)
 	case o.Kind == "StorageVersion" && strings.HasPrefix(o.APIVersion, "internal.apiserver.k8s.io/"):
 		return d.storageVersionColumns(ctx, o)
 	case isNamespace(o):
@@ -259,11 +261,11 @@ func (d *core) nodeColumns(ctx context.Context, o *Object) error {
 
 func (d *core) leaseColumns(ctx context.Context, o *Object) error {
 	var l Lease
-	var holder, acquire, renew, identity sql.NullString
+	var holder, acquire, renew, identity, strategy, preferred sql.NullString
 	var duration, transitions sql.NullInt32
 	err := d.queryRow(ctx, `SELECT holder_identity, lease_duration_seconds, acquire_time, renew_time,
-		lease_transitions, identity_label FROM leases WHERE uid = ?`, o.UID).
-		Scan(&holder, &duration, &acquire, &renew, &transitions, &identity)
+		lease_transitions, identity_label, strategy, preferred_holder FROM leases WHERE uid = ?`, o.UID).
+		Scan(&holder, &duration, &acquire, &renew, &transitions, &identity, &strategy, &preferred)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -272,6 +274,7 @@ func (d *core) leaseColumns(ctx context.Context, o *Object) error {
 	}
 	l.HolderIdentity = nullString(holder)
 	l.IdentityLabel = nullString(identity)
+	l.Strategy, l.PreferredHolder = nullString(strategy), nullString(preferred)
 	l.AcquireTime = parseTime(acquire)
 	l.RenewTime = parseTime(renew)
 	if duration.Valid {
@@ -281,6 +284,23 @@ func (d *core) leaseColumns(ctx context.Context, o *Object) error {
 		l.LeaseTransitions = &transitions.Int32
 	}
 	o.Lease = &l
+	return nil
+}
+
+func (d *core) leaseCandidateColumns(ctx context.Context, o *Object) error {
+	var c LeaseCandidate
+	var ping, renew sql.NullString
+	err := d.queryRow(ctx, `SELECT lease_name, binary_version, emulation_version, strategy, ping_time, renew_time
+		FROM lease_candidates WHERE uid = ?`, o.UID).
+		Scan(&c.LeaseName, &c.BinaryVersion, &c.EmulationVersion, &c.Strategy, &ping, &renew)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lease candidate %s: %w", o.UID, err)
+	}
+	c.PingTime, c.RenewTime = parseTime(ping), parseTime(renew)
+	o.LeaseCandidate = &c
 	return nil
 }
 
