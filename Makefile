@@ -52,12 +52,12 @@ man: ## write the man pages (section 1) into bin/man/
 	rm -rf $(BIN)/man
 	$(GO) run ./hack/gendocs --dir $(BIN)/man
 
-# docs/flags.md, docs/cli.md, the table of docs/metrics.md and
+# docs/flags.md, docs/cli.md, the table of docs/metrics.md, the reference of docs/api.md and
 # docs/openapi.json come from the commands, their flags, the metrics'
 # descriptors and the API's types; hack/gendocs's test
 # fails when the committed copies differ. (docs/ is a directory: phony.)
 .PHONY: docs
-docs: ## write docs/flags.md, docs/cli.md, the metrics table of docs/metrics.md and docs/openapi.json from the code
+docs: ## write docs/flags.md, docs/cli.md, the metrics table of docs/metrics.md, the reference of docs/api.md and docs/openapi.json from the code
 	$(GO) run ./hack/gendocs --markdown docs
 
 kube-bins: $(KUBE_BINS) ## build etcd, kube-apiserver and kube-controller-manager for tests (first time ≈ 5 min)

@@ -52,6 +52,11 @@ type Options struct {
 	// APIServerArgs are extra kube-apiserver flags appended after the defaults,
 	// so they override them.
 	APIServerArgs []string
+	// CoordinatedLeaderElection turns on the feature gate of that name and
+	// serves coordination.k8s.io/v1beta1 (LeaseCandidates): kube-apiserver
+	// then elects the holders of coordinated Leases and collects expired
+	// LeaseCandidates itself.
+	CoordinatedLeaderElection bool
 }
 
 // Cluster is a running control plane. Its methods are safe for concurrent use.
@@ -201,8 +206,8 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		// Serve the alpha StorageVersion API (internal.apiserver.k8s.io) and
 		// apiserver identity leases, which the default flags leave off.
-		"--feature-gates=StorageVersionAPI=true,APIServerIdentity=true",
-		"--runtime-config=internal.apiserver.k8s.io/v1alpha1=true",
+		"--feature-gates=StorageVersionAPI=true,APIServerIdentity=true" + coordinated(opts, ",CoordinatedLeaderElection=true"),
+		"--runtime-config=internal.apiserver.k8s.io/v1alpha1=true" + coordinated(opts, ",coordination.k8s.io/v1beta1=true"),
 		// Benchmarks drive thousands of requests per second from one client;
 		// APF and the default inflight limits would throttle them.
 		"--enable-priority-and-fairness=false",
@@ -210,6 +215,15 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		"--max-mutating-requests-inflight=1000",
 	}, opts.APIServerArgs...)
 	return c.StartAPIServer(ctx)
+}
+
+// coordinated is more when the options ask for coordinated leader
+// election, else "".
+func coordinated(opts Options, more string) string {
+	if opts.CoordinatedLeaderElection {
+		return more
+	}
+	return ""
 }
 
 // EtcdURL is etcd's client URL, for tests that act on etcd directly (for
