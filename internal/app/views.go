@@ -28,17 +28,8 @@ func (v ingestView) Resources() []kubehttp.ResourceStatus {
 // to the server's.
 type applierView struct{ *reconcile.Applier }
 
-func (v applierView) Status() kubehttp.EnforcementStatus {
-	return enforcementStatus(v.Applier.Status())
-}
-
-func enforcementStatus(s reconcile.Status) kubehttp.EnforcementStatus {
-	return kubehttp.EnforcementStatus{
-		DryRun: s.DryRun, Paused: s.Paused, PausedBy: s.PausedBy, PausedSince: s.PausedSince, PausedReason: s.PausedReason,
-		MaxDeletionsPerMinute: s.MaxDeletionsPerMinute, WritesLastMinute: s.WritesLastMinute,
-		BlastRadiusResume: s.BlastRadiusResume, AuditBacklog: s.AuditBacklog,
-	}
-}
+// Status is the applier's own: reconcile.Status is the API's type.
+func (v applierView) Status() kubehttp.EnforcementStatus { return v.Applier.Status() }
 
 func (v applierView) Release(ctx context.Context, reason, by string) error {
 	return releaseError(v.Applier.Release(ctx, reason, by))

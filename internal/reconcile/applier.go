@@ -126,22 +126,9 @@ const (
 	pauseBlastRadius = "blast-radius"
 )
 
-// Status is the applier's state for /status.
-type Status struct {
-	DryRun bool `json:"dryRun"`
-	Paused bool `json:"paused"`
-	// PausedBy names each cause of the pause: audit-store, blast-radius.
-	PausedBy     []string   `json:"pausedBy,omitempty"`
-	PausedSince  *time.Time `json:"pausedSince,omitempty"`
-	PausedReason string     `json:"pausedReason,omitempty"`
-	// MaxDeletionsPerMinute caps every write, deletes and patches alike.
-	MaxDeletionsPerMinute int    `json:"maxDeletionsPerMinute"`
-	WritesLastMinute      int    `json:"writesLastMinute"`
-	BlastRadiusResume     string `json:"blastRadiusResume"`
-	// AuditBacklog counts audit rows of writes already made that wait in
-	// memory for the database to take them.
-	AuditBacklog int `json:"auditBacklog,omitempty"`
-}
+// Status is the applier's state for /status: what the API shows, so
+// that the two cannot differ.
+type Status = api.EnforcementStatus
 
 // Status reports dry-run, the audit store and the blast-radius cap.
 func (a *Applier) Status() Status {
