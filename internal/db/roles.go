@@ -12,7 +12,7 @@ package db
 //   - History: the objects' past states;
 //   - Decisions: the audit history and the decisions held pending, read;
 //   - Ledger: the applier's writes (pending decisions, intents, audit rows);
-//   - OwnerGC, PodGC, TTL and SVGC: each controller's queries.
+//   - OwnerGC, PodGC, TTL, SVGC and LCGC: each controller's queries.
 //
 // A role is a value that shares the one database: making one costs
 // nothing.
