@@ -4,6 +4,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,8 +23,9 @@ const (
 
 // typedResource is how a resource whose spec/status kubegcd keeps typed
 // columns of is read in full, and what is kept of it. Pods and nodes, the
-// busy ones, and Leases come as typed protobuf (cheap to decode); the rest
-// through the dynamic client. Every other resource is read as metadata only.
+// busy ones, Leases and LeaseCandidates come as typed protobuf (cheap to
+// decode); the rest through the dynamic client. Every other resource is
+// read as metadata only.
 type typedResource struct {
 	source  func(i *Ingester, gvr schema.GroupVersionResource) source
 	extract func(runtime.Object, *db.Object)
@@ -45,12 +48,28 @@ var typedResources = map[schema.GroupResource]typedResource{
 		},
 		extract: extractLease,
 	},
+	// The candidates of coordinated leader election: discovery picks the
+	// version, v1beta1 where served, else v1alpha2.
+	{Group: "coordination.k8s.io", Resource: "leasecandidates"}:       {source: leaseCandidateSourceOf, extract: extractLeaseCandidate},
 	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}: {source: dynamicSourceOf, extract: unstructuredExtractor(extractStorageVersion)},
 	{Group: "", Resource: "namespaces"}:                               {source: dynamicSourceOf, extract: unstructuredExtractor(extractNamespace)},
 }
 
 func dynamicSourceOf(i *Ingester, gvr schema.GroupVersionResource) source {
 	return dynamicSource(i.dynamic.Resource(gvr))
+}
+
+// leaseCandidateSourceOf reads LeaseCandidates through the typed client of
+// the version discovery chose, and through the dynamic client a version
+// client-go has no types for.
+func leaseCandidateSourceOf(i *Ingester, gvr schema.GroupVersionResource) source {
+	switch gvr.Version {
+	case coordinationv1beta1.SchemeGroupVersion.Version:
+		return leaseCandidateBetaSource(i.typed.CoordinationV1beta1().LeaseCandidates(""))
+	case coordinationv1alpha2.SchemeGroupVersion.Version:
+		return leaseCandidateAlphaSource(i.typed.CoordinationV1alpha2().LeaseCandidates(""))
+	}
+	return dynamicSourceOf(i, gvr)
 }
 
 func unstructuredExtractor(fn func(*unstructured.Unstructured, *db.Object)) func(runtime.Object, *db.Object) {
@@ -141,6 +160,40 @@ func extractLease(obj runtime.Object, o *db.Object) {
 	if v, ok := lease.Labels[apiserverIdentity]; ok {
 		o.Lease.IdentityLabel = &v
 	}
+	if spec.Strategy != nil {
+		v := string(*spec.Strategy)
+		o.Lease.Strategy = &v
+	}
+	if spec.PreferredHolder != nil {
+		v := *spec.PreferredHolder
+		o.Lease.PreferredHolder = &v
+	}
+}
+
+// extractLeaseCandidate keeps a LeaseCandidate's spec, in any version: the
+// spec is the same in v1alpha2 and v1beta1, and a version without typed
+// client comes as unstructured.
+func extractLeaseCandidate(obj runtime.Object, o *db.Object) {
+	var spec coordinationv1beta1.LeaseCandidateSpec
+	switch c := obj.(type) {
+	case *coordinationv1beta1.LeaseCandidate:
+		spec = c.Spec
+	case *coordinationv1alpha2.LeaseCandidate:
+		s := &c.Spec
+		spec = coordinationv1beta1.LeaseCandidateSpec{LeaseName: s.LeaseName, PingTime: s.PingTime, RenewTime: s.RenewTime,
+			BinaryVersion: s.BinaryVersion, EmulationVersion: s.EmulationVersion, Strategy: s.Strategy}
+	case *unstructured.Unstructured:
+		var typed coordinationv1beta1.LeaseCandidate
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c.Object, &typed); err != nil {
+			return
+		}
+		spec = typed.Spec
+	default:
+		return
+	}
+	o.LeaseCandidate = &db.LeaseCandidate{LeaseName: spec.LeaseName, BinaryVersion: spec.BinaryVersion,
+		EmulationVersion: spec.EmulationVersion, Strategy: string(spec.Strategy),
+		PingTime: microTime(spec.PingTime), RenewTime: microTime(spec.RenewTime)}
 }
 
 // microTime is t as its JSON form has it (microseconds), nil when unset.

@@ -5,8 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 )
@@ -30,6 +35,12 @@ func TestExtractLease(t *testing.T) {
 			&db.Lease{AcquireTime: &micro, LeaseTransitions: new(int32(2)), IdentityLabel: new("kube-apiserver")}},
 		{"empty, a zero time unset", &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{}}},
 			&db.Lease{}},
+		{"coordinated, with a preferred holder", &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: new("a"),
+			Strategy: new(coordinationv1.OldestEmulationVersion), PreferredHolder: new("b")}},
+			&db.Lease{HolderIdentity: new("a"), Strategy: new("OldestEmulationVersion"), PreferredHolder: new("b")}},
+		{"a strategy of a later release", &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+			Strategy: new(coordinationv1.CoordinatedLeaseStrategy("NewestEmulationVersion"))}},
+			&db.Lease{Strategy: new("NewestEmulationVersion")}},
 	} {
 		var o db.Object
 		extractLease(tc.lease, &o)
@@ -41,5 +52,45 @@ func TestExtractLease(t *testing.T) {
 	extractLease(&coordinationv1.LeaseList{}, &o)
 	if o.Lease != nil {
 		t.Errorf("not a Lease: %+v", o.Lease)
+	}
+}
+
+// A LeaseCandidate keeps the same spec whichever version served it: typed
+// v1beta1 or v1alpha2, or unstructured for a version without types.
+func TestExtractLeaseCandidate(t *testing.T) {
+	ping := time.Date(2026, 11, 24, 1, 2, 3, 456789123, time.UTC)
+	renew := ping.Add(time.Second)
+	pingMicro, renewMicro := ping.Truncate(time.Microsecond), renew.Truncate(time.Microsecond)
+	full := &db.LeaseCandidate{LeaseName: "kube-scheduler", BinaryVersion: "1.36.3", EmulationVersion: "1.35.0",
+		Strategy: "OldestEmulationVersion", PingTime: &pingMicro, RenewTime: &renewMicro}
+	for _, tc := range []struct {
+		name string
+		obj  runtime.Object
+		want *db.LeaseCandidate
+	}{
+		{"v1beta1", &coordinationv1beta1.LeaseCandidate{Spec: coordinationv1beta1.LeaseCandidateSpec{LeaseName: "kube-scheduler",
+			BinaryVersion: "1.36.3", EmulationVersion: "1.35.0", Strategy: coordinationv1.OldestEmulationVersion,
+			PingTime: &metav1.MicroTime{Time: ping}, RenewTime: &metav1.MicroTime{Time: renew}}}, full},
+		{"v1alpha2", &coordinationv1alpha2.LeaseCandidate{Spec: coordinationv1alpha2.LeaseCandidateSpec{LeaseName: "kube-scheduler",
+			BinaryVersion: "1.36.3", EmulationVersion: "1.35.0", Strategy: coordinationv1.OldestEmulationVersion,
+			PingTime: &metav1.MicroTime{Time: ping}, RenewTime: &metav1.MicroTime{Time: renew}}}, full},
+		{"unstructured", &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "coordination.k8s.io/v1", "kind": "LeaseCandidate",
+			"metadata": map[string]any{"name": "c", "namespace": "kube-system"},
+			"spec": map[string]any{"leaseName": "kube-scheduler", "binaryVersion": "1.36.3", "emulationVersion": "1.35.0",
+				"strategy": "OldestEmulationVersion", "pingTime": pingMicro.Format(metav1.RFC3339Micro),
+				"renewTime": renewMicro.Format(metav1.RFC3339Micro)}}}, full},
+		{"never pinged nor renewed", &coordinationv1beta1.LeaseCandidate{Spec: coordinationv1beta1.LeaseCandidateSpec{
+			LeaseName: "l", BinaryVersion: "1.36.0", RenewTime: &metav1.MicroTime{}}},
+			&db.LeaseCandidate{LeaseName: "l", BinaryVersion: "1.36.0"}},
+		{"unstructured, a spec it cannot read", &unstructured.Unstructured{Object: map[string]any{
+			"spec": map[string]any{"leaseName": int64(3)}}}, nil},
+		{"not a candidate", &coordinationv1.Lease{}, nil},
+	} {
+		var o db.Object
+		extractLeaseCandidate(tc.obj, &o)
+		if diff := cmp.Diff(tc.want, o.LeaseCandidate); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
 	}
 }

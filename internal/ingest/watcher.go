@@ -12,6 +12,8 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	typedcoordinationv1alpha2 "k8s.io/client-go/kubernetes/typed/coordination/v1alpha2"
+	typedcoordinationv1beta1 "k8s.io/client-go/kubernetes/typed/coordination/v1beta1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 
@@ -117,7 +121,8 @@ func (s clientSource[L]) watch(ctx context.Context, opts metav1.ListOptions) (wa
 }
 
 // The sources: object metadata (most resources), whole objects (those
-// whose status is mirrored), and pods, nodes and Leases as typed protobuf.
+// whose status is mirrored), and pods, nodes, Leases and LeaseCandidates as
+// typed protobuf.
 func metadataSource(c metadata.ResourceInterface) source {
 	return newSource(c, func(l *metav1.PartialObjectMetadataList) []runtime.Object { return objects(l.Items) })
 }
@@ -136,6 +141,14 @@ func nodeSource(c typedcorev1.NodeInterface) source {
 
 func leaseSource(c typedcoordinationv1.LeaseInterface) source {
 	return newSource(c, func(l *coordinationv1.LeaseList) []runtime.Object { return objects(l.Items) })
+}
+
+func leaseCandidateBetaSource(c typedcoordinationv1beta1.LeaseCandidateInterface) source {
+	return newSource(c, func(l *coordinationv1beta1.LeaseCandidateList) []runtime.Object { return objects(l.Items) })
+}
+
+func leaseCandidateAlphaSource(c typedcoordinationv1alpha2.LeaseCandidateInterface) source {
+	return newSource(c, func(l *coordinationv1alpha2.LeaseCandidateList) []runtime.Object { return objects(l.Items) })
 }
 
 // watcher mirrors one resource: a paginated list written page by page, then
