@@ -14,6 +14,10 @@ const (
 	// HistoryHolderChanged: a Lease's holder changed, or its holder
 	// renewed it after it ran out.
 	HistoryHolderChanged = "holder-changed"
+	// HistoryPreferredHolderChanged: a Lease's preferred holder, the one
+	// the election controller of coordinated leader election wants next,
+	// changed.
+	HistoryPreferredHolderChanged = "preferred-holder-changed"
 )
 
 // HistoryItem is one change kubegcd saw in an object's lifecycle, with the
@@ -23,7 +27,7 @@ type HistoryItem struct {
 	Time time.Time `json:"time"`
 	// Event is what changed: created (first seen by kubegcd),
 	// owners-changed, finalizers-changed, deletion-requested, deleted, or
-	// for a Lease holder-changed.
+	// for a Lease holder-changed and preferred-holder-changed.
 	Event string `json:"event"`
 	// OwnerReferences are the object's after the change (on deleted, its
 	// last); an empty list when it has none.
@@ -45,6 +49,10 @@ type HistoryItem struct {
 	// run out before (its previous renewTime plus leaseDurationSeconds), if
 	// a watch saw it run out.
 	LapsedAt *time.Time `json:"lapsedAt,omitempty"`
+	// PreferredHolder is a Lease's spec.preferredHolder after the change
+	// ("" when none), under coordinated leader election; absent for other
+	// kinds and on items recorded before kubegcd kept it.
+	PreferredHolder *string `json:"preferredHolder,omitempty"`
 }
 
 // ObjectHistory is the answer of /objects/{uid}/history: an object's

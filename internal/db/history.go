@@ -20,6 +20,8 @@ const (
 	HistoryDeleted           = api.HistoryDeleted
 	// A Lease's holder changed, or its holder renewed it after it ran out.
 	HistoryHolderChanged = api.HistoryHolderChanged
+	// A Lease's preferred holder (coordinated leader election) changed.
+	HistoryPreferredHolderChanged = api.HistoryPreferredHolderChanged
 )
 
 // HistoryEntry is one change in an object's lifecycle, with the object's
@@ -40,35 +42,40 @@ type HistoryEntry struct {
 	Holder      *string
 	HolderSince *time.Time
 	LapsedAt    *time.Time
+	// PreferredHolder is a Lease's spec.preferredHolder ("" when none);
+	// nil on rows written before kubegcd recorded it.
+	PreferredHolder *string
 }
 
 // Write statements of the history, prepared once with the ingest ones.
 const (
-	sqlLastHistory = `SELECT event, owner_refs, finalizers, deletion_timestamp, NULL, NULL, NULL FROM object_history
+	sqlLastHistory = `SELECT event, owner_refs, finalizers, deletion_timestamp, NULL, NULL, NULL, NULL FROM object_history
 		WHERE uid = ? ORDER BY id DESC LIMIT 1`
-	// A Lease's holder is compared too, and its last renewal read (before
-	// this write replaces it) to tell whether it ran out in between.
+	// A Lease's holder and preferred holder are compared too, and its last
+	// renewal read (before this write replaces it) to tell whether it ran
+	// out in between.
 	sqlLastHistoryLease = `SELECT h.event, h.owner_refs, h.finalizers, h.deletion_timestamp, h.holder, l.renew_time,
-			l.lease_duration_seconds
+			l.lease_duration_seconds, h.preferred_holder
 		FROM object_history h LEFT JOIN leases l ON l.uid = h.uid WHERE h.uid = ? ORDER BY h.id DESC LIMIT 1`
 	sqlInsertHistory = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
-			finalizers, deletion_timestamp, holder, holder_since, lapsed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+			finalizers, deletion_timestamp, holder, holder_since, lapsed_at, preferred_holder)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertHistoryOwner = `INSERT OR IGNORE INTO history_owner_refs (owner_uid, dependent_uid) VALUES (?, ?)`
 	// sqlHistoryDeletedUID records, before an object is deleted, its last
-	// state: references and holder from its last history row (owner_refs
+	// state: references and holders from its last history row (owner_refs
 	// and leases rows go with the object), the rest from the mirror.
 	sqlHistoryDeletedUID = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
-			finalizers, deletion_timestamp, holder)
+			finalizers, deletion_timestamp, holder, preferred_holder)
 		SELECT o.uid, ?, 'deleted', o.api_version, o.kind, o.namespace, o.name, h.owner_refs, o.finalizers,
-			o.deletion_timestamp, h.holder
+			o.deletion_timestamp, h.holder, h.preferred_holder
 		FROM objects o LEFT JOIN object_history h ON h.id = (
 			SELECT max(id) FROM object_history WHERE uid = o.uid)
 		WHERE o.uid = ?`
 	// sqlHistoryGone records the deletion of an object already deleted,
 	// from what its DELETE returned.
 	sqlHistoryGone = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
-			finalizers, deletion_timestamp, holder)
-		SELECT ?1, ?2, 'deleted', ?3, ?4, ?5, ?6, h.owner_refs, ?7, ?8, h.holder
+			finalizers, deletion_timestamp, holder, preferred_holder)
+		SELECT ?1, ?2, 'deleted', ?3, ?4, ?5, ?6, h.owner_refs, ?7, ?8, h.holder, h.preferred_holder
 		FROM (SELECT 1) LEFT JOIN object_history h ON h.id = (SELECT max(id) FROM object_history WHERE uid = ?1)`
 	// goneColumns are what a DELETE of objects returns for the history.
 	goneColumns = `uid, api_version, kind, namespace, name, finalizers, deletion_timestamp`
@@ -117,7 +124,7 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	refs := jsonOrNull(o.OwnerReferences)
 	deletion := formatTime(o.DeletionTimestamp)
 	var last string
-	var lastRefs, lastFinalizers, lastDeletion, lastHolder, lastRenew sql.NullString
+	var lastRefs, lastFinalizers, lastDeletion, lastHolder, lastRenew, lastPreferred sql.NullString
 	var lastDuration sql.NullInt64
 	query := h.last
 	if o.Lease != nil {
@@ -126,7 +133,7 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	var events []string
 	var lease leaseFacts
 	switch err := query.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion, &lastHolder, &lastRenew,
-		&lastDuration); {
+		&lastDuration, &lastPreferred); {
 	case errors.Is(err, sql.ErrNoRows):
 		events = []string{HistoryCreated}
 	case err != nil:
@@ -151,21 +158,26 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 			if lease.changed {
 				events = append(events, HistoryHolderChanged)
 			}
+			// A row without the column's value (written before it
+			// existed) counts as none.
+			if o.Lease.preferredHolder() != lastPreferred.String {
+				events = append(events, HistoryPreferredHolderChanged)
+			}
 		}
 	}
 	if o.Lease != nil && len(events) > 0 && events[0] == HistoryCreated {
 		lease = leaseFacts{holder: o.Lease.holder(), since: o.Lease.since()}
 	}
 	for _, ev := range events {
-		var holder, since, lapsed any
+		var holder, since, lapsed, preferred any
 		if o.Lease != nil {
-			holder = o.Lease.holder()
+			holder, preferred = o.Lease.holder(), o.Lease.preferredHolder()
 			if ev == HistoryCreated || ev == HistoryHolderChanged {
 				since, lapsed = formatTime(lease.since), formatTime(lease.lapsed)
 			}
 		}
 		if _, err := h.insert.ExecContext(ctx, o.UID, h.now, ev, o.APIVersion, o.Kind, o.Namespace, o.Name, refs, finalizers,
-			deletion, holder, since, lapsed); err != nil {
+			deletion, holder, since, lapsed, preferred); err != nil {
 			return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
 		}
 	}
@@ -178,7 +190,7 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 		}
 	}
 	for _, ev := range events {
-		ownershipChanged = ownershipChanged || ev != HistoryHolderChanged
+		ownershipChanged = ownershipChanged || (ev != HistoryHolderChanged && ev != HistoryPreferredHolderChanged)
 	}
 	return ownershipChanged, ownersChanged, nil
 }
@@ -237,6 +249,13 @@ func (l *Lease) holder() string {
 	return *l.HolderIdentity
 }
 
+func (l *Lease) preferredHolder() string {
+	if l.PreferredHolder == nil {
+		return ""
+	}
+	return *l.PreferredHolder
+}
+
 // since is when the Lease's present holder took it, or, when it has none,
 // when it was let go (a release writes renewTime).
 func (l *Lease) since() *time.Time {
@@ -293,7 +312,7 @@ func (d History) HistoryOf(ctx context.Context, uid string) ([]HistoryEntry, err
 }
 
 const historyColumns = `id, uid, time, event, api_version, kind, namespace, name, owner_refs, finalizers, deletion_timestamp,
-	holder, holder_since, lapsed_at`
+	holder, holder_since, lapsed_at, preferred_holder`
 
 // scanHistory reads and closes rows of historyColumns.
 func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
@@ -302,13 +321,16 @@ func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
 	for rows.Next() {
 		var e HistoryEntry
 		var ts string
-		var refs, finalizers, deletion, holder, since, lapsed sql.NullString
+		var refs, finalizers, deletion, holder, since, lapsed, preferred sql.NullString
 		if err := rows.Scan(&e.ID, &e.UID, &ts, &e.Event, &e.APIVersion, &e.Kind, &e.Namespace, &e.Name, &refs, &finalizers,
-			&deletion, &holder, &since, &lapsed); err != nil {
+			&deletion, &holder, &since, &lapsed, &preferred); err != nil {
 			return nil, err
 		}
 		if holder.Valid {
 			e.Holder = &holder.String
+		}
+		if preferred.Valid {
+			e.PreferredHolder = &preferred.String
 		}
 		e.HolderSince, e.LapsedAt = parseTime(since), parseTime(lapsed)
 		if t := parseTime(sql.NullString{String: ts, Valid: true}); t != nil {

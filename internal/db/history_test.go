@@ -2,12 +2,14 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-migrate/migrate/v4"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -382,5 +384,167 @@ func TestHistoryOwnerRefsStored(t *testing.T) {
 	}
 	if len(h) != 1 || !cmp.Equal(h[0].OwnerReferences, refs) {
 		t.Errorf("read back %+v, want %+v", h, refs)
+	}
+}
+
+// TestLeasePreferredHolderHistory: a change of a Lease's preferred holder
+// writes a preferred-holder-changed row; every row of the Lease, its
+// deletion included, carries the preferred holder after it; renewals and
+// other kinds write no preferred holder.
+func TestLeasePreferredHolderHistory(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	now := historyClock(d)
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Kind: "Lease", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := 0
+	lease := func(holder, preferred string, renew int) *Object {
+		rv++
+		l := &Lease{HolderIdentity: &holder, LeaseDurationSeconds: ptr(int32(15)), Strategy: ptr("OldestEmulationVersion"),
+			RenewTime: ptr(now.Add(time.Duration(renew) * time.Second))}
+		if preferred != "" {
+			l.PreferredHolder = &preferred
+		}
+		return &Object{UID: "l", APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: "kube-system", Name: "l",
+			ResourceVersion: fmt.Sprint(rv), Lease: l}
+	}
+	apply := func(ev Event) {
+		t.Helper()
+		*now = now.Add(time.Minute)
+		if _, err := d.Mirror().ApplyEvents(ctx, []Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []*Object{
+		lease("a", "", 0),
+		lease("a", "", 5),  // renewed: nothing
+		lease("a", "b", 6), // the election controller prefers b
+		lease("a", "b", 7), // renewed: nothing
+		lease("b", "", 8),  // a handed over to b, which cleared it: two rows
+		lease("b", "c", 9),
+		lease("b", "d", 10),
+	} {
+		apply(Event{ResourceID: rid, Object: o})
+	}
+	apply(Event{ResourceID: rid, Deleted: true, Object: &Object{UID: "l"}})
+	cm := cmWith("cm", "1")
+	cmID, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(Event{ResourceID: cmID, Object: cm})
+
+	line := func(e HistoryEntry) string {
+		s := e.Time.Format("15:04") + " " + e.Event
+		for _, f := range []struct {
+			name string
+			v    *string
+		}{{"holder", e.Holder}, {"preferred", e.PreferredHolder}} {
+			if f.v != nil {
+				s += " " + f.name + "=" + *f.v
+			}
+		}
+		return s
+	}
+	var got []string
+	for _, uid := range []string{"l", "cm"} {
+		h, err := d.History().HistoryOf(ctx, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range h {
+			got = append(got, line(e))
+		}
+	}
+	want := []string{
+		"10:01 created holder=a preferred=",
+		"10:03 preferred-holder-changed holder=a preferred=b",
+		"10:05 holder-changed holder=b preferred=",
+		"10:05 preferred-holder-changed holder=b preferred=",
+		"10:06 preferred-holder-changed holder=b preferred=c",
+		"10:07 preferred-holder-changed holder=b preferred=d",
+		"10:08 deleted holder=b preferred=d",
+		"10:09 created",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+// TestPreferredHolderMigration: migration 0017 leaves the history rows
+// written before it without a preferred holder, which reads as none, and
+// makes the next start list coordination.k8s.io again so that Leases and
+// LeaseCandidates gain the fields kept since 0016. Other resources keep
+// their resume points.
+func TestPreferredHolderMigration(t *testing.T) {
+	ctx := context.Background()
+	path, m := emptyMigrate(t)
+	if err := m.Migrate(16); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{
+		`INSERT INTO resources (id, api_group, version, resource, kind, namespaced, resume_resource_version) VALUES
+			(1, 'coordination.k8s.io', 'v1', 'leases', 'Lease', 1, '100'),
+			(2, 'coordination.k8s.io', 'v1beta1', 'leasecandidates', 'LeaseCandidate', 1, '100'),
+			(3, '', 'v1', 'configmaps', 'ConfigMap', 1, '100')`,
+		`INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version) VALUES
+			('l', 1, 'coordination.k8s.io/v1', 'Lease', 'ns', 'l', '7'),
+			('c', 2, 'coordination.k8s.io/v1beta1', 'LeaseCandidate', 'ns', 'c', '8'),
+			('cm', 3, 'v1', 'ConfigMap', 'ns', 'cm', '9')`,
+		`INSERT INTO leases (uid, holder_identity) VALUES ('l', 'a')`,
+		`INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, holder) VALUES
+			('l', '2026-03-01T09:00:00.000000Z', 'created', 'coordination.k8s.io/v1', 'Lease', 'ns', 'l', 'a')`,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := m.Migrate(17); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, q := range []string{
+		`SELECT group_concat(resource || '@' || resume_resource_version, ' ') FROM (SELECT * FROM resources ORDER BY id)`,
+		`SELECT group_concat(uid || '@' || resource_version, ' ') FROM (SELECT * FROM objects ORDER BY uid)`,
+		`SELECT coalesce(preferred_holder, 'NULL') FROM object_history`,
+	} {
+		var s string
+		if err := conn.QueryRowContext(ctx, q).Scan(&s); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		got = append(got, s)
+	}
+	want := []string{"leases@ leasecandidates@ configmaps@100", "c@ cm@9 l@", "NULL"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after 0017 (-want +got):\n%s", diff)
+	}
+
+	// The Lease's next write compares with that row: without a preferred
+	// holder, nothing changed.
+	if err := m.Migrate(LatestVersion()); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		t.Fatal(err)
+	}
+	conn.Close()
+	m.Close()
+	d, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	historyClock(d)
+	lease := &Object{UID: "l", APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: "ns", Name: "l", ResourceVersion: "10",
+		Lease: &Lease{HolderIdentity: ptr("a")}}
+	if _, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: 1, Object: lease}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"09:00 created [] []"}, eventLines(t, d, "l")); diff != "" {
+		t.Errorf("history after a write without a preferred holder (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,1 @@
+ALTER TABLE object_history DROP COLUMN preferred_holder;
