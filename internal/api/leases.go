@@ -42,6 +42,14 @@ type Lease struct {
 	// Expired: renewTime + leaseDurationSeconds is past. A Lease never
 	// renewed, or without a duration, counts as expired.
 	Expired bool `json:"expired"`
+	// Strategy is the spec's strategy under coordinated leader election:
+	// how the API server picks the holder among the Lease's candidates,
+	// such as OldestEmulationVersion. Absent where unset.
+	Strategy *string `json:"strategy,omitempty"`
+	// PreferredHolder is the spec's preferred holder: the candidate the
+	// election chose, to which the holder should hand the Lease. Absent
+	// where unset.
+	PreferredHolder *string `json:"preferredHolder,omitempty"`
 }
 
 // HolderChange is one holder of a Lease: who, since when (acquireTime,
@@ -77,10 +85,91 @@ type LeaseItem struct {
 	// the lease ran out before it was renewed or taken over, as a watch
 	// saw it, or was released, or is expired now.
 	Gaps []LeaseGap `json:"gaps"`
+	// Candidates are the LeaseCandidates that stand for the Lease, by
+	// name. Absent when none does.
+	Candidates []LeaseCandidate `json:"candidates,omitempty"`
+}
+
+// LeaseCandidate is a LeaseCandidate (coordination.k8s.io): one component
+// that stands in the coordinated election of a Lease of its namespace.
+type LeaseCandidate struct {
+	// Namespace is the candidate's namespace, that of its Lease.
+	Namespace string `json:"namespace"`
+	// Name is the candidate's name. It is the candidate's identity: the
+	// Lease's holderIdentity once the candidate is elected.
+	Name string `json:"name"`
+	// UID is the candidate's UID.
+	UID string `json:"uid"`
+	// LeaseName is the spec's leaseName: the Lease it stands for.
+	LeaseName string `json:"leaseName"`
+	// BinaryVersion is the spec's binary version of the component.
+	BinaryVersion string `json:"binaryVersion"`
+	// EmulationVersion is the spec's emulation version; empty where
+	// unset.
+	EmulationVersion string `json:"emulationVersion"`
+	// Strategy is the spec's strategy, the one the candidate asks for.
+	Strategy string `json:"strategy"`
+	// PingTime is when the election last asked the candidate to renew;
+	// null where unset.
+	PingTime *time.Time `json:"pingTime"`
+	// RenewTime is when the candidate last renewed; null where unset.
+	RenewTime *time.Time `json:"renewTime"`
+	// RenewAgeSeconds is how long ago the candidate renewed; null when
+	// never.
+	RenewAgeSeconds *float64 `json:"renewAgeSeconds"`
+	// Expired: the candidate never renewed, or renewed more than 30
+	// minutes ago. The election passes it over, and the API server's
+	// LeaseCandidate garbage collector deletes it.
+	Expired bool `json:"expired"`
+}
+
+// Kinds of LeaseFinding.
+const (
+	// LeaseFindingHolderNotPreferred: the Lease's holder has not been its
+	// preferred holder for longer than two lease durations.
+	LeaseFindingHolderNotPreferred = "holder-not-preferred"
+	// LeaseFindingCandidateExpired: a candidate has not renewed for more
+	// than 30 minutes.
+	LeaseFindingCandidateExpired = "candidate-expired"
+	// LeaseFindingNoLiveCandidate: a coordinated Lease (strategy set) has
+	// no candidate that is not expired.
+	LeaseFindingNoLiveCandidate = "no-live-candidate"
+	// LeaseFindingCandidateWithoutLease: a candidate names a Lease its
+	// namespace does not hold.
+	LeaseFindingCandidateWithoutLease = "candidate-without-lease"
+)
+
+// LeaseFindingKinds lists the kinds of LeaseFinding.
+var LeaseFindingKinds = []string{LeaseFindingHolderNotPreferred, LeaseFindingCandidateExpired, LeaseFindingNoLiveCandidate,
+	LeaseFindingCandidateWithoutLease}
+
+// LeaseFinding is something about a Lease or its candidates that an
+// operator should look at.
+type LeaseFinding struct {
+	// Kind says what was found, as a stable identifier.
+	Kind string `json:"kind"`
+	// Namespace is that of the Lease and of the candidate.
+	Namespace string `json:"namespace"`
+	// Lease is the Lease's name: the Lease the finding is about, or the
+	// one the candidate names.
+	Lease string `json:"lease"`
+	// Candidate is the LeaseCandidate's name in a finding about one;
+	// absent otherwise.
+	Candidate string `json:"candidate,omitempty"`
+	// Message says what was found, in words.
+	Message string `json:"message"`
 }
 
 // LeaseList is the answer of GET /leases, by namespace and name.
 type LeaseList struct {
 	// Items are the Leases that ?namespace= and ?expired= kept.
 	Items []LeaseItem `json:"items"`
+	// CandidatesWithoutLease are the LeaseCandidates of ?namespace= that
+	// name a Lease their namespace does not hold, by namespace, Lease and
+	// name. Absent when none does, or when ?expired= is given.
+	CandidatesWithoutLease []LeaseCandidate `json:"candidatesWithoutLease,omitempty"`
+	// Findings are what an operator should look at in the Items and in
+	// CandidatesWithoutLease, by namespace, Lease, kind and candidate.
+	// Absent when there is nothing.
+	Findings []LeaseFinding `json:"findings,omitempty"`
 }

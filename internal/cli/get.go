@@ -26,7 +26,9 @@ lint, leases), as tables like kubectl's, or as the API's own JSON or YAML.
   audit    decisions made, newest first (follows the API's cursor up to --limit)
   stuck    deletions that do not finish, and what holds each
   lint     ownerReferences that are wrong, and why
-  leases   the Lease inventory, expired ones first
+  leases   the Lease inventory, expired ones first: holder, preferred holder,
+           candidates (live/all) and findings; a Lease that candidates
+           name but that does not exist shows with role <missing>
 
 Every namespace unless -n NS. A filter the API has not for that list is an
 error, not ignored: --controller (pending, audit), --kind (pending, audit,
@@ -375,17 +377,23 @@ func leasesTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 		}
 		return 1
 	})
-	header := []string{"NAME", "ROLE", "HOLDER", "EXPIRED", "RENEWED", "ACQUIRED"}
+	header := []string{"NAME", "ROLE", "HOLDER", "PREFERRED", "EXPIRED", "RENEWED", "ACQUIRED", "CANDIDATES", "FINDINGS"}
 	if f.output == outWide {
-		header = append(header, "DURATION", "TRANSITIONS", "GAPS", "UID")
+		header = append(header, "STRATEGY", "DURATION", "TRANSITIONS", "GAPS", "UID")
 	}
 	t := withNamespace(f, header...)
+	findings := map[[2]string][]string{}
+	for _, fd := range a.Findings {
+		k := [2]string{fd.Namespace, fd.Lease}
+		findings[k] = append(findings[k], fd.Kind)
+	}
 	for _, l := range a.Items {
 		holder := "<none>"
 		if l.HolderIdentity != nil && *l.HolderIdentity != "" {
 			holder = *l.HolderIdentity
 		}
-		cells := []string{l.Name, l.Role, holder, strconv.FormatBool(l.Expired), ago(l.RenewTime, now), ago(l.AcquireTime, now)}
+		cells := []string{l.Name, l.Role, holder, orNone(deref(l.PreferredHolder)), strconv.FormatBool(l.Expired), ago(l.RenewTime, now),
+			ago(l.AcquireTime, now), candidateCount(l.Candidates), findingKinds(findings[[2]string{l.Namespace, l.Name}])}
 		if f.output == outWide {
 			dur, trans := "<none>", "<none>"
 			if l.LeaseDurationSeconds != nil {
@@ -394,9 +402,74 @@ func leasesTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 			if l.LeaseTransitions != nil {
 				trans = strconv.Itoa(int(*l.LeaseTransitions))
 			}
-			cells = append(cells, dur, trans, strconv.Itoa(len(l.Gaps)), l.UID)
+			cells = append(cells, orNone(deref(l.Strategy)), dur, trans, strconv.Itoa(len(l.Gaps)), l.UID)
 		}
 		addRow(t, f, l.Namespace, cells...)
 	}
-	return t, len(a.Items), nil
+	// A Lease that candidates name but that does not exist is a row of
+	// its own, after the others: role <missing>.
+	missing := map[[2]string][]api.LeaseCandidate{}
+	var order [][2]string
+	for _, c := range a.CandidatesWithoutLease {
+		k := [2]string{c.Namespace, c.LeaseName}
+		if missing[k] == nil {
+			order = append(order, k)
+		}
+		missing[k] = append(missing[k], c)
+	}
+	for _, k := range order {
+		cells := []string{k[1], "<missing>", "<none>", "<none>", "<none>", "<never>", "<never>", candidateCount(missing[k]),
+			findingKinds(findings[k])}
+		if f.output == outWide {
+			cells = append(cells, "<none>", "<none>", "<none>", "0", "<none>")
+		}
+		addRow(t, f, k[0], cells...)
+	}
+	return t, len(a.Items) + len(order), nil
+}
+
+// candidateCount is a Lease's candidates as live/all, as kubectl shows a
+// Pod's ready containers; <none> without candidates.
+func candidateCount(cs []api.LeaseCandidate) string {
+	if len(cs) == 0 {
+		return "<none>"
+	}
+	live := 0
+	for _, c := range cs {
+		if !c.Expired {
+			live++
+		}
+	}
+	return fmt.Sprintf("%d/%d", live, len(cs))
+}
+
+// findingKinds is the kinds of a Lease's findings, each once, with how
+// many times where more than once: candidate-expired(2),no-live-candidate.
+func findingKinds(kinds []string) string {
+	if len(kinds) == 0 {
+		return "<none>"
+	}
+	kinds = slices.Sorted(slices.Values(kinds))
+	var out []string
+	for i := 0; i < len(kinds); {
+		j := i
+		for j < len(kinds) && kinds[j] == kinds[i] {
+			j++
+		}
+		if j-i > 1 {
+			out = append(out, fmt.Sprintf("%s(%d)", kinds[i], j-i))
+		} else {
+			out = append(out, kinds[i])
+		}
+		i = j
+	}
+	return strings.Join(out, ",")
+}
+
+// deref is the string p points at, "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -85,14 +85,19 @@ type HolderChange = api.HolderChange
 type LeaseGap = api.LeaseGap
 
 // LeaseTimeline tells who held a Lease and when nobody did, from its
-// holder rows (oldest first, as LeaseHolderHistory gives them) and its
-// present state. Only what history kept is known: gaps before the oldest
-// row, or while kubegcd did not watch, are not.
+// history rows (oldest first, as LeaseHolderHistory gives them; created
+// and holder-changed rows count) and its present state. Only what history
+// kept is known: gaps before the oldest row, or while kubegcd did not
+// watch, are not.
 func LeaseTimeline(rows []db.HistoryEntry, now Lease) (changes []HolderChange, gaps []LeaseGap) {
 	changes, gaps = []HolderChange{}, []LeaseGap{}
 	// released is when the lease was let go, while nobody holds it.
 	var released *time.Time
 	for _, r := range rows {
+		// A change of the preferred holder alone is no change of holder.
+		if r.Event != db.HistoryCreated && r.Event != db.HistoryHolderChanged {
+			continue
+		}
 		holder := ""
 		if r.Holder != nil {
 			holder = *r.Holder

@@ -144,6 +144,14 @@ func TestLeaseTimeline(t *testing.T) {
 			wantGaps:    []LeaseGap{{From: *at(40)}},
 		},
 		{
+			name: "a change of the preferred holder alone is no holder change",
+			rows: []db.HistoryEntry{row(db.HistoryCreated, "b", 1, 0, nil),
+				{Event: db.HistoryPreferredHolderChanged, Holder: new("b"), PreferredHolder: new("c"), Time: *at(50)}},
+			now:         live,
+			wantChanges: []HolderChange{{Holder: "b", Since: at(0), Seen: *at(1)}},
+			wantGaps:    []LeaseGap{},
+		},
+		{
 			name:        "expired now",
 			rows:        []db.HistoryEntry{row(db.HistoryCreated, "b", 1, 0, nil)},
 			now:         expired,

@@ -78,7 +78,10 @@ func goldenAnswers() map[string]any {
 				HolderChanges: []diagnose.HolderChange{}, Gaps: []diagnose.LeaseGap{}},
 		}},
 		"leases-empty": api.LeaseList{Items: []api.LeaseItem{}},
-		"released":     api.ReleaseResult{Status: api.StatusReleased},
+		// Coordinated leader election: strategy, preferred holder,
+		// candidates and findings.
+		"leases-coordinated": leaseListOf(leaseFixture(goldenTime), nil, goldenTime),
+		"released":           api.ReleaseResult{Status: api.StatusReleased},
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 // knownControllers are the values ?controller= accepts.
@@ -304,37 +302,4 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, r, http.StatusOK, auditListOf(items, next))
-}
-
-func (s *server) leases(w http.ResponseWriter, r *http.Request) {
-	q := newQuery(r)
-	q.only("namespace", "expired")
-	f := db.LeaseFilter{Namespace: q.str("namespace")}
-	var expired *bool
-	switch v := q.str("expired"); v {
-	case "":
-	case "true", "false":
-		expired = new(v == "true")
-	default:
-		q.fail("invalid expired %q: want true or false", v)
-	}
-	if q.err != nil {
-		writeError(w, r, http.StatusBadRequest, q.err.Error())
-		return
-	}
-	rows, err := s.DB.Leases(r.Context(), f)
-	if err != nil {
-		s.internalError(w, r, err)
-		return
-	}
-	items := diagnose.ClassifyLeases(rows, time.Now())
-	if expired != nil {
-		items = slices.DeleteFunc(items, func(l diagnose.Lease) bool { return l.Expired != *expired })
-	}
-	out, err := s.leaseItems(r.Context(), items)
-	if err != nil {
-		s.internalError(w, r, err)
-		return
-	}
-	writeJSON(w, r, http.StatusOK, api.LeaseList{Items: out})
 }

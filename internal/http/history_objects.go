@@ -78,21 +78,3 @@ func (s *server) graphAt(ctx context.Context, f db.GraphFilter, at time.Time) (*
 	}
 	return diagnose.GraphAt(snap), nil
 }
-
-// leaseItems adds to each Lease of /leases who held it and when nobody did.
-func (s *server) leaseItems(ctx context.Context, leases []diagnose.Lease) ([]api.LeaseItem, error) {
-	uids := make([]string, len(leases))
-	for i, l := range leases {
-		uids[i] = l.UID
-	}
-	hist, err := s.DB.LeaseHolderHistory(ctx, uids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]api.LeaseItem, len(leases))
-	for i, l := range leases {
-		out[i].Lease = l
-		out[i].HolderChanges, out[i].Gaps = diagnose.LeaseTimeline(hist[l.UID], l)
-	}
-	return out, nil
-}

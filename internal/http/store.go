@@ -19,7 +19,8 @@ type Store interface {
 
 // Mirror is what the server reads of the objects as the cluster holds them
 // now: /status's counts, /objects, the graph, the cascade preview, lint,
-// stuck deletions, Leases, and the metrics computed from them.
+// stuck deletions, Leases and their candidates, and the metrics computed
+// from them.
 type Mirror interface {
 	ResourceStats(ctx context.Context) ([]db.ResourceStat, error)
 	LookupObjects(ctx context.Context, f db.LookupFilter) ([]*db.Object, bool, error)
@@ -35,6 +36,7 @@ type Mirror interface {
 	StuckCounts(ctx context.Context, requestedBefore time.Time) (counts []db.StuckCount, terminatingNamespaces int, err error)
 	ObjectCounts(ctx context.Context) (objects []db.KindCount, owned []db.OwnedCount, err error)
 	Leases(ctx context.Context, f db.LeaseFilter) ([]db.LeaseRow, error)
+	LeaseCandidates(ctx context.Context, f db.LeaseCandidateFilter) ([]db.LeaseCandidateRow, error)
 }
 
 // History is what the server reads of the objects' history: an object's

@@ -16,6 +16,7 @@ var enums = map[string][]string{
 	"Pending.controller":                  api.Controllers,
 	"ControllerStatus.name":               api.Controllers,
 	"LeaseItem.role":                      api.LeaseRoles,
+	"LeaseFinding.kind":                   api.LeaseFindingKinds,
 	"LintFinding.severity":                {api.SeverityError, api.SeverityWarning, api.SeverityInfo},
 	"LintFinding.rule":                    lintRuleIDs(),
 	"StuckItem.state":                     {api.StateNamespaceTerminating, api.StateDeletingDependents, api.StateOrphaningDependents, api.StateFinalizing, api.StateDeleting},

@@ -162,8 +162,8 @@ var operations = []operation{
 			limit(1000, 100000),
 		},
 		answer: reflect.TypeFor[api.LintReport]()},
-	{method: "get", path: "/leases", summary: "Every Lease with its role, holders and gaps",
-		doc: "Each Lease with its role, holder, renew time and age, duration, whether it is expired, and transitions. HolderChanges list its holders and gaps the times without a live holder.",
+	{method: "get", path: "/leases", summary: "Every Lease with its role, holders, gaps, candidates and findings",
+		doc: "Each Lease with its role, holder, renew time and age, duration, whether it is expired, and transitions. HolderChanges list its holders and gaps the times without a live holder. Under coordinated leader election a Lease also has its strategy, preferred holder and LeaseCandidates. Findings say what an operator should look at: a holder that is not the preferred one, expired candidates, a coordinated Lease without a live candidate, and candidates for a Lease that does not exist.",
 		params: []param{
 			namespace("Only the Leases of this namespace."),
 			{name: "expired", in: "query", typ: "string", enum: []string{"true", "false"}, doc: "Only the expired Leases, or only the live ones."},
