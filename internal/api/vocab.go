@@ -6,10 +6,11 @@ const (
 	ControllerPodGC   = "podgc"
 	ControllerTTL     = "ttl"
 	ControllerSVGC    = "svgc"
+	ControllerLCGC    = "lcgc"
 )
 
 // Controllers lists every controller, in the order they are documented.
-var Controllers = []string{ControllerOwnerGC, ControllerPodGC, ControllerTTL, ControllerSVGC}
+var Controllers = []string{ControllerOwnerGC, ControllerPodGC, ControllerTTL, ControllerSVGC, ControllerLCGC}
 
 // Audit rows about enforcement itself rather than about an object name one
 // of these in place of a controller: the daemon's own (a manual hold of the

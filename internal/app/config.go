@@ -27,6 +27,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
+	"github.com/kubegcd/kubegcd/internal/reconcile/lcgc"
 )
 
 // knownControllers are the controllers --controllers may name.
@@ -67,6 +68,8 @@ type runConfig struct {
 	terminatedThreshold int
 	terminatedMaxAge    time.Duration
 	namespaceThresholds map[string]int
+
+	leaseCandidateGCPeriod time.Duration
 
 	leader leaderConfig
 }
@@ -153,6 +156,8 @@ func newRunFlags() *runFlags {
 		"`NAMESPACE=COUNT`: terminated pods that namespace keeps before PodGC deletes its excess; repeatable, or comma-separated (default: none)")
 	// Help would print an empty map's "[]" as the default.
 	fs.Lookup("terminated-pod-gc-threshold-namespace").DefValue = ""
+	fs.DurationVar(&cfg.leaseCandidateGCPeriod, "lease-candidate-gc-period", lcgc.DefaultPeriod,
+		"time between lcgc passes, which delete the LeaseCandidates not renewed for 30m (kube-apiserver's LeaseCandidateGCPeriod)")
 
 	fs = f.groups.FlagSet("leader election")
 	fs.BoolVar(&cfg.leader.enabled, "leader-elect", true,
@@ -251,6 +256,7 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 		}
 	}
 	bad(cfg.terminatedMaxAge < 0, "terminated-pod-max-age", cfg.terminatedMaxAge, "must be 0 (off) or positive")
+	bad(cfg.leaseCandidateGCPeriod < time.Second, "lease-candidate-gc-period", cfg.leaseCandidateGCPeriod, "must be at least 1s")
 	bad(cfg.stuckAfter < 0, "stuck-after", cfg.stuckAfter, "must not be negative")
 	bad(cfg.lintCountsMaxAge < 0, "lint-counts-max-age", cfg.lintCountsMaxAge, "must not be negative")
 	bad(cfg.graphStreamStall < time.Second, "graph-stream-stall-timeout", cfg.graphStreamStall, "must be at least 1s")

@@ -58,7 +58,7 @@ func TestParseRunFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
 			if !c.dryRun || c.dbPath != "kubegcd.db" || c.blastRadiusResume != "auto" || c.listen != "127.0.0.1:8080" || c.discoveryInterval != 30*time.Second ||
-				strings.Join(c.controllers, ",") != "ownergc,podgc,ttl,svgc" || c.logFormat != "auto" {
+				strings.Join(c.controllers, ",") != "ownergc,podgc,ttl,svgc,lcgc" || c.logFormat != "auto" || c.leaseCandidateGCPeriod != 30*time.Minute {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
@@ -299,9 +299,11 @@ func TestEveryConfigErrorReported(t *testing.T) {
 		{"three bad flags", []string{"--log-level", "loud", "--gc-workers", "0", "--podgc-period", "100ms"},
 			`kubegcd: [invalid --log-level "loud": want debug, info, warn or error, invalid --gc-workers 0: must be at least 1, ` +
 				`invalid --podgc-period 100ms: must be at least 1s]`},
+		{"lcgc's period under a second", []string{"--lease-candidate-gc-period", "500ms"},
+			"kubegcd: invalid --lease-candidate-gc-period 500ms: must be at least 1s"},
 		{"each unknown controller and each bad host", []string{"--controllers", "ownergc,nope,never", "--allowed-hosts", "a:1,b.example,c/d"},
-			`kubegcd: [invalid --controllers: unknown controller "nope" (known: ownergc, podgc, ttl, svgc), ` +
-				`invalid --controllers: unknown controller "never" (known: ownergc, podgc, ttl, svgc), ` +
+			`kubegcd: [invalid --controllers: unknown controller "nope" (known: ownergc, podgc, ttl, svgc, lcgc), ` +
+				`invalid --controllers: unknown controller "never" (known: ownergc, podgc, ttl, svgc, lcgc), ` +
 				`invalid --allowed-hosts: "a:1" is not a host name (no scheme, port or path), ` +
 				`invalid --allowed-hosts: "c/d" is not a host name (no scheme, port or path)]`},
 		{"a bad listen address is not also unauthenticated", []string{"--listen", "nohostport", "--tls-cert-file", "c"},
@@ -340,7 +342,7 @@ func TestListFlags(t *testing.T) {
 	}
 	const (
 		nsFlag = "--terminated-pod-gc-threshold-namespace"
-		all    = "ownergc,podgc,ttl,svgc"
+		all    = "ownergc,podgc,ttl,svgc,lcgc"
 		local  = "127.0.0.1" // the host of the default --listen
 	)
 	tests := []struct {

@@ -28,6 +28,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
+	"github.com/kubegcd/kubegcd/internal/reconcile/lcgc"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
 	"github.com/kubegcd/kubegcd/internal/reconcile/podgc"
 	"github.com/kubegcd/kubegcd/internal/reconcile/svgc"
@@ -206,6 +207,18 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 			return builtController{}, err
 		}
 		return builtController{run: sc.Run, onChange: sc.OnChange}, nil
+	},
+	lcgc.Name: func(d controllerDeps) (builtController, error) {
+		lc, err := lcgc.New(lcgc.Options{
+			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", lcgc.Name), Synced: d.ing.Synced, Registerer: d.reg, Heartbeat: d.loops.Loop(lcgc.Name, d.cfg.leaseCandidateGCPeriod), Passes: d.passes},
+			DB:                d.store.LCGC(), Client: d.kube,
+			ResourceSynced: d.ing.ResourceSynced,
+			Period:         d.cfg.leaseCandidateGCPeriod,
+		})
+		if err != nil {
+			return builtController{}, err
+		}
+		return builtController{run: lc.Run}, nil
 	},
 }
 

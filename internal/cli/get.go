@@ -85,7 +85,7 @@ func getCommand(e *env) *cobra.Command {
 	fs.StringVarP(&f.namespace, "namespace", "n", "", "only this namespace (default: every namespace)")
 	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every namespace (the default)")
 	registerOutput(cmd, &f.output, outTable, outWide, outJSON, outYAML)
-	fs.StringVar(&f.controller, "controller", "", "only this controller's: ownergc, podgc, ttl, svgc, kubegcd, operator")
+	fs.StringVar(&f.controller, "controller", "", "only this controller's: ownergc, podgc, ttl, svgc, lcgc, kubegcd, operator")
 	fs.StringVar(&f.kind, "kind", "", "only this kind (a kind, or a resource's plural)")
 	fs.StringVar(&f.since, "since", "", "only rows newer than this: a duration such as 1h, or an RFC 3339 time")
 	fs.StringVar(&f.outcome, "outcome", "", "only this outcome: applied, dry-run, failed, conflict, not-found, skipped, unknown")

@@ -36,13 +36,13 @@ func TestStatusListsEveryController(t *testing.T) {
 				return stopError{Err: fmt.Errorf("%s: queueDepth %v; want one for ownergc and svgc only", c.Name, c.QueueDepth)}
 			}
 		}
-		if want := []string{"ownergc", "podgc", "svgc", "ttl"}; !slices.Equal(names, want) {
+		if want := []string{"lcgc", "ownergc", "podgc", "svgc", "ttl"}; !slices.Equal(names, want) {
 			return fmt.Errorf("/status lists controllers %v, want %v", names, want)
 		}
 		return nil
 	})
 	out := cliOK(t, d, []string{"QUEUE", "LAST WORK"}, "status")
-	for _, name := range []string{"ownergc", "podgc", "svgc", "ttl"} {
+	for _, name := range []string{"lcgc", "ownergc", "podgc", "svgc", "ttl"} {
 		found := false
 		for _, line := range strings.Split(out, "\n") {
 			if f := strings.Fields(line); len(f) > 0 && f[0] == name {
