@@ -59,7 +59,9 @@ func runMain(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cluster, err = testcluster.Start(ctx, testcluster.Options{})
+	// Coordinated leader election on, so that the Leases page can show
+	// LeaseCandidates.
+	cluster, err = testcluster.Start(ctx, testcluster.Options{CoordinatedLeaderElection: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2eui: starting the control plane:", err)
 		return 1

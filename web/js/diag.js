@@ -128,12 +128,47 @@ export async function lintPage(view, ctx) {
   if (r.items.length === 0) view.append(h('div', { class: 'note', text: 'No findings.' }));
 }
 
+// findingSeverity is how each kind of Lease finding shows: no live
+// candidate is what stops an election.
+const findingSeverity = {
+  'no-live-candidate': 'bad',
+  'holder-not-preferred': 'warn',
+  'candidate-expired': 'warn',
+  'candidate-without-lease': 'warn',
+};
+
+function findingBadge(kind) {
+  return badge(kind, findingSeverity[kind] || 'warn');
+}
+
+// versions is a candidate's binary version, and its emulation version
+// where it differs.
+function versions(c) {
+  const v = c.binaryVersion || '?';
+  return c.emulationVersion && c.emulationVersion !== c.binaryVersion ? `${v}, emulates ${c.emulationVersion}` : v;
+}
+
+// candidateList shows a Lease's candidates, in a list that opens: who,
+// which versions, when each renewed, and whether it expired. A strategy
+// is shown where it is not the Lease's.
+function candidateList(l) {
+  const cs = l.candidates || [];
+  if (cs.length === 0) return h('span', { class: 'muted', text: 'none' });
+  const live = cs.filter((c) => !c.expired).length;
+  return h('details', { class: 'candidates' },
+    h('summary', { text: `${cs.length} candidate${cs.length === 1 ? '' : 's'}, ${live} live` }),
+    h('ul', { class: 'chain' }, cs.map((c) => h('li', { dataset: { candidate: c.name } },
+      h('code', { text: c.name }), ' ', c.expired ? badge('expired', 'bad') : badge('live', 'ok'),
+      h('div', { class: 'muted' }, versions(c), c.strategy && c.strategy !== l.strategy ? ', ' + c.strategy : ''),
+      h('div', { class: 'muted' }, 'renewed ', c.renewTime ? when(c.renewTime) : 'never')))));
+}
+
 export async function leasesPage(view, ctx) {
   setTitle('Leases');
   const p = ctx.params;
   const filter = paramsObject(p, ['namespace', 'expired']);
   view.append(h('h1', { text: 'Leases' }),
-    h('p', { class: 'muted', text: 'Every Lease, expired ones first, then the longest since renewed.' }),
+    h('p', { class: 'muted', text: 'Every Lease, expired ones first, then the longest since renewed. Under coordinated leader election, each with its strategy, preferred holder and candidates.' }),
     filterForm([
       { name: 'namespace', label: 'namespace' },
       { name: 'expired', label: 'expired', options: ['true', 'false'] },
@@ -142,16 +177,44 @@ export async function leasesPage(view, ctx) {
   if (!ctx.isCurrent()) return;
   const items = r.items.slice().sort((a, b) => (b.expired - a.expired) || ((b.renewAgeSeconds ?? Infinity) - (a.renewAgeSeconds ?? Infinity)) ||
     (a.namespace + '/' + a.name).localeCompare(b.namespace + '/' + b.name));
-  view.append(h('p', { class: 'muted', id: 'count', text: `${items.length} lease${items.length === 1 ? '' : 's'}, ${items.filter((l) => l.expired).length} expired` }));
-  view.append(table([
+  const findings = r.findings || [];
+  const findingsOf = (l) => findings.filter((f) => f.namespace === l.namespace && f.lease === l.name);
+  view.append(h('p', { class: 'muted', id: 'count', text: `${items.length} lease${items.length === 1 ? '' : 's'}, ${items.filter((l) => l.expired).length} expired, ${findings.length} finding${findings.length === 1 ? '' : 's'}` }));
+  if (findings.length > 0) {
+    view.append(h('section', { class: 'group', id: 'findings' },
+      h('h2', { text: `Findings (${findings.length})` }),
+      h('div', { class: 'body' }, h('ul', { class: 'chain' }, findings.map((f) => h('li', { dataset: { kind: f.kind } },
+        findingBadge(f.kind), ' ', h('code', { text: `${f.namespace}/${f.lease}` }),
+        f.candidate ? [' candidate ', h('code', { text: f.candidate })] : null,
+        h('div', { class: 'reason', text: f.message })))))));
+  }
+  const rows = table([
     { title: 'lease', cell: (l) => objLink({ kind: 'Lease', namespace: l.namespace, name: l.name, uid: l.uid }) },
-    { title: 'role', cell: (l) => l.role || '' },
-    { title: 'holder', cell: (l) => l.holderIdentity ? h('code', { text: l.holderIdentity }) : h('span', { class: 'muted', text: 'none' }) },
+    { title: 'role', cell: (l) => [l.role || '', l.strategy ? h('div', { class: 'muted', title: 'strategy', text: l.strategy }) : null] },
+    { title: 'holder', cell: (l) => [l.holderIdentity ? h('code', { text: l.holderIdentity }) : h('span', { class: 'muted', text: 'none' }),
+      l.preferredHolder ? h('div', { class: 'preferred' }, h('span', { class: 'muted', text: 'preferred ' }), h('code', { text: l.preferredHolder }),
+        l.preferredHolder !== l.holderIdentity ? [' ', badge('not the holder', 'warn')] : null) : null] },
     { title: 'renewed', cell: (l) => l.renewTime ? when(l.renewTime) : '—', class: 'nowrap' },
     { title: 'duration', class: 'num', cell: (l) => l.leaseDurationSeconds != null ? l.leaseDurationSeconds + 's' : '' },
     { title: 'state', cell: (l) => l.expired ? badge('expired', 'bad') : badge('live', 'ok') },
+    { title: 'findings', cell: (l) => findingsOf(l).map((f) => h('div', {}, findingBadge(f.kind))) },
     { title: 'transitions', class: 'num', cell: (l) => l.leaseTransitions != null ? String(l.leaseTransitions) : '' },
     { title: 'holder changes', class: 'num', cell: (l) => String((l.holderChanges || []).length) },
     { title: 'gaps', cell: (l) => (l.gaps || []).map((g) => h('div', { class: 'muted' }, when(g.from), ' → ', g.to ? when(g.to) : 'now')) },
-  ], items, { id: 'rows', empty: 'no Leases' }));
+    { title: 'candidates', cell: candidateList },
+  ], items, { id: 'rows', empty: 'no Leases' });
+  rows.classList.add('leases');
+  view.append(rows);
+  const without = r.candidatesWithoutLease || [];
+  if (without.length > 0) {
+    view.append(h('h2', { text: 'Candidates for a Lease that does not exist' }),
+      table([
+        { title: 'candidate', cell: (c) => h('code', { text: `${c.namespace}/${c.name}` }) },
+        { title: 'lease', cell: (c) => h('code', { text: c.leaseName }) },
+        { title: 'versions', cell: versions },
+        { title: 'strategy', cell: (c) => c.strategy || '' },
+        { title: 'renewed', cell: (c) => c.renewTime ? when(c.renewTime) : 'never', class: 'nowrap' },
+        { title: 'state', cell: (c) => c.expired ? badge('expired', 'bad') : badge('live', 'ok') },
+      ], without, { id: 'candidates-without-lease' }));
+  }
 }
