@@ -3,6 +3,7 @@ module github.com/kubegcd/kubegcd
 go 1.26.0
 
 require (
+	github.com/blang/semver/v4 v4.0.0
 	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327
 	github.com/chromedp/chromedp v0.14.2
 	github.com/coreos/go-systemd/v22 v22.7.0

@@ -17,7 +17,8 @@ type Status struct {
 	// Leader says whether this instance writes to the cluster.
 	Leader bool `json:"leader"`
 	// LeaderElection is this instance's part in leader election: its
-	// identity, the Lease, its holder and since when.
+	// identity, the Lease, its holder and since when, and whether the API
+	// server names the holder among which candidates.
 	LeaderElection *LeaderStatus `json:"leaderElection,omitempty"`
 	// Objects counts the objects mirrored, of every resource.
 	Objects int64 `json:"objects"`
@@ -142,6 +143,41 @@ type LeaderStatus struct {
 	Holder string `json:"holder,omitempty"`
 	// HolderSince is when the holder acquired the lease.
 	HolderSince *time.Time `json:"holderSince,omitempty"`
+	// Coordinated: the API server's election controller names the holder
+	// among the Lease's LeaseCandidates (--leader-elect-coordinated).
+	// Absent when not.
+	Coordinated bool `json:"coordinated,omitempty"`
+	// Strategy is the Lease's spec.strategy, as the mirror holds it: the
+	// way the API server picks the holder. Absent when unset.
+	Strategy string `json:"strategy,omitempty"`
+	// PreferredHolder is the Lease's spec.preferredHolder, as the mirror
+	// holds it: the candidate the API server wants to hold the Lease once
+	// the holder gives it up. Absent when unset.
+	PreferredHolder string `json:"preferredHolder,omitempty"`
+	// Candidates are the LeaseCandidates that stand for the Lease, as the
+	// mirror holds them, by name. Absent when none does.
+	Candidates []ElectionCandidate `json:"candidates,omitempty"`
+}
+
+// ElectionCandidate is a LeaseCandidate that stands for kubegcd's Lease:
+// a kubegcd instance under --leader-elect-coordinated.
+type ElectionCandidate struct {
+	// Name is the candidate's name, the identity of its instance.
+	Name string `json:"name"`
+	// BinaryVersion is the spec's binaryVersion: the instance's version.
+	BinaryVersion string `json:"binaryVersion"`
+	// EmulationVersion is the spec's emulationVersion, the version the
+	// election compares first.
+	EmulationVersion string `json:"emulationVersion"`
+	// Strategy is the spec's strategy, the one the candidate asks for.
+	Strategy string `json:"strategy"`
+	// RenewTime is when the candidate last renewed; null where unset.
+	RenewTime *time.Time `json:"renewTime"`
+	// PingTime is when the election last asked it to renew; absent where
+	// unset.
+	PingTime *time.Time `json:"pingTime,omitempty"`
+	// Self: the candidate is this instance's own.
+	Self bool `json:"self,omitempty"`
 }
 
 // TokenFileStatus is --auth-token-file as /status shows it.

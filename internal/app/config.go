@@ -170,6 +170,10 @@ func newRunFlags() *runFlags {
 		"how long the leader keeps retrying to renew before it gives the lease up (and stops writing)")
 	fs.DurationVar(&cfg.leader.retryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"how often to try to acquire or renew the lease")
+	fs.BoolVar(&cfg.leader.coordinated, "leader-elect-coordinated", false,
+		"coordinated leader election: stand as a LeaseCandidate (this version, strategy OldestEmulationVersion) and let kube-apiserver name the holder; "+
+			"refused (exit 1) unless kube-apiserver runs with --feature-gates=CoordinatedLeaderElection=true and --runtime-config=coordination.k8s.io/v1beta1=true; "+
+			"needs --dry-run=false, and every instance of the Lease must use it")
 
 	fs = f.groups.FlagSet("logging")
 	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn or error")
@@ -264,6 +268,9 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 	if cfg.leader.enabled {
 		errs = append(errs, cfg.leader.validate()...)
 	}
+	if cfg.leader.coordinated {
+		errs = append(errs, cfg.leader.validateCoordinated(cfg.dryRun)...)
+	}
 	errs = append(errs, cfg.validateHTTP(f.allowedHosts)...)
 	if cfg.dbPath == "" {
 		errs = append(errs, errors.New("invalid --db: empty path"))
@@ -297,6 +304,19 @@ func (l leaderConfig) validate() []error {
 		errs = append(errs, fmt.Errorf("invalid --leader-elect-lease-duration %s: a leader writes only within the lease duration less %s "+
 			"of a renewal, which must leave more than two --leader-elect-retry-period (%s)", l.leaseDuration,
 			fenceMargin(l.leaseDuration), l.retryPeriod))
+	}
+	return errs
+}
+
+// validateCoordinated checks --leader-elect-coordinated against the flags
+// that would leave it nothing to coordinate.
+func (l leaderConfig) validateCoordinated(dryRun bool) []error {
+	var errs []error
+	if !l.enabled {
+		errs = append(errs, errors.New("invalid --leader-elect-coordinated: it needs leader election, which --leader-elect=false turns off"))
+	}
+	if dryRun {
+		errs = append(errs, errors.New("invalid --leader-elect-coordinated: dry-run runs no leader election (it writes nothing, a Lease included); add --dry-run=false"))
 	}
 	return errs
 }

@@ -35,16 +35,14 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile/ttl"
 )
 
-// instanceID names this process in audit rows and (later) its Lease:
-// hostname_<random>, as leader election identities are.
+// instanceID names this process in audit rows and its Lease:
+// hostname_<random>, as leader election identities are (see
+// instanceIdentity).
 func instanceID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "kubegcd"
-	}
+	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return host + "_" + hex.EncodeToString(b)
+	return instanceIdentity(host, hex.EncodeToString(b))
 }
 
 // controllers are the running reconcilers and what they share.

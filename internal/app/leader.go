@@ -5,11 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/blang/semver/v4"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
@@ -28,8 +37,9 @@ var errNotLeader = errors.New("not the leader: this kubegcd does not write to th
 
 // leadership is this instance's part in leader election.
 type leadership struct {
-	enabled  bool
-	reason   string // why not, when disabled
+	enabled     bool
+	coordinated bool   // the API server names the holder
+	reason      string // why not, when disabled
 	identity string
 	ns, name string
 	store    *db.DB
@@ -47,6 +57,7 @@ type leadership struct {
 func newLeadership(cfg *runConfig, identity string, store *db.DB) *leadership {
 	l := &leadership{enabled: cfg.leader.enabled && !cfg.dryRun, identity: identity, ns: cfg.leader.namespace,
 		name: cfg.leader.name, store: store}
+	l.coordinated = l.enabled && cfg.leader.coordinated
 	switch {
 	case cfg.dryRun:
 		l.reason = "dry-run writes nothing to the cluster, a Lease included: every dry-run instance decides on its own"
@@ -91,9 +102,21 @@ func (l *leadership) Status(ctx context.Context) kubehttp.LeaderStatus {
 			if lease.HolderIdentity != nil && *lease.HolderIdentity == st.Holder && lease.AcquireTime != nil {
 				st.HolderSince = lease.AcquireTime
 			}
+			st.Strategy, st.PreferredHolder = deref(lease.Strategy), deref(lease.PreferredHolder)
 		}
 	}
+	st.Coordinated = l.coordinated
+	if cands, err := l.store.Objects().LeaseCandidates(ctx, db.LeaseCandidateFilter{Namespace: l.ns, LeaseName: l.name}); err == nil {
+		st.Candidates = kubehttp.ElectionCandidates(cands, l.identity)
+	}
 	return st
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // leaderConfig is what --leader-elect* set.
@@ -101,6 +124,9 @@ type leaderConfig struct {
 	enabled                                   bool
 	namespace, name                           string
 	leaseDuration, renewDeadline, retryPeriod time.Duration
+	// coordinated: the API server's election controller names the
+	// holder among the LeaseCandidates (--leader-elect-coordinated).
+	coordinated bool
 }
 
 // lead runs leader election until ctx ends, running work (the controllers)
@@ -118,7 +144,13 @@ func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.C
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: l.identity},
 	}
-	return l.elect(ctx, cfg, newFencedLock(lock, cfg.leaseDuration, time.Now), logger, work)
+	elect := func(ctx context.Context) error {
+		return l.elect(ctx, cfg, newFencedLock(lock, cfg.leaseDuration, time.Now), logger, work)
+	}
+	if cfg.coordinated {
+		return l.coordinate(ctx, cfg, client, candidateVersion(version()), coordinationTimeout(cfg), logger, elect)
+	}
+	return elect(ctx)
 }
 
 // elect is lead with the lock given.
@@ -157,6 +189,10 @@ func (l *leadership) elect(ctx context.Context, cfg leaderConfig, lock *fencedLo
 		RetryPeriod:     cfg.retryPeriod,
 		ReleaseOnCancel: true,
 		Name:            "kubegcd",
+		// The API server names the holder; the elector renews only a
+		// Lease that names it, and gives up one that names a preferred
+		// holder (see coordinate).
+		Coordinated: cfg.coordinated,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				mu.Lock()
@@ -281,4 +317,229 @@ func (f *fencedLock) held() error {
 			"lest another instance hold the lease already", age.Round(time.Millisecond), f.valid)
 	}
 	return nil
+}
+
+// Coordinated leader election (--leader-elect-coordinated): kubegcd stands
+// as a LeaseCandidate of its Lease, and kube-apiserver's election
+// controller names the holder among the candidates.
+const (
+	// coordinatedGate is the feature gate of kube-apiserver's election
+	// controller; candidatesRuntimeConfig makes it serve LeaseCandidates.
+	coordinatedGate         = "CoordinatedLeaderElection"
+	candidatesRuntimeConfig = "coordination.k8s.io/v1beta1=true"
+	// electionDelay is upstream's electionDuration: how long the election
+	// controller waits for the candidates it pinged to answer. It also
+	// looks at each coordinated Lease again this often.
+	electionDelay = 5 * time.Second
+	// candidateStrategy is the strategy kubegcd's candidate asks for. The
+	// oldest version holds the Lease: during an upgrade, the old release
+	// writes until no instance runs it any more.
+	candidateStrategy = coordinationv1.OldestEmulationVersion
+)
+
+// notCoordinated is the refusal of --leader-elect-coordinated: why, and
+// what kube-apiserver needs for it.
+func notCoordinated(why string) error {
+	return fmt.Errorf("--leader-elect-coordinated: %s; it needs kube-apiserver with the feature gate %s "+
+		"(--feature-gates=%s=true) and LeaseCandidates served (--runtime-config=%s)",
+		why, coordinatedGate, coordinatedGate, candidatesRuntimeConfig)
+}
+
+// coordinationTimeout bounds the wait at start for the API server to
+// coordinate the Lease. A holder that stopped renewing lets the Lease
+// expire within one lease duration; the controller looks again within
+// electionDelay and waits as long for the candidates' answers. The
+// second lease duration is slack for a busy API server.
+func coordinationTimeout(cfg leaderConfig) time.Duration {
+	return 2*cfg.leaseDuration + 2*electionDelay
+}
+
+// coordinate runs elect while this instance stands as a LeaseCandidate of
+// the Lease. It refuses (notCoordinated) when the API server does not
+// serve LeaseCandidates, or does not coordinate the Lease within timeout.
+// The candidate stands until elect has returned, the lease released, and
+// is then deleted: no election waits for the answer of a gone instance.
+func (l *leadership) coordinate(ctx context.Context, cfg leaderConfig, client kubernetes.Interface, ver string,
+	timeout time.Duration, logger *slog.Logger, elect func(context.Context) error) error {
+	if msgs := validation.IsConfigMapKey(l.identity); len(msgs) > 0 {
+		return fmt.Errorf("--leader-elect-coordinated: the identity %q is no LeaseCandidate name: %s", l.identity, strings.Join(msgs, "; "))
+	}
+	served, err := candidatesServed(client.Discovery())
+	if err != nil {
+		return fmt.Errorf("--leader-elect-coordinated: discovery of %s: %w", coordinationv1beta1.SchemeGroupVersion, err)
+	}
+	if !served {
+		return notCoordinated("the API server does not serve leasecandidates." + coordinationv1beta1.SchemeGroupVersion.String())
+	}
+	candidate, _, err := leaderelection.NewCandidate(client, cfg.namespace, l.identity, cfg.name, ver, ver, candidateStrategy)
+	if err != nil {
+		return fmt.Errorf("--leader-elect-coordinated: %w", err)
+	}
+	standing, stopStanding := context.WithCancel(context.WithoutCancel(ctx))
+	stood := make(chan struct{})
+	go func() {
+		defer close(stood)
+		candidate.Run(standing)
+	}()
+	defer func() {
+		stopStanding()
+		<-stood
+		l.withdraw(client, cfg, logger)
+	}()
+	logger.Info("standing as a LeaseCandidate: the API server names the holder", "candidate", l.identity,
+		"lease", cfg.namespace+"/"+cfg.name, "version", ver, "strategy", candidateStrategy)
+	err = waitCoordinated(ctx, client, cfg.namespace, cfg.name, l.identity, cfg.retryPeriod, timeout)
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil:
+		return err
+	}
+	logger.Info("the API server coordinates the Lease", "lease", cfg.namespace+"/"+cfg.name)
+	return elect(ctx)
+}
+
+// candidatesServed says whether the API server serves LeaseCandidates at
+// the version client-go's candidate writes.
+func candidatesServed(d discovery.DiscoveryInterface) (bool, error) {
+	list, err := d.ServerResourcesForGroupVersion(coordinationv1beta1.SchemeGroupVersion.String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "leasecandidates" }), nil
+}
+
+// waitCoordinated polls every interval until this instance's candidate
+// stands and the Lease is coordinated (see leaseCoordinated), and refuses
+// once timeout has passed.
+func waitCoordinated(ctx context.Context, client kubernetes.Interface, namespace, name, identity string, interval, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var last string
+	for {
+		last = coordination(ctx, client, namespace, name, identity)
+		if last == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return notCoordinated(fmt.Sprintf("the API server did not coordinate the Lease %s/%s within %s: %s",
+				namespace, name, timeout, last))
+		case <-tick.C:
+		}
+	}
+}
+
+// coordination says why the Lease is not coordinated with this instance
+// standing for it, or "" when it is.
+func coordination(ctx context.Context, client kubernetes.Interface, namespace, name, identity string) string {
+	if _, err := client.CoordinationV1beta1().LeaseCandidates(namespace).Get(ctx, identity, metav1.GetOptions{}); err != nil {
+		return fmt.Sprintf("this instance's LeaseCandidate %s does not stand (%v)", identity, err)
+	}
+	lease, err := client.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "it does not exist"
+	case err != nil:
+		return err.Error()
+	}
+	_, why := leaseCoordinated(lease, time.Now())
+	return why
+}
+
+// leaseCoordinated says whether the API server's election controller
+// coordinates the Lease: it has a strategy (only the controller sets one)
+// and a holder whose term runs. A stale strategy alone, left from a time
+// the controller ran, is not enough. When not, it says why.
+func leaseCoordinated(lease *coordinationv1.Lease, now time.Time) (bool, string) {
+	s := lease.Spec
+	switch {
+	case s.Strategy == nil || *s.Strategy == "":
+		return false, "it has no strategy"
+	case s.HolderIdentity == nil || *s.HolderIdentity == "":
+		return false, "it has a strategy but no holder"
+	case s.RenewTime == nil || s.LeaseDurationSeconds == nil ||
+		!s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds)*time.Second).After(now):
+		return false, fmt.Sprintf("its holder %q let it expire", *s.HolderIdentity)
+	}
+	return true, ""
+}
+
+// withdraw deletes this instance's LeaseCandidate, on the way out.
+func (l *leadership) withdraw(client kubernetes.Interface, cfg leaderConfig, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.renewDeadline)
+	defer cancel()
+	err := client.CoordinationV1beta1().LeaseCandidates(cfg.namespace).Delete(ctx, l.identity, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Warn("could not delete this instance's LeaseCandidate; the API server collects it once expired",
+			"candidate", cfg.namespace+"/"+l.identity, "err", err)
+	}
+}
+
+// releasedVersion is a version with a release number, major.minor at
+// least: v1.2.3, or git describe's v1.2.3-4-gabcdef.
+var releasedVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+`)
+
+// candidateVersion is kubegcd's version v as its candidate's binary and
+// emulation versions, in the strict semantic versioning the API server
+// validates (it sorts them as semver.ParseTolerant reads them). A release
+// keeps its number, without the "v". A build without one (a commit hash,
+// "dev") is 0.0.0-dev, with v as build metadata: it sorts before every
+// release, so that of a dev build and a release the election prefers the
+// dev build, and of dev builds the oldest candidate.
+func candidateVersion(v string) string {
+	if releasedVersion.MatchString(v) {
+		if sv, err := semver.ParseTolerant(v); err == nil {
+			return sv.String()
+		}
+	}
+	const dev = "0.0.0-dev"
+	var meta []string
+	for _, part := range strings.Split(v, ".") {
+		part = strings.Map(func(r rune) rune {
+			if r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+				return r
+			}
+			return '-'
+		}, part)
+		if part != "" {
+			meta = append(meta, part)
+		}
+	}
+	if len(meta) == 0 {
+		return dev
+	}
+	s := dev + "+" + strings.Join(meta, ".")
+	if _, err := semver.Parse(s); err != nil {
+		return dev
+	}
+	return s
+}
+
+// instanceIdentity is host_suffix, this instance's identity in audit rows
+// and leader election, with each character a LeaseCandidate's name (a
+// ConfigMap key) may not hold replaced by "-", and host cut to keep it
+// within 253 characters: under --leader-elect-coordinated the API server
+// writes the candidate's name as the Lease's holder.
+func instanceIdentity(host, suffix string) string {
+	host = strings.Map(func(r rune) rune {
+		if r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '-'
+	}, host)
+	if host == "" {
+		host = "kubegcd"
+	}
+	if n := validation.DNS1123SubdomainMaxLength - len(suffix) - 1; len(host) > n {
+		host = host[:n]
+	}
+	return host + "_" + suffix
 }

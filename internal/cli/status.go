@@ -15,7 +15,8 @@ import (
 
 const statusHelp = `Shows what kubegcd is doing: its version, whether the mirror is synced,
 whether it enforces or only records (dry-run) and whether enforcement is
-paused and why, the leader, and each running controller: its last pass,
+paused and why, the leader (and, under coordinated leader election, the
+strategy and the candidates the API server elects from), and each running controller: its last pass,
 whether it skips them, and for ownergc and svgc, which work from queues,
 the queue's depth and when an item was last finished. -o wide adds
 the resources mirrored with their object counts; -o json or yaml prints the
@@ -82,6 +83,9 @@ func printStatus(w io.Writer, st *api.Status, server string, wide bool, now time
 		default:
 			fmt.Fprintf(w, "Leader:      %s since %s; this instance is %s\n", orNone(le.Holder), ago(le.HolderSince, now), le.Identity)
 		}
+		if le.Coordinated {
+			fmt.Fprintf(w, "Election:    %s\n", election(le))
+		}
 	}
 	if len(st.Controllers) > 0 {
 		fmt.Fprintln(w, "\nControllers:")
@@ -114,4 +118,22 @@ func printStatus(w io.Writer, st *api.Status, server string, wide bool, now time
 		t.add("  "+name, r.Kind, r.Version, strconv.FormatBool(r.Synced), strconv.FormatInt(r.Objects, 10))
 	}
 	return t.print(w)
+}
+
+// election is the line of a coordinated election: the API server names
+// the holder by the strategy, among the candidates.
+func election(le *api.LeaderStatus) string {
+	var cands []string
+	for _, c := range le.Candidates {
+		s := c.Name + " (" + c.EmulationVersion
+		if c.Self {
+			s += ", this instance"
+		}
+		cands = append(cands, s+")")
+	}
+	line := "coordinated by the API server, strategy " + orNone(le.Strategy) + "; candidates: " + orNone(strings.Join(cands, ", "))
+	if le.PreferredHolder != "" {
+		line += "; preferred holder: " + le.PreferredHolder
+	}
+	return line
 }
