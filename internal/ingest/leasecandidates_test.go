@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -57,7 +59,8 @@ func candidatesOf(version string) *metav1.APIResourceList {
 
 // TestLeaseCandidateVersion: discovery picks v1beta1 when both versions are
 // served, v1alpha2 when only it is, and nothing when neither is; the
-// chosen version is read through its own typed client.
+// chosen version is read through its own typed client, and a version
+// client-go has no types for through the dynamic client.
 func TestLeaseCandidateVersion(t *testing.T) {
 	ing, err := New(Options{Config: offlineConfig, DB: dbtest.Open(t).Mirror(), Registerer: prometheus.NewRegistry()})
 	if err != nil {
@@ -72,6 +75,9 @@ func TestLeaseCandidateVersion(t *testing.T) {
 		{"v1beta1 alone", []*metav1.APIResourceList{configmapsV1, leasesV1, candidatesOf("v1beta1")}, "v1beta1"},
 		{"v1alpha2 alone", []*metav1.APIResourceList{configmapsV1, leasesV1, candidatesOf("v1alpha2")}, "v1alpha2"},
 		{"not served", []*metav1.APIResourceList{configmapsV1, leasesV1}, ""},
+		// A later release's GA version, which client-go has no types for.
+		{"v1 too", []*metav1.APIResourceList{configmapsV1, {GroupVersion: "coordination.k8s.io/v1",
+			APIResources: append(slices.Clone(leasesV1.APIResources), candidatesOf("v1").APIResources...)}, candidatesOf("v1beta1")}, "v1"},
 		{"served without delete", []*metav1.APIResourceList{configmapsV1, leasesV1,
 			resourceList("coordination.k8s.io/v1beta1", "leasecandidates", "LeaseCandidate", metav1.Verbs{"get", "list", "watch"})}, ""},
 	} {
@@ -99,9 +105,11 @@ func TestLeaseCandidateVersion(t *testing.T) {
 				_, typed = src.(clientSource[*coordinationv1beta1.LeaseCandidateList])
 			case "v1alpha2":
 				_, typed = src.(clientSource[*coordinationv1alpha2.LeaseCandidateList])
+			default:
+				_, typed = src.(clientSource[*unstructured.UnstructuredList])
 			}
 			if !typed {
-				t.Errorf("%s: %s is read through %T, want its typed client", tc.name, gvr, src)
+				t.Errorf("%s: %s is read through %T, want its typed client, or the dynamic one", tc.name, gvr, src)
 			}
 		}
 		want := []string{}
