@@ -58,9 +58,13 @@ func openPage(t *testing.T, d *e2eutil.Daemon) *page {
 // says that 401s are expected.
 func newPage(t *testing.T, d *e2eutil.Daemon, unauthorized bool) *page {
 	t.Helper()
+	// The page reaches the daemon through a proxy that validates every
+	// answer the UI reads against the API's OpenAPI document. Started
+	// first, the proxy stops after the tab.
+	base := d.ClientURL()
 	ctx, cancel := chromedp.NewContext(browser)
 	t.Cleanup(cancel)
-	p := &page{t: t, ctx: ctx, base: d.URL, unauthorized: unauthorized}
+	p := &page{t: t, ctx: ctx, base: base, unauthorized: unauthorized}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
@@ -105,7 +109,7 @@ func newPage(t *testing.T, d *e2eutil.Daemon, unauthorized bool) *page {
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("opening a tab: %v", err)
 	}
-	p.run(cdplog.Enable(), chromedp.EmulateViewport(desktopWidth, desktopHeight), chromedp.Navigate(d.URL+"/"))
+	p.run(cdplog.Enable(), chromedp.EmulateViewport(desktopWidth, desktopHeight), chromedp.Navigate(base+"/"))
 	return p
 }
 

@@ -106,5 +106,9 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2eui: starting Chromium:", err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	// Every answer the pages read went through a validating proxy: say
+	// how many were checked against the API's OpenAPI document.
+	fmt.Print(e2eutil.ContractCounts())
+	return code
 }
