@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegcd/kubegcd/internal/api"
@@ -39,22 +40,42 @@ func TestLeasesPageCoordinated(t *testing.T) {
 			t.Fatalf("creating Lease %s: %v", name, err)
 		}
 	}
-	// Renewed a minute ago or more, no candidate answers the election's
-	// ping in time: the API server's election changes no Lease and
-	// creates none.
-	for _, c := range []struct {
+	// Pinged after its last renewal, a minute ago or more, no candidate
+	// answers the election's ping in time: the API server's election
+	// changes no Lease and creates none.
+	type spec struct {
 		name, lease string
 		renewed     time.Duration
-	}{
-		{"kcm-a", "kcm", 40 * time.Minute}, {"kcm-b", "kcm", time.Minute}, {"sched-a", "sched", 31 * time.Minute}, {"x", "gone", time.Minute},
-	} {
-		if _, err := kube.CoordinationV1beta1().LeaseCandidates(ns).Create(ctx, &coordinationv1beta1.LeaseCandidate{
+	}
+	create := func(c spec) error {
+		_, err := kube.CoordinationV1beta1().LeaseCandidates(ns).Create(ctx, &coordinationv1beta1.LeaseCandidate{
 			ObjectMeta: metav1.ObjectMeta{Name: c.name},
 			Spec: coordinationv1beta1.LeaseCandidateSpec{LeaseName: c.lease, BinaryVersion: "1.36.0", EmulationVersion: "1.35.0",
-				Strategy: strategy, RenewTime: micro(c.renewed)},
-		}, metav1.CreateOptions{}); err != nil {
+				Strategy: strategy, RenewTime: micro(c.renewed), PingTime: micro(c.renewed - 30*time.Second)},
+		}, metav1.CreateOptions{})
+		return err
+	}
+	expired := []spec{{"kcm-a", "kcm", 40 * time.Minute}, {"sched-a", "sched", 31 * time.Minute}}
+	for _, c := range append([]spec{{"kcm-b", "kcm", time.Minute}, {"x", "gone", time.Minute}}, expired...) {
+		if err := create(c); err != nil {
 			t.Fatalf("creating LeaseCandidate %s: %v", c.name, err)
 		}
+	}
+	// kube-apiserver's LeaseCandidate collector makes its first pass soon
+	// after kube-apiserver starts: an expired candidate it deletes is
+	// written again.
+	keepExpired := func() error {
+		for _, c := range expired {
+			_, err := kube.CoordinationV1beta1().LeaseCandidates(ns).Get(ctx, c.name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				t.Logf("kube-apiserver's collector deleted %s: writing it again", c.name)
+				err = create(c)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	d := daemons.Start(t, "")
 	want := []string{"candidate-without-lease gone/x", "candidate-expired kcm/kcm-a", "holder-not-preferred kcm/",
@@ -62,6 +83,9 @@ func TestLeasesPageCoordinated(t *testing.T) {
 	// Two renew periods (2s) after kubegcd saw kcm's preferred holder, the
 	// holder-not-preferred finding comes.
 	e2eutil.Eventually(t, 30*time.Second, func() error {
+		if err := keepExpired(); err != nil {
+			return err
+		}
 		var out api.LeaseList
 		d.GetJSON(t, "/leases?namespace="+ns, 200, &out)
 		var got []string
