@@ -62,7 +62,8 @@ func objectHistoryOf(uid string, entries []db.HistoryEntry, audit []db.AuditEntr
 // it: lists empty rather than null.
 func historyItemOf(e db.HistoryEntry) api.HistoryItem {
 	item := api.HistoryItem{Time: e.Time, Event: e.Event, OwnerReferences: objectOwnerRefsOf(e.OwnerReferences), Finalizers: e.Finalizers,
-		DeletionTimestamp: e.DeletionTimestamp, Holder: e.Holder, HolderSince: e.HolderSince, LapsedAt: e.LapsedAt}
+		DeletionTimestamp: e.DeletionTimestamp, Holder: e.Holder, HolderSince: e.HolderSince, LapsedAt: e.LapsedAt,
+		PreferredHolder: e.PreferredHolder}
 	if item.Finalizers == nil {
 		item.Finalizers = []string{}
 	}

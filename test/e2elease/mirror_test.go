@@ -26,8 +26,8 @@ const mirrorTimeout = 30 * time.Second
 // TestMirrorLeaseCandidates: kubegcd mirrors LeaseCandidates through
 // v1beta1, every spec field as the API server holds it, and a Lease's
 // strategy and preferred holder; it follows a renewal, a hand-over and a
-// deletion, and the Lease's history records its holder and preferred
-// holder changes.
+// deletion, and the Lease's history, in the database and through the API,
+// records its holder and preferred holder changes.
 func TestMirrorLeaseCandidates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -148,6 +148,15 @@ func TestMirrorLeaseCandidates(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantEvents, events); diff != "" {
 		t.Errorf("the Lease's history (-want +got):\n%s", diff)
+	}
+	var answer api.ObjectHistory
+	d.GetJSON(t, "/objects/"+string(lease.UID)+"/history", 200, &answer)
+	events = nil
+	for _, e := range answer.Items {
+		events = append(events, fmt.Sprintf("%s holder=%s preferred=%s", e.Event, mirrorString(e.Holder), mirrorString(e.PreferredHolder)))
+	}
+	if diff := cmp.Diff(wantEvents, events); diff != "" {
+		t.Errorf("/objects/%s/history (-want +got):\n%s", lease.UID, diff)
 	}
 
 	// A deleted candidate leaves the mirror; the other stays as it is.

@@ -22,7 +22,7 @@ var enums = map[string][]string{
 	"StuckItem.state":                     {api.StateNamespaceTerminating, api.StateDeletingDependents, api.StateOrphaningDependents, api.StateFinalizing, api.StateDeleting},
 	"Blocker.type":                        {api.BlockerFinalizer, api.BlockerDependent, api.BlockerNamespaceContent, api.BlockerDiscovery},
 	"CascadeItem.action":                  {api.CascadeDelete, api.CascadeRemoveOwnerRef, api.CascadeKeep},
-	"HistoryItem.event":                   {api.HistoryCreated, api.HistoryOwnersChanged, api.HistoryFinalizersChanged, api.HistoryDeletionRequested, api.HistoryDeleted, api.HistoryHolderChanged},
+	"HistoryItem.event":                   {api.HistoryCreated, api.HistoryOwnersChanged, api.HistoryFinalizersChanged, api.HistoryDeletionRequested, api.HistoryDeleted, api.HistoryHolderChanged, api.HistoryPreferredHolderChanged},
 	"Owner.state":                         ownerStates,
 	"ReleaseResult.status":                {api.StatusReleased},
 	"EnforcementStatus.blastRadiusResume": {"auto", "manual"},
