@@ -199,7 +199,7 @@ func candidateExpired(c LeaseCandidate, now time.Time) LeaseFinding {
 		f.Message = fmt.Sprintf("Candidate %s never renewed. The election passes it over, and a LeaseCandidate collector deletes it.", c.Name)
 	} else {
 		f.Message = fmt.Sprintf("Candidate %s last renewed %s ago, more than %s ago. The election passes it over, and a LeaseCandidate collector deletes it.",
-			c.Name, shortDuration(now.Sub(*c.RenewTime).Truncate(time.Second)), shortDuration(LeaseCandidateValidity))
+			c.Name, roughly(now.Sub(*c.RenewTime)), shortDuration(LeaseCandidateValidity))
 	}
 	return f
 }
@@ -232,7 +232,16 @@ func holderNotPreferred(f LeaseFacts, now time.Time) (LeaseFinding, bool) {
 	}
 	return LeaseFinding{Kind: api.LeaseFindingHolderNotPreferred, Namespace: l.Namespace, Lease: l.Name,
 		Message: fmt.Sprintf("%s, but the election prefers %s, for %s: longer than two lease durations (%s).",
-			who, *l.PreferredHolder, shortDuration(now.Sub(since).Truncate(time.Second)), shortDuration(limit))}, true
+			who, *l.PreferredHolder, roughly(now.Sub(since)), shortDuration(limit))}, true
+}
+
+// roughly writes an age as a person reads it: to the second under a
+// minute, else to the minute.
+func roughly(d time.Duration) string {
+	if d < time.Minute {
+		return shortDuration(d.Truncate(time.Second))
+	}
+	return shortDuration(d.Truncate(time.Minute))
 }
 
 // shortDuration writes d without its zero trailing units: 30m, 1h0m5s.

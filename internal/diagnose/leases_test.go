@@ -276,7 +276,7 @@ func TestLeaseFindingMessages(t *testing.T) {
 	}
 	want := []string{
 		"Candidate x stands for Lease gone, which does not exist in namespace ns.",
-		"kcm-a holds the Lease, but the election prefers kcm-b, for 3m10s: longer than two lease durations (30s).",
+		"kcm-a holds the Lease, but the election prefers kcm-b, for 3m: longer than two lease durations (30s).",
 		"Candidate sched-a last renewed 42m ago, more than 30m ago. The election passes it over, and a LeaseCandidate collector deletes it.",
 		"Candidate sched-b never renewed. The election passes it over, and a LeaseCandidate collector deletes it.",
 		"The Lease follows strategy OldestEmulationVersion, but all its 2 candidates have expired: no election can name its holder.",
