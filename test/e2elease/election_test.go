@@ -1,0 +1,388 @@
+package e2elease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/testcluster"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
+)
+
+// The election's timings: short, for the test to be quick.
+const (
+	electionLease = 4 * time.Second
+	electionRetry = 500 * time.Millisecond
+	// controllerDelay is kube-apiserver's election controller's: it looks
+	// at each coordinated Lease every 5 s, and waits 5 s for the answers
+	// of the candidates it pinged.
+	controllerDelay = 10 * time.Second
+)
+
+// TestCoordinatedElection runs two kubegcd processes of different versions
+// with --leader-elect-coordinated. kube-apiserver names the holder: the
+// newer one leads alone, and steps down (exit 1, as on any lost lease)
+// once an older one stands; the older one holds the Lease and is the only
+// one to write, also once the newer one is back. SIGKILLed, it hands over
+// to the newer one within the lease duration plus the controller's delay.
+func TestCoordinatedElection(t *testing.T) {
+	ns := namespaces.New(t, "election")
+	older, newer := buildKubegcd(t, "v0.1.0"), buildKubegcd(t, "v0.2.0")
+	args := []string{"--dry-run=false", "--controllers=ownergc", "--leader-elect-coordinated", "--leader-elect-namespace=" + ns,
+		"--leader-elect-lease-duration=" + electionLease.String(), "--leader-elect-renew-deadline=3s",
+		"--leader-elect-retry-period=" + electionRetry.String()}
+	ctx := context.Background()
+	leases := kube.CoordinationV1().Leases(ns)
+	holder := func() string {
+		l, err := leases.Get(ctx, "kubegcd", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	var watch leaderWatch
+	defer watch.stop(t)
+
+	// The newer one alone: the API server elects it.
+	started := time.Now()
+	b := startProc(t, newer, "newer", "", args...)
+	watch.add(b)
+	bID := waitLeading(t, b, 60*time.Second)
+	t.Logf("the newer one (%s) leads %s after its start", bID, time.Since(started).Round(time.Millisecond))
+
+	// The older one stands: the API server prefers it, the newer one
+	// gives the Lease up and exits, and the older one is elected.
+	started = time.Now()
+	a := startProc(t, older, "older", "", args...)
+	watch.add(a)
+	aID := waitLeading(t, a, 90*time.Second)
+	t.Logf("the older one (%s) leads %s after its start", aID, time.Since(started).Round(time.Millisecond))
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		select {
+		case <-b.proc.Done():
+			return nil
+		default:
+			return errors.New("the newer one still runs, the older one preferred")
+		}
+	})
+	if code := processExitCode(b.proc.Err()); code != 1 || !strings.Contains(b.log(), "lost the leader-election lease") {
+		t.Fatalf("the newer one exited %d; want 1, saying it lost the lease:\n%s", code, e2eutil.Tail(b.log(), 30))
+	}
+	l, err := leases.Get(ctx, "kubegcd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.Strategy == nil || *l.Spec.Strategy != "OldestEmulationVersion" || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != aID {
+		t.Fatalf("Lease spec %+v; want strategy OldestEmulationVersion and the older one, %s, holding it", l.Spec, aID)
+	}
+
+	// Restarted, as systemd would, the newer one follows.
+	b2 := startProc(t, newer, "newer-again", b.db, args...)
+	watch.add(b2)
+	e2eutil.Eventually(t, 60*time.Second, func() error {
+		st, err := b2.status()
+		switch {
+		case err != nil:
+			return err
+		case st.LeaderElection == nil || st.LeaderElection.Holder != aID:
+			return fmt.Errorf("not following %s yet: %+v", aID, st.LeaderElection)
+		}
+		return nil
+	})
+	b2ID := b2.identity(t)
+	// Both stand, as both /status answers show from their mirror.
+	for _, in := range []*kubegcdProc{a, b2} {
+		e2eutil.Eventually(t, 30*time.Second, func() error {
+			st, err := in.status()
+			if err != nil {
+				return err
+			}
+			le := st.LeaderElection
+			var names []string
+			for _, c := range le.Candidates {
+				names = append(names, c.Name+"@"+c.EmulationVersion)
+			}
+			slices.Sort(names)
+			want := []string{aID + "@0.1.0", b2ID + "@0.2.0"}
+			slices.Sort(want)
+			if !le.Coordinated || le.Strategy != "OldestEmulationVersion" || !slices.Equal(names, want) {
+				return fmt.Errorf("%s: coordinated %v, strategy %q, candidates %v; want true, OldestEmulationVersion, %v",
+					in.name, le.Coordinated, le.Strategy, names, want)
+			}
+			return nil
+		})
+	}
+
+	// Exactly one writes: the older one collects an orphan; the newer one
+	// decides and records nothing.
+	createOrphan(t, ns, "orphan-1")
+	e2eutil.Eventually(t, 60*time.Second, func() error { return configMapGone(ns, "orphan-1") })
+	if rows := a.audit(t, ns); len(rows) == 0 || rows[0].Instance != aID {
+		t.Errorf("the holder's audit rows: %+v; want its deletion of orphan-1, by %s", rows, aID)
+	}
+	if rows := b2.audit(t, ns); len(rows) != 0 {
+		t.Errorf("the follower recorded %d decisions, the first %+v; want none", len(rows), rows[0])
+	}
+
+	// SIGKILL of the holder: the newer one takes over.
+	if err := a.proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var elected time.Duration
+	e2eutil.Eventually(t, 2*(electionLease+controllerDelay), func() error {
+		if elected == 0 && holder() == b2ID {
+			elected = time.Since(killed)
+		}
+		if st, err := b2.status(); err != nil || !st.Leader {
+			return fmt.Errorf("not leading yet (%v)", err)
+		}
+		return nil
+	})
+	handover := time.Since(killed)
+	t.Logf("hand-over after SIGKILL of the holder: the API server named %s after %s; it led after %s "+
+		"(lease %s, the controller's delay %s, retry period %s)", b2ID, elected.Round(time.Millisecond),
+		handover.Round(time.Millisecond), electionLease, controllerDelay, electionRetry)
+	if limit := electionLease + controllerDelay + 2*electionRetry; handover > limit+time.Second {
+		t.Errorf("hand-over took %s, more than the lease duration plus the controller's delay and the retries (%s)", handover, limit)
+	}
+	createOrphan(t, ns, "orphan-2")
+	e2eutil.Eventually(t, 60*time.Second, func() error { return configMapGone(ns, "orphan-2") })
+	if rows := b2.audit(t, ns); len(rows) == 0 || rows[0].Instance != b2ID || rows[0].Target.Name != "orphan-2" {
+		t.Errorf("the new holder's audit rows: %+v; want its deletion of orphan-2, by %s", rows, b2ID)
+	}
+	watch.check(t)
+}
+
+// kubegcdProc is a kubegcd process of the test.
+type kubegcdProc struct {
+	name, url, db, logPath string
+	proc                   *testcluster.Kubegcd
+	// client checks each answer against the API's OpenAPI document.
+	client *http.Client
+}
+
+func startProc(t *testing.T, bin, name, db string, args ...string) *kubegcdProc {
+	t.Helper()
+	dir := t.TempDir()
+	if db == "" {
+		db = filepath.Join(dir, "kubegcd.db")
+	}
+	addr := e2eutil.FreeAddr(t)
+	in := &kubegcdProc{name: name, url: "http://" + addr, db: db, logPath: filepath.Join(dir, name+".log"),
+		client: e2eutil.ValidatingClient(t, &http.Client{Timeout: 5 * time.Second})}
+	p, err := testcluster.StartKubegcd(bin, in.logPath, append([]string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", db,
+		"--listen", addr}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.proc = p
+	t.Cleanup(func() {
+		select {
+		case <-p.Done():
+		default:
+			_ = p.Stop(30 * time.Second)
+		}
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", name, e2eutil.Tail(in.log(), 40))
+		}
+	})
+	if err := p.WaitReady(context.Background(), in.url+"/healthz", 100*time.Millisecond, 60*time.Second); err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, e2eutil.Tail(in.log(), 40))
+	}
+	return in
+}
+
+func (in *kubegcdProc) log() string {
+	b, _ := os.ReadFile(in.logPath)
+	return string(b)
+}
+
+func (in *kubegcdProc) get(path string, v any) error {
+	resp, err := in.client.Get(in.url + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func (in *kubegcdProc) status() (*api.Status, error) {
+	var st api.Status
+	if err := in.get("/status", &st); err != nil {
+		return nil, err
+	}
+	if st.LeaderElection == nil {
+		return nil, errors.New("/status without leaderElection")
+	}
+	return &st, nil
+}
+
+func (in *kubegcdProc) identity(t *testing.T) string {
+	t.Helper()
+	st, err := in.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.LeaderElection.Identity
+}
+
+// audit is the instance's audit rows about the namespace, newest first.
+func (in *kubegcdProc) audit(t *testing.T, ns string) []api.AuditEntry {
+	t.Helper()
+	var list api.AuditList
+	if err := in.get("/audit?namespace="+ns, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// waitLeading waits until the kubegcdProc leads and the Lease names it, and
+// returns its identity.
+func waitLeading(t *testing.T, in *kubegcdProc, timeout time.Duration) string {
+	t.Helper()
+	var id string
+	e2eutil.Eventually(t, timeout, func() error {
+		st, err := in.status()
+		if err != nil {
+			return err
+		}
+		id = st.LeaderElection.Identity
+		if !st.Leader || st.LeaderElection.Holder != id {
+			return fmt.Errorf("%s does not lead: %+v", in.name, st.LeaderElection)
+		}
+		return nil
+	})
+	return id
+}
+
+// leaderWatch asks every kubegcdProc's /status every 100 ms whether it leads,
+// and remembers any moment when two did.
+type leaderWatch struct {
+	mu        sync.Mutex
+	instances []*kubegcdProc
+	both      []string
+	one       int // polls that found one leader
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+func (w *leaderWatch) add(in *kubegcdProc) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.instances = append(w.instances, in)
+	if w.done != nil {
+		return
+	}
+	w.done = make(chan struct{})
+	w.wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-tick.C:
+			}
+			w.mu.Lock()
+			ins := slices.Clone(w.instances)
+			w.mu.Unlock()
+			var leading []string
+			for _, in := range ins {
+				if st, err := in.status(); err == nil && st.Leader {
+					leading = append(leading, in.name)
+				}
+			}
+			w.mu.Lock()
+			switch len(leading) {
+			case 0:
+			case 1:
+				w.one++
+			default:
+				w.both = append(w.both, time.Now().Format(time.StampMilli)+" "+strings.Join(leading, ", "))
+			}
+			w.mu.Unlock()
+		}
+	})
+}
+
+func (w *leaderWatch) stop(t *testing.T) {
+	if w.done != nil {
+		close(w.done)
+		w.wg.Wait()
+		w.done = nil
+	}
+}
+
+// check fails the test if two instances ever led at once.
+func (w *leaderWatch) check(t *testing.T) {
+	t.Helper()
+	w.stop(t)
+	if len(w.both) > 0 {
+		t.Errorf("instances leading at once: %q", w.both)
+	}
+	if w.one == 0 {
+		t.Errorf("the watch never saw a leader: it proves nothing")
+	}
+	t.Logf("%d polls of every /status found one leader, %d two", w.one, len(w.both))
+}
+
+// buildKubegcd builds kubegcd as version into the test's directory.
+func buildKubegcd(t *testing.T, version string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kubegcd-"+version)
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/kubegcd/kubegcd/internal/app.Version="+version, "-o", bin,
+		"github.com/kubegcd/kubegcd/cmd/kubegcd")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building kubegcd %s: %v\n%s", version, err, out)
+	}
+	return bin
+}
+
+// createOrphan creates a ConfigMap whose only owner never existed.
+func createOrphan(t *testing.T, ns, name string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "ConfigMap", Name: "never-was", UID: uuid.NewUUID()}}}}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func configMapGone(ns, name string) error {
+	_, err := kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return fmt.Errorf("%s/%s still there (%v)", ns, name, err)
+}
+
+func processExitCode(err error) int {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode()
+	}
+	if err == nil {
+		return 0
+	}
+	return -1
+}
