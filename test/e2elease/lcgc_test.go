@@ -1,0 +1,267 @@
+package e2elease
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/test/e2eutil"
+)
+
+// lcgcArgs run lcgc alone, a pass every 2 s, under a Lease of its own.
+var lcgcArgs = []string{"--controllers=lcgc", "--lease-candidate-gc-period=2s", "--leader-elect-name=kubegcd-lcgc"}
+
+// candidateSet is the same set of candidates each lcgc test makes: their
+// names and how long ago each was renewed (nil: never). expired are those
+// past the 30 minutes of validity; the others are kept.
+var candidateSet = []struct {
+	name    string
+	renewed *time.Duration
+	expired bool
+}{
+	{"renewed-31m-ago", durationPtr(31 * time.Minute), true},
+	{"never-renewed", nil, true},
+	{"renewed-25m-ago", durationPtr(25 * time.Minute), false},
+	{"fresh", durationPtr(0), false},
+}
+
+func durationPtr(d time.Duration) *time.Duration { return &d }
+
+// createCandidates makes candidateSet in ns, renewed relative to now.
+func createCandidates(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range candidateSet {
+		lc := &coordinationv1beta1.LeaseCandidate{ObjectMeta: metav1.ObjectMeta{Name: c.name},
+			Spec: coordinationv1beta1.LeaseCandidateSpec{LeaseName: "lcgc-lease", BinaryVersion: "1.36.0", EmulationVersion: "1.36.0",
+				Strategy: "OldestEmulationVersion"}}
+		if c.renewed != nil {
+			renew := metav1.NewMicroTime(time.Now().Add(-*c.renewed))
+			lc.Spec.RenewTime = &renew
+		}
+		if _, err := kube.CoordinationV1beta1().LeaseCandidates(ns).Create(ctx, lc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating LeaseCandidate %s/%s: %v", ns, c.name, err)
+		}
+	}
+}
+
+// candidateNames returns the names of the LeaseCandidates of ns, sorted.
+func candidateNames(t *testing.T, ns string) []string {
+	t.Helper()
+	list, err := kube.CoordinationV1beta1().LeaseCandidates(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, lc := range list.Items {
+		names = append(names, lc.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// keptNames are the names of candidateSet neither collector may delete.
+func keptNames() []string {
+	var out []string
+	for _, c := range candidateSet {
+		if !c.expired {
+			out = append(out, c.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitCollected waits until ns holds exactly the kept candidates.
+func waitCollected(t *testing.T, ns string, timeout time.Duration) {
+	t.Helper()
+	want := keptNames()
+	e2eutil.Eventually(t, timeout, func() error {
+		if got := candidateNames(t, ns); !slices.Equal(got, want) {
+			return fmt.Errorf("candidates of %s: %v, want %v", ns, got, want)
+		}
+		return nil
+	})
+}
+
+// TestLCGCDeletesExpiredCandidates: enforcing, lcgc deletes the candidates
+// never renewed or renewed 31 minutes ago, keeps those renewed within 30
+// minutes, and audits each delete under KG-04-01.
+func TestLCGCDeletesExpiredCandidates(t *testing.T) {
+	ns := namespaces.New(t, "lcgc-enforce")
+	createCandidates(t, ns)
+	d := daemons.Start(t, "", append([]string{"--dry-run=false"}, lcgcArgs...)...)
+	waitCollected(t, ns, time.Minute)
+
+	var audit api.AuditList
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		d.GetJSON(t, "/audit?controller=lcgc&namespace="+ns, http.StatusOK, &audit)
+		if len(audit.Items) != 2 {
+			return fmt.Errorf("%d audit rows of lcgc in %s, want 2: %+v", len(audit.Items), ns, audit.Items)
+		}
+		return nil
+	})
+	var audited []string
+	for _, e := range audit.Items {
+		audited = append(audited, e.Target.Name)
+		if e.Rule != "KG-04-01" || e.Action != api.ActionDelete || e.Outcome != api.OutcomeApplied || e.DryRun ||
+			e.Target.Kind != "LeaseCandidate" || e.Target.APIVersion != "coordination.k8s.io/v1beta1" || e.Target.UID == "" {
+			t.Errorf("audit row %+v", e)
+		}
+	}
+	slices.Sort(audited)
+	if want := []string{"never-renewed", "renewed-31m-ago"}; !slices.Equal(audited, want) {
+		t.Errorf("audited %v, want %v", audited, want)
+	}
+	// The next passes find nothing more to do here.
+	passed := lcgcPassAfter(t, d, time.Now())
+	var again api.AuditList
+	d.GetJSON(t, "/audit?controller=lcgc&namespace="+ns, http.StatusOK, &again)
+	if len(again.Items) != 2 {
+		t.Errorf("after the pass of %s: %d audit rows, want still 2", passed, len(again.Items))
+	}
+}
+
+// lcgcPassAfter waits for a pass of lcgc that starts after since, and
+// returns when it started.
+func lcgcPassAfter(t *testing.T, d *e2eutil.Daemon, since time.Time) time.Time {
+	t.Helper()
+	var at time.Time
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		var st api.Status
+		d.GetJSON(t, "/status", http.StatusOK, &st)
+		for _, c := range st.Controllers {
+			if c.Name == api.ControllerLCGC && c.LastPass != nil && c.LastPass.After(since) {
+				at = *c.LastPass
+				return nil
+			}
+		}
+		return fmt.Errorf("no pass of lcgc after %s: %+v", since, st.Controllers)
+	})
+	return at
+}
+
+// TestLCGCDryRunDeletesNothing: in dry-run lcgc records what it would
+// delete, in /pending and once in /audit, and deletes nothing, pass after
+// pass.
+func TestLCGCDryRunDeletesNothing(t *testing.T) {
+	ns := namespaces.New(t, "lcgc-dry-run")
+	createCandidates(t, ns)
+	before := candidateNames(t, ns)
+	d := daemons.Start(t, "", lcgcArgs...)
+
+	want := []string{"never-renewed", "renewed-31m-ago"}
+	var pending api.PendingList
+	e2eutil.Eventually(t, time.Minute, func() error {
+		d.GetJSON(t, "/pending?controller=lcgc&namespace="+ns, http.StatusOK, &pending)
+		var names []string
+		for _, p := range pending.Items {
+			names = append(names, p.Target.Name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, want) {
+			return fmt.Errorf("pending %v, want %v", names, want)
+		}
+		return nil
+	})
+	for _, p := range pending.Items {
+		if p.Rule != "KG-04-01" || p.Action != api.ActionDelete || p.Reason == "" || p.Target.Kind != "LeaseCandidate" {
+			t.Errorf("pending item %+v", p)
+		}
+	}
+	// Two passes more: still nothing deleted, nothing audited twice.
+	lcgcPassAfter(t, d, lcgcPassAfter(t, d, time.Now()))
+	if got := candidateNames(t, ns); !slices.Equal(got, before) {
+		t.Errorf("dry-run left %v, want every candidate %v", got, before)
+	}
+	var audit api.AuditList
+	d.GetJSON(t, "/audit?controller=lcgc&namespace="+ns, http.StatusOK, &audit)
+	var audited []string
+	for _, e := range audit.Items {
+		audited = append(audited, e.Target.Name)
+		if e.Outcome != api.OutcomeDryRun || !e.DryRun || e.Rule != "KG-04-01" {
+			t.Errorf("audit row %+v, want a dry-run of KG-04-01", e)
+		}
+	}
+	slices.Sort(audited)
+	if !slices.Equal(audited, want) {
+		t.Errorf("audited %v, want each of %v once", audited, want)
+	}
+}
+
+// TestLCGCParityWithKubeAPIServer: the same candidates, collected in one
+// namespace by lcgc and in another by kube-apiserver's own collector
+// (which runs when kube-apiserver starts), end in the same state. It
+// restarts kube-apiserver and returns once it is ready again.
+func TestLCGCParityWithKubeAPIServer(t *testing.T) {
+	byLCGC, byAPIServer := namespaces.New(t, "lcgc-parity-kubegcd"), namespaces.New(t, "lcgc-parity-apiserver")
+
+	createCandidates(t, byLCGC)
+	d := daemons.Start(t, "", append([]string{"--dry-run=false"}, lcgcArgs...)...)
+	waitCollected(t, byLCGC, time.Minute)
+	if code := d.Stop(); code != 0 {
+		t.Fatalf("kubegcd exited with %d", code)
+	}
+
+	createCandidates(t, byAPIServer)
+	if got := candidateNames(t, byAPIServer); len(got) != len(candidateSet) {
+		t.Fatalf("candidates of %s before the restart: %v", byAPIServer, got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	holdElectionLease(t, ctx, 30*time.Second)
+	if err := cluster.StopAPIServer(); err != nil {
+		t.Fatalf("stopping kube-apiserver: %v", err)
+	}
+	if err := cluster.StartAPIServer(ctx); err != nil {
+		t.Fatalf("starting kube-apiserver again: %v", err)
+	}
+	// kube-apiserver's collector makes its pass once it holds its Lease,
+	// when the test's hold has run out.
+	waitCollected(t, byAPIServer, 2*time.Minute)
+
+	if a, b := candidateNames(t, byLCGC), candidateNames(t, byAPIServer); !slices.Equal(a, b) {
+		t.Errorf("lcgc left %v, kube-apiserver's collector %v", a, b)
+	}
+}
+
+// holdElectionLease takes the Lease kube-system/leader-election-controller
+// for the test, for d. kube-apiserver runs its election and LeaseCandidate
+// collector while it holds that Lease, and the collector makes one pass as
+// it takes it. With StorageVersionAPI on, a kube-apiserver just started
+// refuses writes until its storage versions are registered; a pass made
+// then fails every delete and is not tried again for 30 minutes. Holding
+// the Lease across the restart puts the new kube-apiserver's pass past
+// that registration.
+func holdElectionLease(t *testing.T, ctx context.Context, d time.Duration) {
+	t.Helper()
+	leases := kube.CoordinationV1().Leases(metav1.NamespaceSystem)
+	holder, seconds := "lcgc-parity-test", int32(d/time.Second)
+	// kube-apiserver renews the Lease every few seconds: a write between
+	// the read and the update is a conflict, and the update is made again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := leases.Get(ctx, "leader-election-controller", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now, transitions := metav1.NewMicroTime(time.Now()), int32(1)
+		if l.Spec.LeaseTransitions != nil {
+			transitions += *l.Spec.LeaseTransitions
+		}
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &seconds
+		l.Spec.AcquireTime, l.Spec.RenewTime, l.Spec.LeaseTransitions = &now, &now, &transitions
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("holding kube-apiserver's election Lease: %v", err)
+	}
+}
