@@ -79,11 +79,18 @@ func served(versions ...string) []*metav1.APIResourceList {
 
 func newHarness(t *testing.T, dryRun bool, discovery []*metav1.APIResourceList, live ...runtime.Object) *harness {
 	t.Helper()
+	return newHarnessWith(t, reconcile.ApplierOptions{DryRun: dryRun}, discovery, live...)
+}
+
+// newHarnessWith is newHarness with an applier made of opts (its store,
+// log, clock and registry filled in).
+func newHarnessWith(t *testing.T, opts reconcile.ApplierOptions, discovery []*metav1.APIResourceList, live ...runtime.Object) *harness {
+	t.Helper()
 	store := dbtest.Open(t)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test", Logger: log, DryRun: dryRun,
-		Registerer: prometheus.NewRegistry(), Now: func() time.Time { return now }})
+	opts.DB, opts.Instance, opts.Logger, opts.Registerer, opts.Now = store.Ledger(), "test", log, prometheus.NewRegistry(), func() time.Time { return now }
+	applier, err := reconcile.NewApplier(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,5 +422,38 @@ func TestSkippedWhileTheMirrorIsNotLive(t *testing.T) {
 	}
 	if !strings.Contains(h.logs.String(), "skipping passes") {
 		t.Errorf("the skip is not logged:\n%s", h.logs.String())
+	}
+}
+
+// TestWritesGoThroughTheApplier: lcgc's deletes obey the applier. The
+// blast-radius cap holds back what is beyond it, pending with its reason;
+// an instance that may not write (it lost its Lease) sends none. Either
+// way the pass asks to be made again soon.
+func TestWritesGoThroughTheApplier(t *testing.T) {
+	old1, old2 := lc("a", "old-1", ago(time.Hour)), lc("a", "old-2", ago(time.Hour))
+	for _, tc := range []struct {
+		name        string
+		opts        reconcile.ApplierOptions
+		wantDeletes []string
+		wantPending []string
+	}{
+		{"the blast-radius cap", reconcile.ApplierOptions{MaxDeletionsPerMinute: 1},
+			[]string{"v1beta1 a/old-1"}, []string{"a/old-2"}},
+		{"not the leader", reconcile.ApplierOptions{MayWrite: func() error { return errors.New("not the leader") }},
+			nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarnessWith(t, tc.opts, served("v1beta1"), old1, old2)
+			h.mirror(old1, old2)
+			if undone := h.pass(); !undone {
+				t.Error("the pass left nothing undone")
+			}
+			if diff := cmp.Diff(tc.wantDeletes, h.deletes()); diff != "" {
+				t.Errorf("deletes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPending, h.pending()); diff != "" {
+				t.Errorf("pending (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
