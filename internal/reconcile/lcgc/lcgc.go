@@ -173,8 +173,9 @@ func (c *Controller) Pass(ctx context.Context) (undone bool, err error) {
 
 // collect reads the candidate r of the mirror live, lets decide decide and
 // deletes it through the applier, which logs and audits the outcome. It
-// returns the UID it decided to delete, if any, and an error when the
-// candidate is to be tried again.
+// returns the UID of what is still held pending, if anything: the
+// candidate it decided to delete, or one it could not read. It returns an
+// error when the candidate is to be tried again.
 func (c *Controller) collect(ctx context.Context, version string, r db.LeaseCandidateRow) (string, error) {
 	live, err := c.get(ctx, version, r.Namespace, r.Name)
 	if apierrors.IsNotFound(err) {
@@ -184,7 +185,7 @@ func (c *Controller) collect(ctx context.Context, version string, r db.LeaseCand
 		if ctx.Err() == nil {
 			c.log.Warn("reading a LeaseCandidate live; tried again within a minute", "namespace", r.Namespace, "name", r.Name, "err", err)
 		}
-		return "", err
+		return r.UID, err
 	}
 	d, v := decide(live, c.opts.Now())
 	if v != verdictDelete {

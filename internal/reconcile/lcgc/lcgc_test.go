@@ -329,11 +329,13 @@ func TestConflictIsRetried(t *testing.T) {
 }
 
 // TestLiveReadFails: a live read that fails other than NotFound deletes
-// nothing and asks for a pass soon.
+// nothing, keeps what was pending about the candidate, and asks for a
+// pass soon.
 func TestLiveReadFails(t *testing.T) {
 	old := lc("a", "old", ago(time.Hour))
-	h := newHarness(t, false, served("v1beta1"), old)
+	h := newHarness(t, true, served("v1beta1"), old)
 	h.mirror(old)
+	h.pass()
 	h.client.PrependReactor("get", resource, func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("down")
 	})
@@ -342,6 +344,12 @@ func TestLiveReadFails(t *testing.T) {
 	}
 	if got := h.deletes(); len(got) != 0 {
 		t.Errorf("deleted %v without a live read", got)
+	}
+	if diff := cmp.Diff([]string{"a/old"}, h.pending()); diff != "" {
+		t.Errorf("pending after a failed read (-want +got):\n%s", diff)
+	}
+	if n := testutil.Metric(t, h.reg, "kubegcd_lcgc_errors_total"); n != 1 {
+		t.Errorf("kubegcd_lcgc_errors_total %v, want 1", n)
 	}
 }
 
