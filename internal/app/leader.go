@@ -49,6 +49,10 @@ type leadership struct {
 	mu     sync.Mutex
 	holder string
 	seen   time.Time // when this instance saw the holder take the lease
+
+	// beforeRelease, when set, runs once work has returned and before the
+	// lease is released.
+	beforeRelease func()
 }
 
 // newLeadership sets up this instance's part: it runs for the lease when
@@ -135,7 +139,10 @@ type leaderConfig struct {
 // instance took it, and work's error when work failed (the lease is
 // released too, for another instance to take).
 func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.Config, logger *slog.Logger, work func(context.Context) error) error {
-	client, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(restCfg), "kubegcd-leader-election"))
+	electCfg := rest.AddUserAgent(rest.CopyConfig(restCfg), "kubegcd-leader-election")
+	// The API server warns of v1beta1 LeaseCandidates at each request.
+	electCfg.WarningHandlerWithContext = &onceWarnings{logger: logger}
+	client, err := kubernetes.NewForConfig(electCfg)
 	if err != nil {
 		return err
 	}
@@ -177,9 +184,17 @@ func (l *leadership) elect(ctx context.Context, cfg leaderConfig, lock *fencedLo
 			<-done
 		}
 	}
+	// release stops electing, which releases the lease: after the hook
+	// that must come first (see coordinate), if any.
+	release := func() {
+		if l.beforeRelease != nil {
+			l.beforeRelease()
+		}
+		stopElecting()
+	}
 	stopAfterWork := context.AfterFunc(ctx, func() {
 		stopWork()
-		stopElecting()
+		release()
 	})
 	defer stopAfterWork()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -216,7 +231,7 @@ func (l *leadership) elect(ctx context.Context, cfg leaderConfig, lock *fencedLo
 						mu.Lock()
 						workErr = err
 						mu.Unlock()
-						stopElecting()
+						release()
 					}
 				}()
 			},
@@ -319,6 +334,22 @@ func (f *fencedLock) held() error {
 	return nil
 }
 
+// onceWarnings logs each warning of the API server once: a candidate's
+// every renewal gets the same deprecation warning.
+type onceWarnings struct {
+	logger *slog.Logger
+	seen   sync.Map
+}
+
+func (w *onceWarnings) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	if _, dup := w.seen.LoadOrStore(text, true); !dup {
+		w.logger.Info("the API server warns (said once)", "warning", text)
+	}
+}
+
 // Coordinated leader election (--leader-elect-coordinated): kubegcd stands
 // as a LeaseCandidate of its Lease, and kube-apiserver's election
 // controller names the holder among the candidates.
@@ -357,8 +388,9 @@ func coordinationTimeout(cfg leaderConfig) time.Duration {
 // coordinate runs elect while this instance stands as a LeaseCandidate of
 // the Lease. It refuses (notCoordinated) when the API server does not
 // serve LeaseCandidates, or does not coordinate the Lease within timeout.
-// The candidate stands until elect has returned, the lease released, and
-// is then deleted: no election waits for the answer of a gone instance.
+// The candidate stands until work has returned, and is deleted before
+// the lease is released: no election waits for the answer of a gone
+// instance, nor elects it again.
 func (l *leadership) coordinate(ctx context.Context, cfg leaderConfig, client kubernetes.Interface, ver string,
 	timeout time.Duration, logger *slog.Logger, elect func(context.Context) error) error {
 	if msgs := validation.IsConfigMapKey(l.identity); len(msgs) > 0 {
@@ -381,11 +413,18 @@ func (l *leadership) coordinate(ctx context.Context, cfg leaderConfig, client ku
 		defer close(stood)
 		candidate.Run(standing)
 	}()
-	defer func() {
-		stopStanding()
-		<-stood
-		l.withdraw(client, cfg, logger)
-	}()
+	var once sync.Once
+	withdraw := func() {
+		once.Do(func() {
+			stopStanding()
+			<-stood
+			l.withdraw(client, cfg, logger)
+		})
+	}
+	defer withdraw()
+	// Withdrawn before the release: a candidate that renewed within the
+	// election controller's delay would be elected again at once.
+	l.beforeRelease = withdraw
 	logger.Info("standing as a LeaseCandidate: the API server names the holder", "candidate", l.identity,
 		"lease", cfg.namespace+"/"+cfg.name, "version", ver, "strategy", candidateStrategy)
 	err = waitCoordinated(ctx, client, cfg.namespace, cfg.name, l.identity, cfg.retryPeriod, timeout)

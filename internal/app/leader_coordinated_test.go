@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -325,5 +326,104 @@ func TestCoordinatedStatus(t *testing.T) {
 		if got := newLeadership(cfg, "me", nil).coordinated; got != tc.wantCoordinate {
 			t.Errorf("%s: coordinated = %v, want %v", tc.name, got, tc.wantCoordinate)
 		}
+	}
+}
+
+// TestWithdrawBeforeRelease: under coordinated election the candidate is
+// withdrawn once work has returned and before the lease is released, on a
+// graceful stop as when work fails; else kube-apiserver could elect the
+// releasing instance again at once.
+func TestWithdrawBeforeRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		workErr error // work fails with it; nil: the daemon stops
+	}{
+		{"graceful stop", nil},
+		{"work failed", errors.New("ingest failed")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lock := &memoryLock{identity: "me"}
+			l := &leadership{enabled: true, coordinated: true, identity: "me"}
+			withdrawn := 0
+			l.beforeRelease = func() {
+				withdrawn++
+				lock.note("withdrawn")
+			}
+			cfg := leaderConfig{enabled: true, coordinated: false, leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second,
+				retryPeriod: 100 * time.Millisecond}
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			started := make(chan struct{})
+			work := func(ctx context.Context) error {
+				close(started)
+				if tc.workErr == nil {
+					<-ctx.Done()
+				}
+				lock.note("work returned")
+				return tc.workErr
+			}
+			done := make(chan error, 1)
+			go func() {
+				done <- l.elect(ctx, cfg, newFencedLock(lock, cfg.leaseDuration, time.Now), slog.New(slog.NewTextHandler(io.Discard, nil)), work)
+			}()
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("never led: %s", lock)
+			}
+			if tc.workErr == nil {
+				stop()
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, tc.workErr) {
+					t.Fatalf("elect returned %v, want %v", err, tc.workErr)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("elect did not return: %s", lock)
+			}
+			var got []string
+			for _, s := range lock.Log() {
+				if s != "renew" {
+					got = append(got, s)
+				}
+			}
+			if want := []string{"create", "work returned", "withdrawn", "release"}; !slices.Equal(got, want) {
+				t.Errorf("lease and work events, renewals left out: %q, want %q", got, want)
+			}
+			if withdrawn != 1 {
+				t.Errorf("withdrawn %d times, want once", withdrawn)
+			}
+		})
+	}
+}
+
+// TestOnceWarnings: each warning of the API server is logged once.
+func TestOnceWarnings(t *testing.T) {
+	var out strings.Builder
+	w := &onceWarnings{logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))}
+	for _, h := range []struct {
+		code int
+		text string
+	}{
+		{299, "coordination.k8s.io/v1beta1 LeaseCandidate is deprecated"},
+		{299, "coordination.k8s.io/v1beta1 LeaseCandidate is deprecated"},
+		{299, "another"},
+		{199, "not a warning"},
+		{299, ""},
+	} {
+		w.HandleWarningHeaderWithContext(context.Background(), h.code, "", h.text)
+	}
+	want := `level=INFO msg="the API server warns (said once)" warning="coordination.k8s.io/v1beta1 LeaseCandidate is deprecated"
+level=INFO msg="the API server warns (said once)" warning=another
+`
+	if out.String() != want {
+		t.Errorf("logged:\n%s\nwant:\n%s", out.String(), want)
 	}
 }

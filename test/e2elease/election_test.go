@@ -41,6 +41,7 @@ const (
 // once an older one stands; the older one holds the Lease and is the only
 // one to write, also once the newer one is back. SIGKILLed, it hands over
 // to the newer one within the lease duration plus the controller's delay.
+// Stopped gracefully, that one releases the Lease and withdraws.
 func TestCoordinatedElection(t *testing.T) {
 	ns := namespaces.New(t, "election")
 	older, newer := buildKubegcd(t, "v0.1.0"), buildKubegcd(t, "v0.2.0")
@@ -168,6 +169,22 @@ func TestCoordinatedElection(t *testing.T) {
 		t.Errorf("the new holder's audit rows: %+v; want its deletion of orphan-2, by %s", rows, b2ID)
 	}
 	watch.check(t)
+
+	// A graceful stop releases the Lease and withdraws the candidate; the
+	// SIGKILLed one's stays until it expires.
+	if err := b2.proc.Stop(30 * time.Second); err != nil {
+		t.Fatalf("stopping the holder: %v", err)
+	}
+	candidates := kube.CoordinationV1beta1().LeaseCandidates(ns)
+	if _, err := candidates.Get(ctx, b2ID, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the stopped instance's LeaseCandidate: %v, want it deleted", err)
+	}
+	if _, err := candidates.Get(ctx, aID, metav1.GetOptions{}); err != nil {
+		t.Errorf("the SIGKILLed instance's LeaseCandidate: %v, want it left to expire", err)
+	}
+	if h := holder(); h == b2ID {
+		t.Errorf("the Lease still names the stopped instance %s", h)
+	}
 }
 
 // kubegcdProc is a kubegcd process of the test.
