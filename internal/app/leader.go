@@ -40,11 +40,11 @@ type leadership struct {
 	enabled     bool
 	coordinated bool   // the API server names the holder
 	reason      string // why not, when disabled
-	identity string
-	ns, name string
-	store    *db.DB
-	leading  atomic.Bool
-	fence    atomic.Pointer[fencedLock] // set while electing
+	identity    string
+	ns, name    string
+	store       *db.DB
+	leading     atomic.Bool
+	fence       atomic.Pointer[fencedLock] // set while electing
 
 	mu     sync.Mutex
 	holder string
