@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
@@ -38,7 +39,7 @@ const (
 // TestCoordinatedElection runs two kubegcd processes of different versions
 // with --leader-elect-coordinated. kube-apiserver names the holder: the
 // newer one leads alone, and steps down (exit 1, as on any lost lease)
-// once an older one stands; the older one holds the Lease and is the only
+// once an older one stands and the API server prefers it; the older one holds the Lease and is the only
 // one to write, also once the newer one is back. SIGKILLed, it hands over
 // to the newer one within the lease duration plus the controller's delay.
 // Stopped gracefully, that one releases the Lease and withdraws.
@@ -72,7 +73,28 @@ func TestCoordinatedElection(t *testing.T) {
 	started = time.Now()
 	a := startProc(t, older, "older", "", args...)
 	watch.add(a)
-	aID := waitLeading(t, a, 90*time.Second)
+	aID := a.identity(t)
+	// First the API server names it the preferred holder, the newer one
+	// still holding the Lease; then it holds it.
+	preferred := false
+	e2eutil.Eventually(t, 90*time.Second, func() error {
+		l, err := leases.Get(ctx, "kubegcd", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		h := ptr.Deref(l.Spec.HolderIdentity, "")
+		if h == bID && ptr.Deref(l.Spec.PreferredHolder, "") == aID {
+			preferred = true
+		}
+		if h != aID {
+			return fmt.Errorf("held by %q, preferred %q", h, ptr.Deref(l.Spec.PreferredHolder, ""))
+		}
+		return nil
+	})
+	if !preferred {
+		t.Errorf("the Lease never named the older one, %s, its preferred holder while the newer one held it", aID)
+	}
+	waitLeading(t, a, 30*time.Second)
 	t.Logf("the older one (%s) leads %s after its start", aID, time.Since(started).Round(time.Millisecond))
 	e2eutil.Eventually(t, 30*time.Second, func() error {
 		select {
