@@ -13,7 +13,7 @@ type AuditEntry struct {
 	Time time.Time `json:"time"`
 	// Instance is the identity of the kubegcd that decided.
 	Instance string `json:"instance"`
-	// Controller is one of the four controllers, or kubegcd or operator
+	// Controller is one of the controllers, or kubegcd or operator
 	// for the rows about enforcement itself: a hold, a release, the audit
 	// store writable again.
 	Controller string `json:"controller"`
