@@ -2,15 +2,20 @@ package e2elease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
@@ -217,6 +222,11 @@ func TestLCGCParityWithKubeAPIServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kube-apiserver's election and LeaseCandidate collector, as it logged them:\n%s", electionLog())
+		}
+	})
 	holdElectionLease(t, ctx, 30*time.Second)
 	if err := cluster.StopAPIServer(); err != nil {
 		t.Fatalf("stopping kube-apiserver: %v", err)
@@ -234,34 +244,89 @@ func TestLCGCParityWithKubeAPIServer(t *testing.T) {
 }
 
 // holdElectionLease takes the Lease kube-system/leader-election-controller
-// for the test, for d. kube-apiserver runs its election and LeaseCandidate
-// collector while it holds that Lease, and the collector makes one pass as
-// it takes it. With StorageVersionAPI on, a kube-apiserver just started
-// refuses writes until its storage versions are registered; a pass made
-// then fails every delete and is not tried again for 30 minutes. Holding
-// the Lease across the restart puts the new kube-apiserver's pass past
-// that registration.
+// for the test, for d, creating it when kube-apiserver has not yet, and
+// returns once kube-apiserver has stopped leading. kube-apiserver runs its
+// election and LeaseCandidate collector while it holds that Lease, and the
+// collector makes one pass as it takes it. With StorageVersionAPI on, a
+// kube-apiserver just started refuses writes until its storage versions
+// are registered; a pass made then fails every delete and is not tried
+// again for 30 minutes. Holding the Lease across the restart puts the new
+// kube-apiserver's pass past that registration. A kube-apiserver stopped
+// while it still believes it leads would release the Lease on its way out.
 func holdElectionLease(t *testing.T, ctx context.Context, d time.Duration) {
 	t.Helper()
 	leases := kube.CoordinationV1().Leases(metav1.NamespaceSystem)
 	holder, seconds := "lcgc-parity-test", int32(d/time.Second)
-	// kube-apiserver renews the Lease every few seconds: a write between
-	// the read and the update is a conflict, and the update is made again.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	stopsBefore := strings.Count(apiserverLog(t), gcStopped)
+	var led bool
+	// kube-apiserver renews the Lease every few seconds, and creates it
+	// at its start: a write of its between the read and the write is a
+	// conflict, and the write is made again.
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		now := metav1.NewMicroTime(time.Now())
 		l, err := leases.Get(ctx, "leader-election-controller", metav1.GetOptions{})
-		if err != nil {
+		if apierrors.IsNotFound(err) {
+			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "leader-election-controller"}}
+		} else if err != nil {
 			return err
 		}
-		now, transitions := metav1.NewMicroTime(time.Now()), int32(1)
+		led = l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && *l.Spec.HolderIdentity != holder
+		transitions := int32(1)
 		if l.Spec.LeaseTransitions != nil {
 			transitions += *l.Spec.LeaseTransitions
 		}
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &seconds
 		l.Spec.AcquireTime, l.Spec.RenewTime, l.Spec.LeaseTransitions = &now, &now, &transitions
-		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		if l.ResourceVersion == "" {
+			_, err = leases.Create(ctx, l, metav1.CreateOptions{})
+		} else {
+			_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		}
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			return e2eutil.StopError{Err: fmt.Errorf("holding kube-apiserver's election Lease: %w", err)}
+		}
 		return err
 	})
-	if err != nil {
-		t.Fatalf("holding kube-apiserver's election Lease: %v", err)
+	if !led {
+		return
 	}
+	// It stops leading once its renewals have failed for its renew
+	// deadline (10 s), and stops its collector.
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		if strings.Count(apiserverLog(t), gcStopped) == stopsBefore {
+			return errors.New("kube-apiserver still leads its election")
+		}
+		return nil
+	})
+}
+
+// gcStopped is what kube-apiserver logs as its LeaseCandidate collector
+// stops, when it stops leading.
+const gcStopped = "Shutting down apiserver leasecandidate garbage collector"
+
+// apiserverLog returns kube-apiserver's log, every run of it.
+func apiserverLog(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(cluster.Dir, "apiserver.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// electionLog returns the lines of kube-apiserver's log about its election
+// Lease and its LeaseCandidate collector.
+func electionLog() string {
+	b, err := os.ReadFile(filepath.Join(cluster.Dir, "apiserver.log"))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "leader-election-controller") || strings.Contains(line, "leasecandidategc_controller") ||
+			strings.HasPrefix(line, "=== ") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
