@@ -102,7 +102,7 @@ type ControllerStatus struct {
 	// LastPass is when the last pass made started; null before the first.
 	// A pass is podgc's periodic pass, ttl's reconcile of every node,
 	// ownergc's full pass over the candidates the mirror shows (a resync),
-	// svgc's scan of the mirror.
+	// svgc's scan of the mirror, lcgc's pass over the expired LeaseCandidates.
 	LastPass *time.Time `json:"lastPass"`
 	// Skipping: it skips its passes, as a resource it reads is not live.
 	Skipping bool `json:"skipping"`

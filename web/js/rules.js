@@ -82,6 +82,14 @@ export const rules = {
     "title": "podgc · not in rows: every delete has grace period 0 and the pod's UID as a precondition.",
     "anchor": "podgc"
   },
+  "KG-04-01": {
+    "title": "lcgc · delete: A LeaseCandidate, read live, is expired.",
+    "anchor": "lcgc"
+  },
+  "KG-04-02": {
+    "title": "lcgc · not in rows: A candidate the mirror shows expired but that reads live as renewed, or as being deleted, is kept.",
+    "anchor": "lcgc"
+  },
   "KG-06-01": {
     "title": "svgc · remove-entries: A StorageVersion has entries (status.storageVersions) of API servers with no identity Lease: not found, or found without the label.",
     "anchor": "svgc"
