@@ -181,7 +181,7 @@ func TestRowsStillRefusedAtExitAreLogged(t *testing.T) {
 	disk := dbfault.NewFullDisk(t, 16<<20)
 	clock := newFakeClock()
 	store := openStore(t, filepath.Join(disk.Dir, "k.db"), clock)
-	logs := &syncBuffer{}
+	logs := &kgtest.SyncBuffer{}
 	a, err := NewApplier(ApplierOptions{DB: store.Ledger(), Instance: "test", Now: clock.Now, Registerer: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
@@ -213,24 +213,6 @@ func TestRowsStillRefusedAtExitAreLogged(t *testing.T) {
 	if diff := cmp.Diff([]string{"written-in-the-log"}, openIntentUIDs(t, store)); diff != "" {
 		t.Errorf("open intents (-want +got):\n%s", diff)
 	}
-}
-
-// syncBuffer collects log lines written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // lockedStore is a database another process locks, as kubegcd sees it:

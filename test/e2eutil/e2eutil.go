@@ -4,7 +4,6 @@
 package e2eutil
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,22 +22,7 @@ import (
 )
 
 // SyncBuffer collects a daemon's log output.
-type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type SyncBuffer = testutil.SyncBuffer
 
 // Daemon is a kubegcd running in-process through app.Main.
 type Daemon struct {

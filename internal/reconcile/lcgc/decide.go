@@ -5,6 +5,7 @@ import (
 
 	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -40,20 +41,19 @@ type candidate struct {
 }
 
 func fromV1beta1(lc *coordinationv1beta1.LeaseCandidate) candidate {
-	c := candidate{APIVersion: coordinationv1beta1.SchemeGroupVersion.String(), Namespace: lc.Namespace, Name: lc.Name,
-		UID: string(lc.UID), ResourceVersion: lc.ResourceVersion, LeaseName: lc.Spec.LeaseName, Deleting: lc.DeletionTimestamp != nil}
-	if lc.Spec.RenewTime != nil {
-		t := lc.Spec.RenewTime.Time
-		c.RenewTime = &t
-	}
-	return c
+	return fromLive(coordinationv1beta1.SchemeGroupVersion.String(), lc, lc.Spec.LeaseName, lc.Spec.RenewTime)
 }
 
 func fromV1alpha2(lc *coordinationv1alpha2.LeaseCandidate) candidate {
-	c := candidate{APIVersion: coordinationv1alpha2.SchemeGroupVersion.String(), Namespace: lc.Namespace, Name: lc.Name,
-		UID: string(lc.UID), ResourceVersion: lc.ResourceVersion, LeaseName: lc.Spec.LeaseName, Deleting: lc.DeletionTimestamp != nil}
-	if lc.Spec.RenewTime != nil {
-		t := lc.Spec.RenewTime.Time
+	return fromLive(coordinationv1alpha2.SchemeGroupVersion.String(), lc, lc.Spec.LeaseName, lc.Spec.RenewTime)
+}
+
+// fromLive is a LeaseCandidate of either version as the API served it.
+func fromLive(apiVersion string, m metav1.Object, leaseName string, renew *metav1.MicroTime) candidate {
+	c := candidate{APIVersion: apiVersion, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID()),
+		ResourceVersion: m.GetResourceVersion(), LeaseName: leaseName, Deleting: m.GetDeletionTimestamp() != nil}
+	if renew != nil {
+		t := renew.Time
 		c.RenewTime = &t
 	}
 	return c

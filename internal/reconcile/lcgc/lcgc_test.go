@@ -1,14 +1,12 @@
 package lcgc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,24 +30,6 @@ import (
 	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
-// syncBuffer is a log the controller and the test share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness is a controller on a real database, which mirrors the
 // candidates it is given, and a fake clientset, which holds them live,
 // with a fixed clock.
@@ -58,7 +38,7 @@ type harness struct {
 	store  *db.DB
 	client *fake.Clientset
 	reg    *prometheus.Registry
-	logs   *syncBuffer
+	logs   *testutil.SyncBuffer
 	c      *Controller
 	rid    int64
 	passes *reconcile.Passes
@@ -87,7 +67,7 @@ func newHarness(t *testing.T, dryRun bool, discovery []*metav1.APIResourceList, 
 func newHarnessWith(t *testing.T, opts reconcile.ApplierOptions, discovery []*metav1.APIResourceList, live ...runtime.Object) *harness {
 	t.Helper()
 	store := dbtest.Open(t)
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts.DB, opts.Instance, opts.Logger, opts.Registerer, opts.Now = store.Ledger(), "test", log, prometheus.NewRegistry(), func() time.Time { return now }
 	applier, err := reconcile.NewApplier(opts)
