@@ -39,6 +39,11 @@
 //
 //	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--dependents 20000,50000] [--workers 32] [--kcm=true]
 //	go run ./hack/bench --run scale [--heartbeat 10m]
+//	go run ./hack/bench --run ownergc --dependents 20000 --pin [--cp-profiles DIR]
+//
+// --pin places etcd and kube-apiserver on CPU 0 and kubegcd,
+// kube-controller-manager and this process (the raw client) on CPU 1, as
+// when kubegcd runs off the cluster; it needs two CPUs or more.
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
@@ -117,6 +122,10 @@ type config struct {
 
 	runScale  bool
 	heartbeat time.Duration
+
+	pin              *pinning // nil: nothing pinned
+	cpProfiles       string
+	cpProfileSeconds int
 }
 
 // result is one size's measurements.
@@ -151,10 +160,13 @@ func main() {
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
 	restartObjects := flag.Int("restart-objects", 200_000, "restart: ConfigMaps in the cluster when kubegcd restarts")
 	heartbeat := flag.Duration("heartbeat", 10*time.Minute, "scale: how long kubegcd and kube-controller-manager watch the nodes' heartbeats")
+	pin := flag.Bool("pin", false, "pin etcd and kube-apiserver to CPU 0, kubegcd, kube-controller-manager and the raw client to CPU 1 (needs two CPUs)")
+	cpProfiles := flag.String("cp-profiles", "", "ownergc: write CPU profiles of kube-apiserver during the raw and the kubegcd run of the first size into this directory")
+	cpProfileSeconds := flag.Int("cp-profile-seconds", 5, "ownergc: length of each --cp-profiles profile, from the first deletion")
 	flag.Parse()
 	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles,
-		readEndpoints: *readEndpoints}
+		readEndpoints: *readEndpoints, cpProfiles: *cpProfiles, cpProfileSeconds: *cpProfileSeconds}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":
@@ -185,9 +197,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: --dependents:", err)
 		os.Exit(2)
 	}
-	if cfg.workers < 1 || flag.NArg() > 0 {
+	if cfg.workers < 1 || cfg.cpProfileSeconds < 1 || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *pin {
+		if cfg.pin, err = newPinning(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -253,6 +271,9 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, cluster.Stop()) }()
+	if err := cfg.pin.pinCluster(cluster); err != nil {
+		return err
+	}
 
 	restCfg := rest.CopyConfig(cluster.Config)
 	restCfg.QPS, restCfg.Burst = 5000, 5000

@@ -39,15 +39,31 @@ const (
 // gcResult is one contender's collection of n dependents.
 type gcResult struct {
 	name string
-	// CPU seconds spent during the collection by the contender and by the
-	// control plane (kube-apiserver + etcd).
-	cpu, controlPlaneCPU float64
-	first                time.Duration // owner deleted → first dependent gone
-	last                 time.Duration // owner deleted → last dependent gone
-	n                    int
+	// CPU seconds spent during the collection by the contender, by
+	// kube-apiserver and by etcd.
+	cpu, apiserverCPU, etcdCPU float64
+	first                      time.Duration // owner deleted → first dependent gone
+	last                       time.Duration // owner deleted → last dependent gone
+	n                          int
+	// api is what kube-apiserver's own metrics counted over the
+	// collection (nil if they could not be read).
+	api apiCounts
 }
 
 func (r gcResult) rate() float64 { return float64(r.n) / r.last.Seconds() }
+
+// msPer returns cpu seconds in milliseconds per deleted object.
+func (r gcResult) msPer(cpu float64) float64 { return 1000 * cpu / float64(r.n) }
+
+// gcWindow is what gcContender measures besides the deletions: the
+// control plane's own metrics and, if profile is set, a CPU profile of
+// kube-apiserver over the collection's first profileSeconds.
+type gcWindow struct {
+	cp             *controlPlane
+	pin            *pinning
+	profile        string
+	profileSeconds int
+}
 
 // runOwnerGC times, at each size, the collection of n dependents of one
 // owner by kubegcd, by raw parallel client deletes and by
@@ -66,22 +82,45 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 	if err != nil {
 		return err
 	}
-	for _, n := range cfg.dependents {
-		if err := ownerGCAt(ctx, cfg, cluster, kube, raw, bin, dir, n); err != nil {
+	cp, err := newControlPlane(cluster.Config)
+	if err != nil {
+		return err
+	}
+	if cfg.cpProfiles != "" {
+		if err := os.MkdirAll(cfg.cpProfiles, 0o755); err != nil {
+			return err
+		}
+	}
+	for i, n := range cfg.dependents {
+		// kube-apiserver is profiled at the first size only: one raw and
+		// one kubegcd run.
+		profiles := ""
+		if i == 0 {
+			profiles = cfg.cpProfiles
+		}
+		if err := ownerGCAt(ctx, cfg, cluster, kube, raw, bin, dir, n, cp, profiles); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube, raw kubernetes.Interface, bin, dir string, n int) error {
+func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube, raw kubernetes.Interface, bin, dir string, n int,
+	cp *controlPlane, profiles string) error {
 	size := countLabel(n)
 	fmt.Printf("\n== ownership GC: %s dependents of one owner; kubegcd and kube-controller-manager at QPS/burst %d with their default "+
 		"workers (--gc-workers, --concurrent-gc-syncs); raw deletes: %d workers, no client-side limit\n", size, gcQPS, cfg.workers)
 	var results []gcResult
 	qps := fmt.Sprint(gcQPS)
+	window := func(contender string) gcWindow {
+		w := gcWindow{cp: cp, pin: cfg.pin, profileSeconds: cfg.cpProfileSeconds}
+		if profiles != "" && contender != "" {
+			w.profile = filepath.Join(profiles, fmt.Sprintf("kube-apiserver-%s-%s.pprof", contender, size))
+		}
+		return w
+	}
 
-	r, err := gcContender(ctx, kube, "gc-kubegcd-"+size, "kubegcd", n, cfg.workers, func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+	r, err := gcContender(ctx, kube, "gc-kubegcd-"+size, "kubegcd", n, cfg.workers, window("kubegcd"), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
 		addr, err := freeAddr()
 		if err != nil {
 			return nil, err
@@ -92,6 +131,9 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 			"--max-deletions-per-minute=0", "--controllers=ownergc", "--profiling")
 		if err != nil {
 			return nil, err
+		}
+		if err := cfg.pin.pinClient("kubegcd", d.Pid()); err != nil {
+			return nil, errors.Join(err, d.Stop(stopGrace))
 		}
 		if err := d.WaitReady(ctx, "http://"+addr+"/readyz", readyPoll, readyTimeout); err != nil {
 			return nil, errors.Join(err, d.Stop(stopGrace))
@@ -124,8 +166,8 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	r.name = "kubegcd"
 	results = append(results, r)
 
-	r, err = gcContender(ctx, kube, "gc-raw-"+size, "bench", n, cfg.workers, nil, func(ctx context.Context, owner *corev1.ConfigMap) error {
-		return rawDeletes(ctx, raw, owner.Namespace, cfg.workers)
+	r, err = gcContender(ctx, kube, "gc-raw-"+size, "bench", n, cfg.workers, window("raw"), nil, func(ctx context.Context, owner *corev1.ConfigMap, begin func()) error {
+		return rawDeletes(ctx, raw, owner.Namespace, cfg.workers, begin)
 	})
 	// The watch of this process lags while its own workers delete, so raw
 	// deletes are timed by the calls: the last one returned is the end.
@@ -136,10 +178,19 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	r.name = fmt.Sprintf("raw deletes (%d workers)", cfg.workers)
 	results = append(results, r)
 
-	r, err = gcContender(ctx, kube, "gc-kcm-"+size, "kube-controller-manager", n, cfg.workers, func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+	r, err = gcContender(ctx, kube, "gc-kcm-"+size, "kube-controller-manager", n, cfg.workers, window(""), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
 		stop, err := cluster.StartControllerManager(ctx, "--controllers=garbagecollector", "--kube-api-qps="+qps, "--kube-api-burst="+qps)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.pin != nil {
+			pid, err := findProcess("kube-controller-manager", "--kubeconfig="+cluster.Kubeconfig)
+			if err == nil {
+				err = cfg.pin.pinClient("kube-controller-manager", pid)
+			}
+			if err != nil {
+				return nil, errors.Join(err, stop())
+			}
 		}
 		logPath, err := lastLog(cluster.Dir, "controller-manager")
 		if err != nil {
@@ -158,13 +209,20 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	r.name = "kube-controller-manager"
 	results = append(results, r)
 
-	fmt.Printf("\nOwnership GC: %s dependents of one owner, owner deleted (background) → last dependent gone\n", size)
-	fmt.Printf("%-28s %10s %10s %12s %14s %18s\n", "contender", "first s", "last s", "deletions/s", "own CPU ms/del",
-		"apiserver+etcd ms/del")
-	for _, r := range results {
-		fmt.Printf("%-28s %10.3f %10.2f %12.0f %14.2f %18.2f\n", r.name, r.first.Seconds(), r.last.Seconds(), r.rate(),
-			1000*r.cpu/float64(r.n), 1000*r.controlPlaneCPU/float64(r.n))
+	pinned := ""
+	if cfg.pin != nil {
+		pinned = fmt.Sprintf("; etcd and kube-apiserver pinned to CPU %d, the rest to CPU %d", cfg.pin.controlPlane, cfg.pin.clients)
 	}
+	fmt.Printf("\nOwnership GC: %s dependents of one owner, owner deleted (background) → last dependent gone%s\n", size, pinned)
+	fmt.Println("CPU per deletion in ms, over the deletions alone (raw: after its list)")
+	fmt.Printf("%-28s %8s %8s %12s %8s %10s %8s %14s\n", "contender", "first s", "last s", "deletions/s", "own CPU",
+		"apiserver", "etcd", "control plane")
+	for _, r := range results {
+		fmt.Printf("%-28s %8.3f %8.2f %12.0f %8.2f %10.2f %8.2f %14.2f\n", r.name, r.first.Seconds(), r.last.Seconds(), r.rate(),
+			r.msPer(r.cpu), r.msPer(r.apiserverCPU), r.msPer(r.etcdCPU), r.msPer(r.apiserverCPU+r.etcdCPU))
+	}
+	fmt.Println()
+	accountingTable(os.Stdout, results)
 	k, rawR, kcm := results[0], results[1], results[2]
 	verdict := func(ok bool) string {
 		if ok {
@@ -191,8 +249,9 @@ func cpuOf(name string) float64 {
 	return float64(t) / 100
 }
 
-func deleteOwner(kube kubernetes.Interface) func(context.Context, *corev1.ConfigMap) error {
-	return func(ctx context.Context, owner *corev1.ConfigMap) error {
+func deleteOwner(kube kubernetes.Interface) func(context.Context, *corev1.ConfigMap, func()) error {
+	return func(ctx context.Context, owner *corev1.ConfigMap, begin func()) error {
+		begin()
 		bg := metav1.DeletePropagationBackground
 		return kube.CoreV1().ConfigMaps(owner.Namespace).Delete(ctx, owner.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	}
@@ -200,9 +259,11 @@ func deleteOwner(kube kubernetes.Interface) func(context.Context, *corev1.Config
 
 // gcContender creates an owner and n dependents in namespace ns, starts the
 // contender, then runs act and times the dependents' deletions from a watch.
-func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string, n, workers int,
+// act calls begin right before its first deletion: the CPU and the API
+// server's metrics are measured from there to the last dependent gone.
+func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string, n, workers int, window gcWindow,
 	start func(context.Context, *corev1.ConfigMap) (stop func() error, err error),
-	act func(context.Context, *corev1.ConfigMap) error) (r gcResult, err error) {
+	act func(ctx context.Context, owner *corev1.ConfigMap, begin func()) error) (r gcResult, err error) {
 	r.n = n
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return r, err
@@ -211,7 +272,7 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string
 	if err != nil {
 		return r, err
 	}
-	begin := time.Now()
+	created := time.Now()
 	c := &creator{kube: kube, workers: workers}
 	idx := make([]int, n)
 	for i := range idx {
@@ -226,7 +287,7 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string
 	}); err != nil {
 		return r, err
 	}
-	fmt.Printf("  %s: created %d dependents in %s\n", ns, n, time.Since(begin).Round(time.Millisecond))
+	fmt.Printf("  %s: created %d dependents in %s\n", ns, n, time.Since(created).Round(time.Millisecond))
 
 	if start != nil {
 		stop, err := start(ctx, owner)
@@ -247,10 +308,28 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string
 	}
 	defer func() { w.Stop() }()
 
-	cpu0, cp0 := cpuOf(proc), cpuOf("kube-apiserver")+cpuOf("etcd")
-	t0 := time.Now()
-	if err := act(ctx, owner); err != nil {
+	var (
+		apiBefore            apiCounts
+		apiErr               error
+		cpu0, apiCPU0, etcd0 float64
+		t0                   time.Time
+		profiled             chan error
+	)
+	begin := func() {
+		// Scraped before the CPU is read: the scrape's own cost stays out.
+		apiBefore, apiErr = window.cp.metrics(ctx)
+		if window.profile != "" {
+			profiled = make(chan error, 1)
+			go func() { profiled <- window.cp.profile(ctx, window.profileSeconds, window.profile) }()
+		}
+		cpu0, apiCPU0, etcd0 = cpuOf(proc), cpuOf("kube-apiserver"), cpuOf("etcd")
+		t0 = time.Now()
+	}
+	if err := act(ctx, owner, begin); err != nil {
 		return r, err
+	}
+	if t0.IsZero() {
+		return r, fmt.Errorf("%s: the deletions never began", ns)
 	}
 	deadline := time.After(gcTimeout)
 	gone := 0
@@ -284,10 +363,24 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string
 		}
 	}
 	r.last = time.Since(t0)
-	r.cpu, r.controlPlaneCPU = cpuOf(proc)-cpu0, cpuOf("kube-apiserver")+cpuOf("etcd")-cp0
+	r.cpu, r.apiserverCPU, r.etcdCPU = cpuOf(proc)-cpu0, cpuOf("kube-apiserver")-apiCPU0, cpuOf("etcd")-etcd0
+	apiAfter, err := window.cp.metrics(ctx)
+	if err = errors.Join(apiErr, err); err != nil {
+		fmt.Printf("  %s: kube-apiserver's metrics not read: %v\n", ns, err)
+	} else {
+		r.api = apiAfter.since(apiBefore)
+	}
 	r.name = ns
 	fmt.Printf("  %s: first dependent gone after %s, last after %s (%.0f/s)\n", ns, r.first.Round(time.Millisecond),
 		r.last.Round(time.Millisecond), r.rate())
+	if profiled != nil {
+		// Waited for here, so the profile ends before the next contender.
+		if err := <-profiled; err != nil {
+			fmt.Printf("  %s: kube-apiserver's CPU profile not written: %v\n", ns, err)
+		} else {
+			fmt.Printf("  %s: kube-apiserver's CPU profile over the first %d s: %s\n", ns, window.profileSeconds, window.profile)
+		}
+	}
 	return r, nil
 }
 
@@ -297,7 +390,7 @@ var rawFirst, rawLast time.Duration
 
 // rawDeletes deletes every dependent in ns with parallel clients: the
 // floor any collector works against.
-func rawDeletes(ctx context.Context, kube kubernetes.Interface, ns string, workers int) error {
+func rawDeletes(ctx context.Context, kube kubernetes.Interface, ns string, workers int, begin func()) error {
 	var names []string
 	cont := ""
 	for {
@@ -314,6 +407,7 @@ func rawDeletes(ctx context.Context, kube kubernetes.Interface, ns string, worke
 			break
 		}
 	}
+	begin()
 	t0 := time.Now() // after listing: only the deletions are timed
 	var firstOnce sync.Once
 	var next atomic.Int64
