@@ -59,7 +59,10 @@ func (r gcResult) msPer(cpu float64) float64 { return 1000 * cpu / float64(r.n) 
 // control plane's own metrics and, if profile is set, a CPU profile of
 // kube-apiserver over the collection's first profileSeconds.
 type gcWindow struct {
-	cp             *controlPlane
+	cp                    *controlPlane
+	etcdPID, apiserverPID int
+	// ownPID returns the contender's process once it runs.
+	ownPID         func() (int, error)
 	pin            *pinning
 	profile        string
 	profileSeconds int
@@ -86,6 +89,10 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 	if err != nil {
 		return err
 	}
+	etcdPID, apiserverPID, err := clusterPIDs(cluster)
+	if err != nil {
+		return err
+	}
 	if cfg.cpProfiles != "" {
 		if err := os.MkdirAll(cfg.cpProfiles, 0o755); err != nil {
 			return err
@@ -98,7 +105,8 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 		if i == 0 {
 			profiles = cfg.cpProfiles
 		}
-		if err := ownerGCAt(ctx, cfg, cluster, kube, raw, bin, dir, n, cp, profiles); err != nil {
+		w := gcWindow{cp: cp, etcdPID: etcdPID, apiserverPID: apiserverPID, pin: cfg.pin, profileSeconds: cfg.cpProfileSeconds}
+		if err := ownerGCAt(ctx, cfg, cluster, kube, raw, bin, dir, n, w, profiles); err != nil {
 			return err
 		}
 	}
@@ -106,21 +114,25 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 }
 
 func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube, raw kubernetes.Interface, bin, dir string, n int,
-	cp *controlPlane, profiles string) error {
+	base gcWindow, profiles string) error {
 	size := countLabel(n)
 	fmt.Printf("\n== ownership GC: %s dependents of one owner; kubegcd and kube-controller-manager at QPS/burst %d with their default "+
 		"workers (--gc-workers, --concurrent-gc-syncs); raw deletes: %d workers, no client-side limit\n", size, gcQPS, cfg.workers)
 	var results []gcResult
 	qps := fmt.Sprint(gcQPS)
-	window := func(contender string) gcWindow {
-		w := gcWindow{cp: cp, pin: cfg.pin, profileSeconds: cfg.cpProfileSeconds}
-		if profiles != "" && contender != "" {
-			w.profile = filepath.Join(profiles, fmt.Sprintf("kube-apiserver-%s-%s.pprof", contender, size))
+	// window measures a contender's process, found by ownPID, and profiles
+	// kube-apiserver if profile is set.
+	window := func(profile string, ownPID func() (int, error)) gcWindow {
+		w := base
+		w.ownPID = ownPID
+		if profiles != "" && profile != "" {
+			w.profile = filepath.Join(profiles, fmt.Sprintf("kube-apiserver-%s-%s.pprof", profile, size))
 		}
 		return w
 	}
+	var kubegcdPID int
 
-	r, err := gcContender(ctx, kube, "gc-kubegcd-"+size, "kubegcd", n, cfg.workers, window("kubegcd"), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+	r, err := gcContender(ctx, kube, "gc-kubegcd-"+size, n, cfg.workers, window("kubegcd", func() (int, error) { return kubegcdPID, nil }), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
 		addr, err := freeAddr()
 		if err != nil {
 			return nil, err
@@ -132,7 +144,8 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 		if err != nil {
 			return nil, err
 		}
-		if err := cfg.pin.pinClient("kubegcd", d.Pid()); err != nil {
+		kubegcdPID = d.Pid()
+		if err := base.pin.pinClient("kubegcd", kubegcdPID); err != nil {
 			return nil, errors.Join(err, d.Stop(stopGrace))
 		}
 		if err := d.WaitReady(ctx, "http://"+addr+"/readyz", readyPoll, readyTimeout); err != nil {
@@ -166,7 +179,7 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	r.name = "kubegcd"
 	results = append(results, r)
 
-	r, err = gcContender(ctx, kube, "gc-raw-"+size, "bench", n, cfg.workers, window("raw"), nil, func(ctx context.Context, owner *corev1.ConfigMap, begin func()) error {
+	r, err = gcContender(ctx, kube, "gc-raw-"+size, n, cfg.workers, window("raw", func() (int, error) { return os.Getpid(), nil }), nil, func(ctx context.Context, owner *corev1.ConfigMap, begin func()) error {
 		return rawDeletes(ctx, raw, owner.Namespace, cfg.workers, begin)
 	})
 	// The watch of this process lags while its own workers delete, so raw
@@ -178,15 +191,16 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	r.name = fmt.Sprintf("raw deletes (%d workers)", cfg.workers)
 	results = append(results, r)
 
-	r, err = gcContender(ctx, kube, "gc-kcm-"+size, "kube-controller-manager", n, cfg.workers, window(""), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+	kcmPID := func() (int, error) { return findProcess("kube-controller-manager", "--kubeconfig="+cluster.Kubeconfig) }
+	r, err = gcContender(ctx, kube, "gc-kcm-"+size, n, cfg.workers, window("", kcmPID), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
 		stop, err := cluster.StartControllerManager(ctx, "--controllers=garbagecollector", "--kube-api-qps="+qps, "--kube-api-burst="+qps)
 		if err != nil {
 			return nil, err
 		}
-		if cfg.pin != nil {
-			pid, err := findProcess("kube-controller-manager", "--kubeconfig="+cluster.Kubeconfig)
+		if base.pin != nil {
+			pid, err := kcmPID()
 			if err == nil {
-				err = cfg.pin.pinClient("kube-controller-manager", pid)
+				err = base.pin.pinClient("kube-controller-manager", pid)
 			}
 			if err != nil {
 				return nil, errors.Join(err, stop())
@@ -223,6 +237,7 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	}
 	fmt.Println()
 	accountingTable(os.Stdout, results)
+	fmt.Println("(for every contender, one watch event per deletion goes to this benchmark's own watch)")
 	k, rawR, kcm := results[0], results[1], results[2]
 	verdict := func(ok bool) string {
 		if ok {
@@ -249,6 +264,18 @@ func cpuOf(name string) float64 {
 	return float64(t) / 100
 }
 
+// cpuOfPIDs returns the CPU seconds each process has used so far.
+func cpuOfPIDs(pids []int) ([]float64, error) {
+	cpu := make([]float64, len(pids))
+	for i, pid := range pids {
+		var err error
+		if cpu[i], err = pidCPU(pid); err != nil {
+			return nil, err
+		}
+	}
+	return cpu, nil
+}
+
 func deleteOwner(kube kubernetes.Interface) func(context.Context, *corev1.ConfigMap, func()) error {
 	return func(ctx context.Context, owner *corev1.ConfigMap, begin func()) error {
 		begin()
@@ -261,7 +288,7 @@ func deleteOwner(kube kubernetes.Interface) func(context.Context, *corev1.Config
 // contender, then runs act and times the dependents' deletions from a watch.
 // act calls begin right before its first deletion: the CPU and the API
 // server's metrics are measured from there to the last dependent gone.
-func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string, n, workers int, window gcWindow,
+func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, workers int, window gcWindow,
 	start func(context.Context, *corev1.ConfigMap) (stop func() error, err error),
 	act func(ctx context.Context, owner *corev1.ConfigMap, begin func()) error) (r gcResult, err error) {
 	r.n = n
@@ -290,10 +317,11 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string
 	fmt.Printf("  %s: created %d dependents in %s\n", ns, n, time.Since(created).Round(time.Millisecond))
 
 	if start != nil {
-		stop, err := start(ctx, owner)
-		if err != nil {
-			return r, err
+		stop, startErr := start(ctx, owner)
+		if startErr != nil {
+			return r, startErr
 		}
+		// Joined into the result: a contender that crashed is an error.
 		defer func() { err = errors.Join(err, stop()) }()
 	}
 
@@ -308,12 +336,18 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string
 	}
 	defer func() { w.Stop() }()
 
+	ownPID, err := window.ownPID()
+	if err != nil {
+		return r, err
+	}
+	pids := []int{ownPID, window.apiserverPID, window.etcdPID}
 	var (
-		apiBefore            apiCounts
-		apiErr               error
-		cpu0, apiCPU0, etcd0 float64
-		t0                   time.Time
-		profiled             chan error
+		apiBefore apiCounts
+		apiErr    error
+		cpu0      []float64
+		cpuErr    error
+		t0        time.Time
+		profiled  chan error
 	)
 	begin := func() {
 		// Scraped before the CPU is read: the scrape's own cost stays out.
@@ -322,7 +356,7 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string
 			profiled = make(chan error, 1)
 			go func() { profiled <- window.cp.profile(ctx, window.profileSeconds, window.profile) }()
 		}
-		cpu0, apiCPU0, etcd0 = cpuOf(proc), cpuOf("kube-apiserver"), cpuOf("etcd")
+		cpu0, cpuErr = cpuOfPIDs(pids)
 		t0 = time.Now()
 	}
 	if err := act(ctx, owner, begin); err != nil {
@@ -330,6 +364,9 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string
 	}
 	if t0.IsZero() {
 		return r, fmt.Errorf("%s: the deletions never began", ns)
+	}
+	if cpuErr != nil {
+		return r, cpuErr
 	}
 	deadline := time.After(gcTimeout)
 	gone := 0
@@ -363,24 +400,29 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns, proc string
 		}
 	}
 	r.last = time.Since(t0)
-	r.cpu, r.apiserverCPU, r.etcdCPU = cpuOf(proc)-cpu0, cpuOf("kube-apiserver")-apiCPU0, cpuOf("etcd")-etcd0
-	apiAfter, err := window.cp.metrics(ctx)
-	if err = errors.Join(apiErr, err); err != nil {
-		fmt.Printf("  %s: kube-apiserver's metrics not read: %v\n", ns, err)
-	} else {
-		r.api = apiAfter.since(apiBefore)
+	cpu, err := cpuOfPIDs(pids)
+	if err != nil {
+		return r, err
 	}
-	r.name = ns
-	fmt.Printf("  %s: first dependent gone after %s, last after %s (%.0f/s)\n", ns, r.first.Round(time.Millisecond),
-		r.last.Round(time.Millisecond), r.rate())
+	r.cpu, r.apiserverCPU, r.etcdCPU = cpu[0]-cpu0[0], cpu[1]-cpu0[1], cpu[2]-cpu0[2]
 	if profiled != nil {
-		// Waited for here, so the profile ends before the next contender.
+		// Waited for before the scrape, which the profile would count, and
+		// before the next contender.
 		if err := <-profiled; err != nil {
 			fmt.Printf("  %s: kube-apiserver's CPU profile not written: %v\n", ns, err)
 		} else {
 			fmt.Printf("  %s: kube-apiserver's CPU profile over the first %d s: %s\n", ns, window.profileSeconds, window.profile)
 		}
 	}
+	apiAfter, scrapeErr := window.cp.metrics(ctx)
+	if scrapeErr = errors.Join(apiErr, scrapeErr); scrapeErr != nil {
+		fmt.Printf("  %s: kube-apiserver's metrics not read: %v\n", ns, scrapeErr)
+	} else {
+		r.api = apiAfter.since(apiBefore)
+	}
+	r.name = ns
+	fmt.Printf("  %s: first dependent gone after %s, last after %s (%.0f/s)\n", ns, r.first.Round(time.Millisecond),
+		r.last.Round(time.Millisecond), r.rate())
 	return r, nil
 }
 

@@ -56,11 +56,7 @@ func (p *pinning) pinCluster(cluster *testcluster.Cluster) error {
 	if p == nil {
 		return nil
 	}
-	etcd, err := findProcess("etcd", "--data-dir="+filepath.Join(cluster.Dir, "etcd"))
-	if err != nil {
-		return err
-	}
-	apiserver, err := findProcess("kube-apiserver", "--etcd-servers="+cluster.EtcdURL())
+	etcd, apiserver, err := clusterPIDs(cluster)
 	if err != nil {
 		return err
 	}
@@ -80,6 +76,17 @@ func (p *pinning) pinCluster(cluster *testcluster.Cluster) error {
 		fmt.Printf("  pinned %s (pid %d, %d threads) to CPU %d\n", proc.name, proc.pid, threads, proc.cpu)
 	}
 	return nil
+}
+
+// clusterPIDs finds the cluster's etcd and kube-apiserver processes.
+func clusterPIDs(cluster *testcluster.Cluster) (etcd, apiserver int, err error) {
+	if etcd, err = findProcess("etcd", "--data-dir="+filepath.Join(cluster.Dir, "etcd")); err != nil {
+		return 0, 0, err
+	}
+	if apiserver, err = findProcess("kube-apiserver", "--etcd-servers="+cluster.EtcdURL()); err != nil {
+		return 0, 0, err
+	}
+	return etcd, apiserver, nil
 }
 
 // pinClient pins a process that drives the control plane (kubegcd,

@@ -158,20 +158,42 @@ func cpuTicks(name string) (uint64, error) {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid … utime stime: fields 14 and 15, counted
-		// after the ")" that ends comm, which may contain spaces.
-		s := string(stat)
-		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < open || s[open+1:close] != name[:min(len(name), 15)] {
-			continue
+		comm, ticks, ok := statTicks(string(stat))
+		if ok && comm == name[:min(len(name), 15)] {
+			total += ticks
 		}
-		fields := strings.Fields(s[close+1:])
-		if len(fields) < 13 {
-			continue
-		}
-		u, _ := strconv.ParseUint(fields[11], 10, 64)
-		st, _ := strconv.ParseUint(fields[12], 10, 64)
-		total += u + st
 	}
 	return total, nil
+}
+
+// pidCPU returns the user and system CPU seconds that process pid, all its
+// threads, has used so far.
+func pidCPU(pid int) (float64, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	_, ticks, ok := statTicks(string(stat))
+	if !ok {
+		return 0, fmt.Errorf("/proc/%d/stat: no CPU times", pid)
+	}
+	return float64(ticks) / 100, nil
+}
+
+// statTicks reads the command name and the user plus system clock ticks
+// out of a /proc/PID/stat line.
+func statTicks(s string) (comm string, ticks uint64, ok bool) {
+	// pid (comm) state ppid … utime stime: fields 14 and 15, counted
+	// after the ")" that ends comm, which may contain spaces.
+	open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || close < open {
+		return "", 0, false
+	}
+	fields := strings.Fields(s[close+1:])
+	if len(fields) < 13 {
+		return "", 0, false
+	}
+	u, err1 := strconv.ParseUint(fields[11], 10, 64)
+	st, err2 := strconv.ParseUint(fields[12], 10, 64)
+	return s[open+1 : close], u + st, err1 == nil && err2 == nil
 }
