@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/db"
 )
 
 // runBinary runs the built kubegcd and returns its exit code and output.
@@ -150,14 +153,15 @@ func TestDatabaseLockedByAnotherKubegcd(t *testing.T) {
 func TestMigrateCommand(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "m.db")
+	latest := db.LatestVersion()
 	for _, step := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"migrate", "version", "--db", path}, "schema version 0"},
-		{[]string{"migrate", "up", "--db", path}, "schema version 15 "},
-		{[]string{"migrate", "--db", path, "down"}, "schema version 14 "},
-		{[]string{"migrate", "up", "--db", path}, "schema version 15 "},
+		{[]string{"migrate", "up", "--db", path}, fmt.Sprintf("schema version %d ", latest)},
+		{[]string{"migrate", "--db", path, "down"}, fmt.Sprintf("schema version %d ", latest-1)},
+		{[]string{"migrate", "up", "--db", path}, fmt.Sprintf("schema version %d ", latest)},
 	} {
 		code, stdout, stderr := runBinary(t, 30*time.Second, step.args...)
 		if code != 0 || !strings.Contains(stdout, step.want) {
