@@ -33,10 +33,14 @@ var apiSeries = []struct {
 	{"etcd_request_duration_seconds_count", "etcd", []string{"operation", "type", "resource"}},
 }
 
-// minPerObject is the smallest count per deleted object the accounting
-// table prints a row for: background traffic (Lease renewals, the
-// API server's own controllers) stays under it.
-const minPerObject = 0.005
+// minPerObject and minBytesPerObject are the smallest count and size
+// per deleted object the accounting table prints a row for: background
+// traffic (Lease renewals, the API server's own controllers) stays under
+// them.
+const (
+	minPerObject      = 0.005
+	minBytesPerObject = 1
+)
 
 // apiCounts are the apiSeries values of one scrape, or the difference of
 // two, by key ("request DELETE configmaps 200", "etcd delete configmaps").
@@ -233,13 +237,13 @@ func accountingTable(w io.Writer, results []gcResult) {
 		for _, r := range results {
 			largest = max(largest, math.Abs(r.api[k]/float64(r.n)))
 		}
-		if largest < minPerObject {
+		limit, format := minPerObject, " %12.3f"
+		if tableOf(k) == "watch bytes" {
+			limit, format = minBytesPerObject, " %12.0f"
+		}
+		if largest < limit {
 			small++
 			continue
-		}
-		format := " %12.3f"
-		if tableOf(k) == "watch bytes" {
-			format = " %12.0f"
 		}
 		fmt.Fprintf(w, "%-44s", k)
 		for _, r := range results {
@@ -248,7 +252,7 @@ func accountingTable(w io.Writer, results []gcResult) {
 		fmt.Fprintln(w)
 	}
 	if small > 0 {
-		fmt.Fprintf(w, "(%d more series under %.3f per deletion for every contender)\n", small, minPerObject)
+		fmt.Fprintf(w, "(%d more series under %.3f, or %d watch bytes, per deletion for every contender)\n", small, minPerObject, minBytesPerObject)
 	}
 }
 
