@@ -330,3 +330,88 @@ func electionLog() string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestLCGCKeepsACandidateRenewedAfterItsPass: a candidate the pass found
+// expired in the mirror, then renewed before lcgc read it live, is kept.
+// The pass walks the expired candidates by name, one live read and one
+// delete at a time, and a client limit of 4 requests a second makes the
+// walk over 40 others take about 20 s: the test renews the last one as
+// soon as the first is gone, when the pass has read the mirror already.
+// kube-apiserver's own collector, which would delete the expired
+// candidates too, is kept from running while the test holds its Lease.
+func TestLCGCKeepsACandidateRenewedAfterItsPass(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	holdElectionLease(t, ctx, 2*time.Minute)
+	ns := namespaces.New(t, "lcgc-renewed")
+	old := metav1.NewMicroTime(time.Now().Add(-31 * time.Minute))
+	create := func(name string) {
+		t.Helper()
+		lc := &coordinationv1beta1.LeaseCandidate{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: coordinationv1beta1.LeaseCandidateSpec{LeaseName: "lcgc-lease", BinaryVersion: "1.36.0", EmulationVersion: "1.36.0",
+				Strategy: "OldestEmulationVersion", RenewTime: &old}}
+		if _, err := kube.CoordinationV1beta1().LeaseCandidates(ns).Create(ctx, lc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating LeaseCandidate %s/%s: %v", ns, name, err)
+		}
+	}
+	const others = 40
+	for i := range others {
+		create(fmt.Sprintf("a-%03d", i))
+	}
+	create("zz-renewed")
+	// One pass, at the start: the next is an hour away.
+	d := daemons.Start(t, "", "--dry-run=false", "--controllers=lcgc", "--lease-candidate-gc-period=1h",
+		"--leader-elect-name=kubegcd-lcgc-renewed", "--kube-api-qps=4", "--kube-api-burst=1")
+
+	e2eutil.Eventually(t, time.Minute, func() error {
+		if slices.Contains(candidateNames(t, ns), "a-000") {
+			return errors.New("a-000 is not deleted yet")
+		}
+		return nil
+	})
+	lc, err := kube.CoordinationV1beta1().LeaseCandidates(ns).Get(ctx, "zz-renewed", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("zz-renewed before its renewal: %v", err)
+	}
+	renewed := metav1.NewMicroTime(time.Now())
+	lc.Spec.RenewTime = &renewed
+	if _, err := kube.CoordinationV1beta1().LeaseCandidates(ns).Update(ctx, lc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("renewing zz-renewed: %v", err)
+	}
+	left := candidateNames(t, ns)
+	if len(left) < others/2 {
+		t.Fatalf("the pass was too quick for the test to renew in its course: only %v are left", left)
+	}
+
+	e2eutil.Eventually(t, 2*time.Minute, func() error {
+		if got := candidateNames(t, ns); !slices.Equal(got, []string{"zz-renewed"}) {
+			return fmt.Errorf("candidates of %s: %d left, want only zz-renewed", ns, len(got))
+		}
+		return nil
+	})
+	// The pass reads zz-renewed live, finds it renewed, and keeps it.
+	e2eutil.Eventually(t, time.Minute, func() error {
+		for _, line := range strings.Split(d.Logs.String(), "\n") {
+			if strings.Contains(line, `msg=kept`) && strings.Contains(line, "name=zz-renewed") {
+				return nil
+			}
+		}
+		return errors.New("lcgc has not logged keeping zz-renewed")
+	})
+	var audit api.AuditList
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		d.GetJSON(t, "/audit?controller=lcgc&namespace="+ns+"&limit=1000", http.StatusOK, &audit)
+		if len(audit.Items) != others {
+			return fmt.Errorf("%d audit rows of lcgc in %s, want %d", len(audit.Items), ns, others)
+		}
+		return nil
+	})
+	for _, e := range audit.Items {
+		if e.Target.Name == "zz-renewed" {
+			t.Errorf("an audit row about the renewed candidate: %+v", e)
+		}
+	}
+	if _, err := kube.CoordinationV1beta1().LeaseCandidates(ns).Get(ctx, "zz-renewed", metav1.GetOptions{}); err != nil {
+		t.Errorf("the renewed candidate: %v", err)
+	}
+}
