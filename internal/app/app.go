@@ -68,6 +68,9 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
+	// The API server repeats a warning (a deprecated version read) on
+	// every request: each is logged once, not once a request.
+	restCfg.WarningHandlerWithContext = &onceWarnings{logger: logger.With("source", "client-go")}
 	// A password in the server's URL must not reach the log or stderr.
 	redact := func(err error) error {
 		if msg := hidePassword(err.Error(), restCfg.Host); msg != err.Error() {

@@ -243,6 +243,9 @@ func TestLCGCParityWithKubeAPIServer(t *testing.T) {
 	}
 }
 
+// electionHolder is the holder holdElectionLease writes.
+const electionHolder = "lcgc-parity-test"
+
 // holdElectionLease takes the Lease kube-system/leader-election-controller
 // for the test, for d, creating it when kube-apiserver has not yet, and
 // returns once kube-apiserver has stopped leading. kube-apiserver runs its
@@ -256,7 +259,7 @@ func TestLCGCParityWithKubeAPIServer(t *testing.T) {
 func holdElectionLease(t *testing.T, ctx context.Context, d time.Duration) {
 	t.Helper()
 	leases := kube.CoordinationV1().Leases(metav1.NamespaceSystem)
-	holder, seconds := "lcgc-parity-test", int32(d/time.Second)
+	holder, seconds := electionHolder, int32(d/time.Second)
 	stopsBefore := strings.Count(apiserverLog(t), gcStopped)
 	var led bool
 	// kube-apiserver renews the Lease every few seconds, and creates it
@@ -297,6 +300,33 @@ func holdElectionLease(t *testing.T, ctx context.Context, d time.Duration) {
 			return errors.New("kube-apiserver still leads its election")
 		}
 		return nil
+	})
+}
+
+// releaseElectionLease ends a hold of holdElectionLease: it deletes the
+// Lease and returns once kube-apiserver holds it again, its election and
+// its LeaseCandidate collector running.
+func releaseElectionLease(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leases := kube.CoordinationV1().Leases(metav1.NamespaceSystem)
+	e2eutil.Eventually(t, time.Minute, func() error {
+		l, err := leases.Get(ctx, "leader-election-controller", metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && *l.Spec.HolderIdentity != electionHolder {
+			return nil
+		}
+		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == electionHolder {
+			precondition := metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}
+			if err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &precondition}); err != nil &&
+				!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+		return errors.New("kube-apiserver does not hold its election Lease yet")
 	})
 }
 
@@ -343,6 +373,9 @@ func TestLCGCKeepsACandidateRenewedAfterItsPass(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	holdElectionLease(t, ctx, 2*time.Minute)
+	// The other tests need kube-apiserver's election: the hold ends with
+	// the test.
+	t.Cleanup(func() { releaseElectionLease(t) })
 	ns := namespaces.New(t, "lcgc-renewed")
 	old := metav1.NewMicroTime(time.Now().Add(-31 * time.Minute))
 	create := func(name string) {

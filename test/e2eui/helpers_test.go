@@ -260,12 +260,20 @@ func (p *page) downloadCSV(dir, pattern string) [][]string {
 		if err != nil || len(files) != 1 {
 			return fmt.Errorf("downloaded files %v %v", files, err)
 		}
+		// Chromium makes the file empty under its final name, writes a
+		// .crdownload beside it, then moves that over it.
+		if partial, _ := filepath.Glob(filepath.Join(dir, "*.crdownload")); len(partial) > 0 {
+			return fmt.Errorf("the download is under way: %v", partial)
+		}
 		f, err := os.Open(files[0])
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		rows, err = csv.NewReader(f).ReadAll()
+		if err == nil && len(rows) == 0 {
+			return fmt.Errorf("%s is empty so far", files[0])
+		}
 		return err
 	})
 	return rows
