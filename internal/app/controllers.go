@@ -89,7 +89,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	logger *slog.Logger, instance string, mayWrite func() error, loops *liveness.Registry) (*controllers, error) {
 	writeCfg := rest.CopyConfig(restCfg)
 	writeCfg.QPS, writeCfg.Burst = float32(cfg.kubeAPIQPS), cfg.kubeAPIBurst
-	mc, err := metadata.NewForConfig(writeCfg)
+	mc, err := reconcile.NewMetadataClient(writeCfg)
 	if err != nil {
 		return nil, err
 	}
