@@ -149,3 +149,46 @@ func TestLeasesPageCoordinated(t *testing.T) {
 	p.shot("phone-leases-coordinated")
 	p.desktop()
 }
+
+// wideLease creates a Lease whose row is as wide as the Leases table gets:
+// a name like kube-apiserver's identity Leases, long identities, a
+// strategy, a preferred holder that is not the holder, and a live
+// candidate. It waits until kubegcd lists the Lease with its candidate.
+func wideLease(t *testing.T, d *e2eutil.Daemon, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Now()
+	micro := func(d time.Duration) *metav1.MicroTime {
+		return new(metav1.NewMicroTime(now.Add(-d).Truncate(time.Microsecond)))
+	}
+	const (
+		name      = "apiserver-abcdefghijklmnopqrstuvwxyz1234567"
+		candidate = "candidate-zyxwvutsrqponmlkjihgfedcba7654321"
+	)
+	strategy := coordinationv1.OldestEmulationVersion
+	if _, err := kube.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: new(name + "_0123abcd-4567-89ef-0123-456789abcdef"), PreferredHolder: new(candidate),
+			Strategy: &strategy, LeaseDurationSeconds: new(int32(3600)), RenewTime: micro(0)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Lease %s: %v", name, err)
+	}
+	// Pinged after its renewal a minute ago, the candidate does not answer:
+	// the API server's election leaves the Lease as it is.
+	if _, err := kube.CoordinationV1beta1().LeaseCandidates(ns).Create(ctx, &coordinationv1beta1.LeaseCandidate{
+		ObjectMeta: metav1.ObjectMeta{Name: candidate},
+		Spec: coordinationv1beta1.LeaseCandidateSpec{LeaseName: name, BinaryVersion: "1.36.0", EmulationVersion: "1.35.0",
+			Strategy: strategy, RenewTime: micro(time.Minute), PingTime: micro(30 * time.Second)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating LeaseCandidate %s: %v", candidate, err)
+	}
+	e2eutil.Eventually(t, 30*time.Second, func() error {
+		var out api.LeaseList
+		d.GetJSON(t, "/leases?namespace="+ns, 200, &out)
+		if len(out.Items) != 1 || out.Items[0].Name != name || len(out.Items[0].Candidates) != 1 {
+			return fmt.Errorf("leases of %s: %+v, want %s with its candidate", ns, out.Items, name)
+		}
+		return nil
+	})
+}

@@ -711,6 +711,7 @@ func TestEveryPage(t *testing.T) {
 	configMap(t, ns, "dep", ownerRef(owner, true, true), danglingRef("lint-me"))
 	d := daemons.Start(t, "")
 	uid := objectUID(t, d, ns, "dep")
+	wideLease(t, d, ns)
 	p := openPage(t, d)
 	routes := []struct{ name, route string }{
 		{"overview", "/"},
@@ -757,6 +758,14 @@ func TestEveryPage(t *testing.T) {
 	p.goTo("/leases")
 	if n := p.count("#rows tbody tr"); n == 0 {
 		t.Errorf("leases page lists no Lease; the API server's identity Lease is one")
+	}
+	// The table fits the page: long names and identities wrap, and no
+	// column hides behind the table's scroll.
+	var excess int
+	p.eval(`(() => { const w = document.querySelector('.tablewrap.leases');
+		return w.querySelector('table').scrollWidth - w.clientWidth; })()`, &excess)
+	if excess > 0 {
+		t.Errorf("leases at %d px: the table is %d px wider than its box", desktopWidth, excess)
 	}
 	p.shot("leases")
 	p.phone()
