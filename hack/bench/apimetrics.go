@@ -228,7 +228,7 @@ func accountingTable(w io.Writer, results []gcResult) {
 
 	fmt.Fprintf(w, "%-44s", "kube-apiserver's accounting per deletion")
 	for _, r := range results {
-		fmt.Fprintf(w, " %12s", columnName(r.name))
+		fmt.Fprintf(w, " %12s", columnName(r))
 	}
 	fmt.Fprintln(w)
 	small := 0
@@ -257,12 +257,14 @@ func accountingTable(w io.Writer, results []gcResult) {
 }
 
 // columnName fits a contender's name into the accounting table's columns.
-func columnName(name string) string {
+func columnName(r gcResult) string {
 	switch {
-	case strings.HasPrefix(name, "raw"):
+	case r.column != "":
+		return r.column
+	case strings.HasPrefix(r.name, "raw"):
 		return "raw"
-	case name == "kube-controller-manager":
+	case r.name == "kube-controller-manager":
 		return "kcm"
 	}
-	return name
+	return r.name
 }

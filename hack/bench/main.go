@@ -6,10 +6,10 @@
 //     fresh database and reads its resident memory once synced;
 //
 //   - ownergc: 20,000 then 50,000 dependents of one owner, owner deleted →
-//     last gone, against raw deletes from 32 workers on a client with no
-//     client-side rate limit (the API server's own limit) and against
-//     kube-controller-manager; both collectors at QPS/burst 5000 with their
-//     default workers;
+//     last gone, against raw deletes (--raw; by default 32 workers on a
+//     client with no client-side rate limit, the API server's own limit) and
+//     against kube-controller-manager; both collectors at QPS/burst 5000
+//     with their default workers;
 //
 //   - podgc: 20,000 terminated pods, threshold 1,000: collector start → 1,000
 //     left;
@@ -40,6 +40,7 @@
 //	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--dependents 20000,50000] [--workers 32] [--kcm=true]
 //	go run ./hack/bench --run scale [--heartbeat 10m]
 //	go run ./hack/bench --run ownergc --dependents 20000 --pin [--cp-profiles DIR]
+//	go run ./hack/bench --run ownergc --raw 32,20,paced [--kubegcd-args=--gc-workers=32] [--owner-delay 5s]
 //
 // --pin places etcd and kube-apiserver on CPU 0 and kubegcd,
 // kube-controller-manager and this process (the raw client) on CPU 1, as
@@ -105,6 +106,11 @@ type config struct {
 	runOwnerGC bool
 	dependents []int
 	gcWorkers  int
+	// ownergc: the raw contenders, kubegcd's extra run arguments, and the
+	// wait from kubegcd's /readyz to its owner's deletion.
+	raw         []rawContender
+	kubegcdArgs []string
+	ownerDelay  time.Duration
 
 	runPodGC       bool
 	runTTL         bool
@@ -163,10 +169,16 @@ func main() {
 	pin := flag.Bool("pin", false, "pin etcd and kube-apiserver to CPU 0, kubegcd, kube-controller-manager and the raw client to CPU 1 (needs two CPUs)")
 	cpProfiles := flag.String("cp-profiles", "", "ownergc: write CPU profiles of kube-apiserver during the raw and the kubegcd run of the first size into this directory")
 	cpProfileSeconds := flag.Int("cp-profile-seconds", 5, "ownergc: length of each --cp-profiles profile, from the first deletion")
+	raw := flag.String("raw", "32", "ownergc: comma-separated raw delete contenders, each a worker count with no client-side limit (\"20\"), "+
+		"or \"paced\": 32 workers sharing one token bucket at the deletions/s kubegcd measured at that size")
+	kubegcdArgs := flag.String("kubegcd-args", "", "ownergc: extra arguments of kubegcd's run command, split on spaces, "+
+		"e.g. --kubegcd-args=--gc-workers=32 (the ownership GC's workers)")
+	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz to the owner's deletion (e.g. 5s: its start-up pass still runs)")
 	flag.Parse()
 	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles,
-		readEndpoints: *readEndpoints, cpProfiles: *cpProfiles, cpProfileSeconds: *cpProfileSeconds}
+		readEndpoints: *readEndpoints, cpProfiles: *cpProfiles, cpProfileSeconds: *cpProfileSeconds,
+		kubegcdArgs: strings.Fields(*kubegcdArgs), ownerDelay: *ownerDelay}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":
@@ -197,7 +209,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: --dependents:", err)
 		os.Exit(2)
 	}
-	if cfg.workers < 1 || cfg.cpProfileSeconds < 1 || flag.NArg() > 0 {
+	if cfg.raw, err = parseRaw(*raw); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: --raw:", err)
+		os.Exit(2)
+	}
+	if cfg.workers < 1 || cfg.cpProfileSeconds < 1 || cfg.ownerDelay < 0 || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
@@ -39,6 +38,9 @@ const (
 // gcResult is one contender's collection of n dependents.
 type gcResult struct {
 	name string
+	// column names the contender in the accounting table ("" for
+	// columnName's default).
+	column string
 	// CPU seconds spent during the collection by the contender, by
 	// kube-apiserver and by etcd.
 	cpu, apiserverCPU, etcdCPU float64
@@ -69,11 +71,11 @@ type gcWindow struct {
 }
 
 // runOwnerGC times, at each size, the collection of n dependents of one
-// owner by kubegcd, by raw parallel client deletes and by
+// owner by kubegcd, by each of cfg.raw's raw parallel client deletes and by
 // kube-controller-manager, one after the other on one control plane. Both
-// collectors run with QPS/burst gcQPS and their default workers; the raw
-// reference is the API server's own limit: cfg.workers goroutines on a
-// client with no client-side rate limit at all.
+// collectors run with QPS/burst gcQPS and their default workers. The raw
+// reference is the API server's own limit: goroutines on a client with no
+// client-side rate limit at all, unless paced to kubegcd's rate.
 func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube kubernetes.Interface, dir string) error {
 	rawCfg := rest.CopyConfig(cluster.Config)
 	rawCfg.QPS = -1 // client-go builds no rate limiter for a negative QPS
@@ -99,8 +101,8 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 		}
 	}
 	for i, n := range cfg.dependents {
-		// kube-apiserver is profiled at the first size only: one raw and
-		// one kubegcd run.
+		// kube-apiserver is profiled at the first size only: the kubegcd
+		// run and each raw run.
 		profiles := ""
 		if i == 0 {
 			profiles = cfg.cpProfiles
@@ -117,7 +119,10 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	base gcWindow, profiles string) error {
 	size := countLabel(n)
 	fmt.Printf("\n== ownership GC: %s dependents of one owner; kubegcd and kube-controller-manager at QPS/burst %d with their default "+
-		"workers (--gc-workers, --concurrent-gc-syncs); raw deletes: %d workers, no client-side limit\n", size, gcQPS, cfg.workers)
+		"workers (--gc-workers, --concurrent-gc-syncs); raw deletes: %s\n", size, gcQPS, rawSummary(cfg.raw))
+	if len(cfg.kubegcdArgs) > 0 {
+		fmt.Printf("   kubegcd run with the extra arguments %s\n", strings.Join(cfg.kubegcdArgs, " "))
+	}
 	var results []gcResult
 	qps := fmt.Sprint(gcQPS)
 	// window measures a contender's process, found by ownPID, and profiles
@@ -130,17 +135,20 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 		}
 		return w
 	}
-	var kubegcdPID int
+	var (
+		kubegcdPID int
+		readyAt    time.Time
+	)
 
 	r, err := gcContender(ctx, kube, "gc-kubegcd-"+size, n, cfg.workers, window("kubegcd", func() (int, error) { return kubegcdPID, nil }), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
 		addr, err := freeAddr()
 		if err != nil {
 			return nil, err
 		}
-		d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, fmt.Sprintf("kubegcd-gc-%d.log", n)),
-			"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, fmt.Sprintf("kubegcd-gc-%d.db", n)), "--listen", addr,
-			"--log-level", "warn", "--dry-run=false", "--kube-api-qps="+qps, "--kube-api-burst="+qps,
-			"--max-deletions-per-minute=0", "--controllers=ownergc", "--profiling")
+		args := []string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, fmt.Sprintf("kubegcd-gc-%d.db", n)), "--listen", addr,
+			"--log-level", "warn", "--dry-run=false", "--kube-api-qps=" + qps, "--kube-api-burst=" + qps,
+			"--max-deletions-per-minute=0", "--controllers=ownergc", "--profiling"}
+		d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, fmt.Sprintf("kubegcd-gc-%d.log", n)), append(args, cfg.kubegcdArgs...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +159,7 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 		if err := d.WaitReady(ctx, "http://"+addr+"/readyz", readyPoll, readyTimeout); err != nil {
 			return nil, errors.Join(err, d.Stop(stopGrace))
 		}
+		readyAt = time.Now()
 		if path := os.Getenv("KUBEGCD_BENCH_CPUPROFILE"); path != "" {
 			// Profile kubegcd while it collects, for tuning; one file per
 			// size, over KUBEGCD_BENCH_CPUPROFILE_SECONDS (default 4).
@@ -172,24 +181,47 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 			}
 			return errors.Join(err, d.Stop(stopGrace))
 		}, nil
-	}, deleteOwner(kube))
+	}, func(ctx context.Context, owner *corev1.ConfigMap, begin func()) error {
+		// The owner goes --owner-delay after /readyz, while kubegcd's
+		// start-up pass may still run; first is timed from its deletion.
+		if err := sleep(ctx, time.Until(readyAt.Add(cfg.ownerDelay))); err != nil {
+			return err
+		}
+		return deleteOwner(kube)(ctx, owner, begin)
+	})
 	if err != nil {
 		return err
 	}
 	r.name = "kubegcd"
 	results = append(results, r)
+	kubegcdRate := r.rate()
 
-	r, err = gcContender(ctx, kube, "gc-raw-"+size, n, cfg.workers, window("raw", func() (int, error) { return os.Getpid(), nil }), nil, func(ctx context.Context, owner *corev1.ConfigMap, begin func()) error {
-		return rawDeletes(ctx, raw, owner.Namespace, cfg.workers, begin)
-	})
-	// The watch of this process lags while its own workers delete, so raw
-	// deletes are timed by the calls: the last one returned is the end.
-	r.last, r.first = rawLast, rawFirst
-	if err != nil {
-		return err
+	for i, c := range cfg.raw {
+		limiter, err := c.limiter(kubegcdRate, clock.RealClock{})
+		if err != nil {
+			return err
+		}
+		// The first raw contender keeps the profile's historical name.
+		profile := "raw"
+		if i > 0 {
+			profile = "raw-" + c.slug()
+		}
+		var first, last time.Duration
+		r, err := gcContender(ctx, kube, "gc-raw-"+c.slug()+"-"+size, n, cfg.workers, window(profile, func() (int, error) { return os.Getpid(), nil }), nil,
+			func(ctx context.Context, owner *corev1.ConfigMap, begin func()) (err error) {
+				first, last, err = rawDeletes(ctx, raw, owner.Namespace, c.workers, limiter, begin)
+				return err
+			})
+		if err != nil {
+			return err
+		}
+		// The watch of this process lags while its own workers delete, so
+		// raw deletes are timed by the calls: the last one returned is the
+		// end.
+		r.first, r.last = first, last
+		r.name, r.column = c.name(kubegcdRate), c.column()
+		results = append(results, r)
 	}
-	r.name = fmt.Sprintf("raw deletes (%d workers)", cfg.workers)
-	results = append(results, r)
 
 	kcmPID := func() (int, error) { return findProcess("kube-controller-manager", "--kubeconfig="+cluster.Kubeconfig) }
 	r, err = gcContender(ctx, kube, "gc-kcm-"+size, n, cfg.workers, window("", kcmPID), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
@@ -227,18 +259,23 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	if cfg.pin != nil {
 		pinned = fmt.Sprintf("; etcd and kube-apiserver pinned to CPU %d, the rest to CPU %d", cfg.pin.controlPlane, cfg.pin.clients)
 	}
-	fmt.Printf("\nOwnership GC: %s dependents of one owner, owner deleted (background) → last dependent gone%s\n", size, pinned)
+	delayed := ""
+	if cfg.ownerDelay > 0 {
+		delayed = fmt.Sprintf("; kubegcd's owner deleted %s after its /readyz", cfg.ownerDelay)
+	}
+	fmt.Printf("\nOwnership GC: %s dependents of one owner, owner deleted (background) → last dependent gone%s%s\n", size, pinned, delayed)
 	fmt.Println("CPU per deletion in ms, over the deletions alone (raw: after its list)")
-	fmt.Printf("%-28s %8s %8s %12s %8s %10s %8s %14s\n", "contender", "first s", "last s", "deletions/s", "own CPU",
+	fmt.Printf("%-38s %8s %8s %12s %8s %10s %8s %14s\n", "contender", "first s", "last s", "deletions/s", "own CPU",
 		"apiserver", "etcd", "control plane")
 	for _, r := range results {
-		fmt.Printf("%-28s %8.3f %8.2f %12.0f %8.2f %10.2f %8.2f %14.2f\n", r.name, r.first.Seconds(), r.last.Seconds(), r.rate(),
+		fmt.Printf("%-38s %8.3f %8.2f %12.0f %8.2f %10.2f %8.2f %14.2f\n", r.name, r.first.Seconds(), r.last.Seconds(), r.rate(),
 			r.msPer(r.cpu), r.msPer(r.apiserverCPU), r.msPer(r.etcdCPU), r.msPer(r.apiserverCPU+r.etcdCPU))
 	}
 	fmt.Println()
 	accountingTable(os.Stdout, results)
 	fmt.Println("(for every contender, one watch event per deletion goes to this benchmark's own watch)")
-	k, rawR, kcm := results[0], results[1], results[2]
+	// The verdicts compare kubegcd with the first raw contender.
+	k, rawR, kcm := results[0], results[1], results[len(results)-1]
 	verdict := func(ok bool) string {
 		if ok {
 			return "ok"
@@ -247,7 +284,7 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	}
 	fmt.Printf("%s: kubegcd vs kube-controller-manager: %.2f× (target ≥ %.1f×) %s\n", size, k.rate()/kcm.rate(), targetVsKCM,
 		verdict(k.rate() >= targetVsKCM*kcm.rate()))
-	fmt.Printf("%s: kubegcd vs raw deletes:             %.2f× (target ≥ %.1f×) %s\n", size, k.rate()/rawR.rate(), targetVsRaw,
+	fmt.Printf("%s: kubegcd vs %s: %.2f× (target ≥ %.1f×) %s\n", size, rawR.name, k.rate()/rawR.rate(), targetVsRaw,
 		verdict(k.rate() >= targetVsRaw*rawR.rate()))
 	fmt.Printf("%s: kubegcd first deletion after %s (target ≤ %s) %s\n", size, k.first.Round(time.Millisecond), targetFirstDelete,
 		verdict(k.first <= targetFirstDelete))
@@ -424,56 +461,6 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 	fmt.Printf("  %s: first dependent gone after %s, last after %s (%.0f/s)\n", ns, r.first.Round(time.Millisecond),
 		r.last.Round(time.Millisecond), r.rate())
 	return r, nil
-}
-
-// rawFirst and rawLast time rawDeletes from its start to its first and
-// last completed delete.
-var rawFirst, rawLast time.Duration
-
-// rawDeletes deletes every dependent in ns with parallel clients: the
-// floor any collector works against.
-func rawDeletes(ctx context.Context, kube kubernetes.Interface, ns string, workers int, begin func()) error {
-	var names []string
-	cont := ""
-	for {
-		l, err := kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 5000, Continue: cont})
-		if err != nil {
-			return err
-		}
-		for _, cm := range l.Items {
-			if len(cm.OwnerReferences) > 0 {
-				names = append(names, cm.Name)
-			}
-		}
-		if cont = l.Continue; cont == "" {
-			break
-		}
-	}
-	begin()
-	t0 := time.Now() // after listing: only the deletions are timed
-	var firstOnce sync.Once
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(names) {
-					return
-				}
-				if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, names[i], metav1.DeleteOptions{}); err != nil {
-					errs <- err
-					return
-				}
-				firstOnce.Do(func() { rawFirst = time.Since(t0) })
-			}
-		})
-	}
-	wg.Wait()
-	rawLast = time.Since(t0)
-	close(errs)
-	return <-errs
 }
 
 // scrapeMetrics reads the series of kubegcd's /metrics that writerReport
