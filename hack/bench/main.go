@@ -40,11 +40,16 @@
 //	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--dependents 20000,50000] [--workers 32] [--kcm=true]
 //	go run ./hack/bench --run scale [--heartbeat 10m]
 //	go run ./hack/bench --run ownergc --dependents 20000 --pin [--cp-profiles DIR]
-//	go run ./hack/bench --run ownergc --raw 32,20,paced [--kubegcd-args=--gc-workers=32] [--owner-delay 5s]
+//	go run ./hack/bench --run ownergc --raw 32,paced,watched,exact [--kubegcd-args=--gc-workers=32] [--owner-delay 5s]
 //
 // --pin places etcd and kube-apiserver on CPU 0 and kubegcd,
 // kube-controller-manager and this process (the raw client) on CPU 1, as
 // when kubegcd runs off the cluster; it needs two CPUs or more.
+//
+// For tuning, KUBEGCD_BENCH_CPUPROFILE=PATH writes a CPU profile of
+// kubegcd while it collects (ownergc, podgc, scale; %n in PATH is the
+// size), and KUBEGCD_BENCH_GOROUTINES=PATH twenty goroutine dumps of
+// kubegcd half a second apart during the ownership GC (%i numbers them).
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
@@ -170,7 +175,9 @@ func main() {
 	cpProfiles := flag.String("cp-profiles", "", "ownergc: write CPU profiles of kube-apiserver during the kubegcd run and each raw run of the first size into this directory")
 	cpProfileSeconds := flag.Int("cp-profile-seconds", 5, "ownergc: length of each --cp-profiles profile, from the first deletion")
 	raw := flag.String("raw", "32", "ownergc: comma-separated raw delete contenders, each a worker count with no client-side limit (\"20\"), "+
-		"or \"paced\": 32 workers sharing one token bucket at the deletions/s kubegcd measured at that size")
+		"\"paced\": 32 workers sharing one token bucket at the deletions/s kubegcd measured at that size, "+
+		"\"watched\": 32 workers beside a metadata-only watch of every ConfigMap, as a collector's mirror keeps, "+
+		"or \"exact\": watched, and deleting through kubegcd's client with its preconditions and propagation")
 	kubegcdArgs := flag.String("kubegcd-args", "", "ownergc: extra arguments of kubegcd's run command, split on spaces, "+
 		"e.g. --kubegcd-args=--gc-workers=32 (the ownership GC's workers)")
 	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz to the owner's deletion (e.g. 5s: its start-up pass still runs)")

@@ -15,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/kubegcd/kubegcd/internal/reconcile"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
@@ -123,6 +125,10 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	if len(cfg.kubegcdArgs) > 0 {
 		fmt.Printf("   kubegcd run with the extra arguments %s\n", strings.Join(cfg.kubegcdArgs, " "))
 	}
+	meta, err := metadata.NewForConfig(cluster.Config)
+	if err != nil {
+		return err
+	}
 	var results []gcResult
 	qps := fmt.Sprint(gcQPS)
 	// window measures a contender's process, found by ownPID, and profiles
@@ -171,6 +177,25 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 				}
 			}()
 		}
+		if path := os.Getenv("KUBEGCD_BENCH_GOROUTINES"); path != "" {
+			// Where kubegcd's goroutines wait during the collection, for
+			// tuning: twenty dumps half a second apart, from --owner-delay
+			// plus 1 s after /readyz; %i in the path numbers them.
+			path = strings.ReplaceAll(path, "%n", size)
+			go func() {
+				if sleep(ctx, cfg.ownerDelay+time.Second) != nil {
+					return
+				}
+				for i := range 20 {
+					if b, err := testcluster.HTTPGet(ctx, "http://"+addr+"/debug/pprof/goroutine?debug=1"); err == nil {
+						_ = os.WriteFile(strings.ReplaceAll(path, "%i", fmt.Sprint(i)), b, 0o644)
+					}
+					if sleep(ctx, 500*time.Millisecond) != nil {
+						return
+					}
+				}
+			}()
+		}
 		return func() error {
 			// The collection is over: what the writer did. Scraped only
 			// now: a scrape computes the object counts, which would compete
@@ -209,7 +234,22 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 		var first, last time.Duration
 		r, err := gcContender(ctx, kube, "gc-raw-"+c.slug()+"-"+size, n, cfg.workers, window(profile, func() (int, error) { return os.Getpid(), nil }), nil,
 			func(ctx context.Context, owner *corev1.ConfigMap, begin func()) (err error) {
-				first, last, err = rawDeletes(ctx, raw, owner.Namespace, c.workers, limiter, begin)
+				if c.watched {
+					stop, err := watchAll(ctx, meta)
+					if err != nil {
+						return err
+					}
+					defer stop()
+				}
+				var exact metadata.Interface
+				if c.exact {
+					noLimit := rest.CopyConfig(cluster.Config)
+					noLimit.QPS = -1
+					if exact, err = reconcile.NewMetadataClient(noLimit); err != nil {
+						return err
+					}
+				}
+				first, last, err = rawDeletes(ctx, raw, exact, owner.Namespace, c.workers, limiter, begin)
 				return err
 			})
 		if err != nil {
@@ -407,6 +447,9 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 	}
 	deadline := time.After(gcTimeout)
 	gone := 0
+	// perSecond counts the deletions the watch saw in each second from
+	// t0: a collection that slows or stalls shows it.
+	var perSecond []int
 	for gone < n {
 		select {
 		case ev, ok := <-w.ResultChan():
@@ -426,9 +469,15 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 			lastRV = cm.ResourceVersion
 			if ev.Type == watch.Deleted && cm.Name != owner.Name {
 				gone++
+				since := time.Since(t0)
 				if gone == 1 {
-					r.first = time.Since(t0)
+					r.first = since
 				}
+				sec := int(since / time.Second)
+				for len(perSecond) <= sec {
+					perSecond = append(perSecond, 0)
+				}
+				perSecond[sec]++
 			}
 		case <-deadline:
 			return r, fmt.Errorf("%s: only %d of %d dependents gone after %s", ns, gone, n, gcTimeout)
@@ -460,6 +509,7 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 	r.name = ns
 	fmt.Printf("  %s: first dependent gone after %s, last after %s (%.0f/s)\n", ns, r.first.Round(time.Millisecond),
 		r.last.Round(time.Millisecond), r.rate())
+	fmt.Printf("  %s: deletions the watch saw, second by second: %s\n", ns, strings.Trim(fmt.Sprint(perSecond), "[]"))
 	return r, nil
 }
 

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 )
@@ -27,21 +29,34 @@ type rawContender struct {
 	// paced throttles the workers together to the deletions/s kubegcd
 	// measured at the same size.
 	paced bool
+	// watched keeps a metadata-only watch of every ConfigMap open while
+	// the workers delete, as a collector's mirror does.
+	watched bool
+	// exact deletes, besides the watch, as kubegcd does: through its
+	// client, with UID and resourceVersion preconditions and background
+	// propagation.
+	exact bool
 }
 
-// parseRaw parses --raw: comma-separated worker counts, or "paced".
+// parseRaw parses --raw: comma-separated worker counts, "paced" or
+// "watched".
 func parseRaw(s string) ([]rawContender, error) {
 	var cs []rawContender
 	seen := map[rawContender]bool{}
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		var c rawContender
-		if f == "paced" {
+		switch f {
+		case "paced":
 			c = rawContender{workers: pacedWorkers, paced: true}
-		} else {
+		case "watched":
+			c = rawContender{workers: pacedWorkers, watched: true}
+		case "exact":
+			c = rawContender{workers: pacedWorkers, watched: true, exact: true}
+		default:
 			n, err := strconv.Atoi(f)
 			if err != nil || n <= 0 {
-				return nil, fmt.Errorf("%q is neither a positive worker count nor \"paced\"", f)
+				return nil, fmt.Errorf("%q is neither a positive worker count nor one of \"paced\", \"watched\", \"exact\"", f)
 			}
 			c = rawContender{workers: n}
 		}
@@ -56,8 +71,13 @@ func parseRaw(s string) ([]rawContender, error) {
 
 // slug names the contender in namespaces and file names.
 func (c rawContender) slug() string {
-	if c.paced {
+	switch {
+	case c.paced:
 		return "paced"
+	case c.exact:
+		return "exact"
+	case c.watched:
+		return "watched"
 	}
 	return strconv.Itoa(c.workers)
 }
@@ -65,8 +85,13 @@ func (c rawContender) slug() string {
 // name is the contender's row in the results table. rate is the pace of a
 // paced contender, in deletions/s.
 func (c rawContender) name(rate float64) string {
-	if c.paced {
+	switch {
+	case c.paced:
 		return fmt.Sprintf("raw deletes paced to kubegcd (%.0f/s)", rate)
+	case c.exact:
+		return fmt.Sprintf("raw deletes (%d workers) as kubegcd's", c.workers)
+	case c.watched:
+		return fmt.Sprintf("raw deletes (%d workers), watched", c.workers)
 	}
 	return fmt.Sprintf("raw deletes (%d workers)", c.workers)
 }
@@ -92,9 +117,10 @@ func (c rawContender) limiter(rate float64, clk flowcontrol.Clock) (flowcontrol.
 // rawDeletes deletes every dependent in ns with parallel clients: the
 // floor any collector works against. It returns the times from its first
 // delete call to its first and its last completed delete.
-func rawDeletes(ctx context.Context, kube kubernetes.Interface, ns string, workers int, limiter flowcontrol.RateLimiter,
-	begin func()) (first, last time.Duration, err error) {
+func rawDeletes(ctx context.Context, kube kubernetes.Interface, meta metadata.Interface, ns string, workers int,
+	limiter flowcontrol.RateLimiter, begin func()) (first, last time.Duration, err error) {
 	var names []string
+	objs := map[string]metav1.ObjectMeta{}
 	cont := ""
 	for {
 		l, err := kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 5000, Continue: cont})
@@ -104,6 +130,7 @@ func rawDeletes(ctx context.Context, kube kubernetes.Interface, ns string, worke
 		for _, cm := range l.Items {
 			if len(cm.OwnerReferences) > 0 {
 				names = append(names, cm.Name)
+				objs[cm.Name] = metav1.ObjectMeta{UID: cm.UID, ResourceVersion: cm.ResourceVersion}
 			}
 		}
 		if cont = l.Continue; cont == "" {
@@ -111,9 +138,21 @@ func rawDeletes(ctx context.Context, kube kubernetes.Interface, ns string, worke
 		}
 	}
 	begin() // after listing: only the deletions are timed
-	return deleteAll(ctx, clock.RealClock{}, names, workers, limiter, func(ctx context.Context, name string) error {
+	del := func(ctx context.Context, name string) error {
 		return kube.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	})
+	}
+	if meta != nil {
+		cms := meta.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
+		bg := metav1.DeletePropagationBackground
+		del = func(ctx context.Context, name string) error {
+			o := objs[name]
+			return cms.Delete(ctx, name, metav1.DeleteOptions{
+				Preconditions:     &metav1.Preconditions{UID: &o.UID, ResourceVersion: &o.ResourceVersion},
+				PropagationPolicy: &bg,
+			})
+		}
+	}
+	return deleteAll(ctx, clock.RealClock{}, names, workers, limiter, del)
 }
 
 // deleteAll calls del for every name from workers goroutines, each call
@@ -154,11 +193,41 @@ func deleteAll(ctx context.Context, clk clock.PassiveClock, names []string, work
 func rawSummary(cs []rawContender) string {
 	parts := make([]string, len(cs))
 	for i, c := range cs {
-		if c.paced {
+		switch {
+		case c.paced:
 			parts[i] = fmt.Sprintf("%d workers paced to kubegcd's deletions/s", c.workers)
-		} else {
+		case c.exact:
+			parts[i] = fmt.Sprintf("%d workers deleting as kubegcd does (its client, preconditions, background), watched", c.workers)
+		case c.watched:
+			parts[i] = fmt.Sprintf("%d workers beside a metadata-only watch of every ConfigMap", c.workers)
+		default:
 			parts[i] = fmt.Sprintf("%d workers", c.workers)
 		}
 	}
 	return strings.Join(parts, ", ") + "; no client-side limit unless paced"
+}
+
+// watchAll keeps a metadata-only watch of every ConfigMap, in protobuf as
+// kubegcd's mirror asks for it, and reads each event until stop is
+// called.
+func watchAll(ctx context.Context, meta metadata.Interface) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	cms := meta.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})
+	l, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range w.ResultChan() {
+		}
+	}()
+	return func() { w.Stop(); cancel(); <-done }, nil
 }

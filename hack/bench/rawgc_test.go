@@ -24,8 +24,10 @@ func TestParseRaw(t *testing.T) {
 		{in: "20,paced", want: []rawContender{{workers: 20}, {workers: pacedWorkers, paced: true}}},
 		{in: " 32 , 20 ,paced", want: []rawContender{{workers: 32}, {workers: 20}, {workers: pacedWorkers, paced: true}}},
 		{in: "paced,32", want: []rawContender{{workers: pacedWorkers, paced: true}, {workers: 32}}},
-		{in: "", wantErr: `"" is neither a positive worker count nor "paced"`},
-		{in: "0", wantErr: `"0" is neither a positive worker count nor "paced"`},
+		{in: "32,watched", want: []rawContender{{workers: 32}, {workers: pacedWorkers, watched: true}}},
+		{in: "exact", want: []rawContender{{workers: pacedWorkers, watched: true, exact: true}}},
+		{in: "", wantErr: `"" is neither a positive worker count nor one of "paced", "watched", "exact"`},
+		{in: "0", wantErr: `"0" is neither a positive worker count nor one of "paced", "watched", "exact"`},
 		{in: "-4", wantErr: `"-4" is neither`},
 		{in: "32,,20", wantErr: `"" is neither`},
 		{in: "fast", wantErr: `"fast" is neither`},
@@ -56,6 +58,8 @@ func TestRawContenderNames(t *testing.T) {
 		{c: rawContender{workers: 32}, name: "raw deletes (32 workers)", column: "raw 32", slug: "32"},
 		{c: rawContender{workers: 20}, name: "raw deletes (20 workers)", column: "raw 20", slug: "20"},
 		{c: rawContender{workers: 32, paced: true}, name: "raw deletes paced to kubegcd (812/s)", column: "raw paced", slug: "paced"},
+		{c: rawContender{workers: 32, watched: true}, name: "raw deletes (32 workers), watched", column: "raw watched", slug: "watched"},
+		{c: rawContender{workers: 32, watched: true, exact: true}, name: "raw deletes (32 workers) as kubegcd's", column: "raw exact", slug: "exact"},
 	} {
 		t.Run(tc.slug, func(t *testing.T) {
 			if got := tc.c.name(812.4); got != tc.name {
