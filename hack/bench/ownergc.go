@@ -120,6 +120,8 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube, raw kubernetes.Interface, bin, dir string, n int,
 	base gcWindow, profiles string) error {
 	size := countLabel(n)
+	// nsSize names the size in namespaces, which take no dot ("2.5k").
+	nsSize := strings.ReplaceAll(size, ".", "-")
 	fmt.Printf("\n== ownership GC: %s dependents of one owner; kubegcd and kube-controller-manager at QPS/burst %d with their default "+
 		"workers (--gc-workers, --concurrent-gc-syncs); raw deletes: %s\n", size, gcQPS, rawSummary(cfg.raw))
 	if len(cfg.kubegcdArgs) > 0 {
@@ -146,7 +148,7 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 		readyAt    time.Time
 	)
 
-	r, err := gcContender(ctx, kube, "gc-kubegcd-"+size, n, cfg.workers, window("kubegcd", func() (int, error) { return kubegcdPID, nil }), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+	r, err := gcContender(ctx, kube, "gc-kubegcd-"+nsSize, n, cfg.workers, window("kubegcd", func() (int, error) { return kubegcdPID, nil }), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
 		addr, err := freeAddr()
 		if err != nil {
 			return nil, err
@@ -232,7 +234,7 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 			profile = "raw-" + c.slug()
 		}
 		var first, last time.Duration
-		r, err := gcContender(ctx, kube, "gc-raw-"+c.slug()+"-"+size, n, cfg.workers, window(profile, func() (int, error) { return os.Getpid(), nil }), nil,
+		r, err := gcContender(ctx, kube, "gc-raw-"+c.slug()+"-"+nsSize, n, cfg.workers, window(profile, func() (int, error) { return os.Getpid(), nil }), nil,
 			func(ctx context.Context, owner *corev1.ConfigMap, begin func()) (err error) {
 				if c.watched {
 					stop, err := watchAll(ctx, meta)
@@ -264,7 +266,7 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	}
 
 	kcmPID := func() (int, error) { return findProcess("kube-controller-manager", "--kubeconfig="+cluster.Kubeconfig) }
-	r, err = gcContender(ctx, kube, "gc-kcm-"+size, n, cfg.workers, window("", kcmPID), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+	r, err = gcContender(ctx, kube, "gc-kcm-"+nsSize, n, cfg.workers, window("", kcmPID), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
 		stop, err := cluster.StartControllerManager(ctx, "--controllers=garbagecollector", "--kube-api-qps="+qps, "--kube-api-burst="+qps)
 		if err != nil {
 			return nil, err
