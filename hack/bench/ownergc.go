@@ -120,8 +120,7 @@ func runOwnerGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube, raw kubernetes.Interface, bin, dir string, n int,
 	base gcWindow, profiles string) error {
 	size := countLabel(n)
-	// nsSize names the size in namespaces, which take no dot ("2.5k").
-	nsSize := strings.ReplaceAll(size, ".", "-")
+	nsSize := namespaceSize(n)
 	fmt.Printf("\n== ownership GC: %s dependents of one owner; kubegcd and kube-controller-manager at QPS/burst %d with their default "+
 		"workers (--gc-workers, --concurrent-gc-syncs); raw deletes: %s\n", size, gcQPS, rawSummary(cfg.raw))
 	if len(cfg.kubegcdArgs) > 0 {
@@ -553,3 +552,7 @@ func writerReport(m map[string]float64) {
 	fmt.Printf("  kubegcd's writer: %.0f commits, %.1f writes each; %.0f intents, each committed %.1f ms after it was queued (mean); %.0f watch batches\n",
 		commits, writes/commits, intents, 1000*intentWait/intents, events)
 }
+
+// namespaceSize names a size in namespace names, which take no dot: 2.5k
+// is "2-5k".
+func namespaceSize(n int) string { return strings.ReplaceAll(countLabel(n), ".", "-") }

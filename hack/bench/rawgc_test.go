@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -211,6 +212,18 @@ func TestColumnName(t *testing.T) {
 	} {
 		if got := columnName(tc.r); got != tc.want {
 			t.Errorf("columnName(%q) = %q, want %q", tc.r.name, got, tc.want)
+		}
+	}
+}
+
+// Every size names valid namespaces, fractions of a thousand included.
+func TestNamespaceSize(t *testing.T) {
+	for _, n := range []int{500, 2000, 2500, 20000, 50000, 1234567} {
+		for _, prefix := range []string{"gc-kubegcd-", "gc-raw-paced-", "gc-kcm-"} {
+			ns := prefix + namespaceSize(n)
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				t.Errorf("size %d: namespace %q: %v", n, ns, errs)
+			}
 		}
 	}
 }
