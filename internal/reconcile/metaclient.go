@@ -70,15 +70,19 @@ func newMetadataClient(cfg *rest.Config, hc *http.Client) (metadata.Interface, e
 	if !ok {
 		return nil, fmt.Errorf("client-go has no protobuf serializer")
 	}
-	return &protoDeletes{Interface: inner, rest: rc, proto: info.Serializer}, nil
+	// Versioned "v1", whatever the group, as client-go's metadata client
+	// sends them in JSON and a typed core client in protobuf.
+	enc := scheme.Codecs.EncoderForVersion(info.Serializer, schema.GroupVersion{Version: "v1"})
+	return &protoDeletes{Interface: inner, rest: rc, encoder: enc}, nil
 }
 
 // protoDeletes is a metadata client whose deletes of built-in kinds speak
 // protobuf.
 type protoDeletes struct {
 	metadata.Interface
-	rest  rest.Interface
-	proto runtime.Serializer
+	rest rest.Interface
+	// encoder writes DeleteOptions as protobuf.
+	encoder runtime.Encoder
 	// jsonOnly holds the resources whose API server refused a protobuf
 	// body (415): their deletes go as JSON from then on.
 	jsonOnly sync.Map
@@ -113,9 +117,7 @@ func (r protoResource) Delete(ctx context.Context, name string, opts metav1.Dele
 	if !r.d.protobufFor(r.gvr) || name == "" {
 		return r.ResourceInterface.Delete(ctx, name, opts, subresources...)
 	}
-	// Versioned "v1", whatever the group, as client-go's metadata client
-	// sends them in JSON and a typed core client in protobuf.
-	body, err := runtime.Encode(scheme.Codecs.EncoderForVersion(r.d.proto, schema.GroupVersion{Version: "v1"}), &opts)
+	body, err := runtime.Encode(r.d.encoder, &opts)
 	if err != nil {
 		return err
 	}
