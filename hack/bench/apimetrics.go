@@ -22,24 +22,43 @@ import (
 // table's name and the values of the labels listed that it has; series that
 // differ only in other labels (version, scope, component, dry_run, le) are
 // summed. Releases differ in some label names (kind or resource, type or
-// resource), so each list names both.
-var apiSeries = []struct {
-	metric, table string
-	labels        []string
-}{
-	{"apiserver_request_total", "request", []string{"verb", "resource", "subresource", "code"}},
-	{"apiserver_watch_events_total", "watch events", []string{"kind", "resource"}},
-	{"apiserver_watch_events_sizes_sum", "watch bytes", []string{"kind", "resource"}},
-	{"etcd_request_duration_seconds_count", "etcd", []string{"operation", "type", "resource"}},
+// resource), so each list names both. The accounting table prints a row
+// when some contender's value per deletion, times scale, reaches min.
+var apiSeries = []apiSeriesSpec{
+	{metric: "apiserver_request_total", table: "request", labels: []string{"verb", "resource", "subresource", "code"}},
+	{metric: "apiserver_watch_events_total", table: "watch events", labels: []string{"kind", "resource"}},
+	{metric: "apiserver_watch_events_sizes_sum", table: "watch bytes", labels: []string{"kind", "resource"},
+		min: minBytesPerObject, format: " %12.0f"},
+	{metric: "etcd_request_duration_seconds_count", table: "etcd", labels: []string{"operation", "type", "resource"}},
+	// The time kube-apiserver spent on the requests, and waited for etcd,
+	// per deletion: with one DELETE per deletion, its mean latency. A
+	// watch is counted when it ends, with its whole life: left out.
+	{metric: "apiserver_request_duration_seconds_sum", table: "request ms", labels: []string{"verb", "resource", "subresource"},
+		skipVerbs: []string{"WATCH", "CONNECT"}, scale: 1000, min: minMsPerObject, format: " %12.1f"},
+	{metric: "etcd_request_duration_seconds_sum", table: "etcd ms", labels: []string{"operation", "type", "resource"},
+		scale: 1000, min: minMsPerObject, format: " %12.1f"},
 }
 
-// minPerObject and minBytesPerObject are the smallest count and size
-// per deleted object the accounting table prints a row for: background
-// traffic (Lease renewals, the API server's own controllers) stays under
-// them.
+// apiSeriesSpec is one entry of apiSeries. A zero scale, min or format is
+// 1, minPerObject and " %12.3f".
+type apiSeriesSpec struct {
+	metric, table string
+	labels        []string
+	// skipVerbs are verb label values whose samples are left out.
+	skipVerbs []string
+	scale     float64
+	min       float64
+	format    string
+}
+
+// minPerObject, minBytesPerObject and minMsPerObject are the smallest
+// count, size and time per deleted object the accounting table prints a
+// row for: background traffic (Lease renewals, the API server's own
+// controllers) stays under them.
 const (
 	minPerObject      = 0.005
 	minBytesPerObject = 1
+	minMsPerObject    = 0.5
 )
 
 // apiCounts are the apiSeries values of one scrape, or the difference of
@@ -61,7 +80,7 @@ func parseAPIMetrics(r io.Reader) (apiCounts, error) {
 			return nil, err
 		}
 		for _, s := range apiSeries {
-			if name != s.metric {
+			if name != s.metric || slices.Contains(s.skipVerbs, labels["verb"]) {
 				continue
 			}
 			key := []string{s.table}
@@ -210,14 +229,7 @@ func accountingTable(w io.Writer, results []gcResult) {
 	for i, s := range apiSeries {
 		order[s.table] = i
 	}
-	tableOf := func(key string) string {
-		for _, s := range apiSeries {
-			if key == s.table || strings.HasPrefix(key, s.table+" ") {
-				return s.table
-			}
-		}
-		return key
-	}
+	tableOf := func(key string) string { return specOf(key).table }
 	sorted := make([]string, 0, len(keys))
 	for k := range keys {
 		sorted = append(sorted, k)
@@ -233,13 +245,11 @@ func accountingTable(w io.Writer, results []gcResult) {
 	fmt.Fprintln(w)
 	small := 0
 	for _, k := range sorted {
+		spec := specOf(k)
+		scale, limit, format := cmp.Or(spec.scale, 1), cmp.Or(spec.min, minPerObject), cmp.Or(spec.format, " %12.3f")
 		largest := 0.0
 		for _, r := range results {
-			largest = max(largest, math.Abs(r.api[k]/float64(r.n)))
-		}
-		limit, format := minPerObject, " %12.3f"
-		if tableOf(k) == "watch bytes" {
-			limit, format = minBytesPerObject, " %12.0f"
+			largest = max(largest, math.Abs(scale*r.api[k]/float64(r.n)))
 		}
 		if largest < limit {
 			small++
@@ -247,13 +257,30 @@ func accountingTable(w io.Writer, results []gcResult) {
 		}
 		fmt.Fprintf(w, "%-44s", k)
 		for _, r := range results {
-			fmt.Fprintf(w, format, r.api[k]/float64(r.n))
+			fmt.Fprintf(w, format, scale*r.api[k]/float64(r.n))
 		}
 		fmt.Fprintln(w)
 	}
 	if small > 0 {
-		fmt.Fprintf(w, "(%d more series under %.3f, or %d watch bytes, per deletion for every contender)\n", small, minPerObject, minBytesPerObject)
+		fmt.Fprintf(w, "(%d more series under %.3f, %d watch bytes or %.1f ms per deletion for every contender)\n",
+			small, minPerObject, minBytesPerObject, minMsPerObject)
 	}
+}
+
+// specOf returns the apiSeries entry a key of apiCounts comes from: the
+// one with the longest table name the key starts with ("etcd ms" before
+// "etcd").
+func specOf(key string) apiSeriesSpec {
+	var best apiSeriesSpec
+	for _, s := range apiSeries {
+		if (key == s.table || strings.HasPrefix(key, s.table+" ")) && len(s.table) > len(best.table) {
+			best = s
+		}
+	}
+	if best.table == "" {
+		best.table = key
+	}
+	return best
 }
 
 // columnName fits a contender's name into the accounting table's columns.

@@ -40,7 +40,7 @@ apiserver_watch_events_sizes_count{group="",resource="configmaps",version="v1"} 
 			"watch bytes configmaps":  1.2e7,
 		},
 	}, {
-		name: "etcd requests by operation and type or resource; buckets and sums left out",
+		name: "etcd requests by operation and type or resource, and their time; buckets left out",
 		text: `etcd_request_duration_seconds_bucket{group="",operation="delete",resource="configmaps",le="0.005"} 19000
 etcd_request_duration_seconds_sum{group="",operation="delete",resource="configmaps"} 42.5
 etcd_request_duration_seconds_count{group="",operation="delete",resource="configmaps"} 20000
@@ -49,6 +49,19 @@ etcd_request_duration_seconds_count{operation="get",type="/registry/configmaps"}
 		want: apiCounts{
 			"etcd delete configmaps":        20000,
 			"etcd get /registry/configmaps": 12,
+			"etcd ms delete configmaps":     42.5,
+		},
+	}, {
+		name: "the time of requests, watches and connections left out",
+		text: `apiserver_request_duration_seconds_sum{component="apiserver",resource="configmaps",scope="resource",verb="DELETE",version="v1"} 640
+apiserver_request_duration_seconds_sum{component="apiserver",resource="configmaps",scope="namespace",verb="DELETE",version="v1"} 0.5
+apiserver_request_duration_seconds_sum{component="apiserver",resource="configmaps",scope="cluster",verb="WATCH",version="v1"} 86400
+apiserver_request_duration_seconds_sum{component="apiserver",resource="pods",subresource="exec",verb="CONNECT",version="v1"} 30
+apiserver_request_duration_seconds_sum{component="apiserver",resource="pods",subresource="status",verb="PATCH",version="v1"} 0.25
+`,
+		want: apiCounts{
+			"request ms DELETE configmaps": 640.5,
+			"request ms PATCH pods status": 0.25,
 		},
 	}, {
 		name: "escaped label values",
@@ -102,10 +115,12 @@ func TestAccountingTable(t *testing.T) {
 			"request DELETE configmaps 200": 1000, "request GET configmaps 200": 1000,
 			"watch events configmaps": 2001, "watch bytes configmaps": 650_000,
 			"etcd delete configmaps": 1000, "request GET leases 200": 2, "watch bytes leases": 400,
+			"request ms DELETE configmaps": 32, "request ms PUT leases": 0.1, "etcd ms delete configmaps": 16,
 		}},
 		{name: "raw deletes (32 workers)", n: 1000, api: apiCounts{
 			"request DELETE configmaps 200": 1000, "watch events configmaps": 1000, "watch bytes configmaps": 300_000,
 			"etcd delete configmaps": 1000, "request PUT leases 200": 1,
+			"request ms DELETE configmaps": 19.25, "etcd ms delete configmaps": 0.4,
 		}},
 		{name: "kube-controller-manager", n: 2000, api: apiCounts{
 			"request DELETE configmaps 200": 2000, "request GET configmaps 200": 4000,
@@ -122,7 +137,9 @@ watch events configmaps                             2.001        1.000        2.
 watch bytes configmaps                                650          300          650
 etcd delete configmaps                              1.000        1.000        1.000
 etcd get configmaps                                 0.000        0.000        0.005
-(3 more series under 0.005, or 1 watch bytes, per deletion for every contender)
+request ms DELETE configmaps                         32.0         19.2          0.0
+etcd ms delete configmaps                            16.0          0.4          0.0
+(4 more series under 0.005, 1 watch bytes or 0.5 ms per deletion for every contender)
 `
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)

@@ -40,7 +40,7 @@
 //	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--dependents 20000,50000] [--workers 32] [--kcm=true]
 //	go run ./hack/bench --run scale [--heartbeat 10m]
 //	go run ./hack/bench --run ownergc --dependents 20000 --pin [--cp-profiles DIR]
-//	go run ./hack/bench --run ownergc --raw 32,paced,watched,exact [--kubegcd-args=--gc-workers=32] [--owner-delay 5s]
+//	go run ./hack/bench --run ownergc --raw 32,paced,watched,exact,beside [--kubegcd-args=--gc-workers=32] [--owner-delay 5s]
 //
 // --pin places etcd and kube-apiserver on CPU 0 and kubegcd,
 // kube-controller-manager and this process (the raw client) on CPU 1, as
@@ -177,7 +177,8 @@ func main() {
 	raw := flag.String("raw", "32", "ownergc: comma-separated raw delete contenders, each a worker count with no client-side limit (\"20\"), "+
 		"\"paced\": 32 workers sharing one token bucket at the deletions/s kubegcd measured at that size, "+
 		"\"watched\": 32 workers beside a metadata-only watch of every ConfigMap, as a collector's mirror keeps, "+
-		"or \"exact\": watched, and deleting through kubegcd's client with its preconditions and propagation")
+		"\"exact\": watched, and deleting through kubegcd's client with its preconditions and propagation, "+
+		"or \"beside\": 32 workers while a kubegcd (with --kubegcd-args) mirrors the cluster, their owner kept so that it deletes nothing")
 	kubegcdArgs := flag.String("kubegcd-args", "", "ownergc: extra arguments of kubegcd's run command, split on spaces, "+
 		"e.g. --kubegcd-args=--gc-workers=32 (the ownership GC's workers)")
 	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz to the owner's deletion (e.g. 5s: its start-up pass still runs)")

@@ -147,25 +147,36 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 		readyAt    time.Time
 	)
 
-	r, err := gcContender(ctx, kube, "gc-kubegcd-"+nsSize, n, cfg.workers, window("kubegcd", func() (int, error) { return kubegcdPID, nil }), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+	// startKubegcd runs a kubegcd that enforces the ownership GC, pinned
+	// with the clients, and waits for its /readyz; name tells its database
+	// and log apart.
+	startKubegcd := func(ctx context.Context, name string) (*testcluster.Kubegcd, string, error) {
 		addr, err := freeAddr()
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		args := []string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, fmt.Sprintf("kubegcd-gc-%d.db", n)), "--listen", addr,
+		args := []string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, fmt.Sprintf("%s-%d.db", name, n)), "--listen", addr,
 			"--log-level", "warn", "--dry-run=false", "--kube-api-qps=" + qps, "--kube-api-burst=" + qps,
 			"--max-deletions-per-minute=0", "--controllers=ownergc", "--profiling"}
-		d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, fmt.Sprintf("kubegcd-gc-%d.log", n)), append(args, cfg.kubegcdArgs...)...)
+		d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, n)), append(args, cfg.kubegcdArgs...)...)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := base.pin.pinClient("kubegcd", d.Pid()); err != nil {
+			return nil, "", errors.Join(err, d.Stop(stopGrace))
+		}
+		if err := d.WaitReady(ctx, "http://"+addr+"/readyz", readyPoll, readyTimeout); err != nil {
+			return nil, "", errors.Join(err, d.Stop(stopGrace))
+		}
+		return d, addr, nil
+	}
+
+	r, err := gcContender(ctx, kube, "gc-kubegcd-"+nsSize, n, cfg.workers, window("kubegcd", func() (int, error) { return kubegcdPID, nil }), func(ctx context.Context, owner *corev1.ConfigMap) (func() error, error) {
+		d, addr, err := startKubegcd(ctx, "kubegcd-gc")
 		if err != nil {
 			return nil, err
 		}
 		kubegcdPID = d.Pid()
-		if err := base.pin.pinClient("kubegcd", kubegcdPID); err != nil {
-			return nil, errors.Join(err, d.Stop(stopGrace))
-		}
-		if err := d.WaitReady(ctx, "http://"+addr+"/readyz", readyPoll, readyTimeout); err != nil {
-			return nil, errors.Join(err, d.Stop(stopGrace))
-		}
 		readyAt = time.Now()
 		if path := os.Getenv("KUBEGCD_BENCH_CPUPROFILE"); path != "" {
 			// Profile kubegcd while it collects, for tuning; one file per
@@ -232,8 +243,18 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 		if i > 0 {
 			profile = "raw-" + c.slug()
 		}
+		var beside func(context.Context, *corev1.ConfigMap) (func() error, error)
+		if c.beside {
+			beside = func(ctx context.Context, _ *corev1.ConfigMap) (func() error, error) {
+				d, _, err := startKubegcd(ctx, "kubegcd-beside")
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return d.Stop(stopGrace) }, nil
+			}
+		}
 		var first, last time.Duration
-		r, err := gcContender(ctx, kube, "gc-raw-"+c.slug()+"-"+nsSize, n, cfg.workers, window(profile, func() (int, error) { return os.Getpid(), nil }), nil,
+		r, err := gcContender(ctx, kube, "gc-raw-"+c.slug()+"-"+nsSize, n, cfg.workers, window(profile, func() (int, error) { return os.Getpid(), nil }), beside,
 			func(ctx context.Context, owner *corev1.ConfigMap, begin func()) (err error) {
 				if c.watched {
 					stop, err := watchAll(ctx, meta)

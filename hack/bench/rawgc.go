@@ -36,10 +36,17 @@ type rawContender struct {
 	// client, with UID and resourceVersion preconditions and background
 	// propagation.
 	exact bool
+	// beside deletes while a kubegcd runs and mirrors the cluster; the
+	// owner stays, so that kubegcd deletes nothing itself. It shows what
+	// kubegcd's presence costs the control plane: its watches, and its
+	// handling of each event, on the client core.
+	beside bool
 }
 
-// parseRaw parses --raw: comma-separated worker counts, "paced" or
-// "watched".
+// rawKinds are the named raw contenders of --raw, besides worker counts.
+const rawKinds = `"paced", "watched", "exact", "beside"`
+
+// parseRaw parses --raw: comma-separated worker counts or rawKinds.
 func parseRaw(s string) ([]rawContender, error) {
 	var cs []rawContender
 	seen := map[rawContender]bool{}
@@ -53,10 +60,12 @@ func parseRaw(s string) ([]rawContender, error) {
 			c = rawContender{workers: pacedWorkers, watched: true}
 		case "exact":
 			c = rawContender{workers: pacedWorkers, watched: true, exact: true}
+		case "beside":
+			c = rawContender{workers: pacedWorkers, beside: true}
 		default:
 			n, err := strconv.Atoi(f)
 			if err != nil || n <= 0 {
-				return nil, fmt.Errorf("%q is neither a positive worker count nor one of \"paced\", \"watched\", \"exact\"", f)
+				return nil, fmt.Errorf("%q is neither a positive worker count nor one of %s", f, rawKinds)
 			}
 			c = rawContender{workers: n}
 		}
@@ -78,6 +87,8 @@ func (c rawContender) slug() string {
 		return "exact"
 	case c.watched:
 		return "watched"
+	case c.beside:
+		return "beside"
 	}
 	return strconv.Itoa(c.workers)
 }
@@ -92,6 +103,8 @@ func (c rawContender) name(rate float64) string {
 		return fmt.Sprintf("raw deletes (%d workers) as kubegcd's", c.workers)
 	case c.watched:
 		return fmt.Sprintf("raw deletes (%d workers), watched", c.workers)
+	case c.beside:
+		return fmt.Sprintf("raw deletes (%d workers), kubegcd beside", c.workers)
 	}
 	return fmt.Sprintf("raw deletes (%d workers)", c.workers)
 }
@@ -200,6 +213,8 @@ func rawSummary(cs []rawContender) string {
 			parts[i] = fmt.Sprintf("%d workers deleting as kubegcd does (its client, preconditions, background), watched", c.workers)
 		case c.watched:
 			parts[i] = fmt.Sprintf("%d workers beside a metadata-only watch of every ConfigMap", c.workers)
+		case c.beside:
+			parts[i] = fmt.Sprintf("%d workers while a kubegcd mirrors the cluster (their owner stays)", c.workers)
 		default:
 			parts[i] = fmt.Sprintf("%d workers", c.workers)
 		}

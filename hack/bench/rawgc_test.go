@@ -27,6 +27,9 @@ func TestParseRaw(t *testing.T) {
 		{in: "paced,32", want: []rawContender{{workers: pacedWorkers, paced: true}, {workers: 32}}},
 		{in: "32,watched", want: []rawContender{{workers: 32}, {workers: pacedWorkers, watched: true}}},
 		{in: "exact", want: []rawContender{{workers: pacedWorkers, watched: true, exact: true}}},
+		{in: "32,beside", want: []rawContender{{workers: 32}, {workers: pacedWorkers, beside: true}}},
+		{in: "beside,beside", wantErr: `"beside" is listed twice`},
+		{in: "Beside", wantErr: `"Beside" is neither a positive worker count nor one of "paced", "watched", "exact", "beside"`},
 		{in: "", wantErr: `"" is neither a positive worker count nor one of "paced", "watched", "exact"`},
 		{in: "0", wantErr: `"0" is neither a positive worker count nor one of "paced", "watched", "exact"`},
 		{in: "-4", wantErr: `"-4" is neither`},
@@ -61,6 +64,7 @@ func TestRawContenderNames(t *testing.T) {
 		{c: rawContender{workers: 32, paced: true}, name: "raw deletes paced to kubegcd (812/s)", column: "raw paced", slug: "paced"},
 		{c: rawContender{workers: 32, watched: true}, name: "raw deletes (32 workers), watched", column: "raw watched", slug: "watched"},
 		{c: rawContender{workers: 32, watched: true, exact: true}, name: "raw deletes (32 workers) as kubegcd's", column: "raw exact", slug: "exact"},
+		{c: rawContender{workers: 32, beside: true}, name: "raw deletes (32 workers), kubegcd beside", column: "raw beside", slug: "beside"},
 	} {
 		t.Run(tc.slug, func(t *testing.T) {
 			if got := tc.c.name(812.4); got != tc.name {
@@ -74,8 +78,9 @@ func TestRawContenderNames(t *testing.T) {
 			}
 		})
 	}
-	got := rawSummary([]rawContender{{workers: 32}, {workers: 32, paced: true}})
-	want := "32 workers, 32 workers paced to kubegcd's deletions/s; no client-side limit unless paced"
+	got := rawSummary([]rawContender{{workers: 32}, {workers: 32, paced: true}, {workers: 32, beside: true}})
+	want := "32 workers, 32 workers paced to kubegcd's deletions/s, 32 workers while a kubegcd mirrors the cluster (their owner stays); " +
+		"no client-side limit unless paced"
 	if got != want {
 		t.Errorf("rawSummary = %q, want %q", got, want)
 	}
