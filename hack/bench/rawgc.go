@@ -104,7 +104,7 @@ func (c rawContender) name(rate float64) string {
 	case c.watched:
 		return fmt.Sprintf("raw deletes (%d workers), watched", c.workers)
 	case c.beside:
-		return fmt.Sprintf("raw deletes (%d workers), kubegcd beside", c.workers)
+		return fmt.Sprintf("raw deletes (%d), kubegcd beside", c.workers)
 	}
 	return fmt.Sprintf("raw deletes (%d workers)", c.workers)
 }
