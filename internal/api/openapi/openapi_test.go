@@ -56,7 +56,7 @@ func TestSchemasCarryComments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ schema, property, want string }{
-		{"Status", "", "is the answer of GET /status"},
+		{"Status", "", "answer of GET /status"},
 		{"Status", "version", "kubegcd's version"},
 		{"AuditEntry", "outcome", "skipped for a decision that needs no write"},
 		{"Object", "deletionTimestamp", `"type":"null"`},
@@ -106,6 +106,33 @@ func TestEnumsNameProperties(t *testing.T) {
 		got := d.Components.Schemas[name].Properties[prop].Enum
 		if len(got) != len(want) {
 			t.Errorf("%s: enum %v, want %v", key, got, want)
+		}
+	}
+}
+
+func TestWithoutGoName(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"Version", "Version is kubegcd's version.", "kubegcd's version."},
+		{"StartedAt", "StartedAt is when this instance started.", "When this instance started."},
+		{"Items", "Items are the decisions of this page; [] when none matched.", "The decisions of this page; [] when none matched."},
+		{"DryRun", "DryRun: decisions are recorded, never sent to the cluster.", "Decisions are recorded, never sent to the cluster."},
+		{"PausedBy", "PausedBy names each cause of the pause.", "Names each cause of the pause."},
+		{"Blockers", "Blockers hold Target in turn.", "Hold Target in turn."},
+		{"HolderSince", "HolderSince is, on a Lease's created item, since when.", "On a Lease's created item, since when."},
+		{"Kind", "Kind says, for a write, what.", "Says, for a write, what."},
+		{"Items", "Items are ?namespace= and ?expired= kept.", "?namespace= and ?expired= kept."},
+		{"Saw", "Saw is kubegcd saw it.", "kubegcd saw it."},
+		// Kept whole.
+		{"Propagation", "Propagation of a delete: how its dependents go.", "Propagation of a delete: how its dependents go."},
+		{"Virtual", "Virtual, in upstream's sense: known only from a reference.", "Virtual, in upstream's sense: known only from a reference."},
+		{"NotBefore", "NotBefore, when set, is the earliest time.", "NotBefore, when set, is the earliest time."},
+		{"UID", "The object's UID.", "The object's UID."},
+		{"Name", "Namespace is not this field.", "Namespace is not this field."},
+		{"Name", "Name RFC 1123.", "Name RFC 1123."},
+		{"Name", "", ""},
+	} {
+		if got := withoutGoName(tc.name, tc.text); got != tc.want {
+			t.Errorf("withoutGoName(%q, %q) = %q, want %q", tc.name, tc.text, got, tc.want)
 		}
 	}
 }
