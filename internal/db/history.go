@@ -379,18 +379,30 @@ func (d History) PruneHistory(ctx context.Context, cutoff time.Time) (int64, err
 // LeaseHolderHistory returns, for each Lease uid, its rows that name a
 // holder (created and holder-changed), oldest first.
 func (d History) LeaseHolderHistory(ctx context.Context, uids []string) (map[string][]HistoryEntry, error) {
+	return d.historiesOf(ctx, "lease history", uids, ` AND event IN ('created', 'holder-changed')`)
+}
+
+// HistoriesOf returns the whole history of each object of uids, oldest
+// first, in one query: an object history knows nothing of has no entry.
+func (d History) HistoriesOf(ctx context.Context, uids []string) (map[string][]HistoryEntry, error) {
+	return d.historiesOf(ctx, "histories", uids, "")
+}
+
+// historiesOf reads the history rows of uids that where (an SQL condition
+// after the uid's, or "") keeps, by uid; what names the read in errors.
+func (d History) historiesOf(ctx context.Context, what string, uids []string, where string) (map[string][]HistoryEntry, error) {
 	out := map[string][]HistoryEntry{}
 	if len(uids) == 0 {
 		return out, nil
 	}
 	rows, err := d.query(ctx, `SELECT `+historyColumns+` FROM object_history
-		WHERE uid IN (SELECT value FROM json_each(?)) AND event IN ('created', 'holder-changed') ORDER BY uid, id`, jsonOrNull(uids))
+		WHERE uid IN (SELECT value FROM json_each(?))`+where+` ORDER BY uid, id`, jsonOrNull(uids))
 	if err != nil {
-		return nil, fmt.Errorf("lease history: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	entries, err := scanHistory(rows)
 	if err != nil {
-		return nil, fmt.Errorf("lease history: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	for _, e := range entries {
 		out[e.UID] = append(out[e.UID], e)

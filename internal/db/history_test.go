@@ -347,6 +347,22 @@ func TestLeaseHolderHistory(t *testing.T) {
 	if len(rows) != 1 {
 		t.Errorf("history for %d leases, want only l's", len(rows))
 	}
+
+	// The whole history, renewals aside, in one read: HistoriesOf.
+	all, err := d.History().HistoriesOf(ctx, []string{"l", "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := d.History().HistoryOf(ctx, "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]HistoryEntry{"l": one}, all); diff != "" || len(one) < len(want) {
+		t.Errorf("HistoriesOf (-HistoryOf +got), %d rows:\n%s", len(one), diff)
+	}
+	if none, err := d.History().HistoriesOf(ctx, nil); err != nil || len(none) != 0 {
+		t.Errorf("HistoriesOf(nil) = %v, %v; want an empty map", none, err)
+	}
 }
 
 // TestHistoryOwnerRefsStored pins the JSON that object_history keeps of a

@@ -118,25 +118,24 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	d := leaseData{leases: rows, candidates: candidates, histories: map[string][]db.HistoryEntry{}}
+	d := leaseData{leases: rows, candidates: candidates}
 	uids := make([]string, len(rows))
+	// The preferred holder is dated by every row of the Lease's history,
+	// read only where it is not the holder: few Leases.
+	var notPreferred []string
 	for i, l := range rows {
 		uids[i] = l.UID
+		if l.PreferredHolder != nil && *l.PreferredHolder != "" && (l.HolderIdentity == nil || *l.HolderIdentity != *l.PreferredHolder) {
+			notPreferred = append(notPreferred, l.UID)
+		}
 	}
 	if d.holders, err = s.DB.LeaseHolderHistory(ctx, uids); err != nil {
 		s.internalError(w, r, err)
 		return
 	}
-	// The preferred holder is dated by every row of the Lease's history,
-	// read only where it is not the holder: few Leases.
-	for _, l := range rows {
-		if l.PreferredHolder == nil || *l.PreferredHolder == "" || (l.HolderIdentity != nil && *l.HolderIdentity == *l.PreferredHolder) {
-			continue
-		}
-		if d.histories[l.UID], err = s.DB.HistoryOf(ctx, l.UID); err != nil {
-			s.internalError(w, r, err)
-			return
-		}
+	if d.histories, err = s.DB.HistoriesOf(ctx, notPreferred); err != nil {
+		s.internalError(w, r, err)
+		return
 	}
 	writeJSON(w, r, http.StatusOK, leaseListOf(d, expired, time.Now()))
 }

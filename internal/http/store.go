@@ -46,6 +46,7 @@ type History interface {
 	RecentHistoryOf(ctx context.Context, uid string, n int) ([]db.HistoryEntry, bool, error)
 	HistoryAt(ctx context.Context, uids []string, at time.Time, limit int) (*db.HistorySnapshot, error)
 	LeaseHolderHistory(ctx context.Context, uids []string) (map[string][]db.HistoryEntry, error)
+	HistoriesOf(ctx context.Context, uids []string) (map[string][]db.HistoryEntry, error)
 }
 
 // Decisions is what the server reads of the controllers' decisions: the
