@@ -78,6 +78,18 @@ func parseRaw(s string) ([]rawContender, error) {
 	return cs, nil
 }
 
+// verdictRaw returns the index in cs of the contender kubegcd is judged
+// against: the first of plain workers, with no pace, watch or kubegcd
+// beside, else the first.
+func verdictRaw(cs []rawContender) int {
+	for i, c := range cs {
+		if !c.paced && !c.watched && !c.beside {
+			return i
+		}
+	}
+	return 0
+}
+
 // slug names the contender in namespaces and file names.
 func (c rawContender) slug() string {
 	switch {

@@ -232,3 +232,24 @@ func TestNamespaceSize(t *testing.T) {
 		}
 	}
 }
+
+func TestVerdictRaw(t *testing.T) {
+	plain, paced := rawContender{workers: 32}, rawContender{workers: pacedWorkers, paced: true}
+	watched := rawContender{workers: pacedWorkers, watched: true}
+	exact := rawContender{workers: pacedWorkers, watched: true, exact: true}
+	beside := rawContender{workers: pacedWorkers, beside: true}
+	for _, tc := range []struct {
+		cs   []rawContender
+		want int
+	}{
+		{[]rawContender{plain}, 0},
+		{[]rawContender{plain, beside}, 0},
+		{[]rawContender{beside, plain}, 1},
+		{[]rawContender{paced, watched, exact, beside, {workers: 20}}, 4},
+		{[]rawContender{exact, paced}, 0},
+	} {
+		if got := verdictRaw(tc.cs); got != tc.want {
+			t.Errorf("verdictRaw(%v) = %d, want %d", tc.cs, got, tc.want)
+		}
+	}
+}
