@@ -41,10 +41,13 @@
 //	go run ./hack/bench --run scale [--heartbeat 10m]
 //	go run ./hack/bench --run ownergc --dependents 20000 --pin [--cp-profiles DIR]
 //	go run ./hack/bench --run ownergc --raw 32,paced,watched,exact,beside [--kubegcd-args=--gc-workers=32] [--owner-delay 5s]
+//	go run ./hack/bench --run ownergc --pin --rounds 3
 //
 // --pin places etcd and kube-apiserver on CPU 0 and kubegcd,
 // kube-controller-manager and this process (the raw client) on CPU 1, as
-// when kubegcd runs off the cluster; it needs two CPUs or more.
+// when kubegcd runs off the cluster; it needs two CPUs or more. --rounds N
+// runs every ownergc contender N times at each size, each round in another
+// order, since the position in a run alone moves a rate by up to a fifth.
 //
 // For tuning, KUBEGCD_BENCH_CPUPROFILE=PATH writes a CPU profile of
 // kubegcd while it collects (ownergc, podgc, scale; %n in PATH is the
@@ -116,6 +119,8 @@ type config struct {
 	raw         []rawContender
 	kubegcdArgs []string
 	ownerDelay  time.Duration
+	// rounds of every contender at each size, each round in its own order.
+	rounds int
 
 	runPodGC       bool
 	runTTL         bool
@@ -181,12 +186,14 @@ func main() {
 		"or \"beside\": 32 workers while a kubegcd (with --kubegcd-args) mirrors the cluster, their owner kept so that it deletes nothing")
 	kubegcdArgs := flag.String("kubegcd-args", "", "ownergc: extra arguments of kubegcd's run command, split on spaces, "+
 		"e.g. --kubegcd-args=--gc-workers=32 (the ownership GC's workers)")
+	rounds := flag.Int("rounds", 1, "ownergc: rounds of every contender at each size on one control plane, each round in another order "+
+		"(the list rotated by one); the verdicts take the median of the rounds' ratios")
 	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz to the owner's deletion (e.g. 5s: its start-up pass still runs)")
 	flag.Parse()
 	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles,
 		readEndpoints: *readEndpoints, cpProfiles: *cpProfiles, cpProfileSeconds: *cpProfileSeconds,
-		kubegcdArgs: strings.Fields(*kubegcdArgs), ownerDelay: *ownerDelay}
+		kubegcdArgs: strings.Fields(*kubegcdArgs), ownerDelay: *ownerDelay, rounds: *rounds}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":
@@ -221,7 +228,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: --raw:", err)
 		os.Exit(2)
 	}
-	if cfg.workers < 1 || cfg.cpProfileSeconds < 1 || cfg.ownerDelay < 0 || flag.NArg() > 0 {
+	if cfg.workers < 1 || cfg.cpProfileSeconds < 1 || cfg.ownerDelay < 0 || cfg.rounds < 1 || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
