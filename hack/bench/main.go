@@ -121,6 +121,9 @@ type config struct {
 	ownerDelay  time.Duration
 	// rounds of every contender at each size, each round in its own order.
 	rounds int
+	// kubegcdDBDir holds kubegcd's databases in the ownership GC ("": the
+	// run's directory).
+	kubegcdDBDir string
 
 	runPodGC       bool
 	runTTL         bool
@@ -188,12 +191,14 @@ func main() {
 		"e.g. --kubegcd-args=--gc-workers=32 (the ownership GC's workers)")
 	rounds := flag.Int("rounds", 1, "ownergc: rounds of every contender at each size on one control plane, each round in another order "+
 		"(the list rotated by one); the verdicts take the median of the rounds' ratios")
+	kubegcdDBDir := flag.String("kubegcd-db-dir", "", "ownergc: put kubegcd's databases in a new directory under this one, "+
+		"e.g. /dev/shm: its fsyncs then stay off the disk the control plane shares on one machine")
 	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz to the owner's deletion (e.g. 5s: its start-up pass still runs)")
 	flag.Parse()
 	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles,
 		readEndpoints: *readEndpoints, cpProfiles: *cpProfiles, cpProfileSeconds: *cpProfileSeconds,
-		kubegcdArgs: strings.Fields(*kubegcdArgs), ownerDelay: *ownerDelay, rounds: *rounds}
+		kubegcdArgs: strings.Fields(*kubegcdArgs), ownerDelay: *ownerDelay, rounds: *rounds, kubegcdDBDir: *kubegcdDBDir}
 	for b := range strings.SplitSeq(*which, ",") {
 		switch strings.TrimSpace(b) {
 		case "ingest":
@@ -280,6 +285,14 @@ func run(ctx context.Context, cfg config) (err error) {
 		err = os.RemoveAll(dir)
 	}()
 
+	if cfg.kubegcdDBDir != "" {
+		var dbDir string
+		if dbDir, err = os.MkdirTemp(cfg.kubegcdDBDir, "kubegcd-bench-"); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, os.RemoveAll(dbDir)) }()
+		cfg.kubegcdDBDir = dbDir
+	}
 	fmt.Printf("kubegcd benchmarks: %d CPUs, %d client workers\n", runtime.NumCPU(), cfg.workers)
 	if cfg.runReads {
 		// No cluster: the database is filled through kubegcd's own code.

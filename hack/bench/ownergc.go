@@ -135,6 +135,9 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 	if len(cfg.kubegcdArgs) > 0 {
 		fmt.Printf("   kubegcd run with the extra arguments %s\n", strings.Join(cfg.kubegcdArgs, " "))
 	}
+	if cfg.kubegcdDBDir != "" {
+		fmt.Printf("   kubegcd's databases in %s\n", cfg.kubegcdDBDir)
+	}
 	meta, err := metadata.NewForConfig(cluster.Config)
 	if err != nil {
 		return err
@@ -166,7 +169,7 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 		if err != nil {
 			return nil, "", err
 		}
-		args := []string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, fmt.Sprintf("%s-%d.db", name, n)), "--listen", addr,
+		args := []string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(cmp.Or(cfg.kubegcdDBDir, dir), fmt.Sprintf("%s-%d.db", name, n)), "--listen", addr,
 			"--log-level", "warn", "--dry-run=false", "--kube-api-qps=" + qps, "--kube-api-burst=" + qps,
 			"--max-deletions-per-minute=0", "--controllers=ownergc", "--profiling"}
 		d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, n)), append(args, cfg.kubegcdArgs...)...)
