@@ -41,13 +41,16 @@
 //	go run ./hack/bench --run scale [--heartbeat 10m]
 //	go run ./hack/bench --run ownergc --dependents 20000 --pin [--cp-profiles DIR]
 //	go run ./hack/bench --run ownergc --raw 32,paced,watched,exact,beside [--kubegcd-args=--gc-workers=32] [--owner-delay 5s]
-//	go run ./hack/bench --run ownergc --pin --rounds 3
+//	go run ./hack/bench --run ownergc --pin --kubegcd-db-dir /dev/shm --rounds 3
 //
 // --pin places etcd and kube-apiserver on CPU 0 and kubegcd,
 // kube-controller-manager and this process (the raw client) on CPU 1, as
-// when kubegcd runs off the cluster; it needs two CPUs or more. --rounds N
-// runs every ownergc contender N times at each size, each round in another
-// order, since the position in a run alone moves a rate by up to a fifth.
+// when kubegcd runs off the cluster; it needs two CPUs or more. Disk writes
+// on one core of a virtual machine slow the other core too, so a pinned run
+// puts kubegcd's databases on tmpfs with --kubegcd-db-dir /dev/shm: off the
+// cluster, its fsyncs land on its own machine. --rounds N runs every ownergc
+// contender N times at each size, each round in another order, since the
+// position in a run alone moves a rate by up to a fifth.
 //
 // For tuning, KUBEGCD_BENCH_CPUPROFILE=PATH writes a CPU profile of
 // kubegcd while it collects (ownergc, podgc, scale; %n in PATH is the

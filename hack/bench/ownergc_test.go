@@ -129,3 +129,24 @@ func TestMergeRounds(t *testing.T) {
 		t.Errorf("no metrics in any round: n %d, api %v; want the deletions and no counts", none[0].n, none[0].api)
 	}
 }
+
+func TestResultsTableRoundOrder(t *testing.T) {
+	var out bytes.Buffer
+	resultsTable(&out, [][]gcResult{gcRound(1, 1, 2, 0), gcRound(1, 1, 2, 0)})
+	var rows []string
+	for line := range strings.SplitSeq(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] != "CPU" && f[0] != "contender" {
+			rows = append(rows, f[0])
+		}
+	}
+	// Each round lists its rows in the order they ran.
+	want := []string{"round", "kubegcd", "raw", "kube-controller-manager", "round", "raw", "kube-controller-manager", "kubegcd"}
+	if !slices.Equal(rows, want) {
+		t.Errorf("rows begin %v, want %v\n%s", rows, want, out.String())
+	}
+	out.Reset()
+	resultsTable(&out, [][]gcResult{gcRound(1, 1, 2, 0)})
+	if strings.Contains(out.String(), "round") {
+		t.Errorf("a single round is headed as a round:\n%s", out.String())
+	}
+}
