@@ -58,39 +58,47 @@ func gcRound(kubegcd, raw, kcm float64, first time.Duration) []gcResult {
 	return rs
 }
 
-func TestOwnerGCVerdictsOneRound(t *testing.T) {
-	var out bytes.Buffer
-	ownerGCVerdicts(&out, "20k", [][]gcResult{gcRound(1, 0.95, 2, 200*time.Millisecond)}, 1)
-	want := []string{
-		"20k: kubegcd vs kube-controller-manager: 2.00× (target ≥ 1.8×) ok",
-		"20k: kubegcd vs raw deletes (32 workers): 0.95× (target ≥ 0.9×) ok",
-		// The control plane's CPU is proportional to the time here.
-		"20k: kubegcd's control-plane CPU per deletion vs raw deletes (32 workers): 1.05× (target ≤ 1.1×) ok",
-		"20k: kubegcd first deletion after 200ms (target ≤ 500ms) ok",
-	}
-	if got := strings.Split(strings.TrimSpace(out.String()), "\n"); !slices.Equal(got, want) {
-		t.Errorf("verdicts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-func TestOwnerGCVerdictsRounds(t *testing.T) {
-	var out bytes.Buffer
-	// kubegcd against raw: 0.80×, 1.00×, 0.95× (median 0.95×), and its
-	// first deletion is too slow in round 2 only.
-	byRound := [][]gcResult{
-		gcRound(1, 0.8, 1.7, 200*time.Millisecond),
-		gcRound(1, 1, 1.9, 600*time.Millisecond),
-		gcRound(1, 0.95, 1.5, 100*time.Millisecond),
-	}
-	ownerGCVerdicts(&out, "50k", byRound, 1)
-	want := []string{
-		"50k: kubegcd vs kube-controller-manager: 1.70× (median of 1.70×, 1.90×, 1.50×; target ≥ 1.8×) FAIL",
-		"50k: kubegcd vs raw deletes (32 workers): 0.95× (median of 0.80×, 1.00×, 0.95×; target ≥ 0.9×) ok",
-		"50k: kubegcd's control-plane CPU per deletion vs raw deletes (32 workers): 1.05× (median of 1.25×, 1.00×, 1.05×; target ≤ 1.1×) ok",
-		"50k: kubegcd first deletion after 600ms (slowest of 3 rounds; target ≤ 500ms) FAIL",
-	}
-	if got := strings.Split(strings.TrimSpace(out.String()), "\n"); !slices.Equal(got, want) {
-		t.Errorf("verdicts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+func TestOwnerGCVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		size    string
+		byRound [][]gcResult
+		want    []string
+	}{{
+		name:    "one round",
+		size:    "20k",
+		byRound: [][]gcResult{gcRound(1, 0.95, 2, 200*time.Millisecond)},
+		want: []string{
+			"20k: kubegcd vs kube-controller-manager: 2.00× (target ≥ 1.8×) ok",
+			"20k: kubegcd vs raw deletes (32 workers): 0.95× (target ≥ 0.9×) ok",
+			// The control plane's CPU is proportional to the time here.
+			"20k: kubegcd's control-plane CPU per deletion vs raw deletes (32 workers): 1.05× (target ≤ 1.1×) ok",
+			"20k: kubegcd first deletion after 200ms (target ≤ 500ms) ok",
+		},
+	}, {
+		// kubegcd against raw: 0.80×, 1.00×, 0.95× (median 0.95×), and its
+		// first deletion is too slow in round 2 only.
+		name: "three rounds",
+		size: "50k",
+		byRound: [][]gcResult{
+			gcRound(1, 0.8, 1.7, 200*time.Millisecond),
+			gcRound(1, 1, 1.9, 600*time.Millisecond),
+			gcRound(1, 0.95, 1.5, 100*time.Millisecond),
+		},
+		want: []string{
+			"50k: kubegcd vs kube-controller-manager: 1.70× (median of 1.70×, 1.90×, 1.50×; target ≥ 1.8×) FAIL",
+			"50k: kubegcd vs raw deletes (32 workers): 0.95× (median of 0.80×, 1.00×, 0.95×; target ≥ 0.9×) ok",
+			"50k: kubegcd's control-plane CPU per deletion vs raw deletes (32 workers): 1.05× (median of 1.25×, 1.00×, 1.05×; target ≤ 1.1×) ok",
+			"50k: kubegcd first deletion after 600ms (slowest of 3 rounds; target ≤ 500ms) FAIL",
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			ownerGCVerdicts(&out, tc.size, tc.byRound, 1)
+			if got := strings.Split(strings.TrimSpace(out.String()), "\n"); !slices.Equal(got, tc.want) {
+				t.Errorf("verdicts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
 	}
 }
 
