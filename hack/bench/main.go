@@ -47,8 +47,8 @@
 // kube-controller-manager and this process (the raw client) on CPU 1, as
 // when kubegcd runs off the cluster; it needs two CPUs or more. Disk writes
 // on one core of a virtual machine slow the other core too, so a pinned run
-// puts kubegcd's databases on tmpfs with --kubegcd-db-dir /dev/shm: off the
-// cluster, its fsyncs land on its own machine. --rounds N runs every ownergc
+// should put kubegcd's databases on tmpfs with --kubegcd-db-dir /dev/shm:
+// off the cluster, its fsyncs land on its own machine. --rounds N runs every ownergc
 // contender N times at each size, each round in another order, since the
 // position in a run alone moves a rate by up to a fifth.
 //
