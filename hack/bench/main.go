@@ -183,7 +183,7 @@ func main() {
 	restartObjects := flag.Int("restart-objects", 200_000, "restart: ConfigMaps in the cluster when kubegcd restarts")
 	heartbeat := flag.Duration("heartbeat", 10*time.Minute, "scale: how long kubegcd and kube-controller-manager watch the nodes' heartbeats")
 	pin := flag.Bool("pin", false, "pin etcd and kube-apiserver to CPU 0, kubegcd, kube-controller-manager and the raw client to CPU 1 (needs two CPUs)")
-	cpProfiles := flag.String("cp-profiles", "", "ownergc: write CPU profiles of kube-apiserver during the kubegcd run and each raw run of the first size into this directory")
+	cpProfiles := flag.String("cp-profiles", "", "ownergc: write CPU profiles of kube-apiserver during the kubegcd run and each raw run of the first size (and round) into this directory")
 	cpProfileSeconds := flag.Int("cp-profile-seconds", 5, "ownergc: length of each --cp-profiles profile, from the first deletion")
 	raw := flag.String("raw", "32", "ownergc: comma-separated raw delete contenders, each a worker count with no client-side limit (\"20\"), "+
 		"\"paced\": 32 workers sharing one token bucket at the deletions/s kubegcd measured at that size, "+
