@@ -204,19 +204,22 @@ func candidateExpired(c LeaseCandidate, now time.Time) LeaseFinding {
 	return f
 }
 
+// PreferredElsewhere reports whether a Lease names a preferred holder
+// that does not hold it, whether another holds it or none does.
+func PreferredElsewhere(holder, preferred *string) bool {
+	return preferred != nil && *preferred != "" && (holder == nil || *holder != *preferred)
+}
+
 // holderNotPreferred is the holder-not-preferred finding of a Lease, if
 // it has one (see InventoryLeases).
 func holderNotPreferred(f LeaseFacts, now time.Time) (LeaseFinding, bool) {
 	l := f.Lease
-	if l.PreferredHolder == nil || *l.PreferredHolder == "" || f.PreferredSince == nil || l.LeaseDurationSeconds == nil {
+	if !PreferredElsewhere(l.HolderIdentity, l.PreferredHolder) || f.PreferredSince == nil || l.LeaseDurationSeconds == nil {
 		return LeaseFinding{}, false
 	}
 	holder := ""
 	if l.HolderIdentity != nil {
 		holder = *l.HolderIdentity
-	}
-	if holder == *l.PreferredHolder {
-		return LeaseFinding{}, false
 	}
 	since := *f.PreferredSince
 	if f.HolderSince != nil && f.HolderSince.After(since) {

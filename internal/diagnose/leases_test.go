@@ -328,3 +328,23 @@ func TestLeaseFactsOf(t *testing.T) {
 		})
 	}
 }
+
+func TestPreferredElsewhere(t *testing.T) {
+	s := func(v string) *string { return &v }
+	for _, tc := range []struct {
+		holder, preferred *string
+		want              bool
+	}{
+		{nil, nil, false},
+		{s("a"), nil, false},
+		{s("a"), s(""), false},
+		{s("a"), s("a"), false},
+		{s("a"), s("b"), true},
+		{nil, s("b"), true},
+		{s(""), s("b"), true},
+	} {
+		if got := PreferredElsewhere(tc.holder, tc.preferred); got != tc.want {
+			t.Errorf("PreferredElsewhere(%v, %v) = %v, want %v", tc.holder, tc.preferred, got, tc.want)
+		}
+	}
+}

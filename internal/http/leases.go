@@ -125,7 +125,7 @@ func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 	var notPreferred []string
 	for i, l := range rows {
 		uids[i] = l.UID
-		if l.PreferredHolder != nil && *l.PreferredHolder != "" && (l.HolderIdentity == nil || *l.HolderIdentity != *l.PreferredHolder) {
+		if diagnose.PreferredElsewhere(l.HolderIdentity, l.PreferredHolder) {
 			notPreferred = append(notPreferred, l.UID)
 		}
 	}
