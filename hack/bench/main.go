@@ -48,7 +48,7 @@
 // when kubegcd runs off the cluster; it needs two CPUs or more. Disk writes
 // on one core of a virtual machine slow the other core too, so a pinned run
 // should put kubegcd's databases on tmpfs with --kubegcd-db-dir /dev/shm:
-// off the cluster, its fsyncs land on its own machine. --rounds N runs every ownergc
+// off the cluster, its disk writes land on its own machine. --rounds N runs every ownergc
 // contender N times at each size, each round in another order, since the
 // position in a run alone moves a rate by up to a fifth.
 //
@@ -195,7 +195,7 @@ func main() {
 	rounds := flag.Int("rounds", 1, "ownergc: rounds of every contender at each size on one control plane, each round in another order "+
 		"(the list rotated by one); the verdicts take the median of the rounds' ratios")
 	kubegcdDBDir := flag.String("kubegcd-db-dir", "", "ownergc: put kubegcd's databases in a new directory under this one, "+
-		"e.g. /dev/shm: its fsyncs then stay off the disk the control plane shares on one machine")
+		"e.g. /dev/shm: its disk writes then stay off the disk the control plane shares on one machine")
 	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz to the owner's deletion (e.g. 5s: its start-up pass still runs)")
 	flag.Parse()
 	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
