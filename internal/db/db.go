@@ -69,6 +69,9 @@ type core struct {
 	stopWriter chan struct{}
 	writerDone chan struct{}
 	probes     chan struct{} // WriterAlive's
+	// checkpointer copies the WAL into the database file (checkpoint.go);
+	// nil when read-only.
+	checkpointer *checkpointer
 
 	// Closed when a write found the file corrupt (see corrupt.go).
 	corrupt     chan struct{}
@@ -100,6 +103,9 @@ type Options struct {
 	// (the diagnosis reads hop most); the controllers' do not, so that the
 	// daemon's memory at rest stays its own.
 	MapReads bool
+	// CheckpointEvery is the least time between two checkpoints (default
+	// 2 s; see checkpoint.go).
+	CheckpointEvery time.Duration
 	// Driver names the database/sql driver of the read connections; ""
 	// is modernc's "sqlite". A test registers a driver wrapping it to see
 	// every statement the reads run (their query plans are checked).
@@ -127,6 +133,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, err
 		}
 		d.lock = lock
+		d.checkpointer = newCheckpointer()
 		// Started once the lock is held, so that a refused Open leaves no
 		// goroutine behind; from here on Close stops it. It touches d.write
 		// only for a request, which comes after Open.
@@ -201,8 +208,17 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			"over two read transactions on one snapshot: paired; single (one core, or all pair slots taken); " +
 			"moved (a commit came between the two transactions' starts).",
 	}, []string{"read"})
+	if !opts.ReadOnly {
+		if err := d.startCheckpointer(cmp.Or(opts.CheckpointEvery, defaultCheckpointEvery)); err != nil {
+			return nil, fmt.Errorf("database %s: %w", path, err)
+		}
+	}
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{d.writeSeconds, d.writesPerCommit, d.pairedReads} {
+		cs := []prometheus.Collector{d.writeSeconds, d.writesPerCommit, d.pairedReads}
+		if d.checkpointer != nil {
+			cs = append(cs, d.checkpointer.seconds, d.checkpointer.errors)
+		}
+		for _, c := range cs {
 			if err := opts.Registerer.Register(c); err != nil {
 				return nil, err
 			}
@@ -228,6 +244,9 @@ func (d *DB) Close() error {
 	}
 	if d.stream != nil {
 		errs = append(errs, d.stream.Close())
+	}
+	if d.checkpointer != nil {
+		errs = append(errs, d.checkpointer.close())
 	}
 	if d.write != nil {
 		errs = append(errs, d.write.Close())
@@ -272,6 +291,10 @@ func dsn(path string, readOnly, mapped bool) string {
 		// sub-journal copies every page it first changes: in memory, not
 		// through a temporary file's write syscalls.
 		q.Add("_pragma", "temp_store(MEMORY)")
+		// The checkpointer copies the WAL into the file; a writer does so
+		// itself only past a backstop (see checkpoint.go).
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walBackstopPages))
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	}
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")

@@ -121,6 +121,7 @@ func (d *core) commitGroup(batch []*writeReq) {
 	if !d.runGroup(batch, results, false) {
 		d.runGroup(batch, results, true)
 	}
+	d.checkpointer.noteCommit()
 }
 
 // runGroup runs the writes of batch not yet failed in one transaction and

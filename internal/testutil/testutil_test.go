@@ -3,6 +3,7 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -132,5 +133,20 @@ func TestStopErrorWraps(t *testing.T) {
 	err := error(StopError{errGone})
 	if err.Error() != "gone" || !errors.Is(err, errGone) {
 		t.Errorf("StopError{gone}: %q, Is(gone) %v; want its error's text and Is", err, errors.Is(err, errGone))
+	}
+}
+
+func TestWrittenBytesCountsWrites(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	before := WrittenBytes(t)
+	if _, err := f.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := WrittenBytes(t) - before; got < 1<<20 {
+		t.Fatalf("WrittenBytes grew by %d over a write of 1 MiB", got)
 	}
 }

@@ -1,0 +1,140 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// openCheckpointing opens a fresh database whose checkpointer waits at
+// least every between checkpoints.
+func openCheckpointing(t *testing.T, every time.Duration) *DB {
+	t.Helper()
+	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), Options{CheckpointEvery: every})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// fileSize is the size of the file at path; 0 when there is none.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// writeAudits commits n audit rows of about 1 KB each, numbered from
+// from, one commit per row, as workers that each wait for their write do.
+func writeAudits(t *testing.T, d *DB, from, n int) {
+	t.Helper()
+	reason := strings.Repeat("r", 1000)
+	for i := from; i < from+n; i++ {
+		e := &AuditEntry{Instance: "i", Controller: "gc", Rule: "owner-gone", Action: "delete", Reason: reason, Outcome: "applied",
+			Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("cm-", i), UID: fmt.Sprint("uid-", i)}}
+		if err := d.Ledger().InsertAudit(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The writer's commits do not checkpoint: with the checkpointer held off,
+// 300 commits of an audit row each (8 pages: the row, its six indexes and
+// the id sequence) leave every page they wrote in the WAL, where SQLite's
+// default would have copied them into the file every 1,000 pages.
+func TestCommitsLeaveCheckpointsToCheckpointer(t *testing.T) {
+	d := openCheckpointing(t, time.Hour)
+	before := fileSize(t, d.Path)
+	writeAudits(t, d, 0, 300)
+	if wal := fileSize(t, d.Path+"-wal"); wal < 4<<20 {
+		t.Fatalf("the WAL holds %d bytes after 300 commits, want more than 4 MB", wal)
+	}
+	if after := fileSize(t, d.Path); after != before {
+		t.Fatalf("the database file went from %d to %d bytes: a commit checkpointed", before, after)
+	}
+	for pragma, want := range map[string]int64{"wal_autocheckpoint": walBackstopPages, "journal_size_limit": walSizeLimit} {
+		var got int64
+		if err := d.write.QueryRow("PRAGMA " + pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("the writer's %s is %d, want %d", pragma, got, want)
+		}
+	}
+}
+
+// The checkpointer copies the WAL into the file after commits, again after
+// later ones, and stops with Close.
+func TestCheckpointerCopiesCommits(t *testing.T) {
+	d := openCheckpointing(t, 20*time.Millisecond)
+	c := d.checkpointer
+	size := fileSize(t, d.Path)
+	for round := range 2 {
+		writeAudits(t, d, round*200, 200)
+		deadline := time.Now().Add(10 * time.Second)
+		for fileSize(t, d.Path) <= size {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the database file stayed at %d bytes for 10 s after the commits", round, size)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		size = fileSize(t, d.Path)
+	}
+	if n := testutil.CollectAndCount(c.seconds); n != 1 {
+		t.Fatalf("%d checkpoint histograms, want 1", n)
+	}
+	if got := testutil.ToFloat64(c.errors); got != 0 {
+		t.Fatalf("%v checkpoint errors", got)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.done:
+	default:
+		t.Fatal("the checkpointer still runs after Close")
+	}
+	// The rows are in the file: a new Open reads them without the WAL
+	// that Close removed.
+	if wal := fileSize(t, d.Path+"-wal"); wal != 0 {
+		t.Fatalf("a WAL of %d bytes is left after Close", wal)
+	}
+	again, err := Open(context.Background(), d.Path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	var rows int
+	if err := again.read.QueryRow("SELECT count(*) FROM audit").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 400 {
+		t.Fatalf("%d audit rows after Close and Open, want 400", rows)
+	}
+}
+
+// A read-only database has no checkpointer: its connections write nothing.
+func TestReadOnlyHasNoCheckpointer(t *testing.T) {
+	d := openCheckpointing(t, time.Millisecond)
+	ro, err := Open(context.Background(), d.Path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if ro.checkpointer != nil {
+		t.Fatal("a read-only database started a checkpointer")
+	}
+}
