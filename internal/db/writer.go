@@ -22,6 +22,9 @@ type writeReq struct {
 	start  time.Time
 	done   chan error
 	onDone func(error)
+	// linger is how long the writer holds the request before it runs it
+	// (see inWriteTxAsync).
+	linger time.Duration
 }
 
 // inWriteTx runs fn in a write transaction and returns once it is committed
@@ -51,8 +54,14 @@ func (d *core) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) err
 // there is room keep their order. onDone, if set, gets the result on the
 // writer's goroutine. Close commits whatever is still queued; a request
 // still waiting for room when the writer has stopped gets errClosed.
-func (d *core) inWriteTxAsync(op string, fn func(tx *sql.Tx) error, onDone func(error)) {
-	req := &writeReq{ctx: context.Background(), op: op, fn: fn, start: time.Now(), done: make(chan error, 1), onDone: onDone}
+//
+// The writer holds the request for linger before it runs it, beside the
+// other writes, so that a caller whose fn takes what it queued meanwhile
+// writes it all in one transaction (see WriteApplied). Close runs a held
+// request at once.
+func (d *core) inWriteTxAsync(op string, linger time.Duration, fn func(tx *sql.Tx) error, onDone func(error)) {
+	req := &writeReq{ctx: context.Background(), op: op, fn: fn, start: time.Now(), done: make(chan error, 1), onDone: onDone,
+		linger: linger}
 	queue := func() {
 		select {
 		case d.writes <- req:
@@ -72,16 +81,57 @@ func (d *core) inWriteTxAsync(op string, fn func(tx *sql.Tx) error, onDone func(
 }
 
 // runWriter owns the write connection until Close, then commits what is
-// still queued.
+// still queued or held.
 func (d *core) runWriter() {
 	defer close(d.writerDone)
+	// held are the requests that linger (see inWriteTxAsync); they run
+	// together once the first one's linger is over.
+	var held []*writeReq
+	var due <-chan time.Time
+	hold := func(r *writeReq) bool {
+		if r.linger <= 0 {
+			return false
+		}
+		if len(held) == 0 {
+			due = time.After(time.Until(r.start.Add(r.linger)))
+		}
+		held = append(held, r)
+		return true
+	}
+	// A write of the ledger runs after the held ones, in its group: the
+	// audit rows keep the order of the writes they record, and an applied
+	// row clears pending rows before a later decision writes new ones.
+	release := func(batch []*writeReq) []*writeReq {
+		now := time.Now()
+		for _, r := range held {
+			r.start = now // its write time, not its linger
+		}
+		batch = append(batch, held...)
+		held, due = nil, nil
+		return batch
+	}
+	add := func(batch []*writeReq, r *writeReq) []*writeReq {
+		if r.op == "audit" || r.op == "pending" {
+			batch = release(batch)
+		}
+		return append(batch, r)
+	}
 	for {
-		var first *writeReq
+		var batch []*writeReq
 		select {
 		case <-d.probes: // see WriterAlive
 			continue
-		case first = <-d.writes:
+		case r := <-d.writes:
+			if hold(r) {
+				continue
+			}
+			batch = add(batch, r)
+		case <-due:
+			batch = release(batch)
 		case <-d.stopWriter:
+			if len(held) > 0 {
+				d.commitGroup(held)
+			}
 			for {
 				select {
 				case r := <-d.writes:
@@ -91,12 +141,13 @@ func (d *core) runWriter() {
 				}
 			}
 		}
-		batch := []*writeReq{first}
 	drain:
 		for len(batch) < maxGroup {
 			select {
 			case r := <-d.writes:
-				batch = append(batch, r)
+				if !hold(r) {
+					batch = add(batch, r)
+				}
 			default:
 				break drain
 			}

@@ -40,7 +40,7 @@ func holdWriter(t *testing.T, d *DB) (release func()) {
 // returned channel.
 func queueWrite(d *DB, op string, fn func(*sql.Tx) error) chan error {
 	done := make(chan error, 1)
-	d.inWriteTxAsync(op, fn, func(err error) { done <- err })
+	d.inWriteTxAsync(op, 0, fn, func(err error) { done <- err })
 	return done
 }
 
@@ -303,7 +303,7 @@ func TestAsyncWriteNeverWaitsForRoom(t *testing.T) {
 	runs := 0
 	returned, result := make(chan struct{}), make(chan error, 1)
 	go func() {
-		d.inWriteTxAsync("async", insertResource("async", &runs), func(err error) { result <- err })
+		d.inWriteTxAsync("async", 0, insertResource("async", &runs), func(err error) { result <- err })
 		close(returned)
 	}()
 	select {

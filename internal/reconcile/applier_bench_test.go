@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -74,7 +75,7 @@ func BenchmarkApplyDiskWrites(b *testing.B) {
 		for range workers {
 			wg.Go(func() {
 				for i := next.Add(1); i <= writes; i = next.Add(1) {
-					if _, err := a.Apply(ctx, decision(fmt.Sprint(b.N, "-", i)), send); err != nil {
+					if _, err := a.Apply(ctx, decision(randomUID()), send); err != nil {
 						b.Error(err)
 						return
 					}
@@ -93,4 +94,12 @@ func BenchmarkApplyDiskWrites(b *testing.B) {
 			b.ReportMetric(float64(h.GetSampleSum())/float64(h.GetSampleCount()), "writes/commit")
 		}
 	}
+}
+
+// randomUID is a UID as the API server makes them: random, so that the
+// audit index by UID takes each row on another leaf.
+func randomUID() string {
+	var u [16]byte
+	rand.Read(u[:])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
 }
