@@ -2,19 +2,12 @@ package db
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/kubegcd/kubegcd/internal/testutil"
 )
-
-func randomUID() string {
-	var u [16]byte
-	rand.Read(u[:])
-	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
-}
 
 // BenchmarkMirrorDiskWrites: the bytes written to mirror 20,000
 // dependents of one owner, with random UIDs as the API server gives them:
@@ -25,10 +18,10 @@ func randomUID() string {
 // whole page in the WAL and again at the next checkpoint.
 func BenchmarkMirrorDiskWrites(b *testing.B) {
 	const n, batch = 20000, 100
-	owner := randomUID()
+	owner := testutil.RandomUID()
 	objs := make([]*Object, n)
 	for i := range objs {
-		objs[i] = &Object{UID: randomUID(), APIVersion: "v1", Kind: "ConfigMap", Namespace: "bench", Name: fmt.Sprintf("dep-%05d", i),
+		objs[i] = &Object{UID: testutil.RandomUID(), APIVersion: "v1", Kind: "ConfigMap", Namespace: "bench", Name: fmt.Sprintf("dep-%05d", i),
 			ResourceVersion: fmt.Sprint(1000 + i), OwnerReferences: []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner",
 				UID: owner, Controller: boolp(true), BlockOwnerDeletion: boolp(true)}}}
 	}

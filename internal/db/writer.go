@@ -98,9 +98,7 @@ func (d *core) runWriter() {
 		held = append(held, r)
 		return true
 	}
-	// A write of the ledger runs after the held ones, in its group: the
-	// audit rows keep the order of the writes they record, and an applied
-	// row clears pending rows before a later decision writes new ones.
+	// release adds the held requests to batch.
 	release := func(batch []*writeReq) []*writeReq {
 		now := time.Now()
 		for _, r := range held {
@@ -110,6 +108,9 @@ func (d *core) runWriter() {
 		held, due = nil, nil
 		return batch
 	}
+	// A write of the ledger runs after the held ones, in its group: the
+	// audit rows keep the order of the writes they record, and an applied
+	// row clears pending rows before a later decision writes new ones.
 	add := func(batch []*writeReq, r *writeReq) []*writeReq {
 		if r.op == "audit" || r.op == "pending" {
 			batch = release(batch)
@@ -130,7 +131,7 @@ func (d *core) runWriter() {
 			batch = release(batch)
 		case <-d.stopWriter:
 			if len(held) > 0 {
-				d.commitGroup(held)
+				d.commitGroup(release(nil))
 			}
 			for {
 				select {

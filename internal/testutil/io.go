@@ -1,6 +1,8 @@
 package testutil
 
 import (
+	"crypto/rand"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -28,4 +30,12 @@ func WrittenBytes(tb testing.TB) int64 {
 	}
 	tb.Fatal("/proc/self/io has no wchar line")
 	return 0
+}
+
+// RandomUID is a UID as the API server makes them: random, so that the
+// entries of an index keyed by UID fall on leaves all over it.
+func RandomUID() string {
+	var u [16]byte
+	rand.Read(u[:])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:])
 }
