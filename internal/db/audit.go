@@ -402,18 +402,20 @@ type AppliedRow struct {
 	ClearPending bool
 }
 
-// appliedLinger is how long the writer holds a request of WriteApplied.
-// Every commit of audit rows rewrites the last page of the table and of
-// each of its six indexes: rows of 50 ms share those pages, where rows
-// written as they came (a few per commit at 1,000 writes/s) took about
-// twice the bytes each (BenchmarkApplyDiskWrites, internal/reconcile).
+// appliedLinger is the least time between two runs of WriteApplied's
+// requests. Every commit of audit rows rewrites the last page of the
+// table and of each of its six indexes: rows of 50 ms share those pages,
+// where rows written as they came (a few per commit at 1,000 writes/s)
+// took about twice the bytes each (BenchmarkApplyDiskWrites,
+// internal/reconcile).
 const appliedLinger = 50 * time.Millisecond
 
 // WriteApplied asks the writer, without waiting, for a transaction that
-// writes the rows take returns when it runs: the writer holds the request
-// for appliedLinger, so rows the caller queues meanwhile go together, in
-// one request, and the worker that carried out the write need not wait
-// for the disk before taking the next.
+// writes the rows take returns when it runs: a request that comes within
+// appliedLinger of the last one's run waits for the rest of it, so rows
+// the caller queues meanwhile go together, in one request; a lone row is
+// written at once. The worker that carried out the write need not wait for
+// the disk before taking the next.
 // done hears, once, the rows taken, each one's error (failed is nil when
 // all were written) and the transaction's: nil when the rows are
 // committed. A request that never runs (its transaction could not begin,

@@ -24,6 +24,14 @@ func lingerWrite(d *DB, name string, linger time.Duration, runs *atomic.Int32) c
 	return done
 }
 
+// startStream runs one write with linger and waits for it: the writer
+// holds the next ones that come within linger.
+func startStream(t *testing.T, d *DB, linger time.Duration) {
+	t.Helper()
+	var runs atomic.Int32
+	waitResult(t, lingerWrite(d, "first", linger, &runs), "the first write of a stream")
+}
+
 func waitResult(t *testing.T, done chan error, what string) {
 	t.Helper()
 	select {
@@ -36,13 +44,18 @@ func waitResult(t *testing.T, done chan error, what string) {
 	}
 }
 
-// A lingering write runs once its linger is over, not before, while
+// A lingering write alone runs at once. One that follows within its
+// linger runs once the linger after the first is over, not before, while
 // other writes go on.
 func TestLingeringWriteWaits(t *testing.T) {
 	d := openTemp(t)
 	const linger = 300 * time.Millisecond
-	var runs atomic.Int32
 	start := time.Now()
+	startStream(t, d, linger)
+	if took := time.Since(start); took >= linger {
+		t.Fatalf("a lone lingering write took %v, its linger %v: it was held", took, linger)
+	}
+	var runs atomic.Int32
 	done := lingerWrite(d, "late", linger, &runs)
 	if err := d.Ledger().InsertIntent(context.Background(), &Intent{Entry: AuditEntry{Controller: "gc", Action: "delete"}}); err != nil {
 		t.Fatal(err)
@@ -52,10 +65,10 @@ func TestLingeringWriteWaits(t *testing.T) {
 	}
 	waitResult(t, done, "the lingering write")
 	if took := time.Since(start); took < linger {
-		t.Fatalf("the lingering write was committed after %v, within its linger of %v", took, linger)
+		t.Fatalf("the second lingering write was committed %v after the first began, within its linger of %v", took, linger)
 	}
-	if got := resourceNames(t, d); len(got) != 1 || got[0] != "late" {
-		t.Fatalf("resources %v, want [late]", got)
+	if got := resourceNames(t, d); len(got) != 2 || got[1] != "late" {
+		t.Fatalf("resources %v, want [first late]", got)
 	}
 }
 
@@ -64,6 +77,7 @@ func TestLingeringWriteWaits(t *testing.T) {
 func TestLedgerWriteTakesHeldWrites(t *testing.T) {
 	d := openTemp(t)
 	ctx := context.Background()
+	startStream(t, d, time.Hour)
 	var runs atomic.Int32
 	done := lingerWrite(d, "held", time.Hour, &runs)
 	applied := &AuditEntry{Time: time.Now(), Controller: "gc", Action: "delete", Outcome: "applied", Target: Target{UID: "a"}}
@@ -96,6 +110,7 @@ func TestCloseCommitsHeldWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startStream(t, d, time.Hour)
 	var runs atomic.Int32
 	done := lingerWrite(d, "held", time.Hour, &runs)
 	start := time.Now()
@@ -111,7 +126,7 @@ func TestCloseCommitsHeldWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if got := resourceNames(t, again); len(got) != 1 || got[0] != "held" {
-		t.Fatalf("resources after Close and Open %v, want [held]", got)
+	if got := resourceNames(t, again); len(got) != 2 || got[1] != "held" {
+		t.Fatalf("resources after Close and Open %v, want [first held]", got)
 	}
 }

@@ -55,9 +55,10 @@ func (d *core) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) err
 // writer's goroutine. Close commits whatever is still queued; a request
 // still waiting for room when the writer has stopped gets errClosed.
 //
-// The writer holds the request for linger before it runs it, beside the
-// other writes, so that a caller whose fn takes what it queued meanwhile
-// writes it all in one transaction (see WriteApplied). Close runs a held
+// A request with a linger that comes within linger of the last such
+// request's run waits until linger after that run, so that a caller whose
+// fn takes what it queued meanwhile writes it all in one transaction (see
+// WriteApplied); one that comes later runs at once. Close runs a held
 // request at once.
 func (d *core) inWriteTxAsync(op string, linger time.Duration, fn func(tx *sql.Tx) error, onDone func(error)) {
 	req := &writeReq{ctx: context.Background(), op: op, fn: fn, start: time.Now(), done: make(chan error, 1), onDone: onDone,
@@ -85,22 +86,34 @@ func (d *core) inWriteTxAsync(op string, linger time.Duration, fn func(tx *sql.T
 func (d *core) runWriter() {
 	defer close(d.writerDone)
 	// held are the requests that linger (see inWriteTxAsync); they run
-	// together once the first one's linger is over.
+	// together once the linger after the last such run is over. One that
+	// comes later than that runs at once: the writer holds requests only
+	// in a stream of them.
 	var held []*writeReq
 	var due <-chan time.Time
+	var lastRun time.Time
 	hold := func(r *writeReq) bool {
 		if r.linger <= 0 {
 			return false
 		}
 		if len(held) == 0 {
-			due = time.After(time.Until(r.start.Add(r.linger)))
+			wait := time.Until(lastRun.Add(r.linger))
+			if wait <= 0 {
+				lastRun = time.Now()
+				return false
+			}
+			due = time.After(wait)
 		}
 		held = append(held, r)
 		return true
 	}
 	// release adds the held requests to batch.
 	release := func(batch []*writeReq) []*writeReq {
+		if len(held) == 0 {
+			return batch
+		}
 		now := time.Now()
+		lastRun = now
 		for _, r := range held {
 			r.start = now // its write time, not its linger
 		}

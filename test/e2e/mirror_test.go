@@ -326,6 +326,17 @@ func TestMirrorFollowsCluster(t *testing.T) {
 				t.Errorf("/metrics lacks %s", want)
 			}
 		}
+		// The checkpointer copies the mirror's writes into the database
+		// file, within its 2 s of a commit, without an error.
+		eventually(t, 30*time.Second, func() error {
+			if n := scrape(t, d, "kubegcd_db_checkpoint_duration_seconds_count"); n < 1 {
+				return fmt.Errorf("%v checkpoints", n)
+			}
+			return nil
+		})
+		if n := scrape(t, d, "kubegcd_db_checkpoint_errors_total"); n != 0 {
+			t.Errorf("%v checkpoint errors", n)
+		}
 		code, body, _ = d.Get("/")
 		if code != http.StatusOK || !strings.Contains(string(body), "<title>kubegcd</title>") {
 			t.Errorf("UI: %d %.100s", code, body)
