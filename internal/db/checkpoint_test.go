@@ -4,25 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-// openCheckpointing opens a fresh database whose checkpointer waits at
-// least every between checkpoints.
-func openCheckpointing(t *testing.T, every time.Duration) *DB {
-	t.Helper()
-	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), Options{CheckpointEvery: every})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
-}
 
 // fileSize is the size of the file at path; 0 when there is none.
 func fileSize(t *testing.T, path string) int64 {
@@ -56,7 +43,7 @@ func writeAudits(t *testing.T, d *DB, from, n int) {
 // the id sequence) leave every page they wrote in the WAL, where SQLite's
 // default would have copied them into the file every 1,000 pages.
 func TestCommitsLeaveCheckpointsToCheckpointer(t *testing.T) {
-	d := openCheckpointing(t, time.Hour)
+	d := openTemp(t, Options{CheckpointEvery: time.Hour})
 	before := fileSize(t, d.Path)
 	writeAudits(t, d, 0, 300)
 	if wal := fileSize(t, d.Path+"-wal"); wal < 4<<20 {
@@ -79,7 +66,7 @@ func TestCommitsLeaveCheckpointsToCheckpointer(t *testing.T) {
 // The checkpointer copies the WAL into the file after commits, again after
 // later ones, and stops with Close.
 func TestCheckpointerCopiesCommits(t *testing.T) {
-	d := openCheckpointing(t, 20*time.Millisecond)
+	d := openTemp(t, Options{CheckpointEvery: 20 * time.Millisecond})
 	c := d.checkpointer
 	size := fileSize(t, d.Path)
 	for round := range 2 {
@@ -128,7 +115,7 @@ func TestCheckpointerCopiesCommits(t *testing.T) {
 
 // A read-only database has no checkpointer: its connections write nothing.
 func TestReadOnlyHasNoCheckpointer(t *testing.T) {
-	d := openCheckpointing(t, time.Millisecond)
+	d := openTemp(t, Options{CheckpointEvery: time.Millisecond})
 	ro, err := Open(context.Background(), d.Path, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

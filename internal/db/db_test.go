@@ -19,9 +19,14 @@ import (
 	"github.com/kubegcd/kubegcd/migrations"
 )
 
-func openTemp(t *testing.T) *DB {
+// openTemp opens a fresh database, with opts when given.
+func openTemp(t *testing.T, opts ...Options) *DB {
 	t.Helper()
-	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), Options{})
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "kubegcd.db"), o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -32,18 +32,7 @@ func BenchmarkMirrorDiskWrites(b *testing.B) {
 		d, rid := benchDB(b)
 		b.StartTimer()
 		from := testutil.WrittenBytes(b)
-		epoch, err := d.Mirror().BeginList(ctx, rid)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := 0; i < n; i += 500 {
-			if err := d.Mirror().WriteListPage(ctx, rid, epoch, objs[i:min(i+500, n)]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if _, err := d.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
-			b.Fatal(err)
-		}
+		benchList(b, d, rid, objs)
 		mid := testutil.WrittenBytes(b)
 		tick := time.NewTicker(100 * time.Millisecond)
 		for i := 0; i < n; i += batch {
