@@ -37,6 +37,9 @@ const (
 	// walSizeLimit is the size in bytes the WAL file is cut back to once
 	// a checkpoint has emptied it.
 	walSizeLimit = 64 << 20
+	// writerCacheKB bounds the page cache of the writer, in KB: what a
+	// transaction may change before SQLite spills it into the WAL.
+	writerCacheKB = 32 << 10
 )
 
 // checkpointer is the goroutine that checkpoints, and its connection.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	kubetestutil "github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // fileSize is the size of the file at path; 0 when there is none.
@@ -52,7 +54,8 @@ func TestCommitsLeaveCheckpointsToCheckpointer(t *testing.T) {
 	if after := fileSize(t, d.Path); after != before {
 		t.Fatalf("the database file went from %d to %d bytes: a commit checkpointed", before, after)
 	}
-	for pragma, want := range map[string]int64{"wal_autocheckpoint": walBackstopPages, "journal_size_limit": walSizeLimit} {
+	for pragma, want := range map[string]int64{"wal_autocheckpoint": walBackstopPages, "journal_size_limit": walSizeLimit,
+		"cache_size": -writerCacheKB} {
 		var got int64
 		if err := d.write.QueryRow("PRAGMA " + pragma).Scan(&got); err != nil {
 			t.Fatal(err)
@@ -124,4 +127,46 @@ func TestReadOnlyHasNoCheckpointer(t *testing.T) {
 	if ro.checkpointer != nil {
 		t.Fatal("a read-only database started a checkpointer")
 	}
+}
+
+// A transaction writes each page it changes once: its changes stay in the
+// writer's cache until the commit. A page that spills before the commit
+// is written to the WAL and written over in place at the commit, so only
+// the bytes written show it. One list page of 10,000 objects with random
+// UIDs changes about 9 MB of pages.
+func TestBigTransactionWritesEachPageOnce(t *testing.T) {
+	d := openTemp(t, Options{CheckpointEvery: time.Hour})
+	ctx := context.Background()
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch, err := d.Mirror().BeginList(ctx, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := kubetestutil.RandomUID()
+	objs := make([]*Object, 10000)
+	for i := range objs {
+		objs[i] = &Object{UID: kubetestutil.RandomUID(), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%05d", i),
+			ResourceVersion: fmt.Sprint(i + 1), OwnerReferences: []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner}}}
+	}
+	var pageSize int64
+	if err := d.write.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	wal := fileSize(t, d.Path+"-wal")
+	written := kubetestutil.WrittenBytes(t)
+	if err := d.Mirror().WriteListPage(ctx, rid, epoch, objs); err != nil {
+		t.Fatal(err)
+	}
+	written = kubetestutil.WrittenBytes(t) - written
+	// A WAL frame is a page and a 24-byte header.
+	frame := pageSize + 24
+	frames := (fileSize(t, d.Path+"-wal") - wal) / frame
+	if written > frames*frame*11/10 {
+		t.Fatalf("the list wrote %d KB for %d frames of the WAL (%d KB): pages spilled before the commit",
+			written>>10, frames, frames*frame>>10)
+	}
+	t.Logf("the list wrote %d KB, %d frames", written>>10, frames)
 }

@@ -11,9 +11,9 @@ import (
 
 // BenchmarkMirrorDiskWrites: the bytes written to mirror 20,000
 // dependents of one owner, with random UIDs as the API server gives them:
-// their first list, in pages of 500, then their deletion, seen by a watch
-// at 1,000 deletions/s (ten batches of 100 a second, as the watcher
-// flushes every 100 ms) in name order. Random UIDs spread each batch over
+// their first list, 5,000 objects a transaction as ingest writes it,
+// then their deletion, seen by a watch at 1,000 deletions/s (ten batches
+// of 100 a second, as the watcher flushes every 100 ms) in name order. Random UIDs spread each batch over
 // the leaves of every index keyed by UID, and each leaf changed costs a
 // whole page in the WAL and again at the next checkpoint.
 func BenchmarkMirrorDiskWrites(b *testing.B) {
@@ -32,7 +32,7 @@ func BenchmarkMirrorDiskWrites(b *testing.B) {
 		d, rid := benchDB(b)
 		b.StartTimer()
 		from := testutil.WrittenBytes(b)
-		benchList(b, d, rid, objs)
+		benchListBy(b, d, rid, objs, 5000)
 		mid := testutil.WrittenBytes(b)
 		tick := time.NewTicker(100 * time.Millisecond)
 		for i := 0; i < n; i += batch {

@@ -30,13 +30,19 @@ func benchObjectsOf(rv int, owner func(i int) string) []*Object {
 
 func benchList(b *testing.B, d *DB, rid int64, objs []*Object) {
 	b.Helper()
+	benchListBy(b, d, rid, objs, 500)
+}
+
+// benchListBy lists objs, per objects a transaction.
+func benchListBy(b *testing.B, d *DB, rid int64, objs []*Object, per int) {
+	b.Helper()
 	ctx := context.Background()
 	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for i := 0; i < len(objs); i += 500 {
-		if err := d.Mirror().WriteListPage(ctx, rid, epoch, objs[i:min(i+500, len(objs))]); err != nil {
+	for i := 0; i < len(objs); i += per {
+		if err := d.Mirror().WriteListPage(ctx, rid, epoch, objs[i:min(i+per, len(objs))]); err != nil {
 			b.Fatal(err)
 		}
 	}
