@@ -654,7 +654,23 @@ func (d Mirror) FinishList(ctx context.Context, resourceID, epoch int64, resourc
 		return err
 	})
 	changes = append(changes, Change{Type: ChangeRelisted, ResourceID: resourceID})
+	if err == nil {
+		// The list is committed: a failure to free memory loses nothing.
+		_ = d.releaseWriterCache(ctx)
+	}
 	return changes, err
+}
+
+// releaseWriterCache frees the pages the writer caches. A list fills the
+// cache (writerCacheKB) with the pages of its resource, which later writes
+// seldom need: kept, they would hold tens of MB after a start.
+func (d *core) releaseWriterCache(ctx context.Context) error {
+	// The writer owns its connection: the pragma runs as a write of its
+	// own, which changes nothing and so commits nothing.
+	return d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `PRAGMA shrink_memory`)
+		return err
+	})
 }
 
 // DeleteResource forgets a resource that is no longer served, with all its
