@@ -127,6 +127,18 @@ func TestFailedWriteRelists(t *testing.T) {
 	}
 }
 
+// configMapsIn records ConfigMaps as a resource of store and returns it,
+// its ID set.
+func configMapsIn(t *testing.T, store *db.DB) db.Resource {
+	t.Helper()
+	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	var err error
+	if res.ID, err = store.Mirror().EnsureResource(context.Background(), res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // expiringSource is a resource whose first watch ends at once in 410
 // Gone, and whose first list waits for release: the test looks at the
 // watcher while it relists. Later watches stay open.
@@ -162,11 +174,7 @@ func TestExpiredWatchUnsyncs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := dbtest.Open(t)
-	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	var err error
-	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
-		t.Fatal(err)
-	}
+	res := configMapsIn(t, store)
 	m := newMetrics(prometheus.NewRegistry())
 	src := expiringSource{listing: make(chan struct{}), release: make(chan struct{}), watches: new(atomic.Int32)}
 	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store.Mirror(), metrics: m,
@@ -222,11 +230,7 @@ func TestStalledWatchUnsyncs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := dbtest.Open(t)
-	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	var err error
-	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
-		t.Fatal(err)
-	}
+	res := configMapsIn(t, store)
 	m := newMetrics(prometheus.NewRegistry())
 	src := stalledSource{release: make(chan struct{})}
 	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: store.Mirror(), metrics: m,
@@ -269,11 +273,7 @@ func TestEmptyWatchIsNoResume(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := dbtest.Open(t)
-	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	var err error
-	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
-		t.Fatal(err)
-	}
+	res := configMapsIn(t, store)
 	m := newMetrics(prometheus.NewRegistry())
 	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: closedSource{}, db: store.Mirror(), metrics: m,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}
@@ -319,11 +319,7 @@ func TestBehindOrRefused(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			store := dbtest.Open(t)
-			res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-			var err error
-			if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
-				t.Fatal(err)
-			}
+			res := configMapsIn(t, store)
 			m := newMetrics(prometheus.NewRegistry())
 			w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: tt.src, db: store.Mirror(), metrics: m,
 				log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: func([]db.Change) {}, done: make(chan struct{})}

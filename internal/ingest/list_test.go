@@ -83,11 +83,7 @@ func configMapMeta(i int) runtime.Object {
 func TestListWritesInBatches(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.Open(t)
-	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	var err error
-	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
-		t.Fatal(err)
-	}
+	res := configMapsIn(t, store)
 	const total = 2*listBatch + 2000
 	gone := func(i int) bool { return i < 100 || i >= listBatch && i < listBatch+1000 }
 	var all, kept []runtime.Object

@@ -114,11 +114,7 @@ func resumeFixture(t *testing.T, src source) (*watcher, *db.DB) {
 	t.Helper()
 	ctx := context.Background()
 	store := dbtest.Open(t)
-	res := db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
-	var err error
-	if res.ID, err = store.Mirror().EnsureResource(ctx, res); err != nil {
-		t.Fatal(err)
-	}
+	res := configMapsIn(t, store)
 	epoch, err := store.Mirror().BeginList(ctx, res.ID)
 	if err != nil {
 		t.Fatal(err)
