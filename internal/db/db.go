@@ -293,9 +293,9 @@ func dsn(path string, readOnly, mapped bool) string {
 		q.Add("_pragma", "temp_store(MEMORY)")
 		// A transaction that changes more pages than the cache holds
 		// spills them into the WAL before its commit, which writes them
-		// again. A page of a list changes a leaf of every index keyed by
-		// UID per object: at SQLite's default of 2 MB that spills from a
-		// few thousand objects on.
+		// again. A list transaction changes a leaf of every index keyed
+		// by UID per object: at SQLite's default of 2 MB that spills from
+		// a few thousand objects on.
 		q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -writerCacheKB))
 		// The checkpointer copies the WAL into the file; a writer does so
 		// itself only past a backstop (see checkpoint.go).

@@ -13,9 +13,10 @@ import (
 // dependents of one owner, with random UIDs as the API server gives them:
 // their first list, 5,000 objects a transaction as ingest writes it,
 // then their deletion, seen by a watch at 1,000 deletions/s (ten batches
-// of 100 a second, as the watcher flushes every 100 ms) in name order. Random UIDs spread each batch over
-// the leaves of every index keyed by UID, and each leaf changed costs a
-// whole page in the WAL and again at the next checkpoint.
+// of 100 a second, as the watcher flushes every 100 ms) in name order.
+// Random UIDs spread each batch over the leaves of every index keyed by
+// UID, and each leaf changed costs a whole page in the WAL and again at
+// the next checkpoint.
 func BenchmarkMirrorDiskWrites(b *testing.B) {
 	const n, batch = 20000, 100
 	owner := testutil.RandomUID()

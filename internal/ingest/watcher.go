@@ -38,7 +38,7 @@ const maxBatch = 1000
 // changes a leaf of every index keyed by UID per object, and each commit
 // writes each leaf it changed whole: at one page of 500 per commit, a list
 // of 50,000 objects wrote 30 KB per object, at 5,000 per commit 5 KB.
-// Such a commit holds the writer for about a second, only while a list runs.
+// Such a commit holds the writer for up to a second, only while a list runs.
 const listBatch = 5000
 
 // flushInterval is how often, at most, a watch under a steady stream of
