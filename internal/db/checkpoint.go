@@ -37,9 +37,11 @@ const (
 	// walSizeLimit is the size in bytes the WAL file is cut back to once
 	// a checkpoint has emptied it.
 	walSizeLimit = 64 << 20
-	// writerCacheKB bounds the page cache of the writer, in KB: what a
-	// transaction may change before SQLite spills it into the WAL.
-	writerCacheKB = 32 << 10
+	// listCacheKB bounds the page cache of the writer while it writes a
+	// list, in KB (see Mirror.WriteListPage); defaultCacheKB, SQLite's
+	// default, at all other times.
+	listCacheKB    = 32 << 10
+	defaultCacheKB = 2000
 )
 
 // checkpointer is the goroutine that checkpoints, and its connection.

@@ -54,8 +54,7 @@ func TestCommitsLeaveCheckpointsToCheckpointer(t *testing.T) {
 	if after := fileSize(t, d.Path); after != before {
 		t.Fatalf("the database file went from %d to %d bytes: a commit checkpointed", before, after)
 	}
-	for pragma, want := range map[string]int64{"wal_autocheckpoint": walBackstopPages, "journal_size_limit": walSizeLimit,
-		"cache_size": -writerCacheKB} {
+	for pragma, want := range map[string]int64{"wal_autocheckpoint": walBackstopPages, "journal_size_limit": walSizeLimit} {
 		var got int64
 		if err := d.write.QueryRow("PRAGMA " + pragma).Scan(&got); err != nil {
 			t.Fatal(err)
@@ -129,8 +128,8 @@ func TestReadOnlyHasNoCheckpointer(t *testing.T) {
 	}
 }
 
-// A transaction writes each page it changes once: its changes stay in the
-// writer's cache until the commit. A page that spills before the commit
+// A list transaction writes each page it changes once: its changes stay
+// in the writer's cache until the commit. A page that spills before the commit
 // is written to the WAL and written over in place at the commit, so only
 // the bytes written show it. One list page of 10,000 objects with random
 // UIDs changes about 9 MB of pages.
@@ -169,4 +168,13 @@ func TestBigTransactionWritesEachPageOnce(t *testing.T) {
 			written>>10, frames, frames*frame>>10)
 	}
 	t.Logf("the list wrote %d KB, %d frames", written>>10, frames)
+	// After the list the cache is SQLite's default again: kept at its
+	// size for lists, it would fill with the pages of every later write.
+	var cache int64
+	if err := d.write.QueryRow("PRAGMA cache_size").Scan(&cache); err != nil {
+		t.Fatal(err)
+	}
+	if cache != -defaultCacheKB {
+		t.Errorf("the writer's cache_size is %d after a list, want %d", cache, -defaultCacheKB)
+	}
 }

@@ -291,12 +291,6 @@ func dsn(path string, readOnly, mapped bool) string {
 		// sub-journal copies every page it first changes: in memory, not
 		// through a temporary file's write syscalls.
 		q.Add("_pragma", "temp_store(MEMORY)")
-		// A transaction that changes more pages than the cache holds
-		// spills them into the WAL before its commit, which writes them
-		// again. A list transaction changes a leaf of every index keyed
-		// by UID per object: at SQLite's default of 2 MB that spills from
-		// a few thousand objects on.
-		q.Add("_pragma", fmt.Sprintf("cache_size(%d)", -writerCacheKB))
 		// The checkpointer copies the WAL into the file; a writer does so
 		// itself only past a backstop (see checkpoint.go).
 		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walBackstopPages))
