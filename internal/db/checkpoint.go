@@ -37,11 +37,6 @@ const (
 	// walSizeLimit is the size in bytes the WAL file is cut back to once
 	// a checkpoint has emptied it.
 	walSizeLimit = 64 << 20
-	// listCacheKB bounds the page cache of the writer while it writes a
-	// list, in KB (see Mirror.WriteListPage); defaultCacheKB, SQLite's
-	// default, at all other times.
-	listCacheKB    = 32 << 10
-	defaultCacheKB = 2000
 )
 
 // checkpointer is the goroutine that checkpoints, and its connection.

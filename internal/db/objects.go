@@ -660,6 +660,13 @@ func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs
 	return err
 }
 
+const (
+	// listCacheKB bounds the page cache of the writer while it writes a
+	// list, in KB; defaultCacheKB, SQLite's default, at all other times.
+	listCacheKB    = 32 << 10
+	defaultCacheKB = 2000
+)
+
 // setWriterCache bounds the page cache of the writer's connection, in KB.
 // It runs in a write, as the writer owns the connection; a pragma changes
 // nothing in the file, so the write commits nothing.
