@@ -271,7 +271,6 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 					return func() error { return d.Stop(stopGrace) }, nil
 				}
 			}
-			var first, last time.Duration
 			r, err := gcContender(ctx, kube, "gc-raw-"+c.slug()+"-"+nsSize+suffix, n, cfg.workers, window(round, profile, func() (int, error) { return os.Getpid(), nil }), beside,
 				func(ctx context.Context, owner *corev1.ConfigMap, begin func()) (err error) {
 					if c.watched {
@@ -289,13 +288,15 @@ func ownerGCAt(ctx context.Context, cfg config, cluster *testcluster.Cluster, ku
 							return err
 						}
 					}
-					first, last, err = rawDeletes(ctx, raw, exact, owner.Namespace, c.workers, limiter, begin)
+					// Timed, as the collectors are, by the benchmark's watch; the
+					// calls' own times are printed beside.
+					first, last, err := rawDeletes(ctx, raw, exact, owner.Namespace, c.workers, limiter, begin)
+					if err == nil {
+						fmt.Printf("  %s: first delete call returned after %s, last after %s\n", owner.Namespace,
+							first.Round(time.Millisecond), last.Round(time.Millisecond))
+					}
 					return err
 				})
-			// The watch of this process lags while its own workers delete, so
-			// raw deletes are timed by the calls: the last one returned is the
-			// end.
-			r.first, r.last = first, last
 			r.name, r.column = c.name(kubegcdRate), c.column()
 			return r, err
 		}})
@@ -581,12 +582,27 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 	if err != nil {
 		return r, err
 	}
-	lastRV := list.ResourceVersion
-	w, err := kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: lastRV})
+	w, err := kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		return r, err
 	}
-	defer func() { w.Stop() }()
+	// The watch is read while the contender deletes, whoever it is, so
+	// that the API server sends its events as they happen for every
+	// contender alike. Left unread while raw workers deleted, it filled
+	// and the API server dropped it; the events came again after the last
+	// delete, all at once.
+	begun := make(chan time.Time, 1)
+	seen := make(chan watchCount, 1)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer func() {
+		stopWatch()
+		if seen != nil {
+			<-seen
+		}
+	}()
+	go func() {
+		seen <- countDeletions(watchCtx, kube, ns, owner.Name, n, w, list.ResourceVersion, begun)
+	}()
 
 	ownPID, err := window.ownPID()
 	if err != nil {
@@ -610,6 +626,7 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 		}
 		cpu0, cpuErr = cpuOfPIDs(pids)
 		t0 = time.Now()
+		begun <- t0
 	}
 	if err := act(ctx, owner, begin); err != nil {
 		return r, err
@@ -620,47 +637,12 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 	if cpuErr != nil {
 		return r, cpuErr
 	}
-	deadline := time.After(gcTimeout)
-	gone := 0
-	// perSecond counts the deletions the watch saw in each second from
-	// t0: a collection that slows or stalls shows it.
-	var perSecond []int
-	for gone < n {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				// The API server drops a watcher that falls behind; pick up
-				// where it stopped.
-				w.Stop()
-				if w, err = kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: lastRV}); err != nil {
-					return r, fmt.Errorf("%s: rewatch after %d of %d deletions: %w", ns, gone, n, err)
-				}
-				continue
-			}
-			cm, isCM := ev.Object.(*corev1.ConfigMap)
-			if !isCM {
-				continue
-			}
-			lastRV = cm.ResourceVersion
-			if ev.Type == watch.Deleted && cm.Name != owner.Name {
-				gone++
-				since := time.Since(t0)
-				if gone == 1 {
-					r.first = since
-				}
-				sec := int(since / time.Second)
-				for len(perSecond) <= sec {
-					perSecond = append(perSecond, 0)
-				}
-				perSecond[sec]++
-			}
-		case <-deadline:
-			return r, fmt.Errorf("%s: only %d of %d dependents gone after %s", ns, gone, n, gcTimeout)
-		case <-ctx.Done():
-			return r, ctx.Err()
-		}
+	wc := <-seen
+	seen = nil
+	if wc.err != nil {
+		return r, wc.err
 	}
-	r.last = time.Since(t0)
+	r.first, r.last = wc.first, wc.last
 	cpu, err := cpuOfPIDs(pids)
 	if err != nil {
 		return r, err
@@ -684,8 +666,85 @@ func gcContender(ctx context.Context, kube kubernetes.Interface, ns string, n, w
 	r.name = ns
 	fmt.Printf("  %s: first dependent gone after %s, last after %s (%.0f/s)\n", ns, r.first.Round(time.Millisecond),
 		r.last.Round(time.Millisecond), r.rate())
-	fmt.Printf("  %s: deletions the watch saw, second by second: %s\n", ns, strings.Trim(fmt.Sprint(perSecond), "[]"))
+	fmt.Printf("  %s: deletions the watch saw, second by second: %s\n", ns, strings.Trim(fmt.Sprint(wc.perSecond), "[]"))
+	if wc.rewatches > 0 {
+		fmt.Printf("  %s: the API server dropped the benchmark's watch %d times\n", ns, wc.rewatches)
+	}
 	return r, nil
+}
+
+// watchCount is what countDeletions saw.
+type watchCount struct {
+	// first and last are the times from the deletions' start to the first
+	// and the last dependent the watch saw deleted.
+	first, last time.Duration
+	// perSecond counts the deletions seen in each second from the start:
+	// a collection that slows or stalls shows it.
+	perSecond []int
+	// rewatches counts the times the API server closed the watch.
+	rewatches int
+	err       error
+}
+
+// countDeletions reads w, a watch of namespace ns from resourceVersion rv,
+// until it has seen n dependents of owner deleted, gcTimeout after the
+// start that begun delivers, or until ctx ends. It watches again from the
+// last event seen when the API server closes w, and stops the watch it
+// holds at the end.
+func countDeletions(ctx context.Context, kube kubernetes.Interface, ns, owner string, n int, w watch.Interface, rv string,
+	begun <-chan time.Time) (c watchCount) {
+	defer func() { w.Stop() }()
+	var t0 time.Time
+	select {
+	case t0 = <-begun:
+	case <-ctx.Done():
+		c.err = ctx.Err()
+		return c
+	}
+	deadline := time.After(gcTimeout)
+	gone := 0
+	for gone < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				// The API server drops a watcher that falls behind; pick up
+				// where it stopped.
+				w.Stop()
+				c.rewatches++
+				var err error
+				if w, err = kube.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv}); err != nil {
+					c.err = fmt.Errorf("%s: rewatch after %d of %d deletions: %w", ns, gone, n, err)
+					return c
+				}
+				continue
+			}
+			cm, isCM := ev.Object.(*corev1.ConfigMap)
+			if !isCM {
+				continue
+			}
+			rv = cm.ResourceVersion
+			if ev.Type == watch.Deleted && cm.Name != owner {
+				gone++
+				since := time.Since(t0)
+				if gone == 1 {
+					c.first = since
+				}
+				sec := int(since / time.Second)
+				for len(c.perSecond) <= sec {
+					c.perSecond = append(c.perSecond, 0)
+				}
+				c.perSecond[sec]++
+			}
+		case <-deadline:
+			c.err = fmt.Errorf("%s: only %d of %d dependents gone after %s", ns, gone, n, gcTimeout)
+			return c
+		case <-ctx.Done():
+			c.err = ctx.Err()
+			return c
+		}
+	}
+	c.last = time.Since(t0)
+	return c
 }
 
 // scrapeMetrics reads the series of kubegcd's /metrics that writerReport
