@@ -260,7 +260,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	part("database", func() error {
 		select {
 		case <-store.Corrupt():
-			return store.CorruptErr()
+			return dbFile.Cause(store.CorruptErr())
 		case <-work.Done():
 			return nil
 		}

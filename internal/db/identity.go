@@ -57,6 +57,18 @@ func (w *FileWatch) Check() error {
 	return nil
 }
 
+// Cause returns what ended the run when a write found the database
+// corrupt: Check's error if the file is gone, else corrupt. A connection
+// opened by the path after a replacement reads the new file beside the
+// old one's WAL and finds it malformed; the damage is not in the file
+// kubegcd wrote, and the next start opens the new one.
+func (w *FileWatch) Cause(corrupt error) error {
+	if err := w.Check(); err != nil {
+		return err
+	}
+	return corrupt
+}
+
 // Watch checks the file every period until ctx ends (nil) or the file is
 // gone (Check's error).
 func (w *FileWatch) Watch(ctx context.Context, period time.Duration) error {

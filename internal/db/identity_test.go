@@ -14,7 +14,8 @@ import (
 
 // TestFileWatch: a database file deleted, moved away or replaced under an
 // open DB is reported, with what became of it; writes, checkpoints and a
-// file touched in place are not.
+// file touched in place are not. A corruption found then is put down to
+// the file gone.
 func TestFileWatch(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -70,6 +71,12 @@ func TestFileWatch(t *testing.T) {
 			case tt.want != "" && (!errors.Is(err, ErrFileGone) || !strings.Contains(err.Error(), tt.want) ||
 				!strings.Contains(err.Error(), d.Path)):
 				t.Errorf("Check: %v, want an ErrFileGone naming %s and saying %q", err, d.Path, tt.want)
+			}
+			// A corruption found meanwhile is the file's fate when it is
+			// gone, and itself when it is not.
+			cause := w.Cause(corruptError(d.Path, "a write: database disk image is malformed (11)"))
+			if gone := tt.want != ""; errors.Is(cause, ErrFileGone) != gone || errors.Is(cause, ErrCorrupt) == gone {
+				t.Errorf("Cause of a corruption: %v, want the file gone: %v", cause, gone)
 			}
 		})
 	}
