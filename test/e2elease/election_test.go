@@ -155,10 +155,7 @@ func TestCoordinatedElection(t *testing.T) {
 	// Exactly one writes: the older one collects an orphan; the newer one
 	// decides and records nothing.
 	createOrphan(t, ns, "orphan-1")
-	e2eutil.Eventually(t, 60*time.Second, func() error { return configMapGone(ns, "orphan-1") })
-	if rows := a.audit(t, ns); len(rows) == 0 || rows[0].Instance != aID {
-		t.Errorf("the holder's audit rows: %+v; want its deletion of orphan-1, by %s", rows, aID)
-	}
+	waitAudited(t, a, ns, "orphan-1")
 	if rows := b2.audit(t, ns); len(rows) != 0 {
 		t.Errorf("the follower recorded %d decisions, the first %+v; want none", len(rows), rows[0])
 	}
@@ -186,10 +183,7 @@ func TestCoordinatedElection(t *testing.T) {
 		t.Errorf("hand-over took %s, more than the lease duration plus the controller's delay and the retries (%s)", handover, limit)
 	}
 	createOrphan(t, ns, "orphan-2")
-	e2eutil.Eventually(t, 60*time.Second, func() error { return configMapGone(ns, "orphan-2") })
-	if rows := b2.audit(t, ns); len(rows) == 0 || rows[0].Instance != b2ID || rows[0].Target.Name != "orphan-2" {
-		t.Errorf("the new holder's audit rows: %+v; want its deletion of orphan-2, by %s", rows, b2ID)
-	}
+	waitAudited(t, b2, ns, "orphan-2")
 	watch.check(t)
 
 	// A graceful stop releases the Lease and withdraws the candidate; the
@@ -407,12 +401,31 @@ func createOrphan(t *testing.T, ns, name string) {
 	}
 }
 
-func configMapGone(ns, name string) error {
-	_, err := kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+// waitAudited waits until the ConfigMap ns/name is gone and the newest
+// row of the audit history of in is its deletion by in. The row is written
+// after the DELETE returns, so it may follow the object's removal.
+func waitAudited(t *testing.T, in *kubegcdProc, ns, name string) {
+	t.Helper()
+	id := in.identity(t)
+	e2eutil.Eventually(t, 60*time.Second, func() error {
+		_, err := kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s/%s still there (%v)", ns, name, err)
+		}
+		var list api.AuditList
+		if err := in.get("/audit?namespace="+ns, &list); err != nil {
+			return err
+		}
+		rows := list.Items
+		if len(rows) == 0 {
+			return fmt.Errorf("%s/%s is gone; %s has no audit row of it yet", ns, name, in.name)
+		}
+		if r := rows[0]; r.Instance != id || r.Target.Name != name || r.Action != api.ActionDelete || r.Outcome != api.OutcomeApplied {
+			return fmt.Errorf("%s/%s is gone; the newest audit row of %s is %+v, want its applied deletion of it by %s",
+				ns, name, in.name, r, id)
+		}
 		return nil
-	}
-	return fmt.Errorf("%s/%s still there (%v)", ns, name, err)
+	})
 }
 
 func processExitCode(err error) int {
