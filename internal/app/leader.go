@@ -140,8 +140,12 @@ type leaderConfig struct {
 // released too, for another instance to take).
 func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.Config, logger *slog.Logger, work func(context.Context) error) error {
 	electCfg := rest.AddUserAgent(rest.CopyConfig(restCfg), "kubegcd-leader-election")
-	// The API server warns of v1beta1 LeaseCandidates at each request.
-	electCfg.WarningHandlerWithContext = &onceWarnings{logger: logger}
+	// The API server warns of v1beta1 LeaseCandidates at each request. The
+	// copy keeps the handler of restCfg, so that a warning the other
+	// clients got already is not logged again.
+	if electCfg.WarningHandlerWithContext == nil {
+		electCfg.WarningHandlerWithContext = &onceWarnings{logger: logger}
+	}
 	client, err := kubernetes.NewForConfig(electCfg)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -201,7 +202,33 @@ func TestCoordinatedElection(t *testing.T) {
 	if h := holder(); h == b2ID {
 		t.Errorf("the Lease still names the stopped instance %s", h)
 	}
+	// Every client of a process shares one record of the warnings logged.
+	for _, in := range []*kubegcdProc{b, a, b2} {
+		in.warnedOnce(t)
+	}
 }
+
+// warnedOnce fails the test if the log of in tells a warning of the API
+// server twice.
+func (in *kubegcdProc) warnedOnce(t *testing.T) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, line := range strings.Split(in.log(), "\n") {
+		if !strings.Contains(line, `msg="the API server warns (said once)"`) {
+			continue
+		}
+		var w string
+		if m := warningAttr.FindStringSubmatch(line); m != nil {
+			w = m[1]
+		}
+		if seen[w] {
+			t.Errorf("%s logged the warning %s more than once", in.name, w)
+		}
+		seen[w] = true
+	}
+}
+
+var warningAttr = regexp.MustCompile(`warning=("(\\.|[^"\\])*"|\S+)`)
 
 // kubegcdProc is a kubegcd process of the test.
 type kubegcdProc struct {
