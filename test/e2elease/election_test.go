@@ -43,7 +43,8 @@ const (
 // once an older one stands and the API server prefers it; the older one holds the Lease and is the only
 // one to write, also once the newer one is back. SIGKILLed, it hands over
 // to the newer one within the lease duration plus the controller's delay.
-// Stopped gracefully, that one releases the Lease and withdraws.
+// Stopped gracefully, that one releases the Lease and withdraws. Each
+// process logs a warning of the API server once, whichever client got it.
 func TestCoordinatedElection(t *testing.T) {
 	ns := namespaces.New(t, "election")
 	older, newer := buildKubegcd(t, "v0.1.0"), buildKubegcd(t, "v0.2.0")
@@ -208,28 +209,6 @@ func TestCoordinatedElection(t *testing.T) {
 	}
 }
 
-// warnedOnce fails the test if the log of in tells a warning of the API
-// server twice.
-func (in *kubegcdProc) warnedOnce(t *testing.T) {
-	t.Helper()
-	seen := map[string]bool{}
-	for _, line := range strings.Split(in.log(), "\n") {
-		if !strings.Contains(line, `msg="the API server warns (said once)"`) {
-			continue
-		}
-		var w string
-		if m := warningAttr.FindStringSubmatch(line); m != nil {
-			w = m[1]
-		}
-		if seen[w] {
-			t.Errorf("%s logged the warning %s more than once", in.name, w)
-		}
-		seen[w] = true
-	}
-}
-
-var warningAttr = regexp.MustCompile(`warning=("(\\.|[^"\\])*"|\S+)`)
-
 // kubegcdProc is a kubegcd process of the test.
 type kubegcdProc struct {
 	name, url, db, logPath string
@@ -315,6 +294,28 @@ func (in *kubegcdProc) audit(t *testing.T, ns string) []api.AuditEntry {
 	}
 	return list.Items
 }
+
+// warnedOnce fails the test if the log of in tells a warning of the API
+// server twice.
+func (in *kubegcdProc) warnedOnce(t *testing.T) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, line := range strings.Split(in.log(), "\n") {
+		if !strings.Contains(line, `msg="the API server warns (said once)"`) {
+			continue
+		}
+		var w string
+		if m := warningAttr.FindStringSubmatch(line); m != nil {
+			w = m[1]
+		}
+		if seen[w] {
+			t.Errorf("%s logged the warning %s more than once", in.name, w)
+		}
+		seen[w] = true
+	}
+}
+
+var warningAttr = regexp.MustCompile(`warning=("(\\.|[^"\\])*"|\S+)`)
 
 // waitLeading waits until the kubegcdProc leads and the Lease names it, and
 // returns its identity.
