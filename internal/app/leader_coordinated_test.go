@@ -241,6 +241,9 @@ func TestCoordinate(t *testing.T) {
 						t.Errorf("no LeaseCandidate while electing: %v", err)
 						return nil
 					}
+					// Seen here if the elector returns before the poll above
+					// sees it: the candidate is withdrawn at once.
+					stood.Store(c)
 					want := coordinationv1beta1.LeaseCandidateSpec{LeaseName: leaseName, BinaryVersion: ver, EmulationVersion: ver, Strategy: strategy}
 					got := c.Spec
 					got.RenewTime, got.PingTime = nil, nil
