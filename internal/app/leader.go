@@ -286,6 +286,9 @@ type fencedLock struct {
 
 	mu      sync.Mutex
 	renewed time.Time // start of the last renewal; zero when not held
+	// read is the record the last Get read: after a lost Lease, whom it
+	// named before the release cleared it.
+	read resourcelock.LeaderElectionRecord
 }
 
 // fenceMargin is the time a write admitted just before the fence closes
@@ -300,6 +303,24 @@ func newFencedLock(lock resourcelock.Interface, leaseDuration time.Duration, now
 
 func (f *fencedLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
 	return f.record(r, func() error { return f.Interface.Create(ctx, r) })
+}
+
+// Get reads the lease record, and keeps it for lastRead.
+func (f *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	r, raw, err := f.Interface.Get(ctx)
+	if err == nil && r != nil {
+		f.mu.Lock()
+		f.read = *r
+		f.mu.Unlock()
+	}
+	return r, raw, err
+}
+
+// lastRead is the lease record as the last Get read it.
+func (f *fencedLock) lastRead() resourcelock.LeaderElectionRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.read
 }
 
 func (f *fencedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
@@ -439,7 +460,25 @@ func (l *leadership) coordinate(ctx context.Context, cfg leaderConfig, client ku
 		return err
 	}
 	logger.Info("the API server coordinates the Lease", "lease", cfg.namespace+"/"+cfg.name)
-	return elect(ctx)
+	err = elect(ctx)
+	if f := l.fence.Load(); f != nil && errors.Is(err, errLostLease) {
+		err = lostTo(err, l.identity, cfg.namespace+"/"+cfg.name, f.lastRead())
+	}
+	return err
+}
+
+// lostTo adds to err, a lost Lease, whom the API server prefers as its
+// holder or has named so, when r, the Lease as last read, names another
+// instance. The release clears both, so r is what was read before it.
+func lostTo(err error, self, lease string, r resourcelock.LeaderElectionRecord) error {
+	switch {
+	case r.PreferredHolder != "" && r.PreferredHolder != self:
+		return fmt.Errorf("the API server prefers %s as the holder of the Lease %s (strategy %s): %w",
+			r.PreferredHolder, lease, r.Strategy, err)
+	case r.HolderIdentity != "" && r.HolderIdentity != self:
+		return fmt.Errorf("the API server named %s the holder of the Lease %s: %w", r.HolderIdentity, lease, err)
+	}
+	return err
 }
 
 // candidatesServed says whether the API server serves LeaseCandidates at

@@ -21,6 +21,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 )
 
@@ -428,5 +429,51 @@ level=INFO msg="the API server warns (said once)" warning=another
 `
 	if out.String() != want {
 		t.Errorf("logged:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// TestLostTo: a lost Lease says whom the API server prefers or named, from
+// the Lease as read before the release cleared it.
+func TestLostTo(t *testing.T) {
+	const self, lease = "new_0a1b2c3d", "kube-system/kubegcd"
+	lost := errLostLease.Error()
+	tests := []struct {
+		name string
+		read resourcelock.LeaderElectionRecord
+		want string
+	}{
+		{name: "a preferred holder", read: resourcelock.LeaderElectionRecord{HolderIdentity: self, PreferredHolder: "old_ffffffff",
+			Strategy: coordinationv1.OldestEmulationVersion},
+			want: "the API server prefers old_ffffffff as the holder of the Lease kube-system/kubegcd (strategy OldestEmulationVersion): " + lost},
+		{name: "another holder named", read: resourcelock.LeaderElectionRecord{HolderIdentity: "old_ffffffff"},
+			want: "the API server named old_ffffffff the holder of the Lease kube-system/kubegcd: " + lost},
+		{name: "still naming this instance", read: resourcelock.LeaderElectionRecord{HolderIdentity: self}, want: lost},
+		{name: "naming this instance the preferred holder", read: resourcelock.LeaderElectionRecord{PreferredHolder: self}, want: lost},
+		{name: "nothing read", want: lost},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := lostTo(errLostLease, self, lease, tc.read)
+			if err.Error() != tc.want || !errors.Is(err, errLostLease) {
+				t.Errorf("lostTo = %q, want %q, wrapping errLostLease", err, tc.want)
+			}
+		})
+	}
+
+	// The fenced lock keeps what its last Get read, across the release.
+	m := &memoryLock{identity: self}
+	f := newFencedLock(m, 15*time.Second, time.Now)
+	preferred := resourcelock.LeaderElectionRecord{HolderIdentity: self, PreferredHolder: "old_ffffffff"}
+	if err := f.Create(context.Background(), preferred); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.Get(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Update(context.Background(), resourcelock.LeaderElectionRecord{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.lastRead(); got.PreferredHolder != "old_ffffffff" || got.HolderIdentity != self {
+		t.Errorf("lastRead after the release: %+v, want the record read before it, %+v", got, preferred)
 	}
 }

@@ -106,9 +106,16 @@ func TestCoordinatedElection(t *testing.T) {
 			return errors.New("the newer one still runs, the older one preferred")
 		}
 	})
-	if code := processExitCode(b.proc.Err()); code != 1 || !strings.Contains(b.log(), "lost the leader-election lease") {
-		t.Fatalf("the newer one exited %d; want 1, saying it lost the lease:\n%s", code, e2eutil.Tail(b.log(), 30))
+	// Its last line says to whom: the API server prefers the older one,
+	// or has named it the holder already.
+	last := e2eutil.Tail(b.log(), 1)
+	lostTo := strings.HasPrefix(last, "kubegcd: the API server prefers "+aID+" as the holder of the Lease "+ns+"/kubegcd") ||
+		strings.HasPrefix(last, "kubegcd: the API server named "+aID+" the holder of the Lease "+ns+"/kubegcd")
+	if code := processExitCode(b.proc.Err()); code != 1 || !lostTo || !strings.HasSuffix(last, "lost the leader-election lease; "+
+		"stopped every write and exiting so that a restart rejoins as a follower") {
+		t.Fatalf("the newer one exited %d; want 1, saying it lost the lease to %s:\n%s", code, aID, e2eutil.Tail(b.log(), 30))
 	}
+	t.Logf("the newer one stepped down: %s", last)
 	l, err := leases.Get(ctx, "kubegcd", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
