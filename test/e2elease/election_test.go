@@ -344,7 +344,8 @@ func waitLeading(t *testing.T, in *kubegcdProc, timeout time.Duration) string {
 }
 
 // leaderWatch asks every kubegcdProc's /status every 100 ms whether it leads,
-// and remembers any moment when two did.
+// and remembers any moment when two did. The answers of one round come
+// one after another, so a round asks every instance twice (see atOnce).
 type leaderWatch struct {
 	mu        sync.Mutex
 	instances []*kubegcdProc
@@ -374,19 +375,25 @@ func (w *leaderWatch) add(in *kubegcdProc) {
 			w.mu.Lock()
 			ins := slices.Clone(w.instances)
 			w.mu.Unlock()
-			var leading []string
-			for _, in := range ins {
-				if st, err := in.status(); err == nil && st.Leader {
-					leading = append(leading, in.name)
+			// Every instance in turn, and then again.
+			asks := make([]bool, 2*len(ins))
+			for i := range asks {
+				st, err := ins[i%len(ins)].status()
+				asks[i] = err == nil && st.Leader
+			}
+			leading := 0
+			for _, l := range asks[:len(ins)] {
+				if l {
+					leading++
 				}
 			}
+			pairs := atOnce(asks)
 			w.mu.Lock()
-			switch len(leading) {
-			case 0:
-			case 1:
+			if leading == 1 {
 				w.one++
-			default:
-				w.both = append(w.both, time.Now().Format(time.StampMilli)+" "+strings.Join(leading, ", "))
+			}
+			for _, p := range pairs {
+				w.both = append(w.both, time.Now().Format(time.StampMilli)+" "+ins[p[0]].name+", "+ins[p[1]].name)
 			}
 			w.mu.Unlock()
 		}
@@ -399,6 +406,30 @@ func (w *leaderWatch) stop(t *testing.T) {
 		w.wg.Wait()
 		w.done = nil
 	}
+}
+
+// atOnce returns the pairs of instances that surely led at one moment.
+// asks holds the answers of n instances asked in turn, twice (2n answers,
+// in the order asked). An instance that leads at both its answers led all
+// the time between them (nothing leads twice within a round), so another
+// one that leads at an answer asked in between led at the same time.
+// Answers of two instances that lead, one after the other, prove nothing:
+// the first may have stepped down in between.
+func atOnce(asks []bool) [][2]int {
+	n := len(asks) / 2
+	var pairs [][2]int
+	for a := range n {
+		if !asks[a] || !asks[n+a] {
+			continue
+		}
+		for i := a + 1; i < n+a; i++ {
+			if b := i % n; b != a && asks[i] {
+				pairs = append(pairs, [2]int{a, b})
+				break
+			}
+		}
+	}
+	return pairs
 }
 
 // check fails the test if two instances ever led at once.
