@@ -136,7 +136,8 @@ type leaderConfig struct {
 // lead runs leader election until ctx ends, running work (the controllers)
 // while this instance holds the lease. It returns nil when ctx ended (work
 // has returned, then the lease is released), errLostLease when another
-// instance took it, and work's error when work failed (the lease is
+// instance took it (wrapped, when coordinated, with whom the API server
+// prefers: see lostTo), and work's error when work failed (the lease is
 // released too, for another instance to take).
 func (l *leadership) lead(ctx context.Context, cfg leaderConfig, restCfg *rest.Config, logger *slog.Logger, work func(context.Context) error) error {
 	electCfg := rest.AddUserAgent(rest.CopyConfig(restCfg), "kubegcd-leader-election")
@@ -267,6 +268,8 @@ func (l *leadership) elect(ctx context.Context, cfg leaderConfig, lock *fencedLo
 		return workErr
 	case ctx.Err() != nil:
 		return nil
+	case cfg.coordinated:
+		return lostTo(errLostLease, l.identity, cfg.namespace+"/"+cfg.name, lock.lastRead())
 	}
 	return errLostLease
 }
@@ -460,11 +463,7 @@ func (l *leadership) coordinate(ctx context.Context, cfg leaderConfig, client ku
 		return err
 	}
 	logger.Info("the API server coordinates the Lease", "lease", cfg.namespace+"/"+cfg.name)
-	err = elect(ctx)
-	if f := l.fence.Load(); f != nil && errors.Is(err, errLostLease) {
-		err = lostTo(err, l.identity, cfg.namespace+"/"+cfg.name, f.lastRead())
-	}
-	return err
+	return elect(ctx)
 }
 
 // lostTo adds to err, a lost Lease, whom the API server prefers as its

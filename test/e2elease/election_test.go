@@ -295,11 +295,17 @@ func (in *kubegcdProc) identity(t *testing.T) string {
 // audit is the instance's audit rows about the namespace, newest first.
 func (in *kubegcdProc) audit(t *testing.T, ns string) []api.AuditEntry {
 	t.Helper()
-	var list api.AuditList
-	if err := in.get("/audit?namespace="+ns, &list); err != nil {
+	rows, err := in.auditRows(ns)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return list.Items
+	return rows
+}
+
+func (in *kubegcdProc) auditRows(ns string) ([]api.AuditEntry, error) {
+	var list api.AuditList
+	err := in.get("/audit?namespace="+ns, &list)
+	return list.Items, err
 }
 
 // warnedOnce fails the test if the log of in tells a warning of the API
@@ -478,11 +484,10 @@ func waitAudited(t *testing.T, in *kubegcdProc, ns, name string) {
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("%s/%s still there (%v)", ns, name, err)
 		}
-		var list api.AuditList
-		if err := in.get("/audit?namespace="+ns, &list); err != nil {
+		rows, err := in.auditRows(ns)
+		if err != nil {
 			return err
 		}
-		rows := list.Items
 		if len(rows) == 0 {
 			return fmt.Errorf("%s/%s is gone; %s has no audit row of it yet", ns, name, in.name)
 		}
