@@ -1,0 +1,13 @@
+DROP TABLE rule_matches;
+ALTER TABLE resources DROP COLUMN first_synced_at;
+DROP TABLE workloads;
+DROP TABLE pvcs;
+DROP TABLE secrets;
+DROP TABLE cronjobs;
+DROP TABLE jobs;
+DROP TABLE object_annotations;
+DROP TABLE object_labels;
+DROP TRIGGER refs_removed;
+DROP TRIGGER refs_added;
+DROP TABLE ref_history;
+DROP TABLE refs;
