@@ -22,7 +22,9 @@ func meta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: n
 
 // fullSpec uses every reference a pod spec can make, once each.
 func fullSpec() corev1.PodSpec {
-	vol := func(name string, s corev1.VolumeSource) corev1.Volume { return corev1.Volume{Name: name, VolumeSource: s} }
+	vol := func(name string, s corev1.VolumeSource) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: s}
+	}
 	local := func(name string) *corev1.LocalObjectReference { return &corev1.LocalObjectReference{Name: name} }
 	return corev1.PodSpec{
 		ServiceAccountName: "runner",
