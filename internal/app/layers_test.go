@@ -25,6 +25,7 @@ var layers = map[string][]string{
 	"internal/diagnose":          {"api", "db", "gcrules"},
 	"internal/db":                {"api", "gcrules", "migrations"},
 	"internal/gcrules":           {"api"},
+	"internal/refs":              {"gcrules"},
 	"internal/api":               {},
 	"internal/api/openapi":       {"api"},
 	"internal/cmdline":           {},
