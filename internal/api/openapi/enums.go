@@ -11,13 +11,13 @@ import (
 // enums are the values a string property of an answer takes, by
 // "Schema.property", from package api's vocabulary.
 var enums = map[string][]string{
-	"AuditEntry.controller":               auditControllers,
+	"AuditEntry.controller":               api.AuditControllers,
 	"AuditEntry.outcome":                  api.Outcomes,
 	"Pending.controller":                  api.Controllers,
 	"ControllerStatus.name":               api.Controllers,
 	"LeaseItem.role":                      api.LeaseRoles,
 	"LeaseFinding.kind":                   api.LeaseFindingKinds,
-	"LintFinding.severity":                {api.SeverityError, api.SeverityWarning, api.SeverityInfo},
+	"LintFinding.severity":                api.Severities,
 	"LintFinding.rule":                    lintRuleIDs(),
 	"StuckItem.state":                     {api.StateNamespaceTerminating, api.StateDeletingDependents, api.StateOrphaningDependents, api.StateFinalizing, api.StateDeleting},
 	"Blocker.type":                        {api.BlockerFinalizer, api.BlockerDependent, api.BlockerNamespaceContent, api.BlockerDiscovery},

@@ -69,8 +69,8 @@ var commonErrors = []int{400, 403, 429, 500, 503}
 
 func build() ([]byte, error) {
 	roots := []reflect.Type{reflect.TypeFor[api.Error]()}
-	for _, op := range operations {
-		for _, t := range []reflect.Type{op.body, op.answer} {
+	for _, op := range listed() {
+		for _, t := range []reflect.Type{op.Body, op.Answer} {
 			if t != nil {
 				roots = append(roots, t)
 			}
@@ -110,13 +110,13 @@ func build() ([]byte, error) {
 		// The empty requirement: a loopback --listen needs no credentials.
 		Security: []map[string][]string{{"bearerToken": {}}, {"clientCertificate": {}}, {}},
 	}
-	for _, op := range operations {
-		item := d.Paths[op.path]
+	for _, op := range listed() {
+		item := d.Paths[op.Path]
 		if item == nil {
 			item = map[string]any{}
-			d.Paths[op.path] = item
+			d.Paths[op.Path] = item
 		}
-		item[op.method] = operationObject(op)
+		item[strings.ToLower(op.Method)] = operationObject(op)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -137,39 +137,45 @@ func jsonContent(schema any) map[string]any {
 	return map[string]any{"application/json": map[string]any{"schema": schema}}
 }
 
-func operationObject(op operation) map[string]any {
-	o := map[string]any{"summary": op.summary, "operationId": op.method + " " + op.path}
-	if op.doc != "" {
-		o["description"] = op.doc
+// listed are the operations of the document: api.Operations but those
+// whose answers are not JSON.
+func listed() []api.Operation {
+	var ops []api.Operation
+	for _, op := range api.Operations {
+		if !op.Unlisted {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+func operationObject(op api.Operation) map[string]any {
+	o := map[string]any{"summary": op.Summary, "operationId": strings.ToLower(op.Method) + " " + op.Path}
+	if op.Description != "" {
+		o["description"] = op.Description
 	}
 	var params []any
-	for _, p := range op.params {
+	for _, p := range op.Params {
 		params = append(params, parameterObject(p))
 	}
 	if params != nil {
 		o["parameters"] = params
 	}
-	if op.body != nil {
-		o["requestBody"] = map[string]any{"required": false, "content": jsonContent(ref(op.body.Name()))}
+	if op.Body != nil {
+		o["requestBody"] = map[string]any{"required": false, "content": jsonContent(ref(op.Body.Name()))}
 	}
 	ok := map[string]any{"description": "OK"}
-	switch {
-	case op.answer != nil:
-		content := jsonContent(ref(op.answer.Name()))
-		if op.path == "/graph" {
-			content["text/vnd.graphviz"] = map[string]any{"schema": map[string]string{"type": "string"}}
-		}
-		ok["content"] = content
-	case op.path == "/openapi/v3":
-		ok["content"] = jsonContent(map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."})
-	default: // /healthz and /readyz
-		word := map[string]string{"/healthz": "ok", "/readyz": "ready"}[op.path]
-		ok["content"] = jsonContent(map[string]any{"type": "object", "additionalProperties": false, "required": []string{"status"},
-			"properties": map[string]any{"status": map[string]any{"const": word}}})
+	if op.Answer != nil {
+		ok["content"] = jsonContent(ref(op.Answer.Name()))
+	} else {
+		ok["content"] = jsonContent(op.AnswerSchema)
+	}
+	if op.AnswerText != "" {
+		ok["content"].(map[string]any)[op.AnswerText] = map[string]any{"schema": map[string]string{"type": "string"}}
 	}
 	responses := map[string]any{"200": ok}
-	codes := append(append([]int{}, commonErrors...), op.errors...)
-	if !op.open {
+	codes := append(append([]int{}, commonErrors...), op.Errors...)
+	if !op.Open {
 		codes = append(codes, 401)
 	}
 	sort.Ints(codes)
@@ -177,40 +183,40 @@ func operationObject(op operation) map[string]any {
 		responses[strconv.Itoa(c)] = map[string]any{"description": errorCodes[c], "content": jsonContent(ref("Error"))}
 	}
 	o["responses"] = responses
-	if op.open {
+	if op.Open {
 		o["security"] = []any{}
 	}
 	return o
 }
 
-func parameterObject(p param) map[string]any {
-	s := map[string]any{"type": p.typ}
-	if p.format != "" {
-		s["format"] = p.format
+func parameterObject(p api.Param) map[string]any {
+	s := map[string]any{"type": p.Type}
+	if p.Format != "" {
+		s["format"] = p.Format
 	}
-	if p.enum != nil {
-		s["enum"] = p.enum
+	if p.Enum != nil {
+		s["enum"] = p.Enum
 	}
-	if p.typ == "integer" {
-		s["minimum"], s["maximum"] = p.min, p.max
+	if p.Type == "integer" {
+		s["minimum"], s["maximum"] = p.Min, p.Max
 	}
-	if p.def != nil {
-		s["default"] = p.def
+	if p.Default != nil {
+		s["default"] = p.Default
 	}
-	if p.pattern != "" {
-		s["pattern"] = p.pattern
+	if p.Pattern != "" {
+		s["pattern"] = p.Pattern
 	}
-	if p.repeated {
+	if p.Repeated {
 		s = map[string]any{"type": "array", "items": s}
 	}
-	o := map[string]any{"name": p.name, "in": p.in, "schema": s}
-	if p.doc != "" {
-		o["description"] = p.doc
+	o := map[string]any{"name": p.Name, "in": p.In, "schema": s}
+	if p.Description != "" {
+		o["description"] = p.Description
 	}
-	if p.required {
+	if p.Required {
 		o["required"] = true
 	}
-	if p.repeated {
+	if p.Repeated {
 		o["style"], o["explode"] = "form", true
 	}
 	return o
@@ -225,8 +231,8 @@ type Route struct{ Method, Path string }
 // walk the document use this one.
 func Routes() []Route {
 	var rs []Route
-	for _, op := range operations {
-		rs = append(rs, Route{Method: strings.ToUpper(op.method), Path: op.path})
+	for _, op := range listed() {
+		rs = append(rs, Route{Method: op.Method, Path: op.Path})
 	}
 	return rs
 }

@@ -1,0 +1,308 @@
+package api
+
+import (
+	"reflect"
+	"slices"
+)
+
+// Operation is one method on one path of the HTTP API. The server routes it
+// to the handler its ID names and reads its parameters' defaults and limits
+// from here. hack/gendocs builds the OpenAPI document and docs/api.md from
+// it at make docs.
+type Operation struct {
+	// ID names the handler that serves the operation.
+	ID string
+	// Method is the HTTP method, upper case.
+	Method string
+	// Path is the route; {name} is a path parameter.
+	Path string
+	// Summary says in a line what the operation does.
+	Summary string
+	// Description says the rest, in sentences.
+	Description string
+	// Params are the parameters the operation takes. The server refuses a
+	// query parameter that is not among them.
+	Params []Param
+	// Body is the type of the request's JSON body; nil when it takes none.
+	Body reflect.Type
+	// Answer is the type of the 200 answer's JSON body.
+	Answer reflect.Type
+	// AnswerSchema is the JSON Schema of a 200 answer that is no type of
+	// this package: a probe's status, the OpenAPI document.
+	AnswerSchema map[string]any
+	// AnswerText is a media type the 200 answer takes instead of JSON when
+	// the request asks for it.
+	AnswerText string
+	// Errors are the status codes of its Error answers beside those every
+	// operation has (400, 403, 429, 500 and 503).
+	Errors []int
+	// Open operations are served without authentication, for probes.
+	Open bool
+	// Unlisted operations are left out of the OpenAPI document: their
+	// answers are not JSON.
+	Unlisted bool
+}
+
+// Param is a query or path parameter of an operation.
+type Param struct {
+	Name string
+	// In is "query" or "path".
+	In string
+	// Type is the JSON Schema type of one value: "string" or "integer".
+	Type string
+	// Format refines Type: "date-time" is an RFC 3339 time.
+	Format string
+	// Enum lists the values the parameter takes; nil when any.
+	Enum []string
+	// Min and Max bound an integer.
+	Min, Max int
+	// Default is the value the server takes when the parameter is absent.
+	// It is nil when an absent parameter filters nothing.
+	Default any
+	// Pattern is a regular expression every value matches.
+	Pattern string
+	// Required parameters must be given.
+	Required bool
+	// Repeated parameters may be given more than once.
+	Repeated    bool
+	Description string
+}
+
+// Param is the operation's parameter of that name; nil when it has none.
+func (o *Operation) Param(name string) *Param {
+	for i := range o.Params {
+		if o.Params[i].Name == name {
+			return &o.Params[i]
+		}
+	}
+	return nil
+}
+
+// TokenPattern matches a kind or a rule id: letters, digits, '-' and '.',
+// at most 100 characters.
+const TokenPattern = `^[A-Za-z0-9][A-Za-z0-9.-]{0,99}$`
+
+// ResourceRefPattern matches a kind as kubectl takes it: a kind, a resource
+// or a short name, alone or followed by "." and its group. A group is a DNS
+// subdomain of up to 253 characters.
+const ResourceRefPattern = `^[A-Za-z0-9][A-Za-z0-9-]{0,99}(\.[A-Za-z0-9][A-Za-z0-9.-]{0,252})?$`
+
+// Limits of GET /graph besides those of its parameters.
+const (
+	// GraphFilteredMaxLimit bounds ?limit= of a graph filtered by uid or
+	// namespace, which is built in memory. The whole graph streams, so its
+	// bound is the parameter's Max.
+	GraphFilteredMaxLimit = 100_000
+	// GraphMaxUIDs bounds the uid parameters of one request: each is a
+	// recursive walk.
+	GraphMaxUIDs = 1000
+)
+
+// AuditControllers are the values ?controller= of /audit and /pending
+// takes: the controllers, and the names of the rows about enforcement.
+var AuditControllers = append(slices.Clone(Controllers), ControllerKubegcd, ControllerOperator)
+
+// Severities lists the lint findings' severities, most severe first.
+var Severities = []string{SeverityError, SeverityWarning, SeverityInfo}
+
+func limitParam(def, max int) Param {
+	return Param{Name: "limit", In: "query", Type: "integer", Min: 1, Max: max, Default: def,
+		Description: "At most this many items; a value out of range is a 400."}
+}
+
+func namespaceParam(description string) Param {
+	return Param{Name: "namespace", In: "query", Type: "string", Description: description}
+}
+
+// kindParam is ?kind= of /pending, /audit and /stuck.
+var kindParam = Param{Name: "kind", In: "query", Type: "string", Pattern: TokenPattern,
+	Description: "A kind in any case, or a resource's plural."}
+
+var uidParam = Param{Name: "uid", In: "path", Type: "string", Required: true, Description: "The object's UID."}
+
+// Operations are the routes of the API, in the order docs/api.md lists them.
+var Operations = []Operation{
+	{ID: "status", Method: "GET", Path: "/status", Summary: "What this instance mirrors and enforces",
+		Description: "The version and start time, enforcement and leader election, " +
+			"every watched resource with its object count, authentication, discovery failures and each running controller.",
+		Answer: reflect.TypeFor[Status]()},
+	{ID: "graph", Method: "GET", Path: "/graph", Summary: "The ownership graph",
+		Description: "The whole graph (no uid nor namespace) streams as the database reads it, " +
+			"so memory does not grow with it. " +
+			"It takes a limit up to 100,000,000. " +
+			"Two such streams are served at once, at most half of --max-requests-inflight; " +
+			"another is a 429 with Retry-After: 5. " +
+			"Each stream has a database connection of its own, for at most 10 minutes. " +
+			"A stream whose client takes no data for --graph-stream-stall-timeout (30 s by default) is cut. " +
+			"A filtered graph takes a limit up to 100,000. " +
+			"With format=dot the answer is GraphViz (text/vnd.graphviz), " +
+			"as upstream's /debug/controllers/garbagecollector/graph. " +
+			"With at, the graph is drawn from history: what owned this when it was deleted, what it owned when it went.",
+		Params: []Param{
+			namespaceParam("Only the objects of this namespace."),
+			{Name: "uid", In: "query", Type: "string", Repeated: true,
+				Description: "The objects connected to these UIDs, their transitive owners and dependents; at most 1,000."},
+			{Name: "limit", In: "query", Type: "integer", Min: 1, Max: 100_000_000, Default: 10000,
+				Description: "At most this many nodes, the first by UID: " +
+					"up to 100,000,000 for the whole graph, 100,000 for a filtered one."},
+			{Name: "format", In: "query", Type: "string", Enum: []string{"json", "dot"}, Default: "json",
+				Description: "json, or dot for GraphViz."},
+			{Name: "at", In: "query", Type: "string", Format: "date-time",
+				Description: "The graph around the uid objects as history shows it at that time (RFC 3339). " +
+					"A time in the future is a 400. It takes uid only, not namespace."},
+		},
+		Answer: reflect.TypeFor[Graph](), AnswerText: "text/vnd.graphviz", Errors: []int{404}},
+	{ID: "pending", Method: "GET", Path: "/pending", Summary: "The decisions the controllers hold",
+		Description: "What each controller would do next, with rule, reason and since. " +
+			"Decisions that wait (a quarantine, a back-off) add notBefore and timeLeft. " +
+			"Next is the cursor of the following page, in the same order.",
+		Params: []Param{
+			{Name: "controller", In: "query", Type: "string", Enum: AuditControllers,
+				Description: "Only this controller's decisions."},
+			namespaceParam("Only the decisions about objects of this namespace."),
+			kindParam,
+			{Name: "order", In: "query", Type: "string", Enum: []string{PendingOldest, PendingNewest}, Default: PendingOldest,
+				Description: "oldest: the decisions waiting longest first; newest the other way."},
+			limitParam(1000, 10000),
+			{Name: "cursor", In: "query", Type: "string", Description: "The next of the previous page, in the same order."},
+		},
+		Answer: reflect.TypeFor[PendingList]()},
+	{ID: "audit", Method: "GET", Path: "/audit", Summary: "The audit history, newest first",
+		Description: "Next is the cursor of the following, older, page.",
+		Params: []Param{
+			{Name: "controller", In: "query", Type: "string", Enum: AuditControllers,
+				Description: "Only this controller's decisions; " +
+					"kubegcd and operator name the rows about enforcement itself."},
+			namespaceParam("Only the decisions about objects of this namespace."),
+			{Name: "uid", In: "query", Type: "string", Description: "Only the decisions about this object."},
+			kindParam,
+			{Name: "rule", In: "query", Type: "string", Pattern: TokenPattern,
+				Description: "A rule id such as BR-21-03, in any case."},
+			{Name: "outcome", In: "query", Type: "string", Enum: Outcomes,
+				Description: "Only the decisions of this outcome: skipped is a decision that needs no write, " +
+					"unknown a write whose result kubegcd did not record before it died."},
+			{Name: "since", In: "query", Type: "string", Format: "date-time",
+				Description: "Only the decisions at or after this time (RFC 3339)."},
+			{Name: "until", In: "query", Type: "string", Format: "date-time",
+				Description: "Only the decisions before this time (RFC 3339); after since."},
+			limitParam(100, 1000),
+			{Name: "cursor", In: "query", Type: "string", Description: "The next of the previous page."},
+		},
+		Answer: reflect.TypeFor[AuditList]()},
+	{ID: "lookup", Method: "GET", Path: "/objects", Summary: "Objects by kind, namespace and name",
+		Description: "Without name it lists the kind, up to limit, then truncated is true. " +
+			"An unknown kind or name answers an empty items list.",
+		Params: []Param{
+			{Name: "kind", In: "query", Type: "string", Required: true, Pattern: ResourceRefPattern,
+				Description: "As kubectl takes it, in any case: a kind, or the resource's plural or singular, " +
+					"each alone or with its group (deployments.apps), or a short name discovery lists (deploy)."},
+			{Name: "apiVersion", In: "query", Type: "string",
+				Description: "group/version, or v1 for the core group; anything else is a 400. It picks the group. " +
+					"Its version is not compared, as the mirror keeps each resource at one version."},
+			namespaceParam("Only the objects of this namespace; it does not filter cluster-scoped kinds."),
+			{Name: "name", In: "query", Type: "string", Description: "Only the objects of this name."},
+			limitParam(500, 10000),
+		},
+		Answer: reflect.TypeFor[Lookup]()},
+	{ID: "object", Method: "GET", Path: "/objects/{uid}", Summary: "One object and what kubegcd knows around it",
+		Description: "Its metadata, owners and their state, dependents, pending decisions, recent audit rows, " +
+			"deletion, lint findings and recent history. " +
+			"Why says in words why it is or is not pending or gone. An unknown uid is a 404.",
+		Params: []Param{uidParam}, Answer: reflect.TypeFor[ObjectDetail](), Errors: []int{404}},
+	{ID: "cascade", Method: "GET", Path: "/objects/{uid}/cascade",
+		Summary: "What the garbage collector would do if the object were deleted now",
+		Description: "Decided by the same rules as the collector, from the mirror alone; nothing is deleted. " +
+			"An unknown uid is a 404.",
+		Params: []Param{uidParam,
+			{Name: "propagation", In: "query", Type: "string", Enum: []string{"background", "foreground", "orphan"},
+				Default: "background", Description: "The deletion's propagation policy."},
+			{Name: "limit", In: "query", Type: "integer", Min: 1, Max: 100000, Default: 10000,
+				Description: "At most this many objects walked."},
+		},
+		Answer: reflect.TypeFor[Cascade](), Errors: []int{404}},
+	{ID: "objectHistory", Method: "GET", Path: "/objects/{uid}/history",
+		Summary: "An object's lifecycle and the decisions about it",
+		Description: "The object's lifecycle, also after it is gone, and the newest 100 audit rows about it. " +
+			"A 404 when neither history nor audit knows the UID.",
+		Params: []Param{uidParam}, Answer: reflect.TypeFor[ObjectHistory](), Errors: []int{404}},
+	{ID: "stuck", Method: "GET", Path: "/stuck", Summary: "Deletions that do not finish, oldest first",
+		Description: "Each with its state, what blocks it, a namespace's conditions and an explanation in words. " +
+			"MinAge says the threshold applied. See docs/rules.md.",
+		Params: []Param{
+			namespaceParam("The objects of this namespace, and the Namespace itself."),
+			kindParam,
+			{Name: "minAge", In: "query", Type: "string",
+				Description: "A Go duration such as 30s, 5m or 1h, or 0 for every deletion; --stuck-after by default."},
+			limitParam(500, 10000),
+		},
+		Answer: reflect.TypeFor[StuckList]()},
+	{ID: "lint", Method: "GET", Path: "/lint", Summary: "The ownerReference lint findings",
+		Description: "The rules are in docs/rules.md. " +
+			"Items stop at limit, and truncated says there are more, so an unfiltered lint costs what limit findings do. " +
+			"A rule or severity that few findings match may read every candidate. " +
+			"Counts cover every rule, for the namespace asked, whatever rule, severity and limit kept in items.",
+		Params: []Param{
+			{Name: "rule", In: "query", Type: "string",
+				Description: "Only this rule's findings: its id (KG-LINT-01…) or name (dangling-owner…)."},
+			namespaceParam("Only the findings in this namespace."),
+			{Name: "severity", In: "query", Type: "string", Enum: Severities,
+				Description: "Only the findings of this severity."},
+			limitParam(1000, 100000),
+		},
+		Answer: reflect.TypeFor[LintReport]()},
+	{ID: "leases", Method: "GET", Path: "/leases",
+		Summary: "Every Lease with its role, holders, gaps, candidates and findings",
+		Description: "Each Lease with its role, holder, renew time and age, duration, whether it is expired, " +
+			"and transitions. HolderChanges list its holders and gaps the times without a live holder. " +
+			"Under coordinated leader election a Lease also has its strategy, preferred holder and LeaseCandidates. " +
+			"Findings say what an operator should look at: a holder that is not the preferred one, " +
+			"expired candidates, a coordinated Lease without a live candidate, " +
+			"and candidates for a Lease that does not exist.",
+		Params: []Param{
+			namespaceParam("Only the Leases of this namespace."),
+			{Name: "expired", In: "query", Type: "string", Enum: []string{"true", "false"},
+				Description: "Only the expired Leases, or only the live ones."},
+		},
+		Answer: reflect.TypeFor[LeaseList]()},
+	{ID: "overview", Method: "GET", Path: "/overview", Summary: "The counts of the UI's overview",
+		Description: "Pending decisions by controller, and the controllers' deletions over the last hour and day. " +
+			"It takes no parameters.",
+		Answer: reflect.TypeFor[Overview]()},
+	{ID: "release", Method: "POST", Path: "/enforcement/release", Summary: "End a manual hold of the blast-radius cap",
+		Description: "The body is one JSON object, sent with Content-Type: application/json. " +
+			"Anything after it but white space is a 400. " +
+			"Another content type is a 415, so that no web page can post it across origins. " +
+			"A 409 when nothing is held. " +
+			"The release is recorded in /audit as controller operator, action release, with who asked: " +
+			"the address, the caller's name and User-Agent, each cut to 256 bytes.",
+		Body: reflect.TypeFor[ReleaseRequest](), Answer: reflect.TypeFor[ReleaseResult](), Errors: []int{404, 409, 415}},
+	{ID: "healthz", Method: "GET", Path: "/healthz", Summary: "200 while the process serves", Open: true,
+		AnswerSchema: statusSchema("ok")},
+	{ID: "readyz", Method: "GET", Path: "/readyz",
+		Summary: "200 when the mirror is live and the audit history can be written", Open: true,
+		Description: "Ready needs three things. The audit history can be written; " +
+			"else a 503 says \"enforcement paused: audit history cannot be written:\" and the cause. " +
+			"When bearer tokens are the only authentication, --auth-token-file holds a valid token; " +
+			"else a 503 says \"all bearer tokens revoked:\" and why. " +
+			"Every watched resource is listed, or after a restart caught up from the resourceVersion the last run stored. " +
+			"Its watch is live, and its writes to the mirror commit; " +
+			"else a 503 says \"mirror not synced\" and names the resources it waits for. " +
+			"A watch that has not resumed within 3 s counts as down, " +
+			"and so does one that expired (410) until its relist is committed.",
+		AnswerSchema: statusSchema("ready")},
+	{ID: "metrics", Method: "GET", Path: "/metrics", Summary: "Prometheus metrics",
+		Description: "The metrics in Prometheus's text format; docs/metrics.md describes each.",
+		Unlisted:    true},
+	{ID: "openAPI", Method: "GET", Path: "/openapi/v3", Summary: "This document",
+		Description: "The API's OpenAPI 3.1 document, at the path where Kubernetes serves its own. " +
+			"It has every path, its parameters with their types, limits and enums, " +
+			"and each answer's schema with the meaning of every field. " +
+			"It also has the error form and the ways to authenticate. docs/openapi.json is a copy, written by make docs.",
+		AnswerSchema: map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."}},
+}
+
+// statusSchema is the schema of a probe's answer, {"status": word}.
+func statusSchema(word string) map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": false, "required": []string{"status"},
+		"properties": map[string]any{"status": map[string]any{"const": word}}}
+}
