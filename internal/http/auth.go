@@ -286,7 +286,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Health checks are for probes; the UI's own files hold no data, and
 		// a browser loads them before it can send a token.
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || !isAPIPath(r.URL.Path) {
+		if openPaths[r.URL.Path] || !isAPIPath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}

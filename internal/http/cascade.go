@@ -8,26 +8,20 @@ import (
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
-const (
-	cascadeDefaultLimit = 10000
-	cascadeMaxLimit     = 100000
-)
-
 // cascade serves GET /objects/{uid}/cascade: what the garbage collector
 // would do if the object were deleted now with ?propagation= (background
 // unless given), from the mirror alone.
 func (s *server) cascade(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
-	q.only("propagation", "limit")
 	propagation := q.str("propagation")
 	if propagation == "" {
-		propagation = "background"
+		propagation = q.param("propagation").Default.(string)
 	}
 	policy, ok := diagnose.CascadePropagations[propagation]
 	if !ok {
 		q.fail("invalid propagation %q: want background, foreground or orphan", propagation)
 	}
-	limit := q.limit(cascadeDefaultLimit, cascadeMaxLimit)
+	limit := q.limit()
 	if q.err != nil {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return

@@ -18,28 +18,26 @@ import (
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
-const (
-	graphDefaultLimit = 10000
-	graphMaxLimit     = 100000
+var (
+	// graphMaxLimit bounds a filtered graph, which is built in memory.
+	graphMaxLimit = api.GraphFilteredMaxLimit
 	// graphStreamMaxLimit bounds the whole graph, which streams: memory
 	// does not grow with it.
-	graphStreamMaxLimit = 100_000_000
-	// graphMaxUIDs bounds ?uid=: each one is a recursive walk.
-	graphMaxUIDs = 1000
+	graphStreamMaxLimit = operation("graph").Param("limit").Max
+)
+
+const (
 	// objectMaxDependents bounds /objects/{uid}'s dependents; the graph
 	// shows them all.
 	objectMaxDependents = 1000
 	objectRecentAudit   = 20
 )
 
-var graphFormats = map[string]bool{"json": true, "dot": true}
-
 // graph serves GET /graph: the ownership graph as JSON, or as GraphViz DOT
 // in the format of kube-controller-manager's
 // /debug/controllers/garbagecollector/graph; with ?at=, as it stood then.
 func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
-	q.only("namespace", "uid", "limit", "format", "at")
 	// The whole graph streams, so it may be as large as the cluster; a
 	// filtered one is built in memory, within graphMaxLimit.
 	whole := len(q.v["uid"]) == 0 && q.v.Get("namespace") == ""
@@ -47,11 +45,11 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 	if whole {
 		maxLimit = graphStreamMaxLimit
 	}
-	f := db.GraphFilter{Namespace: q.str("namespace"), Limit: q.limit(graphDefaultLimit, maxLimit)}
-	format := q.oneOf("format", graphFormats)
+	f := db.GraphFilter{Namespace: q.str("namespace"), Limit: q.limitUpTo(maxLimit)}
+	format := q.enum("format")
 	uids := q.v["uid"]
-	if len(uids) > graphMaxUIDs {
-		q.fail("too many uid parameters: at most %d", graphMaxUIDs)
+	if len(uids) > api.GraphMaxUIDs {
+		q.fail("too many uid parameters: at most %d", api.GraphMaxUIDs)
 	}
 	seen := map[string]bool{}
 	for _, u := range uids {
@@ -260,12 +258,6 @@ func (s *server) objectReadFailed(w http.ResponseWriter, r *http.Request, uid st
 // object serves GET /objects/{uid}: what the mirror knows around one object
 // and why it is, or is not, pending.
 func (s *server) object(w http.ResponseWriter, r *http.Request) {
-	q := newQuery(r)
-	q.only()
-	if q.err != nil {
-		writeError(w, r, http.StatusBadRequest, q.err.Error())
-		return
-	}
 	uid := chi.URLParam(r, "uid")
 	det, err := s.DB.ObjectDetail(r.Context(), uid, objectMaxDependents)
 	if s.objectReadFailed(w, r, uid, err) {

@@ -5,167 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
-
-// knownControllers are the values ?controller= accepts.
-var knownControllers = func() map[string]bool {
-	m := map[string]bool{api.ControllerKubegcd: true, api.ControllerOperator: true}
-	for _, c := range api.Controllers {
-		m[c] = true
-	}
-	return m
-}()
-
-// knownOutcomes are the values ?outcome= accepts.
-var knownOutcomes = func() map[string]bool {
-	m := map[string]bool{}
-	for _, o := range api.Outcomes {
-		m[o] = true
-	}
-	return m
-}()
-
-// query reads and validates query parameters; the first problem wins.
-type query struct {
-	v   url.Values
-	err error
-}
-
-// newQuery parses r's query string. r.URL.Query() drops the pairs it
-// cannot parse ("limit=5;drop", "%zz") and keeps the rest, which would
-// turn a filter the client sent into none; here they are the request's
-// error.
-func newQuery(r *http.Request) *query {
-	v, err := url.ParseQuery(r.URL.RawQuery)
-	q := &query{v: v}
-	if err != nil {
-		q.fail("malformed query string: %v", err)
-	}
-	return q
-}
-
-func (q *query) fail(format string, args ...any) {
-	if q.err == nil {
-		q.err = fmt.Errorf(format, args...)
-	}
-}
-
-// only rejects parameters the endpoint does not know, so a typo is an error
-// rather than a silently ignored filter.
-func (q *query) only(names ...string) {
-	allowed := map[string]bool{}
-	for _, n := range names {
-		allowed[n] = true
-	}
-	for k := range q.v {
-		if !allowed[k] {
-			q.fail("unknown query parameter %q", k)
-		}
-	}
-}
-
-func (q *query) str(name string) string {
-	if len(q.v[name]) > 1 {
-		q.fail("query parameter %q given more than once", name)
-	}
-	return q.v.Get(name)
-}
-
-func (q *query) oneOf(name string, allowed map[string]bool) string {
-	s := q.str(name)
-	if s != "" && !allowed[s] {
-		q.fail("invalid %s %q", name, s)
-	}
-	return s
-}
-
-// token reads a kind or a rule id: letters, digits, '-' and '.', at most
-// 100 characters. Anything else cannot name one, and is an error rather
-// than an empty answer.
-func (q *query) token(name string) string {
-	s := q.str(name)
-	if s != "" && !tokenRE.MatchString(s) {
-		q.fail("invalid %s %q: want letters, digits, '-' and '.'", name, s)
-	}
-	return s
-}
-
-var tokenRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,99}$`)
-
-// resourceRef reads a kind as kubectl takes it (a kind, a resource or a
-// short name, alone or followed by "." and its group) in token's
-// characters; a group is a DNS subdomain of up to 253, so it may be longer
-// than a token.
-func (q *query) resourceRef(name string) string {
-	s := q.str(name)
-	if s != "" && !resourceRefRE.MatchString(s) {
-		q.fail("invalid %s %q: want a kind, a resource or a short name, alone or followed by . and its group", name, s)
-	}
-	return s
-}
-
-var resourceRefRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,99}(\.[A-Za-z0-9][A-Za-z0-9.-]{0,252})?$`)
-
-// apiVersion reads an apiVersion and returns its group: group/version, or
-// v1 alone for the core group, as Kubernetes could serve them (a group is
-// a DNS subdomain, a version a DNS label; the core group has only v1).
-// Anything else names nothing, and is an error rather than an empty or,
-// worse, unfiltered answer.
-func (q *query) apiVersion(name string) (group string, ok bool) {
-	s := q.str(name)
-	if s == "" {
-		return "", false
-	}
-	group, version, grouped := strings.Cut(s, "/")
-	if !grouped {
-		group, version = "", s
-	}
-	switch {
-	case !grouped && version != "v1":
-		q.fail("invalid %s %q: the core group has only v1; want group/version, such as apps/v1, or v1", name, s)
-	case grouped && len(validation.IsDNS1123Subdomain(group)) > 0, grouped && len(validation.IsDNS1035Label(version)) > 0:
-		q.fail("invalid %s %q: want group/version, such as apps/v1, or v1 for the core group", name, s)
-	}
-	return group, true
-}
-
-func (q *query) limit(def, max int) int {
-	s := q.str("limit")
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > max {
-		q.fail("invalid limit %q: want a number from 1 to %d", s, max)
-	}
-	return n
-}
-
-func (q *query) time(name string) time.Time {
-	s := q.str(name)
-	if s == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		q.fail("invalid %s %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", name, s)
-	}
-	return t
-}
-
-var pendingOrders = map[string]bool{api.PendingOldest: true, api.PendingNewest: true}
 
 // pendingOf maps a pending decision to the API, without TimeLeft.
 func pendingOf(p db.Pending) api.Pending {
@@ -188,13 +34,12 @@ func pendingListOf(items []db.Pending, next string, now time.Time) api.PendingLi
 
 func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
-	q.only("controller", "namespace", "kind", "order", "limit", "cursor")
 	f := db.PendingFilter{
-		Controller: q.oneOf("controller", knownControllers),
+		Controller: q.enum("controller"),
 		Namespace:  q.str("namespace"),
 		Kind:       q.token("kind"),
-		Newest:     q.oneOf("order", pendingOrders) == api.PendingNewest,
-		Limit:      q.limit(1000, 10000),
+		Newest:     q.enum("order") == api.PendingNewest,
+		Limit:      q.limit(),
 	}
 	if c := q.str("cursor"); c != "" {
 		k, err := decodePendingCursor(c, f.Newest)
@@ -270,17 +115,16 @@ func auditListOf(items []db.AuditEntry, next int64) api.AuditList {
 
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
-	q.only("controller", "namespace", "uid", "kind", "rule", "outcome", "since", "until", "limit", "cursor")
 	f := db.AuditFilter{
-		Controller: q.oneOf("controller", knownControllers),
+		Controller: q.enum("controller"),
 		Namespace:  q.str("namespace"),
 		UID:        q.str("uid"),
 		Kind:       q.token("kind"),
 		Rule:       q.token("rule"),
-		Outcome:    q.oneOf("outcome", knownOutcomes),
+		Outcome:    q.enum("outcome"),
 		Since:      q.time("since"),
 		Until:      q.time("until"),
-		Limit:      q.limit(100, 1000),
+		Limit:      q.limit(),
 	}
 	if c := q.str("cursor"); c != "" {
 		n, err := strconv.ParseInt(c, 10, 64)

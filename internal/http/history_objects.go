@@ -20,12 +20,6 @@ const historyAuditLimit = 100
 // objectHistory serves GET /objects/{uid}/history: the object's lifecycle
 // and the decisions about it, also after it is gone.
 func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
-	q := newQuery(r)
-	q.only()
-	if q.err != nil {
-		writeError(w, r, http.StatusBadRequest, q.err.Error())
-		return
-	}
 	uid := chi.URLParam(r, "uid")
 	entries, err := s.DB.HistoryOf(r.Context(), uid)
 	if err != nil {

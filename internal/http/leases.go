@@ -93,7 +93,6 @@ func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 
 func (s *server) leases(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
-	q.only("namespace", "expired")
 	f := db.LeaseFilter{Namespace: q.str("namespace")}
 	var expired *bool
 	switch v := q.str("expired"); v {

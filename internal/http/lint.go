@@ -12,26 +12,24 @@ import (
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
-const (
-	lintDefaultLimit = 1000
-	lintMaxLimit     = 100000
-)
-
-var lintSeverities = map[string]bool{
-	api.SeverityError: true, api.SeverityWarning: true, api.SeverityInfo: true,
-}
+var lintSeverities = func() map[string]bool {
+	m := map[string]bool{}
+	for _, s := range api.Severities {
+		m[s] = true
+	}
+	return m
+}()
 
 // lint serves GET /lint: ownerReference findings read now, and the counts
 // of every rule from the latest count of the whole mirror (s.lintCounts),
 // with its time.
 func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
-	q.only("rule", "namespace", "severity", "limit")
 	f := diagnose.LintFilter{
 		Namespace: q.str("namespace"),
 		Rule:      q.str("rule"),
 		Severity:  q.str("severity"),
-		Limit:     q.limit(lintDefaultLimit, lintMaxLimit),
+		Limit:     q.limit(),
 	}
 	if _, ok := diagnose.RuleByName(f.Rule); f.Rule != "" && !ok {
 		var ids []string

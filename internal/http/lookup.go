@@ -7,21 +7,15 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
-const (
-	lookupDefaultLimit = 500
-	lookupMaxLimit     = 10000
-)
-
 // lookup serves GET /objects: objects by kind (or plural), and optionally
 // apiVersion, namespace and name, each with its uid for /objects/{uid}.
 func (s *server) lookup(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
-	q.only("kind", "apiVersion", "namespace", "name", "limit")
 	f := db.LookupFilter{
 		Kind:      q.resourceRef("kind"),
 		Namespace: q.str("namespace"),
 		Name:      q.str("name"),
-		Limit:     q.limit(lookupDefaultLimit, lookupMaxLimit),
+		Limit:     q.limit(),
 	}
 	if f.Kind == "" {
 		q.fail("kind is required (a kind such as Deployment, or a resource such as deployments)")

@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/api/openapi"
 )
 
@@ -88,32 +90,59 @@ func TestOpenAPINeedsAuthentication(t *testing.T) {
 	}
 }
 
-// TestOpenAPILimits: the document's limits of each endpoint are the
-// server's.
+// TestOpenAPILimits: the server takes each ?limit= up to the maximum the
+// document gives and refuses one more, and takes the document's default
+// when the limit is absent.
 func TestOpenAPILimits(t *testing.T) {
 	doc := loadOpenAPI(t)
-	for _, tc := range []struct {
-		path     string
-		def, max int
-	}{
-		{"/graph", graphDefaultLimit, graphStreamMaxLimit},
-		{"/objects/{uid}/cascade", cascadeDefaultLimit, cascadeMaxLimit},
-		{"/lint", lintDefaultLimit, lintMaxLimit},
-		{"/objects", lookupDefaultLimit, lookupMaxLimit},
-		{"/pending", 1000, 10000},
-		{"/audit", 100, 1000},
-		{"/stuck", 500, 10000},
-	} {
-		p := doc.Paths.Find(tc.path).Get.Parameters.GetByInAndName("query", "limit")
-		if p == nil {
-			t.Errorf("%s has no limit", tc.path)
+	srv, _ := testServer(t)
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		if item.Get == nil {
 			continue
 		}
+		p := item.Get.Parameters.GetByInAndName("query", "limit")
+		if p == nil {
+			continue
+		}
+		n++
 		s := p.Schema.Value
-		if s.Default != float64(tc.def) || s.Max == nil || *s.Max != float64(tc.max) || s.Min == nil || *s.Min != 1 {
-			t.Errorf("%s limit: default %v, from %v to %v; the server's is %d, at most %d", tc.path, s.Default, s.Min, s.Max, tc.def, tc.max)
+		target := strings.ReplaceAll(path, "{uid}", "uid-A") + "?"
+		if path == "/objects" {
+			target += "kind=ConfigMap&"
+		}
+		for _, tc := range []struct {
+			limit float64
+			want  int
+		}{{*s.Max, http.StatusOK}, {*s.Max + 1, http.StatusBadRequest}, {*s.Min, http.StatusOK}, {*s.Min - 1, http.StatusBadRequest}} {
+			if resp, body := get(t, srv, fmt.Sprintf("%slimit=%d", target, int(tc.limit))); resp.StatusCode != tc.want {
+				t.Errorf("GET %slimit=%d: %d, want %d: %.200s", target, int(tc.limit), resp.StatusCode, tc.want, body)
+			}
+		}
+		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+target, nil)
+		var got int
+		withOperation(operationAt(t, path))(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			got = newQuery(r).limit()
+		})).ServeHTTP(httptest.NewRecorder(), req)
+		if float64(got) != s.Default {
+			t.Errorf("%s: no limit reads %d, the document's default is %v", path, got, s.Default)
 		}
 	}
+	if n < 7 {
+		t.Errorf("%d paths take a limit, want 7", n)
+	}
+}
+
+// operationAt is the GET operation of api.Operations at path.
+func operationAt(t *testing.T, path string) *api.Operation {
+	t.Helper()
+	for i, op := range api.Operations {
+		if op.Method == http.MethodGet && op.Path == path {
+			return &api.Operations[i]
+		}
+	}
+	t.Fatalf("no operation GET %s", path)
+	return nil
 }
 
 // TestAnswersMatchOpenAPI: the server's answers, errors included, match

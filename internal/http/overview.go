@@ -17,8 +17,8 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every controller is listed, so that none with nothing pending looks
 	// unknown.
-	for c := range knownControllers {
-		if _, ok := pending[c]; !ok && c != api.ControllerKubegcd && c != api.ControllerOperator {
+	for _, c := range api.Controllers {
+		if _, ok := pending[c]; !ok {
 			pending[c] = 0
 		}
 	}

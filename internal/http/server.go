@@ -210,32 +210,29 @@ func NewHandler(opts Options) (http.Handler, error) {
 	}
 	r := root.With(append(chi.Middlewares{middleware.Timeout(cmp.Or(opts.RequestTimeout, 30*time.Second))}, guard...)...)
 
-	// Endpoints without parameters refuse any, as the others refuse those
-	// they do not know: a typo is an error, not a silently ignored filter.
-	r.With(noQuery).Get("/healthz", s.healthz)
-	r.With(noQuery).Get("/readyz", s.readyz)
-	r.With(noQuery).Method(http.MethodGet, "/metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
-	r.With(noQuery).Get("/status", s.status)
-	r.Get("/pending", s.pending)
-	r.Get("/audit", s.audit)
-	r.Get("/graph", s.graph)
-	r.Get("/objects", s.lookup)
-	r.Get("/objects/{uid}", s.object)
-	r.Get("/lint", s.lint)
-	r.Get("/objects/{uid}/cascade", s.cascade)
-	r.Get("/objects/{uid}/history", s.objectHistory)
-	r.Get("/leases", s.leases)
-	r.Post("/enforcement/release", s.release)
-	r.Get("/stuck", s.stuck)
-	r.With(noQuery).Get("/overview", s.overview)
-	r.With(noQuery).Get("/openapi/v3", s.openAPI)
+	// Each endpoint refuses the query parameters it does not know: a typo
+	// is an error, not a silently ignored filter.
+	err := route(r, map[string]http.Handler{
+		"status": http.HandlerFunc(s.status), "graph": http.HandlerFunc(s.graph),
+		"pending": http.HandlerFunc(s.pending), "audit": http.HandlerFunc(s.audit),
+		"lookup": http.HandlerFunc(s.lookup), "object": http.HandlerFunc(s.object),
+		"cascade": http.HandlerFunc(s.cascade), "objectHistory": http.HandlerFunc(s.objectHistory),
+		"stuck": http.HandlerFunc(s.stuck), "lint": http.HandlerFunc(s.lint),
+		"leases": http.HandlerFunc(s.leases), "overview": http.HandlerFunc(s.overview),
+		"release": http.HandlerFunc(s.release), "healthz": http.HandlerFunc(s.healthz),
+		"readyz": http.HandlerFunc(s.readyz), "openAPI": http.HandlerFunc(s.openAPI),
+		"metrics": promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}),
+	})
+	if err != nil {
+		return nil, err
+	}
 	// Set on the inline router r, they land on root behind r's middlewares.
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path)
 	})
 	s.routes = map[string]bool{}
-	err := chi.Walk(root, func(_ string, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err = chi.Walk(root, func(_ string, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		s.routes[route] = true
 		return nil
 	})
@@ -243,21 +240,6 @@ func NewHandler(opts Options) (http.Handler, error) {
 		return nil, err
 	}
 	return root, nil
-}
-
-// apiPrefixes are paths that belong to the JSON API: unknown paths under
-// them are JSON 404s instead of the UI.
-var apiPrefixes = []string{"/status", "/graph", "/pending", "/audit", "/objects", "/leases", "/lint", "/stuck", "/healthz", "/readyz", "/metrics", "/api", "/debug",
-	"/enforcement", "/overview", "/openapi"}
-
-// isAPIPath: path belongs to the JSON API, not to the UI's files.
-func isAPIPath(path string) bool {
-	for _, p := range apiPrefixes {
-		if path == p || strings.HasPrefix(path, p+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
@@ -278,19 +260,6 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 		name = "index.html"
 	}
 	s.serveUI(w, r, name)
-}
-
-// noQuery refuses every query parameter.
-func noQuery(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := newQuery(r)
-		q.only()
-		if q.err != nil {
-			writeError(w, r, http.StatusBadRequest, q.err.Error())
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // checkHost refuses requests whose Host is a name not allowed. Against DNS

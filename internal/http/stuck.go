@@ -22,7 +22,6 @@ type Discovery interface {
 
 func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
-	q.only("namespace", "kind", "minAge", "limit")
 	minAge := s.StuckAfter
 	if v := q.str("minAge"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -31,7 +30,7 @@ func (s *server) stuck(w http.ResponseWriter, r *http.Request) {
 		}
 		minAge = d
 	}
-	f := db.StuckFilter{Namespace: q.str("namespace"), Kind: q.token("kind"), Limit: q.limit(500, 10000)}
+	f := db.StuckFilter{Namespace: q.str("namespace"), Kind: q.token("kind"), Limit: q.limit()}
 	if q.err != nil {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
