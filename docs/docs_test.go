@@ -1,7 +1,4 @@
-// Package docs holds kubegcd's documentation. Its tests keep the docs
-// honest: sizes, links and anchors, and that every route and figure is
-// where a reader looks for it.
-package docs
+package docs_test
 
 import (
 	"bytes"

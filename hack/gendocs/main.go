@@ -1,9 +1,10 @@
 // Command gendocs writes kubegcd's man pages, one per command, and its
 // Markdown references (docs/flags.md, docs/cli.md, docs/metrics.md), from
 // the commands, their flags and the metrics' descriptors, so that they
-// never drift from --help and /metrics; docs/openapi.json, the document
-// GET /openapi/v3 serves; and the reference of docs/api.md, from that
-// document.
+// never drift from --help and /metrics. It builds docs/openapi.json, the
+// document the binary embeds and GET /openapi/v3 serves, from
+// api.Operations and package api's types and doc comments, and the
+// reference of docs/api.md from that document.
 //
 //	go run ./hack/gendocs [--dir bin/man]
 //	go run ./hack/gendocs --markdown docs
@@ -18,7 +19,6 @@ import (
 	"github.com/spf13/cobra/doc"
 	flag "github.com/spf13/pflag"
 
-	"github.com/kubegcd/kubegcd/internal/api/openapi"
 	"github.com/kubegcd/kubegcd/internal/app"
 )
 
@@ -127,7 +127,7 @@ func render(ctx context.Context, name string, old []byte) ([]byte, error) {
 	case "metrics.md":
 		return metricsDoc(ctx, old)
 	case "openapi.json":
-		return openapi.JSON()
+		return openAPIDocument()
 	case "api.md":
 		return apiDoc(old)
 	}

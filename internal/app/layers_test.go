@@ -20,7 +20,7 @@ var layers = map[string][]string{
 	"internal/reconcile/lcgc":    {"api", "db", "promutil", "reconcile"},
 	"internal/reconcile":         {"api", "db", "liveness", "promutil"},
 	"internal/ingest":            {"db", "liveness", "promutil"},
-	"internal/http":              {"api", "api/openapi", "db", "diagnose", "gcrules"},
+	"internal/http":              {"api", "db", "diagnose", "docs", "gcrules"},
 	"internal/cli":               {"api", "cmdline"},
 	"internal/diagnose":          {"api", "db", "gcrules"},
 	"internal/db":                {"api", "gcrules", "migrations"},

@@ -18,8 +18,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
+	"github.com/kubegcd/kubegcd/docs"
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/api/openapi"
 )
 
 // The whole graph in GraphViz is text, checked as a string.
@@ -28,11 +28,7 @@ func init() { openapi3filter.RegisterBodyDecoder("text/vnd.graphviz", openapi3fi
 // loadOpenAPI parses the document the server serves.
 func loadOpenAPI(t *testing.T) *openapi3.T {
 	t.Helper()
-	b, err := openapi.JSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(b)
+	doc, err := openapi3.NewLoader().LoadFromData(docs.OpenAPI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +46,7 @@ func TestOpenAPIServed(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /openapi/v3: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	want, _ := openapi.JSON()
-	if !bytes.Equal(body, want) {
+	if !bytes.Equal(body, docs.OpenAPI) {
 		t.Errorf("GET /openapi/v3 is not the document")
 	}
 	if resp, _ := get(t, srv, "/openapi/v3?x=1"); resp.StatusCode != http.StatusBadRequest {

@@ -19,7 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
-	"github.com/kubegcd/kubegcd/internal/api/openapi"
+	"github.com/kubegcd/kubegcd/docs"
 )
 
 // contract is the API's OpenAPI document (what GET /openapi/v3 serves and
@@ -40,12 +40,7 @@ func init() { openapi3filter.RegisterBodyDecoder("text/vnd.graphviz", openapi3fi
 
 func loadContract() (*openapi3.T, error) {
 	contract.once.Do(func() {
-		b, err := openapi.JSON()
-		if err != nil {
-			contract.err = err
-			return
-		}
-		contract.doc, contract.err = openapi3.NewLoader().LoadFromData(b)
+		contract.doc, contract.err = openapi3.NewLoader().LoadFromData(docs.OpenAPI)
 		if contract.err == nil {
 			contract.err = contract.doc.Validate(context.Background())
 		}

@@ -1,22 +1,25 @@
 package openapi
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
-
-	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // goComments maps each exported type of package api ("Status") and each
 // of its fields ("Status.Version") to its doc comment, read from the
-// package's embedded source.
-func goComments() (map[string]string, error) {
-	files, err := fs.Glob(api.Source, "*.go")
+// package's source in dir.
+func goComments(dir string) (map[string]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no Go file in %s", dir)
 	}
 	comments := map[string]string{}
 	fset := token.NewFileSet()
@@ -24,7 +27,7 @@ func goComments() (map[string]string, error) {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		src, err := fs.ReadFile(api.Source, name)
+		src, err := os.ReadFile(name)
 		if err != nil {
 			return nil, err
 		}

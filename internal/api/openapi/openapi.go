@@ -1,7 +1,8 @@
 // Package openapi builds the OpenAPI 3.1 document of kubegcd's HTTP API:
-// its paths and parameters from a table of this package, its schemas
-// reflected from the types of package api with their doc comments, so that
-// the document cannot drift from what the server writes.
+// its paths and parameters from api.Operations, its schemas reflected from
+// the types of package api with their doc comments. hack/gendocs builds it
+// at make docs into docs/openapi.json, which the server embeds and serves;
+// nothing builds it at run time.
 package openapi
 
 import (
@@ -11,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/invopop/jsonschema"
 
@@ -39,16 +39,14 @@ type components struct {
 	SecuritySchemes map[string]any                `json:"securitySchemes"`
 }
 
-var (
-	once   sync.Once
-	doc    []byte
-	docErr error
-)
-
-// JSON is the document, indented, with a final newline; built once.
-func JSON() ([]byte, error) {
-	once.Do(func() { doc, docErr = build() })
-	return doc, docErr
+// Build is the document, indented, with a final newline. Its schemas'
+// descriptions are the doc comments of package api's source in apiDir.
+func Build(apiDir string) ([]byte, error) {
+	comments, err := goComments(apiDir)
+	if err != nil {
+		return nil, err
+	}
+	return build(comments)
 }
 
 // errorCodes say when the server answers each error status.
@@ -67,7 +65,7 @@ var errorCodes = map[int]string{
 // commonErrors are the error statuses of every route.
 var commonErrors = []int{400, 403, 429, 500, 503}
 
-func build() ([]byte, error) {
+func build(comments map[string]string) ([]byte, error) {
 	roots := []reflect.Type{reflect.TypeFor[api.Error]()}
 	for _, op := range listed() {
 		for _, t := range []reflect.Type{op.Body, op.Answer} {
@@ -76,7 +74,7 @@ func build() ([]byte, error) {
 			}
 		}
 	}
-	defs, err := schemas(roots)
+	defs, err := schemas(roots, comments)
 	if err != nil {
 		return nil, err
 	}
@@ -220,19 +218,4 @@ func parameterObject(p api.Param) map[string]any {
 		o["style"], o["explode"] = "form", true
 	}
 	return o
-}
-
-// Route is one operation of the document: its method, upper case, and
-// its path.
-type Route struct{ Method, Path string }
-
-// Routes are the document's operations in the order the API lists them.
-// The document's paths are a JSON object, which keeps no order; docs that
-// walk the document use this one.
-func Routes() []Route {
-	var rs []Route
-	for _, op := range listed() {
-		rs = append(rs, Route{Method: op.Method, Path: op.Path})
-	}
-	return rs
 }

@@ -17,11 +17,7 @@ var apiPkg = reflect.TypeFor[api.Error]().PkgPath()
 // into JSON Schema 2020-12, by type name. A property's description is the
 // field's doc comment; a field without omitempty is required; a pointer
 // without omitempty may be null, as encoding/json writes a nil one.
-func schemas(roots []reflect.Type) (map[string]*jsonschema.Schema, error) {
-	comments, err := goComments()
-	if err != nil {
-		return nil, err
-	}
+func schemas(roots []reflect.Type, comments map[string]string) (map[string]*jsonschema.Schema, error) {
 	r := &jsonschema.Reflector{
 		Anonymous: true,
 		LookupComment: func(t reflect.Type, field string) string {
