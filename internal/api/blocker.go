@@ -15,21 +15,20 @@ const (
 
 // Blocker is one thing that holds a deletion.
 type Blocker struct {
-	// Type is one of the Blocker types.
+	// The kind of thing that holds the deletion.
 	Type string `json:"type"`
-	// Target is the object that holds the deletion, when one does.
+	// The object that holds the deletion, when one does.
 	Target *Target `json:"target,omitempty"`
-	// Finalizer is the finalizer that holds it, for a finalizer blocker.
+	// The finalizer that holds the deletion, for a finalizer blocker.
 	Finalizer string `json:"finalizer,omitempty"`
-	// GroupVersion is the API group/version whose discovery fails.
+	// The API group/version whose discovery fails.
 	GroupVersion string `json:"groupVersion,omitempty"`
-	// Counts are the objects left in a namespace by kind, when there are
-	// more than are named.
+	// The objects left in a namespace, counted by kind, when there are more
+	// than are named.
 	Counts map[string]int `json:"counts,omitempty"`
-	// Reason says, in one sentence, why it holds the deletion and what
-	// would release it.
+	// Why this holds the deletion and what would release it, in one sentence.
 	Reason string `json:"reason"`
-	// Blockers hold Target in turn: a dependent's own finalizers and
-	// dependents, a namespace's remaining object's.
+	// What holds the target's own deletion in turn: its finalizers and the
+	// dependents it waits for. Only a target being deleted has them.
 	Blockers []Blocker `json:"blockers,omitempty"`
 }

@@ -4,14 +4,14 @@ package api
 // manual hold of the blast-radius cap. It is sent as application/json;
 // an empty body is a release without a reason.
 type ReleaseRequest struct {
-	// Reason says why the operator releases, for the audit history; at
-	// most 1000 bytes once trimmed of white space.
+	// Why the operator releases, for the audit history; at most 1000 bytes once
+	// trimmed of white space.
 	Reason string `json:"reason"`
 }
 
 // ReleaseResult is the answer of a release made.
 type ReleaseResult struct {
-	// Status is "released": the hold has ended.
+	// Always "released": the hold has ended.
 	Status string `json:"status"`
 }
 

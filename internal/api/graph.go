@@ -10,59 +10,54 @@ package api
 // edges are never null. A filtered graph comes in the order below; nodes
 // and edges are empty lists when nothing matched.
 type Graph struct {
-	// Nodes are the objects, sorted by UID.
+	// The objects, sorted by UID.
 	Nodes []GraphNode `json:"nodes"`
-	// Edges are the ownerReferences between them, sorted by dependent,
-	// then owner.
+	// The ownerReferences between the objects, sorted by dependent, then owner.
 	Edges []GraphEdge `json:"edges"`
-	// Truncated: more objects matched than ?limit= allowed; the graph
-	// holds the first ones by UID and the edges among them.
+	// True when more objects matched than ?limit= allowed. The graph then holds
+	// the first ones by UID and the edges among them.
 	Truncated bool `json:"truncated"`
 }
 
 // GraphNode is one object of the graph.
 type GraphNode struct {
-	// UID is the object's, or the UID ownerReferences name.
+	// The object's UID, or the UID that ownerReferences name.
 	UID string `json:"uid"`
-	// APIVersion is the object's, or, when it is missing, its first
-	// reference's.
+	// The object's apiVersion; for a missing object, that of its first
+	// reference.
 	APIVersion string `json:"apiVersion"`
-	// Kind is the object's, or, when it is missing, its first
-	// reference's.
+	// The object's kind; for a missing object, that of its first reference.
 	Kind string `json:"kind"`
-	// Namespace is empty for a cluster-scoped object. An owner that is
-	// not mirrored takes its first dependent's when its kind is
+	// The object's namespace; empty for a cluster-scoped object. An owner that
+	// is not mirrored takes its first dependent's namespace when its kind is
 	// namespaced, as it could only be there; else none.
 	Namespace string `json:"namespace"`
-	// Name is the object's, or, when it is missing, its first
-	// reference's.
+	// The object's name; for a missing object, that of its first reference.
 	Name string `json:"name"`
-	// Missing: the mirror does not hold the object, which only
-	// ownerReferences name (their kind and name are the first
-	// reference's).
+	// True when the mirror does not hold the object, which only ownerReferences
+	// name. Its kind and name then come from the first reference.
 	Missing bool `json:"missing"`
-	// BeingDeleted: the object has a deletionTimestamp.
+	// True when the object has a deletionTimestamp.
 	BeingDeleted bool `json:"beingDeleted"`
-	// DeletingDependents: it is being deleted in the foreground (it holds
-	// the foregroundDeletion finalizer), so its blocking dependents go
-	// first.
+	// True when the object is being deleted in the foreground: it holds the
+	// foregroundDeletion finalizer, so its blocking dependents go first.
 	DeletingDependents bool `json:"deletingDependents"`
-	// Virtual, in upstream's garbage collector's sense: known only from
-	// an ownerReference, not observed. For kubegcd it is the same as
-	// Missing.
+	// True for an object known only from an ownerReference, not observed, as
+	// upstream's garbage collector calls it. For kubegcd it is the same as
+	// missing.
 	Virtual bool `json:"virtual"`
 }
 
 // GraphEdge is one ownerReference, from the dependent to its owner.
 type GraphEdge struct {
-	// Dependent is the UID of the object that holds the reference.
+	// The UID of the object that holds the reference.
 	Dependent string `json:"dependent"`
-	// Owner is the UID the reference names.
+	// The UID the reference names.
 	Owner string `json:"owner"`
-	// Controller: the reference marks the owner as the dependent's
-	// managing controller.
+	// True when the reference marks the owner as the dependent's managing
+	// controller.
 	Controller bool `json:"controller"`
-	// BlockOwnerDeletion: a foreground deletion of the owner waits for
-	// the dependent to go.
+	// True when a foreground deletion of the owner waits for the dependent to
+	// go.
 	BlockOwnerDeletion bool `json:"blockOwnerDeletion"`
 }

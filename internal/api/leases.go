@@ -15,40 +15,37 @@ var LeaseRoles = []string{LeaseRoleLeaderElection, LeaseRoleNodeHeartbeat, Lease
 // Lease is a Lease of the inventory: what the cluster holds of it, its role,
 // and its expiry as of the answer.
 type Lease struct {
-	// Namespace is the Lease's namespace.
+	// The Lease's namespace.
 	Namespace string `json:"namespace"`
-	// Name is the Lease's name.
+	// The Lease's name.
 	Name string `json:"name"`
-	// UID is the Lease's UID.
+	// The Lease's UID.
 	UID string `json:"uid"`
-	// HolderIdentity is the spec's holder; null where unset.
+	// The holder the spec names; null where unset.
 	HolderIdentity *string `json:"holderIdentity"`
-	// LeaseDurationSeconds is the spec's duration; null where unset.
+	// The duration the spec gives; null where unset.
 	LeaseDurationSeconds *int32 `json:"leaseDurationSeconds"`
-	// AcquireTime is the spec's; null where unset.
+	// The spec's acquireTime; null where unset.
 	AcquireTime *time.Time `json:"acquireTime"`
-	// RenewTime is the spec's; null where unset.
+	// The spec's renewTime; null where unset.
 	RenewTime *time.Time `json:"renewTime"`
-	// LeaseTransitions is the spec's count of holder changes; null where
-	// unset.
+	// The spec's count of holder changes; null where unset.
 	LeaseTransitions *int32 `json:"leaseTransitions"`
-	// Role says what the Lease is for: node-heartbeat (a Lease in
-	// kube-node-lease), apiserver-identity (a kube-apiserver's identity in
-	// kube-system) or leader-election (any other).
+	// What the Lease is for: node-heartbeat (a Lease in kube-node-lease),
+	// apiserver-identity (a kube-apiserver's identity in kube-system) or
+	// leader-election (any other).
 	Role string `json:"role"`
-	// RenewAgeSeconds is how long ago the Lease was renewed; null when
-	// never.
+	// How long ago the Lease was renewed; null when never.
 	RenewAgeSeconds *float64 `json:"renewAgeSeconds"`
-	// Expired: renewTime + leaseDurationSeconds is past. A Lease never
+	// True when renewTime plus leaseDurationSeconds is past. A Lease never
 	// renewed, or without a duration, counts as expired.
 	Expired bool `json:"expired"`
-	// Strategy is the spec's strategy under coordinated leader election:
-	// how the API server picks the holder among the Lease's candidates,
-	// such as OldestEmulationVersion. Absent where unset.
+	// The spec's strategy under coordinated leader election: how the API server
+	// picks the holder among the Lease's candidates, such as
+	// OldestEmulationVersion. Absent where unset.
 	Strategy *string `json:"strategy,omitempty"`
-	// PreferredHolder is the spec's preferred holder: the candidate the
-	// election chose, to which the holder should hand the Lease. Absent
-	// where unset.
+	// The spec's preferred holder: the candidate the election chose, to which
+	// the holder should hand the Lease. Absent where unset.
 	PreferredHolder *string `json:"preferredHolder,omitempty"`
 }
 
@@ -56,21 +53,20 @@ type Lease struct {
 // or the renewal that took the lease back after it ran out), and when
 // kubegcd saw it.
 type HolderChange struct {
-	// Holder is the holder's identity; empty when the lease was released.
+	// The holder's identity; empty when the lease was released.
 	Holder string `json:"holder"`
-	// Since is when the holder took the lease; null when the Lease gave
-	// no acquireTime.
+	// When the holder took the lease; null when the Lease gave no acquireTime.
 	Since *time.Time `json:"since"`
-	// Seen is when kubegcd saw the change.
+	// When kubegcd saw the change.
 	Seen time.Time `json:"seen"`
 }
 
 // LeaseGap is a time when a Lease had no live holder: it ran out before
 // anyone renewed or took it, or its holder released it.
 type LeaseGap struct {
-	// From is when the last holder's lease ran out or was released.
+	// When the last holder's lease ran out or was released.
 	From time.Time `json:"from"`
-	// To is null while the gap lasts.
+	// When a holder took the lease again; null while the gap lasts.
 	To *time.Time `json:"to"`
 }
 
@@ -78,48 +74,44 @@ type LeaseGap struct {
 // did, as far as kubegcd's history knows.
 type LeaseItem struct {
 	Lease
-	// HolderChanges are its holders, oldest first, within
-	// --history-retention.
+	// The Lease's holders, oldest first, within --history-retention.
 	HolderChanges []HolderChange `json:"holderChanges"`
-	// Gaps are the times without a live holder, oldest first. In a gap
-	// the lease ran out before it was renewed or taken over, as a watch
-	// saw it, or was released, or is expired now.
+	// The times without a live holder, oldest first. In a gap the lease ran out
+	// before it was renewed or taken over, as a watch saw it, or was released,
+	// or is expired now.
 	Gaps []LeaseGap `json:"gaps"`
-	// Candidates are the LeaseCandidates that stand for the Lease, by
-	// name. Absent when none does.
+	// The LeaseCandidates that stand for the Lease, by name. Absent when none
+	// does.
 	Candidates []LeaseCandidate `json:"candidates,omitempty"`
 }
 
 // LeaseCandidate is a LeaseCandidate (coordination.k8s.io): one component
 // that stands in the coordinated election of a Lease of its namespace.
 type LeaseCandidate struct {
-	// Namespace is the candidate's namespace, that of its Lease.
+	// The candidate's namespace, which is also the namespace of its Lease.
 	Namespace string `json:"namespace"`
-	// Name is the candidate's name. It is the candidate's identity: the
-	// Lease's holderIdentity once the candidate is elected.
+	// The candidate's name. It is the candidate's identity: the Lease's
+	// holderIdentity once the candidate is elected.
 	Name string `json:"name"`
-	// UID is the candidate's UID.
+	// The candidate's UID.
 	UID string `json:"uid"`
-	// LeaseName is the spec's leaseName: the Lease it stands for.
+	// The spec's leaseName: the Lease the candidate stands for.
 	LeaseName string `json:"leaseName"`
-	// BinaryVersion is the spec's binary version of the component.
+	// The spec's binary version of the component.
 	BinaryVersion string `json:"binaryVersion"`
-	// EmulationVersion is the spec's emulation version; empty where
-	// unset.
+	// The spec's emulation version; empty where unset.
 	EmulationVersion string `json:"emulationVersion"`
-	// Strategy is the spec's strategy, the one the candidate asks for.
+	// The spec's strategy, the one the candidate asks for.
 	Strategy string `json:"strategy"`
-	// PingTime is when the election last asked the candidate to renew;
-	// null where unset.
+	// When the election last asked the candidate to renew; null where unset.
 	PingTime *time.Time `json:"pingTime"`
-	// RenewTime is when the candidate last renewed; null where unset.
+	// When the candidate last renewed; null where unset.
 	RenewTime *time.Time `json:"renewTime"`
-	// RenewAgeSeconds is how long ago the candidate renewed; null when
-	// never.
+	// How long ago the candidate renewed; null when never.
 	RenewAgeSeconds *float64 `json:"renewAgeSeconds"`
-	// Expired: the candidate never renewed, or renewed more than 30
-	// minutes ago. The election passes it over, and the API server's
-	// LeaseCandidate garbage collector deletes it.
+	// True when the candidate never renewed, or renewed more than 30 minutes
+	// ago. The election passes it over, and the API server's LeaseCandidate
+	// garbage collector deletes it.
 	Expired bool `json:"expired"`
 }
 
@@ -146,30 +138,28 @@ var LeaseFindingKinds = []string{LeaseFindingHolderNotPreferred, LeaseFindingCan
 // LeaseFinding is something about a Lease or its candidates that an
 // operator should look at.
 type LeaseFinding struct {
-	// Kind says what was found, as a stable identifier.
+	// What was found, as a stable identifier.
 	Kind string `json:"kind"`
-	// Namespace is that of the Lease and of the candidate.
+	// The namespace of the Lease and of the candidate.
 	Namespace string `json:"namespace"`
-	// Lease is the Lease's name: the Lease the finding is about, or the
-	// one the candidate names.
+	// The name of the Lease the finding is about, or of the one the candidate
+	// names.
 	Lease string `json:"lease"`
-	// Candidate is the LeaseCandidate's name in a finding about one;
-	// absent otherwise.
+	// The LeaseCandidate's name in a finding about one; absent otherwise.
 	Candidate string `json:"candidate,omitempty"`
-	// Message says what was found, in words.
+	// What was found, in words.
 	Message string `json:"message"`
 }
 
 // LeaseList is the answer of GET /leases, by namespace and name.
 type LeaseList struct {
-	// Items are the Leases that ?namespace= and ?expired= kept.
+	// The Leases that ?namespace= and ?expired= kept.
 	Items []LeaseItem `json:"items"`
-	// CandidatesWithoutLease are the LeaseCandidates of ?namespace= that
-	// name a Lease their namespace does not hold, by namespace, Lease and
-	// name. Absent when none does, or when ?expired= is given.
+	// The LeaseCandidates of ?namespace= that name a Lease their namespace does
+	// not hold, by namespace, Lease and name. Absent when none does, or when
+	// ?expired= is given.
 	CandidatesWithoutLease []LeaseCandidate `json:"candidatesWithoutLease,omitempty"`
-	// Findings are what an operator should look at in the Items and in
-	// CandidatesWithoutLease, by namespace, Lease, kind and candidate.
-	// Absent when there is nothing.
+	// What an operator should look at in items and candidatesWithoutLease, by
+	// namespace, Lease, kind and candidate. Absent when there is nothing.
 	Findings []LeaseFinding `json:"findings,omitempty"`
 }

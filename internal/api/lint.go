@@ -12,11 +12,11 @@ const (
 // LintRule is an ownerReference lint rule. IDs are stable: alerts and
 // scripts key on them.
 type LintRule struct {
-	// ID is KG-LINT-nn.
+	// The rule's stable id, KG-LINT-nn.
 	ID string `json:"id"`
-	// Name says what it finds, in words joined by '-'.
+	// What the rule finds, in words joined by '-'.
 	Name string `json:"name"`
-	// Severity is one of the Severity* names.
+	// How serious a finding of the rule is.
 	Severity string `json:"severity"`
 }
 
@@ -48,37 +48,36 @@ var LintRules = []LintRule{LintDanglingOwner, LintUIDMismatch, LintCrossNamespac
 
 // LintFinding is one problem with one ownerReference.
 type LintFinding struct {
-	// Rule is the rule's id, KG-LINT-nn.
+	// The rule's id, KG-LINT-nn.
 	Rule string `json:"rule"`
-	// Name is the rule's name, such as dangling-owner.
+	// The rule's name, such as dangling-owner.
 	Name string `json:"name"`
-	// Severity is the rule's severity.
+	// The rule's severity.
 	Severity string `json:"severity"`
-	// Target is the object that holds the reference.
+	// The object that holds the reference.
 	Target Target `json:"target"`
-	// OwnerReference is the reference, as the object holds it.
+	// The reference, as the object holds it.
 	OwnerReference OwnerRef `json:"ownerReference"`
-	// Message says what is wrong and what follows from it.
+	// What is wrong and what follows from it.
 	Message string `json:"message"`
 }
 
 // LintReport is the answer of GET /lint.
 type LintReport struct {
-	// Items are the findings that ?rule=, ?severity= and ?limit= kept.
-	// They are read at the request, and stop at the limit.
+	// The findings that ?rule=, ?severity= and ?limit= kept. They are read at
+	// the request, and stop at the limit.
 	Items []LintFinding `json:"items"`
-	// Counts has every rule's ID, with the number of findings in the
-	// namespace asked (the whole mirror when none). Rule, severity and
-	// limit do not change them. They come from the latest count of the
-	// whole mirror, made at countsAt, not from the read that found Items:
-	// a count costs what every finding costs. The two may differ by what
-	// changed since countsAt.
+	// The number of findings of every rule, by rule id, in the namespace asked
+	// (the whole mirror when none). Rule, severity and limit do not change
+	// them. They come from the latest count of the whole mirror, made at
+	// countsAt, not from the read that found items: a count costs what every
+	// finding costs. The two may differ by what changed since countsAt.
 	Counts map[string]int `json:"counts"`
-	// CountsAt is when the count was made. While a count takes under
-	// 50 ms, it is made for the request. On a larger mirror it is the
-	// last count made in the background. A request that finds it older
-	// than --lint-counts-max-age (30 s by default) has it counted anew.
+	// When the count was made. While a count takes under 50 ms, it is made for
+	// the request. On a larger mirror it is the last count made in the
+	// background. A request that finds it older than --lint-counts-max-age (30
+	// s by default) has it counted anew.
 	CountsAt time.Time `json:"countsAt"`
-	// Truncated: more findings matched than the limit.
+	// True when more findings matched than the limit.
 	Truncated bool `json:"truncated"`
 }

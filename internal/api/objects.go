@@ -5,28 +5,27 @@ import "time"
 // Object is an object's metadata as kubegcd mirrors it: /objects lists
 // them, and /objects/{uid} shows one.
 type Object struct {
-	// UID is the key of /objects/{uid}.
+	// The object's UID, the key of /objects/{uid}.
 	UID string `json:"uid"`
-	// APIVersion is group/version, or version alone for the core group.
+	// The object's group/version, or version alone for the core group.
 	APIVersion string `json:"apiVersion"`
-	// Kind is the object's kind, such as Deployment.
+	// The object's kind, such as Deployment.
 	Kind string `json:"kind"`
-	// Namespace is empty for a cluster-scoped object.
+	// The object's namespace; empty for a cluster-scoped object.
 	Namespace string `json:"namespace"`
-	// Name is the object's name.
+	// The object's name.
 	Name string `json:"name"`
-	// ResourceVersion is the object's as kubegcd last saw it.
+	// The object's resourceVersion as kubegcd last saw it.
 	ResourceVersion string `json:"resourceVersion"`
-	// CreationTimestamp is null when the object did not say.
+	// When the object was created; null when the object did not say.
 	CreationTimestamp *time.Time `json:"creationTimestamp"`
-	// DeletionTimestamp is when its deletion was asked for; null while it
-	// is not being deleted.
+	// When the object's deletion was asked for; null while it is not being
+	// deleted.
 	DeletionTimestamp *time.Time `json:"deletionTimestamp"`
-	// Finalizers are its finalizers, in its order; an empty list when it
-	// has none.
+	// The object's finalizers, in its order; an empty list when it has none.
 	Finalizers []string `json:"finalizers"`
-	// OwnerReferences are its ownerReferences, in its order; an empty list
-	// when it has none.
+	// The object's ownerReferences, in its order; an empty list when it has
+	// none.
 	OwnerReferences []ObjectOwnerRef `json:"ownerReferences"`
 }
 
@@ -39,18 +38,18 @@ func (o *Object) Target() Target {
 // (/objects, /objects/{uid} and its history): unlike OwnerRef, a field the
 // reference leaves unset is null rather than absent.
 type ObjectOwnerRef struct {
-	// APIVersion is the owner's, as the reference gives it.
+	// The owner's apiVersion, as the reference gives it.
 	APIVersion string `json:"apiVersion"`
-	// Kind is the owner's, as the reference gives it.
+	// The owner's kind, as the reference gives it.
 	Kind string `json:"kind"`
-	// Name is the owner's, as the reference gives it.
+	// The owner's name, as the reference gives it.
 	Name string `json:"name"`
-	// UID is the owner's, as the reference gives it.
+	// The owner's UID, as the reference gives it.
 	UID string `json:"uid"`
-	// Controller marks the managing controller; null when unset.
+	// True when the reference marks the managing controller; null when unset.
 	Controller *bool `json:"controller"`
-	// BlockOwnerDeletion makes a foreground deletion of the owner wait
-	// for this dependent; null when unset.
+	// True when a foreground deletion of the owner waits for this dependent;
+	// null when unset.
 	BlockOwnerDeletion *bool `json:"blockOwnerDeletion"`
 }
 
@@ -58,12 +57,11 @@ type ObjectOwnerRef struct {
 // namespace and name when asked, sorted by namespace, name, API group and
 // UID.
 type Lookup struct {
-	// Items are the objects found, each as /objects/{uid} shows it. There
-	// are several when several API groups serve the kind. An unknown kind
-	// or name gives an empty list.
+	// The objects found, each as /objects/{uid} shows it. There are several
+	// when several API groups serve the kind. An unknown kind or name gives an
+	// empty list.
 	Items []Object `json:"items"`
-	// Truncated: more objects matched than ?limit= allowed; absent when
-	// not.
+	// True when more objects matched than ?limit= allowed; absent when not.
 	Truncated bool `json:"truncated,omitempty"`
 }
 
@@ -87,18 +85,18 @@ const (
 // OwnerStatus is one of an object's ownerReferences with what the mirror
 // shows of that owner.
 type OwnerStatus struct {
-	// UID is the reference's.
+	// The owner's UID, as the reference gives it.
 	UID string `json:"uid"`
-	// APIVersion is the reference's.
+	// The owner's apiVersion, as the reference gives it.
 	APIVersion string `json:"apiVersion"`
-	// Kind is the reference's.
+	// The owner's kind, as the reference gives it.
 	Kind string `json:"kind"`
-	// Namespace is where the owner is or, when missing, where it would
-	// have to be (empty for a cluster-scoped kind).
+	// Where the owner is or, when missing, where it would have to be (empty for
+	// a cluster-scoped kind).
 	Namespace string `json:"namespace"`
-	// Name is the reference's.
+	// The owner's name, as the reference gives it.
 	Name string `json:"name"`
-	// State is one of the Owner* states.
+	// What the mirror shows of the owner.
 	State string `json:"state"`
 }
 
@@ -107,81 +105,81 @@ type Owner struct {
 	// OwnerStatus is the reference and its owner's state; its fields are
 	// Owner's own in JSON.
 	OwnerStatus
-	// NeverSeen marks a missing owner that neither history nor audit
-	// knows: a reference dangling from the start, whose own
-	// /objects/{uid}/history is a 404. Absent when false.
+	// True for a missing owner that neither history nor audit knows: a
+	// reference dangling from the start, whose own /objects/{uid}/history is a
+	// 404. Absent when false.
 	NeverSeen bool `json:"neverSeen,omitempty"`
 }
 
 // Dependent is an object whose ownerReferences name a given owner.
 type Dependent struct {
-	// UID is the dependent's.
+	// The dependent's UID.
 	UID string `json:"uid"`
-	// APIVersion is the dependent's.
+	// The dependent's apiVersion.
 	APIVersion string `json:"apiVersion"`
-	// Kind is the dependent's.
+	// The dependent's kind.
 	Kind string `json:"kind"`
-	// Namespace is the dependent's; empty for a cluster-scoped one.
+	// The dependent's namespace; empty for a cluster-scoped one.
 	Namespace string `json:"namespace"`
-	// Name is the dependent's.
+	// The dependent's name.
 	Name string `json:"name"`
-	// BlockOwnerDeletion: one of its references to the owner blocks the
-	// owner's foreground deletion.
+	// True when one of its references to the owner blocks the owner's
+	// foreground deletion.
 	BlockOwnerDeletion bool `json:"blockOwnerDeletion"`
 }
 
 // RecentHistory is the latest of an object's history.
 type RecentHistory struct {
-	// Items are the latest changes kubegcd saw, oldest first.
+	// The latest changes kubegcd saw, oldest first.
 	Items []HistoryItem `json:"items"`
-	// Truncated: there are older ones, which links.history lists.
+	// True when there are older changes, which links.history lists.
 	Truncated bool `json:"truncated"`
 }
 
 // ObjectLinks are the endpoints that say more about an object: paths of
 // this API, escaped.
 type ObjectLinks struct {
-	// History is its /objects/{uid}/history.
+	// The object's /objects/{uid}/history.
 	History string `json:"history"`
-	// Cascade is its /objects/{uid}/cascade.
+	// The object's /objects/{uid}/cascade.
 	Cascade string `json:"cascade"`
-	// Graph is /graph?uid= of it.
+	// The path of /graph?uid= for the object.
 	Graph string `json:"graph"`
 }
 
 // ObjectDetail is the answer of /objects/{uid}: what kubegcd knows around
 // one object, and why it is, or is not, pending.
 type ObjectDetail struct {
-	// Object is the object as the mirror holds it.
+	// The object as the mirror holds it.
 	Object Object `json:"object"`
-	// Owners are its ownerReferences' owners as the mirror shows them, in
-	// its order.
+	// The owners its ownerReferences name, as the mirror shows them, in its
+	// order.
 	Owners []Owner `json:"owners"`
-	// Dependents are the objects whose ownerReferences name it, by
-	// namespace, kind, name and UID; at most 1,000.
+	// The objects whose ownerReferences name it, by namespace, kind, name and
+	// UID; at most 1,000.
 	Dependents []Dependent `json:"dependents"`
-	// DependentsTruncated: there are more dependents than listed; /graph
-	// lists them all. Absent when not.
+	// True when there are more dependents than listed; /graph lists them all.
+	// Absent when not.
 	DependentsTruncated bool `json:"dependentsTruncated,omitempty"`
-	// Pending are the decisions pending about it, oldest first, as
-	// /pending shows them (without TimeLeft).
+	// The decisions pending about it, oldest first, as /pending shows them
+	// (without timeLeft).
 	Pending []Pending `json:"pending"`
-	// RecentAudit are the latest audit rows about it, newest first, at
-	// most 20; /audit?uid= pages through all of them.
+	// The latest audit rows about it, newest first, at most 20; /audit?uid=
+	// pages through all of them.
 	RecentAudit []AuditEntry `json:"recentAudit"`
-	// Why says in words why it is, or is not, pending or gone. In dry-run
-	// it says what ownergc decided, also where that left nothing pending.
-	// It says what holds its deletion, when anything does. Unless a
-	// decision is pending, it says what is wrong with its ownerReferences.
+	// An explanation in words of why the object is, or is not, pending or
+	// gone. In dry-run it says what ownergc decided, also where that left
+	// nothing pending. It says what holds its deletion, when anything does.
+	// Unless a decision is pending, it says what is wrong with its
+	// ownerReferences.
 	Why string `json:"why"`
-	// Stuck is its deletion as /stuck shows it; null when it is not being
-	// deleted.
+	// Its deletion as /stuck shows it; null when it is not being deleted.
 	Stuck *StuckItem `json:"stuck"`
-	// Lint holds the /lint findings about its own ownerReferences.
+	// The /lint findings about its own ownerReferences.
 	Lint []LintFinding `json:"lint"`
-	// History is the latest of its history: its last 20
-	// /objects/{uid}/history items, oldest first.
+	// The latest of its history: its last 20 /objects/{uid}/history items,
+	// oldest first.
 	History RecentHistory `json:"history"`
-	// Links are the URLs of the endpoints that say more about it.
+	// The URLs of the endpoints that say more about it.
 	Links ObjectLinks `json:"links"`
 }

@@ -10,61 +10,65 @@ import (
 // from here. hack/gendocs builds the OpenAPI document and docs/api.md from
 // it at make docs.
 type Operation struct {
-	// ID names the handler that serves the operation.
+	// The name of the handler that serves the operation.
 	ID string
-	// Method is the HTTP method, upper case.
+	// The HTTP method, upper case.
 	Method string
-	// Path is the route; {name} is a path parameter.
+	// The route; {name} is a path parameter.
 	Path string
-	// Summary says in a line what the operation does.
+	// What the operation does, in a line.
 	Summary string
-	// Description says the rest, in sentences.
+	// The rest of what a client should know, in sentences.
 	Description string
-	// Params are the parameters the operation takes. The server refuses a
-	// query parameter that is not among them.
+	// The parameters the operation takes. The server refuses a query parameter
+	// that is not among them.
 	Params []Param
-	// Body is the type of the request's JSON body; nil when it takes none.
+	// The type of the request's JSON body; nil when it takes none.
 	Body reflect.Type
-	// Answer is the type of the 200 answer's JSON body.
+	// The type of the 200 answer's JSON body.
 	Answer reflect.Type
-	// AnswerSchema is the JSON Schema of a 200 answer that is no type of
-	// this package: a probe's status, the OpenAPI document.
+	// The JSON Schema of a 200 answer that is no type of this package: a
+	// probe's status, the OpenAPI document.
 	AnswerSchema map[string]any
-	// AnswerText is a media type the 200 answer takes instead of JSON when
-	// the request asks for it.
+	// A media type the 200 answer takes instead of JSON when the request asks
+	// for it.
 	AnswerText string
-	// Errors are the status codes of its Error answers beside those every
-	// operation has (400, 403, 429, 500 and 503).
+	// The status codes of its Error answers beside those every operation has
+	// (400, 403, 429, 500 and 503).
 	Errors []int
-	// Open operations are served without authentication, for probes.
+	// True when the operation is served without authentication, for probes.
 	Open bool
-	// Unlisted operations are left out of the OpenAPI document: their
-	// answers are not JSON.
+	// True when the OpenAPI document leaves the operation out, as its answer is
+	// not JSON.
 	Unlisted bool
 }
 
 // Param is a query or path parameter of an operation.
 type Param struct {
+	// The parameter's name.
 	Name string
-	// In is "query" or "path".
+	// Where the parameter is: "query" or "path".
 	In string
-	// Type is the JSON Schema type of one value: "string" or "integer".
+	// The JSON Schema type of one value: "string" or "integer".
 	Type string
-	// Format refines Type: "date-time" is an RFC 3339 time.
+	// The format of a string: "date-time" is an RFC 3339 time.
 	Format string
-	// Enum lists the values the parameter takes; nil when any.
+	// The values the parameter takes; nil when any.
 	Enum []string
-	// Min and Max bound an integer.
-	Min, Max int
-	// Default is the value the server takes when the parameter is absent.
-	// It is nil when an absent parameter filters nothing.
+	// The least value of an integer.
+	Min int
+	// The greatest value of an integer.
+	Max int
+	// The value the server takes when the parameter is absent. It is nil when
+	// an absent parameter filters nothing.
 	Default any
-	// Pattern is a regular expression every value matches.
+	// A regular expression every value matches.
 	Pattern string
-	// Required parameters must be given.
+	// True when the parameter must be given.
 	Required bool
-	// Repeated parameters may be given more than once.
-	Repeated    bool
+	// True when the parameter may be given more than once.
+	Repeated bool
+	// What the parameter means, in sentences.
 	Description string
 }
 
@@ -146,7 +150,7 @@ var Operations = []Operation{
 				Description: "At most this many nodes, the first by UID: " +
 					"up to 100,000,000 for the whole graph, 100,000 for a filtered one."},
 			{Name: "format", In: "query", Type: "string", Enum: []string{"json", "dot"}, Default: "json",
-				Description: "json, or dot for GraphViz."},
+				Description: "The answer's format: json, or dot for GraphViz."},
 			{Name: "at", In: "query", Type: "string", Format: "date-time",
 				Description: "The graph around the uid objects as history shows it at that time (RFC 3339). " +
 					"A time in the future is a 400. It takes uid only, not namespace."},
@@ -162,7 +166,7 @@ var Operations = []Operation{
 			namespaceParam("Only the decisions about objects of this namespace."),
 			kindParam,
 			{Name: "order", In: "query", Type: "string", Enum: []string{PendingOldest, PendingNewest}, Default: PendingOldest,
-				Description: "oldest: the decisions waiting longest first; newest the other way."},
+				Description: "The order of the decisions: oldest lists those waiting longest first, newest the other way."},
 			limitParam(1000, 10000),
 			{Name: "cursor", In: "query", Type: "string", Description: "The next of the previous page, in the same order."},
 		},
@@ -197,7 +201,8 @@ var Operations = []Operation{
 				Description: "As kubectl takes it, in any case: a kind, or the resource's plural or singular, " +
 					"each alone or with its group (deployments.apps), or a short name discovery lists (deploy)."},
 			{Name: "apiVersion", In: "query", Type: "string",
-				Description: "group/version, or v1 for the core group; anything else is a 400. It picks the group. " +
+				Description: "The objects' apiVersion: group/version, or v1 for the core group; anything else is a 400. " +
+					"It picks the group. " +
 					"Its version is not compared, as the mirror keeps each resource at one version."},
 			namespaceParam("Only the objects of this namespace; it does not filter cluster-scoped kinds."),
 			{Name: "name", In: "query", Type: "string", Description: "Only the objects of this name."},

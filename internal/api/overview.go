@@ -6,10 +6,10 @@ import "time"
 // beside /status that no other endpoint gives cheaply, counts rather than
 // rows.
 type Overview struct {
-	// PendingByController counts /pending's rows of each controller;
-	// every controller is listed, 0 when it holds nothing.
+	// The number of /pending's rows of each controller; every controller is
+	// listed, 0 when it holds nothing.
 	PendingByController map[string]int `json:"pendingByController"`
-	// Deletions are the controllers' deletions over time.
+	// The controllers' deletions over time.
 	Deletions Deletions `json:"deletions"`
 }
 
@@ -17,18 +17,18 @@ type Overview struct {
 // and the last day, per hour, oldest bucket first; the newest bucket is
 // the current, unfinished one.
 type Deletions struct {
-	// LastHour has 60 buckets of a minute.
+	// The last hour's 60 buckets of a minute.
 	LastHour []DeletionBucket `json:"lastHour"`
-	// LastDay has 24 buckets of an hour.
+	// The last day's 24 buckets of an hour.
 	LastDay []DeletionBucket `json:"lastDay"`
 }
 
 // DeletionBucket counts the deletions of one span of time.
 type DeletionBucket struct {
-	// Start is when the span starts; it lasts until the next bucket's.
+	// When the span starts; it lasts until the next bucket starts.
 	Start time.Time `json:"start"`
-	// Applied counts the controllers' deletes sent to the cluster.
+	// The number of the controllers' deletes sent to the cluster.
 	Applied int `json:"applied"`
-	// DryRun counts the deletes decided in dry-run, only recorded.
+	// The number of deletes decided in dry-run, only recorded.
 	DryRun int `json:"dryRun"`
 }

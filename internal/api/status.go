@@ -5,90 +5,87 @@ import "time"
 // Status is the answer of GET /status: what this instance mirrors, what
 // it enforces and how its controllers and leader election fare.
 type Status struct {
-	// Version is kubegcd's version.
+	// The version of kubegcd.
 	Version string `json:"version"`
-	// StartedAt is when this instance started.
+	// When this instance started.
 	StartedAt time.Time `json:"startedAt"`
-	// Synced: every watched resource has listed once, so the mirror holds
-	// the cluster.
+	// True when every watched resource has listed once, so the mirror holds the
+	// cluster.
 	Synced bool `json:"synced"`
-	// Enforcement is the applier's state; absent where no controller runs.
+	// The applier's state; absent where no controller runs.
 	Enforcement *EnforcementStatus `json:"enforcement,omitempty"`
-	// Leader says whether this instance writes to the cluster.
+	// True when this instance writes to the cluster.
 	Leader bool `json:"leader"`
-	// LeaderElection is this instance's part in leader election: its
-	// identity, the Lease, its holder and since when, and whether the API
-	// server names the holder among which candidates.
+	// This instance's part in leader election: its identity, the Lease, its
+	// holder and since when, and whether the API server names the holder among
+	// which candidates.
 	LeaderElection *LeaderStatus `json:"leaderElection,omitempty"`
-	// Objects counts the objects mirrored, of every resource.
+	// The number of objects mirrored, of every resource.
 	Objects int64 `json:"objects"`
-	// Resources are the resources watched.
+	// The resources watched.
 	Resources []ResourceStatus `json:"resources"`
-	// DiscoveryFailures maps each API group/version whose discovery fails
-	// to its error, such as an aggregated API whose server is down. Their
-	// resources are not watched anew. Owners of their kinds cannot be
-	// resolved, and are never taken for absent. Absent when none fails.
+	// The error of each API group/version whose discovery fails, such as an
+	// aggregated API whose server is down. Their resources are not watched
+	// anew. Owners of their kinds cannot be resolved, and are never taken for
+	// absent. Absent when none fails.
 	DiscoveryFailures map[string]string `json:"discoveryFailures,omitempty"`
-	// Authentication says how the API knows its callers: "token",
-	// "client-certificate", both, or "none".
+	// How the API knows its callers: "token", "client-certificate", both, or
+	// "none".
 	Authentication string `json:"authentication"`
-	// InsecureUnauthenticated: the API serves a non-loopback address to
-	// anyone, as --insecure-allow-unauthenticated allowed. Absent when not.
+	// True when the API serves a non-loopback address to anyone, as
+	// --insecure-allow-unauthenticated allowed. Absent when not.
 	InsecureUnauthenticated bool `json:"insecureUnauthenticated,omitempty"`
-	// AuthTokenFile is the state of --auth-token-file: the tokens in use,
-	// the lines skipped, and why every token is refused when it is.
-	// Absent without --auth-token-file.
+	// The state of --auth-token-file: the tokens in use, the lines skipped, and
+	// why every token is refused when it is. Absent without --auth-token-file.
 	AuthTokenFile *TokenFileStatus `json:"authTokenFile,omitempty"`
 
-	// Controllers are the controllers that run here, one entry each.
+	// The controllers that run here, one entry each.
 	Controllers []ControllerStatus `json:"controllers"`
 }
 
 // ResourceStatus is one watched resource.
 type ResourceStatus struct {
-	// Group is the resource's API group; empty for the core group.
+	// The resource's API group; empty for the core group.
 	Group string `json:"group"`
-	// Version is the API version the resource is watched at.
+	// The API version the resource is watched at.
 	Version string `json:"version"`
-	// Resource is the resource's plural name, as the API serves it.
+	// The resource's plural name, as the API serves it.
 	Resource string `json:"resource"`
-	// Kind is the kind of its objects.
+	// The kind of the resource's objects.
 	Kind string `json:"kind"`
-	// Namespaced: its objects live in namespaces.
+	// True when the resource's objects live in namespaces.
 	Namespaced bool `json:"namespaced"`
-	// Synced: its mirror is live. The resource is listed (or, after a
-	// restart, caught up from the stored resourceVersion) and its watch
+	// True when the resource's mirror is live. The resource is listed (or,
+	// after a restart, caught up from the stored resourceVersion) and its watch
 	// is up.
 	Synced bool `json:"synced"`
-	// Objects counts its objects in the mirror.
+	// The number of the resource's objects in the mirror.
 	Objects int64 `json:"objects"`
 }
 
 // EnforcementStatus is the applier's state: dry-run, the audit store and
 // the blast-radius cap.
 type EnforcementStatus struct {
-	// DryRun: decisions are recorded, never sent to the cluster.
+	// True when decisions are recorded, never sent to the cluster.
 	DryRun bool `json:"dryRun"`
-	// Paused: no write is sent until the causes in pausedBy end.
+	// True when no write is sent until the causes in pausedBy end.
 	Paused bool `json:"paused"`
-	// PausedBy names each cause of the pause: audit-store (the audit
-	// history cannot be written) or blast-radius (the cap was reached).
-	// Absent when not paused.
+	// Each cause of the pause: audit-store (the audit history cannot be
+	// written) or blast-radius (the cap was reached). Absent when not paused.
 	PausedBy []string `json:"pausedBy,omitempty"`
-	// PausedSince is when the pause began; absent when not paused.
+	// When the pause began; absent when not paused.
 	PausedSince *time.Time `json:"pausedSince,omitempty"`
-	// PausedReason says in words why it paused; absent when not paused.
+	// Why enforcement paused, in words; absent when not paused.
 	PausedReason string `json:"pausedReason,omitempty"`
-	// MaxDeletionsPerMinute is the blast-radius cap. It caps every write,
-	// deletes and patches alike.
+	// The blast-radius cap. It caps every write, deletes and patches alike.
 	MaxDeletionsPerMinute int `json:"maxDeletionsPerMinute"`
-	// WritesLastMinute counts the writes of the last minute.
+	// The number of writes of the last minute.
 	WritesLastMinute int `json:"writesLastMinute"`
-	// BlastRadiusResume says how a pause by the cap ends: "auto", or
-	// "manual" (POST /enforcement/release).
+	// How a pause by the cap ends: "auto", or "manual" (POST
+	// /enforcement/release).
 	BlastRadiusResume string `json:"blastRadiusResume"`
-	// AuditBacklog counts audit rows of writes already made that wait in
-	// memory for the database to take them. Absent when 0.
+	// The number of audit rows of writes already made that wait in memory for
+	// the database to take them. Absent when 0.
 	AuditBacklog int `json:"auditBacklog,omitempty"`
 }
 
@@ -97,98 +94,93 @@ type EnforcementStatus struct {
 // and, for a controller that works from a queue, how deep the queue is and
 // when it last finished an item.
 type ControllerStatus struct {
-	// Name is one of the Controller* names.
+	// The controller's name.
 	Name string `json:"name"`
-	// LastPass is when the last pass made started; null before the first.
-	// A pass is podgc's periodic pass, ttl's reconcile of every node,
-	// ownergc's full pass over the candidates the mirror shows (a resync),
-	// svgc's scan of the mirror, lcgc's pass over the expired LeaseCandidates.
+	// When the last pass made started; null before the first. A pass is podgc's
+	// periodic pass, ttl's reconcile of every node, ownergc's full pass over
+	// the candidates the mirror shows (a resync), svgc's scan of the mirror,
+	// lcgc's pass over the expired LeaseCandidates.
 	LastPass *time.Time `json:"lastPass"`
-	// Skipping: it skips its passes, as a resource it reads is not live.
+	// True when the controller skips its passes, as a resource it reads is not
+	// live.
 	Skipping bool `json:"skipping"`
-	// SkipReason says in a word why it skips: mirror-not-synced. Absent
-	// while it does not skip.
+	// Why the controller skips, in a word: mirror-not-synced. Absent while it
+	// does not skip.
 	SkipReason string `json:"skipReason,omitempty"`
-	// SkipDetail says in a sentence why it skips. Absent while it does not
-	// skip.
+	// Why the controller skips, in a sentence. Absent while it does not skip.
 	SkipDetail string `json:"skipDetail,omitempty"`
-	// SkippingSince is when it began to skip. Absent while it does not
-	// skip.
+	// When the controller began to skip. Absent while it does not skip.
 	SkippingSince *time.Time `json:"skippingSince,omitempty"`
-	// SkippedPasses counts the passes skipped since start.
+	// The number of passes skipped since start.
 	SkippedPasses int64 `json:"skippedPasses"`
-	// LastWork is when it last finished an item of its queue (ownergc,
-	// svgc); absent before the first and for a controller without a queue.
+	// When the controller last finished an item of its queue (ownergc, svgc);
+	// absent before the first and for a controller without a queue.
 	LastWork *time.Time `json:"lastWork,omitempty"`
-	// QueueDepth is how many items wait in its queues (ownergc, svgc);
-	// absent for a controller without a queue.
+	// How many items wait in the controller's queues (ownergc, svgc); absent
+	// for a controller without a queue.
 	QueueDepth *int `json:"queueDepth,omitempty"`
 }
 
 // LeaderStatus is this instance's part in leader election.
 type LeaderStatus struct {
-	// Enabled is false when --leader-elect=false or in dry-run, which
-	// writes nothing, a Lease included.
+	// False when --leader-elect=false or in dry-run, which writes nothing, a
+	// Lease included.
 	Enabled bool `json:"enabled"`
-	// Reason says which of the two disabled the election; absent when
-	// enabled.
+	// Which of the two disabled the election; absent when enabled.
 	Reason string `json:"reason,omitempty"`
-	// Leader: this instance writes to the cluster.
+	// True when this instance writes to the cluster.
 	Leader bool `json:"leader"`
-	// Identity is this instance's identity in the election.
+	// This instance's identity in the election.
 	Identity string `json:"identity"`
-	// Lease names the Lease of the election, namespace/name.
+	// The Lease of the election, namespace/name.
 	Lease string `json:"lease,omitempty"`
-	// Holder is the identity holding the lease; absent when none does.
+	// The identity holding the lease; absent when none does.
 	Holder string `json:"holder,omitempty"`
-	// HolderSince is when the holder acquired the lease.
+	// When the holder acquired the lease.
 	HolderSince *time.Time `json:"holderSince,omitempty"`
-	// Coordinated: the API server's election controller names the holder
-	// among the Lease's LeaseCandidates (--leader-elect-coordinated).
-	// Absent when not.
+	// True when the API server's election controller names the holder among the
+	// Lease's LeaseCandidates (--leader-elect-coordinated). Absent when not.
 	Coordinated bool `json:"coordinated,omitempty"`
-	// Strategy is the Lease's spec.strategy, as the mirror holds it: the
-	// way the API server picks the holder. Absent when unset.
+	// The Lease's spec.strategy, as the mirror holds it: the way the API server
+	// picks the holder. Absent when unset.
 	Strategy string `json:"strategy,omitempty"`
-	// PreferredHolder is the Lease's spec.preferredHolder, as the mirror
-	// holds it: the candidate the API server wants to hold the Lease once
-	// the holder gives it up. Absent when unset.
+	// The Lease's spec.preferredHolder, as the mirror holds it: the candidate
+	// the API server wants to hold the Lease once the holder gives it up.
+	// Absent when unset.
 	PreferredHolder string `json:"preferredHolder,omitempty"`
-	// Candidates are the LeaseCandidates that stand for the Lease, as the
-	// mirror holds them, by name. Absent when none does.
+	// The LeaseCandidates that stand for the Lease, as the mirror holds them,
+	// by name. Absent when none does.
 	Candidates []ElectionCandidate `json:"candidates,omitempty"`
 }
 
 // ElectionCandidate is a LeaseCandidate that stands for kubegcd's Lease:
 // a kubegcd instance under --leader-elect-coordinated.
 type ElectionCandidate struct {
-	// Name is the candidate's name, the identity of its instance.
+	// The candidate's name, the identity of its instance.
 	Name string `json:"name"`
-	// BinaryVersion is the spec's binaryVersion: the instance's version.
+	// The spec's binaryVersion: the instance's version.
 	BinaryVersion string `json:"binaryVersion"`
-	// EmulationVersion is the spec's emulationVersion, the version the
-	// election compares first.
+	// The spec's emulationVersion, the version the election compares first.
 	EmulationVersion string `json:"emulationVersion"`
-	// Strategy is the spec's strategy, the one the candidate asks for.
+	// The spec's strategy, the one the candidate asks for.
 	Strategy string `json:"strategy"`
-	// RenewTime is when the candidate last renewed; null where unset.
+	// When the candidate last renewed; null where unset.
 	RenewTime *time.Time `json:"renewTime"`
-	// PingTime is when the election last asked it to renew; absent where
-	// unset.
+	// When the election last asked the candidate to renew; absent where unset.
 	PingTime *time.Time `json:"pingTime,omitempty"`
-	// Self: the candidate is this instance's own.
+	// True when the candidate is this instance's own.
 	Self bool `json:"self,omitempty"`
 }
 
 // TokenFileStatus is --auth-token-file as /status shows it.
 type TokenFileStatus struct {
-	// Tokens counts the valid tokens in use.
+	// The number of valid tokens in use.
 	Tokens int `json:"tokens"`
-	// SkippedLines are the numbers of the lines skipped as malformed.
+	// The numbers of the lines skipped as malformed.
 	SkippedLines []int `json:"skippedLines,omitempty"`
-	// Error says why every token is refused: the file cannot be read or
-	// holds no valid token. Absent while a token is valid.
+	// Why every token is refused: the file cannot be read or holds no valid
+	// token. Absent while a token is valid.
 	Error string `json:"error,omitempty"`
-	// Since is when every token began to be refused; absent when Error is.
+	// When every token began to be refused; absent when error is.
 	Since *time.Time `json:"since,omitempty"`
 }

@@ -3,22 +3,21 @@ package api
 // Error is the body of every answer that is not 2xx: one line saying what
 // went wrong and, where the client can do something, what to do.
 type Error struct {
-	// Error says what went wrong. Internal causes are logged, never sent.
+	// What went wrong. Internal causes are logged, never sent.
 	Error string `json:"error"`
 }
 
 // Target names the object a decision is about, as kubectl would find it.
 type Target struct {
-	// APIVersion is the object's group/version, or version alone for the
-	// core group.
+	// The object's group/version, or version alone for the core group.
 	APIVersion string `json:"apiVersion"`
-	// Kind is the object's kind.
+	// The object's kind.
 	Kind string `json:"kind"`
-	// Namespace is absent for a cluster-scoped object.
+	// The object's namespace; absent for a cluster-scoped object.
 	Namespace string `json:"namespace,omitempty"`
-	// Name is the object's name.
+	// The object's name.
 	Name string `json:"name"`
-	// UID is the object's UID.
+	// The object's UID.
 	UID string `json:"uid"`
 }
 
@@ -32,17 +31,17 @@ func (t Target) String() string {
 
 // OwnerRef is an ownerReference, field for field as metav1.OwnerReference.
 type OwnerRef struct {
-	// APIVersion is the owner's, as the reference gives it.
+	// The owner's apiVersion, as the reference gives it.
 	APIVersion string `json:"apiVersion"`
-	// Kind is the owner's, as the reference gives it.
+	// The owner's kind, as the reference gives it.
 	Kind string `json:"kind"`
-	// Name is the owner's, as the reference gives it.
+	// The owner's name, as the reference gives it.
 	Name string `json:"name"`
-	// UID is the owner's, as the reference gives it.
+	// The owner's UID, as the reference gives it.
 	UID string `json:"uid"`
-	// Controller marks the managing controller; absent when unset.
+	// True when the reference marks the managing controller; absent when unset.
 	Controller *bool `json:"controller,omitempty"`
-	// BlockOwnerDeletion makes a foreground deletion of the owner wait
-	// for this dependent; absent when unset.
+	// True when a foreground deletion of the owner waits for this dependent;
+	// absent when unset.
 	BlockOwnerDeletion *bool `json:"blockOwnerDeletion,omitempty"`
 }

@@ -12,7 +12,9 @@ import (
 
 // goComments maps each exported type of package api ("Status") and each
 // of its fields ("Status.Version") to its doc comment, read from the
-// package's source in dir.
+// package's source in dir. Each is taken whole, as Kubernetes' openapi-gen
+// takes them: a type's starts with its name, which is also its schema's,
+// and a field's is written as a sentence of its own.
 func goComments(dir string) (map[string]string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -49,7 +51,7 @@ func goComments(dir string) (map[string]string, error) {
 				if doc == nil && len(gd.Specs) == 1 {
 					doc = gd.Doc
 				}
-				comments[ts.Name.Name] = withoutGoName(ts.Name.Name, prose(doc))
+				comments[ts.Name.Name] = prose(doc)
 				st, ok := ts.Type.(*ast.StructType)
 				if !ok {
 					continue
@@ -61,7 +63,7 @@ func goComments(dir string) (map[string]string, error) {
 					}
 					for _, n := range field.Names {
 						if n.IsExported() && text != "" {
-							comments[ts.Name.Name+"."+n.Name] = withoutGoName(n.Name, text)
+							comments[ts.Name.Name+"."+n.Name] = text
 						}
 					}
 				}
@@ -81,57 +83,4 @@ func prose(c *ast.CommentGroup) string {
 		}
 	}
 	return strings.Join(paras, "\n\n")
-}
-
-// withoutGoName drops the Go name a doc comment starts with, as Go's
-// style asks, since the JSON document names its properties otherwise:
-// "Version is kubegcd's version." becomes "kubegcd's version.",
-// "DryRun: decisions are…" "Decisions are…", "PausedBy names…"
-// "Names…". A comment that goes on otherwise ("Propagation of a delete",
-// "Virtual, in…") is kept whole.
-func withoutGoName(name, text string) string {
-	rest, ok := strings.CutPrefix(text, name+" ")
-	if !ok {
-		if rest, ok = strings.CutPrefix(text, name+": "); !ok {
-			return text
-		}
-		return capitalized(rest)
-	}
-	word, after, _ := strings.Cut(rest, " ")
-	switch verb := strings.TrimSuffix(word, ","); {
-	case verb == "is" || verb == "are":
-		// "HolderSince is, on…": the verb goes with the name.
-		return capitalized(after)
-	case !isLowerWord(verb) || prepositions[verb]:
-		return text
-	}
-	return capitalized(rest)
-}
-
-// prepositions are words after a Go name that do not start a predicate.
-var prepositions = map[string]bool{"of": true, "in": true, "on": true, "for": true, "to": true, "with": true, "from": true, "by": true, "at": true}
-
-// capitalized upper-cases the first letter of s when its first word is a
-// plain lower-case word: "when it started" but not "kubegcd's version" or
-// "kubegcd saw", which name the project.
-func capitalized(s string) string {
-	word, _, _ := strings.Cut(s, " ")
-	word = strings.TrimRight(word, ",.;:")
-	if s == "" || !isLowerWord(word) || word == "kubegcd" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// isLowerWord reports whether w is made of the letters a to z alone.
-func isLowerWord(w string) bool {
-	if w == "" {
-		return false
-	}
-	for _, r := range w {
-		if r < 'a' || r > 'z' {
-			return false
-		}
-	}
-	return true
 }

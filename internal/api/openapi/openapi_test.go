@@ -3,8 +3,15 @@ package openapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -36,8 +43,8 @@ func TestDocumentIsValid31(t *testing.T) {
 }
 
 // TestSchemasCarryComments: a type's and a field's doc comment are their
-// schema's description, and a pointer written without omitempty may be
-// null.
+// schema's description, whole, and a pointer written without omitempty
+// may be null.
 func TestSchemasCarryComments(t *testing.T) {
 	b, err := Build("..")
 	if err != nil {
@@ -56,8 +63,8 @@ func TestSchemasCarryComments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ schema, property, want string }{
-		{"Status", "", "answer of GET /status"},
-		{"Status", "version", "kubegcd's version"},
+		{"Status", "", "Status is the answer of GET /status"},
+		{"Status", "version", "The version of kubegcd."},
 		{"AuditEntry", "outcome", "skipped for a decision that needs no write"},
 		{"Object", "deletionTimestamp", `"type":"null"`},
 		{"Lease", "", ""},
@@ -110,29 +117,80 @@ func TestEnumsNameProperties(t *testing.T) {
 	}
 }
 
-func TestWithoutGoName(t *testing.T) {
-	for _, tc := range []struct{ name, text, want string }{
-		{"Version", "Version is kubegcd's version.", "kubegcd's version."},
-		{"StartedAt", "StartedAt is when this instance started.", "When this instance started."},
-		{"Items", "Items are the decisions of this page; [] when none matched.", "The decisions of this page; [] when none matched."},
-		{"DryRun", "DryRun: decisions are recorded, never sent to the cluster.", "Decisions are recorded, never sent to the cluster."},
-		{"PausedBy", "PausedBy names each cause of the pause.", "Names each cause of the pause."},
-		{"Blockers", "Blockers hold Target in turn.", "Hold Target in turn."},
-		{"HolderSince", "HolderSince is, on a Lease's created item, since when.", "On a Lease's created item, since when."},
-		{"Kind", "Kind says, for a write, what.", "Says, for a write, what."},
-		{"Items", "Items are ?namespace= and ?expired= kept.", "?namespace= and ?expired= kept."},
-		{"Saw", "Saw is kubegcd saw it.", "kubegcd saw it."},
-		// Kept whole.
-		{"Propagation", "Propagation of a delete: how its dependents go.", "Propagation of a delete: how its dependents go."},
-		{"Virtual", "Virtual, in upstream's sense: known only from a reference.", "Virtual, in upstream's sense: known only from a reference."},
-		{"NotBefore", "NotBefore, when set, is the earliest time.", "NotBefore, when set, is the earliest time."},
-		{"UID", "The object's UID.", "The object's UID."},
-		{"Name", "Namespace is not this field.", "Namespace is not this field."},
-		{"Name", "Name RFC 1123.", "Name RFC 1123."},
-		{"Name", "", ""},
-	} {
-		if got := withoutGoName(tc.name, tc.text); got != tc.want {
-			t.Errorf("withoutGoName(%q, %q) = %q, want %q", tc.name, tc.text, got, tc.want)
+// TestDescriptionsAreSentences: every summary and description of the
+// document reads as a sentence of its own: it starts in upper case (or a
+// digit or a sign), no possessive dangles without its noun, and no
+// property's starts with the Go name of its field.
+func TestDescriptionsAreSentences(t *testing.T) {
+	b, err := Build("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range descriptionProblems(t, b) {
+		t.Error(p)
+	}
+	// The check finds what it is for.
+	bad := `{"info": {"description": "kubegcd's version."},
+"components": {"schemas": {"S": {"properties": {
+  "uid": {"description": "The reference's."},
+  "apiVersion": {"description": "The object's, or, when it is missing, its first reference's."},
+  "blockers": {"description": "Blockers hold Target in turn."},
+  "fine": {"description": "The object's UID."}}}}}}`
+	got := descriptionProblems(t, []byte(bad))
+	want := []string{
+		`components.schemas.S.properties.apiVersion: a possessive without its noun: "The object's, or, when it is missing, its first reference's."`,
+		`components.schemas.S.properties.blockers: starts with its Go name: "Blockers hold Target in turn."`,
+		`components.schemas.S.properties.uid: a possessive without its noun: "The reference's."`,
+		`info: starts in lower case: "kubegcd's version."`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("descriptionProblems =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// danglingPossessive is a possessive that punctuation, not a noun, follows.
+var danglingPossessive = regexp.MustCompile(`\w's([.,;:)]|$)`)
+
+// descriptionProblems lists, sorted, what is wrong with each summary and
+// description of the JSON document doc, by where it is.
+func descriptionProblems(t *testing.T, doc []byte) []string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		t.Fatal(err)
+	}
+	var problems []string
+	var walk func(path []string, v any)
+	walk = func(path []string, v any) {
+		switch v := v.(type) {
+		case []any:
+			for i, e := range v {
+				walk(append(path, strconv.Itoa(i)), e)
+			}
+		case map[string]any:
+			for k, e := range v {
+				text, ok := e.(string)
+				if k != "description" && k != "summary" || !ok {
+					walk(append(slices.Clip(path), k), e)
+					continue
+				}
+				where := strings.Join(path, ".")
+				if r, _ := utf8.DecodeRuneInString(text); unicode.IsLower(r) {
+					problems = append(problems, fmt.Sprintf("%s: starts in lower case: %q", where, text))
+				}
+				if danglingPossessive.MatchString(text) {
+					problems = append(problems, fmt.Sprintf("%s: a possessive without its noun: %q", where, text))
+				}
+				if n := len(path); n >= 2 && path[n-2] == "properties" {
+					goName := strings.ToUpper(path[n-1][:1]) + path[n-1][1:]
+					if strings.HasPrefix(text, goName+" ") || strings.HasPrefix(text, goName+":") {
+						problems = append(problems, fmt.Sprintf("%s: starts with its Go name: %q", where, text))
+					}
+				}
+			}
 		}
 	}
+	walk(nil, v)
+	sort.Strings(problems)
+	return problems
 }
