@@ -30,11 +30,11 @@ type Operation struct {
 	// The JSON Schema of a 200 answer that is no type of this package: a
 	// probe's status, the OpenAPI document.
 	AnswerSchema map[string]any
-	// A media type the 200 answer takes instead of JSON when the request asks
-	// for it.
+	// A text media type of the 200 answer: the one it takes instead of JSON
+	// when the request asks for it, or the only one of an operation without
+	// a JSON answer.
 	AnswerText string
-	// The status codes of its Error answers beside those every operation has
-	// (400, 403, 429, 500 and 503).
+	// The status codes of its Error answers beside CommonErrors.
 	Errors []int
 	// True when the operation is served without authentication, for probes.
 	Open bool
@@ -70,6 +70,21 @@ type Param struct {
 	Repeated bool
 	// What the parameter means, in sentences.
 	Description string
+}
+
+// CommonErrors are the status codes of the Error answers every operation
+// has.
+var CommonErrors = []int{400, 403, 429, 500, 503}
+
+// Statuses are the status codes the operation answers, sorted: 200, the
+// common errors, its own, and 401 unless it is open.
+func (o *Operation) Statuses() []int {
+	codes := append(append([]int{200}, CommonErrors...), o.Errors...)
+	if !o.Open {
+		codes = append(codes, 401)
+	}
+	slices.Sort(codes)
+	return codes
 }
 
 // Param is the operation's parameter of that name; nil when it has none.
@@ -295,14 +310,17 @@ var Operations = []Operation{
 			"A watch that has not resumed within 3 s counts as down, " +
 			"and so does one that expired (410) until its relist is committed.",
 		AnswerSchema: statusSchema("ready")},
-	{ID: "metrics", Method: "GET", Path: "/metrics", Summary: "Prometheus metrics",
-		Description: "The metrics in Prometheus's text format; docs/metrics.md describes each.",
-		Unlisted:    true},
+	{ID: "metrics", Method: "GET", Path: "/metrics", Summary: "The metrics, for Prometheus",
+		Description: "Prometheus's text format, or OpenMetrics when the scraper asks for it. " +
+			"The answer is not JSON, so the OpenAPI document leaves this route out. " +
+			"docs/metrics.md describes each metric, its labels, and the alert rules that deploy/ ships.",
+		AnswerText: "text/plain", Unlisted: true},
 	{ID: "openAPI", Method: "GET", Path: "/openapi/v3", Summary: "This document",
 		Description: "The API's OpenAPI 3.1 document, at the path where Kubernetes serves its own. " +
 			"It has every path, its parameters with their types, limits and enums, " +
 			"and each answer's schema with the meaning of every field. " +
-			"It also has the error form and the ways to authenticate. docs/openapi.json is a copy, written by make docs.",
+			"It also has the error form and the ways to authenticate. " +
+			"It is docs/openapi.json as committed: make docs writes that file, and the binary embeds it.",
 		AnswerSchema: map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."}},
 }
 

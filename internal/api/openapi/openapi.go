@@ -8,8 +8,8 @@ package openapi
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -61,9 +61,6 @@ var errorCodes = map[int]string{
 	500: "An internal error, logged with the request id.",
 	503: "The request was cut by its timeout, or (/readyz) the instance is not ready.",
 }
-
-// commonErrors are the error statuses of every route.
-var commonErrors = []int{400, 403, 429, 500, 503}
 
 func build(comments map[string]string) ([]byte, error) {
 	roots := []reflect.Type{reflect.TypeFor[api.Error]()}
@@ -172,12 +169,10 @@ func operationObject(op api.Operation) map[string]any {
 		ok["content"].(map[string]any)[op.AnswerText] = map[string]any{"schema": map[string]string{"type": "string"}}
 	}
 	responses := map[string]any{"200": ok}
-	codes := append(append([]int{}, commonErrors...), op.Errors...)
-	if !op.Open {
-		codes = append(codes, 401)
-	}
-	sort.Ints(codes)
-	for _, c := range codes {
+	for _, c := range op.Statuses() {
+		if c == http.StatusOK {
+			continue
+		}
 		responses[strconv.Itoa(c)] = map[string]any{"description": errorCodes[c], "content": jsonContent(ref("Error"))}
 	}
 	o["responses"] = responses
