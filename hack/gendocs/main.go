@@ -59,7 +59,8 @@ func parseArgs(args []string) (options, error) {
 	fs := flag.NewFlagSet("gendocs", flag.ContinueOnError)
 	fs.StringVar(&o.man, "dir", "bin/man", "directory to write the man pages (section 1) into")
 	fs.StringVar(&o.markdown, "markdown", "",
-		"directory to write flags.md, cli.md, metrics.md, openapi.json and api.md into (metrics.md and api.md keep what lies outside their generated parts); "+
+		"directory to write flags.md, cli.md, metrics.md, openapi.json and api.md into "+
+			"(metrics.md and api.md keep what lies outside their generated parts); "+
 			"the man pages are then written only when --dir is given")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -132,8 +132,8 @@ const (
 )
 
 // LeaseFindingKinds lists the kinds of LeaseFinding.
-var LeaseFindingKinds = []string{LeaseFindingHolderNotPreferred, LeaseFindingCandidateExpired, LeaseFindingNoLiveCandidate,
-	LeaseFindingCandidateWithoutLease}
+var LeaseFindingKinds = []string{LeaseFindingHolderNotPreferred, LeaseFindingCandidateExpired,
+	LeaseFindingNoLiveCandidate, LeaseFindingCandidateWithoutLease}
 
 // LeaseFinding is something about a Lease or its candidates that an
 // operator should look at.

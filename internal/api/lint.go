@@ -31,7 +31,8 @@ var (
 	LintCrossNamespace = LintRule{ID: "KG-LINT-03", Name: "cross-namespace-owner", Severity: SeverityError}
 	// LintClusterScopedDependent: a cluster-scoped object owned by a
 	// namespaced kind.
-	LintClusterScopedDependent = LintRule{ID: "KG-LINT-04", Name: "cluster-scoped-dependent-namespaced-owner", Severity: SeverityError}
+	LintClusterScopedDependent = LintRule{ID: "KG-LINT-04", Name: "cluster-scoped-dependent-namespaced-owner",
+		Severity: SeverityError}
 	// LintOwnerKindUnserved: no resource serves the owner's kind.
 	LintOwnerKindUnserved = LintRule{ID: "KG-LINT-05", Name: "owner-kind-not-served", Severity: SeverityError}
 	// LintMultipleControllers: more than one controller reference.

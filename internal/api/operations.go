@@ -143,7 +143,8 @@ var uidParam = Param{Name: "uid", In: "path", Type: "string", Required: true, De
 var Operations = []Operation{
 	{ID: "status", Method: "GET", Path: "/status", Summary: "What this instance mirrors and enforces",
 		Description: "The version and start time, enforcement and leader election, " +
-			"every watched resource with its object count, authentication, discovery failures and each running controller.",
+			"every watched resource with its object count, authentication, discovery failures " +
+			"and each running controller.",
 		Answer: reflect.TypeFor[Status]()},
 	{ID: "graph", Method: "GET", Path: "/graph", Summary: "The ownership graph",
 		Description: "The whole graph (no uid nor namespace) streams as the database reads it, " +
@@ -156,11 +157,13 @@ var Operations = []Operation{
 			"A filtered graph takes a limit up to 100,000. " +
 			"With format=dot the answer is GraphViz (text/vnd.graphviz), " +
 			"as upstream's /debug/controllers/garbagecollector/graph. " +
-			"With at, the graph is drawn from history: what owned this when it was deleted, what it owned when it went.",
+			"With at, the graph is drawn from history: " +
+			"what owned this when it was deleted, what it owned when it went.",
 		Params: []Param{
 			namespaceParam("Only the objects of this namespace."),
 			{Name: "uid", In: "query", Type: "string", Repeated: true,
-				Description: "The objects connected to these UIDs, their transitive owners and dependents; at most 1,000."},
+				Description: "The objects connected to these UIDs, their transitive owners and dependents; " +
+					"at most 1,000."},
 			{Name: "limit", In: "query", Type: "integer", Min: 1, Max: 100_000_000, Default: 10000,
 				Description: "At most this many nodes, the first by UID: " +
 					"up to 100,000,000 for the whole graph, 100,000 for a filtered one."},
@@ -180,10 +183,13 @@ var Operations = []Operation{
 				Description: "Only this controller's decisions."},
 			namespaceParam("Only the decisions about objects of this namespace."),
 			kindParam,
-			{Name: "order", In: "query", Type: "string", Enum: []string{PendingOldest, PendingNewest}, Default: PendingOldest,
-				Description: "The order of the decisions: oldest lists those waiting longest first, newest the other way."},
+			{Name: "order", In: "query", Type: "string", Enum: []string{PendingOldest, PendingNewest},
+				Default: PendingOldest,
+				Description: "The order of the decisions: " +
+					"oldest lists those waiting longest first, newest the other way."},
 			limitParam(1000, 10000),
-			{Name: "cursor", In: "query", Type: "string", Description: "The next of the previous page, in the same order."},
+			{Name: "cursor", In: "query", Type: "string",
+				Description: "The next of the previous page, in the same order."},
 		},
 		Answer: reflect.TypeFor[PendingList]()},
 	{ID: "audit", Method: "GET", Path: "/audit", Summary: "The audit history, newest first",
@@ -216,7 +222,8 @@ var Operations = []Operation{
 				Description: "As kubectl takes it, in any case: a kind, or the resource's plural or singular, " +
 					"each alone or with its group (deployments.apps), or a short name discovery lists (deploy)."},
 			{Name: "apiVersion", In: "query", Type: "string",
-				Description: "The objects' apiVersion: group/version, or v1 for the core group; anything else is a 400. " +
+				Description: "The objects' apiVersion: group/version, or v1 for the core group; " +
+					"anything else is a 400. " +
 					"It picks the group. " +
 					"Its version is not compared, as the mirror keeps each resource at one version."},
 			namespaceParam("Only the objects of this namespace; it does not filter cluster-scoped kinds."),
@@ -258,7 +265,8 @@ var Operations = []Operation{
 		Answer: reflect.TypeFor[StuckList]()},
 	{ID: "lint", Method: "GET", Path: "/lint", Summary: "The ownerReference lint findings",
 		Description: "The rules are in docs/rules.md. " +
-			"Items stop at limit, and truncated says there are more, so an unfiltered lint costs what limit findings do. " +
+			"Items stop at limit, and truncated says there are more, " +
+			"so an unfiltered lint costs what limit findings do. " +
 			"A rule or severity that few findings match may read every candidate. " +
 			"Counts cover every rule, for the namespace asked, whatever rule, severity and limit kept in items.",
 		Params: []Param{
@@ -295,7 +303,8 @@ var Operations = []Operation{
 			"A 409 when nothing is held. " +
 			"The release is recorded in /audit as controller operator, action release, with who asked: " +
 			"the address, the caller's name and User-Agent, each cut to 256 bytes.",
-		Body: reflect.TypeFor[ReleaseRequest](), Answer: reflect.TypeFor[ReleaseResult](), Errors: []int{404, 409, 415}},
+		Body: reflect.TypeFor[ReleaseRequest](), Answer: reflect.TypeFor[ReleaseResult](),
+		Errors: []int{404, 409, 415}},
 	{ID: "healthz", Method: "GET", Path: "/healthz", Summary: "200 while the process serves", Open: true,
 		AnswerSchema: statusSchema("ok")},
 	{ID: "readyz", Method: "GET", Path: "/readyz",
@@ -304,7 +313,8 @@ var Operations = []Operation{
 			"else a 503 says \"enforcement paused: audit history cannot be written:\" and the cause. " +
 			"When bearer tokens are the only authentication, --auth-token-file holds a valid token; " +
 			"else a 503 says \"all bearer tokens revoked:\" and why. " +
-			"Every watched resource is listed, or after a restart caught up from the resourceVersion the last run stored. " +
+			"Every watched resource is listed, " +
+			"or after a restart caught up from the resourceVersion the last run stored. " +
 			"Its watch is live, and its writes to the mirror commit; " +
 			"else a 503 says \"mirror not synced\" and names the resources it waits for. " +
 			"A watch that has not resumed within 3 s counts as down, " +

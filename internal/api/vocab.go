@@ -55,4 +55,5 @@ const (
 )
 
 // Outcomes lists every outcome, as /audit?outcome= accepts them.
-var Outcomes = []string{OutcomeApplied, OutcomeDryRun, OutcomeFailed, OutcomeConflict, OutcomeNotFound, OutcomeSkipped, OutcomeUnknown}
+var Outcomes = []string{OutcomeApplied, OutcomeDryRun, OutcomeFailed, OutcomeConflict, OutcomeNotFound,
+	OutcomeSkipped, OutcomeUnknown}

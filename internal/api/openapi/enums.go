@@ -19,14 +19,23 @@ var enums = map[string][]string{
 	"LeaseFinding.kind":                   api.LeaseFindingKinds,
 	"LintFinding.severity":                api.Severities,
 	"LintFinding.rule":                    lintRuleIDs(),
-	"StuckItem.state":                     {api.StateNamespaceTerminating, api.StateDeletingDependents, api.StateOrphaningDependents, api.StateFinalizing, api.StateDeleting},
-	"Blocker.type":                        {api.BlockerFinalizer, api.BlockerDependent, api.BlockerNamespaceContent, api.BlockerDiscovery},
+	"StuckItem.state":                     stuckStates,
+	"Blocker.type":                        blockerTypes,
 	"CascadeItem.action":                  {api.CascadeDelete, api.CascadeRemoveOwnerRef, api.CascadeKeep},
-	"HistoryItem.event":                   {api.HistoryCreated, api.HistoryOwnersChanged, api.HistoryFinalizersChanged, api.HistoryDeletionRequested, api.HistoryDeleted, api.HistoryHolderChanged, api.HistoryPreferredHolderChanged},
+	"HistoryItem.event":                   historyEvents,
 	"Owner.state":                         ownerStates,
 	"ReleaseResult.status":                {api.StatusReleased},
 	"EnforcementStatus.blastRadiusResume": {"auto", "manual"},
 }
+
+var stuckStates = []string{api.StateNamespaceTerminating, api.StateDeletingDependents, api.StateOrphaningDependents,
+	api.StateFinalizing, api.StateDeleting}
+
+var blockerTypes = []string{api.BlockerFinalizer, api.BlockerDependent, api.BlockerNamespaceContent,
+	api.BlockerDiscovery}
+
+var historyEvents = []string{api.HistoryCreated, api.HistoryOwnersChanged, api.HistoryFinalizersChanged,
+	api.HistoryDeletionRequested, api.HistoryDeleted, api.HistoryHolderChanged, api.HistoryPreferredHolderChanged}
 
 var ownerStates = []string{api.OwnerPresent, api.OwnerMissing, api.OwnerBeingDeleted, api.OwnerDeletingDependents,
 	api.OwnerOtherNamespace, api.OwnerNameMismatch}

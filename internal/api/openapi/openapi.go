@@ -52,9 +52,11 @@ func Build(apiDir string) ([]byte, error) {
 // errorCodes say when the server answers each error status.
 var errorCodes = map[int]string{
 	400: "A query string, parameter or body the endpoint cannot take.",
-	401: "Authentication is on and the request carries no valid token or client certificate; WWW-Authenticate: Bearer says how.",
+	401: "Authentication is on and the request carries no valid token or client certificate; " +
+		"WWW-Authenticate: Bearer says how.",
 	403: "The Host header names a host not allowed (--allowed-hosts).",
-	404: "What the request names is not there: an object the mirror and its history do not know (a uid), or, for a release, controllers (none run here).",
+	404: "What the request names is not there: an object the mirror and its history do not know (a uid), " +
+		"or, for a release, controllers (none run here).",
 	409: "Nothing is held.",
 	415: "The body is not sent as Content-Type: application/json.",
 	429: "More requests in flight than --max-requests-inflight; retry after Retry-After.",
@@ -84,7 +86,8 @@ func build(comments map[string]string) ([]byte, error) {
 				"Answers are JSON, compact (indented for curl and wget); times are RFC 3339 in UTC. " +
 				"A query parameter an endpoint does not know, or one given twice that takes one value, is a 400. " +
 				"On a loopback --listen the API answers anyone on the machine, without credentials; " +
-				"elsewhere a caller sends a bearer token of --auth-token-file or a client certificate that --client-ca-file verifies.",
+				"elsewhere a caller sends a bearer token of --auth-token-file " +
+				"or a client certificate that --client-ca-file verifies.",
 			"license": map[string]string{"name": "Apache-2.0", "identifier": "Apache-2.0"},
 		},
 		JSONSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
