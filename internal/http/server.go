@@ -73,7 +73,7 @@ type Options struct {
 	// read (lint findings, stuck deletions, objects, Leases) instead of DB:
 	// a scan of every page through DB's mapped connections would keep the
 	// whole file in the process's resident memory.
-	MetricsDB Mirror
+	MetricsDB Objects
 	// LintCounter keeps the lint findings' counts that GET /lint and
 	// kubegcd_ownerref_findings show; the daemon's counts through
 	// MetricsDB's connections and has started it. Nil: one of

@@ -12,16 +12,17 @@ import (
 // one. The server writes nothing: an operator's release goes through the
 // Releaser, which records it.
 type Store interface {
-	Mirror
+	Objects
 	History
 	Decisions
 }
 
-// Mirror is what the server reads of the objects as the cluster holds them
-// now: /status's counts, /objects, the graph, the cascade preview, lint,
-// stuck deletions, Leases and their candidates, and the metrics computed
-// from them.
-type Mirror interface {
+// Objects is what the server reads of the objects as the cluster holds
+// them now: /status's counts, /objects, the graph, the cascade preview,
+// lint, stuck deletions, Leases and their candidates, and the metrics
+// computed from them. db.Objects is the role that reads them; db.Mirror is
+// ingestion's, which writes them.
+type Objects interface {
 	ResourceStats(ctx context.Context) ([]db.ResourceStat, error)
 	LookupObjects(ctx context.Context, f db.LookupFilter) ([]*db.Object, bool, error)
 	ObjectDetail(ctx context.Context, uid string, maxDependents int) (*db.ObjectDetail, error)
