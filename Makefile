@@ -54,8 +54,11 @@ man: ## write the man pages (section 1) into bin/man/
 
 # docs/flags.md, docs/cli.md, the table of docs/metrics.md, the reference of docs/api.md and
 # docs/openapi.json come from the commands, their flags, the metrics'
-# descriptors and the API's types; hack/gendocs's test
-# fails when the committed copies differ. (docs/ is a directory: phony.)
+# descriptors, and the API's table of operations (api.Operations) and its
+# types with their doc comments. The binary embeds docs/openapi.json and
+# serves it as GET /openapi/v3, as Kubernetes' openapi-gen output is
+# generated and compiled in; hack/gendocs's test fails when the committed
+# copies differ. (docs/ is a directory: phony.)
 .PHONY: docs
 docs: ## write docs/flags.md, docs/cli.md, the metrics table of docs/metrics.md, the reference of docs/api.md and docs/openapi.json from the code
 	$(GO) run ./hack/gendocs --markdown docs
