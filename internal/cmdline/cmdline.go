@@ -287,7 +287,8 @@ func (n *NamedFlagSets) print(w io.Writer, cols int) {
 }
 
 // OneLine joins the lines of an error's text, so that it stays one line on
-// stderr.
+// stderr, and spells out what else a terminal would act on (Printable): an
+// error may quote a name or a server's message.
 func OneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return Printable(strings.Join(strings.Fields(s), " "))
 }

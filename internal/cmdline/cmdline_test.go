@@ -40,6 +40,10 @@ func TestExecute(t *testing.T) {
 		{"usage error from the command", Usagef("no %s", "way"), []string{"do"}, 2, "prog: no way (see 'prog help do')\n"},
 		{"runtime error on two lines", errors.New("broke\n  badly"), []string{"do"}, 1, "prog: broke badly\n"},
 		{"code of its own", errors.New("corrupt"), []string{"do"}, 3, "prog: corrupt\n"},
+		// What a terminal would act on is spelled out, not sent to it.
+		{"runtime error with escapes", errors.New("no pod \x1b]0;title\x07web\u202e\x1b[2K"), []string{"do"}, 1,
+			`prog: no pod \x1b]0;title\aweb\u202e\x1b[2K` + "\n"},
+		{"usage error with an escape", Usagef("no %s", "w\x1b[1Aay"), []string{"do"}, 2, `prog: no w\x1b[1Aay (see 'prog help do')` + "\n"},
 		{"exit code alone", ExitCode(4), []string{"do"}, 4, ""},
 		{"unknown flag", nil, []string{"do", "--colour"}, 2, "prog: unknown flag: --colour (see 'prog help do')\n"},
 		{"long flag, one dash", nil, []string{"do", "-count=3"},
