@@ -58,7 +58,7 @@ func (f *objectFlags) cascade(ctx context.Context, e *env, propagation string, a
 }
 
 func printCascade(w io.Writer, p *api.Cascade, o *api.Object, propagation string, wide bool) error {
-	fmt.Fprintf(w, "Deleting %s with propagation %s would touch %d objects", o.Target(), propagation, p.Total)
+	printf(w, "Deleting %s with propagation %s would touch %d objects", o.Target(), propagation, p.Total)
 	var parts []string
 	for _, kind := range slices.Sorted(maps.Keys(p.ByKind)) {
 		for _, action := range slices.Sorted(maps.Keys(p.ByKind[kind])) {
@@ -66,7 +66,7 @@ func printCascade(w io.Writer, p *api.Cascade, o *api.Object, propagation string
 		}
 	}
 	if len(parts) > 0 {
-		fmt.Fprintf(w, ": %s", strings.Join(parts, ", "))
+		printf(w, ": %s", strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w, ".")
 	if p.Truncated {
@@ -93,7 +93,7 @@ func printCascade(w io.Writer, p *api.Cascade, o *api.Object, propagation string
 	if len(p.BlockedBy) > 0 {
 		fmt.Fprintln(w, "\nA foreground deletion would wait for:")
 		for _, b := range p.BlockedBy {
-			fmt.Fprintf(w, "  %s (holds %s): %s\n", b.Target, b.Owner, b.Reason)
+			printf(w, "  %s (holds %s): %s\n", b.Target, b.Owner, b.Reason)
 		}
 	}
 	return nil

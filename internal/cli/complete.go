@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/cmdline"
 )
 
 // completionTimeout bounds a completion's wait for kubegcd: the shell
@@ -28,6 +29,18 @@ const completionNames = 2000
 const completionAuditRows = 1000
 
 const noFiles = cobra.ShellCompDirectiveNoFileComp
+
+// completion is value, with desc shown beside it when not empty, both made
+// printable: they come from the server, and the shell would take a newline
+// or a tab in them for its own, and pass an escape sequence to the
+// terminal.
+func completion(value, desc string) cobra.Completion {
+	value = cmdline.Printable(value)
+	if desc == "" {
+		return value
+	}
+	return cobra.CompletionWithDesc(value, cmdline.Printable(desc))
+}
 
 // addCompletion completes, from the server the command line names (as
 // kubectl completes resource names from the API server), an object's KIND
@@ -91,7 +104,7 @@ func (e *env) completeObject(cmd *cobra.Command, args []string, toComplete strin
 		kind, prefix, _ := strings.Cut(toComplete, "/")
 		names := e.completeNames(cmd, kind, prefix)
 		for i := range names {
-			names[i] = kind + "/" + names[i]
+			names[i] = cmdline.Printable(kind) + "/" + names[i]
 		}
 		return names, noFiles
 	case len(args) == 0:
@@ -133,7 +146,7 @@ func (e *env) completeKinds(cmd *cobra.Command, toComplete string) []cobra.Compl
 	}
 	var out []cobra.Completion
 	for _, name := range slices.Sorted(maps.Keys(kinds)) {
-		out = append(out, cobra.CompletionWithDesc(name, kinds[name]))
+		out = append(out, completion(name, kinds[name]))
 	}
 	return out
 }
@@ -162,8 +175,7 @@ func (e *env) completeNames(cmd *cobra.Command, kind, prefix string) []cobra.Com
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		in := slices.DeleteFunc(namespaces[name], func(ns string) bool { return ns == "" })
 		slices.Sort(in)
-		desc := strings.Join(in, ", ")
-		out = append(out, cobra.CompletionWithDesc(name, desc))
+		out = append(out, completion(name, strings.Join(in, ", ")))
 	}
 	return out
 }
@@ -177,7 +189,7 @@ func (e *env) completeNamespace(cmd *cobra.Command, _ []string, toComplete strin
 	var out []cobra.Completion
 	for _, o := range found.Items {
 		if strings.HasPrefix(o.Name, toComplete) {
-			out = append(out, o.Name)
+			out = append(out, completion(o.Name, ""))
 		}
 	}
 	slices.Sort(out)
@@ -196,7 +208,7 @@ func (e *env) completeRule(cmd *cobra.Command, args []string, toComplete string)
 	case "lint":
 		for _, r := range api.LintRules {
 			if strings.HasPrefix(strings.ToUpper(r.ID), strings.ToUpper(toComplete)) {
-				out = append(out, cobra.CompletionWithDesc(r.ID, r.Name+" ("+r.Severity+")"))
+				out = append(out, completion(r.ID, r.Name+" ("+r.Severity+")"))
 			}
 		}
 	case "audit":
@@ -217,7 +229,7 @@ func (e *env) completeRule(cmd *cobra.Command, args []string, toComplete string)
 			}
 		}
 		for _, id := range slices.Sorted(maps.Keys(rules)) {
-			out = append(out, cobra.CompletionWithDesc(id, rules[id]))
+			out = append(out, completion(id, rules[id]))
 		}
 	}
 	return out, noFiles

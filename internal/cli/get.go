@@ -171,7 +171,7 @@ func (f *getFlags) run(ctx context.Context, e *env, fs *pflag.FlagSet, args []st
 		if f.namespace != "" {
 			where = " in namespace " + f.namespace
 		}
-		fmt.Fprintf(e.stderr, "No %s found%s.\n", l.what, where)
+		printf(e.stderr, "No %s found%s.\n", l.what, where)
 		return nil
 	}
 	return t.print(e.stdout)

@@ -13,6 +13,8 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubegcd/kubegcd/internal/cmdline"
 )
 
 // Output formats.
@@ -64,17 +66,34 @@ func (t *table) print(w io.Writer) error {
 	for _, row := range append([][]string{t.header}, t.rows...) {
 		cells := make([]string, len(row))
 		for i, c := range row {
-			// A tab or newline in a name or message would break the columns.
-			cells[i] = strings.Map(func(r rune) rune {
+			// A tab or newline in a name or message would break the columns;
+			// anything else a terminal acts on is spelled out.
+			cells[i] = cmdline.Printable(strings.Map(func(r rune) rune {
 				if r == '\t' || r == '\n' || r == '\r' {
 					return ' '
 				}
 				return r
-			}, c)
+			}, c))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// printf is fmt.Fprintf for the lines people read: every string argument,
+// and every fmt.Stringer's text, is made printable (cmdline.Printable), as
+// they carry names and messages the server, or whoever wrote an object,
+// chose. The format's own newlines stay.
+func printf(w io.Writer, format string, args ...any) {
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			args[i] = cmdline.Printable(v)
+		case fmt.Stringer:
+			args[i] = cmdline.Printable(v.String())
+		}
+	}
+	fmt.Fprintf(w, format, args...)
 }
 
 // age is kubectl's AGE: how long ago t was, as 5m, 2d or 3h10m.

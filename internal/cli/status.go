@@ -58,7 +58,7 @@ func printStatus(w io.Writer, st *api.Status, server string, wide bool, now time
 	if !st.Synced {
 		synced = "not synced yet"
 	}
-	fmt.Fprintf(w, "kubegcd %s at %s, up %s\n", st.Version, server, age(&st.StartedAt, now))
+	printf(w, "kubegcd %s at %s, up %s\n", st.Version, server, age(&st.StartedAt, now))
 	fmt.Fprintf(w, "Mirror:      %s, %d objects in %d resources\n", synced, st.Objects, len(st.Resources))
 	if en := st.Enforcement; en != nil {
 		mode := "enforcing"
@@ -71,20 +71,20 @@ func printStatus(w io.Writer, st *api.Status, server string, wide bool, now time
 				mode += ": " + en.PausedReason
 			}
 		}
-		fmt.Fprintf(w, "Mode:        %s\n", mode)
+		printf(w, "Mode:        %s\n", mode)
 		fmt.Fprintf(w, "Writes:      %d in the last minute, cap %d a minute\n", en.WritesLastMinute, en.MaxDeletionsPerMinute)
 	}
 	if le := st.LeaderElection; le != nil {
 		switch {
 		case !le.Enabled:
-			fmt.Fprintf(w, "Leader:      no election (%s)\n", le.Reason)
+			printf(w, "Leader:      no election (%s)\n", le.Reason)
 		case le.Leader:
-			fmt.Fprintf(w, "Leader:      this instance (%s)\n", le.Identity)
+			printf(w, "Leader:      this instance (%s)\n", le.Identity)
 		default:
-			fmt.Fprintf(w, "Leader:      %s since %s; this instance is %s\n", orNone(le.Holder), ago(le.HolderSince, now), le.Identity)
+			printf(w, "Leader:      %s since %s; this instance is %s\n", orNone(le.Holder), ago(le.HolderSince, now), le.Identity)
 		}
 		if le.Coordinated {
-			fmt.Fprintf(w, "Election:    %s\n", election(le))
+			printf(w, "Election:    %s\n", election(le))
 		}
 	}
 	if len(st.Controllers) > 0 {

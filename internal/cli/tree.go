@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/cmdline"
 )
 
 const treeHelp = `Draws an object's ownership tree, as kubectl tree does: its owners above
@@ -151,9 +152,11 @@ func buildTree(g *api.Graph, root string) []treeLine {
 		owners[e.Dependent] = append(owners[e.Dependent], e)
 		dependents[e.Owner] = append(dependents[e.Owner], e)
 	}
+	// Kind and name are the ownerReference's, which Kubernetes does not
+	// validate: a newline in one must not start a line of its own.
 	label := func(uid string) string {
 		n := nodes[uid]
-		return n.Kind + "/" + n.Name
+		return cmdline.Printable(n.Kind + "/" + n.Name)
 	}
 	for _, es := range dependents {
 		slices.SortFunc(es, func(a, b api.GraphEdge) int {
@@ -190,7 +193,7 @@ func buildTree(g *api.Graph, root string) []treeLine {
 	walk = func(uid string, edge *api.GraphEdge, prefix, branch string, below bool) {
 		n := nodes[uid]
 		below = below || uid == root
-		l := treeLine{namespace: n.Namespace, name: prefix + branch + label(uid), state: nodeState(n), root: uid == root}
+		l := treeLine{namespace: cmdline.Printable(n.Namespace), name: prefix + branch + label(uid), state: nodeState(n), root: uid == root}
 		if l.root {
 			l.name += " ◀" // the object asked about, also without colours
 		}

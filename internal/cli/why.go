@@ -54,16 +54,16 @@ func (f *objectFlags) why(ctx context.Context, e *env, args []string) error {
 
 func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 	o := &d.Object
-	fmt.Fprintf(w, "%s (%s)\n", o.Target(), o.APIVersion)
-	fmt.Fprintf(w, "  uid:      %s\n", o.UID)
+	printf(w, "%s (%s)\n", o.Target(), o.APIVersion)
+	printf(w, "  uid:      %s\n", o.UID)
 	fmt.Fprintf(w, "  created:  %s\n", ago(o.CreationTimestamp, now))
 	if o.DeletionTimestamp != nil {
 		fmt.Fprintf(w, "  deleting: since %s\n", ago(o.DeletionTimestamp, now))
 	}
 	if len(o.Finalizers) > 0 {
-		fmt.Fprintf(w, "  finalizers: %s\n", strings.Join(o.Finalizers, ", "))
+		printf(w, "  finalizers: %s\n", strings.Join(o.Finalizers, ", "))
 	}
-	fmt.Fprintf(w, "\n%s\n", d.Why)
+	printf(w, "\n%s\n", d.Why)
 
 	fmt.Fprintln(w, "\nOwners:")
 	if len(d.Owners) == 0 {
@@ -74,7 +74,7 @@ func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 		if st.Namespace != "" {
 			name = st.Kind + " " + st.Namespace + "/" + st.Name
 		}
-		fmt.Fprintf(w, "  %s: %s\n", name, st.State)
+		printf(w, "  %s: %s\n", name, st.State)
 	}
 
 	fmt.Fprintf(w, "\nDependents: %d", len(d.Dependents))
@@ -91,7 +91,7 @@ func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 		if dep.BlockOwnerDeletion {
 			flag = " (blockOwnerDeletion)"
 		}
-		fmt.Fprintf(w, "  %s%s\n", api.Target{Kind: dep.Kind, Namespace: dep.Namespace, Name: dep.Name}, flag)
+		printf(w, "  %s%s\n", api.Target{Kind: dep.Kind, Namespace: dep.Namespace, Name: dep.Name}, flag)
 	}
 
 	if len(d.Pending) > 0 {
@@ -101,13 +101,13 @@ func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 			if p.NotBefore != nil && p.NotBefore.After(now) {
 				wait = ", waits until " + p.NotBefore.Sub(now).Round(time.Second).String() + " from now"
 			}
-			fmt.Fprintf(w, "  %s: %s (rule %s, since %s%s): %s\n", p.Controller, p.Action, p.Rule, ago(&p.Since, now), wait, p.Reason)
+			printf(w, "  %s: %s (rule %s, since %s%s): %s\n", p.Controller, p.Action, p.Rule, ago(&p.Since, now), wait, p.Reason)
 		}
 	}
 
 	if s := d.Stuck; s != nil {
 		// The explanation is in Why already.
-		fmt.Fprintf(w, "\nDeletion: %s, requested %s\n", s.State, ago(&s.DeletionRequested, now))
+		printf(w, "\nDeletion: %s, requested %s\n", s.State, ago(&s.DeletionRequested, now))
 		if len(s.Blockers) > 0 {
 			fmt.Fprintln(w, "  Blocked by:")
 			printBlockers(w, s.Blockers, "    ")
@@ -117,7 +117,7 @@ func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 	if len(d.Lint) > 0 {
 		fmt.Fprintln(w, "\nLint findings:")
 		for _, fd := range d.Lint {
-			fmt.Fprintf(w, "  %s %s (%s): %s\n", fd.Rule, fd.Name, fd.Severity, fd.Message)
+			printf(w, "  %s %s (%s): %s\n", fd.Rule, fd.Name, fd.Severity, fd.Message)
 		}
 	}
 
@@ -140,7 +140,7 @@ func printBlockers(w io.Writer, bs []api.Blocker, indent string) {
 		if b.Reason != "" && text != b.Reason {
 			text += ": " + b.Reason
 		}
-		fmt.Fprintf(w, "%s- %s\n", indent, text)
+		printf(w, "%s- %s\n", indent, text)
 		printBlockers(w, b.Blockers, indent+"  ")
 	}
 }
