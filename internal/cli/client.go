@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -36,6 +37,9 @@ type Client struct {
 	// Token, when set, is sent as a bearer token.
 	Token string
 	HTTP  *http.Client
+	// MaxAnswer, when set, bounds what is read of one answer in bytes
+	// (default 256 MiB): a larger answer is an error, read no further.
+	MaxAnswer int64
 }
 
 // connFlags are the flags every client command takes to reach kubegcd.
@@ -130,7 +134,8 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", e.URL, status, e.Message)
 }
 
-// maxAnswer bounds what the client reads of one answer.
+// maxAnswer bounds what the client reads of one answer unless
+// Client.MaxAnswer says.
 const maxAnswer = 256 << 20
 
 // Get returns the body of GET path?query, which must answer 200; any other
@@ -174,7 +179,14 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) ([]byte,
 		return nil, fmt.Errorf("cannot reach kubegcd: %w", err)
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	limit := cmp.Or(c.MaxAnswer, maxAnswer)
+	tooLarge := func() error {
+		return fmt.Errorf("%s: the answer is larger than %d bytes, the most this command reads", shown, limit)
+	}
+	if resp.StatusCode == http.StatusOK && resp.ContentLength > limit {
+		return nil, tooLarge() // not a byte read
+	}
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the answer: %w", shown, err)
 	}
@@ -184,6 +196,9 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) ([]byte,
 		}
 		_ = json.Unmarshal(answer, &e) // a body that is not the API's error shape leaves the status alone
 		return nil, &APIError{URL: shown, Status: resp.StatusCode, Message: cmdline.OneLine(e.Error), TokenSent: c.Token != ""}
+	}
+	if int64(len(answer)) > limit {
+		return nil, tooLarge()
 	}
 	return answer, nil
 }

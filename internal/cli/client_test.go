@@ -295,3 +295,59 @@ func TestGetAuditFilters(t *testing.T) {
 		t.Errorf("queries (-want +got):\n%s", diff)
 	}
 }
+
+// endless is an answer's body that never ends, counting what is read.
+type endless struct{ read int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	e.read += int64(len(p))
+	return len(p), nil
+}
+
+func (e *endless) Close() error { return nil }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestMaxAnswer: an answer larger than Client.MaxAnswer is an error; one
+// that says its length is refused before a byte is read, one that does
+// not is read no further than the cap.
+func TestMaxAnswer(t *testing.T) {
+	const limit = 1 << 20
+	for _, tc := range []struct {
+		name          string
+		contentLength int64
+		body          string // "": endless
+		wantRead      int64  // at most
+		wantErr       bool
+	}{
+		{"endless", -1, "", limit + 1, true},
+		{"says it is larger", limit + 1, "", 0, true},
+		{"at the cap", limit, `"` + strings.Repeat("a", limit-2) + `"`, limit, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := &endless{}
+			c := &Client{Server: "http://kubegcd.test", MaxAnswer: limit, HTTP: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp := &http.Response{StatusCode: http.StatusOK, ContentLength: tc.contentLength, Body: body, Request: r}
+				if tc.body != "" {
+					resp.Body = io.NopCloser(strings.NewReader(tc.body))
+				}
+				return resp, nil
+			})}}
+			answer, err := c.Get(context.Background(), "/objects", nil)
+			if (err != nil) != tc.wantErr || body.read > tc.wantRead {
+				t.Errorf("read %d bytes, err %v; want at most %d, error %v", body.read, err, tc.wantRead, tc.wantErr)
+			}
+			if err == nil && len(answer) != limit {
+				t.Errorf("answer of %d bytes, want %d", len(answer), limit)
+			}
+			if err != nil && !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+				t.Errorf("error %q does not say the answer is too large", err)
+			}
+		})
+	}
+}

@@ -28,6 +28,12 @@ const completionNames = 2000
 // reads for the rule ids in use.
 const completionAuditRows = 1000
 
+// completionMaxAnswer bounds what completion reads of one answer. Its
+// largest, /objects with completionNames objects, is about 1 MB when each
+// has a long name and an owner; what is larger is no server's completion
+// answer, and reading it would only cost the shell time and memory.
+const completionMaxAnswer = 4 << 20
+
 const noFiles = cobra.ShellCompDirectiveNoFileComp
 
 // completion is value, with desc shown beside it when not empty, both made
@@ -77,6 +83,7 @@ func (e *env) completionClient(cmd *cobra.Command) (*Client, context.Context, co
 		return nil, nil, nil
 	}
 	c.HTTP.Timeout = completionTimeout
+	c.MaxAnswer = completionMaxAnswer
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -207,5 +209,46 @@ func TestDidYouMean(t *testing.T) {
 		if code := e.main(context.Background(), tc.args); code != 2 || errb.String() != tc.want {
 			t.Errorf("%s %q: exit %d, stderr %q; want 2 and %q", tc.prog, tc.args, code, errb.String(), tc.want)
 		}
+	}
+}
+
+// TestCompletionAnswerCap: completion refuses an answer larger than a
+// shell's completion needs, and stops reading it at its cap: a server
+// offering 64 MiB of names gets a few MiB read (the cap, plus what the
+// sockets' buffers hold), and the TAB offers nothing, in time.
+func TestCompletionAnswerCap(t *testing.T) {
+	const offered = 64 << 20
+	var written atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		item := `{"kind":"ConfigMap","namespace":"ns","name":"big","uid":"uid-big","apiVersion":"v1"},`
+		chunk := []byte(strings.Repeat(item, 1000))
+		n, _ := io.WriteString(w, `{"items":[`)
+		written.Add(int64(n))
+		for written.Load() < offered {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return // the client went away
+			}
+		}
+		n, _ = io.WriteString(w, `{"kind":"ConfigMap","namespace":"ns","name":"big","uid":"uid-big","apiVersion":"v1"}]}`)
+		written.Add(int64(n))
+	}))
+	t.Cleanup(srv.Close)
+	start := time.Now()
+	got, stderr := complete(t, "kubegcd", map[string]string{envServer: srv.URL}, "why", "cm/")
+	if got != nil || stderr != "" {
+		t.Errorf("got %q, stderr %q; want nothing", got, stderr)
+	}
+	if took := time.Since(start); took > completionTimeout+time.Second {
+		t.Errorf("took %s; completion waits at most %s", took, completionTimeout)
+	}
+	// The server's handler ends once its writes fail.
+	srv.CloseClientConnections()
+	srv.Close()
+	t.Logf("the server wrote %.1f MiB", float64(written.Load())/(1<<20))
+	if n := written.Load(); n > 48<<20 {
+		t.Errorf("the server wrote %d MiB of its %d MiB: completion read on past its cap", n>>20, offered>>20)
 	}
 }
