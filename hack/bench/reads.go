@@ -412,11 +412,11 @@ func fillMirror(ctx context.Context, store *db.DB, objects, treeSize int) (*read
 			Namespace: ns, Name: name, ResourceVersion: fmt.Sprint(uid), CreationTimestamp: &created}
 		if owner != nil {
 			yes := true
-			ref := db.OwnerRef{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, UID: owner.UID, Controller: &yes, BlockOwnerDeletion: &yes}
+			ref := api.OwnerRef{APIVersion: owner.APIVersion, Kind: owner.Kind, Name: owner.Name, UID: owner.UID, Controller: &yes, BlockOwnerDeletion: &yes}
 			if r.IntN(20) == 0 {
 				ref.UID = fmt.Sprintf("gone-%d", uid) // dangling
 			}
-			o.OwnerReferences = []db.OwnerRef{ref}
+			o.OwnerReferences = []api.OwnerRef{ref}
 		}
 		return o
 	}
@@ -533,7 +533,7 @@ func fillAudit(ctx context.Context, store *db.DB, rows int, fx *readsFixture) er
 	step := 30 * 24 * time.Hour / time.Duration(max(rows, 1))
 	var batch []*db.AuditEntry
 	for i := range rows {
-		target := db.Target{APIVersion: "v1", Kind: fx.Kinds[r.IntN(len(fx.Kinds))], Namespace: fmt.Sprintf("team-%04d", r.IntN(1000)),
+		target := api.Target{APIVersion: "v1", Kind: fx.Kinds[r.IntN(len(fx.Kinds))], Namespace: fmt.Sprintf("team-%04d", r.IntN(1000)),
 			Name: fmt.Sprint("obj-", i), UID: fmt.Sprintf("audit-%d", i)}
 		if r.IntN(100) == 0 && len(fx.Objects) > 0 {
 			target.UID = fx.Objects[r.IntN(len(fx.Objects))]
@@ -555,7 +555,7 @@ func fillAudit(ctx context.Context, store *db.DB, rows int, fx *readsFixture) er
 	}
 	for i := range 10_000 {
 		if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "ownergc", Rule: "BR-21-03", Action: "delete",
-			Reason: "its owner is gone", Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-0001",
+			Reason: "its owner is gone", Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-0001",
 				Name: fmt.Sprint("p-", i), UID: fmt.Sprint("pending-", i)}}); err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
@@ -139,7 +140,7 @@ func seedMirror(ctx context.Context, store *db.DB) error {
 	owner := &db.Object{UID: "owner", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "owner",
 		CreationTimestamp: &asked, DeletionTimestamp: &asked, Finalizers: []string{"example.com/hold"}}
 	owned := &db.Object{UID: "owned", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "owned",
-		CreationTimestamp: &asked, OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}}
+		CreationTimestamp: &asked, OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}}
 	_, err = store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: id, Object: owner}, {ResourceID: id, Object: owned}})
 	return err
 }

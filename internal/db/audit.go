@@ -12,12 +12,9 @@ import (
 	"github.com/kubegcd/kubegcd/internal/api"
 )
 
-// Target names the object a decision is about.
-type Target = api.Target
-
 // TargetOf returns the Target of a mirrored object.
-func TargetOf(o *Object) Target {
-	return Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
+func TargetOf(o *Object) api.Target {
+	return api.Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
 }
 
 // commonOutcomes are left out of the index audit_rare_outcomes, whose
@@ -35,7 +32,7 @@ type AuditEntry struct {
 	Controller string
 	Rule       string
 	Action     string
-	Target     Target
+	Target     api.Target
 	// Facts are the rule's facts as JSON, stored as they are.
 	Facts   json.RawMessage
 	Reason  string
@@ -305,7 +302,7 @@ type Pending struct {
 	// NotBefore, when set, is the earliest time the decision may be acted
 	// on: the end of a quarantine or of a back-off.
 	NotBefore       *time.Time
-	Target          Target
+	Target          api.Target
 	ResourceVersion string
 }
 

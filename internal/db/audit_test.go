@@ -37,7 +37,7 @@ func writeApplied(d *DB, done func(i int, err error), entries ...*AuditEntry) {
 
 func auditEntry(controller, action, uid, outcome string, at time.Time) *AuditEntry {
 	return &AuditEntry{Time: at, Instance: "i", Controller: controller, Rule: "r", Action: action, Outcome: outcome,
-		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}
+		Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}
 }
 
 // The blast-radius window a restart starts from: applied writes to the
@@ -121,7 +121,7 @@ func TestAppliedRowsSettlePending(t *testing.T) {
 	d := openTemp(t)
 	for _, uid := range []string{"queued", "later", "failed"} {
 		if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
-			Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
+			Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,7 +267,7 @@ func TestListPendingPages(t *testing.T) {
 	add := func(controller, kind, uid string, since time.Time) {
 		t.Helper()
 		p := &Pending{Controller: controller, Rule: "r", Action: "delete", Reason: "why", Since: since,
-			Target: Target{APIVersion: "v1", Kind: kind, Namespace: "ns", Name: uid, UID: uid}}
+			Target: api.Target{APIVersion: "v1", Kind: kind, Namespace: "ns", Name: uid, UID: uid}}
 		if _, err := d.Ledger().UpsertPending(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestListPendingPages(t *testing.T) {
 func TestNewDecisionReplacesTheOneBefore(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
-	target := Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: "sv", UID: "sv"}
+	target := api.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: "sv", UID: "sv"}
 	for _, action := range []string{"delete", "remove-entries"} {
 		if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "svgc", Rule: "r", Action: action, Reason: "x", Target: target}); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // CascadeOwner is what the mirror shows of the object with an owner
@@ -22,13 +24,13 @@ type CascadeOwner struct {
 // CascadeRef is one ownerReference with its owner as mirrored, nil when no
 // mirrored object has that UID.
 type CascadeRef struct {
-	OwnerRef
+	api.OwnerRef
 	Owner *CascadeOwner
 }
 
 // CascadeObject is one object of the subgraph a cascade preview walks.
 type CascadeObject struct {
-	Target
+	api.Target
 	Deleting      bool
 	Finalizers    []string
 	Refs          []CascadeRef
@@ -196,7 +198,7 @@ func cascadeBool(b sql.NullBool) *bool {
 // other objects' references are read at the end.
 func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []string, byUID map[string]*CascadeObject, err error) {
 	order = []string{root}
-	sole := []*OwnerRef{nil} // of each of frontier: its only reference, read on the way
+	sole := []*api.OwnerRef{nil} // of each of frontier: its only reference, read on the way
 	byUID = map[string]*CascadeObject{}
 	seen := map[string]struct{}{root: {}}
 	var rest []*CascadeObject // whose references are still to read
@@ -248,7 +250,7 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 				f := cascadeFound{owner: ownerAt[at], uid: dep}
 				if packed&4 != 0 {
 					f.ref = refs.next()
-					*f.ref = OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[at]}
+					*f.ref = api.OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[at]}
 					if b := packed & 3; b != 0 {
 						f.ref.BlockOwnerDeletion = refs.bool(b == 2)
 					}
@@ -276,7 +278,7 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 			counts[f.owner]++
 		}
 		// The level is cut to what the walk keeps: no more is read.
-		next, nextSole := []string{}, []*OwnerRef{}
+		next, nextSole := []string{}, []*api.OwnerRef{}
 		for _, f := range byOwner {
 			if len(order)+len(next) == max {
 				break
@@ -296,15 +298,15 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 // blockOwnerDeletion, from chunks: an allocation for many rather than one
 // each. Those handed out are never moved.
 type refSlab struct {
-	refs  []OwnerRef
+	refs  []api.OwnerRef
 	bools []bool
 }
 
 const refSlabChunk = 256
 
-func (s *refSlab) next() *OwnerRef {
+func (s *refSlab) next() *api.OwnerRef {
 	if len(s.refs) == cap(s.refs) {
-		s.refs = make([]OwnerRef, 0, refSlabChunk)
+		s.refs = make([]api.OwnerRef, 0, refSlabChunk)
 	}
 	s.refs = s.refs[:len(s.refs)+1]
 	return &s.refs[len(s.refs)-1]
@@ -322,7 +324,7 @@ func (s *refSlab) bool(v bool) *bool {
 type cascadeFound struct {
 	owner int32 // its owner's place in the level
 	uid   string
-	ref   *OwnerRef // its only reference, when it has one
+	ref   *api.OwnerRef // its only reference, when it has one
 }
 
 // sqlCascadeStep reads the references to each owner of the JSON array ?1
@@ -390,7 +392,7 @@ func cascadeRefs(ctx context.Context, q querier, objs []*CascadeObject) error {
 		}
 		defer refs.Close()
 		var k int // Scan's targets escape: one set for every row
-		var r OwnerRef
+		var r api.OwnerRef
 		var block sql.NullBool
 		for refs.Next() {
 			if err := refs.Scan(&k, &r.APIVersion, &r.Kind, &r.Name, &r.UID, &block); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // The walk a level a query reads what the recursive statement it replaced
@@ -171,7 +172,7 @@ func (d *DB) cascadeByStatement(ctx context.Context, uid string, limit int) (*Ca
 			if !refUID.Valid {
 				continue
 			}
-			obj.Refs = append(obj.Refs, CascadeRef{OwnerRef: OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String,
+			obj.Refs = append(obj.Refs, CascadeRef{OwnerRef: api.OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String,
 				Name: refName.String, UID: refUID.String, BlockOwnerDeletion: cascadeBool(block)}})
 			positions[obj] = append(positions[obj], position.Int64)
 		}
@@ -242,21 +243,21 @@ func TestSoleFollowsTheReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := func(owner string) OwnerRef {
-		return OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner}
+	ref := func(owner string) api.OwnerRef {
+		return api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner}
 	}
 	steps := []struct {
 		name string
-		refs []OwnerRef // of the dependent D; nil deletes it
-		want string     // owner:sole of each reference, by position
+		refs []api.OwnerRef // of the dependent D; nil deletes it
+		want string         // owner:sole of each reference, by position
 	}{
-		{"one", []OwnerRef{ref("A")}, "A:1"},
-		{"gains a second", []OwnerRef{ref("A"), ref("B")}, "A:0 B:0"},
-		{"loses the first", []OwnerRef{ref("B")}, "B:1"},
-		{"the same owner twice", []OwnerRef{ref("B"), ref("B")}, "B:0 B:0"},
-		{"another owner", []OwnerRef{ref("C")}, "C:1"},
-		{"none", []OwnerRef{}, ""},
-		{"one again", []OwnerRef{ref("A")}, "A:1"},
+		{"one", []api.OwnerRef{ref("A")}, "A:1"},
+		{"gains a second", []api.OwnerRef{ref("A"), ref("B")}, "A:0 B:0"},
+		{"loses the first", []api.OwnerRef{ref("B")}, "B:1"},
+		{"the same owner twice", []api.OwnerRef{ref("B"), ref("B")}, "B:0 B:0"},
+		{"another owner", []api.OwnerRef{ref("C")}, "C:1"},
+		{"none", []api.OwnerRef{}, ""},
+		{"one again", []api.OwnerRef{ref("A")}, "A:1"},
 		{"deleted", nil, ""},
 	}
 	for i, st := range steps {
@@ -292,7 +293,7 @@ func TestNamedOwnerFollowsTheReferences(t *testing.T) {
 		version++
 		o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: fmt.Sprint(version)}
 		for _, u := range owners {
-			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
+			o.OwnerReferences = append(o.OwnerReferences, api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
 		}
 		if _, err := d.Mirror().ApplyEvents(ctx, []Event{{ResourceID: cms, Object: o, Deleted: deleted}}); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	kubetestutil "github.com/kubegcd/kubegcd/internal/testutil"
 )
 
@@ -33,7 +34,7 @@ func writeAudits(t *testing.T, d *DB, from, n int) {
 	reason := strings.Repeat("r", 1000)
 	for i := from; i < from+n; i++ {
 		e := &AuditEntry{Instance: "i", Controller: "gc", Rule: "owner-gone", Action: "delete", Reason: reason, Outcome: "applied",
-			Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("cm-", i), UID: fmt.Sprint("uid-", i)}}
+			Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("cm-", i), UID: fmt.Sprint("uid-", i)}}
 		if err := d.Ledger().InsertAudit(context.Background(), e); err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +149,7 @@ func TestBigTransactionWritesEachPageOnce(t *testing.T) {
 	objs := make([]*Object, 10000)
 	for i := range objs {
 		objs[i] = &Object{UID: kubetestutil.RandomUID(), APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("cm-%05d", i),
-			ResourceVersion: fmt.Sprint(i + 1), OwnerReferences: []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner}}}
+			ResourceVersion: fmt.Sprint(i + 1), OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner}}}
 	}
 	var pageSize int64
 	if err := d.write.QueryRow("PRAGMA page_size").Scan(&pageSize); err != nil {

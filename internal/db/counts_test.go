@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 func TestObjectCounts(t *testing.T) {
@@ -27,10 +28,10 @@ func TestObjectCounts(t *testing.T) {
 	w1 := resource(Resource{Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget", Namespaced: true})
 	w2 := resource(Resource{Group: "example.com", Version: "v2", Resource: "widgets", Kind: "Widget", Namespaced: true})
 
-	ref := func(apiVersion, kind, uid string) OwnerRef {
-		return OwnerRef{APIVersion: apiVersion, Kind: kind, Name: uid, UID: uid}
+	ref := func(apiVersion, kind, uid string) api.OwnerRef {
+		return api.OwnerRef{APIVersion: apiVersion, Kind: kind, Name: uid, UID: uid}
 	}
-	obj := func(rid int64, apiVersion, kind, uid string, refs ...OwnerRef) Event {
+	obj := func(rid int64, apiVersion, kind, uid string, refs ...api.OwnerRef) Event {
 		return Event{ResourceID: rid, Object: &Object{UID: uid, APIVersion: apiVersion, Kind: kind, Namespace: "ns", Name: uid,
 			ResourceVersion: "1", OwnerReferences: refs}}
 	}
@@ -106,9 +107,9 @@ func BenchmarkObjectCounts(b *testing.B) {
 		o := &Object{UID: fmt.Sprint("uid-", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprint("ns-", i%10),
 			Name: fmt.Sprint("cm-", i), ResourceVersion: "1"}
 		if i%2 == 1 {
-			o.OwnerReferences = []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: fmt.Sprint("cm-", i-1), UID: fmt.Sprint("uid-", i-1)}}
+			o.OwnerReferences = []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: fmt.Sprint("cm-", i-1), UID: fmt.Sprint("uid-", i-1)}}
 			if i%20 == 1 {
-				o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web"})
+				o.OwnerReferences = append(o.OwnerReferences, api.OwnerRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web"})
 			}
 		}
 		if page = append(page, o); len(page) == 500 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/golang-migrate/migrate/v4"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/migrations"
 )
 
@@ -332,7 +333,7 @@ func openConfigMaps(t *testing.T) (*DB, int64) {
 func configMap(uid string, owners ...string) *Object {
 	o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: "1"}
 	for _, u := range owners {
-		o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
+		o.OwnerReferences = append(o.OwnerReferences, api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
 	}
 	return o
 }
@@ -348,7 +349,7 @@ func TestObjectRoundTripAndRelist(t *testing.T) {
 	owner := &Object{UID: "owner", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "o", ResourceVersion: "1", CreationTimestamp: &created}
 	dep := &Object{UID: "dep", APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "d", ResourceVersion: "2",
 		Finalizers: []string{"a/b"},
-		OwnerReferences: []OwnerRef{
+		OwnerReferences: []api.OwnerRef{
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: "owner", Controller: boolp(true), BlockOwnerDeletion: boolp(false)},
 			{APIVersion: "apps/v1", Kind: "Deployment", Name: "x", UID: "gone"},
 		}}
@@ -414,7 +415,7 @@ func TestWatchUpdateWritesWhatChanged(t *testing.T) {
 		{"finalizers", func(o *Object) { o.Finalizers = []string{"example.com/keep"} }},
 		{"deletion requested", func(o *Object) { o.DeletionTimestamp, o.DeletionGracePeriodSeconds = &now, &grace }},
 		{"owners", func(o *Object) {
-			o.OwnerReferences = []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}
+			o.OwnerReferences = []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}
 		}},
 		{"another apiVersion", func(o *Object) { o.APIVersion = "example.com/v1" }},
 	} {

@@ -49,9 +49,9 @@ func TestPendingByController(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	for _, p := range []*Pending{
-		{Controller: "ownergc", Action: "delete", Rule: "r", Target: Target{APIVersion: "v1", Kind: "ConfigMap", Name: "a", UID: "a"}},
-		{Controller: "ownergc", Action: "delete", Rule: "r", Target: Target{APIVersion: "v1", Kind: "ConfigMap", Name: "b", UID: "b"}},
-		{Controller: "podgc", Action: "delete", Rule: "r", Target: Target{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p"}},
+		{Controller: "ownergc", Action: "delete", Rule: "r", Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "a", UID: "a"}},
+		{Controller: "ownergc", Action: "delete", Rule: "r", Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Name: "b", UID: "b"}},
+		{Controller: "podgc", Action: "delete", Rule: "r", Target: api.Target{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p"}},
 	} {
 		if _, err := d.Ledger().UpsertPending(ctx, p); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkMirrorDiskWrites(b *testing.B) {
 	objs := make([]*Object, n)
 	for i := range objs {
 		objs[i] = &Object{UID: testutil.RandomUID(), APIVersion: "v1", Kind: "ConfigMap", Namespace: "bench", Name: fmt.Sprintf("dep-%05d", i),
-			ResourceVersion: fmt.Sprint(1000 + i), OwnerReferences: []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner",
+			ResourceVersion: fmt.Sprint(1000 + i), OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner",
 				UID: owner, Controller: boolp(true), BlockOwnerDeletion: boolp(true)}}}
 	}
 	ctx := context.Background()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // A watch upsert reports whether it changed a fact the owner GC decides
@@ -21,7 +23,7 @@ func TestUpsertReportsOwnershipFacts(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	lease := func(rv, holder string, renew time.Time, mutate ...func(*Object)) *Object {
 		o := &Object{UID: "u", APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: "kube-node-lease", Name: "n1",
-			ResourceVersion: rv, OwnerReferences: []OwnerRef{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "node-1"}},
+			ResourceVersion: rv, OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "node-1"}},
 			Lease: &Lease{HolderIdentity: ptr(holder), LeaseDurationSeconds: ptr(int32(40)), RenewTime: &renew}}
 		for _, m := range mutate {
 			m(o)

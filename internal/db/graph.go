@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
@@ -608,7 +609,7 @@ func decodeFinalizers(s sql.NullString) ([]string, error) {
 // kind is namespaced as discovery knows it. What that makes of the owner is
 // the diagnosis's (diagnose.OwnerStates).
 type OwnerRow struct {
-	Ref            OwnerRef
+	Ref            api.OwnerRef
 	Owner          *Object
 	KindNamespaced bool
 }
@@ -670,7 +671,7 @@ func (d Objects) ObjectDetail(ctx context.Context, uid string, maxDependents int
 	return out, nil
 }
 
-func ownerRefsOf(ctx context.Context, q querier, uid string) ([]OwnerRef, error) {
+func ownerRefsOf(ctx context.Context, q querier, uid string) ([]api.OwnerRef, error) {
 	rows, err := q.QueryContext(ctx, sqlOwnerRefsOf, uid)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // graphFixture mirrors, in namespaces a and b:
@@ -32,24 +34,26 @@ func graphFixture(t *testing.T) *DB {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	cm := func(ns, name string, refs ...OwnerRef) *Object {
+	cm := func(ns, name string, refs ...api.OwnerRef) *Object {
 		return &Object{UID: name, APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: name, ResourceVersion: "1", OwnerReferences: refs}
 	}
-	ref := func(uid string) OwnerRef { return OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: uid, UID: uid} }
+	ref := func(uid string) api.OwnerRef {
+		return api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: uid, UID: uid}
+	}
 	cr1 := &Object{UID: "cr1", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr1", ResourceVersion: "1"}
-	crRef := OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr1", UID: "cr1"}
-	b := cm("a", "B", OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "A", Controller: boolp(true), BlockOwnerDeletion: boolp(true)})
+	crRef := api.OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr1", UID: "cr1"}
+	b := cm("a", "B", api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "A", Controller: boolp(true), BlockOwnerDeletion: boolp(true)})
 	dObj := cm("b", "D")
 	dObj.DeletionTimestamp, dObj.Finalizers = &now, []string{"foregroundDeletion"}
 	fObj := cm("b", "F")
 	fObj.DeletionTimestamp, fObj.Finalizers = &now, []string{"example.com/hold"}
 	objs := []*Object{
 		cm("a", "A"), b, cm("a", "C", ref("B")),
-		cm("a", "G", OwnerRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "gone", UID: "ghost"}),
-		cm("a", "H", OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "gone", UID: "ghost-cr"}),
-		cm("a", "U", OwnerRef{APIVersion: "example.com/v1", Kind: "Foo", Name: "foo", UID: "ghost-foo"}),
+		cm("a", "G", api.OwnerRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "gone", UID: "ghost"}),
+		cm("a", "H", api.OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "gone", UID: "ghost-cr"}),
+		cm("a", "U", api.OwnerRef{APIVersion: "example.com/v1", Kind: "Foo", Name: "foo", UID: "ghost-foo"}),
 		cm("a", "X", crRef), cm("a", "Y", ref("P")),
-		cm("a", "N", OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "not-A", UID: "A"}),
+		cm("a", "N", api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "not-A", UID: "A"}),
 		cm("a", "L"), cm("a", "M1", ref("M2")), cm("a", "M2", ref("M1")),
 		cm("b", "P"), cm("b", "Q", ref("P"), crRef), dObj, cm("b", "E", ref("D")), fObj, cm("b", "K", ref("F")),
 	}
@@ -263,7 +267,7 @@ func TestObjectDetail(t *testing.T) {
 	}
 
 	p := &Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Reason: "no owner exists",
-		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "G", UID: "G"}, ResourceVersion: "1"}
+		Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "G", UID: "G"}, ResourceVersion: "1"}
 	if _, err := d.Ledger().UpsertPending(ctx, p); err != nil {
 		t.Fatal(err)
 	}

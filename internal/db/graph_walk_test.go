@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // walked collects what WalkGraph hands on.
@@ -64,7 +65,7 @@ func TestWalkGraphRandomForests(t *testing.T) {
 			if r.IntN(10) == 0 {
 				owner = fmt.Sprint("gone-", r.IntN(50))
 			}
-			o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: owner})
+			o.OwnerReferences = append(o.OwnerReferences, api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: owner})
 		}
 		objs = append(objs, o)
 	}

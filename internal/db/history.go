@@ -11,19 +11,6 @@ import (
 	"github.com/kubegcd/kubegcd/internal/api"
 )
 
-// Events of an object's history, as the API names them.
-const (
-	HistoryCreated           = api.HistoryCreated // first seen by kubegcd: on a fresh database's first list, every object
-	HistoryOwnersChanged     = api.HistoryOwnersChanged
-	HistoryFinalizersChanged = api.HistoryFinalizersChanged
-	HistoryDeletionRequested = api.HistoryDeletionRequested
-	HistoryDeleted           = api.HistoryDeleted
-	// A Lease's holder changed, or its holder renewed it after it ran out.
-	HistoryHolderChanged = api.HistoryHolderChanged
-	// A Lease's preferred holder (coordinated leader election) changed.
-	HistoryPreferredHolderChanged = api.HistoryPreferredHolderChanged
-)
-
 // HistoryEntry is one change in an object's lifecycle, with the object's
 // ownership state after it.
 type HistoryEntry struct {
@@ -35,7 +22,7 @@ type HistoryEntry struct {
 	Kind              string
 	Namespace         string
 	Name              string
-	OwnerReferences   []OwnerRef
+	OwnerReferences   []api.OwnerRef
 	Finalizers        []string
 	DeletionTimestamp *time.Time
 	// Leases only; see the migration's comments.
@@ -135,44 +122,44 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	switch err := query.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion, &lastHolder, &lastRenew,
 		&lastDuration, &lastPreferred); {
 	case errors.Is(err, sql.ErrNoRows):
-		events = []string{HistoryCreated}
+		events = []string{api.HistoryCreated}
 	case err != nil:
 		return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
-	case last == HistoryDeleted:
+	case last == api.HistoryDeleted:
 		// Back after a relist or a resource dropped too soon: a new life.
-		events = []string{HistoryCreated}
+		events = []string{api.HistoryCreated}
 	default:
 		// Every value compared was encoded by this code, so equal facts
 		// are equal text.
 		if !sameText(lastRefs, refs) {
-			events = append(events, HistoryOwnersChanged)
+			events = append(events, api.HistoryOwnersChanged)
 		}
 		if !sameText(lastFinalizers, finalizers) {
-			events = append(events, HistoryFinalizersChanged)
+			events = append(events, api.HistoryFinalizersChanged)
 		}
 		if !sameText(lastDeletion, deletion) {
-			events = append(events, HistoryDeletionRequested)
+			events = append(events, api.HistoryDeletionRequested)
 		}
 		if o.Lease != nil {
 			lease = leaseChange(o.Lease, lastHolder.String, parseTime(lastRenew), lastDuration, fromWatch)
 			if lease.changed {
-				events = append(events, HistoryHolderChanged)
+				events = append(events, api.HistoryHolderChanged)
 			}
 			// A row without the column's value (written before it
 			// existed) counts as none.
 			if o.Lease.preferredHolder() != lastPreferred.String {
-				events = append(events, HistoryPreferredHolderChanged)
+				events = append(events, api.HistoryPreferredHolderChanged)
 			}
 		}
 	}
-	if o.Lease != nil && len(events) > 0 && events[0] == HistoryCreated {
+	if o.Lease != nil && len(events) > 0 && events[0] == api.HistoryCreated {
 		lease = leaseFacts{holder: o.Lease.holder(), since: o.Lease.since()}
 	}
 	for _, ev := range events {
 		var holder, since, lapsed, preferred any
 		if o.Lease != nil {
 			holder, preferred = o.Lease.holder(), o.Lease.preferredHolder()
-			if ev == HistoryCreated || ev == HistoryHolderChanged {
+			if ev == api.HistoryCreated || ev == api.HistoryHolderChanged {
 				since, lapsed = formatTime(lease.since), formatTime(lease.lapsed)
 			}
 		}
@@ -181,7 +168,7 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 			return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
 		}
 	}
-	ownersChanged = len(events) > 0 && (events[0] == HistoryCreated || events[0] == HistoryOwnersChanged)
+	ownersChanged = len(events) > 0 && (events[0] == api.HistoryCreated || events[0] == api.HistoryOwnersChanged)
 	if ownersChanged {
 		for _, r := range o.OwnerReferences {
 			if _, err := h.insertOwner.ExecContext(ctx, r.UID, o.UID); err != nil {
@@ -190,7 +177,7 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 		}
 	}
 	for _, ev := range events {
-		ownershipChanged = ownershipChanged || (ev != HistoryHolderChanged && ev != HistoryPreferredHolderChanged)
+		ownershipChanged = ownershipChanged || (ev != api.HistoryHolderChanged && ev != api.HistoryPreferredHolderChanged)
 	}
 	return ownershipChanged, ownersChanged, nil
 }

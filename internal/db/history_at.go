@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // The ownership graph as history shows it at a past time.
@@ -180,7 +182,7 @@ func (w *historyWalk) load(uids []string) error {
 		return err
 	}
 	for i := range entries {
-		if e := &entries[i]; e.Event != HistoryDeleted {
+		if e := &entries[i]; e.Event != api.HistoryDeleted {
 			w.states[e.UID] = e
 		}
 	}

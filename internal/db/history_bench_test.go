@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // The ingest write path with the cost of history in it, over 10,000
@@ -22,7 +24,7 @@ func benchObjectsOf(rv int, owner func(i int) string) []*Object {
 	for i := range objs {
 		objs[i] = &Object{UID: fmt.Sprintf("uid-%05d", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "bench",
 			Name: fmt.Sprintf("cm-%05d", i), ResourceVersion: fmt.Sprint(rv),
-			OwnerReferences: []OwnerRef{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner(i), UID: owner(i),
+			OwnerReferences: []api.OwnerRef{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner(i), UID: owner(i),
 				Controller: boolp(true), BlockOwnerDeletion: boolp(true)}}}
 	}
 	return objs
@@ -180,7 +182,7 @@ func BenchmarkHistoryReads(b *testing.B) {
 	add := func(uid string, owner string) {
 		o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "bench", Name: uid, ResourceVersion: "1"}
 		if owner != "" {
-			o.OwnerReferences = []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner}}
+			o.OwnerReferences = []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner}}
 		}
 		objs = append(objs, o)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // historyClock sets d's clock to the returned pointer's time.
@@ -46,7 +47,7 @@ func eventLines(t *testing.T, d *DB, uid string) []string {
 func cmWith(uid, rv string, owners ...string) *Object {
 	o := &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: rv}
 	for _, u := range owners {
-		o.OwnerReferences = append(o.OwnerReferences, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
+		o.OwnerReferences = append(o.OwnerReferences, api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: u, UID: u})
 	}
 	return o
 }
@@ -377,7 +378,7 @@ func TestHistoryOwnerRefsStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	yes, no := true, false
-	refs := []OwnerRef{
+	refs := []api.OwnerRef{
 		{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "u-1", Controller: &yes, BlockOwnerDeletion: &no},
 		{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "u-2"},
 	}

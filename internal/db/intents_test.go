@@ -19,7 +19,7 @@ import (
 func intentFor(uid string) *Intent {
 	return &Intent{ResourceVersion: "7", Entry: AuditEntry{Time: time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC), Instance: "test", Controller: "ownergc", Rule: "BR-21-01",
 		Action: "delete", Reason: "owner gone", Facts: []byte(`{"owner":"gone"}`),
-		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}}
+		Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}}
 }
 
 func openIntents(t *testing.T, d *DB) []string {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // lingerWrite queues, through inWriteTxAsync with linger, the insert of
@@ -80,7 +82,7 @@ func TestLedgerWriteTakesHeldWrites(t *testing.T) {
 	startStream(t, d, time.Hour)
 	var runs atomic.Int32
 	done := lingerWrite(d, "held", time.Hour, &runs)
-	applied := &AuditEntry{Time: time.Now(), Controller: "gc", Action: "delete", Outcome: "applied", Target: Target{UID: "a"}}
+	applied := &AuditEntry{Time: time.Now(), Controller: "gc", Action: "delete", Outcome: "applied", Target: api.Target{UID: "a"}}
 	heldAudit := make(chan error, 1)
 	d.inWriteTxAsync("audit", time.Hour, func(tx *sql.Tx) error { return d.insertAudit(ctx, tx, applied) },
 		func(err error) { heldAudit <- err })
@@ -93,7 +95,7 @@ func TestLedgerWriteTakesHeldWrites(t *testing.T) {
 	if applied.ID == 0 || applied.ID > pause.ID {
 		t.Fatalf("the held row has id %d, the later one %d: want the held one first", applied.ID, pause.ID)
 	}
-	if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "gc", Target: Target{UID: "b"}, Action: "delete"}); err != nil {
+	if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "gc", Target: api.Target{UID: "b"}, Action: "delete"}); err != nil {
 		t.Fatal(err)
 	}
 	held := lingerWrite(d, "held-2", time.Hour, &runs)

@@ -5,14 +5,16 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // LintRef is one ownerReference with what the mirror knows around it: the
 // facts the ownerReference lint rules (internal/diagnose) decide on.
 type LintRef struct {
-	Dependent        Target
+	Dependent        api.Target
 	DependentCreated *time.Time
-	Ref              OwnerRef
+	Ref              api.OwnerRef
 	// Owner is the mirrored object with the reference's UID, nil when there
 	// is none.
 	Owner *LintOwner
@@ -44,7 +46,7 @@ func (l *LintRef) Clone() *LintRef {
 
 // LintOwner is what the lint rules need of a mirrored owner.
 type LintOwner struct {
-	Target
+	api.Target
 	Deleting bool
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // TestLintCandidatesFollowTheMirror changes a small mirror at random, the
@@ -67,7 +69,7 @@ func TestLintCandidatesFollowTheMirror(t *testing.T) {
 			// Mostly what controllers write: an owner of the same
 			// namespace, controller and blocking; else anything.
 			ok, oi := rng.IntN(len(kinds)), rng.IntN(names/2)*2+i%2
-			r := OwnerRef{APIVersion: kinds[ok].apiVersion, Kind: kinds[ok].res.Kind, Name: fmt.Sprint("n-", oi),
+			r := api.OwnerRef{APIVersion: kinds[ok].apiVersion, Kind: kinds[ok].res.Kind, Name: fmt.Sprint("n-", oi),
 				UID: uidOf(ok, oi), Controller: &yes, BlockOwnerDeletion: &yes}
 			if rng.IntN(3) == 0 {
 				r.Controller, r.BlockOwnerDeletion = bools[rng.IntN(3)], bools[rng.IntN(3)]

@@ -34,14 +34,17 @@ func lintFixture(t *testing.T) *DB {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	cm := func(ns, name string, refs ...OwnerRef) *Object {
+	cm := func(ns, name string, refs ...api.OwnerRef) *Object {
 		return &Object{UID: "uid-" + name, APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: name,
 			ResourceVersion: "1", CreationTimestamp: &created, OwnerReferences: refs}
 	}
-	ref := func(name, uid string) OwnerRef {
-		return OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: uid}
+	ref := func(name, uid string) api.OwnerRef {
+		return api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: uid}
 	}
-	ctl := func(r OwnerRef) OwnerRef { r.Controller, r.BlockOwnerDeletion = boolp(true), boolp(true); return r }
+	ctl := func(r api.OwnerRef) api.OwnerRef {
+		r.Controller, r.BlockOwnerDeletion = boolp(true), boolp(true)
+		return r
+	}
 	blocking := ref("owner", "uid-owner")
 	blocking.BlockOwnerDeletion = boolp(true)
 	dying := cm("a", "dying")
@@ -53,11 +56,11 @@ func lintFixture(t *testing.T) *DB {
 		cm("a", "dangling", ref("gone", "uid-ghost")),
 		cm("a", "owner-re"), cm("a", "recreated", ref("owner-re", "uid-old-re")),
 		cm("b", "foreign"), cm("a", "cross", ref("foreign", "uid-foreign")),
-		cm("a", "unserved", OwnerRef{APIVersion: "gone.example.com/v1", Kind: "Vanished", Name: "v", UID: "uid-v"}),
+		cm("a", "unserved", api.OwnerRef{APIVersion: "gone.example.com/v1", Kind: "Vanished", Name: "v", UID: "uid-v"}),
 		cm("a", "two", ctl(ref("owner", "uid-owner")), ctl(ref("owner2", "uid-owner2"))),
 		cm("a", "block", blocking),
 		cm("a", "renamed", ref("not-owner", "uid-owner")),
-		cm("a", "recreated-cr", OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr-owner", UID: "uid-old-cr"}),
+		cm("a", "recreated-cr", api.OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr-owner", UID: "uid-old-cr"}),
 		dying, cm("a", "waits", blockingDying),
 		cm("c", "c-owner"), cm("c", "c-dep", ctl(ref("c-owner", "uid-c-owner"))),
 	}
@@ -65,18 +68,18 @@ func lintFixture(t *testing.T) *DB {
 		t.Fatal(err)
 	}
 	crDep := &Object{UID: "uid-cr-dep", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr-dep",
-		ResourceVersion: "1", OwnerReferences: []OwnerRef{ref("x", "uid-x")}}
+		ResourceVersion: "1", OwnerReferences: []api.OwnerRef{ref("x", "uid-x")}}
 	crOwner := &Object{UID: "uid-cr-owner", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr-owner",
 		ResourceVersion: "1"}
 	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(crs, crDep, crOwner)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Reason: "r",
-		Since: created, Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "dangling", UID: "uid-dangling"}}); err != nil {
+		Since: created, Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "dangling", UID: "uid-dangling"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Ledger().InsertAudit(ctx, &AuditEntry{Time: created, Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
-		Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "gone", UID: "uid-ghost"}, Outcome: api.OutcomeApplied}); err != nil {
+		Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "gone", UID: "uid-ghost"}, Outcome: api.OutcomeApplied}); err != nil {
 		t.Fatal(err)
 	}
 	return d

@@ -36,7 +36,7 @@ type Object struct {
 	DeletionTimestamp          *time.Time
 	DeletionGracePeriodSeconds *int64
 	Finalizers                 []string
-	OwnerReferences            []OwnerRef
+	OwnerReferences            []api.OwnerRef
 
 	// Typed columns, set for the resources that have them.
 	Pod            *Pod
@@ -47,11 +47,6 @@ type Object struct {
 	// NamespaceStatus is set for a Namespace object.
 	NamespaceStatus *NamespaceStatus
 }
-
-// OwnerRef mirrors metav1.OwnerReference field for field. The history
-// stores a row's references as a JSON array of them, in api.OwnerRef's
-// form.
-type OwnerRef = api.OwnerRef
 
 // Pod holds the pod fields the pod garbage collector decides on.
 type Pod struct {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // BenchmarkExplainReads times the three lookups /objects/{uid} adds, at
@@ -22,7 +24,7 @@ func BenchmarkExplainReads(b *testing.B) {
 		for j := range 9 {
 			o := &Object{UID: fmt.Sprintf("dep-%05d-%d", i, j), APIVersion: "v1", Kind: "ConfigMap", Namespace: "bench",
 				Name: fmt.Sprintf("dep-%05d-%d", i, j), ResourceVersion: "1",
-				OwnerReferences: []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner}}}
+				OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner}}}
 			if j == 0 {
 				o.OwnerReferences[0].UID = "gone-" + owner
 				o.DeletionTimestamp, o.Finalizers = &deleting, []string{"example.com/hold"}
@@ -40,7 +42,7 @@ func BenchmarkExplainReads(b *testing.B) {
 	x := *objs[12345*10+1]
 	for k := range 29 {
 		x.ResourceVersion = fmt.Sprint(k + 2)
-		x.OwnerReferences = []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: fmt.Sprintf("gone-%d", k)}}
+		x.OwnerReferences = []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: fmt.Sprintf("gone-%d", k)}}
 		x.DeletionTimestamp, x.Finalizers = &deleting, []string{"example.com/hold"}
 		if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(rid, &x)); err != nil {
 			b.Fatal(err)

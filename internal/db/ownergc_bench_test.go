@@ -27,7 +27,7 @@ func gcBenchDB(b *testing.B) (*DB, int64, []*Object) {
 	for i := range deps {
 		deps[i] = &Object{UID: fmt.Sprintf("dep-%06d", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "bench",
 			Name: fmt.Sprintf("dep-%06d", i), ResourceVersion: "2",
-			OwnerReferences: []OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}}
+			OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}}
 	}
 	epoch, err := d.Mirror().BeginList(ctx, rid)
 	if err != nil {

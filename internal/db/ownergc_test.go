@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // DependentObjects gives every object that names the owner, once (a
@@ -18,8 +19,10 @@ func TestDependentObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := func(uid string) OwnerRef { return OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: uid, UID: uid} }
-	obj := func(uid string, refs ...OwnerRef) *Object {
+	ref := func(uid string) api.OwnerRef {
+		return api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: uid, UID: uid}
+	}
+	obj := func(uid string, refs ...api.OwnerRef) *Object {
 		return &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, ResourceVersion: "1",
 			OwnerReferences: refs}
 	}

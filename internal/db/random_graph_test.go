@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // randomGraphUID names the ith of n objects of a random graph: the names
@@ -36,8 +38,8 @@ func randomGraph(r *rand.Rand, n, maxRefs int, varied bool) []*Object {
 }
 
 // randomRefs returns the references of the ith object of randomGraph.
-func randomRefs(r *rand.Rand, i, n, maxRefs int, varied bool) []OwnerRef {
-	var refs []OwnerRef
+func randomRefs(r *rand.Rand, i, n, maxRefs int, varied bool) []api.OwnerRef {
+	var refs []api.OwnerRef
 	for range r.IntN(maxRefs) {
 		owner := randomGraphUID(r.IntN(i+1), n)
 		switch r.IntN(10) {
@@ -50,7 +52,7 @@ func randomRefs(r *rand.Rand, i, n, maxRefs int, varied bool) []OwnerRef {
 				owner = refs[0].UID
 			}
 		}
-		ref := OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: owner}
+		ref := api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: owner}
 		if varied {
 			// Names with the characters the packed rows could trip on.
 			ref.Name = []string{"n0", "n1", "n2", "a:b", "3:1:x", "é\x1fz"}[r.IntN(6)]

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // ErrNotFound is returned when a looked-up row does not exist.
@@ -154,7 +156,7 @@ func (d *core) objectsWithRefs(ctx context.Context, fn func(*Object) error, from
 			o = got
 		}
 		if refUID.Valid {
-			r := OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String, Name: refName.String, UID: refUID.String}
+			r := api.OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String, Name: refName.String, UID: refUID.String}
 			if controller.Valid {
 				r.Controller = &controller.Bool
 			}
@@ -183,11 +185,11 @@ const sqlOwnerRefsOf = `SELECT api_version, kind, name, owner_uid, controller, b
 	FROM owner_refs WHERE dependent_uid = ? ORDER BY position`
 
 // scanOwnerRefs reads and closes rows of sqlOwnerRefsOf's columns.
-func scanOwnerRefs(rows *sql.Rows) ([]OwnerRef, error) {
+func scanOwnerRefs(rows *sql.Rows) ([]api.OwnerRef, error) {
 	defer rows.Close()
-	var refs []OwnerRef
+	var refs []api.OwnerRef
 	for rows.Next() {
-		var r OwnerRef
+		var r api.OwnerRef
 		var controller, block sql.NullBool
 		if err := rows.Scan(&r.APIVersion, &r.Kind, &r.Name, &r.UID, &controller, &block); err != nil {
 			return nil, err

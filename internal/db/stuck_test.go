@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"k8s.io/apimachinery/pkg/util/diff"
 )
 
@@ -35,10 +36,10 @@ func stuckFixture(t *testing.T, now time.Time) *DB {
 	podID := ensure(Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
 	wID := ensure(Resource{Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget", Namespaced: true})
 	at := func(ago time.Duration) *time.Time { t := now.Add(-ago); return &t }
-	block := func(uid string) OwnerRef {
-		return OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: uid, UID: uid, BlockOwnerDeletion: boolp(true)}
+	block := func(uid string) api.OwnerRef {
+		return api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: uid, UID: uid, BlockOwnerDeletion: boolp(true)}
 	}
-	cm := func(uid string, deleted *time.Time, fins []string, refs ...OwnerRef) *Object {
+	cm := func(uid string, deleted *time.Time, fins []string, refs ...api.OwnerRef) *Object {
 		return &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "gone", Name: uid, ResourceVersion: "1",
 			DeletionTimestamp: deleted, Finalizers: fins, OwnerReferences: refs}
 	}
@@ -51,21 +52,21 @@ func stuckFixture(t *testing.T, now time.Time) *DB {
 		cm("D1", at(9*time.Minute), []string{"example.com/hold"}, block("O")),
 		cm("D2", at(8*time.Minute), []string{"foregroundDeletion"}, block("O"), block("D3")),
 		cm("D3", nil, nil, block("D2")),
-		cm("N", nil, nil, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "O", UID: "O"}),
+		cm("N", nil, nil, api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "O", UID: "O"}),
 		cm("a", nil, nil), cm("b", nil, nil),
 	)...)
 	events = append(events, Event{ResourceID: podID, Object: &Object{UID: "P", APIVersion: "v1", Kind: "Pod", Namespace: "live", Name: "p",
 		ResourceVersion: "1", DeletionTimestamp: at(-30 * time.Second), DeletionGracePeriodSeconds: ptr(int64(30 * 60)),
 		Pod: &Pod{Phase: "Running", NodeName: "n1"}}})
-	orphaning := func(uid string, deleted *time.Time, fins []string, refs ...OwnerRef) *Object {
+	orphaning := func(uid string, deleted *time.Time, fins []string, refs ...api.OwnerRef) *Object {
 		o := cm(uid, deleted, fins, refs...)
 		o.Namespace = "live"
 		return o
 	}
 	events = append(events, eventsOf(cmID,
 		orphaning("OR", at(3*time.Minute), []string{"orphan"}),
-		orphaning("R1", nil, nil, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "OR", UID: "OR"}),
-		orphaning("R2", nil, nil, OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "OR", UID: "OR"}),
+		orphaning("R1", nil, nil, api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "OR", UID: "OR"}),
+		orphaning("R2", nil, nil, api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "OR", UID: "OR"}),
 	)...)
 	events = append(events, Event{ResourceID: wID, Object: &Object{UID: "W", APIVersion: "example.com/v1", Kind: "Widget", Namespace: "live",
 		Name: "w", ResourceVersion: "1", DeletionTimestamp: at(2 * time.Minute), Finalizers: []string{"example.com/keep"}}})

@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"fmt"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // identityLease matches, for a server id in column col, the kube-apiserver
@@ -26,7 +28,7 @@ func (d SVGC) StorageVersionsOf(ctx context.Context, serverID string) ([]string,
 
 // StorageVersionsWithoutLease returns the StorageVersions with an entry of
 // a server that has no identity Lease in the mirror, by name.
-func (d SVGC) StorageVersionsWithoutLease(ctx context.Context) ([]Target, error) {
+func (d SVGC) StorageVersionsWithoutLease(ctx context.Context) ([]api.Target, error) {
 	rows, err := d.query(ctx, `SELECT o.uid, o.api_version, o.kind, o.name FROM objects o
 		WHERE o.uid IN (SELECT e.uid FROM storage_version_entries e WHERE NOT EXISTS (`+fmt.Sprintf(identityLease, "e.api_server_id")+`))
 		ORDER BY o.name`)
@@ -34,9 +36,9 @@ func (d SVGC) StorageVersionsWithoutLease(ctx context.Context) ([]Target, error)
 		return nil, fmt.Errorf("storage versions with entries of servers without a lease: %w", err)
 	}
 	defer rows.Close()
-	var out []Target
+	var out []api.Target
 	for rows.Next() {
-		var t Target
+		var t api.Target
 		if err := rows.Scan(&t.UID, &t.APIVersion, &t.Kind, &t.Name); err != nil {
 			return nil, fmt.Errorf("storage versions with entries of servers without a lease: %w", err)
 		}

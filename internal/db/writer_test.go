@@ -100,7 +100,7 @@ func TestGroupCommitDropsOnlyTheFailingWrite(t *testing.T) {
 			d := openTemp(t)
 			ctx := context.Background()
 			if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
-				Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "applied", UID: "applied"}}); err != nil {
+				Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "applied", UID: "applied"}}); err != nil {
 				t.Fatal(err)
 			}
 			release := holdWriter(t, d)
@@ -178,7 +178,7 @@ func TestAppliedRowsFailAlone(t *testing.T) {
 			}
 			for _, uid := range []string{"good1", "bad", "good2"} {
 				if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x",
-					Target: Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
+					Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -259,7 +259,7 @@ func TestHotWritesArePrepared(t *testing.T) {
 		{ResourceID: rid, Object: deleting}, {ResourceID: rid, Deleted: true, Object: cm("owner")}}); err != nil {
 		t.Fatal(err)
 	}
-	target := Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "a", UID: "a"}
+	target := api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "a", UID: "a"}
 	if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "ownergc", Rule: "r", Action: "delete", Reason: "x", Target: target}); err != nil {
 		t.Fatal(err)
 	}

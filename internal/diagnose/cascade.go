@@ -203,7 +203,7 @@ func (p *cascadePreview) decide(i int) {
 }
 
 // kind says whether the API serves a reference's owner kind, and its scope.
-func (p *cascadePreview) kind(r db.OwnerRef) gcrules.Kind {
+func (p *cascadePreview) kind(r api.OwnerRef) gcrules.Kind {
 	ns, ok := p.facts.Kinds[db.CascadeKind{Group: gcrules.Group(r.APIVersion), Kind: r.Kind}]
 	return gcrules.Kind{Served: ok, Namespaced: ns}
 }
@@ -225,13 +225,13 @@ func (p *cascadePreview) result() *Cascade {
 	// The items are sorted by their place in p.items: an item is some
 	// 150 bytes to move, a place four.
 	var order []int32
-	kindKeys := map[db.Target]string{} // by apiVersion and kind only
+	kindKeys := map[api.Target]string{} // by apiVersion and kind only
 	for i, it := range p.items {
 		if it.Action == "" {
 			continue
 		}
 		order = append(order, int32(i))
-		gk := db.Target{APIVersion: it.Target.APIVersion, Kind: it.Target.Kind}
+		gk := api.Target{APIVersion: it.Target.APIVersion, Kind: it.Target.Kind}
 		k, ok := kindKeys[gk]
 		if !ok {
 			k = it.Target.Kind
@@ -315,7 +315,7 @@ func blocksOwner(dep *db.CascadeObject, owner string) bool {
 // compareCascadeTargets orders by namespace, kind, name and UID. It
 // compares a field only when those before it are equal (cmp.Or would
 // compare all four): a preview sorts thousands of items.
-func compareCascadeTargets(a, b db.Target) int {
+func compareCascadeTargets(a, b api.Target) int {
 	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
@@ -38,7 +39,7 @@ func BenchmarkCascadePreview(b *testing.B) {
 	cm := func(name string, owner string) *db.Object {
 		o := &db.Object{UID: "u-" + name, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: name, ResourceVersion: "1"}
 		if owner != "" {
-			o.OwnerReferences = []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: "u-" + owner}}
+			o.OwnerReferences = []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: "u-" + owner}}
 		}
 		return o
 	}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
@@ -18,11 +19,11 @@ func (m *cascadeMirror) add(kind, namespace, name string, finalizers []string, o
 	if kind == "Widget" {
 		apiVersion = "e2e.kubegcd.io/v1"
 	}
-	o := &db.CascadeObject{Target: db.Target{APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: name, UID: "u-" + name},
+	o := &db.CascadeObject{Target: api.Target{APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: name, UID: "u-" + name},
 		Finalizers: finalizers}
 	for _, ob := range owners {
 		block := ob.block
-		o.Refs = append(o.Refs, db.CascadeRef{OwnerRef: db.OwnerRef{APIVersion: ob.o.APIVersion, Kind: ob.o.Kind, Name: ob.o.Name, UID: ob.o.UID,
+		o.Refs = append(o.Refs, db.CascadeRef{OwnerRef: api.OwnerRef{APIVersion: ob.o.APIVersion, Kind: ob.o.Kind, Name: ob.o.Name, UID: ob.o.UID,
 			BlockOwnerDeletion: &block}, Owner: &db.CascadeOwner{APIVersion: ob.o.APIVersion, Kind: ob.o.Kind, Namespace: ob.o.Namespace,
 			Name: ob.o.Name, Deleting: ob.o.Deleting, Finalizers: ob.o.Finalizers}})
 		ob.o.HasDependents = true
@@ -78,7 +79,7 @@ func TestPreviewCascade(t *testing.T) {
 				root := m.add("ConfigMap", "ns", "root", nil)
 				mid := m.add("Widget", "ns", "mid", nil, cascadeRef(root))
 				m.add("ConfigMap", "ns", "leaf", nil, cascadeRef(mid))
-				other := &db.CascadeObject{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "other", UID: "u-other"}}
+				other := &db.CascadeObject{Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "other", UID: "u-other"}}
 				m.add("Secret", "ns", "shared", nil, cascadeRef(mid), cascadeRef(other))
 			},
 			want: map[string]cascadeGot{
@@ -112,7 +113,7 @@ func TestPreviewCascade(t *testing.T) {
 				mid := m.add("Widget", "ns", "mid", nil, cascadeBlockingRef(root))
 				m.add("ConfigMap", "ns", "held", []string{"e2e.kubegcd.io/hold"}, cascadeBlockingRef(mid))
 				m.add("ConfigMap", "ns", "free", []string{"e2e.kubegcd.io/hold"}, cascadeRef(root))
-				other := &db.CascadeObject{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "other", UID: "u-other"}}
+				other := &db.CascadeObject{Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "other", UID: "u-other"}}
 				m.add("Secret", "ns", "shared", nil, cascadeBlockingRef(root), cascadeRef(other))
 			},
 			propagation: gcrules.PropagationForeground,
@@ -159,9 +160,9 @@ func TestPreviewCascade(t *testing.T) {
 			name: "a second owner being deleted holds unless it deletes its dependents", propagation: gcrules.PropagationBackground,
 			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
-				held := &db.CascadeObject{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held-owner", UID: "u-held-owner"},
+				held := &db.CascadeObject{Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held-owner", UID: "u-held-owner"},
 					Deleting: true, Finalizers: []string{"e2e.kubegcd.io/hold"}}
-				fg := &db.CascadeObject{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "fg-owner", UID: "u-fg-owner"},
+				fg := &db.CascadeObject{Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "fg-owner", UID: "u-fg-owner"},
 					Deleting: true, Finalizers: []string{gcrules.FinalizerForeground}}
 				m.add("ConfigMap", "ns", "kept", nil, cascadeRef(root), cascadeRef(held))
 				m.add("ConfigMap", "ns", "gone", nil, cascadeRef(root), cascadeRef(fg))
@@ -178,7 +179,7 @@ func TestPreviewCascade(t *testing.T) {
 				root := m.add("ConfigMap", "ns", "root", nil)
 				a := m.add("ConfigMap", "ns", "a", nil, cascadeRef(root))
 				b := m.add("ConfigMap", "ns", "b", nil, cascadeRef(a))
-				root.Refs = []db.CascadeRef{{OwnerRef: db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "b", UID: b.UID}}}
+				root.Refs = []db.CascadeRef{{OwnerRef: api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "b", UID: b.UID}}}
 			},
 			want: map[string]cascadeGot{
 				"a": {CascadeDelete, gcrules.RuleCascade, 1},
@@ -194,7 +195,7 @@ func TestPreviewCascade(t *testing.T) {
 				deleting.Deleting = true
 				m.add("ClusterRole", "", "clusterwide", nil, cascadeRef(root))
 				unserved := m.add("ConfigMap", "ns", "unserved", nil, cascadeRef(root))
-				unserved.Refs = append(unserved.Refs, db.CascadeRef{OwnerRef: db.OwnerRef{APIVersion: "gone.io/v1", Kind: "Gone", Name: "x", UID: "u-x"}})
+				unserved.Refs = append(unserved.Refs, db.CascadeRef{OwnerRef: api.OwnerRef{APIVersion: "gone.io/v1", Kind: "Gone", Name: "x", UID: "u-x"}})
 			},
 			want: map[string]cascadeGot{
 				"deleting":    {CascadeKeep, "", 1},
@@ -208,7 +209,7 @@ func TestPreviewCascade(t *testing.T) {
 			build: func(m *cascadeMirror) {
 				root := m.add("ConfigMap", "ns", "root", nil)
 				dep := m.add("ConfigMap", "ns", "dep", nil, cascadeRef(root))
-				dep.Refs = append(dep.Refs, db.CascadeRef{OwnerRef: db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: "u-ghost"}})
+				dep.Refs = append(dep.Refs, db.CascadeRef{OwnerRef: api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: "u-ghost"}})
 			},
 			want:        map[string]cascadeGot{"dep": {CascadeDelete, gcrules.RuleCascade, 1}},
 			wantBlocked: map[string][]string{},

@@ -29,7 +29,7 @@ func GraphAt(s *db.HistorySnapshot) *db.Graph {
 	// The first reference to each owner that did not exist, in dependent
 	// order, gives its identity, as /graph takes it.
 	type source struct {
-		ref       db.OwnerRef
+		ref       api.OwnerRef
 		namespace string
 	}
 	missing := map[string]source{}
@@ -95,7 +95,7 @@ func LeaseTimeline(rows []db.HistoryEntry, now Lease) (changes []HolderChange, g
 	var released *time.Time
 	for _, r := range rows {
 		// A change of the preferred holder alone is no change of holder.
-		if r.Event != db.HistoryCreated && r.Event != db.HistoryHolderChanged {
+		if r.Event != api.HistoryCreated && r.Event != api.HistoryHolderChanged {
 			continue
 		}
 		holder := ""

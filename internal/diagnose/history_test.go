@@ -6,18 +6,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
 func TestGraphAt(t *testing.T) {
 	yes := true
 	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	cm := func(uid string, owners ...db.OwnerRef) db.HistoryEntry {
-		return db.HistoryEntry{UID: uid, Event: db.HistoryCreated, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm-" + uid,
+	cm := func(uid string, owners ...api.OwnerRef) db.HistoryEntry {
+		return db.HistoryEntry{UID: uid, Event: api.HistoryCreated, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm-" + uid,
 			OwnerReferences: owners}
 	}
-	ref := func(uid string) db.OwnerRef {
-		return db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "cm-" + uid, UID: uid}
+	ref := func(uid string) api.OwnerRef {
+		return api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "cm-" + uid, UID: uid}
 	}
 	deleting := cm("d", ref("a"))
 	deleting.DeletionTimestamp, deleting.Finalizers = &now, []string{"foregroundDeletion"}
@@ -44,7 +45,7 @@ func TestGraphAt(t *testing.T) {
 		{
 			name: "owner and dependent, with the reference's flags",
 			snap: db.HistorySnapshot{Closure: []string{"a", "x"}, States: []db.HistoryEntry{cm("a"),
-				cm("x", db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "cm-a", UID: "a", Controller: &yes, BlockOwnerDeletion: &yes})}},
+				cm("x", api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "cm-a", UID: "a", Controller: &yes, BlockOwnerDeletion: &yes})}},
 			want: db.Graph{Nodes: []db.GraphNode{node("a"), node("x")},
 				Edges: []db.GraphEdge{{Dependent: "x", Owner: "a", Controller: true, BlockOwnerDeletion: true}}},
 		},
@@ -52,9 +53,9 @@ func TestGraphAt(t *testing.T) {
 			name: "owners that did not exist then are missing, namespaced by kind",
 			snap: db.HistorySnapshot{Closure: []string{"gone-cr", "gone-dep", "gone-foo", "x"}, Namespaced: nsKinds,
 				States: []db.HistoryEntry{cm("x",
-					db.OwnerRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "gone-dep"},
-					db.OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr", UID: "gone-cr"},
-					db.OwnerRef{APIVersion: "example.com/v1", Kind: "Foo", Name: "foo", UID: "gone-foo"})}},
+					api.OwnerRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "gone-dep"},
+					api.OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr", UID: "gone-cr"},
+					api.OwnerRef{APIVersion: "example.com/v1", Kind: "Foo", Name: "foo", UID: "gone-foo"})}},
 			want: db.Graph{
 				Nodes: []db.GraphNode{
 					{UID: "gone-cr", APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: "cr", Missing: true, Virtual: true},
@@ -115,22 +116,22 @@ func TestLeaseTimeline(t *testing.T) {
 		},
 		{
 			name:        "held throughout",
-			rows:        []db.HistoryEntry{row(db.HistoryCreated, "a", 1, 0, nil), row(db.HistoryHolderChanged, "b", 21, 20, nil)},
+			rows:        []db.HistoryEntry{row(api.HistoryCreated, "a", 1, 0, nil), row(api.HistoryHolderChanged, "b", 21, 20, nil)},
 			now:         live,
 			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "b", Since: at(20), Seen: *at(21)}},
 			wantGaps:    []LeaseGap{},
 		},
 		{
 			name:        "ran out before the next holder took it",
-			rows:        []db.HistoryEntry{row(db.HistoryCreated, "a", 1, 0, nil), row(db.HistoryHolderChanged, "b", 31, 30, at(15))},
+			rows:        []db.HistoryEntry{row(api.HistoryCreated, "a", 1, 0, nil), row(api.HistoryHolderChanged, "b", 31, 30, at(15))},
 			now:         live,
 			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "b", Since: at(30), Seen: *at(31)}},
 			wantGaps:    []LeaseGap{{From: *at(15), To: at(30)}},
 		},
 		{
 			name: "released, then taken",
-			rows: []db.HistoryEntry{row(db.HistoryCreated, "a", 1, 0, nil), row(db.HistoryHolderChanged, "", 41, 40, nil),
-				row(db.HistoryHolderChanged, "b", 61, 60, nil)},
+			rows: []db.HistoryEntry{row(api.HistoryCreated, "a", 1, 0, nil), row(api.HistoryHolderChanged, "", 41, 40, nil),
+				row(api.HistoryHolderChanged, "b", 61, 60, nil)},
 			now: live,
 			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "", Since: at(40), Seen: *at(41)},
 				{Holder: "b", Since: at(60), Seen: *at(61)}},
@@ -138,22 +139,22 @@ func TestLeaseTimeline(t *testing.T) {
 		},
 		{
 			name:        "released and still free",
-			rows:        []db.HistoryEntry{row(db.HistoryCreated, "a", 1, 0, nil), row(db.HistoryHolderChanged, "", 41, 40, nil)},
+			rows:        []db.HistoryEntry{row(api.HistoryCreated, "a", 1, 0, nil), row(api.HistoryHolderChanged, "", 41, 40, nil)},
 			now:         Lease{RenewTime: at(40), Expired: true},
 			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "", Since: at(40), Seen: *at(41)}},
 			wantGaps:    []LeaseGap{{From: *at(40)}},
 		},
 		{
 			name: "a change of the preferred holder alone is no holder change",
-			rows: []db.HistoryEntry{row(db.HistoryCreated, "b", 1, 0, nil),
-				{Event: db.HistoryPreferredHolderChanged, Holder: new("b"), PreferredHolder: new("c"), Time: *at(50)}},
+			rows: []db.HistoryEntry{row(api.HistoryCreated, "b", 1, 0, nil),
+				{Event: api.HistoryPreferredHolderChanged, Holder: new("b"), PreferredHolder: new("c"), Time: *at(50)}},
 			now:         live,
 			wantChanges: []HolderChange{{Holder: "b", Since: at(0), Seen: *at(1)}},
 			wantGaps:    []LeaseGap{},
 		},
 		{
 			name:        "expired now",
-			rows:        []db.HistoryEntry{row(db.HistoryCreated, "b", 1, 0, nil)},
+			rows:        []db.HistoryEntry{row(api.HistoryCreated, "b", 1, 0, nil)},
 			now:         expired,
 			wantChanges: []HolderChange{{Holder: "b", Since: at(0), Seen: *at(1)}},
 			wantGaps:    []LeaseGap{{From: *at(110)}},

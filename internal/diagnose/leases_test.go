@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -304,17 +305,17 @@ func TestLeaseFactsOf(t *testing.T) {
 		{"no history: the acquireTime", lease("a", "b", at(5)), nil, at(5), nil},
 		{"no history, no acquireTime", lease("a", "b", nil), nil, nil, nil},
 		{"the holder's acquireTime when history saw it take the Lease", lease("a", "", at(50)),
-			[]db.HistoryEntry{row(db.HistoryCreated, "a", "", 10, at(3))}, at(3), nil},
+			[]db.HistoryEntry{row(api.HistoryCreated, "a", "", 10, at(3))}, at(3), nil},
 		{"else when history saw it", lease("a", "", nil),
-			[]db.HistoryEntry{row(db.HistoryCreated, "z", "", 1, nil), row(db.HistoryHolderChanged, "a", "", 10, nil)}, at(10), nil},
+			[]db.HistoryEntry{row(api.HistoryCreated, "z", "", 1, nil), row(api.HistoryHolderChanged, "a", "", 10, nil)}, at(10), nil},
 		{"the preferred holder since its first row of the last run; the holder since it took the Lease back", lease("a", "b", nil),
-			[]db.HistoryEntry{row(db.HistoryCreated, "a", "b", 1, nil), row(db.HistoryPreferredHolderChanged, "a", "c", 10, nil),
-				row(db.HistoryPreferredHolderChanged, "a", "b", 20, nil), row(db.HistoryHolderChanged, "a", "b", 30, nil)},
+			[]db.HistoryEntry{row(api.HistoryCreated, "a", "b", 1, nil), row(api.HistoryPreferredHolderChanged, "a", "c", 10, nil),
+				row(api.HistoryPreferredHolderChanged, "a", "b", 20, nil), row(api.HistoryHolderChanged, "a", "b", 30, nil)},
 			at(30), at(20)},
 		{"the last row names another preferred holder: undated", lease("a", "b", nil),
-			[]db.HistoryEntry{row(db.HistoryCreated, "a", "b", 1, nil), row(db.HistoryPreferredHolderChanged, "a", "c", 10, nil)}, at(1), nil},
+			[]db.HistoryEntry{row(api.HistoryCreated, "a", "b", 1, nil), row(api.HistoryPreferredHolderChanged, "a", "c", 10, nil)}, at(1), nil},
 		{"rows written before history kept the preferred holder: undated", lease("a", "b", nil),
-			[]db.HistoryEntry{{Event: db.HistoryCreated, Holder: new("a"), Time: *at(1)}}, at(1), nil},
+			[]db.HistoryEntry{{Event: api.HistoryCreated, Holder: new("a"), Time: *at(1)}}, at(1), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			changes, _ := LeaseTimeline(tc.rows, tc.lease)

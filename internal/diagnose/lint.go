@@ -108,7 +108,7 @@ type lazy func() string
 func (f lazy) String() string { return f() }
 
 // ownerName names a reference's owner in words.
-func ownerName(ref db.OwnerRef) string {
+func ownerName(ref api.OwnerRef) string {
 	return fmt.Sprintf("%s %q", kindOf(ref.APIVersion, ref.Kind), ref.Name)
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
@@ -57,8 +58,8 @@ func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 		}
 	}
 	uid := func(ns, name string) string { return ns + "/" + name }
-	ref := func(ns string, i int) db.OwnerRef {
-		return db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: fmt.Sprint("o-", i), UID: uid(ns, fmt.Sprint("o-", i))}
+	ref := func(ns string, i int) api.OwnerRef {
+		return api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: fmt.Sprint("o-", i), UID: uid(ns, fmt.Sprint("o-", i))}
 	}
 	yes := true
 	list(cms, func(add func(*db.Object)) {
@@ -100,7 +101,7 @@ func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 					r.Controller = nil
 					want[RuleBlockLiveOwner.ID]++
 				}
-				o.OwnerReferences = append([]db.OwnerRef{r}, o.OwnerReferences...)
+				o.OwnerReferences = append([]api.OwnerRef{r}, o.OwnerReferences...)
 				add(o)
 			}
 		}
@@ -110,7 +111,7 @@ func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 			o := &db.Object{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: fmt.Sprint("cr-", i),
 				UID: fmt.Sprint("cr-", i), ResourceVersion: "1"}
 			if i%50 == 0 {
-				o.OwnerReferences = []db.OwnerRef{ref("ns-0", 0)}
+				o.OwnerReferences = []api.OwnerRef{ref("ns-0", 0)}
 				want[RuleClusterScopedDep.ID]++
 			}
 			add(o)

@@ -24,10 +24,10 @@ var (
 // liveRef is a reference in namespace a to a present ConfigMap "owner".
 func liveRef() *db.LintRef {
 	return &db.LintRef{
-		Dependent:        db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "dep", UID: "uid-dep"},
+		Dependent:        api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "dep", UID: "uid-dep"},
 		DependentCreated: &created,
-		Ref:              db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner"},
-		Owner: &db.LintOwner{Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "owner",
+		Ref:              api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner"},
+		Owner: &db.LintOwner{Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "owner",
 			UID: "uid-owner"}},
 		KindServed: true, KindNamespaced: true,
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -17,7 +18,7 @@ func TestOwnerStates(t *testing.T) {
 		}
 		return o
 	}
-	ref := db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "own", UID: "own"}
+	ref := api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "own", UID: "own"}
 	for _, tc := range []struct {
 		name      string
 		row       db.OwnerRow
@@ -32,13 +33,13 @@ func TestOwnerStates(t *testing.T) {
 			OwnerDeletingDependents, "a"},
 		{"missing, of a namespaced kind: would be in the dependent's namespace", db.OwnerRow{Ref: ref, KindNamespaced: true},
 			OwnerMissing, "a"},
-		{"missing, of a cluster-scoped kind", db.OwnerRow{Ref: db.OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1",
+		{"missing, of a cluster-scoped kind", db.OwnerRow{Ref: api.OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1",
 			Kind: "ClusterRole", Name: "cr", UID: "cr"}}, OwnerMissing, ""},
 		{"the UID in another namespace", db.OwnerRow{Ref: ref, KindNamespaced: true,
 			Owner: cm(func(o *db.Object) { o.Namespace = "b" })}, OwnerOtherNamespace, "b"},
 		{"the UID under another name", db.OwnerRow{Ref: ref, KindNamespaced: true,
 			Owner: cm(func(o *db.Object) { o.Name = "renamed" })}, OwnerNameMismatch, "a"},
-		{"a cluster-scoped owner holds a namespaced dependent", db.OwnerRow{Ref: db.OwnerRef{APIVersion: "v1", Kind: "Node",
+		{"a cluster-scoped owner holds a namespaced dependent", db.OwnerRow{Ref: api.OwnerRef{APIVersion: "v1", Kind: "Node",
 			Name: "n1", UID: "n1"}, Owner: &db.Object{UID: "n1", APIVersion: "v1", Kind: "Node", Name: "n1"}}, OwnerPresent, ""},
 	} {
 		got := OwnerStates(dep, []db.OwnerRow{tc.row})

@@ -27,9 +27,9 @@ func goldenAnswers() map[string]any {
 	yes, no := true, false
 	dur, transitions := int32(15), int32(2)
 	age := 3.5
-	target := db.Target{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "default", Name: "web-1", UID: "u-1"}
-	pod := db.Target{APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "web-1-x", UID: "u-2"}
-	ns := db.Target{APIVersion: "v1", Kind: "Namespace", Name: "gone", UID: "u-3"}
+	target := api.Target{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "default", Name: "web-1", UID: "u-1"}
+	pod := api.Target{APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "web-1-x", UID: "u-2"}
+	ns := api.Target{APIVersion: "v1", Kind: "Namespace", Name: "gone", UID: "u-3"}
 	return map[string]any{
 		"error": api.Error{Error: "invalid limit \"0\": want a number from 1 to 1000"},
 		"audit": auditListOf([]db.AuditEntry{

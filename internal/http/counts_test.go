@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -69,7 +70,7 @@ kubegcd_owned_objects{group="",kind="ConfigMap",owner_group="apps",owner_kind="D
 	}
 	// H has two ConfigMap owners: one more dependent of that pair.
 	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rs[0].ID, Object: &db.Object{UID: "uid-H", APIVersion: "v1",
-		Kind: "ConfigMap", Namespace: "a", Name: "H", ResourceVersion: "1", OwnerReferences: []db.OwnerRef{
+		Kind: "ConfigMap", Namespace: "a", Name: "H", ResourceVersion: "1", OwnerReferences: []api.OwnerRef{
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "uid-A"},
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "L", UID: "uid-L"}}}}}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -70,12 +71,12 @@ func BenchmarkDiagnosisEndpoints(b *testing.B) {
 		}
 	})
 	yes := true
-	cm := func(ns, name string, refs ...db.OwnerRef) *db.Object {
+	cm := func(ns, name string, refs ...api.OwnerRef) *db.Object {
 		return &db.Object{UID: "u-" + name, APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: name,
 			ResourceVersion: "1", CreationTimestamp: &deleted, OwnerReferences: refs}
 	}
-	ref := func(name string) db.OwnerRef {
-		return db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: "u-" + name, Controller: &yes, BlockOwnerDeletion: &yes}
+	ref := func(name string) api.OwnerRef {
+		return api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: "u-" + name, Controller: &yes, BlockOwnerDeletion: &yes}
 	}
 	list(db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, func(add func(*db.Object)) {
 		add(cm("tree", "root"))

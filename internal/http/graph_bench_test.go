@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -60,12 +61,12 @@ func BenchmarkGraphWhole(b *testing.B) {
 		add(owner)
 		i++
 		for j := range 1 + i%9 {
-			ref := db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: &yes}
+			ref := api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, Controller: &yes}
 			if i%20 == 0 {
 				ref.UID += "-gone"
 			}
 			add(&db.Object{UID: fmt.Sprintf("u-%08d", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: ns,
-				Name: fmt.Sprintf("%s-dep-%d", owner.Name, j), ResourceVersion: "1", OwnerReferences: []db.OwnerRef{ref}})
+				Name: fmt.Sprintf("%s-dep-%d", owner.Name, j), ResourceVersion: "1", OwnerReferences: []api.OwnerRef{ref}})
 			i++
 		}
 	}

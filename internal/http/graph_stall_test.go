@@ -20,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -94,7 +95,7 @@ func stallFixture(t *testing.T, stall time.Duration, owners, dependents int) (*h
 	// Owners sort first by UID, so that ?limit= keeps them and a share of
 	// the dependents.
 	uid := func(kind, i int) string { return fmt.Sprintf("%08d-0000-4000-8000-%012d", kind, i) }
-	var refs []db.OwnerRef
+	var refs []api.OwnerRef
 	var batch []db.Event
 	flush := func() {
 		if _, err := store.Mirror().ApplyEvents(ctx, batch); err != nil {
@@ -110,7 +111,7 @@ func stallFixture(t *testing.T, stall time.Duration, owners, dependents int) (*h
 	for i := range owners {
 		name := fmt.Sprintf("owner-%d", i)
 		add(&db.Object{UID: uid(0, i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "stall", Name: name, ResourceVersion: "1"})
-		refs = append(refs, db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: uid(0, i)})
+		refs = append(refs, api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: uid(0, i)})
 	}
 	for i := range dependents {
 		add(&db.Object{UID: uid(1, i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "stall", Name: fmt.Sprintf("dependent-%d", i),

@@ -42,18 +42,18 @@ func testServer(t testing.TB) (*httptest.Server, *db.DB) {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	cm := func(name string, refs ...db.OwnerRef) *db.Object {
+	cm := func(name string, refs ...api.OwnerRef) *db.Object {
 		return &db.Object{UID: "uid-" + name, APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: name,
 			ResourceVersion: "7", CreationTimestamp: &created, OwnerReferences: refs}
 	}
-	ref := func(name string) db.OwnerRef {
-		return db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: "uid-" + name}
+	ref := func(name string) api.OwnerRef {
+		return api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: "uid-" + name}
 	}
-	b := cm("B", db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "uid-A", Controller: boolp(true), BlockOwnerDeletion: boolp(true)})
+	b := cm("B", api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "uid-A", Controller: boolp(true), BlockOwnerDeletion: boolp(true)})
 	d := cm("D")
 	d.DeletionTimestamp, d.Finalizers = &created, []string{"foregroundDeletion", "example.com/hold"}
 	var evs []db.Event
-	for _, o := range []*db.Object{cm("A"), b, cm("G", db.OwnerRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-ghost"}),
+	for _, o := range []*db.Object{cm("A"), b, cm("G", api.OwnerRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-ghost"}),
 		d, cm("E", ref("D")), cm("L")} {
 		evs = append(evs, db.Event{ResourceID: rid, Object: o})
 	}
@@ -337,7 +337,7 @@ func TestObject(t *testing.T) {
 
 	// Once ownergc records a decision, the object is pending, with its reason
 	// and its history.
-	target := db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "G", UID: "uid-G"}
+	target := api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "G", UID: "uid-G"}
 	p := &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: target, ResourceVersion: "7",
 		Reason: "no owner exists (1 gone, 0 being deleted in the foreground): deleting with propagation Background"}
 	if _, err := store.Ledger().UpsertPending(ctx, p); err != nil {
@@ -360,7 +360,7 @@ func TestObject(t *testing.T) {
 
 func TestWhy(t *testing.T) {
 	now := time.Now()
-	obj := &db.Object{OwnerReferences: []db.OwnerRef{{}}}
+	obj := &db.Object{OwnerReferences: []api.OwnerRef{{}}}
 	owner := func(kind, name, state string) diagnose.OwnerStatus {
 		return diagnose.OwnerStatus{Kind: kind, Name: name, State: state}
 	}
@@ -470,7 +470,7 @@ func TestObjectOwnerNeverSeen(t *testing.T) {
 	// X is mirrored, then deleted: Y's owner was seen.
 	x := &db.Object{UID: "uid-X", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "X", ResourceVersion: "1"}
 	y := &db.Object{UID: "uid-Y", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "Y", ResourceVersion: "1",
-		OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "X", UID: "uid-X"}}}
+		OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "X", UID: "uid-X"}}}
 	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rid, Object: x}, {ResourceID: rid, Object: y}}); err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestObjectOwnerNeverSeen(t *testing.T) {
 		{name: "mirrored, then deleted", dependent: "uid-Y", state: diagnose.OwnerMissing},
 		{name: "known to audit only", dependent: "uid-G", state: diagnose.OwnerMissing, setup: func() {
 			if err := store.Ledger().InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
-				Target:  db.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "web", UID: "uid-ghost"},
+				Target:  api.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "web", UID: "uid-ghost"},
 				Outcome: api.OutcomeApplied, Reason: "test"}); err != nil {
 				t.Fatal(err)
 			}

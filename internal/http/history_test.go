@@ -46,7 +46,7 @@ func TestAuditKindAndRule(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	entry := func(kind, rule, uid string) *db.AuditEntry {
 		return &db.AuditEntry{Time: at, Instance: "i", Controller: "ownergc", Rule: rule, Action: "delete", Outcome: api.OutcomeDryRun,
-			DryRun: true, Target: db.Target{APIVersion: "v1", Kind: kind, Namespace: "a", Name: uid, UID: uid}}
+			DryRun: true, Target: api.Target{APIVersion: "v1", Kind: kind, Namespace: "a", Name: uid, UID: uid}}
 	}
 	if err := store.Ledger().InsertAudits(context.Background(), []*db.AuditEntry{
 		entry("ConfigMap", "BR-21-01", "cm1"), entry("Deployment", "BR-21-03", "dep1"), entry("ConfigMap", "BR-21-03", "cm2"),
@@ -82,7 +82,7 @@ func TestPendingParameters(t *testing.T) {
 	srv, store := testServer(t)
 	for _, uid := range []string{"a", "b"} {
 		if _, err := store.Ledger().UpsertPending(context.Background(), &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
-			Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: uid, UID: uid}}); err != nil {
+			Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: uid, UID: uid}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,7 +124,7 @@ func TestPendingPaging(t *testing.T) {
 		uid := fmt.Sprintf("uid-%d", i)
 		uids = append(uids, uid)
 		if _, err := store.Ledger().UpsertPending(context.Background(), &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
-			Since: t0.Add(time.Duration(i) * time.Second), Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: uid, UID: uid}}); err != nil {
+			Since: t0.Add(time.Duration(i) * time.Second), Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: uid, UID: uid}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,9 +27,9 @@ func leaseFixture(now time.Time) leaseData {
 		{Namespace: "ns", Name: "sched", UID: "l-sched", HolderIdentity: new("sched-a"), LeaseDurationSeconds: new(int32(15)),
 			RenewTime: at(-time.Hour), Strategy: &oldest},
 	}
-	created := db.HistoryEntry{UID: "l-kcm", Event: db.HistoryCreated, Time: *at(-time.Hour), Holder: new("kcm-a"), HolderSince: at(-time.Hour),
+	created := db.HistoryEntry{UID: "l-kcm", Event: api.HistoryCreated, Time: *at(-time.Hour), Holder: new("kcm-a"), HolderSince: at(-time.Hour),
 		PreferredHolder: new("")}
-	preferred := db.HistoryEntry{UID: "l-kcm", Event: db.HistoryPreferredHolderChanged, Time: *at(-2 * time.Minute), Holder: new("kcm-a"),
+	preferred := db.HistoryEntry{UID: "l-kcm", Event: api.HistoryPreferredHolderChanged, Time: *at(-2 * time.Minute), Holder: new("kcm-a"),
 		PreferredHolder: new("kcm-b")}
 	cand := func(name, lease string, renewed time.Duration) db.LeaseCandidateRow {
 		return db.LeaseCandidateRow{Namespace: "ns", Name: name, UID: "c-" + name, LeaseCandidate: db.LeaseCandidate{LeaseName: lease,

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -218,7 +219,7 @@ func addDangling(t *testing.T, store *db.DB, name string) {
 	}
 	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rs[0].ID, Object: &db.Object{UID: "uid-" + name, APIVersion: "v1",
 		Kind: "ConfigMap", Namespace: "a", Name: name, ResourceVersion: "1",
-		OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "uid-gone"}}}}}); err != nil {
+		OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "uid-gone"}}}}}); err != nil {
 		t.Fatal(err)
 	}
 }

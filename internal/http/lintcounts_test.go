@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -39,8 +40,8 @@ func (g *gatedSource) LintRefs(ctx context.Context, _ string, fn func(*db.LintRe
 		return ctx.Err()
 	}
 	for i := range n {
-		l := &db.LintRef{Dependent: db.Target{UID: "dep", Namespace: "a", Name: "dep"},
-			Ref: db.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "gone"}, KindServed: true}
+		l := &db.LintRef{Dependent: api.Target{UID: "dep", Namespace: "a", Name: "dep"},
+			Ref: api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "gone"}, KindServed: true}
 		l.Dependent.Name += string(rune('0' + i))
 		if err := fn(l); err != nil {
 			return err

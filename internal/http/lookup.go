@@ -59,7 +59,7 @@ func objectOf(o *db.Object) api.Object {
 
 // objectOwnerRefsOf are refs as an object's own answers show them: an
 // empty list rather than null.
-func objectOwnerRefsOf(refs []db.OwnerRef) []api.ObjectOwnerRef {
+func objectOwnerRefsOf(refs []api.OwnerRef) []api.ObjectOwnerRef {
 	out := make([]api.ObjectOwnerRef, len(refs))
 	for i, ref := range refs {
 		out[i] = api.ObjectOwnerRef{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID,

@@ -44,9 +44,9 @@ func goldenObjectServer(t *testing.T) *goldenServer {
 	}
 	x := &db.Object{UID: "uid-X", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "X", ResourceVersion: "3",
 		CreationTimestamp: &created, Finalizers: []string{"example.com/x"},
-		OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "uid-A", Controller: boolp(false)}}}
+		OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "uid-A", Controller: boolp(false)}}}
 	q := &db.Object{UID: "uid-Q<&>\"", APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "q\u2028<é>", ResourceVersion: "9",
-		CreationTimestamp: &created, OwnerReferences: []db.OwnerRef{
+		CreationTimestamp: &created, OwnerReferences: []api.OwnerRef{
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "A", UID: "uid-A", BlockOwnerDeletion: boolp(true)},
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "B", UID: "uid-B", Controller: boolp(true), BlockOwnerDeletion: boolp(false)}}}
 	for _, evs := range [][]db.Event{
@@ -57,7 +57,7 @@ func goldenObjectServer(t *testing.T) *goldenServer {
 			t.Fatal(err)
 		}
 	}
-	target := db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "G", UID: "uid-G"}
+	target := api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: "G", UID: "uid-G"}
 	later := created.Add(time.Hour)
 	if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
 		Target: target, ResourceVersion: "7", Reason: "no owner exists", Since: created, NotBefore: &later}); err != nil {
@@ -65,7 +65,7 @@ func goldenObjectServer(t *testing.T) *goldenServer {
 	}
 	for i, e := range []*db.AuditEntry{
 		{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: target, DryRun: true, Outcome: api.OutcomeDryRun, Reason: "no owner exists."},
-		{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a",
+		{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a",
 			Name: "X", UID: "uid-X"}, Outcome: api.OutcomeApplied, Reason: "owner gone"},
 	} {
 		e.Instance, e.Time = "kubegcd-0", created.Add(time.Duration(i)*time.Second)

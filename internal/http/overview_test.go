@@ -17,7 +17,7 @@ func TestOverview(t *testing.T) {
 	now := time.Now().UTC()
 	entry := func(uid string, at time.Time, dryRun bool) *db.AuditEntry {
 		e := &db.AuditEntry{Time: at, Instance: "i", Controller: "ownergc", Rule: "r", Action: "delete", Outcome: api.OutcomeApplied,
-			Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: uid, UID: uid}}
+			Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: uid, UID: uid}}
 		if dryRun {
 			e.DryRun, e.Outcome = true, api.OutcomeDryRun
 		}
@@ -32,7 +32,7 @@ func TestOverview(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "podgc", Action: "delete", Rule: "r",
-		Target: db.Target{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p"}}); err != nil {
+		Target: api.Target{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p"}}); err != nil {
 		t.Fatal(err)
 	}
 	var got api.Overview

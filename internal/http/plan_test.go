@@ -70,7 +70,7 @@ func TestQueryPlans(t *testing.T) {
 	_, store := testServer(t)
 	ctx := context.Background()
 	for _, name := range []string{"G", "E", "L"} {
-		target := db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: name, UID: "uid-" + name}
+		target := api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "a", Name: name, UID: "uid-" + name}
 		if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "ownergc", Rule: "BR-21-03", Action: "delete",
 			Reason: "test", Target: target}); err != nil {
 			t.Fatal(err)

@@ -141,7 +141,7 @@ func BenchmarkStuck(b *testing.B) {
 			o.DeletionTimestamp, o.Finalizers = &deleted, []string{"example.com/hold"}
 		case i%100 == 1 && (i-1)%500 == 0:
 			owner := fmt.Sprintf("cm-%d", i-1)
-			o.OwnerReferences = []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner, BlockOwnerDeletion: boolp(true)}}
+			o.OwnerReferences = []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: owner, BlockOwnerDeletion: boolp(true)}}
 		}
 		evs.add(cms, o)
 	}

@@ -31,7 +31,7 @@ func BenchmarkUIRequests(b *testing.B) {
 			Name: fmt.Sprintf("cm-%d", i), ResourceVersion: "1"}
 		if i > 0 && i%100 == 0 && i <= 50_000 {
 			// cm-0 owns 500 ConfigMaps of its namespace.
-			o.OwnerReferences = []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "cm-0", UID: "cm-0", Controller: boolp(true)}}
+			o.OwnerReferences = []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "cm-0", UID: "cm-0", Controller: boolp(true)}}
 		}
 		evs.add(cms, o)
 	}
@@ -41,7 +41,7 @@ func BenchmarkUIRequests(b *testing.B) {
 	for i := range 100_000 {
 		audit = append(audit, &db.AuditEntry{Time: now.Add(-time.Duration(i) * 864 * time.Millisecond), Instance: "i", Controller: "ownergc",
 			Rule: "BR-21-01", Action: "delete", Outcome: api.OutcomeApplied, Reason: "no owner exists",
-			Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprintf("ns-%d", i%100), Name: fmt.Sprintf("gone-%d", i), UID: fmt.Sprintf("gone-%d", i)}})
+			Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprintf("ns-%d", i%100), Name: fmt.Sprintf("gone-%d", i), UID: fmt.Sprintf("gone-%d", i)}})
 		if len(audit) == 1000 {
 			if err := store.Ledger().InsertAudits(ctx, audit); err != nil {
 				b.Fatal(err)
@@ -51,7 +51,7 @@ func BenchmarkUIRequests(b *testing.B) {
 	}
 	for i := range 2000 {
 		if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: "ownergc", Action: "delete", Rule: "BR-21-01", Reason: "no owner exists",
-			Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprintf("ns-%d", i%100), Name: fmt.Sprintf("cm-%d", i), UID: fmt.Sprintf("cm-%d", i)}}); err != nil {
+			Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: fmt.Sprintf("ns-%d", i%100), Name: fmt.Sprintf("cm-%d", i), UID: fmt.Sprintf("cm-%d", i)}}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -98,9 +99,9 @@ func toObject(m metav1.Object, apiVersion, kind string) *db.Object {
 	}
 	refs := m.GetOwnerReferences()
 	if len(refs) > 0 {
-		o.OwnerReferences = make([]db.OwnerRef, len(refs))
+		o.OwnerReferences = make([]api.OwnerRef, len(refs))
 		for i, r := range refs {
-			o.OwnerReferences[i] = db.OwnerRef{
+			o.OwnerReferences[i] = api.OwnerRef{
 				APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: string(r.UID),
 				Controller: r.Controller, BlockOwnerDeletion: r.BlockOwnerDeletion,
 			}

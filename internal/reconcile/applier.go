@@ -38,7 +38,7 @@ type Decision struct {
 	Controller string
 	Rule       string
 	Action     string
-	Target     db.Target
+	Target     api.Target
 	// ResourceVersion of the target the decision was made on.
 	ResourceVersion string
 	Reason          string

@@ -91,7 +91,7 @@ func (a *testApplier) restart(t *testing.T, opts ApplierOptions) *testApplier {
 
 func decision(uid string) Decision {
 	return Decision{Controller: "ownergc", Rule: "BR-21-01", Action: "delete", ResourceVersion: "1",
-		Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}, Reason: "test"}
+		Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}, Reason: "test"}
 }
 
 func patch(uid string) Decision {

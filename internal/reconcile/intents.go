@@ -17,7 +17,7 @@ import (
 
 // LiveUID returns the UID of the object at t's coordinates in the cluster
 // now, "" when there is none, or an error when the cluster cannot say.
-type LiveUID func(ctx context.Context, t db.Target) (string, error)
+type LiveUID func(ctx context.Context, t api.Target) (string, error)
 
 // ErrKindNotServed is LiveUID's error for a target whose kind the cluster
 // does not serve (as far as discovery knows): nothing can be read of it,
@@ -89,7 +89,7 @@ func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
 // MetadataLiveUID reads targets through client, resolving their kinds to
 // resources through discovery as the database records it.
 func MetadataLiveUID(store KindResolver, client metadata.Interface) LiveUID {
-	return func(ctx context.Context, t db.Target) (string, error) {
+	return func(ctx context.Context, t api.Target) (string, error) {
 		gv, err := schema.ParseGroupVersion(t.APIVersion)
 		if err != nil {
 			return "", fmt.Errorf("%w: apiVersion %q: %w", ErrKindNotServed, t.APIVersion, err)

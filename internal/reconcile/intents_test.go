@@ -106,7 +106,7 @@ func TestRecoverIntents(t *testing.T) {
 				t.Fatal(err)
 			}
 			a = a.restart(t, ApplierOptions{})
-			live := func(ctx context.Context, target db.Target) (string, error) {
+			live := func(ctx context.Context, target api.Target) (string, error) {
 				if target != d.Target {
 					t.Errorf("looked up %+v, want %+v", target, d.Target)
 				}

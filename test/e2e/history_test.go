@@ -18,11 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/db"
 )
 
 type historyJSON struct {
-	Target *db.Target `json:"target"`
+	Target *api.Target `json:"target"`
 	Items  []struct {
 		Time            time.Time `json:"time"`
 		Event           string    `json:"event"`

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
@@ -26,7 +27,7 @@ func TestOneOwnerGETForItsDependents(t *testing.T) {
 	for i := range n {
 		deps = append(deps, &db.Object{UID: fmt.Sprintf("dep-%03d", i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "default",
 			Name: fmt.Sprintf("dep-%03d", i), ResourceVersion: "1",
-			OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner-uid"}}})
+			OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner-uid"}}})
 	}
 	f.list(t, "1", deps...)
 	getsBefore := e2eutil.APIRequests(t, f.kube, "GET", "configmaps").Sum()

@@ -7,7 +7,7 @@ import (
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
@@ -91,6 +91,6 @@ func decide(c candidate, now time.Time) (reconcile.Decision, verdict) {
 		facts["renewTime"] = c.RenewTime.UTC()
 	}
 	return reconcile.Decision{Controller: Name, Rule: ruleExpired, Action: actionDelete,
-		Target:          db.Target{APIVersion: c.APIVersion, Kind: kind, Namespace: c.Namespace, Name: c.Name, UID: c.UID},
+		Target:          api.Target{APIVersion: c.APIVersion, Kind: kind, Namespace: c.Namespace, Name: c.Name, UID: c.UID},
 		ResourceVersion: c.ResourceVersion, Reason: reason, Facts: facts, DecidedAt: now}, verdictDelete
 }

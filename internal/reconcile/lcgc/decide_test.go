@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // now is the tests' fixed clock.
@@ -52,7 +51,7 @@ func TestDecide(t *testing.T) {
 				}
 				return
 			}
-			want := db.Target{APIVersion: "coordination.k8s.io/v1beta1", Kind: "LeaseCandidate", Namespace: "kube-system", Name: "kcm-a", UID: "uid-a"}
+			want := api.Target{APIVersion: "coordination.k8s.io/v1beta1", Kind: "LeaseCandidate", Namespace: "kube-system", Name: "kcm-a", UID: "uid-a"}
 			if diff := cmp.Diff(want, d.Target); diff != "" {
 				t.Errorf("target (-want +got):\n%s", diff)
 			}

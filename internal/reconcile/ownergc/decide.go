@@ -44,7 +44,7 @@ var errKnownAbsent = errors.New("owner known absent")
 // kind, which can never resolve (BR-21-07).
 var errInvalidNamespace = errors.New("cluster-scoped object names a namespaced owner kind")
 
-func ruleRef(ref db.OwnerRef) gcrules.Ref {
+func ruleRef(ref api.OwnerRef) gcrules.Ref {
 	return gcrules.Ref{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID,
 		BlockOwnerDeletion: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion}
 }
@@ -53,7 +53,7 @@ func ruleRef(ref db.OwnerRef) gcrules.Ref {
 // the mirror when it shows the owner, else by a live GET (an owner missing
 // from the mirror is only suspected absent), remembering confirmed
 // absences — and lets gcrules classify it.
-func (c *Controller) classify(ctx context.Context, obj *db.Object, ref db.OwnerRef) (refFact, error) {
+func (c *Controller) classify(ctx context.Context, obj *db.Object, ref api.OwnerRef) (refFact, error) {
 	fact := refFact{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}
 	gvr, namespaced, err := c.gvrFor(ctx, ref.APIVersion, ref.Kind)
 	if err != nil {
@@ -162,7 +162,7 @@ func (c *Controller) ownerFacts(uid, apiVersion, kind, namespace, name string, d
 		Deleting: deleting || c.overlay.isForeground(uid), Finalizers: c.overlay.finalizers(uid, finalizers)}
 }
 
-func (c *Controller) warnInvalidNamespace(obj *db.Object, ref db.OwnerRef, msg string) {
+func (c *Controller) warnInvalidNamespace(obj *db.Object, ref api.OwnerRef, msg string) {
 	if c.opts.Applier.DryRun() || c.opts.Recorder == nil {
 		return
 	}
@@ -176,7 +176,7 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 	refs := c.refs(obj)
 	facts := make([]refFact, 0, len(refs))
 	in := gcrules.Object{Finalizers: c.finalizers(obj)}
-	var invalid *db.OwnerRef
+	var invalid *api.OwnerRef
 	for _, ref := range refs {
 		fact, err := c.classify(ctx, obj, ref)
 		switch {
@@ -215,7 +215,7 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 }
 
 // carryOut applies one decision of gcrules.Plan about obj.
-func (c *Controller) carryOut(ctx context.Context, obj *db.Object, facts []refFact, decided time.Time, invalid *db.OwnerRef, plan gcrules.Decision) error {
+func (c *Controller) carryOut(ctx context.Context, obj *db.Object, facts []refFact, decided time.Time, invalid *api.OwnerRef, plan gcrules.Decision) error {
 	d := reconcile.Decision{Controller: Name, Target: db.TargetOf(obj), ResourceVersion: obj.ResourceVersion, Facts: facts, DecidedAt: decided,
 		Rule: plan.Rule, Action: plan.Action, Reason: plan.Reason}
 	switch plan.Action {
@@ -318,7 +318,7 @@ func (c *Controller) cycleDependent(deps []db.Dependent) string {
 
 // keepInvalidNamespace records that a cluster-scoped object naming a
 // namespaced owner kind is kept, and warns on it, once per version.
-func (c *Controller) keepInvalidNamespace(ctx context.Context, obj *db.Object, ref db.OwnerRef, d reconcile.Decision) error {
+func (c *Controller) keepInvalidNamespace(ctx context.Context, obj *db.Object, ref api.OwnerRef, d reconcile.Decision) error {
 	isNew, err := c.opts.Applier.Record(ctx, d)
 	if err != nil {
 		return err
@@ -518,7 +518,7 @@ func (c *Controller) patchMeta(ctx context.Context, o *db.Object, fields map[str
 	return unservedPath(err, gvr, o.Name)
 }
 
-func ownerRefsJSON(refs []db.OwnerRef) []metav1.OwnerReference {
+func ownerRefsJSON(refs []api.OwnerRef) []metav1.OwnerReference {
 	out := make([]metav1.OwnerReference, 0, len(refs))
 	for _, r := range refs {
 		out = append(out, metav1.OwnerReference{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: types.UID(r.UID),
@@ -528,7 +528,7 @@ func ownerRefsJSON(refs []db.OwnerRef) []metav1.OwnerReference {
 }
 
 func (c *Controller) removeOwnerRefs(ctx context.Context, o *db.Object, owners []string) error {
-	var keep []db.OwnerRef
+	var keep []api.OwnerRef
 	for _, r := range o.OwnerReferences {
 		if !slices.Contains(owners, r.UID) {
 			keep = append(keep, r)
@@ -542,7 +542,7 @@ func (c *Controller) removeOwnerRefs(ctx context.Context, o *db.Object, owners [
 }
 
 func (c *Controller) unblockOwnerRefs(ctx context.Context, o *db.Object) error {
-	refs := make([]db.OwnerRef, len(o.OwnerReferences))
+	refs := make([]api.OwnerRef, len(o.OwnerReferences))
 	copy(refs, o.OwnerReferences)
 	for i := range refs {
 		if refs[i].BlockOwnerDeletion != nil && *refs[i].BlockOwnerDeletion {

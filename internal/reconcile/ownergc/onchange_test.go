@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -45,7 +46,7 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 			ctx := context.Background()
 			store := dbtest.Open(t)
 			if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: Name, Rule: "r", Action: "delete", Reason: "x",
-				Target: db.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held", UID: "held"}}); err != nil {
+				Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held", UID: "held"}}); err != nil {
 				t.Fatal(err)
 			}
 			applier, err := reconcile.NewApplier(reconcile.ApplierOptions{DB: store.Ledger(), Instance: "test",

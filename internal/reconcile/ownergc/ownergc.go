@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -498,11 +499,11 @@ func (c *Controller) finalizers(o *db.Object) []string {
 }
 
 // refs returns obj's owner references, less those dry-run has removed.
-func (c *Controller) refs(o *db.Object) []db.OwnerRef {
+func (c *Controller) refs(o *db.Object) []api.OwnerRef {
 	if c.overlay == nil {
 		return o.OwnerReferences
 	}
-	var out []db.OwnerRef
+	var out []api.OwnerRef
 	for _, r := range o.OwnerReferences {
 		if !c.overlay.refRemoved(o.UID, r.UID) {
 			if c.overlay.refUnblocked(o.UID, r.UID) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -76,7 +77,7 @@ func TestDryRunForegroundReason(t *testing.T) {
 				uid := "dep-" + string(rune('1'+i))
 				events = append(events, db.Event{ResourceID: rid, Object: &db.Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap",
 					Namespace: "ns", Name: "held-" + uid, ResourceVersion: "6",
-					OwnerReferences: []db.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "held-owner", UID: "owner", BlockOwnerDeletion: block(b)}}}})
+					OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "held-owner", UID: "owner", BlockOwnerDeletion: block(b)}}}})
 			}
 			if _, err := store.Mirror().ApplyEvents(ctx, events); err != nil {
 				t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
@@ -68,7 +68,7 @@ func decideStorageVersion(sv *apiserverinternalv1alpha1.StorageVersion, leases m
 		return storageVersionAction{}, false
 	}
 	why := fmt.Sprintf("entries of API servers without a kube-apiserver identity lease in kube-system (looked up live): %v", removed)
-	target := db.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: sv.Name, UID: string(sv.UID)}
+	target := api.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: sv.Name, UID: string(sv.UID)}
 	facts := map[string]any{"removedServers": removed, "keptEntries": len(kept)}
 	d := reconcile.Decision{Controller: Name, Rule: ruleNoLease, Action: actionRemove, Target: target, ResourceVersion: sv.ResourceVersion,
 		Reason: why, Facts: facts, DecidedAt: now}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
@@ -197,7 +197,7 @@ func TestDecideStorageVersion(t *testing.T) {
 				facts[k] = v
 			}
 			want := reconcile.Decision{Controller: Name, Rule: c.wantRule, Action: c.wantAction,
-				Target:          db.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: c.sv.Name, UID: "uid-sv"},
+				Target:          api.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: c.sv.Name, UID: "uid-sv"},
 				ResourceVersion: "5", Reason: reasonPrefix + c.wantReasonEnd, Facts: facts, DecidedAt: t1}
 			if diff := cmp.Diff(want, act.decision); diff != "" {
 				t.Errorf("decision (-want +got):\n%s", diff)

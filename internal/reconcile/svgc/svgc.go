@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/promutil"
@@ -49,7 +50,7 @@ const (
 type Store interface {
 	ResourceID(ctx context.Context, group, version, resource string) (int64, error)
 	ServersWithoutLease(ctx context.Context) ([]string, error)
-	StorageVersionsWithoutLease(ctx context.Context) ([]db.Target, error)
+	StorageVersionsWithoutLease(ctx context.Context) ([]api.Target, error)
 	StorageVersionsOf(ctx context.Context, serverID string) ([]string, error)
 }
 

@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -39,7 +40,7 @@ const (
 type fakeStore struct {
 	mu              sync.Mutex
 	serversNoLease  []string
-	svsNoLease      []db.Target
+	svsNoLease      []api.Target
 	storageVersions map[string][]string // by server
 	errors          map[string]error    // by method
 }
@@ -75,7 +76,7 @@ func (s *fakeStore) ServersWithoutLease(ctx context.Context) ([]string, error) {
 	return slices.Clone(s.serversNoLease), s.errors["ServersWithoutLease"]
 }
 
-func (s *fakeStore) StorageVersionsWithoutLease(ctx context.Context) ([]db.Target, error) {
+func (s *fakeStore) StorageVersionsWithoutLease(ctx context.Context) ([]api.Target, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.svsNoLease), s.errors["StorageVersionsWithoutLease"]
@@ -326,7 +327,7 @@ func TestScanOnce(t *testing.T) {
 	t.Run("queues what the mirror shows without a Lease", func(t *testing.T) {
 		h := newHarness(t, false)
 		h.store.serversNoLease = []string{"a", "b"}
-		h.store.svsNoLease = []db.Target{{Name: "apps.deployments", UID: "uid-1"}, {Name: "v1.pods", UID: "uid-2"}}
+		h.store.svsNoLease = []api.Target{{Name: "apps.deployments", UID: "uid-1"}, {Name: "v1.pods", UID: "uid-2"}}
 		if err := h.c.scanOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
