@@ -180,13 +180,6 @@ func cascadeHasDependents(ctx context.Context, q querier, objs []*CascadeObject)
 		func(uid string) { byUID[uid].HasDependents = true }, jsonOrNull(leaves))
 }
 
-func cascadeBool(b sql.NullBool) *bool {
-	if !b.Valid {
-		return nil
-	}
-	return &b.Bool
-}
-
 // cascadeWalk reads root and its transitive dependents, breadth first,
 // each owner's in the order of owner_refs_by_owner (dependent, position),
 // each once, at most max of them: the order of a recursive statement's
@@ -398,7 +391,7 @@ func cascadeRefs(ctx context.Context, q querier, objs []*CascadeObject) error {
 			if err := refs.Scan(&k, &r.APIVersion, &r.Kind, &r.Name, &r.UID, &block); err != nil {
 				return err
 			}
-			r.BlockOwnerDeletion = cascadeBool(block)
+			r.BlockOwnerDeletion = nullBool(block)
 			objs[off+k].Refs = append(objs[off+k].Refs, CascadeRef{OwnerRef: r})
 		}
 		return refs.Err()

@@ -173,7 +173,7 @@ func (d *DB) cascadeByStatement(ctx context.Context, uid string, limit int) (*Ca
 				continue
 			}
 			obj.Refs = append(obj.Refs, CascadeRef{OwnerRef: api.OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String,
-				Name: refName.String, UID: refUID.String, BlockOwnerDeletion: cascadeBool(block)}})
+				Name: refName.String, UID: refUID.String, BlockOwnerDeletion: nullBool(block)}})
 			positions[obj] = append(positions[obj], position.Int64)
 		}
 		if err := rows.Err(); err != nil {

@@ -593,17 +593,6 @@ func groupOf(apiVersion string) string {
 	return group
 }
 
-func decodeFinalizers(s sql.NullString) ([]string, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	var out []string
-	if err := json.Unmarshal([]byte(s.String), &out); err != nil {
-		return nil, fmt.Errorf("finalizers: %w", err)
-	}
-	return out, nil
-}
-
 // OwnerRow is one of an object's ownerReferences with the object the
 // mirror holds under its UID (nil when none) and whether the reference's
 // kind is namespaced as discovery knows it. What that makes of the owner is

@@ -176,7 +176,7 @@ func (d *core) lintRefs(ctx context.Context, query string, args []any, fn func(*
 				return err
 			}
 			l.DependentCreated = parseTime(created)
-			l.Ref.Controller, l.Ref.BlockOwnerDeletion = nullBoolPtr(controller), nullBoolPtr(block)
+			l.Ref.Controller, l.Ref.BlockOwnerDeletion = nullBool(controller), nullBool(block)
 			l.KindNamespaced, l.KindServed = kinds[groupKind{groupOf(l.Ref.APIVersion), l.Ref.Kind}]
 			l.Owner = nil
 			if hasOwner {
@@ -234,14 +234,6 @@ func (d Objects) FillDangling(ctx context.Context, refs []*LintRef) error {
 		}
 	}
 	return nil
-}
-
-func nullBoolPtr(b sql.NullBool) *bool {
-	if !b.Valid {
-		return nil
-	}
-	v := b.Bool
-	return &v
 }
 
 // sqlLintObject reads one object's ownerReferences through the primary keys

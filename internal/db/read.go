@@ -343,13 +343,6 @@ func (d *core) storageVersionColumns(ctx context.Context, o *Object) error {
 	return rows.Err()
 }
 
-func nullString(s sql.NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	return &s.String
-}
-
 // ObjectKey names an object for comparisons in tests and tools.
 type ObjectKey struct {
 	UID             string

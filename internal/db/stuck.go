@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -64,31 +63,6 @@ type NamespaceContent struct {
 	// ByKind counts every object left by "Kind" (core) or "Kind.group".
 	ByKind map[string]int
 	Total  int
-}
-
-// IsForegroundDeleting is true for an object being deleted with the
-// foregroundDeletion finalizer: it waits for its blocking dependents.
-func (o *Object) IsForegroundDeleting() bool { return o.deletingWith("foregroundDeletion") }
-
-// IsOrphaning is true for an object being deleted with the orphan
-// finalizer: it waits until no dependent names it.
-func (o *Object) IsOrphaning() bool { return o.deletingWith("orphan") }
-
-func (o *Object) deletingWith(finalizer string) bool {
-	return o.DeletionTimestamp != nil && slices.Contains(o.Finalizers, finalizer)
-}
-
-// DeletionRequested is when deletion was asked for: deletionTimestamp less
-// the grace period (a pod's deletionTimestamp is when its grace ends).
-func (o *Object) DeletionRequested() time.Time {
-	if o.DeletionTimestamp == nil {
-		return time.Time{}
-	}
-	t := *o.DeletionTimestamp
-	if o.DeletionGracePeriodSeconds != nil {
-		t = t.Add(-time.Duration(*o.DeletionGracePeriodSeconds) * time.Second)
-	}
-	return t
 }
 
 // requestedSeconds is an object's DeletionRequested as Unix seconds in SQL.

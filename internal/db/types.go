@@ -1,0 +1,149 @@
+package db
+
+import (
+	"slices"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
+)
+
+// Resource identifies one API resource that kubegcd watches.
+type Resource struct {
+	ID         int64
+	Group      string
+	Version    string
+	Resource   string
+	Kind       string
+	Namespaced bool
+	// ShortNames are those discovery lists (cm, deploy), which lookups by
+	// kind accept; EnsureResource records them.
+	ShortNames []string
+}
+
+// Object is the metadata kubegcd keeps of one cluster object.
+type Object struct {
+	UID                        string
+	APIVersion                 string
+	Kind                       string
+	Namespace                  string
+	Name                       string
+	ResourceVersion            string
+	CreationTimestamp          *time.Time
+	DeletionTimestamp          *time.Time
+	DeletionGracePeriodSeconds *int64
+	Finalizers                 []string
+	OwnerReferences            []api.OwnerRef
+
+	// Typed columns, set for the resources that have them.
+	Pod            *Pod
+	Node           *Node
+	Lease          *Lease
+	LeaseCandidate *LeaseCandidate
+	StorageVersion *StorageVersion
+	// NamespaceStatus is set for a Namespace object.
+	NamespaceStatus *NamespaceStatus
+}
+
+// IsForegroundDeleting is true for an object being deleted with the
+// foregroundDeletion finalizer: it waits for its blocking dependents.
+func (o *Object) IsForegroundDeleting() bool { return o.deletingWith("foregroundDeletion") }
+
+// IsOrphaning is true for an object being deleted with the orphan
+// finalizer: it waits until no dependent names it.
+func (o *Object) IsOrphaning() bool { return o.deletingWith("orphan") }
+
+func (o *Object) deletingWith(finalizer string) bool {
+	return o.DeletionTimestamp != nil && slices.Contains(o.Finalizers, finalizer)
+}
+
+// DeletionRequested is when deletion was asked for: deletionTimestamp less
+// the grace period (a pod's deletionTimestamp is when its grace ends).
+func (o *Object) DeletionRequested() time.Time {
+	if o.DeletionTimestamp == nil {
+		return time.Time{}
+	}
+	t := *o.DeletionTimestamp
+	if o.DeletionGracePeriodSeconds != nil {
+		t = t.Add(-time.Duration(*o.DeletionGracePeriodSeconds) * time.Second)
+	}
+	return t
+}
+
+// Pod holds the pod fields the pod garbage collector decides on.
+type Pod struct {
+	Phase      string
+	Reason     string
+	NodeName   string
+	Generation int64
+	// evictedRank is the pod's first key in the deletion order (0 for an
+	// evicted pod), as the query computed it: a page's cursor carries it.
+	evictedRank int
+}
+
+// Node holds the node fields PodGC and the TTL controller decide on.
+type Node struct {
+	Ready         string // status of the Ready condition, "" when absent
+	Taints        []Taint
+	TTLAnnotation *string
+}
+
+// Taint is a node taint.
+type Taint struct {
+	Key, Value, Effect string
+}
+
+// MarshalJSON writes t as the nodes table keeps it, which PodGC's queries
+// read ($.key): the API's field names, an empty field left out.
+func (t Taint) MarshalJSON() ([]byte, error) {
+	return marshalFields("key", t.Key, "value", t.Value, "effect", t.Effect)
+}
+
+// UnmarshalJSON reads t as the nodes table keeps it.
+func (t *Taint) UnmarshalJSON(b []byte) error {
+	f, err := unmarshalFields(b)
+	*t = Taint{Key: f["key"], Value: f["value"], Effect: f["effect"]}
+	return err
+}
+
+// Lease holds a coordination.k8s.io Lease's spec.
+type Lease struct {
+	HolderIdentity       *string
+	LeaseDurationSeconds *int32
+	AcquireTime          *time.Time
+	RenewTime            *time.Time
+	LeaseTransitions     *int32
+	IdentityLabel        *string // apiserver.kubernetes.io/identity
+	// Strategy and PreferredHolder are set under coordinated leader
+	// election: the strategy that picks the holder, and the holder the
+	// election controller wants next.
+	Strategy        *string
+	PreferredHolder *string
+}
+
+// LeaseCandidate holds a coordination.k8s.io LeaseCandidate's spec: one
+// component standing in the coordinated election of the Lease LeaseName
+// in its namespace.
+type LeaseCandidate struct {
+	LeaseName        string
+	BinaryVersion    string
+	EmulationVersion string
+	Strategy         string
+	// PingTime is when the election controller last asked the candidate
+	// to renew; RenewTime when the candidate last did.
+	PingTime  *time.Time
+	RenewTime *time.Time
+}
+
+// StorageVersion holds a StorageVersion's status.
+type StorageVersion struct {
+	CommonEncodingVersion *string
+	Entries               []StorageVersionEntry
+}
+
+// StorageVersionEntry is one API server's entry in status.storageVersions.
+type StorageVersionEntry struct {
+	APIServerID       string
+	EncodingVersion   string
+	DecodableVersions []string
+	ServedVersions    []string
+}
