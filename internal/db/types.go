@@ -1,6 +1,7 @@
 package db
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -146,4 +147,56 @@ type StorageVersionEntry struct {
 	EncodingVersion   string
 	DecodableVersions []string
 	ServedVersions    []string
+}
+
+// TargetOf returns the Target of a mirrored object.
+func TargetOf(o *Object) api.Target {
+	return api.Target{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}
+}
+
+// AuditEntry is one decision in the history.
+// The API shows it as api.AuditEntry.
+type AuditEntry struct {
+	ID         int64
+	Time       time.Time
+	Instance   string
+	Controller string
+	Rule       string
+	Action     string
+	Target     api.Target
+	// Facts are the rule's facts as JSON, stored as they are.
+	Facts   json.RawMessage
+	Reason  string
+	DryRun  bool
+	Outcome string
+	Error   string
+	// IntentID is the intent this row settles (see Intent): writing the
+	// row resolves it, in the same transaction.
+	IntentID int64
+}
+
+// Settles reports whether e records a decision carried out (applied, or
+// its object already gone): what was pending about its target goes with it.
+func (e *AuditEntry) Settles() bool {
+	return !e.DryRun && (e.Outcome == api.OutcomeApplied || e.Outcome == api.OutcomeNotFound)
+}
+
+// Pending is a decision a controller holds and has not (yet) applied.
+// The API shows it as api.Pending.
+type Pending struct {
+	Controller string
+	Rule       string
+	Action     string
+	Reason     string
+	Since      time.Time
+	// NotBefore, when set, is the earliest time the decision may be acted
+	// on: the end of a quarantine or of a back-off.
+	NotBefore       *time.Time
+	Target          api.Target
+	ResourceVersion string
+}
+
+// key returns p's place in the listing.
+func (p *Pending) key() PendingKey {
+	return PendingKey{Since: p.Since, Controller: p.Controller, UID: p.Target.UID, Action: p.Action}
 }
