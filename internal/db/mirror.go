@@ -558,3 +558,21 @@ func (d *core) deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, 
 	}
 	return changes, nil
 }
+
+// Resources lists every recorded resource.
+func (d Mirror) Resources(ctx context.Context) ([]Resource, error) {
+	rows, err := d.query(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources`)
+	if err != nil {
+		return nil, fmt.Errorf("resources: %w", err)
+	}
+	defer rows.Close()
+	var out []Resource
+	for rows.Next() {
+		var r Resource
+		if err := rows.Scan(&r.ID, &r.Group, &r.Version, &r.Resource, &r.Kind, &r.Namespaced); err != nil {
+			return nil, fmt.Errorf("resources: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

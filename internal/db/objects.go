@@ -42,24 +42,6 @@ func (d Objects) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
 	return out, rows.Err()
 }
 
-// Resources lists every recorded resource.
-func (d Mirror) Resources(ctx context.Context) ([]Resource, error) {
-	rows, err := d.query(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources`)
-	if err != nil {
-		return nil, fmt.Errorf("resources: %w", err)
-	}
-	defer rows.Close()
-	var out []Resource
-	for rows.Next() {
-		var r Resource
-		if err := rows.Scan(&r.ID, &r.Group, &r.Version, &r.Resource, &r.Kind, &r.Namespaced); err != nil {
-			return nil, fmt.Errorf("resources: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
 const objectColumns = `o.uid, o.api_version, o.kind, o.namespace, o.name, o.resource_version, o.creation_timestamp,
 	o.deletion_timestamp, o.deletion_grace_period_seconds, o.finalizers`
 
