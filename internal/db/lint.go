@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 // LintRef is one ownerReference with what the mirror knows around it: the
@@ -177,7 +178,7 @@ func (d *core) lintRefs(ctx context.Context, query string, args []any, fn func(*
 			}
 			l.DependentCreated = parseTime(created)
 			l.Ref.Controller, l.Ref.BlockOwnerDeletion = nullBool(controller), nullBool(block)
-			l.KindNamespaced, l.KindServed = kinds[groupKind{groupOf(l.Ref.APIVersion), l.Ref.Kind}]
+			l.KindNamespaced, l.KindServed = kinds[groupKind{gcrules.Group(l.Ref.APIVersion), l.Ref.Kind}]
 			l.Owner = nil
 			if hasOwner {
 				owner.UID = l.Ref.UID

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
 // StuckFilter selects objects being deleted, for /stuck.
@@ -243,7 +245,7 @@ func namespaceContent(ctx context.Context, q querier, namespaces []string, limit
 			return err
 		}
 		key := kind
-		if g, _, ok := strings.Cut(apiVersion, "/"); ok {
+		if g := gcrules.Group(apiVersion); g != "" {
 			key += "." + g
 		}
 		content[ns].ByKind[key] += n
@@ -332,10 +334,7 @@ func (d Objects) StuckCounts(ctx context.Context, requestedBefore time.Time) (co
 			if err := rows.Scan(&apiVersion, &kind, &n, &oldest); err != nil {
 				return err
 			}
-			group, _, ok := strings.Cut(apiVersion, "/")
-			if !ok {
-				group = ""
-			}
+			group := gcrules.Group(apiVersion)
 			t := time.UnixMicro(int64(oldest * 1e6)).UTC()
 			// Two versions of one group and kind are one series.
 			if i, ok := byKey[[2]string{group, kind}]; ok {
