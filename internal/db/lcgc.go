@@ -5,13 +5,6 @@ import (
 	"time"
 )
 
-// LCGC is what the LeaseCandidate collector reads: the LeaseCandidates
-// whose renewal has run out.
-type LCGC struct{ Objects }
-
-// LCGC is the LeaseCandidate collector's role.
-func (d *DB) LCGC() LCGC { return LCGC{Objects{d.core}} }
-
 // ExpiredLeaseCandidates returns the LeaseCandidates of the mirror not
 // being deleted whose renewTime is unset or before renewedBefore, by
 // namespace and name. The two terms each search the renew_time index; the

@@ -359,3 +359,18 @@ func (d Objects) ResourceID(ctx context.Context, group, version, resource string
 	}
 	return id, err
 }
+
+// ResourceForKind finds the watched resource serving group/kind.
+func (d Objects) ResourceForKind(ctx context.Context, group, kind string) (*Resource, error) {
+	var r Resource
+	err := d.queryRow(ctx, `SELECT id, api_group, version, resource, kind, namespaced FROM resources
+		WHERE api_group = ? AND kind = ? ORDER BY id LIMIT 1`, group, kind).
+		Scan(&r.ID, &r.Group, &r.Version, &r.Resource, &r.Kind, &r.Namespaced)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resource for %s/%s: %w", group, kind, err)
+	}
+	return &r, nil
+}

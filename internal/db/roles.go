@@ -1,21 +1,29 @@
 package db
 
-// DB is an open kubegcd database. It holds the database's life (Open,
-// Close, the writer, the file's health); what is read and written goes
-// through a role, one for each kind of consumer, whose methods are what
-// that consumer's interface declares:
+// DB is an open kubegcd database. It holds the database's life: Open and
+// Close (db.go), the writer (writer.go, checkpoint.go) and the file's
+// health (corrupt.go, identity.go, alive.go). Everything else goes through
+// a role. Each kind of consumer has its role, whose methods are what that
+// consumer's interface declares. Each role lives in the file of its name:
 //
-//   - Mirror: ingestion's writes (the resources watched, lists, watch
-//     events, resume points);
-//   - Objects: the objects as the cluster holds them now (the graph,
-//     lookups, cascades, lint, stuck deletions, Leases, counts);
-//   - History: the objects' past states;
-//   - Decisions: the audit history and the decisions held pending, read;
-//   - Ledger: the applier's writes (pending decisions, intents, audit rows);
-//   - OwnerGC, PodGC, TTL, SVGC and LCGC: each controller's queries.
+//   - Mirror (mirror.go) writes what ingestion sees: the resources watched,
+//     lists, watch events and resume points.
+//   - Objects (objects.go) reads the objects as the cluster holds them now.
+//     Its larger reads have files of their own: graph.go, graph_closure.go,
+//     graph_walk.go, detail.go, cascade.go, lookup.go, lint.go, stuck.go,
+//     leases.go and counts.go.
+//   - History (history.go, history_at.go) reads the objects' past states.
+//   - Decisions (decisions.go) reads the audit history and the decisions
+//     held pending.
+//   - Ledger (ledger.go, intents.go) writes what the applier decides: the
+//     decisions held pending, the intents and the audit rows.
+//   - OwnerGC, PodGC, TTL, SVGC and LCGC (ownergc.go, podgc.go, ttl.go,
+//     svgc.go, lcgc.go) each hold one controller's queries.
+//   - Reads is the HTTP API's role: Objects, History and Decisions together.
 //
-// A role is a value that shares the one database: making one costs
-// nothing.
+// The roles share the rows of types.go, and fields.go encodes their
+// columns. A role is a value that shares the one database, so making one
+// costs nothing. TestRolesHaveFiles checks that each role has its file.
 type DB struct{ *core }
 
 // Mirror is what ingestion writes and reads of the database.
@@ -48,6 +56,17 @@ type TTL struct{ Objects }
 // and the API servers' identity Leases.
 type SVGC struct{ Objects }
 
+// LCGC is what the LeaseCandidate collector reads: the LeaseCandidates
+// whose renewal has run out.
+type LCGC struct{ Objects }
+
+// Reads is every read the HTTP API makes: Objects, History and Decisions.
+type Reads struct {
+	Objects
+	History
+	Decisions
+}
+
 // Mirror is ingestion's role.
 func (d *DB) Mirror() Mirror { return Mirror{d.core} }
 
@@ -75,12 +94,8 @@ func (d *DB) TTL() TTL { return TTL{Objects{d.core}} }
 // SVGC is the StorageVersion garbage collector's role.
 func (d *DB) SVGC() SVGC { return SVGC{Objects{d.core}} }
 
-// Reads is every read the HTTP API makes: Objects, History and Decisions.
-type Reads struct {
-	Objects
-	History
-	Decisions
-}
+// LCGC is the LeaseCandidate collector's role.
+func (d *DB) LCGC() LCGC { return LCGC{Objects{d.core}} }
 
 // Reads is the HTTP API's role.
 func (d *DB) Reads() Reads { return Reads{Objects{d.core}, History{d.core}, Decisions{d.core}} }
