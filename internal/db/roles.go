@@ -13,6 +13,7 @@ package db
 //     graph_walk.go, detail.go, cascade.go, lookup.go, lint.go, stuck.go,
 //     leases.go and counts.go.
 //   - History (history.go, history_at.go) reads the objects' past states.
+//     Mirror's writes record them (history_record.go).
 //   - Decisions (decisions.go) reads the audit history and the decisions
 //     held pending.
 //   - Ledger (ledger.go, intents.go) writes what the applier decides: the

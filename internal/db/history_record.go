@@ -1,0 +1,261 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
+)
+
+// Write statements of the history, prepared once with the ingest ones.
+const (
+	sqlLastHistory = `SELECT event, owner_refs, finalizers, deletion_timestamp, NULL, NULL, NULL, NULL FROM object_history
+		WHERE uid = ? ORDER BY id DESC LIMIT 1`
+	// A Lease's holder and preferred holder are compared too, and its last
+	// renewal read (before this write replaces it) to tell whether it ran
+	// out in between.
+	sqlLastHistoryLease = `SELECT h.event, h.owner_refs, h.finalizers, h.deletion_timestamp, h.holder, l.renew_time,
+			l.lease_duration_seconds, h.preferred_holder
+		FROM object_history h LEFT JOIN leases l ON l.uid = h.uid WHERE h.uid = ? ORDER BY h.id DESC LIMIT 1`
+	sqlInsertHistory = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
+			finalizers, deletion_timestamp, holder, holder_since, lapsed_at, preferred_holder)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertHistoryOwner = `INSERT OR IGNORE INTO history_owner_refs (owner_uid, dependent_uid) VALUES (?, ?)`
+	// sqlHistoryDeletedUID records, before an object is deleted, its last
+	// state: references and holders from its last history row (owner_refs
+	// and leases rows go with the object), the rest from the mirror.
+	sqlHistoryDeletedUID = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
+			finalizers, deletion_timestamp, holder, preferred_holder)
+		SELECT o.uid, ?, 'deleted', o.api_version, o.kind, o.namespace, o.name, h.owner_refs, o.finalizers,
+			o.deletion_timestamp, h.holder, h.preferred_holder
+		FROM objects o LEFT JOIN object_history h ON h.id = (
+			SELECT max(id) FROM object_history WHERE uid = o.uid)
+		WHERE o.uid = ?`
+	// sqlHistoryGone records the deletion of an object already deleted,
+	// from what its DELETE returned.
+	sqlHistoryGone = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
+			finalizers, deletion_timestamp, holder, preferred_holder)
+		SELECT ?1, ?2, 'deleted', ?3, ?4, ?5, ?6, h.owner_refs, ?7, ?8, h.holder, h.preferred_holder
+		FROM (SELECT 1) LEFT JOIN object_history h ON h.id = (SELECT max(id) FROM object_history WHERE uid = ?1)`
+	// goneColumns are what a DELETE of objects returns for the history.
+	goneColumns = `uid, api_version, kind, namespace, name, finalizers, deletion_timestamp`
+)
+
+var historyWriteQueries = []string{sqlLastHistory, sqlLastHistoryLease, sqlInsertHistory, sqlInsertHistoryOwner, sqlHistoryDeletedUID,
+	sqlHistoryGone}
+
+// historyStatements are the history's part of a write transaction.
+type historyStatements struct {
+	last, lastLease, insert, insertOwner *sql.Stmt
+	// now is when kubegcd saw the changes the transaction writes.
+	now any
+}
+
+func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatements, error) {
+	h := historyStatements{now: formatTime(ptr(d.Now()))}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{{&h.last, sqlLastHistory}, {&h.lastLease, sqlLastHistoryLease}, {&h.insert, sqlInsertHistory},
+		{&h.insertOwner, sqlInsertHistoryOwner}} {
+		st, err := d.txStmt(ctx, tx, p.sql)
+		if err != nil {
+			return h, err
+		}
+		*p.dst = st
+	}
+	return h, nil
+}
+
+// record writes a history row for each ownership fact of o that differs
+// from its last row: one indexed read, and no write for the common update
+// that changes none of them (a status, a label, a lease renewal). It
+// reports whether any fact the owner GC decides on changed (o is new to
+// the mirror, or its references, finalizers or deletion did), and whether
+// o's references differ from those mirrored: the last row
+// of an object in the mirror holds exactly its owner_refs rows (both are
+// written only here and in upsertObject, in one transaction), so an
+// update that keeps its owners need not rewrite them, which pays for the
+// read. A watch event (fromWatch) follows the previous state kubegcd saw
+// with nothing in between, so only then is a Lease renewed after its
+// duration taken for one that ran out; a list may come after a gap in
+// what kubegcd saw.
+func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (ownershipChanged, ownersChanged bool, err error) {
+	refs := jsonOrNull(o.OwnerReferences)
+	deletion := formatTime(o.DeletionTimestamp)
+	var last string
+	var lastRefs, lastFinalizers, lastDeletion, lastHolder, lastRenew, lastPreferred sql.NullString
+	var lastDuration sql.NullInt64
+	query := h.last
+	if o.Lease != nil {
+		query = h.lastLease
+	}
+	var events []string
+	var lease leaseFacts
+	switch err := query.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion, &lastHolder, &lastRenew,
+		&lastDuration, &lastPreferred); {
+	case errors.Is(err, sql.ErrNoRows):
+		events = []string{api.HistoryCreated}
+	case err != nil:
+		return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
+	case last == api.HistoryDeleted:
+		// Back after a relist or a resource dropped too soon: a new life.
+		events = []string{api.HistoryCreated}
+	default:
+		// Every value compared was encoded by this code, so equal facts
+		// are equal text.
+		if !sameText(lastRefs, refs) {
+			events = append(events, api.HistoryOwnersChanged)
+		}
+		if !sameText(lastFinalizers, finalizers) {
+			events = append(events, api.HistoryFinalizersChanged)
+		}
+		if !sameText(lastDeletion, deletion) {
+			events = append(events, api.HistoryDeletionRequested)
+		}
+		if o.Lease != nil {
+			lease = leaseChange(o.Lease, lastHolder.String, parseTime(lastRenew), lastDuration, fromWatch)
+			if lease.changed {
+				events = append(events, api.HistoryHolderChanged)
+			}
+			// A row without the column's value (written before it
+			// existed) counts as none.
+			if o.Lease.preferredHolder() != lastPreferred.String {
+				events = append(events, api.HistoryPreferredHolderChanged)
+			}
+		}
+	}
+	if o.Lease != nil && len(events) > 0 && events[0] == api.HistoryCreated {
+		lease = leaseFacts{holder: o.Lease.holder(), since: o.Lease.since()}
+	}
+	for _, ev := range events {
+		var holder, since, lapsed, preferred any
+		if o.Lease != nil {
+			holder, preferred = o.Lease.holder(), o.Lease.preferredHolder()
+			if ev == api.HistoryCreated || ev == api.HistoryHolderChanged {
+				since, lapsed = formatTime(lease.since), formatTime(lease.lapsed)
+			}
+		}
+		if _, err := h.insert.ExecContext(ctx, o.UID, h.now, ev, o.APIVersion, o.Kind, o.Namespace, o.Name, refs, finalizers,
+			deletion, holder, since, lapsed, preferred); err != nil {
+			return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
+		}
+	}
+	ownersChanged = len(events) > 0 && (events[0] == api.HistoryCreated || events[0] == api.HistoryOwnersChanged)
+	if ownersChanged {
+		for _, r := range o.OwnerReferences {
+			if _, err := h.insertOwner.ExecContext(ctx, r.UID, o.UID); err != nil {
+				return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
+			}
+		}
+	}
+	for _, ev := range events {
+		ownershipChanged = ownershipChanged || (ev != api.HistoryHolderChanged && ev != api.HistoryPreferredHolderChanged)
+	}
+	return ownershipChanged, ownersChanged, nil
+}
+
+// goneObject is an object deleted from the mirror, as its DELETE returned it.
+type goneObject struct {
+	uid, apiVersion, kind, namespace, name string
+	finalizers, deletionTimestamp          sql.NullString
+}
+
+// scanGone reads and closes rows of goneColumns.
+func scanGone(rows *sql.Rows) ([]goneObject, error) {
+	defer rows.Close()
+	var out []goneObject
+	for rows.Next() {
+		var g goneObject
+		if err := rows.Scan(&g.uid, &g.apiVersion, &g.kind, &g.namespace, &g.name, &g.finalizers, &g.deletionTimestamp); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// recordGone writes the deleted row of each object gone.
+func (d *core) recordGone(ctx context.Context, tx *sql.Tx, gone []goneObject) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	st, err := d.txStmt(ctx, tx, sqlHistoryGone)
+	if err != nil {
+		return err
+	}
+	now := formatTime(ptr(d.Now()))
+	for _, g := range gone {
+		if _, err := st.ExecContext(ctx, g.uid, now, g.apiVersion, g.kind, g.namespace, g.name, g.finalizers,
+			g.deletionTimestamp); err != nil {
+			return fmt.Errorf("history of %s: %w", g.uid, err)
+		}
+	}
+	return nil
+}
+
+// leaseFacts is what a Lease's write says of its holder.
+type leaseFacts struct {
+	changed bool
+	holder  string
+	since   *time.Time
+	lapsed  *time.Time
+}
+
+func (l *Lease) holder() string {
+	if l.HolderIdentity == nil {
+		return ""
+	}
+	return *l.HolderIdentity
+}
+
+func (l *Lease) preferredHolder() string {
+	if l.PreferredHolder == nil {
+		return ""
+	}
+	return *l.PreferredHolder
+}
+
+// since is when the Lease's present holder took it, or, when it has none,
+// when it was let go (a release writes renewTime).
+func (l *Lease) since() *time.Time {
+	if l.holder() == "" || l.AcquireTime == nil {
+		return l.RenewTime
+	}
+	return l.AcquireTime
+}
+
+// leaseChange compares a Lease's new spec with the holder of its last row
+// and the renewal the mirror has: the holder changed, or (seen by a watch)
+// the holder renewed it only after it had run out.
+func leaseChange(l *Lease, lastHolder string, lastRenew *time.Time, lastDuration sql.NullInt64, fromWatch bool) leaseFacts {
+	f := leaseFacts{holder: l.holder()}
+	var ranOut *time.Time
+	if fromWatch && lastRenew != nil && lastDuration.Valid {
+		ranOut = ptr(lastRenew.Add(time.Duration(lastDuration.Int64) * time.Second))
+	}
+	switch {
+	case f.holder != lastHolder:
+		f.changed = true
+		f.since = l.since()
+	case f.holder != "" && ranOut != nil && l.RenewTime != nil && l.RenewTime.After(*ranOut):
+		f.changed = true
+		f.since = l.RenewTime
+	default:
+		return f
+	}
+	if ranOut != nil && lastHolder != "" && f.since != nil && f.since.After(*ranOut) {
+		f.lapsed = ranOut
+	}
+	return f
+}
+
+// sameText compares a stored nullable text with a value from jsonOrNull or
+// formatTime (nil or a string).
+func sameText(stored sql.NullString, v any) bool {
+	s, ok := v.(string)
+	return stored.Valid == ok && stored.String == s
+}
