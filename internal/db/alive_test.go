@@ -36,7 +36,7 @@ func TestWriterAlive(t *testing.T) {
 	}
 	failed := make(chan error, 1)
 	go func() {
-		failed <- d.inWriteTx(context.Background(), "blocked", func(tx *sql.Tx) error { return nil })
+		failed <- d.inWriteTx(context.Background(), writeOp{name: "blocked"}, func(tx *sql.Tx) error { return nil })
 	}()
 	if err := <-failed; err == nil {
 		t.Fatal("a write with the lock held outside succeeded")
@@ -53,7 +53,7 @@ func TestWriterAlive(t *testing.T) {
 	release := make(chan struct{})
 	stuck := make(chan struct{})
 	go func() {
-		_ = d.inWriteTx(context.Background(), "stuck", func(*sql.Tx) error {
+		_ = d.inWriteTx(context.Background(), writeOp{name: "stuck"}, func(*sql.Tx) error {
 			close(stuck)
 			<-release
 			return nil

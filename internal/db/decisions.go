@@ -192,7 +192,7 @@ func (d Decisions) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, 
 // an operator releases it, not until the retention runs out.
 func (d Decisions) PruneAudit(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
-	err := d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opAudit, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE time < ? AND id IS NOT (`+sqlLastHold+`)`, formatTime(&cutoff))
 		if err != nil {
 			return err

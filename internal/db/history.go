@@ -94,7 +94,7 @@ func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
 // before cutoff goes entirely.
 func (d History) PruneHistory(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
-	err := d.inWriteTx(ctx, "history", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opHistory, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM object_history WHERE time < ?1 AND (event = 'deleted'
 			OR EXISTS (SELECT 1 FROM object_history n WHERE n.uid = object_history.uid AND n.id > object_history.id
 				AND n.time < ?1))`,

@@ -238,7 +238,7 @@ func BenchmarkHistoryRecordUnchanged(b *testing.B) {
 	b.ResetTimer()
 	cpu.start()
 	for range b.N {
-		err := d.inWriteTx(ctx, "bench", func(tx *sql.Tx) error {
+		err := d.inWriteTx(ctx, writeOp{name: "bench"}, func(tx *sql.Tx) error {
 			s, err := d.prepare(ctx, tx)
 			if err != nil {
 				return err

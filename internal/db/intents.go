@@ -41,7 +41,7 @@ func (d Ledger) InsertIntent(ctx context.Context, in *Intent) error {
 	if len(e.Facts) > 0 {
 		facts = string(e.Facts)
 	}
-	err := d.inWriteTx(ctx, "intent", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opIntent, func(tx *sql.Tx) error {
 		st, err := d.txStmt(ctx, tx, sqlInsertIntent)
 		if err != nil {
 			return err
@@ -75,7 +75,7 @@ func (d *core) resolveIntent(ctx context.Context, tx *sql.Tx, id int64) error {
 // WithdrawIntent deletes the intent of a write that was not sent after
 // all, which needs no audit row.
 func (d Ledger) WithdrawIntent(ctx context.Context, id int64) error {
-	return d.inWriteTx(ctx, "intent", func(tx *sql.Tx) error { return d.resolveIntent(ctx, tx, id) })
+	return d.inWriteTx(ctx, opIntent, func(tx *sql.Tx) error { return d.resolveIntent(ctx, tx, id) })
 }
 
 // OpenIntents returns the intents without an outcome, oldest first.
@@ -122,7 +122,7 @@ func (d Ledger) RecordFailure(ctx context.Context, p *Pending, e *AuditEntry) (b
 		e.Time = d.Now()
 	}
 	var isNew bool
-	err := d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opAudit, func(tx *sql.Tx) error {
 		var err error
 		if isNew, err = d.upsertPending(ctx, tx, p); err != nil {
 			return err
@@ -143,7 +143,7 @@ func (d Ledger) SettleIntent(ctx context.Context, e *AuditEntry, p *Pending) err
 	if p == nil {
 		return d.InsertAudits(ctx, []*AuditEntry{e})
 	}
-	return d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
+	return d.inWriteTx(ctx, opAudit, func(tx *sql.Tx) error {
 		if _, err := d.upsertPending(ctx, tx, p); err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ func (d Ledger) InsertAudit(ctx context.Context, e *AuditEntry) error {
 	if e.Time.IsZero() {
 		e.Time = d.Now()
 	}
-	return d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error { return d.insertAudit(ctx, tx, e) })
+	return d.inWriteTx(ctx, opAudit, func(tx *sql.Tx) error { return d.insertAudit(ctx, tx, e) })
 }
 
 const (
@@ -54,7 +54,7 @@ func (d *core) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error
 // entry that settles a decision also removes what was pending about its
 // target.
 func (d Ledger) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
-	return d.inWriteTx(ctx, "audit", func(tx *sql.Tx) error {
+	return d.inWriteTx(ctx, opAudit, func(tx *sql.Tx) error {
 		for _, e := range entries {
 			if e.Time.IsZero() {
 				e.Time = d.Now()
@@ -131,7 +131,7 @@ func (d Ledger) LastHold(ctx context.Context) (action string, at time.Time, err 
 // An unchanged decision keeps its original Since.
 func (d Ledger) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
 	var isNew bool
-	err := d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opPending, func(tx *sql.Tx) error {
 		var err error
 		isNew, err = d.upsertPending(ctx, tx, p)
 		return err
@@ -182,7 +182,7 @@ func (d *core) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool,
 
 // ClearPending forgets the decisions a controller held about uid.
 func (d Ledger) ClearPending(ctx context.Context, controller, uid string) error {
-	return d.inWriteTx(ctx, "pending", func(tx *sql.Tx) error {
+	return d.inWriteTx(ctx, opPending, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, sqlDeletePending, controller, uid)
 		return err
 	})
@@ -246,7 +246,7 @@ func (d Ledger) WriteApplied(take func() []AppliedRow, done func(rows []AppliedR
 	var taken, written []AppliedRow
 	var failed []error
 	runs := 0
-	d.inWriteTxAsync("audit", appliedLinger, func(tx *sql.Tx) error {
+	d.inWriteTxAsync(opAudit, appliedLinger, func(tx *sql.Tx) error {
 		if runs == 0 {
 			taken = take()
 		}

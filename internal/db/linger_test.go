@@ -22,7 +22,7 @@ func lingerWrite(d *DB, name string, linger time.Duration, runs *atomic.Int32) c
 			VALUES ('example.com', 'v1', ?, 'K', 1, 0)`, name)
 		return err
 	}
-	d.inWriteTxAsync("linger", linger, insert, func(err error) { done <- err })
+	d.inWriteTxAsync(writeOp{name: "linger"}, linger, insert, func(err error) { done <- err })
 	return done
 }
 
@@ -84,7 +84,7 @@ func TestLedgerWriteTakesHeldWrites(t *testing.T) {
 	done := lingerWrite(d, "held", time.Hour, &runs)
 	applied := &AuditEntry{Time: time.Now(), Controller: "gc", Action: "delete", Outcome: "applied", Target: api.Target{UID: "a"}}
 	heldAudit := make(chan error, 1)
-	d.inWriteTxAsync("audit", time.Hour, func(tx *sql.Tx) error { return d.insertAudit(ctx, tx, applied) },
+	d.inWriteTxAsync(opAudit, time.Hour, func(tx *sql.Tx) error { return d.insertAudit(ctx, tx, applied) },
 		func(err error) { heldAudit <- err })
 	pause := &AuditEntry{Controller: "kubegcd", Action: "pause", Outcome: "applied"}
 	if err := d.Ledger().InsertAudit(ctx, pause); err != nil {

@@ -270,7 +270,7 @@ func (d Mirror) ApplyEvents(ctx context.Context, events []Event) ([]Change, erro
 // the same transaction: a crash keeps both or neither.
 func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string, events []Event) ([]Change, error) {
 	changes := make([]Change, 0, len(events))
-	err := d.inWriteTx(ctx, "events", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opEvents, func(tx *sql.Tx) error {
 		changes = changes[:0]
 		if resourceID != 0 {
 			if err := setResumeVersion(ctx, tx, resourceID, resourceVersion); err != nil {
@@ -366,7 +366,7 @@ const (
 // out unsynced.
 func (d Mirror) EnsureResource(ctx context.Context, r Resource) (int64, error) {
 	var id int64
-	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `INSERT INTO resources (api_group, version, resource, kind, namespaced, short_names, synced)
 			VALUES (?, ?, ?, ?, ?, ?, 0)
 			ON CONFLICT (api_group, version, resource) DO UPDATE SET kind = excluded.kind,
@@ -378,7 +378,7 @@ func (d Mirror) EnsureResource(ctx context.Context, r Resource) (int64, error) {
 
 // SetSynced records whether a resource's mirror is live.
 func (d Mirror) SetSynced(ctx context.Context, resourceID int64, synced bool) error {
-	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+	return d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE resources SET synced = ? WHERE id = ?`, synced, resourceID)
 		return err
 	})
@@ -387,7 +387,7 @@ func (d Mirror) SetSynced(ctx context.Context, resourceID int64, synced bool) er
 // MarkAllUnsynced is called at start: nothing in the mirror is live until
 // its resource has been listed again.
 func (d Mirror) MarkAllUnsynced(ctx context.Context) error {
-	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+	return d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE resources SET synced = 0`)
 		return err
 	})
@@ -399,7 +399,7 @@ func (d Mirror) MarkAllUnsynced(ctx context.Context) error {
 // lists again.
 func (d Mirror) BeginList(ctx context.Context, resourceID int64) (int64, error) {
 	var epoch int64
-	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `UPDATE resources SET sync_epoch = sync_epoch + 1, resume_resource_version = ''
 			WHERE id = ? RETURNING sync_epoch`, resourceID).Scan(&epoch)
 	})
@@ -409,7 +409,7 @@ func (d Mirror) BeginList(ctx context.Context, resourceID int64) (int64, error) 
 // SetResumeVersion records that the mirror of a resource holds every
 // change up to resourceVersion, as a watch bookmark with no events tells.
 func (d Mirror) SetResumeVersion(ctx context.Context, resourceID int64, resourceVersion string) error {
-	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+	return d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		return setResumeVersion(ctx, tx, resourceID, resourceVersion)
 	})
 }
@@ -422,7 +422,7 @@ func setResumeVersion(ctx context.Context, tx *sql.Tx, resourceID int64, resourc
 // ForgetResumePoints clears every resource's resume point: the next start
 // of each lists it.
 func (d Mirror) ForgetResumePoints(ctx context.Context) error {
-	return d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+	return d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ''`)
 		return err
 	})
@@ -459,7 +459,7 @@ func (d Mirror) ResumeVersion(ctx context.Context, resourceID int64) (string, er
 // back to the default after the commit: a cache that large, kept, fills
 // with the pages of every later write.
 func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*Object) error {
-	err := d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
 		if err := setWriterCache(ctx, tx, listCacheKB); err != nil {
 			return err
 		}
@@ -476,7 +476,7 @@ func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs
 	})
 	// The page is committed or lost: a failure to shrink the cache loses
 	// nothing.
-	_ = d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
+	_ = d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
 		if err := setWriterCache(ctx, tx, defaultCacheKB); err != nil {
 			return err
 		}
@@ -505,7 +505,7 @@ func setWriterCache(ctx context.Context, tx *sql.Tx, kb int) error {
 // not return, marks the resource synced, and returns the removed objects.
 func (d Mirror) FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]Change, error) {
 	var changes []Change
-	err := d.inWriteTx(ctx, "list", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
 		var err error
 		changes, err = d.deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ?`,
 			resourceID, epoch)
@@ -524,7 +524,7 @@ func (d Mirror) FinishList(ctx context.Context, resourceID, epoch int64, resourc
 // objects, and returns the removed objects.
 func (d Mirror) DeleteResource(ctx context.Context, resourceID int64) ([]Change, error) {
 	var changes []Change
-	err := d.inWriteTx(ctx, "resource", func(tx *sql.Tx) error {
+	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		var err error
 		changes, err = d.deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ?`, resourceID)
 		if err != nil {

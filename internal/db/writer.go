@@ -14,10 +14,33 @@ const maxGroup = 256
 // errClosed is returned for writes after Close.
 var errClosed = errors.New("database is closed")
 
+// writeOp is a kind of write. It says where the writer puts a write in its
+// group.
+type writeOp struct {
+	// name labels the write's metrics and errors.
+	name string
+	// afterHeld puts the write after the held writes of its group (see
+	// runWriter).
+	afterHeld bool
+}
+
+// The kinds of write. The ledger's writes go after the held ones: audit
+// rows then keep the order of the writes they record, and an applied row
+// clears pending rows before a later decision writes new ones.
+var (
+	opResource = writeOp{name: "resource"}
+	opList     = writeOp{name: "list"}
+	opEvents   = writeOp{name: "events"}
+	opHistory  = writeOp{name: "history"}
+	opIntent   = writeOp{name: "intent"}
+	opAudit    = writeOp{name: "audit", afterHeld: true}
+	opPending  = writeOp{name: "pending", afterHeld: true}
+)
+
 // writeReq is one caller's write, waiting for its turn on the writer.
 type writeReq struct {
 	ctx    context.Context
-	op     string
+	op     writeOp
 	fn     func(*sql.Tx) error
 	start  time.Time
 	done   chan error
@@ -34,33 +57,34 @@ type writeReq struct {
 // each, while a failing write still rolls back only itself (see runGroup).
 // fn may run more than once: it must derive everything from tx and set
 // its outputs anew each time.
-func (d *core) inWriteTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (d *core) inWriteTx(ctx context.Context, op writeOp, fn func(tx *sql.Tx) error) error {
 	req := &writeReq{ctx: ctx, op: op, fn: fn, start: time.Now(), done: make(chan error, 1)}
 	select {
 	case d.writes <- req:
 	case <-ctx.Done():
-		return fmt.Errorf("database %s: %w", op, ctx.Err())
+		return fmt.Errorf("database %s: %w", op.name, ctx.Err())
 	case <-d.writerDone:
-		return fmt.Errorf("database %s: %w", op, errClosed)
+		return fmt.Errorf("database %s: %w", op.name, errClosed)
 	}
 	// Wait even if ctx ends: fn may be running and still touching the
 	// caller's variables.
 	return <-req.done
 }
 
-// inWriteTxAsync queues fn like inWriteTx and returns at once, without
-// waiting for the write nor for room in the writer's queue: when the queue
-// is full, a goroutine of its own waits for the room. Requests queued while
+// inWriteTxAsync queues fn like inWriteTx and returns at once. It waits
+// neither for the write nor for room in the writer's queue: when the queue
+// is full, a goroutine of its own waits for room. Requests queued while
 // there is room keep their order. onDone, if set, gets the result on the
-// writer's goroutine. Close commits whatever is still queued; a request
+// writer's goroutine. Close commits whatever is still queued. A request
 // still waiting for room when the writer has stopped gets errClosed.
 //
-// A request with a linger that comes within linger of the last such
-// request's run waits until linger after that run, so that a caller whose
-// fn takes what it queued meanwhile writes it all in one transaction (see
-// WriteApplied); one that comes later runs at once. Close runs a held
+// A positive linger spaces out the runs of such requests. A request that
+// comes less than linger after the last one ran is held until linger after
+// that run. One that comes later runs at once. While a request is held,
+// its caller may queue more rows, and its fn takes them all when it runs,
+// so that they share one transaction (see WriteApplied). Close runs a held
 // request at once.
-func (d *core) inWriteTxAsync(op string, linger time.Duration, fn func(tx *sql.Tx) error, onDone func(error)) {
+func (d *core) inWriteTxAsync(op writeOp, linger time.Duration, fn func(tx *sql.Tx) error, onDone func(error)) {
 	req := &writeReq{ctx: context.Background(), op: op, fn: fn, start: time.Now(), done: make(chan error, 1), onDone: onDone,
 		linger: linger}
 	queue := func() {
@@ -68,7 +92,7 @@ func (d *core) inWriteTxAsync(op string, linger time.Duration, fn func(tx *sql.T
 		case d.writes <- req:
 		case <-d.writerDone:
 			if onDone != nil {
-				onDone(fmt.Errorf("database %s: %w", op, errClosed))
+				onDone(fmt.Errorf("database %s: %w", op.name, errClosed))
 			}
 		}
 	}
@@ -85,97 +109,116 @@ func (d *core) inWriteTxAsync(op string, linger time.Duration, fn func(tx *sql.T
 // still queued or held.
 func (d *core) runWriter() {
 	defer close(d.writerDone)
-	// held are the requests that linger (see inWriteTxAsync); they run
-	// together once the linger after the last such run is over. One that
-	// comes later than that runs at once: the writer holds requests only
-	// in a stream of them.
-	var held []*writeReq
-	var due <-chan time.Time
-	var lastRun time.Time
-	hold := func(r *writeReq) bool {
-		if r.linger <= 0 {
-			return false
-		}
-		if len(held) == 0 {
-			wait := time.Until(lastRun.Add(r.linger))
-			if wait <= 0 {
-				lastRun = time.Now()
-				return false
-			}
-			due = time.After(wait)
-		}
-		held = append(held, r)
-		return true
-	}
-	// release adds the held requests to batch.
-	release := func(batch []*writeReq) []*writeReq {
-		if len(held) == 0 {
-			return batch
-		}
-		now := time.Now()
-		lastRun = now
-		for _, r := range held {
-			r.start = now // its write time, not its linger
-		}
-		batch = append(batch, held...)
-		held, due = nil, nil
-		return batch
-	}
-	// A write of the ledger runs after the held ones, in its group: the
-	// audit rows keep the order of the writes they record, and an applied
-	// row clears pending rows before a later decision writes new ones.
-	add := func(batch []*writeReq, r *writeReq) []*writeReq {
-		if r.op == "audit" || r.op == "pending" {
-			batch = release(batch)
-		}
-		return append(batch, r)
-	}
+	var h holding
 	for {
 		var batch []*writeReq
 		select {
 		case <-d.probes: // see WriterAlive
 			continue
 		case r := <-d.writes:
-			if hold(r) {
+			if h.hold(r) {
 				continue
 			}
-			batch = add(batch, r)
-		case <-due:
-			batch = release(batch)
+			batch = h.add(batch, r)
+		case <-h.due:
+			batch = h.release(batch)
 		case <-d.stopWriter:
-			if len(held) > 0 {
-				d.commitGroup(release(nil))
-			}
-			for {
-				select {
-				case r := <-d.writes:
-					d.commitGroup([]*writeReq{r})
-				default:
-					return
-				}
-			}
+			d.commitRest(&h)
+			return
 		}
-	drain:
-		for len(batch) < maxGroup {
-			select {
-			case r := <-d.writes:
-				if !hold(r) {
-					batch = add(batch, r)
-				}
-			default:
-				break drain
-			}
-		}
-		d.commitGroup(batch)
+		d.commitGroup(d.fill(&h, batch))
 	}
+}
+
+// fill adds to batch the requests already queued, up to maxGroup.
+func (d *core) fill(h *holding, batch []*writeReq) []*writeReq {
+	for len(batch) < maxGroup {
+		select {
+		case r := <-d.writes:
+			if !h.hold(r) {
+				batch = h.add(batch, r)
+			}
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// commitRest commits the held requests together, then each request still
+// queued on its own.
+func (d *core) commitRest(h *holding) {
+	if len(h.held) > 0 {
+		d.commitGroup(h.release(nil))
+	}
+	for {
+		select {
+		case r := <-d.writes:
+			d.commitGroup([]*writeReq{r})
+		default:
+			return
+		}
+	}
+}
+
+// holding keeps back the requests that linger (see inWriteTxAsync). They
+// run together once linger has passed since the last such run. The writer
+// holds requests only in a stream of them: one that comes later than that
+// runs at once.
+type holding struct {
+	held []*writeReq
+	// due fires when the held requests may run; nil while none is held.
+	due     <-chan time.Time
+	lastRun time.Time
+}
+
+// hold keeps r back when it lingers and the last run is too recent. It
+// reports whether it did.
+func (h *holding) hold(r *writeReq) bool {
+	if r.linger <= 0 {
+		return false
+	}
+	if len(h.held) == 0 {
+		wait := time.Until(h.lastRun.Add(r.linger))
+		if wait <= 0 {
+			h.lastRun = time.Now()
+			return false
+		}
+		h.due = time.After(wait)
+	}
+	h.held = append(h.held, r)
+	return true
+}
+
+// release adds the held requests to batch.
+func (h *holding) release(batch []*writeReq) []*writeReq {
+	if len(h.held) == 0 {
+		return batch
+	}
+	now := time.Now()
+	h.lastRun = now
+	for _, r := range h.held {
+		r.start = now // its write time, not its linger
+	}
+	batch = append(batch, h.held...)
+	h.held, h.due = nil, nil
+	return batch
+}
+
+// add puts r in batch, after the held requests when its kind asks it.
+func (h *holding) add(batch []*writeReq, r *writeReq) []*writeReq {
+	if r.op.afterHeld {
+		batch = h.release(batch)
+	}
+	return append(batch, r)
 }
 
 func (d *core) commitGroup(batch []*writeReq) {
 	results := make([]error, len(batch))
 	finish := func() {
 		for i, r := range batch {
-			d.observe(r.op, r.start)
-			d.noteCorrupt(r.op, results[i])
+			d.observe(r.op.name, r.start)
+			d.noteCorrupt(r.op.name, results[i])
 			r.done <- results[i]
 			if r.onDone != nil {
 				r.onDone(results[i])
@@ -205,7 +248,7 @@ func (d *core) runGroup(batch []*writeReq, results []error, savepoints bool) boo
 	fail := func(err error) {
 		for i, r := range batch {
 			if results[i] == nil {
-				results[i] = fmt.Errorf("database %s: %w", r.op, err)
+				results[i] = fmt.Errorf("database %s: %w", r.op.name, err)
 			}
 		}
 	}
@@ -244,10 +287,10 @@ func (d *core) runGroup(batch []*writeReq, results []error, savepoints bool) boo
 			return true
 		case err != nil && !savepoints && len(batch) > 1:
 			tx.Rollback()
-			results[i] = fmt.Errorf("database %s: %w", r.op, err)
+			results[i] = fmt.Errorf("database %s: %w", r.op.name, err)
 			return false
 		case err != nil:
-			results[i] = fmt.Errorf("database %s: %w", r.op, err)
+			results[i] = fmt.Errorf("database %s: %w", r.op.name, err)
 		default:
 			ok++
 		}

@@ -21,7 +21,7 @@ func holdWriter(t *testing.T, d *DB) (release func()) {
 	t.Helper()
 	started, hold, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- d.inWriteTx(context.Background(), "hold", func(*sql.Tx) error {
+		done <- d.inWriteTx(context.Background(), writeOp{name: "hold"}, func(*sql.Tx) error {
 			close(started)
 			<-hold
 			return nil
@@ -40,7 +40,7 @@ func holdWriter(t *testing.T, d *DB) (release func()) {
 // returned channel.
 func queueWrite(d *DB, op string, fn func(*sql.Tx) error) chan error {
 	done := make(chan error, 1)
-	d.inWriteTxAsync(op, 0, fn, func(err error) { done <- err })
+	d.inWriteTxAsync(writeOp{name: op}, 0, fn, func(err error) { done <- err })
 	return done
 }
 
@@ -291,7 +291,9 @@ func TestAsyncWriteNeverWaitsForRoom(t *testing.T) {
 	var waiting []chan error
 	for len(d.writes) < cap(d.writes) {
 		done := make(chan error, 1)
-		go func() { done <- d.inWriteTx(context.Background(), "fill", func(*sql.Tx) error { return nil }) }()
+		go func() {
+			done <- d.inWriteTx(context.Background(), writeOp{name: "fill"}, func(*sql.Tx) error { return nil })
+		}()
 		waiting = append(waiting, done)
 		for deadline := time.Now().Add(5 * time.Second); len(d.writes) < min(len(waiting), cap(d.writes)); {
 			if time.Now().After(deadline) {
@@ -303,7 +305,7 @@ func TestAsyncWriteNeverWaitsForRoom(t *testing.T) {
 	runs := 0
 	returned, result := make(chan struct{}), make(chan error, 1)
 	go func() {
-		d.inWriteTxAsync("async", 0, insertResource("async", &runs), func(err error) { result <- err })
+		d.inWriteTxAsync(writeOp{name: "async"}, 0, insertResource("async", &runs), func(err error) { result <- err })
 		close(returned)
 	}()
 	select {
