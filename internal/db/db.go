@@ -9,7 +9,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,13 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/golang-migrate/migrate/v4"
-	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/prometheus/client_golang/prometheus"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
-
-	"github.com/kubegcd/kubegcd/migrations"
 )
 
 // ErrLocked is returned by Open when another process holds the database.
@@ -120,24 +114,16 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &core{Path: path, Now: time.Now, split: splitting{rowMin: defaultSplitRowMin}, writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
-		writerDone: make(chan struct{}), probes: make(chan struct{}), corrupt: make(chan struct{})}
+	d := &core{Path: path, Now: time.Now, split: splitting{rowMin: defaultSplitRowMin},
+		writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}), writerDone: make(chan struct{}),
+		probes: make(chan struct{}), corrupt: make(chan struct{})}
 	if opts.ReadOnly {
 		// Writes fail at once: a nil queue is never ready, so inWriteTx
 		// always picks the closed writerDone.
 		d.writes = nil
 		close(d.writerDone)
-	} else {
-		lock, err := lockFile(path)
-		if err != nil {
-			return nil, err
-		}
-		d.lock = lock
-		d.checkpointer = newCheckpointer()
-		// Started once the lock is held, so that a refused Open leaves no
-		// goroutine behind; from here on Close stops it. It touches d.write
-		// only for a request, which comes after Open.
-		go d.runWriter()
+	} else if err := d.startWriter(); err != nil {
+		return nil, err
 	}
 	ok := false
 	defer func() {
@@ -145,23 +131,68 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			(&DB{d}).Close()
 		}
 	}()
-
 	if !opts.ReadOnly {
-		if d.write, err = openPool(path, false); err != nil {
-			return nil, err
-		}
-		d.write.SetMaxOpenConns(1)
-		// Before migrating: a damaged file must stop the daemon at start
-		// with one clear line, not fail it later, half-running.
-		if err := quickCheck(ctx, d.write, path); err != nil {
-			return nil, err
-		}
-		if err := migrateUp(ctx, path); err != nil {
+		if err := d.openWriter(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if d.read, err = openPoolWith(cmp.Or(opts.Driver, "sqlite"), path, true, opts.MapReads); err != nil {
+	if err := d.openReaders(ctx, opts); err != nil {
 		return nil, err
+	}
+	if !opts.ReadOnly {
+		if err := d.warmWrites(ctx); err != nil {
+			return nil, fmt.Errorf("database %s: %w", path, err)
+		}
+	}
+	d.newMetrics()
+	if !opts.ReadOnly {
+		if err := d.startCheckpointer(cmp.Or(opts.CheckpointEvery, defaultCheckpointEvery)); err != nil {
+			return nil, fmt.Errorf("database %s: %w", path, err)
+		}
+	}
+	if err := d.register(opts.Registerer); err != nil {
+		return nil, err
+	}
+	ok = true
+	return &DB{d}, nil
+}
+
+// startWriter takes the lock and starts the writer goroutine. It starts
+// the goroutine only once the lock is held, so a refused Open leaves no
+// goroutine behind; from then on Close stops it. The goroutine touches
+// d.write only for a request, and requests come after Open.
+func (d *core) startWriter() error {
+	lock, err := lockFile(d.Path)
+	if err != nil {
+		return err
+	}
+	d.lock = lock
+	d.checkpointer = newCheckpointer()
+	go d.runWriter()
+	return nil
+}
+
+// openWriter opens the write connection, checks the file and migrates it.
+// The check comes before the migration: a damaged file stops the daemon
+// at start with one clear line, rather than failing it later, half-running.
+func (d *core) openWriter(ctx context.Context) error {
+	var err error
+	if d.write, err = openPool(d.Path, false); err != nil {
+		return err
+	}
+	d.write.SetMaxOpenConns(1)
+	if err := quickCheck(ctx, d.write, d.Path); err != nil {
+		return err
+	}
+	return migrateUp(ctx, d.Path)
+}
+
+// openReaders opens the pools of read connections: the short reads' and
+// the graph walks'.
+func (d *core) openReaders(ctx context.Context, opts Options) error {
+	var err error
+	if d.read, err = openPoolWith(cmp.Or(opts.Driver, "sqlite"), d.Path, true, opts.MapReads); err != nil {
+		return err
 	}
 	readConns := cmp.Or(opts.ReadConns, 8)
 	d.read.SetMaxOpenConns(readConns)
@@ -171,21 +202,20 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	// The pool keeps two connections open (database/sql's default), both
 	// opened now: a wide read takes two.
 	if err := openReads(ctx, d.read, min(2, readConns)); err != nil {
-		return nil, fmt.Errorf("database %s: %w", path, err)
+		return fmt.Errorf("database %s: %w", d.Path, err)
 	}
-	if d.stream, err = openPoolWith(cmp.Or(opts.Driver, "sqlite"), path, true, false); err != nil {
-		return nil, err
+	if d.stream, err = openPoolWith(cmp.Or(opts.Driver, "sqlite"), d.Path, true, false); err != nil {
+		return err
 	}
 	d.stream.SetMaxOpenConns(cmp.Or(opts.StreamConns, 2))
 	// Walks are rare: their connections, and the page caches they filled,
 	// go once idle.
 	d.stream.SetConnMaxIdleTime(time.Minute)
-	if !opts.ReadOnly {
-		if err := d.warmWrites(ctx); err != nil {
-			return nil, fmt.Errorf("database %s: %w", path, err)
-		}
-	}
+	return nil
+}
 
+// newMetrics makes the database's metrics.
+func (d *core) newMetrics() {
 	d.writeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "kubegcd",
 		Subsystem: "db",
@@ -208,24 +238,23 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			"over two read transactions on one snapshot: paired; single (one core, or all pair slots taken); " +
 			"moved (a commit came between the two transactions' starts).",
 	}, []string{"read"})
-	if !opts.ReadOnly {
-		if err := d.startCheckpointer(cmp.Or(opts.CheckpointEvery, defaultCheckpointEvery)); err != nil {
-			return nil, fmt.Errorf("database %s: %w", path, err)
+}
+
+// register hands the database's metrics to r, when there is one.
+func (d *core) register(r prometheus.Registerer) error {
+	if r == nil {
+		return nil
+	}
+	cs := []prometheus.Collector{d.writeSeconds, d.writesPerCommit, d.pairedReads}
+	if d.checkpointer != nil {
+		cs = append(cs, d.checkpointer.seconds, d.checkpointer.errors)
+	}
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			return err
 		}
 	}
-	if opts.Registerer != nil {
-		cs := []prometheus.Collector{d.writeSeconds, d.writesPerCommit, d.pairedReads}
-		if d.checkpointer != nil {
-			cs = append(cs, d.checkpointer.seconds, d.checkpointer.errors)
-		}
-		for _, c := range cs {
-			if err := opts.Registerer.Register(c); err != nil {
-				return nil, err
-			}
-		}
-	}
-	ok = true
-	return &DB{d}, nil
+	return nil
 }
 
 // Close releases the connections and the lock.
@@ -370,129 +399,6 @@ func lockFile(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// LatestVersion is the newest schema version this binary carries.
-func LatestVersion() uint {
-	entries, _ := fs.ReadDir(migrations.FS, ".")
-	var latest uint
-	for _, e := range entries {
-		n, _, ok := strings.Cut(e.Name(), "_")
-		if !ok {
-			continue
-		}
-		if v, err := strconv.ParseUint(n, 10, 32); err == nil && uint(v) > latest {
-			latest = uint(v)
-		}
-	}
-	return latest
-}
-
-func newMigrate(path string) (*migrate.Migrate, error) {
-	if dir := filepath.Dir(path); dir != "" {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("database %s: directory %s does not exist", path, dir)
-		}
-	}
-	conn, err := openPool(path, false)
-	if err != nil {
-		return nil, err
-	}
-	src, err := iofs.New(migrations.FS, ".")
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	drv, err := migratesqlite.WithInstance(conn, &migratesqlite.Config{})
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("database %s: %w", path, err)
-	}
-	m, err := migrate.NewWithInstance("iofs", src, "sqlite", drv)
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("database %s: %w", path, err)
-	}
-	return m, nil
-}
-
-// checkVersion refuses a dirty database or one migrated by a newer kubegcd.
-func checkVersion(m *migrate.Migrate, path string) error {
-	v, dirty, err := m.Version()
-	if errors.Is(err, migrate.ErrNilVersion) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("database %s: reading schema version: %w", path, err)
-	}
-	if dirty {
-		return fmt.Errorf("database %s: schema version %d is dirty (a migration failed half-way); restore a backup or fix it with `kubegcd migrate`", path, v)
-	}
-	if latest := LatestVersion(); v > latest {
-		return fmt.Errorf("database %s: schema version %d is newer than this kubegcd supports (%d); use a newer kubegcd", path, v, latest)
-	}
-	return nil
-}
-
-func migrateUp(ctx context.Context, path string) error {
-	m, err := newMigrate(path)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if err := checkVersion(m, path); err != nil {
-		return err
-	}
-	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("database %s: migrating: %w", path, err)
-	}
-	return ctx.Err()
-}
-
-// Migrate runs `kubegcd migrate` on the database at path: "up", "down" (one
-// step) or "version". It takes the same lock as the daemon. It returns the
-// schema version after the command.
-func Migrate(ctx context.Context, path, command string) (version uint, dirty bool, err error) {
-	if path, err = resolve(path); err != nil {
-		return 0, false, err
-	}
-	lock, err := lockFile(path)
-	if err != nil {
-		return 0, false, err
-	}
-	defer lock.Close()
-	if err := checkFile(ctx, path); err != nil {
-		return 0, false, err
-	}
-	m, err := newMigrate(path)
-	if err != nil {
-		return 0, false, err
-	}
-	defer m.Close()
-	switch command {
-	case "up":
-		if err := checkVersion(m, path); err != nil {
-			return 0, false, err
-		}
-		if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-			return 0, false, fmt.Errorf("database %s: migrating up: %w", path, err)
-		}
-	case "down":
-		if err := checkVersion(m, path); err != nil {
-			return 0, false, err
-		}
-		if err := m.Steps(-1); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return 0, false, fmt.Errorf("database %s: migrating down: %w", path, err)
-		}
-	case "version":
-	default:
-		return 0, false, fmt.Errorf("unknown migrate command %q: want up, down or version", command)
-	}
-	version, dirty, err = m.Version()
-	if errors.Is(err, migrate.ErrNilVersion) {
-		return 0, false, nil
-	}
-	return version, dirty, err
 }
 
 // observe records how long a write took.
