@@ -181,15 +181,19 @@ func cascadeHasDependents(ctx context.Context, q querier, objs []*CascadeObject)
 }
 
 // cascadeWalk reads root and its transitive dependents, breadth first,
-// each owner's in the order of owner_refs_by_owner (dependent, position),
-// each once, at most max of them: the order of a recursive statement's
-// queue, a level a query. order lists their UIDs; byUID holds those
-// mirrored, each with its references in their order. Each level's objects
-// are read first, in key order (a sixth cheaper), and only those named as
-// owners are looked at for dependents, whose references to them the owner
-// index holds whole when they are their dependents' only ones (sole); the
-// other objects' references are read at the end.
-func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []string, byUID map[string]*CascadeObject, err error) {
+// each once, at most max of them. It takes each owner's dependents in the
+// order of owner_refs_by_owner (dependent, position), as the queue of a
+// recursive statement would, and runs one query a level. order lists the
+// UIDs. byUID holds those mirrored, each with its references in their
+// order.
+//
+// Each level's objects are read first, in key order, which costs a sixth
+// less. Only the objects named as owners are looked at for dependents. A
+// dependent whose only reference names its owner (sole) gets that
+// reference from the owner index. The other objects' references are read
+// at the end.
+func cascadeWalk(ctx context.Context, q querier, root string, max int) (
+	order []string, byUID map[string]*CascadeObject, err error) {
 	order = []string{root}
 	sole := []*api.OwnerRef{nil} // of each of frontier: its only reference, read on the way
 	byUID = map[string]*CascadeObject{}
@@ -220,56 +224,11 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 		if len(order) >= max || len(owners) == 0 {
 			break
 		}
-		// Each half of a split step reads into its own slice: the first
-		// half's owners come first in frontier's order as in the index.
-		var halves [2][]cascadeFound
-		err = splitRead(ctx, q, owners, splitSteps, func(ctx context.Context, q querier, keys []string, off, half int) error {
-			rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(keys))
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			// Scan's targets escape: one set for every row. The sole
-			// references, and their blockOwnerDeletion, come from slabs.
-			var packed int64
-			var dep string
-			var apiVersion, kind, name sql.NullString
-			var refs refSlab
-			for rows.Next() {
-				if err := rows.Scan(&dep, &packed, &apiVersion, &kind, &name); err != nil {
-					return err
-				}
-				at := off + int(packed>>3) // the owner's place in owners
-				f := cascadeFound{owner: ownerAt[at], uid: dep}
-				if packed&4 != 0 {
-					f.ref = refs.next()
-					*f.ref = api.OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[at]}
-					if b := packed & 3; b != 0 {
-						f.ref.BlockOwnerDeletion = refs.bool(b == 2)
-					}
-				}
-				halves[half] = append(halves[half], f)
-			}
-			return rows.Err()
-		})
+		kids, err := cascadeDependents(ctx, q, owners, ownerAt)
 		if err != nil {
 			return nil, nil, err
 		}
-		kids := append(halves[0], halves[1]...)
-		counts := make([]int32, len(frontier)+1)
-		for _, f := range kids {
-			counts[f.owner+1]++
-		}
-		// A counting sort by owner keeps each owner's dependents in the
-		// index's order.
-		for i := 1; i < len(counts); i++ {
-			counts[i] += counts[i-1]
-		}
-		byOwner := make([]cascadeFound, len(kids))
-		for _, f := range kids {
-			byOwner[counts[f.owner]] = f
-			counts[f.owner]++
-		}
+		byOwner := sortByOwner(kids, len(frontier))
 		// The level is cut to what the walk keeps: no more is read.
 		next, nextSole := []string{}, []*api.OwnerRef{}
 		for _, f := range byOwner {
@@ -285,6 +244,67 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (order []
 		frontier, sole = next, nextSole
 	}
 	return order, byUID, cascadeRefs(ctx, q, rest)
+}
+
+// cascadeDependents reads the dependents of owners, whose places in the
+// level's frontier are ownerAt. It reads a dependent's only reference
+// (sole) from the owner index.
+func cascadeDependents(ctx context.Context, q querier, owners []string, ownerAt []int32) ([]cascadeFound, error) {
+	// Each half of a split step reads into its own slice: the first
+	// half's owners come first in frontier's order as in the index.
+	var halves [2][]cascadeFound
+	err := splitRead(ctx, q, owners, splitSteps, func(ctx context.Context, q querier, keys []string, off, half int) error {
+		rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(keys))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		// Scan's targets escape: one set for every row. The sole
+		// references, and their blockOwnerDeletion, come from slabs.
+		var packed int64
+		var dep string
+		var apiVersion, kind, name sql.NullString
+		var refs refSlab
+		for rows.Next() {
+			if err := rows.Scan(&dep, &packed, &apiVersion, &kind, &name); err != nil {
+				return err
+			}
+			at := off + int(packed>>3) // the owner's place in owners
+			f := cascadeFound{owner: ownerAt[at], uid: dep}
+			if packed&4 != 0 {
+				f.ref = refs.next()
+				*f.ref = api.OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[at]}
+				if b := packed & 3; b != 0 {
+					f.ref.BlockOwnerDeletion = refs.bool(b == 2)
+				}
+			}
+			halves[half] = append(halves[half], f)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(halves[0], halves[1]...), nil
+}
+
+// sortByOwner sorts the dependents found by their owner's place in a
+// frontier of n objects. It is a counting sort, so each owner's dependents
+// keep the index's order.
+func sortByOwner(kids []cascadeFound, n int) []cascadeFound {
+	counts := make([]int32, n+1)
+	for _, f := range kids {
+		counts[f.owner+1]++
+	}
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	byOwner := make([]cascadeFound, len(kids))
+	for _, f := range kids {
+		byOwner[counts[f.owner]] = f
+		counts[f.owner]++
+	}
+	return byOwner
 }
 
 // refSlab hands out references, and booleans for their

@@ -98,8 +98,38 @@ const rareOutcome = "outcome NOT IN ('applied', 'dry-run', 'skipped')"
 // ListAudit returns entries matching f, newest first, and the cursor of the
 // next page (0 when there is none).
 func (d Decisions) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int64, error) {
-	var where []string
-	var args []any
+	where, args, err := d.auditWhere(ctx, f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT id, time, instance, controller, rule, action, api_version, kind, namespace, name, uid, facts, reason,
+		dry_run, outcome, error FROM audit`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, f.Limit+1)
+	rows, err := d.query(ctx, q, args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	out, err := scanAudit(rows)
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	var next int64
+	if len(out) > f.Limit {
+		out = out[:f.Limit]
+		next = out[len(out)-1].ID
+	}
+	return out, next, nil
+}
+
+// auditWhere returns the conditions of f and their arguments.
+func (d Decisions) auditWhere(ctx context.Context, f AuditFilter) (where []string, args []any, err error) {
 	add := func(cond string, v any) {
 		where = append(where, cond)
 		args = append(args, v)
@@ -116,7 +146,7 @@ func (d Decisions) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, 
 	if f.Kind != "" {
 		cond, kinds, err := d.kindCondition(ctx, f.Kind)
 		if err != nil {
-			return nil, 0, fmt.Errorf("audit: %w", err)
+			return nil, nil, err
 		}
 		where = append(where, cond)
 		args = append(args, kinds...)
@@ -127,8 +157,8 @@ func (d Decisions) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, 
 	if f.Outcome != "" {
 		add("outcome = ?", f.Outcome)
 		// A rare outcome's query states the partial index's condition,
-		// which SQLite must see to use it; a common one's says it walks
-		// back through the history (so each has its own plan).
+		// which SQLite must see to use it. A common one's says that it
+		// walks back through the history, so each has its own plan.
 		if commonOutcomes[f.Outcome] {
 			where = append(where, "NOT "+rareOutcome)
 		} else {
@@ -144,29 +174,21 @@ func (d Decisions) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, 
 	if f.Before > 0 {
 		add("id < ?", f.Before)
 	}
-	if f.Limit <= 0 {
-		f.Limit = 100
-	}
-	q := `SELECT id, time, instance, controller, rule, action, api_version, kind, namespace, name, uid, facts, reason,
-		dry_run, outcome, error FROM audit`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY id DESC LIMIT ?"
-	args = append(args, f.Limit+1)
-	rows, err := d.query(ctx, q, args...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("audit: %w", err)
-	}
+	return where, args, nil
+}
+
+// scanAudit reads and closes rows of audit entries.
+func scanAudit(rows *sql.Rows) ([]AuditEntry, error) {
 	defer rows.Close()
 	out := []AuditEntry{}
 	for rows.Next() {
 		var e AuditEntry
 		var ts string
 		var facts sql.NullString
-		if err := rows.Scan(&e.ID, &ts, &e.Instance, &e.Controller, &e.Rule, &e.Action, &e.Target.APIVersion, &e.Target.Kind,
-			&e.Target.Namespace, &e.Target.Name, &e.Target.UID, &facts, &e.Reason, &e.DryRun, &e.Outcome, &e.Error); err != nil {
-			return nil, 0, fmt.Errorf("audit: %w", err)
+		if err := rows.Scan(&e.ID, &ts, &e.Instance, &e.Controller, &e.Rule, &e.Action, &e.Target.APIVersion,
+			&e.Target.Kind, &e.Target.Namespace, &e.Target.Name, &e.Target.UID, &facts, &e.Reason, &e.DryRun, &e.Outcome,
+			&e.Error); err != nil {
+			return nil, err
 		}
 		if t := parseTime(sql.NullString{String: ts, Valid: true}); t != nil {
 			e.Time = *t
@@ -176,15 +198,7 @@ func (d Decisions) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, 
 		}
 		out = append(out, e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("audit: %w", err)
-	}
-	var next int64
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		next = out[len(out)-1].ID
-	}
-	return out, next, nil
+	return out, rows.Err()
 }
 
 // PruneAudit deletes entries older than cutoff and returns how many. It

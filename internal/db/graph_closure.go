@@ -28,18 +28,20 @@ const (
 			AND NOT EXISTS (SELECT 1 FROM owner_refs p WHERE p.owner_uid = s.value)`
 )
 
-// closureUIDs returns the UIDs graphUIDs does for seeds alone (seeds,
-// their transitive owners and dependents, less the seeds that take no
-// part), ordered, at most limit+1 of them, and the edges between the first
-// limit of them, as graphEdges orders them. It walks level by level, a
-// query per level whatever its width, instead of SQLite's recursive walk,
-// which keeps each set in a temporary B-tree; ok is false when the closure
-// is more than graphWalkMax. The walk down reads the objects it reaches,
-// to look for the dependents of the owners among them only: nodes holds
-// them, as graphNodes makes them (namespaced: see namespacedKinds), up to
-// twice limit of them.
-func closureUIDs(ctx context.Context, q querier, seeds []string, limit int, namespaced map[groupKind]bool) (uids []string, edges []GraphEdge,
-	nodes map[string]GraphNode, ok bool, err error) {
+// closureUIDs returns the UIDs graphUIDs does for seeds alone, ordered,
+// at most limit+1 of them. They are the seeds and their transitive owners
+// and dependents, less the seeds that take no part. edges are the edges
+// between the first limit of them, as graphEdges orders them. ok is false
+// when the closure is more than graphWalkMax.
+//
+// It walks level by level, one query a level whatever its width. SQLite's
+// recursive walk would keep each set in a temporary B-tree instead. The
+// walk down reads the objects it reaches, so that it looks for the
+// dependents of the owners among them only. nodes holds those objects, up
+// to twice limit of them, as graphNodes makes them (namespaced: see
+// namespacedKinds).
+func closureUIDs(ctx context.Context, q querier, seeds []string, limit int, namespaced map[groupKind]bool) (
+	uids []string, edges []GraphEdge, nodes map[string]GraphNode, ok bool, err error) {
 	var refs []GraphEdge
 	nodes = map[string]GraphNode{}
 	down, ok, err := reach(ctx, seeds, graphWalkMax, func(frontier []string, add func(string)) error {
@@ -99,11 +101,17 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int, name
 	if len(uids) > limit+1 {
 		uids = uids[:limit+1]
 	}
-	// The edges between the nodes kept: each owner's references came in
-	// its index's order (dependent, position), and the sort keeps the
-	// positions of a dependent's references to one owner in order.
-	kept := uids[:min(limit, len(uids))]
-	if len(kept) < len(down) {
+	return uids, keptEdges(refs, uids[:min(limit, len(uids))], down), nodes, true, nil
+}
+
+// keptEdges returns the edges of refs between the nodes kept, in
+// graphEdges' order. all holds every node of the walk, of which kept is
+// the first part.
+func keptEdges(refs []GraphEdge, kept []string, all map[string]struct{}) []GraphEdge {
+	// Each owner's references came in its index's order (dependent,
+	// position), and the sort keeps the positions of a dependent's
+	// references to one owner in order.
+	if len(kept) < len(all) {
 		in := make(map[string]struct{}, len(kept))
 		for _, u := range kept {
 			in[u] = struct{}{}
@@ -115,7 +123,7 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int, name
 		})
 	} else {
 		refs = slices.DeleteFunc(refs, func(e GraphEdge) bool {
-			_, dep := down[e.Dependent]
+			_, dep := all[e.Dependent]
 			return !dep
 		})
 	}
@@ -124,13 +132,14 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int, name
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int {
-		return cmp.Or(strings.Compare(refs[a].Dependent, refs[b].Dependent), strings.Compare(refs[a].Owner, refs[b].Owner), cmp.Compare(a, b))
+		return cmp.Or(strings.Compare(refs[a].Dependent, refs[b].Dependent), strings.Compare(refs[a].Owner, refs[b].Owner),
+			cmp.Compare(a, b))
 	})
-	edges = make([]GraphEdge, len(order))
+	edges := make([]GraphEdge, len(order))
 	for i, j := range order {
 		edges[i] = refs[j]
 	}
-	return uids, edges, nodes, true, nil
+	return edges
 }
 
 // reach returns the seeds and every UID step reaches from them,
