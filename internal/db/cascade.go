@@ -70,7 +70,8 @@ func (d Objects) Cascade(ctx context.Context, uid string, limit int) (*CascadeFa
 		// the limit and one more (to tell that it cut), so that the limit
 		// cuts the farthest.
 		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM objects WHERE uid = ?)`, uid).Scan(&exists); err != nil {
+		err = tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM objects WHERE uid = ?)`, uid).Scan(&exists)
+		if err != nil {
 			return err
 		}
 		if !exists {
@@ -97,8 +98,8 @@ func (d Objects) Cascade(ctx context.Context, uid string, limit int) (*CascadeFa
 			if o == nil {
 				continue
 			}
-			walked[i] = CascadeOwner{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name,
-				Deleting: o.Deleting, Finalizers: o.Finalizers}
+			walked[i] = CascadeOwner{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace,
+				Name: o.Name, Deleting: o.Deleting, Finalizers: o.Finalizers}
 			owners[uid] = &walked[i]
 			out.Objects = append(out.Objects, o)
 		}
@@ -141,7 +142,8 @@ func cascadeOwners(ctx context.Context, q querier, uids []string, owners map[str
 	if len(uids) == 0 {
 		return nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT o.uid, o.api_version, o.kind, o.namespace, o.name, o.deletion_timestamp IS NOT NULL, o.finalizers
+	rows, err := q.QueryContext(ctx, `SELECT o.uid, o.api_version, o.kind, o.namespace, o.name,
+			o.deletion_timestamp IS NOT NULL, o.finalizers
 		FROM json_each(?) k JOIN objects o ON o.uid = k.value`, jsonOrNull(uids))
 	if err != nil {
 		return err
@@ -151,7 +153,8 @@ func cascadeOwners(ctx context.Context, q querier, uids []string, owners map[str
 		var uid string
 		var w CascadeOwner
 		var fin sql.NullString
-		if err := rows.Scan(&uid, &w.APIVersion, &w.Kind, &w.Namespace, &w.Name, &w.Deleting, &fin); err != nil {
+		err := rows.Scan(&uid, &w.APIVersion, &w.Kind, &w.Namespace, &w.Name, &w.Deleting, &fin)
+		if err != nil {
 			return err
 		}
 		if w.Finalizers, err = decodeFinalizers(fin); err != nil {
@@ -176,7 +179,8 @@ func cascadeHasDependents(ctx context.Context, q querier, objs []*CascadeObject)
 	if len(leaves) == 0 {
 		return nil
 	}
-	return eachString(ctx, q, `SELECT DISTINCT owner_uid FROM owner_refs WHERE owner_uid IN (SELECT value FROM json_each(?))`,
+	return eachString(ctx, q,
+		`SELECT DISTINCT owner_uid FROM owner_refs WHERE owner_uid IN (SELECT value FROM json_each(?))`,
 		func(uid string) { byUID[uid].HasDependents = true }, jsonOrNull(leaves))
 }
 
@@ -253,7 +257,7 @@ func cascadeDependents(ctx context.Context, q querier, owners []string, ownerAt 
 	// Each half of a split step reads into its own slice: the first
 	// half's owners come first in frontier's order as in the index.
 	var halves [2][]cascadeFound
-	err := splitRead(ctx, q, owners, splitSteps, func(ctx context.Context, q querier, keys []string, off, half int) error {
+	read := func(ctx context.Context, q querier, keys []string, off, half int) error {
 		rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(keys))
 		if err != nil {
 			return err
@@ -273,7 +277,8 @@ func cascadeDependents(ctx context.Context, q querier, owners []string, ownerAt 
 			f := cascadeFound{owner: ownerAt[at], uid: dep}
 			if packed&4 != 0 {
 				f.ref = refs.next()
-				*f.ref = api.OwnerRef{APIVersion: apiVersion.String, Kind: kind.String, Name: name.String, UID: owners[at]}
+				*f.ref = api.OwnerRef{APIVersion: apiVersion.String, Kind: kind.String,
+					Name: name.String, UID: owners[at]}
 				if b := packed & 3; b != 0 {
 					f.ref.BlockOwnerDeletion = refs.bool(b == 2)
 				}
@@ -281,8 +286,8 @@ func cascadeDependents(ctx context.Context, q querier, owners []string, ownerAt 
 			halves[half] = append(halves[half], f)
 		}
 		return rows.Err()
-	})
-	if err != nil {
+	}
+	if err := splitRead(ctx, q, owners, splitSteps, read); err != nil {
 		return nil, err
 	}
 	return append(halves[0], halves[1]...), nil
@@ -346,7 +351,8 @@ type cascadeFound struct {
 // false, 2: true), packed in one column; and, when it is the only one, the
 // reference's apiVersion, kind and name.
 const sqlCascadeStep = `SELECT r.dependent_uid, k.key * 8 + r.sole * 4 + coalesce(r.block_owner_deletion + 1, 0),
-		CASE WHEN r.sole THEN r.api_version END, CASE WHEN r.sole THEN r.kind END, CASE WHEN r.sole THEN r.name END
+		CASE WHEN r.sole THEN r.api_version END, CASE WHEN r.sole THEN r.kind END,
+		CASE WHEN r.sole THEN r.name END
 	FROM json_each(?1) k CROSS JOIN owner_refs r ON r.owner_uid = k.value`
 
 // sortedWithPerm returns uids sorted, and for each the place it had:
@@ -367,7 +373,8 @@ func sortedWithPerm(uids []string) (sorted []string, perm []int32) {
 // eachCascadeObject reads the objects uids into objs (by place) and calls
 // fn with each mirrored one, its place, and whether it may have
 // dependents (it is named as an owner).
-func eachCascadeObject(ctx context.Context, q querier, uids []string, objs []CascadeObject, fn func(i int, o *CascadeObject, mayOwn bool)) error {
+func eachCascadeObject(ctx context.Context, q querier, uids []string, objs []CascadeObject,
+	fn func(i int, o *CascadeObject, mayOwn bool)) error {
 	return eachObjectRow(ctx, q, uids, func(i int, r *objectRow) error {
 		o := &objs[i]
 		o.UID = uids[i]
@@ -375,7 +382,8 @@ func eachCascadeObject(ctx context.Context, q querier, uids []string, objs []Cas
 			return nil
 		}
 		var err error
-		o.APIVersion, o.Kind, o.Namespace, o.Name, o.Deleting = r.apiVersion, r.kind, r.namespace, r.name, r.deleting
+		o.APIVersion, o.Kind, o.Namespace, o.Name = r.apiVersion, r.kind, r.namespace, r.name
+		o.Deleting = r.deleting
 		if o.Finalizers, err = decodeFinalizers(r.finalizers); err != nil {
 			return fmt.Errorf("object %s: %w", o.UID, err)
 		}
@@ -397,8 +405,9 @@ func cascadeRefs(ctx context.Context, q querier, objs []*CascadeObject) error {
 	}
 	// The halves of a split read fill the references of objects of their
 	// own.
-	return splitRead(ctx, q, uids, splitRows, func(ctx context.Context, q querier, keys []string, off, _ int) error {
-		refs, err := q.QueryContext(ctx, `SELECT k.key, r.api_version, r.kind, r.name, r.owner_uid, r.block_owner_deletion
+	read := func(ctx context.Context, q querier, keys []string, off, _ int) error {
+		refs, err := q.QueryContext(ctx, `SELECT k.key, r.api_version, r.kind, r.name, r.owner_uid,
+				r.block_owner_deletion
 			FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`, jsonOrNull(keys))
 		if err != nil {
 			return err
@@ -415,5 +424,6 @@ func cascadeRefs(ctx context.Context, q querier, objs []*CascadeObject) error {
 			objs[off+k].Refs = append(objs[off+k].Refs, CascadeRef{OwnerRef: r})
 		}
 		return refs.Err()
-	})
+	}
+	return splitRead(ctx, q, uids, splitRows, read)
 }

@@ -58,8 +58,9 @@ func newCheckpointer() *checkpointer {
 			Namespace: "kubegcd",
 			Subsystem: "db",
 			Name:      "checkpoint_duration_seconds",
-			Help:      "Time to copy the pages committed to the WAL into the database file, on the checkpointer's connection.",
-			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 14),
+			Help: "Time to copy the pages committed to the WAL into the database file, " +
+				"on the checkpointer's connection.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "kubegcd",

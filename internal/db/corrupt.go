@@ -34,7 +34,8 @@ var ErrCorrupt = errors.New("database is corrupt")
 // corruptError is the one line a corrupt database gets, at start or when a
 // write finds it later.
 func corruptError(path, cause string) error {
-	return corrupt{fmt.Sprintf("database %s is corrupt (%s); restore it from a backup or move it away to start afresh", path, cause)}
+	return corrupt{fmt.Sprintf("database %s is corrupt (%s); "+
+		"restore it from a backup or move it away to start afresh", path, cause)}
 }
 
 type corrupt struct{ msg string }

@@ -43,7 +43,8 @@ func (d Objects) ObjectCounts(ctx context.Context) (objects []KindCount, owned [
 		// Counting by resource_id first reads only the index on objects
 		// by resource; several resources (versions) of one kind add up.
 		rows, err := tx.QueryContext(ctx, `SELECT res.api_group, res.kind, coalesce(sum(c.n), 0)
-			FROM resources res LEFT JOIN (SELECT resource_id, count(*) AS n FROM objects GROUP BY resource_id) c
+			FROM resources res
+				LEFT JOIN (SELECT resource_id, count(*) AS n FROM objects GROUP BY resource_id) c
 				ON c.resource_id = res.id
 			GROUP BY res.api_group, res.kind ORDER BY res.api_group, res.kind`)
 		if err != nil {
@@ -68,12 +69,13 @@ func (d Objects) ObjectCounts(ctx context.Context) (objects []KindCount, owned [
 		// group computed per row; the group is cut from the few rows left.
 		// A dependent's UID is in one resource only, so the counts per
 		// resource add up to counts per kind.
-		rows, err = tx.QueryContext(ctx, `SELECT res.api_group, res.kind, `+refGroup+` AS owner_group, r.kind, sum(r.n)
+		rows, err = tx.QueryContext(ctx, `SELECT res.api_group, res.kind, `+refGroup+` AS owner_group, r.kind,
+				sum(r.n)
 			FROM (SELECT o.resource_id, r.api_version, r.kind, count(*) AS n
 				FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid
 				WHERE r.position = 0 OR NOT EXISTS (SELECT 1 FROM owner_refs e
-					WHERE e.dependent_uid = r.dependent_uid AND e.position < r.position AND e.kind = r.kind
-						AND `+refGroupKey("e")+` = `+refGroupKey("r")+`)
+					WHERE e.dependent_uid = r.dependent_uid AND e.position < r.position
+						AND e.kind = r.kind AND `+refGroupKey("e")+` = `+refGroupKey("r")+`)
 				GROUP BY o.resource_id, r.api_version, r.kind) r
 			JOIN resources res ON res.id = r.resource_id
 			GROUP BY res.api_group, res.kind, owner_group, r.kind

@@ -115,8 +115,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	d := &core{Path: path, Now: time.Now, split: splitting{rowMin: defaultSplitRowMin},
-		writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}), writerDone: make(chan struct{}),
-		probes: make(chan struct{}), corrupt: make(chan struct{})}
+		writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
+		writerDone: make(chan struct{}), probes: make(chan struct{}), corrupt: make(chan struct{})}
 	if opts.ReadOnly {
 		// Writes fail at once: a nil queue is never ready, so inWriteTx
 		// always picks the closed writerDone.
@@ -234,8 +234,9 @@ func (d *core) newMetrics() {
 		Namespace: "kubegcd",
 		Subsystem: "db",
 		Name:      "wide_reads_total",
-		Help: "Reads of a big part of the graph (its walks, cascade previews), by whether they split their widest queries " +
-			"over two read transactions on one snapshot: paired; single (one core, or all pair slots taken); " +
+		Help: "Reads of a big part of the graph (its walks, cascade previews), " +
+			"by whether they split their widest queries over two read transactions on one snapshot: " +
+			"paired; single (one core, or all pair slots taken); " +
 			"moved (a commit came between the two transactions' starts).",
 	}, []string{"read"})
 }

@@ -26,7 +26,9 @@ func (d Decisions) DeletionsPerMinute(ctx context.Context, since time.Time) ([]D
 	// time is "2006-01-02T15:04:05.000000Z": its first 16 bytes name the minute.
 	rows, err := d.query(ctx, `SELECT substr(time, 1, 16), sum(dry_run = 0), sum(dry_run <> 0) FROM audit
 		WHERE time >= ? AND action = 'delete' AND outcome IN (?, ?) AND controller NOT IN (?, ?)
-		GROUP BY 1 ORDER BY 1`, formatTime(&since), api.OutcomeApplied, api.OutcomeDryRun, api.ControllerKubegcd, api.ControllerOperator)
+		GROUP BY 1 ORDER BY 1`,
+		formatTime(&since), api.OutcomeApplied, api.OutcomeDryRun,
+		api.ControllerKubegcd, api.ControllerOperator)
 	if err != nil {
 		return nil, fmt.Errorf("deletions per minute: %w", err)
 	}
@@ -105,8 +107,8 @@ func (d Decisions) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, 
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	q := `SELECT id, time, instance, controller, rule, action, api_version, kind, namespace, name, uid, facts, reason,
-		dry_run, outcome, error FROM audit`
+	q := `SELECT id, time, instance, controller, rule, action, api_version, kind, namespace, name, uid, facts,
+		reason, dry_run, outcome, error FROM audit`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -185,8 +187,9 @@ func scanAudit(rows *sql.Rows) ([]AuditEntry, error) {
 		var e AuditEntry
 		var ts string
 		var facts sql.NullString
-		if err := rows.Scan(&e.ID, &ts, &e.Instance, &e.Controller, &e.Rule, &e.Action, &e.Target.APIVersion,
-			&e.Target.Kind, &e.Target.Namespace, &e.Target.Name, &e.Target.UID, &facts, &e.Reason, &e.DryRun, &e.Outcome,
+		tgt := &e.Target
+		if err := rows.Scan(&e.ID, &ts, &e.Instance, &e.Controller, &e.Rule, &e.Action, &tgt.APIVersion,
+			&tgt.Kind, &tgt.Namespace, &tgt.Name, &tgt.UID, &facts, &e.Reason, &e.DryRun, &e.Outcome,
 			&e.Error); err != nil {
 			return nil, err
 		}
@@ -207,7 +210,8 @@ func scanAudit(rows *sql.Rows) ([]AuditEntry, error) {
 func (d Decisions) PruneAudit(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
 	err := d.inWriteTx(ctx, opAudit, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE time < ? AND id IS NOT (`+sqlLastHold+`)`, formatTime(&cutoff))
+		res, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE time < ? AND id IS NOT (`+sqlLastHold+`)`,
+			formatTime(&cutoff))
 		if err != nil {
 			return err
 		}
@@ -296,7 +300,8 @@ func (d Decisions) ListPending(ctx context.Context, f PendingFilter) ([]Pending,
 	return out, nil, nil
 }
 
-const pendingColumns = `controller, rule, action, reason, since, not_before, api_version, kind, namespace, name, uid, resource_version`
+const pendingColumns = `controller, rule, action, reason, since, not_before, api_version, kind, namespace, name, uid,
+	resource_version`
 
 // scanPending reads and closes rows of pendingColumns.
 func scanPending(rows *sql.Rows) ([]Pending, error) {
@@ -306,8 +311,9 @@ func scanPending(rows *sql.Rows) ([]Pending, error) {
 		var p Pending
 		var since string
 		var notBefore sql.NullString
-		if err := rows.Scan(&p.Controller, &p.Rule, &p.Action, &p.Reason, &since, &notBefore, &p.Target.APIVersion, &p.Target.Kind,
-			&p.Target.Namespace, &p.Target.Name, &p.Target.UID, &p.ResourceVersion); err != nil {
+		tgt := &p.Target
+		if err := rows.Scan(&p.Controller, &p.Rule, &p.Action, &p.Reason, &since, &notBefore, &tgt.APIVersion,
+			&tgt.Kind, &tgt.Namespace, &tgt.Name, &tgt.UID, &p.ResourceVersion); err != nil {
 			return nil, err
 		}
 		if t := parseTime(sql.NullString{String: since, Valid: true}); t != nil {
@@ -325,7 +331,8 @@ func scanPending(rows *sql.Rows) ([]Pending, error) {
 // one kind (the usual case) is one comparison, which audit_by_kind reads in
 // id order.
 func (d *core) kindCondition(ctx context.Context, kind string) (string, []any, error) {
-	rows, err := d.query(ctx, `SELECT DISTINCT kind FROM resources WHERE kind = ?1 COLLATE NOCASE OR resource = lower(?1)`, kind)
+	rows, err := d.query(ctx, `SELECT DISTINCT kind FROM resources
+		WHERE kind = ?1 COLLATE NOCASE OR resource = lower(?1)`, kind)
 	if err != nil {
 		return "", nil, err
 	}

@@ -45,7 +45,7 @@ type ObjectDetail struct {
 func (d Objects) ObjectDetail(ctx context.Context, uid string, maxDependents int) (*ObjectDetail, error) {
 	var out *ObjectDetail
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
-		o, err := scanObject(tx.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
+		o, err := scanObject(tx.QueryRowContext(ctx, sqlObject, uid))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -96,8 +96,9 @@ func ownerRows(ctx context.Context, q querier, o *Object) ([]OwnerRow, error) {
 		return nil, err
 	}
 	for _, ref := range o.OwnerReferences {
-		row := OwnerRow{Ref: ref, KindNamespaced: namespaced[groupKind{gcrules.Group(ref.APIVersion), ref.Kind}]}
-		owner, err := scanObject(q.QueryRowContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, ref.UID))
+		gk := groupKind{gcrules.Group(ref.APIVersion), ref.Kind}
+		row := OwnerRow{Ref: ref, KindNamespaced: namespaced[gk]}
+		owner, err := scanObject(q.QueryRowContext(ctx, sqlObject, ref.UID))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -110,8 +111,10 @@ func ownerRows(ctx context.Context, q querier, o *Object) ([]OwnerRow, error) {
 	return out, nil
 }
 
+// dependentsOf reads up to limit objects that name uid as an owner.
 func dependentsOf(ctx context.Context, q querier, uid string, limit int) ([]DependentInfo, error) {
-	rows, err := q.QueryContext(ctx, `SELECT o.uid, o.api_version, o.kind, o.namespace, o.name, coalesce(max(r.block_owner_deletion), 0)
+	rows, err := q.QueryContext(ctx, `SELECT o.uid, o.api_version, o.kind, o.namespace, o.name,
+			coalesce(max(r.block_owner_deletion), 0)
 		FROM owner_refs r JOIN objects o ON o.uid = r.dependent_uid
 		WHERE r.owner_uid = ? GROUP BY o.uid ORDER BY o.namespace, o.kind, o.name, o.uid LIMIT ?`, uid, limit)
 	if err != nil {
@@ -121,7 +124,8 @@ func dependentsOf(ctx context.Context, q querier, uid string, limit int) ([]Depe
 	out := []DependentInfo{}
 	for rows.Next() {
 		var dep DependentInfo
-		if err := rows.Scan(&dep.UID, &dep.APIVersion, &dep.Kind, &dep.Namespace, &dep.Name, &dep.BlockOwnerDeletion); err != nil {
+		if err := rows.Scan(&dep.UID, &dep.APIVersion, &dep.Kind, &dep.Namespace, &dep.Name,
+			&dep.BlockOwnerDeletion); err != nil {
 			return nil, err
 		}
 		out = append(out, dep)
@@ -129,8 +133,10 @@ func dependentsOf(ctx context.Context, q querier, uid string, limit int) ([]Depe
 	return out, rows.Err()
 }
 
+// pendingFor reads the decisions pending about uid.
 func pendingFor(ctx context.Context, q querier, uid string) ([]Pending, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+pendingColumns+` FROM pending WHERE uid = ? ORDER BY since, controller, action`, uid)
+	rows, err := q.QueryContext(ctx, `SELECT `+pendingColumns+` FROM pending WHERE uid = ?
+		ORDER BY since, controller, action`, uid)
 	if err != nil {
 		return nil, err
 	}

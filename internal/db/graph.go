@@ -107,8 +107,9 @@ func (d Objects) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 	err := d.readSnapshot(ctx, len(f.UIDs) > 0, func(tx querier) error {
 		for _, uid := range f.UIDs {
 			var known bool
-			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM objects WHERE uid = ?1)
-				OR EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1)`, uid).Scan(&known); err != nil {
+			err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM objects WHERE uid = ?1)
+				OR EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1)`, uid).Scan(&known)
+			if err != nil {
 				return err
 			}
 			if !known {
@@ -154,7 +155,8 @@ func (d Objects) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 // f.Limit+1 of them (one more tells that the limit cut), and, when a walk
 // from f.UIDs read them on its way, the edges between the first f.Limit
 // (non-nil, maybe empty) and the nodes it read.
-func graphUIDs(ctx context.Context, q querier, f GraphFilter, namespaced map[groupKind]bool) ([]string, []GraphEdge, map[string]GraphNode, error) {
+func graphUIDs(ctx context.Context, q querier, f GraphFilter, namespaced map[groupKind]bool) (
+	[]string, []GraphEdge, map[string]GraphNode, error) {
 	if len(f.UIDs) > 0 && f.Namespace == "" {
 		uids, edges, nodes, ok, err := closureUIDs(ctx, q, f.UIDs, f.Limit, namespaced)
 		if err != nil || ok {
@@ -184,7 +186,8 @@ func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, erro
 		args = append(args, jsonOrNull(f.UIDs))
 		// Only a seed can fail to take part: every other member was reached
 		// through an ownerReference, so only seeds pay the check.
-		sets = append(sets, `SELECT s.uid FROM closure s WHERE s.uid NOT IN (SELECT uid FROM seed) OR `+participates)
+		sets = append(sets,
+			`SELECT s.uid FROM closure s WHERE s.uid NOT IN (SELECT uid FROM seed) OR `+participates)
 	}
 	if f.Namespace != "" {
 		// Objects of the namespace that take part, and the owners outside any
@@ -233,8 +236,8 @@ func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, erro
 // them already read (by the walk that found them), namespaced every kind
 // (namespacedKinds). With a namespace filter, every owner that is not
 // mirrored is named from that namespace.
-func graphNodes(ctx context.Context, q querier, uids []string, known map[string]GraphNode, namespaced map[groupKind]bool,
-	namespace string) ([]GraphNode, error) {
+func graphNodes(ctx context.Context, q querier, uids []string, known map[string]GraphNode,
+	namespaced map[groupKind]bool, namespace string) ([]GraphNode, error) {
 	out := make([]GraphNode, len(uids))
 	var rest []string
 	var restAt []int
@@ -265,7 +268,8 @@ func graphNodes(ctx context.Context, q querier, uids []string, known map[string]
 	}
 	for i := range out {
 		if n := &out[i]; n.Missing {
-			n.APIVersion, n.Kind, n.Namespace, n.Name = first[n.UID][0], first[n.UID][1], first[n.UID][2], first[n.UID][3]
+			ref := first[n.UID]
+			n.APIVersion, n.Kind, n.Namespace, n.Name = ref[0], ref[1], ref[2], ref[3]
 			if err := finishNode(n, sql.NullString{}, namespaced, namespace); err != nil {
 				return nil, err
 			}
@@ -282,8 +286,9 @@ func graphNodes(ctx context.Context, q querier, uids []string, known map[string]
 // kind holds; see splitObjectRow), NULL for one not mirrored. (All the
 // rows joined in one, by group_concat, cost more: 96–100 ms against 87–90
 // for the graph of a tree of 10,000.)
-const sqlObjectRows = `SELECT ((o.deletion_timestamp IS NOT NULL) * 2 + o.named_owner) || x'1f' || o.api_version || x'1f' || o.kind
-		|| x'1f' || o.namespace || x'1f' || o.name || x'1f' || coalesce(o.finalizers, '')
+const sqlObjectRows = `SELECT ((o.deletion_timestamp IS NOT NULL) * 2 + o.named_owner)
+		|| x'1f' || o.api_version || x'1f' || o.kind || x'1f' || o.namespace || x'1f' || o.name
+		|| x'1f' || coalesce(o.finalizers, '')
 	FROM json_each(?1) k LEFT JOIN objects o ON o.uid = k.value`
 
 // objectRow is an object as sqlObjectRows reads it.
@@ -313,8 +318,8 @@ func splitObjectRow(packed string) (objectRow, error) {
 		return objectRow{}, fmt.Errorf("a row of %d fields, flags %q", n+1, f[0])
 	}
 	flags := f[0][0] - '0'
-	return objectRow{namedOwner: flags&1 != 0, deleting: flags&2 != 0, apiVersion: f[1], kind: f[2], namespace: f[3], name: f[4],
-		finalizers: sql.NullString{String: f[5], Valid: f[5] != ""}}, nil
+	return objectRow{namedOwner: flags&1 != 0, deleting: flags&2 != 0, apiVersion: f[1], kind: f[2],
+		namespace: f[3], name: f[4], finalizers: sql.NullString{String: f[5], Valid: f[5] != ""}}, nil
 }
 
 // eachObjectRow reads the objects uids and calls fn with each, in their
@@ -339,7 +344,7 @@ func eachObjectRow(ctx context.Context, q querier, uids []string, fn func(i int,
 	}
 	var rest []sql.NullString // the second half's rows
 	restAt := 0
-	err := splitRead(ctx, q, uids, splitRows, func(ctx context.Context, q querier, keys []string, off, half int) error {
+	read := func(ctx context.Context, q querier, keys []string, off, half int) error {
 		if half == 1 {
 			restAt, rest = off, make([]sql.NullString, 0, len(keys))
 			return scanObjectRows(ctx, q, keys, func(_ int, packed sql.NullString) error {
@@ -347,9 +352,11 @@ func eachObjectRow(ctx context.Context, q querier, uids []string, fn func(i int,
 				return nil
 			})
 		}
-		return scanObjectRows(ctx, q, keys, func(i int, packed sql.NullString) error { return emit(off+i, packed) })
-	})
-	if err != nil {
+		return scanObjectRows(ctx, q, keys, func(i int, packed sql.NullString) error {
+			return emit(off+i, packed)
+		})
+	}
+	if err := splitRead(ctx, q, uids, splitRows, read); err != nil {
 		return err
 	}
 	for i, packed := range rest {
@@ -394,14 +401,16 @@ func scanObjectRows(ctx context.Context, q querier, uids []string, fn func(i int
 // (i its place in uids), and whether it may have dependents (named as an
 // owner, or not mirrored). A node not mirrored comes with only its UID and
 // Missing set.
-func eachNodeRow(ctx context.Context, q querier, uids []string, namespaced map[groupKind]bool, fn func(i int, n GraphNode, mayOwn bool) error) error {
+func eachNodeRow(ctx context.Context, q querier, uids []string, namespaced map[groupKind]bool,
+	fn func(i int, n GraphNode, mayOwn bool) error) error {
 	return eachObjectRow(ctx, q, uids, func(i int, r *objectRow) error {
 		n := GraphNode{UID: uids[i]}
 		if r == nil {
 			n.Missing = true
 			return fn(i, n, true)
 		}
-		n.APIVersion, n.Kind, n.Namespace, n.Name, n.BeingDeleted = r.apiVersion, r.kind, r.namespace, r.name, r.deleting
+		n.APIVersion, n.Kind, n.Namespace, n.Name = r.apiVersion, r.kind, r.namespace, r.name
+		n.BeingDeleted = r.deleting
 		if err := finishNode(&n, r.finalizers, namespaced, ""); err != nil {
 			return err
 		}
@@ -420,7 +429,8 @@ const sqlFirstRef = `SELECT json_array(r.api_version, r.kind, coalesce(d.namespa
 // apiVersion, kind, namespace (its dependent's) and name of its first
 // reference.
 func firstRefs(ctx context.Context, q querier, uids []string) (map[string][4]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT k.value, (`+fmt.Sprintf(sqlFirstRef, "k.value")+`) FROM json_each(?1) k`, jsonOrNull(uids))
+	query := `SELECT k.value, (` + fmt.Sprintf(sqlFirstRef, "k.value") + `) FROM json_each(?1) k`
+	rows, err := q.QueryContext(ctx, query, jsonOrNull(uids))
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +483,8 @@ func finishNode(n *GraphNode, finalizers sql.NullString, namespaced map[groupKin
 // scanGraphNodes reads the nodes whose UIDs the column uid of from (a
 // table expression, with args) lists, in orderBy's order (none: from's),
 // and calls fn for each.
-func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, args []any, namespace string, fn func(GraphNode) error) error {
+func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, args []any, namespace string,
+	fn func(GraphNode) error) error {
 	namespaced, err := namespacedKinds(ctx, q)
 	if err != nil {
 		return err
@@ -482,8 +493,8 @@ func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, a
 	// reference in a subquery that runs only for it: as a LEFT JOIN, the
 	// lookup ran for every node.
 	rows, err := q.QueryContext(ctx, `
-		SELECT `+uid+`, o.uid IS NULL, coalesce(o.api_version, ''), coalesce(o.kind, ''), coalesce(o.namespace, ''),
-			coalesce(o.name, ''), o.deletion_timestamp IS NOT NULL, o.finalizers,
+		SELECT `+uid+`, o.uid IS NULL, coalesce(o.api_version, ''), coalesce(o.kind, ''),
+			coalesce(o.namespace, ''), coalesce(o.name, ''), o.deletion_timestamp IS NOT NULL, o.finalizers,
 			CASE WHEN o.uid IS NULL THEN (`+fmt.Sprintf(sqlFirstRef, uid)+`) END
 		FROM `+from+`
 			LEFT JOIN objects o ON o.uid = `+uid+`
@@ -495,8 +506,8 @@ func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, a
 	for rows.Next() {
 		var n GraphNode
 		var finalizers, firstRef sql.NullString
-		if err := rows.Scan(&n.UID, &n.Missing, &n.APIVersion, &n.Kind, &n.Namespace, &n.Name, &n.BeingDeleted, &finalizers,
-			&firstRef); err != nil {
+		if err := rows.Scan(&n.UID, &n.Missing, &n.APIVersion, &n.Kind, &n.Namespace, &n.Name, &n.BeingDeleted,
+			&finalizers, &firstRef); err != nil {
 			return err
 		}
 		if firstRef.Valid {
@@ -553,7 +564,8 @@ func graphEdges(ctx context.Context, q querier, uids []string, set any) ([]Graph
 	// The rows come by dependent, then position: order each dependent's
 	// references by owner, keeping positions in order for the same owner.
 	slices.SortFunc(edges, func(a, b edge) int {
-		return cmp.Or(strings.Compare(a.Dependent, b.Dependent), strings.Compare(a.Owner, b.Owner), cmp.Compare(a.n, b.n))
+		return cmp.Or(strings.Compare(a.Dependent, b.Dependent), strings.Compare(a.Owner, b.Owner),
+			cmp.Compare(a.n, b.n))
 	})
 	out := make([]GraphEdge, len(edges))
 	for i, e := range edges {

@@ -19,7 +19,8 @@ const (
 	// place in ?1: a walk down reads its edges whole from the index.
 	// The flags come packed with the owner's place in one column: each
 	// column costs the driver a few calls per row.
-	sqlDependentsOf = `SELECT r.dependent_uid, k.key * 4 + coalesce(r.controller, 0) * 2 + coalesce(r.block_owner_deletion, 0)
+	sqlDependentsOf = `SELECT r.dependent_uid,
+			k.key * 4 + coalesce(r.controller, 0) * 2 + coalesce(r.block_owner_deletion, 0)
 		FROM json_each(?1) k CROSS JOIN owner_refs r ON r.owner_uid = k.value`
 	sqlOwnersOf = `SELECT r.owner_uid FROM json_each(?1) k CROSS JOIN owner_refs r ON r.dependent_uid = k.value`
 	// sqlApart lists the UIDs of ?1 that have no owner and are no one's.
@@ -132,7 +133,8 @@ func keptEdges(refs []GraphEdge, kept []string, all map[string]struct{}) []Graph
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int {
-		return cmp.Or(strings.Compare(refs[a].Dependent, refs[b].Dependent), strings.Compare(refs[a].Owner, refs[b].Owner),
+		x, y := &refs[a], &refs[b]
+		return cmp.Or(strings.Compare(x.Dependent, y.Dependent), strings.Compare(x.Owner, y.Owner),
 			cmp.Compare(a, b))
 	})
 	edges := make([]GraphEdge, len(order))
@@ -146,7 +148,8 @@ func keptEdges(refs []GraphEdge, kept []string, all map[string]struct{}) []Graph
 // transitively; ok is false, and the walk stops, once more than max are
 // reached. step is given each level's UIDs, sorted, and adds those they
 // lead to.
-func reach(ctx context.Context, seeds []string, max int, step func(frontier []string, add func(string)) error) (map[string]struct{}, bool, error) {
+func reach(ctx context.Context, seeds []string, max int, step func(frontier []string, add func(string)) error) (
+	map[string]struct{}, bool, error) {
 	seen := make(map[string]struct{}, len(seeds))
 	var frontier []string
 	for _, s := range seeds {
@@ -188,7 +191,7 @@ func stepDown(ctx context.Context, q querier, owners []string, fn func(GraphEdge
 		return nil
 	}
 	var rest []GraphEdge // the second half's, after the first's
-	err := splitRead(ctx, q, owners, splitSteps, func(ctx context.Context, q querier, keys []string, _, half int) error {
+	read := func(ctx context.Context, q querier, keys []string, _, half int) error {
 		rows, err := q.QueryContext(ctx, sqlDependentsOf, jsonOrNull(keys))
 		if err != nil {
 			return err
@@ -208,8 +211,8 @@ func stepDown(ctx context.Context, q querier, owners []string, fn func(GraphEdge
 			}
 		}
 		return rows.Err()
-	})
-	if err != nil {
+	}
+	if err := splitRead(ctx, q, owners, splitSteps, read); err != nil {
 		return err
 	}
 	for _, e := range rest {

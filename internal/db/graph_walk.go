@@ -43,7 +43,8 @@ func (d Objects) WalkGraph(ctx context.Context, limit int, w GraphWalk) error {
 	err := readTxOn(ctx, d.stream, func(tx *sql.Tx) error {
 		// The last UID kept, and whether one follows it: the nodes and the
 		// edges are then read up to it.
-		rows, err := tx.QueryContext(ctx, `SELECT uid FROM (`+allGraphUIDs("")+`) ORDER BY uid LIMIT 2 OFFSET ?`, limit-1)
+		query := `SELECT uid FROM (` + allGraphUIDs("") + `) ORDER BY uid LIMIT 2 OFFSET ?`
+		rows, err := tx.QueryContext(ctx, query, limit-1)
 		if err != nil {
 			return err
 		}
@@ -69,7 +70,8 @@ func (d Objects) WalkGraph(ctx context.Context, limit int, w GraphWalk) error {
 		if truncated {
 			bound, args = "uid <= ?1", []any{cut[0]}
 		}
-		if err := scanGraphNodes(ctx, tx, `(`+allGraphUIDs(bound)+`) k`, "k.uid", "ORDER BY k.uid", args, "", w.Node); err != nil {
+		from := `(` + allGraphUIDs(bound) + `) k`
+		if err := scanGraphNodes(ctx, tx, from, "k.uid", "ORDER BY k.uid", args, "", w.Node); err != nil {
 			return err
 		}
 		return walkEdges(ctx, tx, truncated, args, w.Edge)
@@ -84,7 +86,8 @@ func (d Objects) WalkGraph(ctx context.Context, limit int, w GraphWalk) error {
 // position), with no sort; each dependent's few edges are ordered by owner
 // before they are handed on.
 func walkEdges(ctx context.Context, q querier, bounded bool, args []any, fn func(GraphEdge) error) error {
-	query := `SELECT dependent_uid, owner_uid, coalesce(controller, 0), coalesce(block_owner_deletion, 0) FROM owner_refs`
+	query := `SELECT dependent_uid, owner_uid, coalesce(controller, 0), coalesce(block_owner_deletion, 0)
+		FROM owner_refs`
 	if bounded {
 		query += ` WHERE dependent_uid <= ?1 AND owner_uid <= ?1`
 	}

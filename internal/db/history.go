@@ -47,8 +47,8 @@ func (d History) HistoryOf(ctx context.Context, uid string) ([]HistoryEntry, err
 	return out, nil
 }
 
-const historyColumns = `id, uid, time, event, api_version, kind, namespace, name, owner_refs, finalizers, deletion_timestamp,
-	holder, holder_since, lapsed_at, preferred_holder`
+const historyColumns = `id, uid, time, event, api_version, kind, namespace, name, owner_refs, finalizers,
+	deletion_timestamp, holder, holder_since, lapsed_at, preferred_holder`
 
 // scanHistory reads and closes rows of historyColumns.
 func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
@@ -58,8 +58,8 @@ func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
 		var e HistoryEntry
 		var ts string
 		var refs, finalizers, deletion, holder, since, lapsed, preferred sql.NullString
-		if err := rows.Scan(&e.ID, &e.UID, &ts, &e.Event, &e.APIVersion, &e.Kind, &e.Namespace, &e.Name, &refs, &finalizers,
-			&deletion, &holder, &since, &lapsed, &preferred); err != nil {
+		if err := rows.Scan(&e.ID, &e.UID, &ts, &e.Event, &e.APIVersion, &e.Kind, &e.Namespace, &e.Name, &refs,
+			&finalizers, &deletion, &holder, &since, &lapsed, &preferred); err != nil {
 			return nil, err
 		}
 		if holder.Valid {
@@ -96,8 +96,8 @@ func (d History) PruneHistory(ctx context.Context, cutoff time.Time) (int64, err
 	var n int64
 	err := d.inWriteTx(ctx, opHistory, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM object_history WHERE time < ?1 AND (event = 'deleted'
-			OR EXISTS (SELECT 1 FROM object_history n WHERE n.uid = object_history.uid AND n.id > object_history.id
-				AND n.time < ?1))`,
+			OR EXISTS (SELECT 1 FROM object_history n
+				WHERE n.uid = object_history.uid AND n.id > object_history.id AND n.time < ?1))`,
 			formatTime(&cutoff))
 		if err != nil {
 			return err
@@ -105,8 +105,8 @@ func (d History) PruneHistory(ctx context.Context, cutoff time.Time) (int64, err
 		if n, err = res.RowsAffected(); err != nil || n == 0 {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM history_owner_refs
-			WHERE NOT EXISTS (SELECT 1 FROM object_history h WHERE h.uid = history_owner_refs.dependent_uid)`)
+		_, err = tx.ExecContext(ctx, `DELETE FROM history_owner_refs WHERE NOT EXISTS
+			(SELECT 1 FROM object_history h WHERE h.uid = history_owner_refs.dependent_uid)`)
 		return err
 	})
 	return n, err
@@ -126,7 +126,8 @@ func (d History) HistoriesOf(ctx context.Context, uids []string) (map[string][]H
 
 // historiesOf reads the history rows of uids that where (an SQL condition
 // after the uid's, or "") keeps, by uid; what names the read in errors.
-func (d History) historiesOf(ctx context.Context, what string, uids []string, where string) (map[string][]HistoryEntry, error) {
+func (d History) historiesOf(ctx context.Context, what string, uids []string, where string) (
+	map[string][]HistoryEntry, error) {
 	out := map[string][]HistoryEntry{}
 	if len(uids) == 0 {
 		return out, nil
@@ -151,7 +152,8 @@ func (d History) historiesOf(ctx context.Context, what string, uids []string, wh
 // backwards through object_history_by_uid: a long history costs no more.
 func (d History) RecentHistoryOf(ctx context.Context, uid string, n int) ([]HistoryEntry, bool, error) {
 	rows, err := d.query(ctx, `SELECT * FROM (
-		SELECT `+historyColumns+` FROM object_history WHERE uid = ? ORDER BY id DESC LIMIT ?) ORDER BY id`, uid, n+1)
+		SELECT `+historyColumns+` FROM object_history WHERE uid = ? ORDER BY id DESC LIMIT ?)
+		ORDER BY id`, uid, n+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", uid, err)
 	}

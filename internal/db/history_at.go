@@ -41,16 +41,17 @@ func (d History) HistoryAt(ctx context.Context, uids []string, at time.Time, lim
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
 		for _, uid := range uids {
 			var known bool
-			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM object_history WHERE uid = ?1)
-				OR EXISTS (SELECT 1 FROM history_owner_refs WHERE owner_uid = ?1)`, uid).Scan(&known); err != nil {
+			err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM object_history WHERE uid = ?1)
+				OR EXISTS (SELECT 1 FROM history_owner_refs WHERE owner_uid = ?1)`, uid).Scan(&known)
+			if err != nil {
 				return err
 			}
 			if !known {
 				return fmt.Errorf("uid %q: history knows no such object: %w", uid, ErrNotFound)
 			}
 		}
-		w := &historyWalk{ctx: ctx, tx: tx, at: formatTime(&at), states: map[string]*HistoryEntry{}, seen: map[string]bool{},
-			limit: limit}
+		w := &historyWalk{ctx: ctx, tx: tx, at: formatTime(&at), states: map[string]*HistoryEntry{},
+			seen: map[string]bool{}, limit: limit}
 		if err := w.walk(uids); err != nil {
 			return err
 		}
@@ -172,7 +173,8 @@ func (w *historyWalk) load(uids []string) error {
 		return nil
 	}
 	rows, err := w.tx.QueryContext(w.ctx, `SELECT `+historyColumns+` FROM object_history WHERE id IN (
-			SELECT (SELECT h.id FROM object_history h WHERE h.uid = k.value AND h.time <= ?2 ORDER BY h.id DESC LIMIT 1)
+			SELECT (SELECT h.id FROM object_history h WHERE h.uid = k.value AND h.time <= ?2
+				ORDER BY h.id DESC LIMIT 1)
 			FROM json_each(?1) k)`, jsonOrNull(todo), w.at)
 	if err != nil {
 		return err

@@ -12,23 +12,23 @@ import (
 
 // Write statements of the history, prepared once with the ingest ones.
 const (
-	sqlLastHistory = `SELECT event, owner_refs, finalizers, deletion_timestamp, NULL, NULL, NULL, NULL FROM object_history
-		WHERE uid = ? ORDER BY id DESC LIMIT 1`
+	sqlLastHistory = `SELECT event, owner_refs, finalizers, deletion_timestamp, NULL, NULL, NULL, NULL
+		FROM object_history WHERE uid = ? ORDER BY id DESC LIMIT 1`
 	// A Lease's holder and preferred holder are compared too, and its last
 	// renewal read (before this write replaces it) to tell whether it ran
 	// out in between.
 	sqlLastHistoryLease = `SELECT h.event, h.owner_refs, h.finalizers, h.deletion_timestamp, h.holder, l.renew_time,
 			l.lease_duration_seconds, h.preferred_holder
 		FROM object_history h LEFT JOIN leases l ON l.uid = h.uid WHERE h.uid = ? ORDER BY h.id DESC LIMIT 1`
-	sqlInsertHistory = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
-			finalizers, deletion_timestamp, holder, holder_since, lapsed_at, preferred_holder)
+	sqlInsertHistory = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name,
+			owner_refs, finalizers, deletion_timestamp, holder, holder_since, lapsed_at, preferred_holder)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertHistoryOwner = `INSERT OR IGNORE INTO history_owner_refs (owner_uid, dependent_uid) VALUES (?, ?)`
 	// sqlHistoryDeletedUID records, before an object is deleted, its last
 	// state: references and holders from its last history row (owner_refs
 	// and leases rows go with the object), the rest from the mirror.
-	sqlHistoryDeletedUID = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
-			finalizers, deletion_timestamp, holder, preferred_holder)
+	sqlHistoryDeletedUID = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name,
+			owner_refs, finalizers, deletion_timestamp, holder, preferred_holder)
 		SELECT o.uid, ?, 'deleted', o.api_version, o.kind, o.namespace, o.name, h.owner_refs, o.finalizers,
 			o.deletion_timestamp, h.holder, h.preferred_holder
 		FROM objects o LEFT JOIN object_history h ON h.id = (
@@ -39,13 +39,15 @@ const (
 	sqlHistoryGone = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name, owner_refs,
 			finalizers, deletion_timestamp, holder, preferred_holder)
 		SELECT ?1, ?2, 'deleted', ?3, ?4, ?5, ?6, h.owner_refs, ?7, ?8, h.holder, h.preferred_holder
-		FROM (SELECT 1) LEFT JOIN object_history h ON h.id = (SELECT max(id) FROM object_history WHERE uid = ?1)`
+		FROM (SELECT 1) LEFT JOIN object_history h
+			ON h.id = (SELECT max(id) FROM object_history WHERE uid = ?1)`
 	// goneColumns are what a DELETE of objects returns for the history.
 	goneColumns = `uid, api_version, kind, namespace, name, finalizers, deletion_timestamp`
 )
 
-var historyWriteQueries = []string{sqlLastHistory, sqlLastHistoryLease, sqlInsertHistory, sqlInsertHistoryOwner, sqlHistoryDeletedUID,
-	sqlHistoryGone}
+// historyWriteQueries are prepared at Open, with writeQueries.
+var historyWriteQueries = []string{sqlLastHistory, sqlLastHistoryLease, sqlInsertHistory, sqlInsertHistoryOwner,
+	sqlHistoryDeletedUID, sqlHistoryGone}
 
 // historyStatements are the history's part of a write transaction.
 type historyStatements struct {
@@ -83,7 +85,8 @@ func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatement
 // with nothing in between, so only then is a Lease renewed after its
 // duration taken for one that ran out; a list may come after a gap in
 // what kubegcd saw.
-func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (ownershipChanged, ownersChanged bool, err error) {
+func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (
+	ownershipChanged, ownersChanged bool, err error) {
 	refs := jsonOrNull(o.OwnerReferences)
 	deletion := formatTime(o.DeletionTimestamp)
 	var last string
@@ -95,8 +98,8 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	}
 	var events []string
 	var lease leaseFacts
-	switch err := query.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion, &lastHolder, &lastRenew,
-		&lastDuration, &lastPreferred); {
+	switch err := query.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion,
+		&lastHolder, &lastRenew, &lastDuration, &lastPreferred); {
 	case errors.Is(err, sql.ErrNoRows):
 		events = []string{api.HistoryCreated}
 	case err != nil:
@@ -139,8 +142,8 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 				since, lapsed = formatTime(lease.since), formatTime(lease.lapsed)
 			}
 		}
-		if _, err := h.insert.ExecContext(ctx, o.UID, h.now, ev, o.APIVersion, o.Kind, o.Namespace, o.Name, refs, finalizers,
-			deletion, holder, since, lapsed, preferred); err != nil {
+		if _, err := h.insert.ExecContext(ctx, o.UID, h.now, ev, o.APIVersion, o.Kind, o.Namespace, o.Name,
+			refs, finalizers, deletion, holder, since, lapsed, preferred); err != nil {
 			return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
 		}
 	}
@@ -153,7 +156,8 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 		}
 	}
 	for _, ev := range events {
-		ownershipChanged = ownershipChanged || (ev != api.HistoryHolderChanged && ev != api.HistoryPreferredHolderChanged)
+		leaseOnly := ev == api.HistoryHolderChanged || ev == api.HistoryPreferredHolderChanged
+		ownershipChanged = ownershipChanged || !leaseOnly
 	}
 	return ownershipChanged, ownersChanged, nil
 }
@@ -170,7 +174,8 @@ func scanGone(rows *sql.Rows) ([]goneObject, error) {
 	var out []goneObject
 	for rows.Next() {
 		var g goneObject
-		if err := rows.Scan(&g.uid, &g.apiVersion, &g.kind, &g.namespace, &g.name, &g.finalizers, &g.deletionTimestamp); err != nil {
+		if err := rows.Scan(&g.uid, &g.apiVersion, &g.kind, &g.namespace, &g.name, &g.finalizers,
+			&g.deletionTimestamp); err != nil {
 			return nil, err
 		}
 		out = append(out, g)
@@ -231,7 +236,8 @@ func (l *Lease) since() *time.Time {
 // leaseChange compares a Lease's new spec with the holder of its last row
 // and the renewal the mirror has: the holder changed, or (seen by a watch)
 // the holder renewed it only after it had run out.
-func leaseChange(l *Lease, lastHolder string, lastRenew *time.Time, lastDuration sql.NullInt64, fromWatch bool) leaseFacts {
+func leaseChange(l *Lease, lastHolder string, lastRenew *time.Time, lastDuration sql.NullInt64,
+	fromWatch bool) leaseFacts {
 	f := leaseFacts{holder: l.holder()}
 	var ranOut *time.Time
 	if fromWatch && lastRenew != nil && lastDuration.Valid {

@@ -44,15 +44,16 @@ func (w *FileWatch) Check() error {
 	gone := "database " + w.path + " was deleted or replaced while kubegcd ran: "
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-		return fileGone{gone + "nothing is at its path now; what kubegcd wrote since is in a file no start will open, " +
+		return fileGone{gone + "nothing is at its path now; " +
+			"what kubegcd wrote since is in a file no start will open, " +
 			"and the next start creates the file afresh and lists the cluster again"}
 	case err != nil:
 		return nil
 	case !os.SameFile(fi, w.opened):
 		// Also what a deletion looks like once a new connection of the
 		// pools, opening the path, has created an empty file there.
-		return fileGone{gone + "another file is at its path now; what kubegcd wrote since went to the old one, " +
-			"and the next start opens the one at the path"}
+		return fileGone{gone + "another file is at its path now; " +
+			"what kubegcd wrote since went to the old one, and the next start opens the one at the path"}
 	}
 	return nil
 }

@@ -22,8 +22,9 @@ type Intent struct {
 }
 
 const (
-	sqlInsertIntent = `INSERT INTO intents (time, instance, controller, rule, action, api_version, kind, namespace, name, uid,
-			resource_version, facts, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertIntent = `INSERT INTO intents (time, instance, controller, rule, action, api_version, kind, namespace,
+			name, uid, resource_version, facts, reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlDeleteIntent = `DELETE FROM intents WHERE id = ?`
 )
 
@@ -46,8 +47,9 @@ func (d Ledger) InsertIntent(ctx context.Context, in *Intent) error {
 		if err != nil {
 			return err
 		}
-		res, err := st.ExecContext(ctx, formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion,
-			e.Target.Kind, e.Target.Namespace, e.Target.Name, e.Target.UID, in.ResourceVersion, facts, e.Reason)
+		tgt := &e.Target
+		res, err := st.ExecContext(ctx, formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action,
+			tgt.APIVersion, tgt.Kind, tgt.Namespace, tgt.Name, tgt.UID, in.ResourceVersion, facts, e.Reason)
 		if err != nil {
 			return err
 		}
@@ -80,8 +82,8 @@ func (d Ledger) WithdrawIntent(ctx context.Context, id int64) error {
 
 // OpenIntents returns the intents without an outcome, oldest first.
 func (d Ledger) OpenIntents(ctx context.Context) ([]Intent, error) {
-	rows, err := d.read.QueryContext(ctx, `SELECT id, time, instance, controller, rule, action, api_version, kind, namespace, name,
-		uid, resource_version, facts, reason FROM intents ORDER BY id`)
+	rows, err := d.read.QueryContext(ctx, `SELECT id, time, instance, controller, rule, action, api_version, kind,
+		namespace, name, uid, resource_version, facts, reason FROM intents ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("intents: %w", err)
 	}
@@ -92,8 +94,10 @@ func (d Ledger) OpenIntents(ctx context.Context) ([]Intent, error) {
 		e := &in.Entry
 		var ts string
 		var facts sql.NullString
-		if err := rows.Scan(&in.ID, &ts, &e.Instance, &e.Controller, &e.Rule, &e.Action, &e.Target.APIVersion, &e.Target.Kind,
-			&e.Target.Namespace, &e.Target.Name, &e.Target.UID, &in.ResourceVersion, &facts, &e.Reason); err != nil {
+		tgt := &e.Target
+		if err := rows.Scan(&in.ID, &ts, &e.Instance, &e.Controller, &e.Rule, &e.Action, &tgt.APIVersion,
+			&tgt.Kind, &tgt.Namespace, &tgt.Name, &tgt.UID, &in.ResourceVersion, &facts,
+			&e.Reason); err != nil {
 			return nil, fmt.Errorf("intents: %w", err)
 		}
 		if t := parseTime(sql.NullString{String: ts, Valid: true}); t != nil {

@@ -54,9 +54,11 @@ func (d Objects) Leases(ctx context.Context, f LeaseFilter) ([]LeaseRow, error) 
 			args = append(args, c.v)
 		}
 	}
-	rows, err := d.query(ctx, `SELECT o.namespace, o.name, o.uid, l.holder_identity, l.lease_duration_seconds, l.acquire_time,
-			l.renew_time, l.lease_transitions, coalesce(l.identity_label, ''), l.strategy, l.preferred_holder
-		FROM leases l JOIN objects o ON o.uid = l.uid WHERE `+strings.Join(where, " AND ")+` ORDER BY o.namespace, o.name`, args...)
+	rows, err := d.query(ctx, `SELECT o.namespace, o.name, o.uid, l.holder_identity, l.lease_duration_seconds,
+			l.acquire_time, l.renew_time, l.lease_transitions, coalesce(l.identity_label, ''), l.strategy,
+			l.preferred_holder
+		FROM leases l JOIN objects o ON o.uid = l.uid WHERE `+strings.Join(where, " AND ")+`
+		ORDER BY o.namespace, o.name`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("leases: %w", err)
 	}
@@ -66,8 +68,8 @@ func (d Objects) Leases(ctx context.Context, f LeaseFilter) ([]LeaseRow, error) 
 		var l LeaseRow
 		var holder, acquire, renew, strategy, preferred sql.NullString
 		var duration, transitions sql.NullInt64
-		if err := rows.Scan(&l.Namespace, &l.Name, &l.UID, &holder, &duration, &acquire, &renew, &transitions, &l.IdentityLabel,
-			&strategy, &preferred); err != nil {
+		if err := rows.Scan(&l.Namespace, &l.Name, &l.UID, &holder, &duration, &acquire, &renew, &transitions,
+			&l.IdentityLabel, &strategy, &preferred); err != nil {
 			return nil, fmt.Errorf("leases: %w", err)
 		}
 		if holder.Valid {
@@ -120,14 +122,16 @@ func (d Objects) LeaseCandidates(ctx context.Context, f LeaseCandidateFilter) ([
 			args = append(args, c.v)
 		}
 	}
-	return d.leaseCandidates(ctx, strings.Join(where, " AND ")+" ORDER BY o.namespace, c.lease_name, o.name", args...)
+	order := " ORDER BY o.namespace, c.lease_name, o.name"
+	return d.leaseCandidates(ctx, strings.Join(where, " AND ")+order, args...)
 }
 
 // leaseCandidates reads the candidates that where (SQL over o, the
 // objects row, and c, the lease_candidates row) selects, in its order.
 func (d *core) leaseCandidates(ctx context.Context, where string, args ...any) ([]LeaseCandidateRow, error) {
 	rows, err := d.query(ctx, `SELECT o.namespace, o.name, o.uid, o.resource_version, o.creation_timestamp,
-			o.deletion_timestamp IS NOT NULL, c.lease_name, c.binary_version, c.emulation_version, c.strategy, c.ping_time, c.renew_time
+			o.deletion_timestamp IS NOT NULL, c.lease_name, c.binary_version, c.emulation_version,
+			c.strategy, c.ping_time, c.renew_time
 		FROM lease_candidates c JOIN objects o ON o.uid = c.uid WHERE `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("lease candidates: %w", err)
@@ -137,8 +141,8 @@ func (d *core) leaseCandidates(ctx context.Context, where string, args ...any) (
 	for rows.Next() {
 		var r LeaseCandidateRow
 		var created, ping, renew sql.NullString
-		if err := rows.Scan(&r.Namespace, &r.Name, &r.UID, &r.ResourceVersion, &created, &r.Deleting, &r.LeaseName,
-			&r.BinaryVersion, &r.EmulationVersion, &r.Strategy, &ping, &renew); err != nil {
+		if err := rows.Scan(&r.Namespace, &r.Name, &r.UID, &r.ResourceVersion, &created, &r.Deleting,
+			&r.LeaseName, &r.BinaryVersion, &r.EmulationVersion, &r.Strategy, &ping, &renew); err != nil {
 			return nil, fmt.Errorf("lease candidates: %w", err)
 		}
 		r.Created, r.PingTime, r.RenewTime = parseTime(created), parseTime(ping), parseTime(renew)

@@ -83,7 +83,8 @@ func (d Ledger) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
 // audit_by_time index.
 func (d Ledger) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.Time, error) {
 	rows, err := d.query(ctx, `SELECT time FROM audit WHERE time >= ? AND outcome = ? AND dry_run = 0
-		AND controller NOT IN (?, ?) ORDER BY time`, formatTime(&since), api.OutcomeApplied, api.ControllerKubegcd, api.ControllerOperator)
+		AND controller NOT IN (?, ?) ORDER BY time`,
+		formatTime(&since), api.OutcomeApplied, api.ControllerKubegcd, api.ControllerOperator)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
@@ -105,7 +106,8 @@ func (d Ledger) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.
 }
 
 // sqlLastHold finds the newest pause or release of the blast-radius cap.
-const sqlLastHold = `SELECT max(id) FROM audit WHERE controller IN ('` + api.ControllerKubegcd + `', '` + api.ControllerOperator + `')
+const sqlLastHold = `SELECT max(id) FROM audit
+	WHERE controller IN ('` + api.ControllerKubegcd + `', '` + api.ControllerOperator + `')
 	AND action IN ('` + api.ActionPause + `', '` + api.ActionRelease + `')`
 
 // LastHold returns the newest pause or release of enforcement ("" when
@@ -145,7 +147,8 @@ func (d *core) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool,
 	var rule, reason, rv, since string
 	isNew := false
 	err := tx.QueryRowContext(ctx, `SELECT rule, reason, resource_version, since FROM pending
-		WHERE controller = ? AND uid = ? AND action = ?`, p.Controller, p.Target.UID, p.Action).Scan(&rule, &reason, &rv, &since)
+		WHERE controller = ? AND uid = ? AND action = ?`,
+		p.Controller, p.Target.UID, p.Action).Scan(&rule, &reason, &rv, &since)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		isNew = true
@@ -170,13 +173,16 @@ func (d *core) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool,
 	if _, err := st.ExecContext(ctx, p.Controller, p.Target.UID, p.Action); err != nil {
 		return false, err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO pending (controller, uid, action, rule, reason, api_version, kind, namespace,
-			name, resource_version, since, not_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	tgt := &p.Target
+	_, err = tx.ExecContext(ctx, `INSERT INTO pending (controller, uid, action, rule, reason, api_version, kind,
+			namespace, name, resource_version, since, not_before)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (controller, uid, action) DO UPDATE SET rule = excluded.rule, reason = excluded.reason,
-			api_version = excluded.api_version, kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
-			resource_version = excluded.resource_version, since = excluded.since, not_before = excluded.not_before`,
-		p.Controller, p.Target.UID, p.Action, p.Rule, p.Reason, p.Target.APIVersion, p.Target.Kind, p.Target.Namespace,
-		p.Target.Name, p.ResourceVersion, formatTime(&p.Since), formatTime(p.NotBefore))
+			api_version = excluded.api_version, kind = excluded.kind, namespace = excluded.namespace,
+			name = excluded.name, resource_version = excluded.resource_version, since = excluded.since,
+			not_before = excluded.not_before`,
+		p.Controller, tgt.UID, p.Action, p.Rule, p.Reason, tgt.APIVersion, tgt.Kind, tgt.Namespace, tgt.Name,
+		p.ResourceVersion, formatTime(&p.Since), formatTime(p.NotBefore))
 	return isNew, err
 }
 

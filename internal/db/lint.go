@@ -53,7 +53,8 @@ type LintOwner struct {
 
 // groupSQL is the API group of an apiVersion column: "" for the core group.
 func groupSQL(col string) string {
-	return `(CASE WHEN instr(` + col + `, '/') > 0 THEN substr(` + col + `, 1, instr(` + col + `, '/') - 1) ELSE '' END)`
+	slash := `instr(` + col + `, '/')`
+	return `(CASE WHEN ` + slash + ` > 0 THEN substr(` + col + `, 1, ` + slash + ` - 1) ELSE '' END)`
 }
 
 // earlierControllers counts r's dependent's references before r with
@@ -105,7 +106,8 @@ func sqlLintRefs(from, orderBy string, dangling bool) string {
 // first, through objects_by_name, and in none only when that finds
 // nothing (one seek instead of two for a re-created namespaced owner).
 func sameName(namespace string) string {
-	return `(SELECT min(s.uid) FROM objects s WHERE s.kind = r.kind AND s.namespace = ` + namespace + ` AND s.name = r.name
+	return `(SELECT min(s.uid) FROM objects s
+		WHERE s.kind = r.kind AND s.namespace = ` + namespace + ` AND s.name = r.name
 		AND ` + groupSQL("s.api_version") + ` = ` + groupSQL("r.api_version") + `)`
 }
 
@@ -123,8 +125,8 @@ func sqlOwnerDeletedAt(ownerUID string) string {
 
 var (
 	// The whole mirror: one pass over the candidates' partial index.
-	sqlLintAll = sqlLintRefs(`owner_refs r INDEXED BY owner_refs_lint_candidates CROSS JOIN objects d ON d.uid = r.dependent_uid`,
-		`r.dependent_uid, r.position`, false)
+	sqlLintAll = sqlLintRefs(`owner_refs r INDEXED BY owner_refs_lint_candidates
+		CROSS JOIN objects d ON d.uid = r.dependent_uid`, `r.dependent_uid, r.position`, false)
 	// A namespace's objects are found through objects_by_resource, one
 	// seek per resource, and their references through owner_refs' primary
 	// key: no scan of the whole mirror.
@@ -169,11 +171,11 @@ func (d *core) lintRefs(ctx context.Context, query string, args []any, fn func(*
 			controller, block         sql.NullBool
 		)
 		for rows.Next() {
-			if err := rows.Scan(&l.Dependent.UID, &l.Dependent.APIVersion, &l.Dependent.Kind, &l.Dependent.Namespace,
-				&l.Dependent.Name, &created,
+			dep := &l.Dependent
+			if err := rows.Scan(&dep.UID, &dep.APIVersion, &dep.Kind, &dep.Namespace, &dep.Name, &created,
 				&l.Ref.APIVersion, &l.Ref.Kind, &l.Ref.Name, &l.Ref.UID, &controller, &block,
-				&hasOwner, &owner.APIVersion, &owner.Kind, &owner.Namespace, &owner.Name, &owner.Deleting,
-				&sameName, &l.EarlierControllers, &pending, &deleted); err != nil {
+				&hasOwner, &owner.APIVersion, &owner.Kind, &owner.Namespace, &owner.Name,
+				&owner.Deleting, &sameName, &l.EarlierControllers, &pending, &deleted); err != nil {
 				return err
 			}
 			l.DependentCreated = parseTime(created)
@@ -209,8 +211,10 @@ func (d Objects) FillDangling(ctx context.Context, refs []*LintRef) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	rows, err := d.query(ctx, `SELECT k.uid, k.owner_uid, (`+sqlPendingSince("k.uid")+`), (`+sqlOwnerDeletedAt("k.owner_uid")+`)
-		FROM (SELECT DISTINCT value ->> 0 AS uid, value ->> 1 AS owner_uid FROM json_each(?)) AS k`, jsonOrNull(keys))
+	rows, err := d.query(ctx, `SELECT k.uid, k.owner_uid, (`+sqlPendingSince("k.uid")+`),
+			(`+sqlOwnerDeletedAt("k.owner_uid")+`)
+		FROM (SELECT DISTINCT value ->> 0 AS uid, value ->> 1 AS owner_uid FROM json_each(?)) AS k`,
+		jsonOrNull(keys))
 	if err != nil {
 		return fmt.Errorf("lint: %w", err)
 	}
@@ -239,7 +243,8 @@ func (d Objects) FillDangling(ctx context.Context, refs []*LintRef) error {
 
 // sqlLintObject reads one object's ownerReferences through the primary keys
 // of objects and owner_refs, for /objects/{uid}.
-var sqlLintObject = sqlLintRefs(`objects d CROSS JOIN owner_refs r ON r.dependent_uid = d.uid AND d.uid = ?1`, `r.position`, true)
+var sqlLintObject = sqlLintRefs(`objects d CROSS JOIN owner_refs r ON r.dependent_uid = d.uid AND d.uid = ?1`,
+	`r.position`, true)
 
 // LintRefsOf is LintRefs for the ownerReferences of the object with uid.
 func (d Objects) LintRefsOf(ctx context.Context, uid string, fn func(*LintRef) error) error {

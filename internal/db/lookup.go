@@ -54,7 +54,8 @@ func (d Objects) LookupObjects(ctx context.Context, f LookupFilter) ([]*Object, 
 			args = append(args, f.Name)
 		}
 		args = append(args, f.Limit+1)
-		rows, err := tx.QueryContext(ctx, `SELECT `+objectColumns+` FROM objects o WHERE `+strings.Join(where, " AND ")+`
+		rows, err := tx.QueryContext(ctx, `SELECT `+objectColumns+` FROM objects o
+			WHERE `+strings.Join(where, " AND ")+`
 			ORDER BY o.namespace, o.name, `+groupSQL("o.api_version")+`, o.uid LIMIT ?`, args...)
 		if err != nil {
 			return err

@@ -71,10 +71,12 @@ func checkVersion(m *migrate.Migrate, path string) error {
 		return fmt.Errorf("database %s: reading schema version: %w", path, err)
 	}
 	if dirty {
-		return fmt.Errorf("database %s: schema version %d is dirty (a migration failed half-way); restore a backup or fix it with `kubegcd migrate`", path, v)
+		return fmt.Errorf("database %s: schema version %d is dirty (a migration failed half-way); "+
+			"restore a backup or fix it with `kubegcd migrate`", path, v)
 	}
 	if latest := LatestVersion(); v > latest {
-		return fmt.Errorf("database %s: schema version %d is newer than this kubegcd supports (%d); use a newer kubegcd", path, v, latest)
+		return fmt.Errorf("database %s: schema version %d is newer than this kubegcd supports (%d); "+
+			"use a newer kubegcd", path, v, latest)
 	}
 	return nil
 }

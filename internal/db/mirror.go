@@ -77,13 +77,15 @@ const (
 	// sqlUpdate writes a new version of an object whose indexed columns
 	// are unchanged (a Lease renewed, a status updated): an upsert sets
 	// every column, so SQLite rewrites every index entry of the row.
-	sqlUpdate = `UPDATE objects SET resource_version = ?, deletion_grace_period_seconds = ?, finalizers = ?, sync_epoch = ?
+	sqlUpdate = `UPDATE objects
+		SET resource_version = ?, deletion_grace_period_seconds = ?, finalizers = ?, sync_epoch = ?
 		WHERE uid = ? AND resource_id = ? AND api_version = ? AND kind = ? AND namespace = ? AND name = ?
 			AND creation_timestamp IS ? AND deletion_timestamp IS ?`
 	// A new row is named_owner when references to it were written before
 	// it (see sqlNameOwner); a row already there keeps its own.
 	sqlUpsert = `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
-			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch, named_owner)
+			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch,
+			named_owner)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))
 		ON CONFLICT (uid) DO UPDATE SET resource_id = excluded.resource_id, api_version = excluded.api_version,
 			kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
@@ -93,7 +95,8 @@ const (
 			finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch`
 	sqlDeleteObject = `DELETE FROM objects WHERE uid = ?`
 	sqlDeleteRefs   = `DELETE FROM owner_refs WHERE dependent_uid = ?`
-	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, block_owner_deletion, sole)
+	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid,
+			controller, block_owner_deletion, sole)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// sqlNameOwner marks the object a reference just written names: a walk
 	// down the graph looks for the dependents of such objects only.
@@ -101,46 +104,56 @@ const (
 	// The typed rows are upserted, not replaced: a REPLACE deletes the row
 	// and inserts it again, checking its foreign key each time.
 	sqlUpsertPod = `INSERT INTO pods (uid, phase, reason, node_name, generation) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (uid) DO UPDATE SET phase = excluded.phase, reason = excluded.reason, node_name = excluded.node_name,
-			generation = excluded.generation`
+		ON CONFLICT (uid) DO UPDATE SET phase = excluded.phase, reason = excluded.reason,
+			node_name = excluded.node_name, generation = excluded.generation`
 	sqlUpsertNode = `INSERT INTO nodes (uid, ready, taints, ttl_annotation) VALUES (?, ?, ?, ?)
-		ON CONFLICT (uid) DO UPDATE SET ready = excluded.ready, taints = excluded.taints, ttl_annotation = excluded.ttl_annotation`
+		ON CONFLICT (uid) DO UPDATE SET ready = excluded.ready, taints = excluded.taints,
+			ttl_annotation = excluded.ttl_annotation`
 	sqlUpsertLease = `INSERT INTO leases (uid, holder_identity, lease_duration_seconds, acquire_time, renew_time,
-			lease_transitions, identity_label, strategy, preferred_holder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			lease_transitions, identity_label, strategy, preferred_holder)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (uid) DO UPDATE SET holder_identity = excluded.holder_identity,
 			lease_duration_seconds = excluded.lease_duration_seconds, acquire_time = excluded.acquire_time,
 			renew_time = excluded.renew_time, lease_transitions = excluded.lease_transitions,
 			identity_label = excluded.identity_label, strategy = excluded.strategy,
 			preferred_holder = excluded.preferred_holder`
-	sqlUpsertCandidate = `INSERT INTO lease_candidates (uid, lease_name, binary_version, emulation_version, strategy,
-			ping_time, renew_time) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (uid) DO UPDATE SET lease_name = excluded.lease_name, binary_version = excluded.binary_version,
-			emulation_version = excluded.emulation_version, strategy = excluded.strategy,
-			ping_time = excluded.ping_time, renew_time = excluded.renew_time`
+	sqlUpsertCandidate = `INSERT INTO lease_candidates (uid, lease_name, binary_version, emulation_version,
+			strategy, ping_time, renew_time)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (uid) DO UPDATE SET lease_name = excluded.lease_name,
+			binary_version = excluded.binary_version, emulation_version = excluded.emulation_version,
+			strategy = excluded.strategy, ping_time = excluded.ping_time, renew_time = excluded.renew_time`
 	sqlUpsertSV = `INSERT INTO storage_versions (uid, common_encoding_version) VALUES (?, ?)
 		ON CONFLICT (uid) DO UPDATE SET common_encoding_version = excluded.common_encoding_version`
 	sqlDeleteSVEntries = `DELETE FROM storage_version_entries WHERE uid = ?`
-	sqlInsertSVEntry   = `INSERT OR REPLACE INTO storage_version_entries (uid, api_server_id, encoding_version, decodable_versions, served_versions)
+	sqlInsertSVEntry   = `INSERT OR REPLACE INTO storage_version_entries (uid, api_server_id, encoding_version,
+			decodable_versions, served_versions)
 		VALUES (?, ?, ?, ?, ?)`
-	sqlUpsertNamespace = `INSERT OR REPLACE INTO namespaces (uid, phase, spec_finalizers, conditions) VALUES (?, ?, ?, ?)`
+	sqlUpsertNamespace = `INSERT OR REPLACE INTO namespaces (uid, phase, spec_finalizers, conditions)
+		VALUES (?, ?, ?, ?)`
 )
 
 // writeQueries are prepared at Open.
-var writeQueries = append([]string{sqlTouch, sqlUpdate, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlNameOwner, sqlUpsertPod, sqlUpsertNode,
-	sqlUpsertLease, sqlUpsertCandidate, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry, sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending, sqlDeleteOtherPending,
+var writeQueries = append([]string{
+	sqlTouch, sqlUpdate, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlNameOwner, sqlUpsertPod,
+	sqlUpsertNode, sqlUpsertLease, sqlUpsertCandidate, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry,
+	sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending, sqlDeleteOtherPending,
 	sqlInsertIntent, sqlDeleteIntent, sqlHasDependents, sqlIsDeleting,
-	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a"}, historyWriteQueries...)
+	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a",
+}, historyWriteQueries...)
 
+// prepare binds the write statements of the ingest path to tx.
 func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 	s := &statements{}
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&s.touch, sqlTouch}, {&s.update, sqlUpdate}, {&s.upsert, sqlUpsert}, {&s.deleteObj, sqlDeleteObject}, {&s.deleteRefs, sqlDeleteRefs},
-		{&s.insertRef, sqlInsertRef}, {&s.nameOwner, sqlNameOwner}, {&s.upsertPod, sqlUpsertPod}, {&s.upsertNode, sqlUpsertNode},
-		{&s.upsertLease, sqlUpsertLease}, {&s.upsertSV, sqlUpsertSV}, {&s.delSVEs, sqlDeleteSVEntries},
-		{&s.insertSVE, sqlInsertSVEntry}, {&s.upsertNamespace, sqlUpsertNamespace}, {&s.upsertCandidate, sqlUpsertCandidate},
+		{&s.touch, sqlTouch}, {&s.update, sqlUpdate}, {&s.upsert, sqlUpsert}, {&s.deleteObj, sqlDeleteObject},
+		{&s.deleteRefs, sqlDeleteRefs}, {&s.insertRef, sqlInsertRef}, {&s.nameOwner, sqlNameOwner},
+		{&s.upsertPod, sqlUpsertPod}, {&s.upsertNode, sqlUpsertNode}, {&s.upsertLease, sqlUpsertLease},
+		{&s.upsertSV, sqlUpsertSV}, {&s.delSVEs, sqlDeleteSVEntries}, {&s.insertSVE, sqlInsertSVEntry},
+		{&s.upsertNamespace, sqlUpsertNamespace}, {&s.upsertCandidate, sqlUpsertCandidate},
 	} {
 		st, err := d.txStmt(ctx, tx, p.sql)
 		if err != nil {
@@ -159,7 +172,8 @@ func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 // a fact the owner GC decides on changed (see Change.OwnershipChanged). When epoch is
 // non-zero and the stored row already has o's resourceVersion, only the epoch
 // is bumped: a relist of an unchanged object costs one UPDATE.
-func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (ownershipChanged bool, err error) {
+func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (
+	ownershipChanged bool, err error) {
 	if epoch != 0 {
 		res, err := s.touch.ExecContext(ctx, epoch, o.UID, resourceID, o.ResourceVersion)
 		if err != nil {
@@ -178,9 +192,9 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 	if !ownersChanged {
 		// The row was there (history saw it, with the same owners): most
 		// often only its version moved.
-		res, err := s.update.ExecContext(ctx, o.ResourceVersion, ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch,
-			o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name, formatTime(o.CreationTimestamp),
-			formatTime(o.DeletionTimestamp))
+		res, err := s.update.ExecContext(ctx, o.ResourceVersion, ptrOrNull(o.DeletionGracePeriodSeconds),
+			finalizers, epoch, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
+			formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp))
 		if err != nil {
 			return false, err
 		}
@@ -188,9 +202,9 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		updated = n == 1
 	}
 	if !updated {
-		if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name, o.ResourceVersion,
-			formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp), ptrOrNull(o.DeletionGracePeriodSeconds),
-			finalizers, epoch); err != nil {
+		if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
+			o.ResourceVersion, formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp),
+			ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch); err != nil {
 			return false, err
 		}
 	}
@@ -199,27 +213,37 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 			return false, err
 		}
 	}
+	return ownershipChanged, s.upsertTyped(ctx, o)
+}
+
+// upsertTyped writes the typed columns of o, when its resource has them.
+func (s *statements) upsertTyped(ctx context.Context, o *Object) error {
+	var err error
 	switch {
 	case o.Pod != nil:
-		_, err = s.upsertPod.ExecContext(ctx, o.UID, o.Pod.Phase, o.Pod.Reason, o.Pod.NodeName, o.Pod.Generation)
+		p := o.Pod
+		_, err = s.upsertPod.ExecContext(ctx, o.UID, p.Phase, p.Reason, p.NodeName, p.Generation)
 	case o.Node != nil:
-		_, err = s.upsertNode.ExecContext(ctx, o.UID, o.Node.Ready, jsonOrNull(o.Node.Taints), ptrOrNull(o.Node.TTLAnnotation))
+		n := o.Node
+		_, err = s.upsertNode.ExecContext(ctx, o.UID, n.Ready, jsonOrNull(n.Taints), ptrOrNull(n.TTLAnnotation))
 	case o.Lease != nil:
 		l := o.Lease
-		_, err = s.upsertLease.ExecContext(ctx, o.UID, ptrOrNull(l.HolderIdentity), ptrOrNull(l.LeaseDurationSeconds),
-			formatTime(l.AcquireTime), formatTime(l.RenewTime), ptrOrNull(l.LeaseTransitions), ptrOrNull(l.IdentityLabel),
-			ptrOrNull(l.Strategy), ptrOrNull(l.PreferredHolder))
+		_, err = s.upsertLease.ExecContext(ctx, o.UID, ptrOrNull(l.HolderIdentity),
+			ptrOrNull(l.LeaseDurationSeconds), formatTime(l.AcquireTime), formatTime(l.RenewTime),
+			ptrOrNull(l.LeaseTransitions), ptrOrNull(l.IdentityLabel), ptrOrNull(l.Strategy),
+			ptrOrNull(l.PreferredHolder))
 	case o.LeaseCandidate != nil:
 		c := o.LeaseCandidate
-		_, err = s.upsertCandidate.ExecContext(ctx, o.UID, c.LeaseName, c.BinaryVersion, c.EmulationVersion, c.Strategy,
-			formatTime(c.PingTime), formatTime(c.RenewTime))
+		_, err = s.upsertCandidate.ExecContext(ctx, o.UID, c.LeaseName, c.BinaryVersion, c.EmulationVersion,
+			c.Strategy, formatTime(c.PingTime), formatTime(c.RenewTime))
 	case o.StorageVersion != nil:
 		err = s.upsertStorageVersion(ctx, o.UID, o.StorageVersion)
 	case o.NamespaceStatus != nil:
 		ns := o.NamespaceStatus
-		_, err = s.upsertNamespace.ExecContext(ctx, o.UID, ns.Phase, jsonOrNull(ns.SpecFinalizers), jsonOrNull(ns.Conditions))
+		_, err = s.upsertNamespace.ExecContext(ctx, o.UID, ns.Phase, jsonOrNull(ns.SpecFinalizers),
+			jsonOrNull(ns.Conditions))
 	}
-	return ownershipChanged, err
+	return err
 }
 
 // writeRefs replaces the references of o. They are written together, so
@@ -268,7 +292,8 @@ func (d Mirror) ApplyEvents(ctx context.Context, events []Event) ([]Change, erro
 // which also records resourceVersion, the watch's position after the
 // batch, as the point its mirror is complete up to (see ResumeVersion), in
 // the same transaction: a crash keeps both or neither.
-func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string, events []Event) ([]Change, error) {
+func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string, events []Event) (
+	[]Change, error) {
 	changes := make([]Change, 0, len(events))
 	err := d.inWriteTx(ctx, opEvents, func(tx *sql.Tx) error {
 		changes = changes[:0]
@@ -312,11 +337,11 @@ func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resource
 					return err
 				}
 			}
-			facts, err := s.upsertObject(ctx, ev.ResourceID, 0, ev.Object)
-			if err != nil {
+			c := Change{Type: ChangeUpserted, ResourceID: ev.ResourceID, UID: ev.Object.UID}
+			if c.OwnershipChanged, err = s.upsertObject(ctx, ev.ResourceID, 0, ev.Object); err != nil {
 				return err
 			}
-			changes = append(changes, Change{Type: ChangeUpserted, ResourceID: ev.ResourceID, UID: ev.Object.UID, OwnershipChanged: facts})
+			changes = append(changes, c)
 		}
 		return nil
 	})
@@ -367,11 +392,13 @@ const (
 func (d Mirror) EnsureResource(ctx context.Context, r Resource) (int64, error) {
 	var id int64
 	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `INSERT INTO resources (api_group, version, resource, kind, namespaced, short_names, synced)
+		return tx.QueryRowContext(ctx, `INSERT INTO resources
+				(api_group, version, resource, kind, namespaced, short_names, synced)
 			VALUES (?, ?, ?, ?, ?, ?, 0)
 			ON CONFLICT (api_group, version, resource) DO UPDATE SET kind = excluded.kind,
 				namespaced = excluded.namespaced, short_names = excluded.short_names, synced = 0
-			RETURNING id`, r.Group, r.Version, r.Resource, r.Kind, r.Namespaced, jsonOrNull(r.ShortNames)).Scan(&id)
+			RETURNING id`,
+			r.Group, r.Version, r.Resource, r.Kind, r.Namespaced, jsonOrNull(r.ShortNames)).Scan(&id)
 	})
 	return id, err
 }
@@ -400,7 +427,8 @@ func (d Mirror) MarkAllUnsynced(ctx context.Context) error {
 func (d Mirror) BeginList(ctx context.Context, resourceID int64) (int64, error) {
 	var epoch int64
 	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `UPDATE resources SET sync_epoch = sync_epoch + 1, resume_resource_version = ''
+		return tx.QueryRowContext(ctx, `UPDATE resources
+			SET sync_epoch = sync_epoch + 1, resume_resource_version = ''
 			WHERE id = ? RETURNING sync_epoch`, resourceID).Scan(&epoch)
 	})
 	return epoch, err
@@ -414,8 +442,10 @@ func (d Mirror) SetResumeVersion(ctx context.Context, resourceID int64, resource
 	})
 }
 
+// setResumeVersion records in tx what SetResumeVersion does.
 func setResumeVersion(ctx context.Context, tx *sql.Tx, resourceID int64, resourceVersion string) error {
-	_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ? WHERE id = ?`, resourceVersion, resourceID)
+	_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ? WHERE id = ?`,
+		resourceVersion, resourceID)
 	return err
 }
 
@@ -432,7 +462,8 @@ func (d Mirror) ForgetResumePoints(ctx context.Context) error {
 // mirror has none.
 func (d Mirror) NamespaceUID(ctx context.Context, name string) (string, error) {
 	var uid string
-	err := d.queryRow(ctx, `SELECT uid FROM objects WHERE kind = 'Namespace' AND namespace = '' AND name = ?`, name).Scan(&uid)
+	err := d.queryRow(ctx, `SELECT uid FROM objects WHERE kind = 'Namespace' AND namespace = '' AND name = ?`,
+		name).Scan(&uid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -444,7 +475,8 @@ func (d Mirror) NamespaceUID(ctx context.Context, name string) (string, error) {
 // only a list will do.
 func (d Mirror) ResumeVersion(ctx context.Context, resourceID int64) (string, error) {
 	var rv string
-	err := d.read.QueryRowContext(ctx, `SELECT resume_resource_version FROM resources WHERE id = ?`, resourceID).Scan(&rv)
+	err := d.read.QueryRowContext(ctx, `SELECT resume_resource_version FROM resources WHERE id = ?`,
+		resourceID).Scan(&rv)
 	return rv, err
 }
 
@@ -507,13 +539,14 @@ func (d Mirror) FinishList(ctx context.Context, resourceID, epoch int64, resourc
 	var changes []Change
 	err := d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
 		var err error
-		changes, err = d.deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ?`,
-			resourceID, epoch)
+		changes, err = d.deleteObjects(ctx, tx, resourceID,
+			`DELETE FROM objects WHERE resource_id = ? AND sync_epoch <> ?`, resourceID, epoch)
 		if err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE resources SET synced = 1, synced_at = ?, list_resource_version = ?,
-			resume_resource_version = ? WHERE id = ?`, formatTime(ptr(d.Now())), resourceVersion, resourceVersion, resourceID)
+			resume_resource_version = ? WHERE id = ?`,
+			formatTime(ptr(d.Now())), resourceVersion, resourceVersion, resourceID)
 		return err
 	})
 	changes = append(changes, Change{Type: ChangeRelisted, ResourceID: resourceID})
@@ -526,7 +559,8 @@ func (d Mirror) DeleteResource(ctx context.Context, resourceID int64) ([]Change,
 	var changes []Change
 	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		var err error
-		changes, err = d.deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ?`, resourceID)
+		changes, err = d.deleteObjects(ctx, tx, resourceID, `DELETE FROM objects WHERE resource_id = ?`,
+			resourceID)
 		if err != nil {
 			return err
 		}
@@ -540,7 +574,8 @@ func (d Mirror) DeleteResource(ctx context.Context, resourceID int64) ([]Change,
 // history and reports each removed object of the resource as a deletion.
 // The history rows come from what the DELETE returns, so that a relist
 // that removes nothing reads nothing more.
-func (d *core) deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) ([]Change, error) {
+func (d *core) deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) (
+	[]Change, error) {
 	rows, err := tx.QueryContext(ctx, query+` RETURNING `+goneColumns, args...)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,8 @@ func (c *Condition) UnmarshalJSON(b []byte) error {
 
 func (d *core) namespaceColumns(ctx context.Context, o *Object) error {
 	var phase, fins, conds sql.NullString
-	err := d.queryRow(ctx, `SELECT phase, spec_finalizers, conditions FROM namespaces WHERE uid = ?`, o.UID).Scan(&phase, &fins, &conds)
+	err := d.queryRow(ctx, `SELECT phase, spec_finalizers, conditions FROM namespaces WHERE uid = ?`,
+		o.UID).Scan(&phase, &fins, &conds)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}

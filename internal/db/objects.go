@@ -34,7 +34,8 @@ func (d Objects) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
 	var out []ResourceStat
 	for rows.Next() {
 		var s ResourceStat
-		if err := rows.Scan(&s.ID, &s.Group, &s.Version, &s.Resource.Resource, &s.Kind, &s.Namespaced, &s.Synced, &s.Objects); err != nil {
+		if err := rows.Scan(&s.ID, &s.Group, &s.Version, &s.Resource.Resource, &s.Kind, &s.Namespaced,
+			&s.Synced, &s.Objects); err != nil {
 			return nil, fmt.Errorf("resource stats: %w", err)
 		}
 		out = append(out, s)
@@ -45,6 +46,9 @@ func (d Objects) ResourceStats(ctx context.Context) ([]ResourceStat, error) {
 const objectColumns = `o.uid, o.api_version, o.kind, o.namespace, o.name, o.resource_version, o.creation_timestamp,
 	o.deletion_timestamp, o.deletion_grace_period_seconds, o.finalizers`
 
+// sqlObject reads one object's objectColumns by its UID.
+const sqlObject = `SELECT ` + objectColumns + ` FROM objects o WHERE o.uid = ?`
+
 // scanObject reads objectColumns, then any extra columns into extra.
 func scanObject(sc interface{ Scan(...any) error }, extra ...any) (*Object, error) {
 	var (
@@ -53,8 +57,8 @@ func scanObject(sc interface{ Scan(...any) error }, extra ...any) (*Object, erro
 		grace            sql.NullInt64
 		finalizers       sql.NullString
 	)
-	dest := append([]any{&o.UID, &o.APIVersion, &o.Kind, &o.Namespace, &o.Name, &o.ResourceVersion, &created, &deleted,
-		&grace, &finalizers}, extra...)
+	dest := append([]any{&o.UID, &o.APIVersion, &o.Kind, &o.Namespace, &o.Name, &o.ResourceVersion, &created,
+		&deleted, &grace, &finalizers}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -76,7 +80,8 @@ func scanObject(sc interface{ Scan(...any) error }, extra ...any) (*Object, erro
 // controllers read an object per decision.
 func (d Objects) GetObject(ctx context.Context, uid string) (*Object, error) {
 	var o *Object
-	err := d.objectsWithRefs(ctx, func(got *Object) error { o = got; return nil }, `objects o`, `o.uid = ?`, `o.uid`, uid)
+	keep := func(got *Object) error { o = got; return nil }
+	err := d.objectsWithRefs(ctx, keep, `objects o`, `o.uid = ?`, `o.uid`, uid)
 	if err != nil {
 		return nil, fmt.Errorf("object %s: %w", uid, err)
 	}
@@ -138,7 +143,8 @@ func (d *core) objectsWithRefs(ctx context.Context, fn func(*Object) error, from
 			o = got
 		}
 		if refUID.Valid {
-			r := api.OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String, Name: refName.String, UID: refUID.String}
+			r := api.OwnerRef{APIVersion: refAPIVersion.String, Kind: refKind.String, Name: refName.String,
+				UID: refUID.String}
 			if controller.Valid {
 				r.Controller = &controller.Bool
 			}
@@ -157,8 +163,10 @@ func (d *core) objectsWithRefs(ctx context.Context, fn func(*Object) error, from
 	return nil
 }
 
+// objectsWithRefsQuery is the statement objectsWithRefs runs.
 func objectsWithRefsQuery(from, where, by string) string {
-	return `SELECT ` + objectColumns + `, r.api_version, r.kind, r.name, r.owner_uid, r.controller, r.block_owner_deletion
+	return `SELECT ` + objectColumns + `, r.api_version, r.kind, r.name, r.owner_uid, r.controller,
+			r.block_owner_deletion
 		FROM ` + from + ` LEFT JOIN owner_refs r ON r.dependent_uid = o.uid
 		WHERE ` + where + ` ORDER BY ` + by + `, r.position`
 }
@@ -290,7 +298,8 @@ func (d *core) leaseCandidateColumns(ctx context.Context, o *Object) error {
 
 func (d *core) storageVersionColumns(ctx context.Context, o *Object) error {
 	var common sql.NullString
-	err := d.queryRow(ctx, `SELECT common_encoding_version FROM storage_versions WHERE uid = ?`, o.UID).Scan(&common)
+	err := d.queryRow(ctx, `SELECT common_encoding_version FROM storage_versions WHERE uid = ?`,
+		o.UID).Scan(&common)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	} else if err != nil {
@@ -334,7 +343,8 @@ type ObjectKey struct {
 // ObjectsOf lists the uid and resourceVersion of every mirrored object of a
 // resource.
 func (d Objects) ObjectsOf(ctx context.Context, resourceID int64) ([]ObjectKey, error) {
-	rows, err := d.query(ctx, `SELECT uid, resource_version FROM objects WHERE resource_id = ? ORDER BY uid`, resourceID)
+	rows, err := d.query(ctx, `SELECT uid, resource_version FROM objects WHERE resource_id = ? ORDER BY uid`,
+		resourceID)
 	if err != nil {
 		return nil, fmt.Errorf("objects of resource %d: %w", resourceID, err)
 	}
@@ -353,7 +363,8 @@ func (d Objects) ObjectsOf(ctx context.Context, resourceID int64) ([]ObjectKey, 
 // ResourceID returns the mirror's id of a resource, or ErrNotFound.
 func (d Objects) ResourceID(ctx context.Context, group, version, resource string) (int64, error) {
 	var id int64
-	err := d.queryRow(ctx, `SELECT id FROM resources WHERE api_group = ? AND version = ? AND resource = ?`, group, version, resource).Scan(&id)
+	err := d.queryRow(ctx, `SELECT id FROM resources WHERE api_group = ? AND version = ? AND resource = ?`,
+		group, version, resource).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ErrNotFound
 	}

@@ -11,7 +11,7 @@ import (
 // ObjectMeta returns an object's metadata without its owner references or
 // typed columns, or ErrNotFound.
 func (d OwnerGC) ObjectMeta(ctx context.Context, uid string) (*Object, error) {
-	o, err := scanObject(d.queryRow(ctx, `SELECT `+objectColumns+` FROM objects o WHERE o.uid = ?`, uid))
+	o, err := scanObject(d.queryRow(ctx, sqlObject, uid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -46,7 +46,8 @@ func (d OwnerGC) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent
 	for rows.Next() {
 		var dep Dependent
 		var fin sql.NullString
-		if err := rows.Scan(&dep.UID, &dep.Kind, &dep.Namespace, &dep.Name, &dep.BlockOwnerDeletion, &dep.Deleting, &fin); err != nil {
+		if err := rows.Scan(&dep.UID, &dep.Kind, &dep.Namespace, &dep.Name, &dep.BlockOwnerDeletion,
+			&dep.Deleting, &fin); err != nil {
 			return nil, fmt.Errorf("dependents of %s: %w", ownerUID, err)
 		}
 		if fin.Valid {

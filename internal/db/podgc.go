@@ -114,13 +114,15 @@ const sqlCountTerminated = `SELECT count(*) FROM pods p WHERE ` + terminatedWher
 // TerminatedPods returns up to limit terminated pods f selects, in deletion
 // order, starting after the cursor (nil: from the first), and the cursor of
 // the last one returned.
-func (d PodGC) TerminatedPods(ctx context.Context, f TerminatedFilter, after *PodCursor, limit int) ([]*Object, *PodCursor, error) {
+func (d PodGC) TerminatedPods(ctx context.Context, f TerminatedFilter, after *PodCursor, limit int) (
+	[]*Object, *PodCursor, error) {
 	where, args := f.where()
 	if after != nil {
 		where += ` AND (` + podOrderKey + `) > (?, ?, ?, ?)`
 		args = append(args, after.evictedRank, after.created, after.name, after.uid)
 	}
-	pods, err := d.queryPods(ctx, "terminated pods", where+` ORDER BY `+podOrderKey+` LIMIT ?`, append(args, limit)...)
+	where += ` ORDER BY ` + podOrderKey + ` LIMIT ?`
+	pods, err := d.queryPods(ctx, "terminated pods", where, append(args, limit)...)
 	if err != nil || len(pods) == 0 {
 		return pods, after, err
 	}
@@ -131,8 +133,10 @@ func (d PodGC) TerminatedPods(ctx context.Context, f TerminatedFilter, after *Po
 // nodes that are not Ready and carry the taint key outOfService, in
 // deletion order.
 func (d PodGC) TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfService string) ([]*Object, error) {
-	return d.queryPods(ctx, "terminating pods on out-of-service nodes", `o.deletion_timestamp IS NOT NULL AND p.node_name != ''
-		AND EXISTS (`+nodeInMirror+` AND EXISTS (SELECT 1 FROM nodes n WHERE n.uid = no.uid AND n.ready != 'True'
+	return d.queryPods(ctx, "terminating pods on out-of-service nodes",
+		`o.deletion_timestamp IS NOT NULL AND p.node_name != ''
+		AND EXISTS (`+nodeInMirror+` AND EXISTS (SELECT 1 FROM nodes n
+			WHERE n.uid = no.uid AND n.ready != 'True'
 			AND EXISTS (SELECT 1 FROM json_each(n.taints) t WHERE json_extract(t.value, '$.key') = ?)))
 		ORDER BY `+podOrderKey, outOfService)
 }

@@ -115,13 +115,17 @@ func (d *core) readSnapshot(ctx context.Context, wide bool, fn func(q querier) e
 	})
 }
 
-// splitRead calls read with keys, or, on a paired transaction and with
-// keys as many as kind asks, with each half of keys on one of the pair at once:
-// the first half on q's own transaction, the second half on the other; off
-// is the half's place in keys, and half 0 or 1. The halves run at once:
-// each must keep to its own state (keys' places in a shared slice, or a
-// slice of its own half).
-func splitRead(ctx context.Context, q querier, keys []string, kind splitKind, read func(ctx context.Context, q querier, keys []string, off, half int) error) error {
+// halfRead reads keys, which are all the keys of a read or one half of
+// them. off is their place in all the keys, and half is 0 or 1.
+type halfRead func(ctx context.Context, q querier, keys []string, off, half int) error
+
+// splitRead calls read once with all keys, unless q is a paired
+// transaction and keys are as many as kind asks. Then it calls read with
+// each half of keys at once: the first half on q's own transaction, the
+// second on the other one. As the halves run at once, each must keep to
+// its own state: the places of its keys in a shared slice, or a slice of
+// its own.
+func splitRead(ctx context.Context, q querier, keys []string, kind splitKind, read halfRead) error {
 	p, ok := q.(*pairedTx)
 	if !ok || p.aux == nil {
 		return read(ctx, q, keys, 0, 0)

@@ -95,7 +95,8 @@ func (d Objects) Stuck(ctx context.Context, f StuckFilter) (*StuckData, error) {
 		f.Depth = 5
 	}
 	out := &StuckData{Blocking: map[string][]*Object{}, MoreBlocking: map[string]int{},
-		Orphaning: map[string][]*Object{}, MoreOrphaning: map[string]int{}, Content: map[string]*NamespaceContent{}}
+		Orphaning: map[string][]*Object{}, MoreOrphaning: map[string]int{},
+		Content: map[string]*NamespaceContent{}}
 	err := d.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if out.Objects, out.Truncated, err = stuckObjects(ctx, tx, f); err != nil {
@@ -121,7 +122,8 @@ func (d Objects) Stuck(ctx context.Context, f StuckFilter) (*StuckData, error) {
 				out.Orphaning[o.UID] = nil
 			}
 		}
-		if _, err := stuckDependents(ctx, tx, orphaning, false, f.DependentLimit, out.Orphaning, out.MoreOrphaning); err != nil {
+		_, err = stuckDependents(ctx, tx, orphaning, false, f.DependentLimit, out.Orphaning, out.MoreOrphaning)
+		if err != nil {
 			return err
 		}
 		// Follow foreground owners level by level; an owner seen once is
@@ -135,7 +137,9 @@ func (d Objects) Stuck(ctx context.Context, f StuckFilter) (*StuckData, error) {
 					out.Blocking[o.UID] = nil
 				}
 			}
-			if level, err = stuckDependents(ctx, tx, owners, true, f.DependentLimit, out.Blocking, out.MoreBlocking); err != nil {
+			level, err = stuckDependents(ctx, tx, owners, true, f.DependentLimit, out.Blocking,
+				out.MoreBlocking)
+			if err != nil {
 				return err
 			}
 		}
@@ -157,7 +161,8 @@ func stuckObjects(ctx context.Context, q querier, f StuckFilter) ([]*Object, boo
 		args = append(args, float64(f.RequestedBefore.UnixMicro())/1e6)
 	}
 	if f.Namespace != "" {
-		where = append(where, `(o.namespace = ? OR (o.api_version = 'v1' AND o.kind = 'Namespace' AND o.name = ?))`)
+		where = append(where,
+			`(o.namespace = ? OR (o.api_version = 'v1' AND o.kind = 'Namespace' AND o.name = ?))`)
 		args = append(args, f.Namespace, f.Namespace)
 	}
 	if f.UID != "" {
@@ -165,7 +170,8 @@ func stuckObjects(ctx context.Context, q querier, f StuckFilter) ([]*Object, boo
 		args = append(args, f.UID)
 	}
 	if f.Kind != "" {
-		where = append(where, `(o.kind = ? COLLATE NOCASE OR o.resource_id IN (SELECT id FROM resources WHERE resource = lower(?)))`)
+		where = append(where, `(o.kind = ? COLLATE NOCASE
+			OR o.resource_id IN (SELECT id FROM resources WHERE resource = lower(?)))`)
 		args = append(args, f.Kind, f.Kind)
 	}
 	args = append(args, f.Limit+1)
@@ -205,7 +211,8 @@ func scanStuck(rows *sql.Rows, extra ...any) ([]*Object, error) {
 func scanStuckRow(rows *sql.Rows, extra ...any) (*Object, error) {
 	var phase, reason, node, nsPhase, nsFins, nsConds sql.NullString
 	var gen sql.NullInt64
-	o, err := scanObject(rows, append([]any{&phase, &reason, &node, &gen, &nsPhase, &nsFins, &nsConds}, extra...)...)
+	dest := append([]any{&phase, &reason, &node, &gen, &nsPhase, &nsFins, &nsConds}, extra...)
+	o, err := scanObject(rows, dest...)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +227,8 @@ func scanStuckRow(rows *sql.Rows, extra ...any) (*Object, error) {
 
 // namespaceContent fills content for each namespace: the objects left,
 // named up to limit, and counted by kind.
-func namespaceContent(ctx context.Context, q querier, namespaces []string, limit int, content map[string]*NamespaceContent) error {
+func namespaceContent(ctx context.Context, q querier, namespaces []string, limit int,
+	content map[string]*NamespaceContent) error {
 	if len(namespaces) == 0 {
 		return nil
 	}
@@ -317,11 +325,13 @@ type StuckCount struct {
 // StuckCounts counts, by group and kind, the deletions requested at or
 // before requestedBefore that have not finished, and the Namespaces being
 // deleted (however recently).
-func (d Objects) StuckCounts(ctx context.Context, requestedBefore time.Time) (counts []StuckCount, terminatingNamespaces int, err error) {
+func (d Objects) StuckCounts(ctx context.Context, requestedBefore time.Time) (
+	counts []StuckCount, terminatingNamespaces int, err error) {
 	err = d.readTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT o.api_version, o.kind, count(*), min(`+requestedSeconds+`)
 			FROM objects o WHERE o.deletion_timestamp IS NOT NULL AND `+requestedSeconds+` <= ?
-			GROUP BY o.api_version, o.kind ORDER BY o.api_version, o.kind`, float64(requestedBefore.UnixMicro())/1e6)
+			GROUP BY o.api_version, o.kind ORDER BY o.api_version, o.kind`,
+			float64(requestedBefore.UnixMicro())/1e6)
 		if err != nil {
 			return err
 		}
@@ -351,7 +361,8 @@ func (d Objects) StuckCounts(ctx context.Context, requestedBefore time.Time) (co
 			return err
 		}
 		return tx.QueryRowContext(ctx, `SELECT count(*) FROM objects o
-			WHERE o.deletion_timestamp IS NOT NULL AND o.api_version = 'v1' AND o.kind = 'Namespace'`).Scan(&terminatingNamespaces)
+			WHERE o.deletion_timestamp IS NOT NULL AND o.api_version = 'v1' AND o.kind = 'Namespace'`,
+		).Scan(&terminatingNamespaces)
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("stuck counts: %w", err)

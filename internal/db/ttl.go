@@ -35,7 +35,8 @@ func (d TTL) NodeUIDs(ctx context.Context) ([]string, error) {
 // NodeTTLCounts counts the nodes by the value of their TTL annotation (nodes
 // without one are not counted).
 func (d TTL) NodeTTLCounts(ctx context.Context) (map[string]int, error) {
-	rows, err := d.query(ctx, `SELECT n.ttl_annotation, count(*)`+nodesWhere+` AND n.ttl_annotation IS NOT NULL GROUP BY n.ttl_annotation`)
+	rows, err := d.query(ctx, `SELECT n.ttl_annotation, count(*)`+nodesWhere+`
+		AND n.ttl_annotation IS NOT NULL GROUP BY n.ttl_annotation`)
 	if err != nil {
 		return nil, fmt.Errorf("node ttl annotations: %w", err)
 	}
@@ -80,6 +81,7 @@ func (d TTL) NodesNotAtTTL(ctx context.Context, ttl string) ([]NodeTTL, error) {
 	return out, rows.Err()
 }
 
-const sqlNodesNotAtTTL = `SELECT ` + objectColumns + `, n.ttl_annotation FROM nodes n CROSS JOIN objects o ON o.uid = n.uid
+const sqlNodesNotAtTTL = `SELECT ` + objectColumns + `, n.ttl_annotation
+	FROM nodes n CROSS JOIN objects o ON o.uid = n.uid
 	WHERE (n.ttl_annotation IS NULL OR n.ttl_annotation != ?) AND o.kind = 'Node' AND o.api_version = 'v1'
 	ORDER BY o.name`

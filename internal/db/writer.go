@@ -85,8 +85,8 @@ func (d *core) inWriteTx(ctx context.Context, op writeOp, fn func(tx *sql.Tx) er
 // so that they share one transaction (see WriteApplied). Close runs a held
 // request at once.
 func (d *core) inWriteTxAsync(op writeOp, linger time.Duration, fn func(tx *sql.Tx) error, onDone func(error)) {
-	req := &writeReq{ctx: context.Background(), op: op, fn: fn, start: time.Now(), done: make(chan error, 1), onDone: onDone,
-		linger: linger}
+	req := &writeReq{ctx: context.Background(), op: op, fn: fn, start: time.Now(), done: make(chan error, 1),
+		onDone: onDone, linger: linger}
 	queue := func() {
 		select {
 		case d.writes <- req:
