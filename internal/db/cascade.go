@@ -38,15 +38,15 @@ type CascadeObject struct {
 }
 
 // CascadeFacts is what a cascade preview decides from: an object and its
-// transitive dependents, each with every owner reference and owner, from
-// one snapshot of the mirror.
+// transitive dependents, each with every owner reference and owner, read
+// from one snapshot of the mirror.
 type CascadeFacts struct {
 	// Objects: the root first, then its transitive dependents, each once.
 	Objects []*CascadeObject
 	// Truncated: the root has more transitive dependents than the limit.
 	Truncated bool
 	// Kinds maps every discovered group and kind to whether it is
-	// namespaced; a kind it lacks is not served.
+	// namespaced. A kind it lacks is not served.
 	Kinds map[CascadeKind]bool
 }
 
@@ -54,7 +54,7 @@ type CascadeFacts struct {
 type CascadeKind struct{ Group, Kind string }
 
 // Cascade reads the object uid and up to limit of its transitive
-// dependents; ErrNotFound when uid is not mirrored.
+// dependents. It returns ErrNotFound when uid is not mirrored.
 func (d Objects) Cascade(ctx context.Context, uid string, limit int) (*CascadeFacts, error) {
 	out := &CascadeFacts{}
 	err := d.readSnapshot(ctx, true, func(tx querier) error {
@@ -66,9 +66,9 @@ func (d Objects) Cascade(ctx context.Context, uid string, limit int) (*CascadeFa
 		for gk, ns := range kinds {
 			out.Kinds[CascadeKind{gk.group, gk.kind}] = ns
 		}
-		// The walk, breadth first, ends at cycles and stops past the root,
-		// the limit and one more (to tell that it cut), so that the limit
-		// cuts the farthest.
+		// The walk goes breadth first and ends at cycles. It stops after
+		// the root, the limit and one more, which tells that it cut. So the
+		// limit cuts the farthest objects.
 		var exists bool
 		err = tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM objects WHERE uid = ?)`, uid).Scan(&exists)
 		if err != nil {
@@ -88,8 +88,8 @@ func (d Objects) Cascade(ctx context.Context, uid string, limit int) (*CascadeFa
 			}
 			uids, out.Truncated = uids[:limit+1], true
 		}
-		// Owners are the walk's own objects, but for a few (a second owner
-		// outside the tree), read after.
+		// Most owners are objects of the walk. The few others, such as a
+		// second owner outside the tree, are read after.
 		owners := make(map[string]*CascadeOwner, len(uids))
 		walked := make([]CascadeOwner, len(uids)) // one allocation for them all
 		var outside []string
@@ -136,8 +136,8 @@ func (d Objects) Cascade(ctx context.Context, uid string, limit int) (*CascadeFa
 	return out, nil
 }
 
-// cascadeOwners reads the owners uids from the mirror into owners; those
-// it lacks stay nil.
+// cascadeOwners reads the owners uids from the mirror into owners. Those
+// the mirror lacks stay nil.
 func cascadeOwners(ctx context.Context, q querier, uids []string, owners map[string]*CascadeOwner) error {
 	if len(uids) == 0 {
 		return nil
@@ -165,8 +165,8 @@ func cascadeOwners(ctx context.Context, q querier, uids []string, owners map[str
 	return rows.Err()
 }
 
-// cascadeHasDependents sets HasDependents of the objects that have no dependent
-// among objs but may have some elsewhere.
+// cascadeHasDependents sets HasDependents of the objects that have no
+// dependent among objs but may have some elsewhere.
 func cascadeHasDependents(ctx context.Context, q querier, objs []*CascadeObject) error {
 	var leaves []string
 	byUID := map[string]*CascadeObject{}
@@ -254,8 +254,8 @@ func cascadeWalk(ctx context.Context, q querier, root string, max int) (
 // level's frontier are ownerAt. It reads a dependent's only reference
 // (sole) from the owner index.
 func cascadeDependents(ctx context.Context, q querier, owners []string, ownerAt []int32) ([]cascadeFound, error) {
-	// Each half of a split step reads into its own slice: the first
-	// half's owners come first in frontier's order as in the index.
+	// Each half of a split step reads into its own slice. The first half's
+	// owners come first, in frontier's order as in the index.
 	var halves [2][]cascadeFound
 	read := func(ctx context.Context, q querier, keys []string, off, half int) error {
 		rows, err := q.QueryContext(ctx, sqlCascadeStep, jsonOrNull(keys))
@@ -263,7 +263,7 @@ func cascadeDependents(ctx context.Context, q querier, owners []string, ownerAt 
 			return err
 		}
 		defer rows.Close()
-		// Scan's targets escape: one set for every row. The sole
+		// Scan's targets escape, so one set serves every row. The sole
 		// references, and their blockOwnerDeletion, come from slabs.
 		var packed int64
 		var dep string
@@ -312,9 +312,9 @@ func sortByOwner(kids []cascadeFound, n int) []cascadeFound {
 	return byOwner
 }
 
-// refSlab hands out references, and booleans for their
-// blockOwnerDeletion, from chunks: an allocation for many rather than one
-// each. Those handed out are never moved.
+// refSlab hands out references, and booleans for their blockOwnerDeletion,
+// from chunks: one allocation for many rather than one each. It never moves
+// those it handed out.
 type refSlab struct {
 	refs  []api.OwnerRef
 	bools []bool
@@ -345,18 +345,19 @@ type cascadeFound struct {
 	ref   *api.OwnerRef // its only reference, when it has one
 }
 
-// sqlCascadeStep reads the references to each owner of the JSON array ?1
-// from the owner index: the dependent; the owner's place in ?1, whether it
-// is its dependent's only reference, and blockOwnerDeletion (0: null, 1:
-// false, 2: true), packed in one column; and, when it is the only one, the
-// reference's apiVersion, kind and name.
+// sqlCascadeStep reads, from the owner index, the references to each owner
+// of the JSON array ?1. Its first column is the dependent. The second packs
+// the owner's place in ?1, whether the reference is its dependent's only
+// one, and blockOwnerDeletion (0: null, 1: false, 2: true). When the
+// reference is the only one, the last columns are its apiVersion, kind and
+// name.
 const sqlCascadeStep = `SELECT r.dependent_uid, k.key * 8 + r.sole * 4 + coalesce(r.block_owner_deletion + 1, 0),
 		CASE WHEN r.sole THEN r.api_version END, CASE WHEN r.sole THEN r.kind END,
 		CASE WHEN r.sole THEN r.name END
 	FROM json_each(?1) k CROSS JOIN owner_refs r ON r.owner_uid = k.value`
 
-// sortedWithPerm returns uids sorted, and for each the place it had:
-// sorted[i] == uids[perm[i]].
+// sortedWithPerm returns uids sorted, and for each the place it had, so
+// that sorted[i] == uids[perm[i]].
 func sortedWithPerm(uids []string) (sorted []string, perm []int32) {
 	perm = make([]int32, len(uids))
 	for i := range perm {
@@ -370,9 +371,9 @@ func sortedWithPerm(uids []string) (sorted []string, perm []int32) {
 	return sorted, perm
 }
 
-// eachCascadeObject reads the objects uids into objs (by place) and calls
-// fn with each mirrored one, its place, and whether it may have
-// dependents (it is named as an owner).
+// eachCascadeObject reads the objects uids into objs, by place. It calls fn
+// with each mirrored one, its place, and whether it may have dependents
+// because it is named as an owner.
 func eachCascadeObject(ctx context.Context, q querier, uids []string, objs []CascadeObject,
 	fn func(i int, o *CascadeObject, mayOwn bool)) error {
 	return eachObjectRow(ctx, q, uids, func(i int, r *objectRow) error {

@@ -37,8 +37,9 @@ type GraphNode struct {
 	Missing            bool
 	BeingDeleted       bool
 	DeletingDependents bool
-	// Virtual, in upstream's sense: known only from an ownerReference, not
-	// observed. For kubegcd that is the same as Missing.
+	// Virtual is upstream's word for an owner known only from an
+	// ownerReference, not observed. For kubegcd that is the same as
+	// Missing.
 	Virtual bool
 }
 
@@ -77,7 +78,7 @@ type querier interface {
 
 // readTx runs fn in one read transaction, so that its queries see one
 // snapshot of the mirror while ingestion keeps writing. A read-only
-// transaction begins DEFERRED: it never takes the write lock.
+// transaction begins DEFERRED, so it never takes the write lock.
 func (d *core) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return readTxOn(ctx, d.read, fn)
 }
@@ -116,7 +117,7 @@ func (d Objects) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 				return &UnknownUIDError{UID: uid}
 			}
 		}
-		// The kinds, to tell a node's namespace, are read once for the
+		// The kinds tell a node's namespace. They are read once, for the
 		// walk and the nodes.
 		namespaced, err := namespacedKinds(ctx, tx)
 		if err != nil {
@@ -152,9 +153,9 @@ func (d Objects) Graph(ctx context.Context, f GraphFilter) (*Graph, error) {
 }
 
 // graphUIDs returns the UIDs of the nodes f selects, ordered, at most
-// f.Limit+1 of them (one more tells that the limit cut), and, when a walk
-// from f.UIDs read them on its way, the edges between the first f.Limit
-// (non-nil, maybe empty) and the nodes it read.
+// f.Limit+1 of them: one more tells that the limit cut. When a walk from
+// f.UIDs found them, graphUIDs also returns the edges between the first
+// f.Limit, non-nil but maybe empty, and the nodes the walk read.
 func graphUIDs(ctx context.Context, q querier, f GraphFilter, namespaced map[groupKind]bool) (
 	[]string, []GraphEdge, map[string]GraphNode, error) {
 	if len(f.UIDs) > 0 && f.Namespace == "" {
@@ -176,7 +177,7 @@ func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, erro
 	var args []any
 	if len(f.UIDs) > 0 {
 		// Walk up through owner_refs' primary key and down through its
-		// owner index; UNION (not UNION ALL) stops at cycles.
+		// owner index. UNION, unlike UNION ALL, stops at cycles.
 		ctes = append(ctes, `seed(uid) AS (SELECT value FROM json_each(?)),
 			up(uid) AS (SELECT uid FROM seed
 				UNION SELECT r.owner_uid FROM owner_refs r JOIN up ON r.dependent_uid = up.uid),
@@ -184,8 +185,8 @@ func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, erro
 				UNION SELECT r.dependent_uid FROM owner_refs r JOIN down ON r.owner_uid = down.uid),
 			closure(uid) AS (SELECT uid FROM up UNION SELECT uid FROM down)`)
 		args = append(args, jsonOrNull(f.UIDs))
-		// Only a seed can fail to take part: every other member was reached
-		// through an ownerReference, so only seeds pay the check.
+		// Only a seed can fail to take part, because every other member was
+		// reached through an ownerReference. So only seeds pay the check.
 		sets = append(sets,
 			`SELECT s.uid FROM closure s WHERE s.uid NOT IN (SELECT uid FROM seed) OR `+participates)
 	}
@@ -232,10 +233,10 @@ func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, erro
 	return out, rows.Err()
 }
 
-// graphNodes reads the nodes uids, in their order; known holds some of
-// them already read (by the walk that found them), namespaced every kind
-// (namespacedKinds). With a namespace filter, every owner that is not
-// mirrored is named from that namespace.
+// graphNodes reads the nodes uids, in their order. known holds some of
+// them, which the walk that found them already read. namespaced holds every
+// kind (see namespacedKinds). With a namespace filter, every owner that is
+// not mirrored is named from that namespace.
 func graphNodes(ctx context.Context, q querier, uids []string, known map[string]GraphNode,
 	namespaced map[groupKind]bool, namespace string) ([]GraphNode, error) {
 	out := make([]GraphNode, len(uids))
@@ -278,14 +279,14 @@ func graphNodes(ctx context.Context, q querier, uids []string, known map[string]
 	return out, nil
 }
 
-// sqlObjectRows reads the object of each UID of the JSON array ?1: the
-// outer loop of the LEFT JOIN walks the array in its order, a row per UID,
-// so the rows need not name their UIDs. The driver's work is per row and
-// per column (it takes the connection's mutex for each call): an object's
-// fields come in one column, joined by unit separators (which no name or
-// kind holds; see splitObjectRow), NULL for one not mirrored. (All the
-// rows joined in one, by group_concat, cost more: 96–100 ms against 87–90
-// for the graph of a tree of 10,000.)
+// sqlObjectRows reads the object of each UID of the JSON array ?1. The
+// outer loop of the LEFT JOIN walks the array in its order, one row per
+// UID, so the rows need not name their UIDs. The driver's work is per row
+// and per column, since it takes the connection's mutex for each call. So
+// an object's fields come in one column, joined by unit separators, which
+// no name or kind holds (see splitObjectRow). The column is NULL for an
+// object not mirrored. Joining all the rows in one, by group_concat, cost
+// more: 96–100 ms against 87–90 for the graph of a tree of 10,000.
 const sqlObjectRows = `SELECT ((o.deletion_timestamp IS NOT NULL) * 2 + o.named_owner)
 		|| x'1f' || o.api_version || x'1f' || o.kind || x'1f' || o.namespace || x'1f' || o.name
 		|| x'1f' || coalesce(o.finalizers, '')
@@ -293,15 +294,17 @@ const sqlObjectRows = `SELECT ((o.deletion_timestamp IS NOT NULL) * 2 + o.named_
 
 // objectRow is an object as sqlObjectRows reads it.
 type objectRow struct {
-	// namedOwner: a walk down must look for its dependents.
+	// namedOwner is set for an object named as an owner: a walk down must
+	// look for its dependents.
 	namedOwner, deleting              bool
 	apiVersion, kind, namespace, name string
 	finalizers                        sql.NullString // a JSON array
 }
 
-// splitObjectRow splits an object of sqlObjectRows: whether it is being
-// deleted (2) and named as an owner (1), summed; apiVersion, kind,
-// namespace, name; finalizers (empty for none).
+// splitObjectRow splits an object that sqlObjectRows packed. Its fields are
+// the flags, then apiVersion, kind, namespace, name and finalizers (empty
+// for none). The flags add 2 when the object is being deleted and 1 when it
+// is named as an owner.
 func splitObjectRow(packed string) (objectRow, error) {
 	// Cut by hand: strings.SplitN's slice would be an allocation a row.
 	var f [6]string
@@ -323,10 +326,10 @@ func splitObjectRow(packed string) (objectRow, error) {
 }
 
 // eachObjectRow reads the objects uids and calls fn with each, in their
-// order (i its place in uids); r is nil for one not mirrored, and is reused
-// for the next row once fn returns. A wide read
-// is split over a paired transaction (splitRead): the second half's rows
-// wait for fn until the first half's are done.
+// order. i is the object's place in uids. r is nil for an object not
+// mirrored, and it is reused for the next row once fn returns. A wide read
+// is split over a paired transaction (see splitRead): the second half's
+// rows wait for fn until the first half's are done.
 func eachObjectRow(ctx context.Context, q querier, uids []string, fn func(i int, r *objectRow) error) error {
 	if len(uids) == 0 {
 		return nil
@@ -397,10 +400,10 @@ func scanObjectRows(ctx context.Context, q querier, uids []string, fn func(i int
 	return nil
 }
 
-// eachNodeRow reads the nodes uids and calls fn with each, in their order
-// (i its place in uids), and whether it may have dependents (named as an
-// owner, or not mirrored). A node not mirrored comes with only its UID and
-// Missing set.
+// eachNodeRow reads the nodes uids and calls fn with each, in their order,
+// where i is the node's place in uids. mayOwn tells whether it may have
+// dependents: it is named as an owner, or not mirrored. A node not mirrored
+// comes with only its UID, and Missing set.
 func eachNodeRow(ctx context.Context, q querier, uids []string, namespaced map[groupKind]bool,
 	fn func(i int, n GraphNode, mayOwn bool) error) error {
 	return eachObjectRow(ctx, q, uids, func(i int, r *objectRow) error {
@@ -418,16 +421,17 @@ func eachNodeRow(ctx context.Context, q querier, uids []string, namespaced map[g
 	})
 }
 
-// sqlFirstRef reads the identity an owner that is not mirrored takes from
-// its first reference, in owner_refs_by_owner order: no sort however many
-// dependents it has.
+// sqlFirstRef reads the first reference to an owner that is not mirrored,
+// in owner_refs_by_owner order. The owner takes its identity from that
+// reference. The index's order needs no sort, however many dependents the
+// owner has.
 const sqlFirstRef = `SELECT json_array(r.api_version, r.kind, coalesce(d.namespace, ''), r.name) FROM owner_refs r
 	LEFT JOIN objects d ON d.uid = r.dependent_uid
 	WHERE r.owner_uid = %s ORDER BY r.dependent_uid, r.position LIMIT 1`
 
 // firstRefs maps each of uids, owners that are not mirrored, to the
-// apiVersion, kind, namespace (its dependent's) and name of its first
-// reference.
+// apiVersion, kind, namespace and name of its first reference. The
+// namespace is the dependent's.
 func firstRefs(ctx context.Context, q querier, uids []string) (map[string][4]string, error) {
 	query := `SELECT k.value, (` + fmt.Sprintf(sqlFirstRef, "k.value") + `) FROM json_each(?1) k`
 	rows, err := q.QueryContext(ctx, query, jsonOrNull(uids))
@@ -453,16 +457,17 @@ func firstRefs(ctx context.Context, q querier, uids []string) (map[string][4]str
 	return out, rows.Err()
 }
 
-// finishNode completes n as read: a node not mirrored is virtual, and
-// takes a namespace only if its kind is namespaced (that of the namespace
-// filter, when there is one); an object being deleted, with finalizers
-// (a JSON array), deletes its dependents first if one is foreground.
+// finishNode completes n as read. A node not mirrored is virtual. It takes
+// a namespace only when its kind is namespaced, and only the namespace of
+// the filter, when there is one. An object being deleted deletes its
+// dependents first when one of its finalizers (a JSON array) is
+// foregroundDeletion.
 func finishNode(n *GraphNode, finalizers sql.NullString, namespaced map[groupKind]bool, namespace string) error {
 	if n.Missing {
 		n.Virtual = true
-		// The reference gives no namespace: a namespaced owner can only
-		// be in its dependent's, and a cluster-scoped or unknown kind has
-		// none we can tell.
+		// The reference gives no namespace. A namespaced owner can only be
+		// in its dependent's, and a cluster-scoped or unknown kind has none
+		// we can tell.
 		switch {
 		case !namespaced[groupKind{gcrules.Group(n.APIVersion), n.Kind}]:
 			n.Namespace = ""
@@ -480,9 +485,9 @@ func finishNode(n *GraphNode, finalizers sql.NullString, namespaced map[groupKin
 	return nil
 }
 
-// scanGraphNodes reads the nodes whose UIDs the column uid of from (a
-// table expression, with args) lists, in orderBy's order (none: from's),
-// and calls fn for each.
+// scanGraphNodes reads the nodes whose UIDs the column uid of from lists,
+// and calls fn for each. from is a table expression, with args. The nodes
+// come in orderBy's order, or in from's when orderBy is empty.
 func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, args []any, namespace string,
 	fn func(GraphNode) error) error {
 	namespaced, err := namespacedKinds(ctx, q)
@@ -490,7 +495,7 @@ func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, a
 		return err
 	}
 	// A node that is not mirrored reads its identity from its first
-	// reference in a subquery that runs only for it: as a LEFT JOIN, the
+	// reference, in a subquery that runs only for it. As a LEFT JOIN, the
 	// lookup ran for every node.
 	rows, err := q.QueryContext(ctx, `
 		SELECT `+uid+`, o.uid IS NULL, coalesce(o.api_version, ''), coalesce(o.kind, ''),
@@ -527,11 +532,11 @@ func scanGraphNodes(ctx context.Context, q querier, from, uid, orderBy string, a
 	return rows.Err()
 }
 
-// graphEdges reads the ownerReferences between the nodes uids (set is
-// their JSON array), ordered by dependent, owner and position. Each
-// dependent's references are read through owner_refs' primary key and
-// their owners kept in Go: a second IN over the set would build an index
-// of it per request.
+// graphEdges reads the ownerReferences between the nodes uids, ordered by
+// dependent, owner and position. set is the JSON array of uids. It reads
+// each dependent's references through owner_refs' primary key and keeps
+// those whose owner is a node in Go. A second IN over the set would build
+// an index of it per request.
 func graphEdges(ctx context.Context, q querier, uids []string, set any) ([]GraphEdge, error) {
 	rows, err := q.QueryContext(ctx, `
 		SELECT r.dependent_uid, r.owner_uid, coalesce(r.controller, 0), coalesce(r.block_owner_deletion, 0)
@@ -561,8 +566,9 @@ func graphEdges(ctx context.Context, q querier, uids []string, set any) ([]Graph
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	// The rows come by dependent, then position: order each dependent's
-	// references by owner, keeping positions in order for the same owner.
+	// The rows come by dependent, then position. Order each dependent's
+	// references by owner, and keep the positions in order for the same
+	// owner.
 	slices.SortFunc(edges, func(a, b edge) int {
 		return cmp.Or(strings.Compare(a.Dependent, b.Dependent), strings.Compare(a.Owner, b.Owner),
 			cmp.Compare(a.n, b.n))

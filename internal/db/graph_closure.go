@@ -7,17 +7,17 @@ import (
 	"strings"
 )
 
-// graphWalkMax bounds the UIDs a walk from seeds gathers in memory (some
-// 100 bytes each, and as much per reference); a larger closure is walked
-// again by SQLite, whose sets stay in its temporary storage.
+// graphWalkMax bounds the UIDs a walk from seeds gathers in memory, some
+// 100 bytes each and as much per reference. SQLite walks a larger closure
+// again, and keeps its sets in its temporary storage.
 const graphWalkMax = 200_000
 
 const (
 	// sqlDependentsOf and sqlOwnersOf step a walk: one seek per UID of the
 	// JSON array ?1, through owner_refs' owner index and primary key. The
 	// owner index holds each reference's flags, and k.key is the owner's
-	// place in ?1: a walk down reads its edges whole from the index.
-	// The flags come packed with the owner's place in one column: each
+	// place in ?1, so a walk down reads its edges whole from the index. The
+	// flags come packed with the owner's place in one column, because each
 	// column costs the driver a few calls per row.
 	sqlDependentsOf = `SELECT r.dependent_uid,
 			k.key * 4 + coalesce(r.controller, 0) * 2 + coalesce(r.block_owner_deletion, 0)
@@ -46,8 +46,8 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int, name
 	var refs []GraphEdge
 	nodes = map[string]GraphNode{}
 	down, ok, err := reach(ctx, seeds, graphWalkMax, func(frontier []string, add func(string)) error {
-		// Only objects named as owners, and owners not mirrored, can
-		// have dependents: most of a tree are its leaves.
+		// Only objects named as owners, and owners not mirrored, can have
+		// dependents. Most objects of a tree are its leaves.
 		var owners []string
 		err := eachNodeRow(ctx, q, frontier, namespaced, func(i int, n GraphNode, mayOwn bool) error {
 			if mayOwn {
@@ -76,7 +76,7 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int, name
 		return nil, nil, nil, ok, err
 	}
 	// The owners above the seeds have edges from dependents of theirs that
-	// the walk down did not read: a step down from them reads those.
+	// the walk down did not read. A step down from them reads those.
 	var above []string
 	for u := range up {
 		if _, ok := down[u]; !ok {
@@ -89,7 +89,7 @@ func closureUIDs(ctx context.Context, q querier, seeds []string, limit int, name
 			return nil, nil, nil, false, err
 		}
 	}
-	// A seed that takes no part is reached by no other's walk: only the
+	// A seed that takes no part is reached by no other's walk, so only the
 	// seeds need the check.
 	if err := eachString(ctx, q, sqlApart, func(uid string) { delete(down, uid) }, jsonOrNull(seeds)); err != nil {
 		return nil, nil, nil, false, err
@@ -145,9 +145,9 @@ func keptEdges(refs []GraphEdge, kept []string, all map[string]struct{}) []Graph
 }
 
 // reach returns the seeds and every UID step reaches from them,
-// transitively; ok is false, and the walk stops, once more than max are
-// reached. step is given each level's UIDs, sorted, and adds those they
-// lead to.
+// transitively. Once more than max are reached, the walk stops and ok is
+// false. step is given each level's UIDs, sorted, and adds those they lead
+// to.
 func reach(ctx context.Context, seeds []string, max int, step func(frontier []string, add func(string)) error) (
 	map[string]struct{}, bool, error) {
 	seen := make(map[string]struct{}, len(seeds))
@@ -169,8 +169,8 @@ func reach(ctx context.Context, seeds []string, max int, step func(frontier []st
 				next = append(next, uid)
 			}
 		}
-		// Seeks in key order are a sixth cheaper: they share the pages
-		// on their way down.
+		// Seeks in key order cost a sixth less, because they share the
+		// pages on their way down.
 		slices.Sort(frontier)
 		if err := step(frontier, add); err != nil {
 			return nil, false, err
@@ -184,8 +184,8 @@ func reach(ctx context.Context, seeds []string, max int, step func(frontier []st
 }
 
 // stepDown calls fn with each reference to one of owners, in the owner
-// index's order. A wide step is split over a paired transaction
-// (splitRead).
+// index's order. A wide step is split over a paired transaction (see
+// splitRead).
 func stepDown(ctx context.Context, q querier, owners []string, fn func(GraphEdge)) error {
 	if len(owners) == 0 {
 		return nil

@@ -9,8 +9,8 @@ import (
 )
 
 // allGraphUIDs lists every UID that takes part in the ownership graph, in
-// order: a merge of owner_refs' primary key and its owner index, with no
-// sort. bound, when not empty, is "uid <= ?1" to cut it.
+// order. It merges owner_refs' primary key and its owner index, with no
+// sort. bound, when not empty, is "uid <= ?1", which cuts the list.
 func allGraphUIDs(bound string) string {
 	dep, own := "", ""
 	if bound != "" {
@@ -21,7 +21,7 @@ func allGraphUIDs(bound string) string {
 
 // GraphWalk receives the whole ownership graph from WalkGraph.
 type GraphWalk struct {
-	// Start is called first, told whether the limit cut the graph.
+	// Start is called first, and told whether the limit cut the graph.
 	Start func(truncated bool) error
 	// Node is called for each node, in UID order.
 	Node func(GraphNode) error
@@ -31,18 +31,18 @@ type GraphWalk struct {
 }
 
 // WalkGraph reads the whole ownership graph, its first limit nodes by UID,
-// from one snapshot, handing each node and edge to w as it is read: the
-// graph of a million objects is never held in memory. The snapshot is held
-// until the walk ends, so a slow reader delays checkpoints, not writes; it
-// is read through the walks' own connections (Options.StreamConns), so a
-// slow reader holds none of the short reads'.
+// from one snapshot. It hands each node and edge to w as it reads it, so
+// the graph of a million objects is never held in memory. The snapshot is
+// held until the walk ends, so a slow reader delays checkpoints, not
+// writes. The walk reads through the walks' own connections (see
+// Options.StreamConns), so a slow reader holds none of the short reads'.
 func (d Objects) WalkGraph(ctx context.Context, limit int, w GraphWalk) error {
 	if limit <= 0 {
 		limit = 10000
 	}
 	err := readTxOn(ctx, d.stream, func(tx *sql.Tx) error {
-		// The last UID kept, and whether one follows it: the nodes and the
-		// edges are then read up to it.
+		// Read the last UID kept, and whether one follows it. The nodes and
+		// the edges are then read up to it.
 		query := `SELECT uid FROM (` + allGraphUIDs("") + `) ORDER BY uid LIMIT 2 OFFSET ?`
 		rows, err := tx.QueryContext(ctx, query, limit-1)
 		if err != nil {
@@ -83,8 +83,8 @@ func (d Objects) WalkGraph(ctx context.Context, limit int, w GraphWalk) error {
 }
 
 // walkEdges reads the edges in owner_refs' primary key order (dependent,
-// position), with no sort; each dependent's few edges are ordered by owner
-// before they are handed on.
+// position), with no sort. It orders each dependent's few edges by owner
+// before it hands them on.
 func walkEdges(ctx context.Context, q querier, bounded bool, args []any, fn func(GraphEdge) error) error {
 	query := `SELECT dependent_uid, owner_uid, coalesce(controller, 0), coalesce(block_owner_deletion, 0)
 		FROM owner_refs`

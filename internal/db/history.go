@@ -28,13 +28,13 @@ type HistoryEntry struct {
 	Holder      *string
 	HolderSince *time.Time
 	LapsedAt    *time.Time
-	// PreferredHolder is a Lease's spec.preferredHolder ("" when none);
-	// nil on rows written before kubegcd recorded it.
+	// PreferredHolder is a Lease's spec.preferredHolder, "" when it has
+	// none. It is nil on rows written before kubegcd recorded it.
 	PreferredHolder *string
 }
 
-// HistoryOf returns the history of the object with uid, oldest first; an
-// empty list when history knows nothing of it.
+// HistoryOf returns the history of the object with uid, oldest first. The
+// list is empty when the history knows nothing of the object.
 func (d History) HistoryOf(ctx context.Context, uid string) ([]HistoryEntry, error) {
 	rows, err := d.query(ctx, `SELECT `+historyColumns+` FROM object_history WHERE uid = ? ORDER BY id`, uid)
 	if err != nil {
@@ -88,10 +88,10 @@ func scanHistory(rows *sql.Rows) ([]HistoryEntry, error) {
 }
 
 // PruneHistory deletes history older than cutoff and returns how many rows
-// went. An object's last row before cutoff stays unless it is its deletion:
-// it is the object's state at cutoff, which the next change is compared
-// with and which HistoryAt reads for any later time. An object deleted
-// before cutoff goes entirely.
+// went. An object's last row before cutoff stays, unless it records the
+// object's deletion. That row is the object's state at cutoff: the next
+// change is compared with it, and HistoryAt reads it for any later time. An
+// object deleted before cutoff goes entirely.
 func (d History) PruneHistory(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
 	err := d.inWriteTx(ctx, opHistory, func(tx *sql.Tx) error {
@@ -119,13 +119,14 @@ func (d History) LeaseHolderHistory(ctx context.Context, uids []string) (map[str
 }
 
 // HistoriesOf returns the whole history of each object of uids, oldest
-// first, in one query: an object history knows nothing of has no entry.
+// first, in one query. An object the history knows nothing of has no entry.
 func (d History) HistoriesOf(ctx context.Context, uids []string) (map[string][]HistoryEntry, error) {
 	return d.historiesOf(ctx, "histories", uids, "")
 }
 
-// historiesOf reads the history rows of uids that where (an SQL condition
-// after the uid's, or "") keeps, by uid; what names the read in errors.
+// historiesOf reads the history rows of uids, by uid. where is an SQL
+// condition the rows must also meet, after the uid's, or "". what names the
+// read in errors.
 func (d History) historiesOf(ctx context.Context, what string, uids []string, where string) (
 	map[string][]HistoryEntry, error) {
 	out := map[string][]HistoryEntry{}
@@ -149,7 +150,7 @@ func (d History) historiesOf(ctx context.Context, what string, uids []string, wh
 
 // RecentHistoryOf returns the last n entries of the history of the object
 // with uid, oldest first, and whether there are older ones. It reads them
-// backwards through object_history_by_uid: a long history costs no more.
+// backwards through object_history_by_uid, so a long history costs no more.
 func (d History) RecentHistoryOf(ctx context.Context, uid string, n int) ([]HistoryEntry, bool, error) {
 	rows, err := d.query(ctx, `SELECT * FROM (
 		SELECT `+historyColumns+` FROM object_history WHERE uid = ? ORDER BY id DESC LIMIT ?)

@@ -14,9 +14,9 @@ import (
 const (
 	sqlLastHistory = `SELECT event, owner_refs, finalizers, deletion_timestamp, NULL, NULL, NULL, NULL
 		FROM object_history WHERE uid = ? ORDER BY id DESC LIMIT 1`
-	// A Lease's holder and preferred holder are compared too, and its last
-	// renewal read (before this write replaces it) to tell whether it ran
-	// out in between.
+	// For a Lease, the holder and preferred holder are compared too. Its
+	// last renewal is read, before this write replaces it, to tell whether
+	// the Lease ran out in between.
 	sqlLastHistoryLease = `SELECT h.event, h.owner_refs, h.finalizers, h.deletion_timestamp, h.holder, l.renew_time,
 			l.lease_duration_seconds, h.preferred_holder
 		FROM object_history h LEFT JOIN leases l ON l.uid = h.uid WHERE h.uid = ? ORDER BY h.id DESC LIMIT 1`
@@ -24,9 +24,10 @@ const (
 			owner_refs, finalizers, deletion_timestamp, holder, holder_since, lapsed_at, preferred_holder)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertHistoryOwner = `INSERT OR IGNORE INTO history_owner_refs (owner_uid, dependent_uid) VALUES (?, ?)`
-	// sqlHistoryDeletedUID records, before an object is deleted, its last
-	// state: references and holders from its last history row (owner_refs
-	// and leases rows go with the object), the rest from the mirror.
+	// sqlHistoryDeletedUID records an object's last state before the object
+	// is deleted. The references and holders come from its last history
+	// row, because the owner_refs and leases rows go with the object. The
+	// rest comes from the mirror.
 	sqlHistoryDeletedUID = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name,
 			owner_refs, finalizers, deletion_timestamp, holder, preferred_holder)
 		SELECT o.uid, ?, 'deleted', o.api_version, o.kind, o.namespace, o.name, h.owner_refs, o.finalizers,
@@ -73,18 +74,19 @@ func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatement
 }
 
 // record writes a history row for each ownership fact of o that differs
-// from its last row: one indexed read, and no write for the common update
-// that changes none of them (a status, a label, a lease renewal). It
-// reports whether any fact the owner GC decides on changed (o is new to
-// the mirror, or its references, finalizers or deletion did), and whether
-// o's references differ from those mirrored: the last row
-// of an object in the mirror holds exactly its owner_refs rows (both are
-// written only here and in upsertObject, in one transaction), so an
-// update that keeps its owners need not rewrite them, which pays for the
-// read. A watch event (fromWatch) follows the previous state kubegcd saw
-// with nothing in between, so only then is a Lease renewed after its
-// duration taken for one that ran out; a list may come after a gap in
-// what kubegcd saw.
+// from its last row. It costs one indexed read, and the common update that
+// changes none of them (a status, a label, a lease renewal) writes nothing.
+//
+// It reports whether a fact the owner GC decides on changed: o is new to
+// the mirror, or its references, finalizers or deletion changed. It also
+// reports whether o's references differ from those mirrored. The last row
+// of a mirrored object holds exactly its owner_refs rows, because only
+// record and upsertObject write them, in one transaction. So an update that
+// keeps its owners need not rewrite them, which pays for the read.
+//
+// A watch event (fromWatch) follows the previous state kubegcd saw, with
+// nothing in between. Only then is a Lease renewed after its duration taken
+// for one that ran out: a list may come after a gap in what kubegcd saw.
 func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (
 	ownershipChanged, ownersChanged bool, err error) {
 	refs := jsonOrNull(o.OwnerReferences)
@@ -105,11 +107,12 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	case err != nil:
 		return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
 	case last == api.HistoryDeleted:
-		// Back after a relist or a resource dropped too soon: a new life.
+		// The object is back after a relist, or after its resource was
+		// dropped too soon: a new life.
 		events = []string{api.HistoryCreated}
 	default:
-		// Every value compared was encoded by this code, so equal facts
-		// are equal text.
+		// This code encoded every value compared, so equal facts are equal
+		// text.
 		if !sameText(lastRefs, refs) {
 			events = append(events, api.HistoryOwnersChanged)
 		}
@@ -124,8 +127,8 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 			if lease.changed {
 				events = append(events, api.HistoryHolderChanged)
 			}
-			// A row without the column's value (written before it
-			// existed) counts as none.
+			// A row written before the column existed has no value in it,
+			// which counts as none.
 			if o.Lease.preferredHolder() != lastPreferred.String {
 				events = append(events, api.HistoryPreferredHolderChanged)
 			}
@@ -224,8 +227,9 @@ func (l *Lease) preferredHolder() string {
 	return *l.PreferredHolder
 }
 
-// since is when the Lease's present holder took it, or, when it has none,
-// when it was let go (a release writes renewTime).
+// since is when the Lease's present holder took it. For a Lease without a
+// holder, it is when the last holder let it go, as a release writes
+// renewTime.
 func (l *Lease) since() *time.Time {
 	if l.holder() == "" || l.AcquireTime == nil {
 		return l.RenewTime
@@ -234,8 +238,9 @@ func (l *Lease) since() *time.Time {
 }
 
 // leaseChange compares a Lease's new spec with the holder of its last row
-// and the renewal the mirror has: the holder changed, or (seen by a watch)
-// the holder renewed it only after it had run out.
+// and with the renewal the mirror has. It tells whether the holder changed,
+// and, for a watch event, whether the holder renewed the Lease only after
+// it had run out.
 func leaseChange(l *Lease, lastHolder string, lastRenew *time.Time, lastDuration sql.NullInt64,
 	fromWatch bool) leaseFacts {
 	f := leaseFacts{holder: l.holder()}
@@ -259,8 +264,8 @@ func leaseChange(l *Lease, lastHolder string, lastRenew *time.Time, lastDuration
 	return f
 }
 
-// sameText compares a stored nullable text with a value from jsonOrNull or
-// formatTime (nil or a string).
+// sameText compares a stored nullable text with a value that jsonOrNull or
+// formatTime made: nil or a string.
 func sameText(stored sql.NullString, v any) bool {
 	s, ok := v.(string)
 	return stored.Valid == ok && stored.String == s

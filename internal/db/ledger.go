@@ -35,8 +35,8 @@ func (d *core) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error
 	if err != nil {
 		return err
 	}
-	// The new row's id from the connection, not RETURNING: that costs a
-	// result set per row.
+	// The new row's id comes from the connection, not from RETURNING, which
+	// costs a result set per row.
 	res, err := st.ExecContext(ctx,
 		formatTime(&e.Time), e.Instance, e.Controller, e.Rule, e.Action, e.Target.APIVersion, e.Target.Kind,
 		e.Target.Namespace, e.Target.Name, e.Target.UID, facts, e.Reason, e.DryRun, e.Outcome, e.Error)
@@ -49,9 +49,9 @@ func (d *core) insertAudit(ctx context.Context, tx *sql.Tx, e *AuditEntry) error
 	return d.resolveIntent(ctx, tx, e.IntentID)
 }
 
-// InsertAudits writes entries in one transaction, all or none: the rows
-// the applier kept in memory while the database could not take them. An
-// entry that settles a decision also removes what was pending about its
+// InsertAudits writes entries in one transaction, all or none. They are the
+// rows the applier kept in memory while the database could not take them.
+// An entry that settles a decision also removes what was pending about its
 // target.
 func (d Ledger) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
 	return d.inWriteTx(ctx, opAudit, func(tx *sql.Tx) error {
@@ -78,9 +78,9 @@ func (d Ledger) InsertAudits(ctx context.Context, entries []*AuditEntry) error {
 }
 
 // AppliedWriteTimes returns when each write to the cluster recorded since
-// since was applied, oldest first, whichever instance made it: the
-// blast-radius window a restarted daemon starts from. It reads the
-// audit_by_time index.
+// since was applied, by any instance, oldest first. A restarted daemon
+// starts its blast-radius window from them. It reads the audit_by_time
+// index.
 func (d Ledger) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.Time, error) {
 	rows, err := d.query(ctx, `SELECT time FROM audit WHERE time >= ? AND outcome = ? AND dry_run = 0
 		AND controller NOT IN (?, ?) ORDER BY time`,
@@ -110,9 +110,8 @@ const sqlLastHold = `SELECT max(id) FROM audit
 	WHERE controller IN ('` + api.ControllerKubegcd + `', '` + api.ControllerOperator + `')
 	AND action IN ('` + api.ActionPause + `', '` + api.ActionRelease + `')`
 
-// LastHold returns the newest pause or release of enforcement ("" when
-// there is none) and when it was recorded: a manual hold outlives a
-// restart.
+// LastHold returns the newest pause or release of enforcement and when it
+// was recorded, or "" when there is none. A manual hold outlives a restart.
 func (d Ledger) LastHold(ctx context.Context) (action string, at time.Time, err error) {
 	var ts string
 	err = d.queryRow(ctx, `SELECT action, time FROM audit WHERE id = (`+sqlLastHold+`)`).Scan(&action, &ts)
@@ -128,9 +127,10 @@ func (d Ledger) LastHold(ctx context.Context) (action string, at time.Time, err 
 	return action, at, nil
 }
 
-// UpsertPending records p and reports whether it is a new decision: not
-// pending before, or pending for another rule, reason or resourceVersion.
-// An unchanged decision keeps its original Since.
+// UpsertPending records p and reports whether it is a new decision. A
+// decision is new when it was not pending before, or was pending for
+// another rule, reason or resourceVersion. An unchanged decision keeps its
+// original Since.
 func (d Ledger) UpsertPending(ctx context.Context, p *Pending) (bool, error) {
 	var isNew bool
 	err := d.inWriteTx(ctx, opPending, func(tx *sql.Tx) error {
@@ -163,9 +163,10 @@ func (d *core) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool,
 	if p.Since.IsZero() {
 		p.Since = d.Now()
 	}
-	// A controller holds one decision about an object: a new one (another
-	// action: a StorageVersion's stale entries to remove instead of the
-	// whole object to delete) replaces what it held before.
+	// A controller holds one decision about an object, so a new decision
+	// replaces the one held before, even for another action. svgc, for
+	// example, may decide to remove a StorageVersion's stale entries where
+	// it held a deletion of the whole object.
 	st, err := d.txStmt(ctx, tx, sqlDeleteOtherPending)
 	if err != nil {
 		return false, err
@@ -218,37 +219,40 @@ func (d Ledger) PendingUIDs(ctx context.Context) ([]PendingUID, error) {
 	return out, nil
 }
 
-// AppliedRow is the audit row of a write carried out, and whether what its
-// controller held pending about the target goes in the same transaction.
+// AppliedRow is the audit row of a write carried out. ClearPending asks
+// that what its controller held pending about the target go in the same
+// transaction.
 type AppliedRow struct {
 	Entry        *AuditEntry
 	ClearPending bool
 }
 
 // appliedLinger is the least time between two runs of WriteApplied's
-// requests. Every commit of audit rows rewrites the last page of the
-// table and of each of its six indexes: rows of 50 ms share those pages,
-// where rows written as they came (a few per commit at 1,000 writes/s)
-// took about twice the bytes each (BenchmarkApplyDiskWrites,
-// internal/reconcile).
+// requests. Every commit of audit rows rewrites the last page of the table
+// and of each of its six indexes. Rows of 50 ms share those pages. Rows
+// written as they came, a few per commit at 1,000 writes/s, took about
+// twice the bytes each (BenchmarkApplyDiskWrites, internal/reconcile).
 const appliedLinger = 50 * time.Millisecond
 
-// WriteApplied asks the writer, without waiting, for a transaction that
-// writes the rows take returns when it runs: a request that comes within
-// appliedLinger of the last one's run waits for the rest of it, so rows
-// the caller queues meanwhile go together, in one request; a lone row is
-// written at once. The worker that carried out the write need not wait for
-// the disk before taking the next.
-// done hears, once, the rows taken, each one's error (failed is nil when
-// all were written) and the transaction's: nil when the rows are
-// committed. A request that never runs (its transaction could not begin,
-// or the database is closing) calls take from done's goroutine, so that
-// the rows' callers hear why. Close commits the requests still queued.
+// WriteApplied asks the writer for a transaction that writes the rows take
+// returns, and returns without waiting for it. take runs when the
+// transaction does. A request that comes less than appliedLinger after the
+// last one ran waits for the rest of that time, so the rows the caller
+// queues meanwhile go in the same transaction. A lone row is written at
+// once. The worker that carried out the write need not wait for the disk
+// before it takes the next.
+//
+// done hears once: the rows taken, each row's error, and the transaction's
+// error. failed is nil when every row was written, and err is nil when the
+// rows are committed. A request may never run, because its transaction
+// could not begin or the database is closing. Then take runs on done's
+// goroutine, so that the rows' callers hear why. Close commits the requests
+// still queued.
 func (d Ledger) WriteApplied(take func() []AppliedRow, done func(rows []AppliedRow, failed []error, err error)) {
-	// taken, written and failed are only touched on the writer's
-	// goroutine, or on this one when the request is refused before it is
-	// queued. The rows are taken once: a replay of the group (see
-	// runGroup) writes the same ones again.
+	// Only the writer's goroutine touches taken, written and failed, or
+	// this one when the request is refused before it is queued. The rows
+	// are taken once: a replay of the group (see runGroup) writes the same
+	// ones again.
 	var taken, written []AppliedRow
 	var failed []error
 	runs := 0
@@ -256,7 +260,7 @@ func (d Ledger) WriteApplied(take func() []AppliedRow, done func(rows []AppliedR
 		if runs == 0 {
 			taken = take()
 		}
-		// A run again is a replay: its rows go each in a savepoint.
+		// A second run is a replay, which writes each row in a savepoint.
 		careful := runs > 0
 		runs++
 		written, failed = d.writeApplied(tx, taken, careful)
@@ -280,14 +284,17 @@ func (d Ledger) WriteApplied(take func() []AppliedRow, done func(rows []AppliedR
 	})
 }
 
-// writeApplied writes entries and returns them with each one's error (nil
-// for those written; failed is nil when all were), in a slice of its own:
-// it may run again, on the same entries, when its transaction is replayed.
-// Careless, it writes them straight on and stops at the first failure,
-// which leaves the transaction to be rolled back; careful, each is written
-// in a savepoint of its own, so that one failure loses only its own row.
-// A savepoint copies every page its write first changes into the
-// sub-journal: the careless pass is the common one, at half the cost.
+// writeApplied writes entries and returns them with each one's error. An
+// entry written has a nil error, and failed is nil when every entry was
+// written. failed is a slice of its own, because writeApplied runs again on
+// the same entries when its transaction is replayed.
+//
+// A careless pass writes the entries one after the other and stops at the
+// first failure, which leaves the transaction to be rolled back. A careful
+// pass writes each entry in a savepoint of its own, so that a failure loses
+// only its own row. A savepoint copies into the sub-journal every page its
+// write first changes, so the careless pass, the common one, costs half as
+// much.
 func (d *core) writeApplied(tx *sql.Tx, entries []AppliedRow, careful bool) ([]AppliedRow, []error) {
 	ctx := context.Background()
 	var failed []error

@@ -15,20 +15,21 @@ type Change struct {
 	// Owners of a deleted object, as its last state named them (watch
 	// deletions only).
 	Owners []string
-	// Examined: a watch deletion whose commit also established
-	// HasDependents (some mirrored object names it as an owner) and
-	// DeletingOwners (those of Owners mirrored with a deletionTimestamp,
-	// the only ones that can be waiting for it to go). Without it, a
-	// deletion may have dependents and any owner may be waiting.
+	// Examined is set for a watch deletion whose commit also read
+	// HasDependents and DeletingOwners. HasDependents tells whether a
+	// mirrored object names the deleted one as an owner. DeletingOwners are
+	// those of Owners mirrored with a deletionTimestamp: only they can be
+	// waiting for it to go. Without Examined, a deletion may have
+	// dependents and any owner may be waiting.
 	Examined       bool
 	HasDependents  bool
 	DeletingOwners []string
-	// OwnershipChanged, for an upsert: the object is new to the mirror, or
-	// its ownerReferences, finalizers or deletion changed. These are the
-	// facts ownergc decides on, and this is its contract with the mirror:
-	// it looks at an upserted object again only when OwnershipChanged is
-	// set. An update of anything else (a status, a label, a Lease renewal)
-	// leaves it false.
+	// OwnershipChanged is set for an upsert when the object is new to the
+	// mirror, or when its ownerReferences, finalizers or deletion changed.
+	// ownergc decides on these facts, and this is its contract with the
+	// mirror: it looks at an upserted object again only when
+	// OwnershipChanged is set. An update of anything else, such as a
+	// status, a label or a Lease renewal, leaves it false.
 	OwnershipChanged bool
 }
 
@@ -40,7 +41,8 @@ const (
 	ChangeUpserted ChangeType = iota
 	// ChangeDeleted: an object left the mirror.
 	ChangeDeleted
-	// ChangeRelisted: a resource was listed again in full; anything about it may have changed.
+	// ChangeRelisted: a resource was listed again in full, so anything
+	// about it may have changed.
 	ChangeRelisted
 )
 
@@ -74,15 +76,15 @@ type statements struct {
 // Write statements of the ingest path, prepared once (see warmWrites).
 const (
 	sqlTouch = `UPDATE objects SET sync_epoch = ? WHERE uid = ? AND resource_id = ? AND resource_version = ?`
-	// sqlUpdate writes a new version of an object whose indexed columns
-	// are unchanged (a Lease renewed, a status updated): an upsert sets
-	// every column, so SQLite rewrites every index entry of the row.
+	// sqlUpdate writes a new version of an object whose indexed columns are
+	// unchanged, such as a Lease renewed or a status updated. An upsert
+	// sets every column, so SQLite rewrites every index entry of the row.
 	sqlUpdate = `UPDATE objects
 		SET resource_version = ?, deletion_grace_period_seconds = ?, finalizers = ?, sync_epoch = ?
 		WHERE uid = ? AND resource_id = ? AND api_version = ? AND kind = ? AND namespace = ? AND name = ?
 			AND creation_timestamp IS ? AND deletion_timestamp IS ?`
-	// A new row is named_owner when references to it were written before
-	// it (see sqlNameOwner); a row already there keeps its own.
+	// A new row is named_owner when references to it were written before it
+	// (see sqlNameOwner). A row already there keeps its own.
 	sqlUpsert = `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
 			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch,
 			named_owner)
@@ -98,11 +100,11 @@ const (
 	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid,
 			controller, block_owner_deletion, sole)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	// sqlNameOwner marks the object a reference just written names: a walk
+	// sqlNameOwner marks the object a reference just written names. A walk
 	// down the graph looks for the dependents of such objects only.
 	sqlNameOwner = `UPDATE objects SET named_owner = 1 WHERE uid = ? AND named_owner = 0`
 	// The typed rows are upserted, not replaced: a REPLACE deletes the row
-	// and inserts it again, checking its foreign key each time.
+	// and inserts it again, and checks its foreign key each time.
 	sqlUpsertPod = `INSERT INTO pods (uid, phase, reason, node_name, generation) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (uid) DO UPDATE SET phase = excluded.phase, reason = excluded.reason,
 			node_name = excluded.node_name, generation = excluded.generation`
@@ -168,10 +170,11 @@ func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 	return s, nil
 }
 
-// upsertObject writes o and everything hanging off it, and reports whether
-// a fact the owner GC decides on changed (see Change.OwnershipChanged). When epoch is
-// non-zero and the stored row already has o's resourceVersion, only the epoch
-// is bumped: a relist of an unchanged object costs one UPDATE.
+// upsertObject writes o and everything hanging off it. It reports whether a
+// fact the owner GC decides on changed (see Change.OwnershipChanged). When
+// epoch is not zero and the stored row already has o's resourceVersion, it
+// only bumps the epoch, so a relist of an unchanged object costs one
+// UPDATE.
 func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (
 	ownershipChanged bool, err error) {
 	if epoch != 0 {
@@ -190,7 +193,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 	}
 	updated := false
 	if !ownersChanged {
-		// The row was there (history saw it, with the same owners): most
+		// The row was there, with the same owners, as the history saw. Most
 		// often only its version moved.
 		res, err := s.update.ExecContext(ctx, o.ResourceVersion, ptrOrNull(o.DeletionGracePeriodSeconds),
 			finalizers, epoch, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
@@ -246,9 +249,10 @@ func (s *statements) upsertTyped(ctx context.Context, o *Object) error {
 	return err
 }
 
-// writeRefs replaces the references of o. They are written together, so
-// each knows whether it is o's only one (sole, which the cascade's walk
-// reads from the owner index); each owner mirrored is marked named_owner.
+// writeRefs replaces the references of o. It writes them together, so that
+// each row records whether it is o's only reference (sole). The cascade's
+// walk reads sole from the owner index. writeRefs also marks each owner
+// mirrored as named_owner.
 func (s *statements) writeRefs(ctx context.Context, o *Object) error {
 	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
 		return err
@@ -288,10 +292,10 @@ func (d Mirror) ApplyEvents(ctx context.Context, events []Event) ([]Change, erro
 	return d.ApplyWatchEvents(ctx, 0, "", events)
 }
 
-// ApplyWatchEvents is ApplyEvents for a batch of one resource's watch,
-// which also records resourceVersion, the watch's position after the
-// batch, as the point its mirror is complete up to (see ResumeVersion), in
-// the same transaction: a crash keeps both or neither.
+// ApplyWatchEvents is ApplyEvents for a batch of one resource's watch. In
+// the same transaction it records resourceVersion, the watch's position
+// after the batch, as the point up to which the resource's mirror is
+// complete (see ResumeVersion). A crash keeps both or neither.
 func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string, events []Event) (
 	[]Change, error) {
 	changes := make([]Change, 0, len(events))
@@ -302,8 +306,8 @@ func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resource
 				return err
 			}
 		}
-		// A batch of deletions needs one statement; bind the others only
-		// when an upsert comes.
+		// A batch of deletions needs one statement. The others are bound
+		// only when an upsert comes.
 		var s *statements
 		deleteObj, err := d.txStmt(ctx, tx, sqlDeleteObject)
 		if err != nil {
@@ -348,12 +352,12 @@ func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resource
 	return changes, err
 }
 
-// examineDeletion describes the watch deletion ev just committed in tx,
-// with what its collectors would otherwise each read again after the
-// commit: whether anything names it as an owner, and which of its owners
-// are being deleted. Two index probes in the writer's transaction cost
-// less than a read each on another connection, and most deleted objects
-// have no dependents and no owner waiting for them.
+// examineDeletion describes the watch deletion ev, which tx has just
+// written. It reads what the collectors would otherwise each read again
+// after the commit: whether anything names the object as an owner, and
+// which of its owners are being deleted. Two index probes in the writer's
+// transaction cost less than a read each on another connection. Most
+// deleted objects have no dependents and no owner waiting for them.
 func (d *core) examineDeletion(ctx context.Context, tx *sql.Tx, ev Event) (Change, error) {
 	c := Change{Type: ChangeDeleted, ResourceID: ev.ResourceID, UID: ev.Object.UID, Examined: true}
 	st, err := d.txStmt(ctx, tx, sqlHasDependents)
@@ -411,8 +415,8 @@ func (d Mirror) SetSynced(ctx context.Context, resourceID int64, synced bool) er
 	})
 }
 
-// MarkAllUnsynced is called at start: nothing in the mirror is live until
-// its resource has been listed again.
+// MarkAllUnsynced marks every resource unsynced. It runs at start: nothing
+// in the mirror is live until its resource has been listed again.
 func (d Mirror) MarkAllUnsynced(ctx context.Context) error {
 	return d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE resources SET synced = 0`)
@@ -420,10 +424,10 @@ func (d Mirror) MarkAllUnsynced(ctx context.Context) error {
 	})
 }
 
-// BeginList starts a full list of a resource and returns its epoch: every
-// object written with it survives FinishList, every other one is removed.
-// Until FinishList the resource has no resume point: a start meanwhile
-// lists again.
+// BeginList starts a full list of a resource and returns its epoch.
+// FinishList keeps every object written with that epoch and removes every
+// other one. Until FinishList the resource has no resume point, so a start
+// meanwhile lists it again.
 func (d Mirror) BeginList(ctx context.Context, resourceID int64) (int64, error) {
 	var epoch int64
 	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
@@ -449,8 +453,8 @@ func setResumeVersion(ctx context.Context, tx *sql.Tx, resourceID int64, resourc
 	return err
 }
 
-// ForgetResumePoints clears every resource's resume point: the next start
-// of each lists it.
+// ForgetResumePoints clears every resource's resume point, so the next
+// start lists each resource.
 func (d Mirror) ForgetResumePoints(ctx context.Context) error {
 	return d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ''`)
@@ -471,7 +475,7 @@ func (d Mirror) NamespaceUID(ctx context.Context, name string) (string, error) {
 }
 
 // ResumeVersion returns the resourceVersion up to which the mirror of a
-// resource holds every change, from which a watch may resume; "" when
+// resource holds every change. A watch may resume from it. It is "" when
 // only a list will do.
 func (d Mirror) ResumeVersion(ctx context.Context, resourceID int64) (string, error) {
 	var rv string
@@ -483,13 +487,13 @@ func (d Mirror) ResumeVersion(ctx context.Context, resourceID int64) (string, er
 // WriteListPage writes one page of a list, or several (ingest writes
 // 5,000 objects at a time).
 //
-// A transaction that changes more pages than the writer caches spills
-// them into the WAL before its commit, which writes them again. A list
-// changes a leaf of every index keyed by UID per object: at SQLite's
-// default cache of 2 MB, 10,000 objects wrote 88 MB for 9 MB of pages. So
-// the writer caches up to listCacheKB while it writes a list, and goes
-// back to the default after the commit: a cache that large, kept, fills
-// with the pages of every later write.
+// A transaction that changes more pages than the writer caches spills them
+// into the WAL before its commit, which writes them again. A list changes a
+// leaf of every index keyed by UID per object. At SQLite's default cache of
+// 2 MB, 10,000 objects wrote 88 MB for 9 MB of pages. So the writer caches
+// up to listCacheKB while it writes a list, and goes back to the default
+// after the commit. A cache that large, if kept, would fill with the pages
+// of every later write.
 func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*Object) error {
 	err := d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
 		if err := setWriterCache(ctx, tx, listCacheKB); err != nil {
@@ -506,7 +510,7 @@ func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs
 		}
 		return nil
 	})
-	// The page is committed or lost: a failure to shrink the cache loses
+	// The page is committed or lost, so a failure to shrink the cache loses
 	// nothing.
 	_ = d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
 		if err := setWriterCache(ctx, tx, defaultCacheKB); err != nil {
@@ -519,14 +523,15 @@ func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs
 }
 
 const (
-	// listCacheKB bounds the page cache of the writer while it writes a
-	// list, in KB; defaultCacheKB, SQLite's default, at all other times.
+	// listCacheKB bounds the page cache of the writer, in KB, while it
+	// writes a list. defaultCacheKB, SQLite's default, bounds it at all
+	// other times.
 	listCacheKB    = 32 << 10
 	defaultCacheKB = 2000
 )
 
 // setWriterCache bounds the page cache of the writer's connection, in KB.
-// It runs in a write, as the writer owns the connection; a pragma changes
+// It runs in a write, as the writer owns the connection. A pragma changes
 // nothing in the file, so the write commits nothing.
 func setWriterCache(ctx context.Context, tx *sql.Tx, kb int) error {
 	_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = %d`, -kb))
@@ -571,9 +576,9 @@ func (d Mirror) DeleteResource(ctx context.Context, resourceID int64) ([]Change,
 }
 
 // deleteObjects runs a DELETE of objects, records their deletion in the
-// history and reports each removed object of the resource as a deletion.
-// The history rows come from what the DELETE returns, so that a relist
-// that removes nothing reads nothing more.
+// history, and reports each removed object of the resource as a deletion.
+// The history rows come from what the DELETE returns, so a relist that
+// removes nothing reads nothing more.
 func (d *core) deleteObjects(ctx context.Context, tx *sql.Tx, resourceID int64, query string, args ...any) (
 	[]Change, error) {
 	rows, err := tx.QueryContext(ctx, query+` RETURNING `+goneColumns, args...)

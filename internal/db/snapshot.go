@@ -8,13 +8,14 @@ import (
 )
 
 // A walk of a big part of the graph spends most of its time reading rows:
-// about 4 µs each through the driver, on one core. Its widest reads (a
-// level's objects, an owner level's references) are split in two and
-// read at once on two read transactions that see the same snapshot of the
-// mirror, so the answer is the one a single transaction would give.
+// about 4 µs each through the driver, on one core. So its widest reads, a
+// level's objects or an owner level's references, are split in two. The
+// halves are read at once on two read transactions that see the same
+// snapshot of the mirror, so the answer is the one a single transaction
+// would give.
 
 // pairedTx is a read transaction and, when aux is not nil, a second one on
-// another connection that sees the same snapshot: splitRead gives it half
+// another connection that sees the same snapshot. splitRead gives aux half
 // of a wide read.
 type pairedTx struct {
 	*sql.Tx
@@ -24,23 +25,23 @@ type pairedTx struct {
 
 // splitting is how a database splits its wide reads (see splitRead).
 type splitting struct {
-	// rowMin is the fewest keys a read of a row or two per key splits:
-	// below it, the second statement and goroutine cost more than they
-	// save. Tests lower it, to split small reads too.
+	// rowMin is the fewest keys for which a read of a row or two per key
+	// splits. Below it, the second statement and goroutine cost more than
+	// they save. Tests lower it, to split small reads too.
 	rowMin int
 	// count counts the reads split, for tests.
 	count atomic.Int64
-	// hook, when tests set it, runs between the two transactions' starts:
-	// a commit there must leave the read unsplit.
+	// hook, when tests set it, runs between the two transactions' starts. A
+	// commit there must leave the read unsplit.
 	hook func()
 }
 
 // defaultSplitRowMin is splitting.rowMin of an opened database.
 const defaultSplitRowMin = 512
 
-// splitKind says how wide a read must be to split: splitRows from
-// splitting.rowMin keys, splitSteps (a step down the graph, where an owner
-// may have thousands of dependents) from two.
+// splitKind says how wide a read must be to split. splitRows splits from
+// splitting.rowMin keys. splitSteps, for a step down the graph where an
+// owner may have thousands of dependents, splits from two.
 type splitKind int
 
 const (
@@ -48,18 +49,19 @@ const (
 	splitSteps
 )
 
-// readSnapshot runs fn in one read transaction, as readTx does, paired
-// with a second one on the same snapshot when wide (the read may walk a
-// big part of the graph), the machine has more than one core and a pair
-// slot is free (see pairedTx).
+// readSnapshot runs fn in one read transaction, as readTx does. It pairs it
+// with a second transaction on the same snapshot when three things hold:
+// the read is wide (it may walk a big part of the graph), the machine has
+// more than one core, and a pair slot is free (see pairedTx).
 //
-// Two transactions see the same snapshot when no commit comes between
-// their starts. The second connection's PRAGMA data_version tells: it
-// changes when a transaction of that connection starts on a database
-// changed since its last one. It is read on that connection before the
-// first transaction starts and again as the second starts: equal, the
-// database did not change in between, when the first started too.
-// Otherwise the read runs unsplit on the first transaction alone.
+// Two transactions see the same snapshot when no commit comes between their
+// starts. The second connection's PRAGMA data_version tells: it changes
+// when a transaction of that connection starts on a database changed since
+// its last one. readSnapshot reads it on that connection before the first
+// transaction starts, and again as the second starts. When the two values
+// are equal, the database did not change in between, and so not when the
+// first transaction started either. Otherwise the read runs unsplit on the
+// first transaction alone.
 func (d *core) readSnapshot(ctx context.Context, wide bool, fn func(q querier) error) error {
 	if !wide {
 		return d.readTx(ctx, func(tx *sql.Tx) error { return fn(tx) })
@@ -71,9 +73,9 @@ func (d *core) readSnapshot(ctx context.Context, wide bool, fn func(q querier) e
 	if runtime.GOMAXPROCS(0) < 2 {
 		return single()
 	}
-	// A pair holds two connections of the pool: the slots bound the pairs
-	// so that single reads always find one (a pair takes its second while
-	// holding its first).
+	// A pair holds two connections of the pool. The slots bound the pairs
+	// so that single reads always find a connection: a pair takes its
+	// second while it holds its first.
 	select {
 	case d.pairSlots <- struct{}{}:
 		defer func() { <-d.pairSlots }()
@@ -154,7 +156,7 @@ func splitRead(ctx context.Context, q querier, keys []string, kind splitKind, re
 }
 
 // openReads opens n connections of the read pool, each with the schema
-// read, and leaves them idle in it: the first wide read would otherwise
+// read, and leaves them idle in it. Otherwise the first wide read would
 // open its pair's second connection, which costs more than the read.
 func openReads(ctx context.Context, pool *sql.DB, n int) error {
 	conns := make([]*sql.Conn, 0, n)

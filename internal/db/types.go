@@ -16,8 +16,8 @@ type Resource struct {
 	Resource   string
 	Kind       string
 	Namespaced bool
-	// ShortNames are those discovery lists (cm, deploy), which lookups by
-	// kind accept; EnsureResource records them.
+	// ShortNames are the short names discovery lists (cm, deploy). Lookups
+	// by kind accept them, and EnsureResource records them.
 	ShortNames []string
 }
 
@@ -46,11 +46,11 @@ type Object struct {
 }
 
 // IsForegroundDeleting is true for an object being deleted with the
-// foregroundDeletion finalizer: it waits for its blocking dependents.
+// foregroundDeletion finalizer. It waits for its blocking dependents.
 func (o *Object) IsForegroundDeleting() bool { return o.deletingWith("foregroundDeletion") }
 
 // IsOrphaning is true for an object being deleted with the orphan
-// finalizer: it waits until no dependent names it.
+// finalizer. It waits until no dependent names it.
 func (o *Object) IsOrphaning() bool { return o.deletingWith("orphan") }
 
 func (o *Object) deletingWith(finalizer string) bool {
@@ -58,7 +58,7 @@ func (o *Object) deletingWith(finalizer string) bool {
 }
 
 // DeletionRequested is when deletion was asked for: deletionTimestamp less
-// the grace period (a pod's deletionTimestamp is when its grace ends).
+// the grace period. A pod's deletionTimestamp is when its grace ends.
 func (o *Object) DeletionRequested() time.Time {
 	if o.DeletionTimestamp == nil {
 		return time.Time{}
@@ -76,8 +76,8 @@ type Pod struct {
 	Reason     string
 	NodeName   string
 	Generation int64
-	// evictedRank is the pod's first key in the deletion order (0 for an
-	// evicted pod), as the query computed it: a page's cursor carries it.
+	// evictedRank is the pod's first key in the deletion order, 0 for an
+	// evicted pod, as the query computed it. A page's cursor carries it.
 	evictedRank int
 }
 
@@ -93,8 +93,8 @@ type Taint struct {
 	Key, Value, Effect string
 }
 
-// MarshalJSON writes t as the nodes table keeps it, which PodGC's queries
-// read ($.key): the API's field names, an empty field left out.
+// MarshalJSON writes t as the nodes table keeps it: with the API's field
+// names, and without empty fields. PodGC's queries read it ($.key).
 func (t Taint) MarshalJSON() ([]byte, error) {
 	return marshalFields("key", t.Key, "value", t.Value, "effect", t.Effect)
 }
@@ -121,16 +121,16 @@ type Lease struct {
 	PreferredHolder *string
 }
 
-// LeaseCandidate holds a coordination.k8s.io LeaseCandidate's spec: one
-// component standing in the coordinated election of the Lease LeaseName
-// in its namespace.
+// LeaseCandidate holds a coordination.k8s.io LeaseCandidate's spec. A
+// candidate is one component standing in the coordinated election of the
+// Lease LeaseName in its namespace.
 type LeaseCandidate struct {
 	LeaseName        string
 	BinaryVersion    string
 	EmulationVersion string
 	Strategy         string
-	// PingTime is when the election controller last asked the candidate
-	// to renew; RenewTime when the candidate last did.
+	// PingTime is when the election controller last asked the candidate to
+	// renew. RenewTime is when the candidate last did.
 	PingTime  *time.Time
 	RenewTime *time.Time
 }
@@ -170,13 +170,13 @@ type AuditEntry struct {
 	DryRun  bool
 	Outcome string
 	Error   string
-	// IntentID is the intent this row settles (see Intent): writing the
-	// row resolves it, in the same transaction.
+	// IntentID is the intent this row settles (see Intent). Writing the row
+	// resolves the intent in the same transaction.
 	IntentID int64
 }
 
-// Settles reports whether e records a decision carried out (applied, or
-// its object already gone): what was pending about its target goes with it.
+// Settles reports whether e records a decision carried out: applied, or its
+// object already gone. What was pending about its target goes with it.
 func (e *AuditEntry) Settles() bool {
 	return !e.DryRun && (e.Outcome == api.OutcomeApplied || e.Outcome == api.OutcomeNotFound)
 }

@@ -233,17 +233,19 @@ func (d *core) commitGroup(batch []*writeReq) {
 }
 
 // runGroup runs the writes of batch not yet failed in one transaction and
-// commits it. Without savepoints it is the fast pass: at the first failing
+// commits it. Without savepoints it is the fast pass. At the first failing
 // write it rolls everything back, records that write's error and returns
-// false, and the caller runs the group again with savepoints, replaying
-// the writes before it. A write's failure is the same in both passes: it
-// sees the same writes before it. A savepoint costs more than the write it
-// guards when the write is large: each statement in it truncates the
-// in-memory sub-journal from its start, so a list page of 500 objects paid
-// quadratically for it.
+// false. The caller then runs the group again with savepoints, and the
+// writes before the failing one run again. A write fails the same way in
+// both passes, because it sees the same writes before it.
 //
-// Writes are therefore written to be run again: each fn derives everything
-// from its transaction and sets its outputs anew, never appends to them.
+// The fast pass exists because a savepoint costs more than the write it
+// guards when the write is large. Each statement in a savepoint truncates
+// the in-memory sub-journal from its start, so a list page of 500 objects
+// paid quadratically for it.
+//
+// So every write must be able to run again: each fn derives everything from
+// its transaction and sets its outputs anew, never appends to them.
 func (d *core) runGroup(batch []*writeReq, results []error, savepoints bool) bool {
 	fail := func(err error) {
 		for i, r := range batch {
@@ -267,8 +269,9 @@ func (d *core) runGroup(batch []*writeReq, results []error, savepoints bool) boo
 		if savepoints {
 			err = d.inSavepoint(r.ctx, tx, "w", run)
 			if errors.Is(err, errReplayCareful) {
-				// Its first run, careless, failed in a part: once more,
-				// careful now.
+				// Its first run kept no part apart, and one part failed.
+				// Run it again: this time it writes each part in a
+				// savepoint.
 				err = d.inSavepoint(r.ctx, tx, "w", run)
 			}
 		} else {
@@ -277,8 +280,8 @@ func (d *core) runGroup(batch []*writeReq, results []error, savepoints bool) boo
 		var sp savepointError
 		switch {
 		case errors.Is(err, errReplayCareful) && !savepoints:
-			// The write asks to be run again with savepoints: not a
-			// failure of its own.
+			// The write asks to run again with savepoints. That is not a
+			// failure of the write.
 			tx.Rollback()
 			return false
 		case errors.As(err, &sp):
@@ -307,10 +310,10 @@ func (d *core) runGroup(batch []*writeReq, results []error, savepoints bool) boo
 	return true
 }
 
-// errReplayCareful is returned by a write of several parts that failed in
-// one of them on its first run, which keeps no part apart: it is run
-// again, with savepoints, where it does (see WriteApplied). It is no
-// failure of its own.
+// errReplayCareful is what a write of several parts returns when one part
+// failed on its first run. That run kept no part apart, so the writer runs
+// the write again, and the write then puts each part in a savepoint (see
+// WriteApplied). It is not a failure of the write.
 var errReplayCareful = errors.New("replay the group with savepoints")
 
 // savepointError is a failure of the savepoint machinery itself, which
@@ -319,8 +322,8 @@ type savepointError struct{ err error }
 
 func (e savepointError) Error() string { return e.err.Error() }
 
-// inSavepoint runs fn inside savepoint name: a failing fn rolls back only
-// its own writes and its error is returned as is.
+// inSavepoint runs fn inside savepoint name. A failing fn rolls back only
+// its own writes, and inSavepoint returns its error as it is.
 func (d *core) inSavepoint(ctx context.Context, tx *sql.Tx, name string, fn func() error) error {
 	exec := func(q string) error {
 		st, err := d.txStmt(ctx, tx, q)
