@@ -7,10 +7,10 @@ import (
 )
 
 // WriterAlive reports whether the writer goroutine, through which every
-// write goes, is turning: it answers between two transactions, so a writer
-// stuck in one call does not answer, while one whose writes fail (a full
-// disk, another process holding the lock until the busy timeout) does. It
-// waits until ctx ends.
+// write goes, is turning. The writer answers between two transactions. So a
+// writer stuck in one call does not answer, while one whose writes fail
+// does: a full disk, or another process holding the lock until the busy
+// timeout. WriterAlive waits until ctx ends.
 func (d *DB) WriterAlive(ctx context.Context) error {
 	start := time.Now()
 	select {

@@ -10,20 +10,20 @@ import (
 
 // Checkpoints.
 //
-// A commit appends every page it changed to the WAL, whole; a checkpoint
-// copies the WAL's pages into the database file. SQLite's default has the
+// A commit appends every page it changed to the WAL, whole. A checkpoint
+// copies the WAL's pages into the database file. By default SQLite has the
 // committing connection checkpoint once the WAL holds 1,000 pages (4 MB).
 // kubegcd's writes touch the same pages again and again: the tail of the
-// audit and history tables and their indexes, and the leaves of the
-// indexes keyed by UID. With checkpoints every 4 MB most of those pages
-// were copied at each one, and the commit that crossed the mark waited for
-// the copy and its fsync.
+// audit and history tables and their indexes, and the leaves of the indexes
+// keyed by UID. With checkpoints every 4 MB, most of those pages were
+// copied at each one, and the commit that crossed the mark waited for the
+// copy and its fsync.
 //
 // So the writer does not checkpoint. A goroutine of its own does, on a
 // connection of its own, at most once per Options.CheckpointEvery (2 s by
 // default) and only after a commit. A page changed many times in that time
 // is copied once, and no commit waits for a copy. The writer keeps SQLite's
-// own checkpoint as a backstop, at walBackstopPages: it runs only when more
+// own checkpoint as a backstop, at walBackstopPages. It runs only when more
 // than that much is written between two checkpoints, or when long reads
 // hold the checkpoints back. walSizeLimit then shrinks the WAL file back
 // after such a burst.
@@ -31,8 +31,8 @@ import (
 const (
 	// defaultCheckpointEvery is the least time between two checkpoints.
 	defaultCheckpointEvery = 2 * time.Second
-	// walBackstopPages is where the writer checkpoints by itself: 64 MB
-	// of 4 KB pages.
+	// walBackstopPages is where the writer checkpoints by itself: 64 MB of
+	// 4 KB pages.
 	walBackstopPages = 16384
 	// walSizeLimit is the size in bytes the WAL file is cut back to once
 	// a checkpoint has emptied it.
@@ -42,7 +42,7 @@ const (
 // checkpointer is the goroutine that checkpoints, and its connection.
 type checkpointer struct {
 	conn *sql.DB
-	// committed gets a signal after each group commit; it holds one.
+	// committed gets a signal after each group commit. It holds one.
 	committed chan struct{}
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -95,8 +95,8 @@ func (c *checkpointer) noteCommit() {
 	}
 }
 
-// runCheckpointer checkpoints after a commit, but not sooner than every
-// after its last checkpoint, until ctx ends.
+// runCheckpointer checkpoints after each commit, until ctx ends. It waits
+// until every has passed since its last checkpoint.
 func (d *core) runCheckpointer(ctx context.Context, every time.Duration) {
 	c := d.checkpointer
 	defer close(c.done)
@@ -122,7 +122,7 @@ func (d *core) runCheckpointer(ctx context.Context, every time.Duration) {
 }
 
 // checkpoint copies what it can of the WAL into the database file. It is
-// PASSIVE: it takes no lock that would stop the writer or a reader, and
+// PASSIVE: it takes no lock that would stop the writer or a reader, and it
 // leaves in the WAL the pages a reader's snapshot still needs.
 func (d *core) checkpoint(ctx context.Context) {
 	c := d.checkpointer

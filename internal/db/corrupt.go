@@ -13,8 +13,8 @@ import (
 )
 
 // IsCorrupt reports whether err says the database file itself is damaged
-// (SQLITE_CORRUPT, SQLITE_NOTADB): unlike a busy, locked or full database,
-// no retry can succeed.
+// (SQLITE_CORRUPT, SQLITE_NOTADB). Unlike a busy, locked or full database,
+// a damaged file makes every retry fail.
 func IsCorrupt(err error) bool {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
@@ -43,15 +43,15 @@ type corrupt struct{ msg string }
 func (c corrupt) Error() string        { return c.msg }
 func (c corrupt) Is(target error) bool { return target == ErrCorrupt }
 
-// quickCheck runs PRAGMA quick_check: it reads every page, so it finds
-// damage anywhere in the file, but skips the index-against-table
-// comparison that makes integrity_check several times slower.
+// quickCheck runs PRAGMA quick_check. It reads every page, so it finds
+// damage anywhere in the file. It skips the comparison of indexes against
+// tables, which makes integrity_check several times slower.
 func quickCheck(ctx context.Context, pool *sql.DB, path string) error {
 	return checkPages(ctx, pool, path, "quick_check")
 }
 
-// checkPages runs PRAGMA check (quick_check or integrity_check) and turns
-// the problems it lists into one corrupt error.
+// checkPages runs PRAGMA check, which is quick_check or integrity_check,
+// and turns the problems it lists into one corrupt error.
 func checkPages(ctx context.Context, pool *sql.DB, path, check string) error {
 	failed := func(err error) error {
 		if IsCorrupt(err) {
@@ -77,8 +77,8 @@ func checkPages(ctx context.Context, pool *sql.DB, path, check string) error {
 			}
 		}
 	}
-	// Having listed problems, SQLite may also fail the statement itself;
-	// the problems say more.
+	// Having listed problems, SQLite may also fail the statement itself.
+	// The problems say more.
 	if len(problems) == 0 {
 		if err := rows.Err(); err != nil {
 			return failed(err)
@@ -94,8 +94,9 @@ func checkPages(ctx context.Context, pool *sql.DB, path, check string) error {
 }
 
 // Check runs PRAGMA integrity_check on the database at path, which a
-// running kubegcd may be using (it reads one snapshot, and takes no lock):
-// nil when it is sound, an error that Is ErrCorrupt when it is not.
+// running kubegcd may be using: it reads one snapshot and takes no lock. It
+// returns nil when the database is sound, and an error that Is ErrCorrupt
+// when it is not.
 func Check(ctx context.Context, path string) error {
 	path, err := existing(path)
 	if err != nil {
@@ -109,17 +110,18 @@ func Check(ctx context.Context, path string) error {
 	return checkPages(ctx, pool, path, "integrity_check")
 }
 
-// Backup copies the database at path, which a running kubegcd may be
-// using, to dest, a file that must not exist yet: one consistent snapshot
-// (VACUUM INTO), private to its owner (0600) like the database, then
-// checked. A failed backup leaves no file behind.
+// Backup copies the database at path to dest, a file that must not exist
+// yet. A running kubegcd may be using the database. The copy is one
+// consistent snapshot (VACUUM INTO), private to its owner (0600) like the
+// database, and checked. A failed backup leaves no file behind.
 func Backup(ctx context.Context, path, dest string) (err error) {
 	path, err = existing(path)
 	if err != nil {
 		return err
 	}
-	// Created empty and private first, which VACUUM INTO accepts: the copy
-	// is never readable by others, not even for a moment.
+	// The file is created empty and private first, which VACUUM INTO
+	// accepts, so the copy is never readable by others, not even for a
+	// moment.
 	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
@@ -147,8 +149,8 @@ func Backup(ctx context.Context, path, dest string) (err error) {
 	return nil
 }
 
-// existing makes path absolute and requires the file to exist: opening a
-// missing database would create an empty one.
+// existing makes path absolute and requires the file to exist, because
+// opening a missing database would create an empty one.
 func existing(path string) (string, error) {
 	abs, err := resolve(path)
 	if err != nil {
@@ -170,12 +172,13 @@ func checkFile(ctx context.Context, path string) error {
 	return quickCheck(ctx, pool, path)
 }
 
-// Corrupt is closed once a write has found the database file corrupt: no
+// Corrupt is closed once a write has found the database file corrupt. No
 // later write can succeed, so the mirror can no longer be kept and the
 // daemon must stop. CorruptErr says what was found.
 func (d *DB) Corrupt() <-chan struct{} { return d.corrupt }
 
-// CorruptErr is the corruption found, once Corrupt is closed; nil before.
+// CorruptErr returns the corruption found once Corrupt is closed, and nil
+// before.
 func (d *DB) CorruptErr() error {
 	select {
 	case <-d.corrupt:

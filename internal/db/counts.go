@@ -31,17 +31,17 @@ func refGroupKey(table string) string {
 	return `substr(` + table + `.api_version, 1, instr(` + table + `.api_version, '/'))`
 }
 
-// ObjectCounts counts the mirrored objects by group and kind, every
-// mirrored resource's kind included (0 when it has no object, so that a
-// CRD without instances still has its series), and the objects that name
-// an owner by their group and kind and their owner's. A dependent counts
-// once per pair however many owners of that kind it names, and once in
-// each pair when its owners are of different kinds: the count answers
-// "how many Ks does some OK own".
+// ObjectCounts counts the mirrored objects by group and kind. Every
+// mirrored resource's kind is included, with 0 when it has no object, so
+// that a CRD without instances still has its series. It also counts the
+// objects that name an owner, by their group and kind and their owner's. A
+// dependent counts once per pair, however many owners of that kind it
+// names, and once in each pair when its owners are of different kinds. The
+// count answers "how many Ks does some OK own".
 func (d Objects) ObjectCounts(ctx context.Context) (objects []KindCount, owned []OwnedCount, err error) {
 	err = d.readTx(ctx, func(tx *sql.Tx) error {
-		// Counting by resource_id first reads only the index on objects
-		// by resource; several resources (versions) of one kind add up.
+		// Counting by resource_id first reads only the index on objects by
+		// resource. Several resources (versions) of one kind add up.
 		rows, err := tx.QueryContext(ctx, `SELECT res.api_group, res.kind, coalesce(sum(c.n), 0)
 			FROM resources res
 				LEFT JOIN (SELECT resource_id, count(*) AS n FROM objects GROUP BY resource_id) c
@@ -62,12 +62,12 @@ func (d Objects) ObjectCounts(ctx context.Context) (objects []KindCount, owned [
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		// Each dependent counts once per owner group and kind: by its first
-		// reference to that pair (refGroupKey compares groups without
-		// cutting the string). Counting the rows so chosen, grouped by the
-		// columns as stored, costs half of count(DISTINCT) over the
-		// group computed per row; the group is cut from the few rows left.
-		// A dependent's UID is in one resource only, so the counts per
+		// Each dependent counts once per owner group and kind, by its first
+		// reference to that pair. refGroupKey compares groups without
+		// cutting the string. Counting the rows so chosen, grouped by the
+		// columns as stored, costs half of count(DISTINCT) over the group
+		// computed per row. The group is cut from the few rows left. A
+		// dependent's UID is in one resource only, so the counts per
 		// resource add up to counts per kind.
 		rows, err = tx.QueryContext(ctx, `SELECT res.api_group, res.kind, `+refGroup+` AS owner_group, r.kind,
 				sum(r.n)

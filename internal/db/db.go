@@ -46,8 +46,8 @@ type core struct {
 
 	writeSeconds *prometheus.HistogramVec
 	// writesPerCommit shows group commit at work: how many callers' writes
-	// (an intent per worker about to send a write, ingest batches, audit
-	// rows…) each transaction carried.
+	// each transaction carried, such as an intent per worker about to send
+	// a write, ingest batches, or audit rows.
 	writesPerCommit prometheus.Histogram
 	// pairedReads counts the wide reads readSnapshot ran, by whether they
 	// had a second transaction on their snapshot.
@@ -78,31 +78,31 @@ type Options struct {
 	// Registerer receives the database's metrics; nil means none.
 	Registerer prometheus.Registerer
 	// ReadOnly opens without migrating, without taking the write lock and
-	// without a writer: for tools that only inspect a database, and for the
-	// HTTP API's reads, which get connections of their own so that API
+	// without a writer. It serves tools that only inspect a database, and
+	// the HTTP API's reads, which get connections of their own so that API
 	// clients never take the controllers'.
 	ReadOnly bool
 	// ReadConns bounds the read connections (default 8).
 	ReadConns int
 	// StreamConns bounds the connections of the walks of the whole graph
-	// (WalkGraph; default 2), a pool apart from ReadConns: a walk lasts as
+	// (WalkGraph; default 2), a pool apart from ReadConns. A walk lasts as
 	// long as its reader takes, and must never hold a connection the short
-	// reads need. They are opened at the first walk and do not map the
-	// file, since a walk reads every page of the graph once.
+	// reads need. Its connections are opened at the first walk, and do not
+	// map the file, since a walk reads every page of the graph once.
 	StreamConns int
 	// MapReads maps the database file into memory for the reads
-	// (mmap_size) instead of a pread and a copy per page: a read that hops
-	// through B-trees costs a fifth less, but every page a connection has
-	// mapped counts in RSS, once per connection. The HTTP API's reads map
-	// (the diagnosis reads hop most); the controllers' do not, so that the
-	// daemon's memory at rest stays its own.
+	// (mmap_size), instead of a pread and a copy per page. A read that hops
+	// through B-trees then costs a fifth less, but every page a connection
+	// has mapped counts in RSS, once per connection. The HTTP API's reads
+	// map, since the diagnosis reads hop most. The controllers' reads do
+	// not, so that the daemon's memory at rest stays its own.
 	MapReads bool
 	// CheckpointEvery is the least time between two checkpoints (default
 	// 2 s; see checkpoint.go).
 	CheckpointEvery time.Duration
-	// Driver names the database/sql driver of the read connections; ""
-	// is modernc's "sqlite". A test registers a driver wrapping it to see
-	// every statement the reads run (their query plans are checked).
+	// Driver names the database/sql driver of the read connections. "" is
+	// modernc's "sqlite". A test registers a driver that wraps it, to see
+	// every statement the reads run and check their query plans.
 	Driver string
 }
 
@@ -157,9 +157,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	return &DB{d}, nil
 }
 
-// startWriter takes the lock and starts the writer goroutine. It starts
-// the goroutine only once the lock is held, so a refused Open leaves no
-// goroutine behind; from then on Close stops it. The goroutine touches
+// startWriter takes the lock and starts the writer goroutine. It starts the
+// goroutine only once the lock is held, so a refused Open leaves no
+// goroutine behind. From then on Close stops it. The goroutine touches
 // d.write only for a request, and requests come after Open.
 func (d *core) startWriter() error {
 	lock, err := lockFile(d.Path)
@@ -196,11 +196,11 @@ func (d *core) openReaders(ctx context.Context, opts Options) error {
 	}
 	readConns := cmp.Or(opts.ReadConns, 8)
 	d.read.SetMaxOpenConns(readConns)
-	// At most half the read connections, less one, go to paired reads'
-	// second transactions: the others always serve single reads.
+	// At most half the read connections, less one, go to the second
+	// transactions of paired reads. The others always serve single reads.
 	d.pairSlots = make(chan struct{}, (readConns-1)/2)
-	// The pool keeps two connections open (database/sql's default), both
-	// opened now: a wide read takes two.
+	// The pool keeps two connections open (database/sql's default). Both
+	// are opened now, because a wide read takes two.
 	if err := openReads(ctx, d.read, min(2, readConns)); err != nil {
 		return fmt.Errorf("database %s: %w", d.Path, err)
 	}
@@ -208,8 +208,8 @@ func (d *core) openReaders(ctx context.Context, opts Options) error {
 		return err
 	}
 	d.stream.SetMaxOpenConns(cmp.Or(opts.StreamConns, 2))
-	// Walks are rare: their connections, and the page caches they filled,
-	// go once idle.
+	// Walks are rare, so their connections, and the page caches they
+	// filled, go once idle.
 	d.stream.SetConnMaxIdleTime(time.Minute)
 	return nil
 }
@@ -302,14 +302,14 @@ func resolve(path string) (string, error) {
 }
 
 // dsn is the connection string of the database at the absolute path. The
-// path is URI-escaped: SQLite would end it at a '#' and the driver at a '?',
-// opening another file than the one locked.
+// path is URI-escaped, because SQLite would end it at a '#' and the driver
+// at a '?', and so open another file than the one locked.
 func dsn(path string, readOnly, mapped bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	// The writer syncs the WAL at every commit (FULL): a committed intent
+	// The writer syncs the WAL at every commit (FULL). A committed intent
 	// must survive a power loss, since its write may already be out (see
 	// docs/architecture.md, Intents). Group commit makes that one fsync per
 	// transaction, not per write. Readers write nothing.
@@ -317,18 +317,18 @@ func dsn(path string, readOnly, mapped bool) string {
 		q.Add("_pragma", "synchronous(NORMAL)")
 	} else {
 		q.Add("_pragma", "synchronous(FULL)")
-		// Each write of a group commit runs in a savepoint, whose
-		// sub-journal copies every page it first changes: in memory, not
-		// through a temporary file's write syscalls.
+		// A write of a group commit may run in a savepoint, whose
+		// sub-journal copies every page it first changes. temp_store keeps
+		// the sub-journal in memory, not in a temporary file.
 		q.Add("_pragma", "temp_store(MEMORY)")
-		// The checkpointer copies the WAL into the file; a writer does so
+		// The checkpointer copies the WAL into the file. A writer does so
 		// itself only past a backstop (see checkpoint.go).
 		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walBackstopPages))
 		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	}
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
-		// A reader never creates the file: once the database is deleted
+		// A reader never creates the file. Once the database is deleted
 		// under a running daemon, a new read connection fails instead of
 		// leaving an empty database at the path.
 		q.Add("mode", "rw")
@@ -349,7 +349,7 @@ func openPool(path string, readOnly bool) (*sql.DB, error) {
 }
 
 // openPoolWith opens a pool of connections of driver to the database at
-// path; mapped: see Options.MapReads.
+// path. For mapped, see Options.MapReads.
 func openPoolWith(driver, path string, readOnly, mapped bool) (*sql.DB, error) {
 	db, err := sql.Open(driver, dsn(path, readOnly, mapped))
 	if err != nil {
@@ -359,9 +359,9 @@ func openPoolWith(driver, path string, readOnly, mapped bool) (*sql.DB, error) {
 }
 
 // createPrivate creates the database file, if it does not exist, readable
-// by its owner only: it holds the cluster's object names and owner edges.
-// SQLite creates the -wal and -shm files with the main file's mode. An
-// existing file keeps the mode it has.
+// by its owner only, because it holds the cluster's object names and owner
+// edges. SQLite creates the -wal and -shm files with the main file's mode.
+// An existing file keeps the mode it has.
 func createPrivate(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -370,9 +370,9 @@ func createPrivate(path string) error {
 	return f.Close()
 }
 
-// lockFile takes an exclusive flock on PATH.lock so that two daemons never
-// share one database; the lock dies with the process, so a crash leaves
-// nothing to clean up. It then creates the database file if needed.
+// lockFile takes an exclusive flock on PATH.lock, so that two daemons never
+// share one database. The lock dies with the process, so a crash leaves
+// nothing to clean up. lockFile then creates the database file if needed.
 func lockFile(path string) (*os.File, error) {
 	lockPath := path + ".lock"
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
@@ -393,8 +393,8 @@ func lockFile(path string) (*os.File, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	// Under the lock, so that whatever writes the database (the daemon,
-	// migrate) finds it created private.
+	// Create the file under the lock, so that whatever writes the database
+	// (the daemon, migrate) finds it created private.
 	if err := createPrivate(path); err != nil {
 		f.Close()
 		return nil, err

@@ -12,7 +12,8 @@ import (
 )
 
 // DeletionMinute counts the deletions the controllers recorded in one
-// minute: sent to the cluster (Applied) or, in dry-run, decided (DryRun).
+// minute. Applied counts those sent to the cluster, and DryRun those
+// decided in dry-run.
 type DeletionMinute struct {
 	Minute  time.Time
 	Applied int
@@ -23,7 +24,8 @@ type DeletionMinute struct {
 // that has any, oldest first. It groups in SQL over the audit_by_time index,
 // so that a day of deletions is one row per minute, not per deletion.
 func (d Decisions) DeletionsPerMinute(ctx context.Context, since time.Time) ([]DeletionMinute, error) {
-	// time is "2006-01-02T15:04:05.000000Z": its first 16 bytes name the minute.
+	// time is "2006-01-02T15:04:05.000000Z", so its first 16 bytes name the
+	// minute.
 	rows, err := d.query(ctx, `SELECT substr(time, 1, 16), sum(dry_run = 0), sum(dry_run <> 0) FROM audit
 		WHERE time >= ? AND action = 'delete' AND outcome IN (?, ?) AND controller NOT IN (?, ?)
 		GROUP BY 1 ORDER BY 1`,
@@ -75,13 +77,13 @@ func (d Decisions) PendingByController(ctx context.Context) (map[string]int, err
 }
 
 // AuditFilter selects audit entries. Zero fields match everything. Entries
-// come newest first; Before pages backwards from a cursor (an id).
+// come newest first, and Before pages backwards from a cursor, an id.
 type AuditFilter struct {
 	Controller string
 	Namespace  string
 	UID        string
-	// Kind keeps rows about objects of that kind (any case) or resource
-	// plural; Rule those of that rule id (any case).
+	// Kind keeps rows about objects of that kind, in any case, or of that
+	// resource plural. Rule keeps those of that rule id, in any case.
 	Kind    string
 	Rule    string
 	Outcome string
@@ -205,8 +207,8 @@ func scanAudit(rows *sql.Rows) ([]AuditEntry, error) {
 }
 
 // PruneAudit deletes entries older than cutoff and returns how many. It
-// keeps the newest pause or release, however old: a manual hold lasts until
-// an operator releases it, not until the retention runs out.
+// keeps the newest pause or release, however old, because a manual hold
+// lasts until an operator releases it, not until the retention runs out.
 func (d Decisions) PruneAudit(ctx context.Context, cutoff time.Time) (int64, error) {
 	var n int64
 	err := d.inWriteTx(ctx, opAudit, func(tx *sql.Tx) error {
@@ -227,11 +229,11 @@ type PendingFilter struct {
 	Controller string
 	Namespace  string
 	Kind       string
-	// Newest lists the newest decisions first; by default the decisions
+	// Newest lists the newest decisions first. By default the decisions
 	// waiting longest come first.
 	Newest bool
 	// After, when set, continues a listing in the same order after the
-	// decision it names: the key ListPending returned with a page.
+	// decision it names, which is the key ListPending returned with a page.
 	After *PendingKey
 	Limit int
 }
@@ -245,9 +247,9 @@ type PendingKey struct {
 	Action     string
 }
 
-// ListPending returns pending decisions in since order (oldest first unless
-// f.Newest) and the key to continue after (nil at the end). Pages are
-// keyset ranges of pending_by_since, never an OFFSET: a page costs the same
+// ListPending returns pending decisions in since order, oldest first unless
+// f.Newest, and the key to continue after, nil at the end. Pages are keyset
+// ranges of pending_by_since, never an OFFSET. So a page costs the same
 // however deep, and a decision that comes or goes between two pages moves
 // no other one to a page already read.
 func (d Decisions) ListPending(ctx context.Context, f PendingFilter) ([]Pending, *PendingKey, error) {
@@ -327,9 +329,9 @@ func scanPending(rows *sql.Rows) ([]Pending, error) {
 
 // kindCondition matches the kind column against a kind in any case or a
 // resource's plural, as StuckFilter.Kind does. Audit and pending rows keep
-// the kind, not the resource, so a plural is resolved to its kinds first:
-// one kind (the usual case) is one comparison, which audit_by_kind reads in
-// id order.
+// the kind, not the resource, so kindCondition first resolves a plural to
+// its kinds. One kind, the usual case, is one comparison, which
+// audit_by_kind reads in id order.
 func (d *core) kindCondition(ctx context.Context, kind string) (string, []any, error) {
 	rows, err := d.query(ctx, `SELECT DISTINCT kind FROM resources
 		WHERE kind = ?1 COLLATE NOCASE OR resource = lower(?1)`, kind)

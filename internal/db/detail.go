@@ -10,10 +10,10 @@ import (
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
-// OwnerRow is one of an object's ownerReferences with the object the
-// mirror holds under its UID (nil when none) and whether the reference's
-// kind is namespaced as discovery knows it. What that makes of the owner is
-// the diagnosis's (diagnose.OwnerStates).
+// OwnerRow is one of an object's ownerReferences, with the object the
+// mirror holds under its UID (nil when none), and whether discovery knows
+// the reference's kind as namespaced. The diagnosis tells what that makes
+// of the owner (diagnose.OwnerStates).
 type OwnerRow struct {
 	Ref            api.OwnerRef
 	Owner          *Object
@@ -41,7 +41,7 @@ type ObjectDetail struct {
 
 // ObjectDetail returns an object with its owners as mirrored, up to
 // maxDependents of its dependents, and the decisions pending about it, from
-// one snapshot; ErrNotFound when it is not mirrored.
+// one snapshot. It returns ErrNotFound when the object is not mirrored.
 func (d Objects) ObjectDetail(ctx context.Context, uid string, maxDependents int) (*ObjectDetail, error) {
 	var out *ObjectDetail
 	err := d.readTx(ctx, func(tx *sql.Tx) error {

@@ -16,15 +16,15 @@ var ErrFileGone = errors.New("database file gone")
 
 // FileWatch tells whether a database's path still names the file that was
 // opened. A file deleted or replaced under a running kubegcd keeps taking
-// its writes, the audit history and the intents among them (SQLite holds
-// it open), but nothing will read them again: the next start opens
+// its writes, the audit history and the intents among them, because SQLite
+// holds it open. But nothing will read them again: the next start opens
 // whatever the path names then.
 type FileWatch struct {
 	path   string
 	opened os.FileInfo
 }
 
-// WatchFile records which file d's path names now; call it right after
+// WatchFile records which file d's path names now. Call it right after
 // Open, while the connections Open made hold that file.
 func (d *DB) WatchFile() (*FileWatch, error) {
 	fi, err := os.Stat(d.Path)
@@ -34,11 +34,11 @@ func (d *DB) WatchFile() (*FileWatch, error) {
 	return &FileWatch{path: d.Path, opened: fi}, nil
 }
 
-// Check returns nil while the path names the file opened (same device and
-// inode: SQLite keeps that file open, so its inode cannot be reused);
-// otherwise an error that Is ErrFileGone and says what became of it. A
-// path it cannot look at for another reason (a permission taken away) is
-// not taken for gone: a later check decides.
+// Check returns nil while the path names the file opened: the same device
+// and inode. SQLite keeps that file open, so its inode cannot be reused.
+// Otherwise Check returns an error that Is ErrFileGone and says what became
+// of the file. A path Check cannot look at for another reason, such as a
+// permission taken away, is not taken for gone: a later check decides.
 func (w *FileWatch) Check() error {
 	fi, err := os.Stat(w.path)
 	gone := "database " + w.path + " was deleted or replaced while kubegcd ran: "
@@ -50,7 +50,7 @@ func (w *FileWatch) Check() error {
 	case err != nil:
 		return nil
 	case !os.SameFile(fi, w.opened):
-		// Also what a deletion looks like once a new connection of the
+		// A deletion looks like this too, once a new connection of the
 		// pools, opening the path, has created an empty file there.
 		return fileGone{gone + "another file is at its path now; " +
 			"what kubegcd wrote since went to the old one, and the next start opens the one at the path"}
@@ -58,11 +58,11 @@ func (w *FileWatch) Check() error {
 	return nil
 }
 
-// Cause returns what ended the run when a write found the database
-// corrupt: Check's error if the file is gone, else corrupt. A connection
-// opened by the path after a replacement reads the new file beside the
-// old one's WAL and finds it malformed; the damage is not in the file
-// kubegcd wrote, and the next start opens the new one.
+// Cause returns what ended the run when a write found the database corrupt:
+// Check's error if the file is gone, else corrupt. After a replacement, a
+// connection opened by the path reads the new file beside the old one's
+// WAL, and finds it malformed. The damage is then not in the file kubegcd
+// wrote, and the next start opens the new one.
 func (w *FileWatch) Cause(corrupt error) error {
 	if err := w.Check(); err != nil {
 		return err
@@ -70,8 +70,8 @@ func (w *FileWatch) Cause(corrupt error) error {
 	return corrupt
 }
 
-// Watch checks the file every period until ctx ends (nil) or the file is
-// gone (Check's error).
+// Watch checks the file every period until ctx ends, and then returns nil,
+// or until the file is gone, and then returns Check's error.
 func (w *FileWatch) Watch(ctx context.Context, period time.Duration) error {
 	tick := time.NewTicker(period)
 	defer tick.Stop()

@@ -9,12 +9,12 @@ import (
 
 // Intent is a write to the cluster that was decided and committed to be
 // sent, and whose outcome is not recorded yet. Its row is committed before
-// the request leaves and deleted by the transaction that writes the
-// write's audit row (AuditEntry.IntentID), so one left open at start is a
+// the request leaves. The transaction that writes the write's audit row
+// (AuditEntry.IntentID) deletes it. So an intent left open at start is a
 // write whose outcome a crash lost.
 type Intent struct {
 	ID int64
-	// Entry is the audit row of the write, less its outcome: Time is when
+	// Entry is the audit row of the write, less its outcome. Time is when
 	// the write was sent.
 	Entry AuditEntry
 	// ResourceVersion is the version the write was decided on.
@@ -28,11 +28,12 @@ const (
 	sqlDeleteIntent = `DELETE FROM intents WHERE id = ?`
 )
 
-// InsertIntent commits in and sets its ID (and in.Entry's IntentID, so
-// that the entry, once it has an outcome, resolves it). It returns once the commit is
-// done: the caller sends the write only then. Concurrent callers share a
-// commit (the writer groups what is waiting), so a worker waits for the
-// one transaction that holds its intent, not for one per worker.
+// InsertIntent commits in and sets its ID, and in.Entry's IntentID, so that
+// the entry resolves the intent once it has an outcome. It returns once the
+// commit is done, and the caller sends the write only then. Concurrent
+// callers share a commit, as the writer groups what is waiting. So a worker
+// waits for the one transaction that holds its intent, not for one per
+// worker.
 func (d Ledger) InsertIntent(ctx context.Context, in *Intent) error {
 	e := &in.Entry
 	if e.Time.IsZero() {
@@ -74,8 +75,8 @@ func (d *core) resolveIntent(ctx context.Context, tx *sql.Tx, id int64) error {
 	return err
 }
 
-// WithdrawIntent deletes the intent of a write that was not sent after
-// all, which needs no audit row.
+// WithdrawIntent deletes the intent of a write that was not sent after all.
+// Such a write needs no audit row.
 func (d Ledger) WithdrawIntent(ctx context.Context, id int64) error {
 	return d.inWriteTx(ctx, opIntent, func(tx *sql.Tx) error { return d.resolveIntent(ctx, tx, id) })
 }
@@ -115,12 +116,12 @@ func (d Ledger) OpenIntents(ctx context.Context) ([]Intent, error) {
 	return out, nil
 }
 
-// RecordFailure records a write the cluster refused (a conflict, a
-// failure), in one transaction: p stays pending, e — which resolves its
-// intent — is written if the decision is new (not pending before with the
-// same rule, reason and version: a failure is audited once per decision,
-// not once per retry), and otherwise only the intent is resolved. It
-// reports whether the decision was new.
+// RecordFailure records a write the cluster refused, such as a conflict or
+// a failure, in one transaction. p stays pending. When the decision is new,
+// RecordFailure writes e, which resolves its intent. A decision is new when
+// it was not pending before with the same rule, reason and version, so a
+// failure is audited once per decision, not once per retry. Otherwise it
+// only resolves the intent. It reports whether the decision was new.
 func (d Ledger) RecordFailure(ctx context.Context, p *Pending, e *AuditEntry) (bool, error) {
 	if e.Time.IsZero() {
 		e.Time = d.Now()
@@ -140,9 +141,10 @@ func (d Ledger) RecordFailure(ctx context.Context, p *Pending, e *AuditEntry) (b
 }
 
 // SettleIntent writes e, the audit row of an intent found open at start,
-// which resolves it; with p, the decision stays pending (its outcome is
-// unknown and its controller decides again), else what was pending about
-// the target goes, as for any write carried out. One transaction.
+// which resolves the intent. With p, the decision stays pending: its
+// outcome is unknown, and its controller decides again. Without p, what was
+// pending about the target goes, as for any write carried out. It writes in
+// one transaction.
 func (d Ledger) SettleIntent(ctx context.Context, e *AuditEntry, p *Pending) error {
 	if p == nil {
 		return d.InsertAudits(ctx, []*AuditEntry{e})

@@ -8,18 +8,10 @@ import (
 	"time"
 )
 
-// Queries of the svgc controller and of the lease inventory.
+// Queries of the lease inventory.
 
-func (d *core) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
-	out, err := queryStrings(ctx, d.read, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return out, nil
-}
-
-// LeaseRow is one Lease of the mirror, as the cluster holds it. Its role
-// and expiry are the diagnosis's (diagnose.ClassifyLeases).
+// LeaseRow is one Lease of the mirror, as the cluster holds it. The
+// diagnosis tells its role and expiry (diagnose.ClassifyLeases).
 type LeaseRow struct {
 	Namespace            string
 	Name                 string
@@ -126,8 +118,8 @@ func (d Objects) LeaseCandidates(ctx context.Context, f LeaseCandidateFilter) ([
 	return d.leaseCandidates(ctx, strings.Join(where, " AND ")+order, args...)
 }
 
-// leaseCandidates reads the candidates that where (SQL over o, the
-// objects row, and c, the lease_candidates row) selects, in its order.
+// leaseCandidates reads the candidates that where selects, in its order.
+// where is SQL over o, the objects row, and c, the lease_candidates row.
 func (d *core) leaseCandidates(ctx context.Context, where string, args ...any) ([]LeaseCandidateRow, error) {
 	rows, err := d.query(ctx, `SELECT o.namespace, o.name, o.uid, o.resource_version, o.creation_timestamp,
 			o.deletion_timestamp IS NOT NULL, c.lease_name, c.binary_version, c.emulation_version,

@@ -19,19 +19,21 @@ type LintRef struct {
 	// Owner is the mirrored object with the reference's UID, nil when there
 	// is none.
 	Owner *LintOwner
-	// KindServed: some discovered resource serves the reference's group and
-	// kind; KindNamespaced: one of them is namespaced.
+	// KindServed tells that some discovered resource serves the reference's
+	// group and kind. KindNamespaced tells that one of them is namespaced.
 	KindServed, KindNamespaced bool
-	// SameNameUID is, when Owner is nil, the UID of an object of the
-	// reference's group, kind and name where the owner would have to be (the
-	// dependent's namespace for a namespaced kind): a re-created owner.
+	// SameNameUID is set when Owner is nil. It is the UID of an object of
+	// the reference's group, kind and name where the owner would have to
+	// be, in the dependent's namespace for a namespaced kind: a re-created
+	// owner.
 	SameNameUID string
 	// EarlierControllers counts the dependent's references before this one
-	// with controller: true; set only when this one has it too.
+	// with controller: true. It is set only when this one has it too.
 	EarlierControllers int
-	// When Owner is nil: since when ownergc has a decision pending about the
-	// dependent, and when kubegcd deleted the owner, if it did. LintRefs
-	// leaves them out (see FillDangling); LintRefsOf reads them.
+	// When Owner is nil, PendingSince is since when ownergc has had a
+	// decision pending about the dependent, and OwnerDeletedAt is when
+	// kubegcd deleted the owner, if it did. LintRefs leaves them out (see
+	// FillDangling), and LintRefsOf reads them.
 	PendingSince, OwnerDeletedAt *time.Time
 }
 
@@ -57,28 +59,32 @@ func groupSQL(col string) string {
 	return `(CASE WHEN ` + slash + ` > 0 THEN substr(` + col + `, 1, ` + slash + ` - 1) ELSE '' END)`
 }
 
-// earlierControllers counts r's dependent's references before r with
-// controller: true; only a later reference can have one, so the subquery
-// rarely runs.
+// earlierControllers counts the references of r's dependent before r that
+// have controller: true. Only a later reference can have one, so the
+// subquery rarely runs.
 const earlierControllers = `CASE WHEN r.controller AND r.position > 0 THEN (
 	SELECT count(*) FROM owner_refs c
 	WHERE c.dependent_uid = r.dependent_uid AND c.position < r.position AND c.controller) ELSE 0 END`
 
 // sqlLintRefs reads the ownerReferences some lint rule may apply to, from
-// the dependents and references that from joins (CROSS JOIN fixes the loop
-// order, so that orderBy costs no sort of the whole result), each joined to
-// the owner with its UID through the primary key. Only references the
-// mirror keeps marked as lint candidates are read (migration 0007 keeps
-// the mark as objects and references change): most references are not
-// findings, and joining each of them to its dependent and owner costs more
-// than the whole lint of the few that may be. The mark must let through
-// every reference diagnose.CheckRef flags. The lookups that only some
-// rules need run only for them, each through an index: objects_by_name,
-// owner_refs' primary key and, with dangling, pending's and audit_by_uid.
-// Without dangling, PendingSince and OwnerDeletedAt are left out: they only
-// enrich the words of the findings a report keeps (see FillDangling).
+// the dependents and references that from joins. CROSS JOIN fixes the loop
+// order, so that orderBy costs no sort of the whole result. Each reference
+// is joined to the owner with its UID through the primary key.
 //
-// The kinds are resolved in Go (lintKinds): a join per row costs more.
+// It reads only the references the mirror keeps marked as lint candidates.
+// Migration 0007 keeps the mark as objects and references change. Most
+// references are not findings, and joining each of them to its dependent
+// and owner costs more than the whole lint of the few that may be. The mark
+// must let through every reference diagnose.CheckRef flags.
+//
+// The lookups that only some rules need run only for them, each through an
+// index: objects_by_name, owner_refs' primary key and, with dangling,
+// pending's and audit_by_uid. Without dangling, PendingSince and
+// OwnerDeletedAt are left out: they only enrich the words of the findings a
+// report keeps (see FillDangling).
+//
+// The kinds are resolved in Go (lintKinds), because a join per row costs
+// more.
 func sqlLintRefs(from, orderBy string, dangling bool) string {
 	whenGone := `NULL, NULL`
 	if dangling {
@@ -99,21 +105,22 @@ func sqlLintRefs(from, orderBy string, dangling bool) string {
 	ORDER BY ` + orderBy
 }
 
-// sameName is the least UID of the objects in namespace (an expression)
+// sameName is the least UID of the objects in namespace, an expression,
 // with r's group, kind and name. A kind is namespaced or not for all its
-// objects, so the owner of a dangling reference would be in its
-// dependent's namespace or in none: sqlLintRefs looks in the dependent's
-// first, through objects_by_name, and in none only when that finds
-// nothing (one seek instead of two for a re-created namespaced owner).
+// objects, so the owner of a dangling reference would be in its dependent's
+// namespace or in none. sqlLintRefs looks in the dependent's namespace
+// first, through objects_by_name, and in none only when that finds nothing.
+// A re-created namespaced owner then costs one seek instead of two.
 func sameName(namespace string) string {
 	return `(SELECT min(s.uid) FROM objects s
 		WHERE s.kind = r.kind AND s.namespace = ` + namespace + ` AND s.name = r.name
 		AND ` + groupSQL("s.api_version") + ` = ` + groupSQL("r.api_version") + `)`
 }
 
-// What the mirror knows of when a reference began to dangle: since when
-// ownergc has had a decision pending about the dependent, and when kubegcd
-// deleted the owner; each takes the expression of a UID.
+// sqlPendingSince and sqlOwnerDeletedAt read what the mirror knows of when
+// a reference began to dangle: since when ownergc has had a decision
+// pending about the dependent, and when kubegcd deleted the owner. Each
+// takes the expression of a UID.
 func sqlPendingSince(dependentUID string) string {
 	return `SELECT min(p.since) FROM pending p WHERE p.controller = 'ownergc' AND p.uid = ` + dependentUID
 }
@@ -127,18 +134,18 @@ var (
 	// The whole mirror: one pass over the candidates' partial index.
 	sqlLintAll = sqlLintRefs(`owner_refs r INDEXED BY owner_refs_lint_candidates
 		CROSS JOIN objects d ON d.uid = r.dependent_uid`, `r.dependent_uid, r.position`, false)
-	// A namespace's objects are found through objects_by_resource, one
-	// seek per resource, and their references through owner_refs' primary
-	// key: no scan of the whole mirror.
+	// A namespace's objects are found through objects_by_resource, one seek
+	// per resource, and their references through owner_refs' primary key.
+	// Nothing scans the whole mirror.
 	sqlLintNamespace = sqlLintRefs(`resources res
 		CROSS JOIN objects d ON d.resource_id = res.id AND d.namespace = ?1
 		CROSS JOIN owner_refs r ON r.dependent_uid = d.uid`, `res.id, d.name, r.position`, false)
 )
 
-// LintRefs calls fn with the ownerReferences of the objects in namespace
-// (every object when "") that some lint rule may apply to, as the rows
-// come: memory does not grow with the mirror. fn must not keep the
-// *LintRef, which is reused.
+// LintRefs calls fn with the ownerReferences that some lint rule may apply
+// to, of the objects in namespace, or of every object when namespace is "".
+// It calls fn as the rows come, so memory does not grow with the mirror. fn
+// must not keep the *LintRef, which is reused.
 func (d Objects) LintRefs(ctx context.Context, namespace string, fn func(*LintRef) error) error {
 	query, args := sqlLintAll, []any{}
 	if namespace != "" {

@@ -9,16 +9,16 @@ import (
 
 // LookupFilter finds objects by kind and, optionally, namespace and name.
 type LookupFilter struct {
-	// Kind is matched as kubectl does, in any case: the kind, or the
-	// resource's plural (a singular is the lowercase kind), each alone or
-	// followed by "." and the group (deployments.apps), or a short name
-	// discovery lists (deploy).
+	// Kind is matched as kubectl does, in any case. It is the kind, or the
+	// resource's plural, or a short name discovery lists (deploy). A
+	// singular is the lowercase kind. Each may be followed by "." and the
+	// group (deployments.apps).
 	Kind string
-	// Group, when set, keeps only resources of that API group (a pointer:
-	// "" is the core group).
+	// Group, when set, keeps only resources of that API group. It is a
+	// pointer because "" is the core group.
 	Group *string
-	// Namespace keeps objects of namespaced kinds in that namespace;
-	// cluster-scoped kinds ignore it, as kubectl does.
+	// Namespace keeps objects of namespaced kinds in that namespace.
+	// Cluster-scoped kinds ignore it, as kubectl does.
 	Namespace string
 	Name      string
 	// Limit bounds the result; 0 means 500.
@@ -39,7 +39,7 @@ func (d Objects) LookupObjects(ctx context.Context, f LookupFilter) ([]*Object, 
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		// objects_by_resource (resource_id, namespace, name) finds them;
+		// objects_by_resource (resource_id, namespace, name) finds them.
 		// SQLite's sort for ORDER BY … LIMIT keeps only limit+1 rows.
 		where := []string{`o.resource_id IN (SELECT value FROM json_each(?))`}
 		args := []any{jsonOrNull(ids)}

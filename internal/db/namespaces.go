@@ -8,9 +8,9 @@ import (
 	"fmt"
 )
 
-// NamespaceStatus holds what says why a Namespace's deletion does not
-// finish: the finalizers of its spec, which the namespace controller removes
-// once the namespace is empty, and the conditions that controller reports.
+// NamespaceStatus holds what tells why a Namespace's deletion does not
+// finish. The namespace controller removes the finalizers of its spec once
+// the namespace is empty, and reports the conditions.
 type NamespaceStatus struct {
 	Phase          string
 	SpecFinalizers []string
@@ -25,8 +25,8 @@ type Condition struct {
 	Message string
 }
 
-// MarshalJSON writes c as the namespaces table keeps it: the API's field
-// names, an empty field left out.
+// MarshalJSON writes c as the namespaces table keeps it: with the API's
+// field names, and without empty fields.
 func (c Condition) MarshalJSON() ([]byte, error) {
 	return marshalFields("type", c.Type, "status", c.Status, "reason", c.Reason, "message", c.Message)
 }
@@ -56,8 +56,8 @@ func (d *core) namespaceColumns(ctx context.Context, o *Object) error {
 	return nil
 }
 
-// namespaceStatus reads the columns of a namespaces row; nil when there is
-// none (a NULL phase from a LEFT JOIN).
+// namespaceStatus reads the columns of a namespaces row. It returns nil
+// when there is none, which a LEFT JOIN gives as a NULL phase.
 func namespaceStatus(phase, fins, conds sql.NullString) (*NamespaceStatus, error) {
 	if !phase.Valid {
 		return nil, nil

@@ -76,8 +76,8 @@ func scanObject(sc interface{ Scan(...any) error }, extra ...any) (*Object, erro
 }
 
 // GetObject returns the object with uid, its owner references and its typed
-// columns, or ErrNotFound. Metadata and references come in one query: the
-// controllers read an object per decision.
+// columns, or ErrNotFound. Metadata and references come in one query,
+// because the controllers read an object per decision.
 func (d Objects) GetObject(ctx context.Context, uid string) (*Object, error) {
 	var o *Object
 	keep := func(got *Object) error { o = got; return nil }
@@ -95,13 +95,14 @@ func (d Objects) GetObject(ctx context.Context, uid string) (*Object, error) {
 }
 
 // DependentObjects calls fn with each object that names ownerUID as an
-// owner, with its owner references but without typed columns, as the rows
-// come: what the ownership GC decides on when an owner goes, read in one
-// query instead of one each, and never all held at once. The query walks
-// the owner index in its own order, so the first dependent comes at once
-// rather than after all of them were collected (27 ms at 50,000), and a
-// dependent with none costs one index probe; a dependent that names the
-// owner twice comes once, through its first reference.
+// owner, as the rows come. The objects come with their owner references but
+// without typed columns: what the ownership GC decides on when an owner
+// goes. One query reads them all, and they are never all held at once.
+//
+// The query walks the owner index in its own order, so the first dependent
+// comes at once rather than after all of them were collected (27 ms at
+// 50,000). An owner without dependents costs one index probe. A dependent
+// that names the owner twice comes once, through its first reference.
 func (d Objects) DependentObjects(ctx context.Context, ownerUID string, fn func(*Object) error) error {
 	err := d.objectsWithRefs(ctx, fn, dependentsFrom, dependentsWhere, dependentsBy, ownerUID)
 	if err != nil {
@@ -117,9 +118,9 @@ const (
 	dependentsBy = `x.dependent_uid`
 )
 
-// objectsWithRefs calls fn with each object (o) that from and where
-// select, in the order of by (which must follow o.uid), with its owner
-// references in order, once they are all read.
+// objectsWithRefs calls fn with each object (o) that from and where select,
+// once its owner references are all read, in order. The objects come in the
+// order of by, which must follow o.uid.
 func (d *core) objectsWithRefs(ctx context.Context, fn func(*Object) error, from, where, by string, args ...any) error {
 	rows, err := d.query(ctx, objectsWithRefsQuery(from, where, by), args...)
 	if err != nil {

@@ -61,15 +61,17 @@ func (d OwnerGC) DependentsOf(ctx context.Context, ownerUID string) ([]Dependent
 }
 
 // OwnerGCCandidates lists the objects the ownership garbage collector must
-// look at: dependents with an owner that is not in the mirror (or not under
-// that name) or is being deleted, and owners being deleted with the orphan or
-// foregroundDeletion finalizer. Everything else has only solid owners or
-// none, and needs nothing. It runs every resync period, so it reads no
-// more than it must at any size: a reference whose owner is missing, or
-// differs from it, is a lint candidate (migration 0007 keeps the mark, and
-// its partial index lists them); the owners being deleted are in
-// objects_deleting. A scan of every reference, joined to its owner, took
-// half a second at 55,000 references every minute.
+// look at. They are the dependents with an owner that is being deleted, or
+// that is not in the mirror under that name, and the owners being deleted
+// with the orphan or foregroundDeletion finalizer. Every other object has
+// only solid owners or none, and needs nothing.
+//
+// It runs every resync period, so it reads no more than it must at any
+// size. A reference whose owner is missing, or differs from it, is a lint
+// candidate: migration 0007 keeps the mark, and its partial index lists
+// them. The owners being deleted are in objects_deleting. A scan of every
+// reference, joined to its owner, took half a second at 55,000 references
+// every minute.
 func (d OwnerGC) OwnerGCCandidates(ctx context.Context) ([]string, error) {
 	rows, err := d.query(ctx, sqlOwnerGCCandidates)
 	if err != nil {

@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-// Queries of the podgc and ttl controllers.
+// Queries of the podgc controller.
 //
-// A pod is terminated when its phase is neither Pending, Running nor Unknown
-// (so, as upstream counts, an empty phase is terminated too). Pods are
-// deleted in upstream's order: Evicted first, then the oldest
-// creationTimestamp, then by name (the uid breaks the last ties, so the
-// order is total and pages never overlap).
+// A pod is terminated when its phase is neither Pending, Running nor
+// Unknown, so an empty phase is terminated too, as upstream counts it. Pods
+// are deleted in upstream's order: Evicted first, then the oldest
+// creationTimestamp, then by name. The uid breaks the last ties, so the
+// order is total and pages never overlap.
 
 const (
 	podColumns      = objectColumns + `, p.phase, p.reason, p.node_name, p.generation, ` + evictedRank
@@ -91,10 +91,10 @@ func (f TerminatedFilter) where() (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// CountTerminatedPods counts the terminated pods f selects. Unfiltered (each
-// podgc pass counts them all against the threshold), it reads pods_by_phase
-// alone: a pod's row has its object's, so the join would only cost a seek
-// per terminated pod.
+// CountTerminatedPods counts the terminated pods f selects. Each podgc pass
+// counts them all against the threshold. Unfiltered, the count reads
+// pods_by_phase alone: a pod's row exists only with its object's, so the
+// join would only cost a seek per terminated pod.
 func (d PodGC) CountTerminatedPods(ctx context.Context, f TerminatedFilter) (int, error) {
 	query, args := sqlCountTerminated, []any(nil)
 	if f != (TerminatedFilter{}) {
@@ -112,8 +112,8 @@ func (d PodGC) CountTerminatedPods(ctx context.Context, f TerminatedFilter) (int
 const sqlCountTerminated = `SELECT count(*) FROM pods p WHERE ` + terminatedWhere
 
 // TerminatedPods returns up to limit terminated pods f selects, in deletion
-// order, starting after the cursor (nil: from the first), and the cursor of
-// the last one returned.
+// order, and the cursor of the last one returned. It starts after the
+// cursor after, or from the first pod when after is nil.
 func (d PodGC) TerminatedPods(ctx context.Context, f TerminatedFilter, after *PodCursor, limit int) (
 	[]*Object, *PodCursor, error) {
 	where, args := f.where()
@@ -142,9 +142,9 @@ func (d PodGC) TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfServ
 }
 
 // MissingNodes returns the node names pods are bound to that the mirror
-// does not hold. Each name is looked up once, not once per pod: the
-// distinct names come first, from pods_by_node (at 50,000 pods on 2,000
-// nodes, a seventh of the time, every podgc pass).
+// does not hold. It looks each name up once, not once per pod: the distinct
+// names come first, from pods_by_node. At 50,000 pods on 2,000 nodes, that
+// took a seventh of the time, every podgc pass.
 func (d PodGC) MissingNodes(ctx context.Context) ([]string, error) {
 	rows, err := d.query(ctx, sqlMissingNodes)
 	if err != nil {

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 )
 
@@ -125,4 +126,14 @@ func queryStrings(ctx context.Context, q querier, query string, args ...any) ([]
 	var out []string
 	err := eachString(ctx, q, query, func(s string) { out = append(out, s) }, args...)
 	return out, err
+}
+
+// strings returns the one column of each row query returns. what names
+// the read in errors.
+func (d *core) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
+	out, err := queryStrings(ctx, d.read, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
 }

@@ -19,7 +19,7 @@ type StuckFilter struct {
 	Kind string
 	// UID keeps only the object with that UID: /objects/{uid} explains it.
 	UID string
-	// RequestedBefore keeps deletions requested at or before it; zero keeps
+	// RequestedBefore keeps deletions requested at or before it. Zero keeps
 	// every one.
 	RequestedBefore time.Time
 	// Limit bounds Objects; 0 means 500.
@@ -41,16 +41,17 @@ type StuckData struct {
 	Objects []*Object
 	// Truncated: more matched than f.Limit.
 	Truncated bool
-	// Blocking maps the UID of an owner deleting in the foreground (among
-	// Objects, the named namespace content and, down to f.Depth, these
-	// dependents themselves) to its dependents with blockOwnerDeletion:
-	// true, at most f.DependentLimit each; MoreBlocking counts the rest.
+	// Blocking maps the UID of an owner deleting in the foreground to its
+	// dependents with blockOwnerDeletion: true, at most f.DependentLimit
+	// each. The owners are among Objects, the named namespace content and,
+	// down to f.Depth, these dependents themselves. MoreBlocking counts the
+	// dependents left out.
 	Blocking     map[string][]*Object
 	MoreBlocking map[string]int
 	// Orphaning maps the UID of an owner being deleted with the orphan
-	// finalizer (among Objects and the named namespace content) to the
-	// dependents that still name it, at most f.DependentLimit each;
-	// MoreOrphaning counts the rest.
+	// finalizer to the dependents that still name it, at most
+	// f.DependentLimit each. The owners are among Objects and the named
+	// namespace content. MoreOrphaning counts the dependents left out.
 	Orphaning     map[string][]*Object
 	MoreOrphaning map[string]int
 	// Content holds what is left in each Namespace among Objects.
@@ -71,8 +72,9 @@ type NamespaceContent struct {
 const requestedSeconds = `(unixepoch(o.deletion_timestamp, 'subsec') - coalesce(o.deletion_grace_period_seconds, 0))`
 
 // stuckColumns are objectColumns plus a pod's and a namespace's typed
-// columns, NULL for other kinds: the node of a terminating pod says who must
-// finish it, a namespace's spec finalizers and conditions what holds it.
+// columns, NULL for other kinds. The node of a terminating pod says who
+// must finish it. A namespace's spec finalizers and conditions say what
+// holds it.
 const stuckColumns = objectColumns + `, p.phase, p.reason, p.node_name, p.generation,
 	n.phase, n.spec_finalizers, n.conditions`
 
@@ -126,7 +128,7 @@ func (d Objects) Stuck(ctx context.Context, f StuckFilter) (*StuckData, error) {
 		if err != nil {
 			return err
 		}
-		// Follow foreground owners level by level; an owner seen once is
+		// Follow foreground owners level by level. An owner seen once is
 		// not read again, so a cycle ends.
 		level := roots
 		for depth := 0; depth < f.Depth && len(level) > 0; depth++ {
@@ -176,7 +178,7 @@ func stuckObjects(ctx context.Context, q querier, f StuckFilter) ([]*Object, boo
 	}
 	args = append(args, f.Limit+1)
 	// objects_deleting, a partial index, holds only the objects being
-	// deleted: this never scans the whole mirror.
+	// deleted, so this never scans the whole mirror.
 	rows, err := q.QueryContext(ctx, `SELECT `+stuckColumns+`
 		FROM objects o `+stuckJoins+`
 		WHERE `+strings.Join(where, " AND ")+`
@@ -226,7 +228,7 @@ func scanStuckRow(rows *sql.Rows, extra ...any) (*Object, error) {
 }
 
 // namespaceContent fills content for each namespace: the objects left,
-// named up to limit, and counted by kind.
+// named up to limit and counted by kind.
 func namespaceContent(ctx context.Context, q querier, namespaces []string, limit int,
 	content map[string]*NamespaceContent) error {
 	if len(namespaces) == 0 {
@@ -281,9 +283,9 @@ func namespaceContent(ctx context.Context, q querier, namespaces []string, limit
 	return nil
 }
 
-// stuckDependents records in deps the dependents of each owner (only those
-// with blockOwnerDeletion: true when blocking), at most limit each, counts
-// the rest in more, and returns those recorded.
+// stuckDependents records in deps the dependents of each owner, at most
+// limit each, and counts the rest in more. When blocking, it keeps only
+// dependents with blockOwnerDeletion: true. It returns those recorded.
 func stuckDependents(ctx context.Context, q querier, owners []string, blocking bool, limit int,
 	deps map[string][]*Object, more map[string]int) ([]*Object, error) {
 	if len(owners) == 0 {
@@ -323,8 +325,8 @@ type StuckCount struct {
 }
 
 // StuckCounts counts, by group and kind, the deletions requested at or
-// before requestedBefore that have not finished, and the Namespaces being
-// deleted (however recently).
+// before requestedBefore that have not finished. It also counts the
+// Namespaces being deleted, however recently.
 func (d Objects) StuckCounts(ctx context.Context, requestedBefore time.Time) (
 	counts []StuckCount, terminatingNamespaces int, err error) {
 	err = d.readTx(ctx, func(tx *sql.Tx) error {

@@ -32,8 +32,8 @@ func (d TTL) NodeUIDs(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
-// NodeTTLCounts counts the nodes by the value of their TTL annotation (nodes
-// without one are not counted).
+// NodeTTLCounts counts the nodes by the value of their TTL annotation.
+// Nodes without one are not counted.
 func (d TTL) NodeTTLCounts(ctx context.Context) (map[string]int, error) {
 	rows, err := d.query(ctx, `SELECT n.ttl_annotation, count(*)`+nodesWhere+`
 		AND n.ttl_annotation IS NOT NULL GROUP BY n.ttl_annotation`)
@@ -53,12 +53,13 @@ func (d TTL) NodeTTLCounts(ctx context.Context) (map[string]int, error) {
 	return out, rows.Err()
 }
 
-// NodesNotAtTTL returns the v1 Nodes whose TTL annotation is not exactly
-// ttl (absent or another string), by name. The ttl controller asks after
-// every burst of node changes: the small nodes table is read whole first,
-// and only the nodes not at ttl (none, once they are) are looked up in
-// objects. Through objects_by_name, every node cost two seeks, at 2,000
-// nodes a tenth of a core while their status heartbeats came in.
+// NodesNotAtTTL returns, by name, the v1 Nodes whose TTL annotation is not
+// exactly ttl: absent, or another string. The ttl controller asks after
+// every burst of node changes. So the query reads the small nodes table
+// whole first, and looks up in objects only the nodes not at ttl, which are
+// none once they all are. Through objects_by_name, every node cost two
+// seeks: at 2,000 nodes, a tenth of a core while their status heartbeats
+// came in.
 func (d TTL) NodesNotAtTTL(ctx context.Context, ttl string) ([]NodeTTL, error) {
 	rows, err := d.query(ctx, sqlNodesNotAtTTL, ttl)
 	if err != nil {
