@@ -3,16 +3,16 @@ package db
 // DB is an open kubegcd database. It holds the database's life: Open and
 // Close (db.go), the schema's migrations (migrate.go), the writer
 // (writer.go, checkpoint.go) and the file's health (corrupt.go,
-// identity.go, alive.go). Everything else goes through
-// a role. Each kind of consumer has its role, whose methods are what that
-// consumer's interface declares. Each role lives in the file of its name:
+// identity.go, alive.go). Everything else goes through a role. Each kind
+// of consumer has its role, whose methods are what that consumer's
+// interface declares. Each role lives in the file of its name:
 //
 //   - Mirror (mirror.go) writes what ingestion sees: the resources watched,
 //     lists, watch events and resume points.
 //   - Objects (objects.go) reads the objects as the cluster holds them now.
 //     Its larger reads have files of their own: graph.go, graph_closure.go,
 //     graph_walk.go, detail.go, cascade.go, lookup.go, lint.go, stuck.go,
-//     leases.go and counts.go.
+//     namespaces.go, leases.go and counts.go.
 //   - History (history.go, history_at.go) reads the objects' past states.
 //     Mirror's writes record them (history_record.go).
 //   - Decisions (decisions.go) reads the audit history and the decisions
@@ -23,9 +23,11 @@ package db
 //     svgc.go, lcgc.go) each hold one controller's queries.
 //   - Reads is the HTTP API's role: Objects, History and Decisions together.
 //
-// The roles share the rows of types.go, and fields.go encodes their
-// columns. A role is a value that shares the one database, so making one
-// costs nothing. TestRolesHaveFiles checks that each role has its file.
+// The roles share the rows of types.go. fields.go encodes their columns,
+// and stmt.go and snapshot.go run their statements. A role is a value that
+// shares the one database, so making one costs nothing. TestRolesHaveFiles
+// checks that each role has its file, and that this comment names every
+// file of the package.
 type DB struct{ *core }
 
 // Mirror is what ingestion writes and reads of the database.

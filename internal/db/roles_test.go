@@ -55,6 +55,36 @@ func TestRolesHaveFiles(t *testing.T) {
 	}
 }
 
+// TestRolesNameEveryFile: the doc comment of DB in roles.go names every
+// file of the package, so that its map of roles to files stays whole.
+func TestRolesNameEveryFile(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "roles.go", nil, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc string
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE && g.Specs[0].(*ast.TypeSpec).Name.Name == "DB" {
+			doc = g.Doc.Text()
+		}
+	}
+	if doc == "" {
+		t.Fatal("roles.go has no doc comment on DB")
+	}
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") || name == "roles.go" {
+			continue
+		}
+		if !strings.Contains(doc, name) {
+			t.Errorf("the doc comment of DB in roles.go does not name %s: say which role it serves", name)
+		}
+	}
+}
+
 // methodFiles maps each type of the package to the files that declare
 // its methods.
 func methodFiles(t *testing.T) map[string]map[string]bool {
