@@ -42,12 +42,26 @@ func configMapName(i int) string { return fmt.Sprintf("cm-%06d", i) }
 
 func (c *creator) createNamespaces(ctx context.Context) error {
 	for i := range namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceName(i)}}
-		if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := createNamespace(ctx, c.kube, namespaceName(i)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// createNamespace creates namespace name; it fails if name exists.
+func createNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	return err
+}
+
+// createDefaultServiceAccount creates namespace ns's default
+// ServiceAccount, which pods need. No controller makes it here.
+func createDefaultServiceAccount(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	_, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{})
+	return err
 }
 
 // createUpTo creates ConfigMaps len(c.uids)..n-1: owners and plain ones
@@ -137,4 +151,31 @@ func transient(err error) bool {
 	var netErr net.Error
 	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || errors.As(err, &netErr)
+}
+
+// createRetrying creates an object with create and retries transient
+// failures. When an earlier attempt timed out but did create the object,
+// get reads it back.
+func createRetrying[T any](ctx context.Context, create, get func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		obj, err := create()
+		if apierrors.IsAlreadyExists(err) && attempt > 1 {
+			obj, err = get()
+		}
+		if err == nil || attempt == createRetries || !transient(err) || ctx.Err() != nil {
+			return obj, err
+		}
+		if err := sleep(ctx, time.Duration(attempt)*100*time.Millisecond); err != nil {
+			return obj, err
+		}
+	}
+}
+
+// seq returns the indices 0 to n-1.
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
 }

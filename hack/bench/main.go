@@ -585,6 +585,24 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// pollUntil calls done every second until it reports done or fails, for
+// at most timeout.
+func pollUntil(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done after %s", timeout)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
 func mb(b uint64) float64 { return float64(b) / mib }
 
 // countLabel writes 10000 as "10k" and 2500 as "2.5k".

@@ -197,3 +197,15 @@ func statTicks(s string) (comm string, ticks uint64, ok bool) {
 	st, err2 := strconv.ParseUint(fields[12], 10, 64)
 	return s[open+1 : close], u + st, err1 == nil && err2 == nil
 }
+
+// rssOf returns the resident set size of process pid.
+func rssOf(pid int) (uint64, error) {
+	m, err := readMemory(pid)
+	return m.RSS, err
+}
+
+// procCPU is the CPU seconds pid has used so far; 0 when it cannot be read.
+func procCPU(pid int) float64 {
+	cpu, _ := pidCPU(pid)
+	return cpu
+}
