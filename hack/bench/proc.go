@@ -209,3 +209,25 @@ func procCPU(pid int) float64 {
 	cpu, _ := pidCPU(pid)
 	return cpu
 }
+
+// cpuOf returns the CPU seconds used so far by the processes named name
+// ("bench" is this process).
+func cpuOf(name string) float64 {
+	if name == "bench" {
+		name = filepath.Base(os.Args[0])
+	}
+	t, _ := cpuTicks(name)
+	return float64(t) / 100
+}
+
+// cpuOfPIDs returns the CPU seconds each process has used so far.
+func cpuOfPIDs(pids []int) ([]float64, error) {
+	cpu := make([]float64, len(pids))
+	for i, pid := range pids {
+		var err error
+		if cpu[i], err = pidCPU(pid); err != nil {
+			return nil, err
+		}
+	}
+	return cpu, nil
+}
