@@ -38,20 +38,24 @@
 //
 // Usage:
 //
-//	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--dependents 20000,50000] [--workers 32] [--kcm=true]
+//	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--dependents 20000,50000] \
+//	    [--workers 32] [--kcm=true]
 //	go run ./hack/bench --run scale [--heartbeat 10m]
 //	go run ./hack/bench --run ownergc --dependents 20000 --pin [--cp-profiles DIR]
-//	go run ./hack/bench --run ownergc --raw 32,paced,watched,exact,beside [--kubegcd-args=--gc-workers=32] [--owner-delay 5s]
+//	go run ./hack/bench --run ownergc --raw 32,paced,watched,exact,beside [--kubegcd-args=--gc-workers=32] \
+//	    [--owner-delay 5s]
 //	go run ./hack/bench --run ownergc --pin --kubegcd-db-dir /dev/shm --rounds 3
 //
 // --pin places etcd and kube-apiserver on CPU 0 and kubegcd,
 // kube-controller-manager and this process (the raw client) on CPU 1, as
 // when kubegcd runs off the cluster; it needs two CPUs or more. Disk writes
-// on one core of a virtual machine slow the other core too, so a pinned run
+// on one core of a virtual machine slow the other core too. So a pinned run
 // should put kubegcd's databases on tmpfs with --kubegcd-db-dir /dev/shm:
-// off the cluster, its disk writes land on its own machine. --rounds N runs every ownergc
-// contender N times at each size, each round in another order, since the
-// position in a run alone moves a rate by up to a fifth.
+// off the cluster, its disk writes land on its own machine.
+//
+// --rounds N runs every ownergc contender N times at each size, each round
+// in another order. The position in a run alone moves a rate by up to a
+// fifth.
 //
 // For tuning, KUBEGCD_BENCH_CPUPROFILE=PATH writes a CPU profile of
 // kubegcd while it collects (ownergc, podgc, scale; %n in PATH is the
@@ -171,35 +175,48 @@ func main() {
 	sizes := flag.String("sizes", "10000,50000", "comma-separated ConfigMap counts to measure at, ascending")
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
-	which := flag.String("run", "ingest,ownergc,podgc,ttl", "benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart, scale")
+	which := flag.String("run", "ingest,ownergc,podgc,ttl",
+		"benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart, scale")
 	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	readDB := flag.String("read-db", "", "reads: keep the filled database at this path and reuse it when it is there")
-	readProfiles := flag.String("read-profiles", "", "reads: write a CPU profile of each endpoint's requests into this directory")
-	readEndpoints := flag.String("read-endpoints", "", "reads: time only the endpoints this regular expression matches (\"whole\": the whole graph's stream)")
-	dependents := flag.String("dependents", "20000,50000", "ownergc: comma-separated counts of dependents of the one owner that is deleted, ascending")
+	readProfiles := flag.String("read-profiles", "",
+		"reads: write a CPU profile of each endpoint's requests into this directory")
+	readEndpoints := flag.String("read-endpoints", "",
+		"reads: time only the endpoints this regular expression matches (\"whole\": the whole graph's stream)")
+	dependents := flag.String("dependents", "20000,50000",
+		"ownergc: comma-separated counts of dependents of the one owner that is deleted, ascending")
 	gcWorkers := flag.Int("gc-workers", 64, "podgc, ttl: kubegcd's --gc-workers")
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
 	restartObjects := flag.Int("restart-objects", 200_000, "restart: ConfigMaps in the cluster when kubegcd restarts")
-	heartbeat := flag.Duration("heartbeat", 10*time.Minute, "scale: how long kubegcd and kube-controller-manager watch the nodes' heartbeats")
-	pin := flag.Bool("pin", false, "pin etcd and kube-apiserver to CPU 0, kubegcd, kube-controller-manager and the raw client to CPU 1 (needs two CPUs)")
-	cpProfiles := flag.String("cp-profiles", "", "ownergc: write CPU profiles of kube-apiserver during the kubegcd run and each raw run of the first size (and round) into this directory")
-	cpProfileSeconds := flag.Int("cp-profile-seconds", 5, "ownergc: length of each --cp-profiles profile, from the first deletion")
-	raw := flag.String("raw", "32", "ownergc: comma-separated raw delete contenders, each a worker count with no client-side limit (\"20\"), "+
+	heartbeat := flag.Duration("heartbeat", 10*time.Minute,
+		"scale: how long kubegcd and kube-controller-manager watch the nodes' heartbeats")
+	pin := flag.Bool("pin", false, "pin etcd and kube-apiserver to CPU 0, "+
+		"kubegcd, kube-controller-manager and the raw client to CPU 1 (needs two CPUs)")
+	cpProfiles := flag.String("cp-profiles", "", "ownergc: write CPU profiles of kube-apiserver during the kubegcd run "+
+		"and each raw run of the first size (and round) into this directory")
+	cpProfileSeconds := flag.Int("cp-profile-seconds", 5,
+		"ownergc: length of each --cp-profiles profile, from the first deletion")
+	raw := flag.String("raw", "32", "ownergc: comma-separated raw delete contenders, "+
+		"each a worker count with no client-side limit (\"20\"), "+
 		"\"paced\": 32 workers sharing one token bucket at the deletions/s kubegcd measured at that size, "+
 		"\"watched\": 32 workers beside a metadata-only watch of every ConfigMap, as a collector's mirror keeps, "+
 		"\"exact\": watched, and deleting through kubegcd's client with its preconditions and propagation, "+
-		"or \"beside\": 32 workers while a kubegcd (with --kubegcd-args) mirrors the cluster, their owner kept so that it deletes nothing")
+		"or \"beside\": 32 workers while a kubegcd (with --kubegcd-args) mirrors the cluster, "+
+		"their owner kept so that it deletes nothing")
 	kubegcdArgs := flag.String("kubegcd-args", "", "ownergc: extra arguments of kubegcd's run command, split on spaces, "+
 		"e.g. --kubegcd-args=--gc-workers=32 (the ownership GC's workers)")
-	rounds := flag.Int("rounds", 1, "ownergc: rounds of every contender at each size on one control plane, each round in another order "+
-		"(the list rotated by one); the verdicts take the median of the rounds' ratios")
-	kubegcdDBDir := flag.String("kubegcd-db-dir", "", "ownergc: put kubegcd's databases in a new directory under this one, "+
-		"e.g. /dev/shm: its disk writes then stay off the disk the control plane shares on one machine")
-	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz to the owner's deletion (e.g. 5s: its start-up pass still runs)")
+	rounds := flag.Int("rounds", 1, "ownergc: rounds of every contender at each size on one control plane, "+
+		"each round in another order (the list rotated by one); the verdicts take the median of the rounds' ratios")
+	kubegcdDBDir := flag.String("kubegcd-db-dir", "",
+		"ownergc: put kubegcd's databases in a new directory under this one, "+
+			"e.g. /dev/shm: its disk writes then stay off the disk the control plane shares on one machine")
+	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz "+
+		"to the owner's deletion (e.g. 5s: its start-up pass still runs)")
 	flag.Parse()
-	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm, gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
+	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm,
+		gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles,
 		readEndpoints: *readEndpoints, cpProfiles: *cpProfiles, cpProfileSeconds: *cpProfileSeconds,
 		kubegcdArgs: strings.Fields(*kubegcdArgs), ownerDelay: *ownerDelay, rounds: *rounds, kubegcdDBDir: *kubegcdDBDir}
@@ -300,7 +317,8 @@ func run(ctx context.Context, cfg config) (err error) {
 	fmt.Printf("kubegcd benchmarks: %d CPUs, %d client workers\n", runtime.NumCPU(), cfg.workers)
 	if cfg.runReads {
 		// No cluster: the database is filled through kubegcd's own code.
-		if err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000, cfg.readDB, cfg.readProfiles, cfg.readEndpoints); err != nil {
+		err := runReads(ctx, dir, cfg.readObjects, cfg.readAudit, 10_000, cfg.readDB, cfg.readProfiles, cfg.readEndpoints)
+		if err != nil {
 			return fmt.Errorf("reads: %w", err)
 		}
 		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart && !cfg.runScale {
@@ -357,6 +375,14 @@ func run(ctx context.Context, cfg config) (err error) {
 	if !cfg.runIngest {
 		return nil
 	}
+	return runIngest(ctx, cfg, cluster, kube, kubegcd, dir)
+}
+
+// runIngest grows the cluster's ConfigMaps to each size and measures, at
+// each, kubegcd's initial sync on a fresh database and, with cfg.kcm,
+// kube-controller-manager's garbage collector.
+func runIngest(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube kubernetes.Interface,
+	kubegcd, dir string) error {
 	fmt.Printf("\n== ingest: sizes %v\n", cfg.sizes)
 	c := &creator{kube: kube, workers: cfg.workers}
 	if err := c.createNamespaces(ctx); err != nil {
@@ -371,7 +397,8 @@ func run(ctx context.Context, cfg config) (err error) {
 			return err
 		}
 		took := time.Since(begin)
-		fmt.Printf("  created %d ConfigMaps in %s: %.0f/s\n", n-from, took.Round(time.Millisecond), float64(n-from)/took.Seconds())
+		fmt.Printf("  created %d ConfigMaps in %s: %.0f/s\n",
+			n-from, took.Round(time.Millisecond), float64(n-from)/took.Seconds())
 
 		r, err := measureKubegcd(ctx, kubegcd, cluster.Kubeconfig, dir, n)
 		if err != nil {
@@ -495,8 +522,10 @@ func measureKCM(ctx context.Context, cluster *testcluster.Cluster) (_ *kcmResult
 }
 
 func report(results []result) {
-	fmt.Println("\nIngest: kubegcd initial list→SQLite sync on a fresh database (start → /readyz 200); MB = 2^20 bytes")
-	fmt.Printf("%10s %9s %8s %10s %12s %8s %9s %8s", "configmaps", "objects", "sync s", "objects/s", "configmaps/s", "RSS MB", "peak MB", "heap MB")
+	fmt.Println("\nIngest: kubegcd initial list→SQLite sync on a fresh database (start → /readyz 200); " +
+		"MB = 2^20 bytes")
+	fmt.Printf("%10s %9s %8s %10s %12s %8s %9s %8s",
+		"configmaps", "objects", "sync s", "objects/s", "configmaps/s", "RSS MB", "peak MB", "heap MB")
 	withKCM := results[0].kcm != nil
 	if withKCM {
 		fmt.Printf(" %12s", "kcm GC MB")
@@ -541,7 +570,8 @@ func report(results []result) {
 		if !first.kcm.settled || !last.kcm.settled {
 			note = " (RSS had not settled within the time limit)"
 		}
-		fmt.Printf("  measured:  RSS growth %s: %.1f MB, per object: %.0f bytes%s\n", span, kcmGrowth/mib, kcmGrowth/objects, note)
+		fmt.Printf("  measured:  RSS growth %s: %.1f MB, per object: %.0f bytes%s\n",
+			span, kcmGrowth/mib, kcmGrowth/objects, note)
 	}
 }
 
