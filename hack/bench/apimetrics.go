@@ -30,11 +30,13 @@ var apiSeries = []apiSeriesSpec{
 	{metric: "apiserver_watch_events_sizes_sum", table: "watch bytes", labels: []string{"kind", "resource"},
 		min: minBytesPerObject, format: " %12.0f"},
 	{metric: "etcd_request_duration_seconds_count", table: "etcd", labels: []string{"operation", "type", "resource"}},
-	// The time kube-apiserver spent on the requests, and waited for etcd,
-	// per deletion: with one DELETE per deletion, its mean latency. A
-	// watch is counted when it ends, with its whole life: left out.
-	{metric: "apiserver_request_duration_seconds_sum", table: "request ms", labels: []string{"verb", "resource", "subresource"},
-		skipVerbs: []string{"WATCH", "CONNECT"}, scale: 1000, min: minMsPerObject, format: " %12.1f"},
+	// The time kube-apiserver spent on the requests and the time it waited
+	// for etcd, per deletion. With one DELETE per deletion, that is the
+	// mean latency of a DELETE. A watch is left out: it is counted when it
+	// ends, with its whole life.
+	{metric: "apiserver_request_duration_seconds_sum", table: "request ms",
+		labels: []string{"verb", "resource", "subresource"}, skipVerbs: []string{"WATCH", "CONNECT"},
+		scale: 1000, min: minMsPerObject, format: " %12.1f"},
 	{metric: "etcd_request_duration_seconds_sum", table: "etcd ms", labels: []string{"operation", "type", "resource"},
 		scale: 1000, min: minMsPerObject, format: " %12.1f"},
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
+// kwok's node Leases and how long kwok may take to run the cluster.
 const (
 	kwokLeaseSeconds  = 40 // kwok renews every quarter: 10 s
 	kwokSettleTimeout = 10 * time.Minute
@@ -33,10 +34,10 @@ func startKwok(cluster *testcluster.Cluster, dir string) (*kwokProcess, error) {
 	if _, err := os.Stat(bin); err != nil || len(stages) == 0 {
 		return nil, fmt.Errorf("kwok and its stage files not found in %s (`make bin/kwok` builds them)", binDir)
 	}
-	// kwok's own options (its client has no rate limit of its own): more
-	// parallel stage players than its default 4, each waiting on one
-	// request at a time, and more than one lister of the pods of a node
-	// it starts to manage.
+	// kwok's own options. Its client has no rate limit of its own. It gets
+	// more parallel stage players than its default 4, each waiting on one
+	// request at a time, and more than one lister of the pods of a node it
+	// starts to manage.
 	conf := filepath.Join(dir, "kwok.yaml")
 	if err := os.WriteFile(conf, []byte(`apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
@@ -62,8 +63,9 @@ options:
 	defer logFile.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group (Ctrl-C reaches the benchmark, which stops it),
-	// and killed should the benchmark die.
+	// kwok runs in its own process group, so Ctrl-C reaches only the
+	// benchmark, which stops kwok. The kernel kills kwok should the
+	// benchmark die.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -97,6 +99,7 @@ func (k *kwokProcess) stop() {
 	<-k.done
 }
 
+// nodeReady tells whether n's Ready condition is true.
 func nodeReady(n corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -126,8 +129,10 @@ func waitKwok(ctx context.Context, kube kubernetes.Interface, ns string, nodes i
 				}
 			}
 		}
-		return none(metav1.ListOptions{FieldSelector: "status.phase=Pending,spec.nodeName!="}) &&
-			none(metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name", FieldSelector: "status.phase!=Succeeded"}), nil
+		pending := metav1.ListOptions{FieldSelector: "status.phase=Pending,spec.nodeName!="}
+		unfinishedJobPods := metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name",
+			FieldSelector: "status.phase!=Succeeded"}
+		return none(pending) && none(unfinishedJobPods), nil
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for kwok: %w", err)

@@ -220,26 +220,9 @@ func main() {
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles,
 		readEndpoints: *readEndpoints, cpProfiles: *cpProfiles, cpProfileSeconds: *cpProfileSeconds,
 		kubegcdArgs: strings.Fields(*kubegcdArgs), ownerDelay: *ownerDelay, rounds: *rounds, kubegcdDBDir: *kubegcdDBDir}
-	for b := range strings.SplitSeq(*which, ",") {
-		switch strings.TrimSpace(b) {
-		case "ingest":
-			cfg.runIngest = true
-		case "ownergc":
-			cfg.runOwnerGC = true
-		case "podgc":
-			cfg.runPodGC = true
-		case "ttl":
-			cfg.runTTL = true
-		case "reads":
-			cfg.runReads = true
-		case "restart":
-			cfg.runRestart = true
-		case "scale":
-			cfg.runScale = true
-		default:
-			fmt.Fprintf(os.Stderr, "bench: --run: unknown benchmark %q\n", b)
-			os.Exit(2)
-		}
+	if err := cfg.choose(*which); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: --run:", err)
+		os.Exit(2)
 	}
 	var err error
 	if cfg.sizes, err = parseSizes(*sizes); err != nil {
@@ -272,6 +255,31 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// choose sets the benchmarks that which, a comma-separated list, names.
+func (cfg *config) choose(which string) error {
+	for b := range strings.SplitSeq(which, ",") {
+		switch strings.TrimSpace(b) {
+		case "ingest":
+			cfg.runIngest = true
+		case "ownergc":
+			cfg.runOwnerGC = true
+		case "podgc":
+			cfg.runPodGC = true
+		case "ttl":
+			cfg.runTTL = true
+		case "reads":
+			cfg.runReads = true
+		case "restart":
+			cfg.runRestart = true
+		case "scale":
+			cfg.runScale = true
+		default:
+			return fmt.Errorf("unknown benchmark %q", b)
+		}
+	}
+	return nil
 }
 
 func parseSizes(s string) ([]int, error) {

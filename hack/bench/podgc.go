@@ -38,42 +38,52 @@ type contender struct {
 // running its counterpart kcmController, at the same API rate limits.
 func contenders(cfg config, cluster *testcluster.Cluster, dir, controller, kcmController string) []contender {
 	qps := strconv.Itoa(cfg.podgcQPS)
-
+	startKubegcd := func(ctx context.Context, extra ...string) (func() error, error) {
+		return startControllerKubegcd(ctx, cfg, cluster, dir, controller, extra)
+	}
+	startKCM := func(ctx context.Context, extra ...string) (func() error, error) {
+		return cluster.StartControllerManager(ctx, append([]string{"--controllers=" + kcmController,
+			"--kube-api-qps=" + qps, "--kube-api-burst=" + qps}, extra...)...)
+	}
 	all := []contender{
-		{name: "kubegcd", proc: "kubegcd", start: func(ctx context.Context, extra ...string) (func() error, error) {
-			bin, err := testcluster.KubegcdBin()
-			if err != nil {
-				return nil, err
-			}
-			addr, err := freeAddr()
-			if err != nil {
-				return nil, err
-			}
-			args := append([]string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, "kubegcd-"+controller+".db"),
-				"--listen", addr, "--log-level", "warn", "--dry-run=false", "--kube-api-qps=" + qps, "--kube-api-burst=" + qps,
-				"--max-deletions-per-minute=0", "--controllers=" + controller, fmt.Sprintf("--gc-workers=%d", cfg.gcWorkers)}, extra...)
-			profile := os.Getenv("KUBEGCD_BENCH_CPUPROFILE")
-			if profile != "" {
-				args = append(args, "--profiling")
-			}
-			d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, "kubegcd-"+controller+".log"), args...)
-			if err != nil {
-				return nil, err
-			}
-			if profile != "" {
-				go profileKubegcd(ctx, d, "http://"+addr, profile+"."+controller)
-			}
-			return func() error { return d.Stop(stopGrace) }, nil
-		}},
-		{name: "kube-controller-manager", proc: "kube-controller-manager", start: func(ctx context.Context, extra ...string) (func() error, error) {
-			return cluster.StartControllerManager(ctx, append([]string{"--controllers=" + kcmController, "--kube-api-qps=" + qps,
-				"--kube-api-burst=" + qps}, extra...)...)
-		}},
+		{name: "kubegcd", proc: "kubegcd", start: startKubegcd},
+		{name: "kube-controller-manager", proc: "kube-controller-manager", start: startKCM},
 	}
 	if !cfg.kcm {
 		return all[:1]
 	}
 	return all
+}
+
+// startControllerKubegcd runs a kubegcd that enforces controller alone,
+// with the extra arguments, and returns its stop function.
+func startControllerKubegcd(ctx context.Context, cfg config, cluster *testcluster.Cluster, dir, controller string,
+	extra []string) (func() error, error) {
+	bin, err := testcluster.KubegcdBin()
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	qps := strconv.Itoa(cfg.podgcQPS)
+	args := append([]string{"run", "--kubeconfig", cluster.Kubeconfig,
+		"--db", filepath.Join(dir, "kubegcd-"+controller+".db"), "--listen", addr, "--log-level", "warn",
+		"--dry-run=false", "--kube-api-qps=" + qps, "--kube-api-burst=" + qps, "--max-deletions-per-minute=0",
+		"--controllers=" + controller, fmt.Sprintf("--gc-workers=%d", cfg.gcWorkers)}, extra...)
+	profile := os.Getenv("KUBEGCD_BENCH_CPUPROFILE")
+	if profile != "" {
+		args = append(args, "--profiling")
+	}
+	d, err := testcluster.StartKubegcd(bin, filepath.Join(dir, "kubegcd-"+controller+".log"), args...)
+	if err != nil {
+		return nil, err
+	}
+	if profile != "" {
+		go profileKubegcd(ctx, d, "http://"+addr, profile+"."+controller)
+	}
+	return func() error { return d.Stop(stopGrace) }, nil
 }
 
 // profileKubegcd writes a CPU profile of kubegcd's first seconds after it
@@ -100,31 +110,33 @@ type phaseResult struct {
 	cpu, cpCPU float64
 }
 
+// printPhaseResults prints the contenders' table and, with both, how much
+// faster kubegcd converged.
 func printPhaseResults(title, unit string, rs []phaseResult) {
 	fmt.Printf("\n%s\n", title)
-	fmt.Printf("%-26s %10s %10s %10s %14s %18s\n", "contender", "first s", "done s", unit, "own CPU s", "apiserver+etcd CPU s")
+	fmt.Printf("%-26s %10s %10s %10s %14s %18s\n",
+		"contender", "first s", "done s", unit, "own CPU s", "apiserver+etcd CPU s")
 	for _, r := range rs {
-		fmt.Printf("%-26s %10.2f %10.2f %10d %14.2f %18.2f\n", r.name, r.first.Seconds(), r.last.Seconds(), r.writes, r.cpu, r.cpCPU)
+		fmt.Printf("%-26s %10.2f %10.2f %10d %14.2f %18.2f\n",
+			r.name, r.first.Seconds(), r.last.Seconds(), r.writes, r.cpu, r.cpCPU)
 	}
 	if len(rs) < 2 {
 		return
 	}
 	k, u := rs[0], rs[1]
 	ratio := u.last.Seconds() / k.last.Seconds()
-	verdict := "ok"
-	if ratio < targetPodGCVsKCM {
-		verdict = "FAIL"
-	}
-	fmt.Printf("kubegcd converges %.2f× faster than kube-controller-manager (target ≥ %.1f×) %s\n", ratio, targetPodGCVsKCM, verdict)
+	fmt.Printf("kubegcd converges %.2f× faster than kube-controller-manager (target ≥ %.1f×) %s\n",
+		ratio, targetPodGCVsKCM, verdict(ratio >= targetPodGCVsKCM))
 }
 
 // runPodGC times, for kubegcd and then kube-controller-manager, how long it
 // takes from the collector's start until only the threshold of n terminated
 // pods remains.
-func runPodGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube kubernetes.Interface, dir string) error {
+func runPodGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube kubernetes.Interface,
+	dir string) error {
 	n := cfg.terminatedPods
-	fmt.Printf("\n== PodGC: %s terminated pods, --terminated-pod-gc-threshold=%d; QPS/burst %d for both; kubegcd --gc-workers=%d\n",
-		countLabel(n), podgcThreshold, cfg.podgcQPS, cfg.gcWorkers)
+	fmt.Printf("\n== PodGC: %s terminated pods, --terminated-pod-gc-threshold=%d; QPS/burst %d for both; "+
+		"kubegcd --gc-workers=%d\n", countLabel(n), podgcThreshold, cfg.podgcQPS, cfg.gcWorkers)
 	var results []phaseResult
 	for _, c := range contenders(cfg, cluster, dir, "podgc", "pod-garbage-collector-controller") {
 		ns := "podgc-" + c.proc
@@ -137,26 +149,23 @@ func runPodGC(ctx context.Context, cfg config, cluster *testcluster.Cluster, kub
 		}
 		results = append(results, r)
 	}
-	printPhaseResults(fmt.Sprintf("PodGC: %s terminated pods → %d (collector start → threshold reached)", countLabel(n), podgcThreshold),
-		"deleted", results)
+	printPhaseResults(fmt.Sprintf("PodGC: %s terminated pods → %d (collector start → threshold reached)",
+		countLabel(n), podgcThreshold), "deleted", results)
 	return nil
 }
 
+// createTerminatedPods creates namespace ns with n pods in it that have
+// ended: one in ten Failed (evicted), the others Succeeded.
 func createTerminatedPods(ctx context.Context, kube kubernetes.Interface, ns string, n, workers int) error {
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if err := createNamespace(ctx, kube, ns); err != nil {
 		return err
 	}
-	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := createDefaultServiceAccount(ctx, kube, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	begin := time.Now()
 	c := &creator{kube: kube, workers: workers}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	err := c.parallel(ctx, idx, func(ctx context.Context, i int) error {
+	err := c.parallel(ctx, seq(n), func(ctx context.Context, i int) error {
 		p, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("done-%06d", i)},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
@@ -178,7 +187,10 @@ func createTerminatedPods(ctx context.Context, kube kubernetes.Interface, ns str
 	return nil
 }
 
-func timePodGC(ctx context.Context, kube kubernetes.Interface, ns string, n int, c contender) (r phaseResult, err error) {
+// timePodGC starts contender c and times it deleting the terminated pods
+// of ns down to the threshold.
+func timePodGC(ctx context.Context, kube kubernetes.Interface, ns string, n int, c contender) (
+	r phaseResult, err error) {
 	r.name = c.name
 	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
@@ -228,15 +240,16 @@ func timePodGC(ctx context.Context, kube kubernetes.Interface, ns string, n int,
 	}
 	r.last = time.Since(t0)
 	r.cpu, r.cpCPU = cpuOf(c.proc)-cpu0, cpuOf("kube-apiserver")+cpuOf("etcd")-cp0
-	fmt.Printf("  %s: first pod deleted after %s, %d deleted after %s\n", c.name, r.first.Round(time.Millisecond), r.writes,
-		r.last.Round(time.Millisecond))
+	fmt.Printf("  %s: first pod deleted after %s, %d deleted after %s\n",
+		c.name, r.first.Round(time.Millisecond), r.writes, r.last.Round(time.Millisecond))
 	return r, nil
 }
 
 // runTTL times, for kubegcd and then kube-controller-manager, how long it
 // takes from the controller's start until every one of ttlNodes nodes
 // carries the TTL of their band, and counts the patches sent.
-func runTTL(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube kubernetes.Interface, dir string) error {
+func runTTL(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube kubernetes.Interface,
+	dir string) error {
 	fmt.Printf("\n== TTL: %s nodes without the annotation; QPS/burst %d for both\n", countLabel(ttlNodes), cfg.podgcQPS)
 	var results []phaseResult
 	for _, c := range contenders(cfg, cluster, dir, "ttl", "ttl-controller") {
@@ -252,7 +265,8 @@ func runTTL(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube 
 			return err
 		}
 	}
-	printPhaseResults(fmt.Sprintf("TTL: %s nodes → all annotated %ss (controller start → done)", countLabel(ttlNodes), ttlWant), "patches", results)
+	printPhaseResults(fmt.Sprintf("TTL: %s nodes → all annotated %ss (controller start → done)",
+		countLabel(ttlNodes), ttlWant), "patches", results)
 	return nil
 }
 
@@ -270,7 +284,8 @@ func setBenchNodes(ctx context.Context, kube kubernetes.Interface, n, workers in
 	return c.parallel(ctx, idx, func(ctx context.Context, i int) error {
 		name := fmt.Sprintf("bench-node-%05d", i)
 		if i < n {
-			_, err := kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			_, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				return nil
 			}
@@ -283,6 +298,8 @@ func setBenchNodes(ctx context.Context, kube kubernetes.Interface, n, workers in
 	})
 }
 
+// timeTTL starts contender c and times it annotating every node with the
+// TTL of their band.
 func timeTTL(ctx context.Context, kube kubernetes.Interface, c contender) (r phaseResult, err error) {
 	r.name = c.name
 	list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -346,7 +363,7 @@ func timeTTL(ctx context.Context, kube kubernetes.Interface, c contender) (r pha
 	}
 	r.last = time.Since(t0)
 	r.cpu, r.cpCPU = cpuOf(c.proc)-cpu0, cpuOf("kube-apiserver")+cpuOf("etcd")-cp0
-	fmt.Printf("  %s: first patch after %s, all %d nodes at %ss after %s, %d patches\n", c.name, r.first.Round(time.Millisecond),
-		len(have), ttlWant, r.last.Round(time.Millisecond), r.writes)
+	fmt.Printf("  %s: first patch after %s, all %d nodes at %ss after %s, %d patches\n",
+		c.name, r.first.Round(time.Millisecond), len(have), ttlWant, r.last.Round(time.Millisecond), r.writes)
 	return r, nil
 }

@@ -183,8 +183,8 @@ func rawDeletes(ctx context.Context, kube kubernetes.Interface, meta metadata.In
 // deleteAll calls del for every name from workers goroutines, each call
 // after a token of limiter if it is not nil. It returns the times, read
 // from clk, from its start to the first and the last call returned.
-func deleteAll(ctx context.Context, clk clock.PassiveClock, names []string, workers int, limiter flowcontrol.RateLimiter,
-	del func(context.Context, string) error) (first, last time.Duration, err error) {
+func deleteAll(ctx context.Context, clk clock.PassiveClock, names []string, workers int,
+	limiter flowcontrol.RateLimiter, del func(context.Context, string) error) (first, last time.Duration, err error) {
 	t0 := clk.Now()
 	var firstOnce sync.Once
 	var next atomic.Int64
@@ -222,7 +222,8 @@ func rawSummary(cs []rawContender) string {
 		case c.paced:
 			parts[i] = fmt.Sprintf("%d workers paced to kubegcd's deletions/s", c.workers)
 		case c.exact:
-			parts[i] = fmt.Sprintf("%d workers deleting as kubegcd does (its client, preconditions, background), watched", c.workers)
+			parts[i] = fmt.Sprintf("%d workers deleting as kubegcd does "+
+				"(its client, preconditions, background), watched", c.workers)
 		case c.watched:
 			parts[i] = fmt.Sprintf("%d workers beside a metadata-only watch of every ConfigMap", c.workers)
 		case c.beside:
