@@ -36,7 +36,8 @@ const (
 )
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:8080", "address for kubegcd's HTTP server; a free port is used if it is taken")
+	listen := flag.String("listen", "127.0.0.1:8080",
+		"address for kubegcd's HTTP server; a free port is used if it is taken")
 	exitAfter := flag.Duration("exit-after", 0, "exit this long after kubegcd is ready (0: wait for Ctrl-C)")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -110,12 +111,7 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(dir, "kubegcd.log")
-	fmt.Printf("Starting kubegcd (log: %s)…\n", logPath)
-	d, err := testcluster.StartKubegcd(kubegcdBin, logPath,
-		"run", "--kubeconfig", cluster.Kubeconfig, "--db", filepath.Join(dir, "kubegcd.db"),
-		"--listen", addr, "--log-level", "info", fmt.Sprintf("--terminated-pod-gc-threshold=%d", demoTerminatedThreshold),
-		"--stuck-after", demoStuckAfter.String())
+	d, logPath, err := startKubegcd(kubegcdBin, cluster.Kubeconfig, dir, addr)
 	if err != nil {
 		return err
 	}
@@ -150,20 +146,46 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 		}
 	}
 
+	printWhereToLook(base, cluster.Kubeconfig, logPath, kubegcdBin)
+	return waitForExit(ctx, exitAfter, d, logPath)
+}
+
+// startKubegcd starts kubegcd against the demo's cluster, listening on
+// addr, and returns it with the path of its log.
+func startKubegcd(bin, kubeconfig, dir, addr string) (*testcluster.Kubegcd, string, error) {
+	logPath := filepath.Join(dir, "kubegcd.log")
+	fmt.Printf("Starting kubegcd (log: %s)…\n", logPath)
+	d, err := testcluster.StartKubegcd(bin, logPath,
+		"run", "--kubeconfig", kubeconfig, "--db", filepath.Join(dir, "kubegcd.db"),
+		"--listen", addr, "--log-level", "info",
+		fmt.Sprintf("--terminated-pod-gc-threshold=%d", demoTerminatedThreshold),
+		"--stuck-after", demoStuckAfter.String())
+	return d, logPath, err
+}
+
+// printWhereToLook prints the UI's URLs, the kubeconfig and kubegcd's log,
+// and the CLI commands to try.
+func printWhereToLook(base, kubeconfig, logPath, bin string) {
 	fmt.Printf(`
 kubegcd is running against a local control plane.
   UI:         %[1]s/
-  stuck:      %[1]s/#/stuck   (deletions older than %[4]s: the demo runs kubegcd with --stuck-after %[4]s, the default is 5m)
+  stuck:      %[1]s/#/stuck   `+
+		`(deletions older than %[4]s: the demo runs kubegcd with --stuck-after %[4]s, the default is 5m)
   status:     %[1]s/status
   kubeconfig: %[2]s   (kubectl --kubeconfig %[2]s get cm -A)
   log:        %[3]s
 
 Try the CLI on the seeded objects:
-`, base, cluster.Kubeconfig, logPath, demoStuckAfter)
+`, base, kubeconfig, logPath, demoStuckAfter)
 	for _, c := range tryCommands(base) {
-		fmt.Printf("  %s %s\n", displayPath(kubegcdBin), strings.Join(c, " "))
+		fmt.Printf("  %s %s\n", displayPath(bin), strings.Join(c, " "))
 	}
 	fmt.Println()
+}
+
+// waitForExit keeps the demo up until ctx ends or exitAfter passes. It
+// fails if kubegcd exits first.
+func waitForExit(ctx context.Context, exitAfter time.Duration, d *testcluster.Kubegcd, logPath string) error {
 	var timeout <-chan time.Time
 	if exitAfter > 0 {
 		fmt.Printf("Exiting after %s (--exit-after); Ctrl-C stops earlier; everything is removed on exit.\n\n", exitAfter)
@@ -171,7 +193,6 @@ Try the CLI on the seeded objects:
 	} else {
 		fmt.Print("Press Ctrl-C to stop; everything is removed on exit.\n\n")
 	}
-
 	select {
 	case <-ctx.Done():
 		fmt.Println()

@@ -49,7 +49,8 @@ func seed(ctx context.Context, cfg *rest.Config) (int, error) {
 		return 0, err
 	}
 	s := &seeder{kube: kube}
-	for _, step := range []func(context.Context) error{s.nodes, s.shop, s.chain, s.garbage, s.foreground, s.batch, s.storageVersions} {
+	steps := []func(context.Context) error{s.nodes, s.shop, s.chain, s.garbage, s.foreground, s.batch, s.storageVersions}
+	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return s.created, err
 		}
@@ -57,6 +58,8 @@ func seed(ctx context.Context, cfg *rest.Config) (int, error) {
 	return s.created, nil
 }
 
+// nodes creates node-a, Ready, and node-b, NotReady and out of service,
+// each with its Lease.
 func (s *seeder) nodes(ctx context.Context) error {
 	now := metav1.Now()
 	for _, n := range []struct {
@@ -72,7 +75,9 @@ func (s *seeder) nodes(ctx context.Context) error {
 			Labels: map[string]string{"kubernetes.io/hostname": n.name, "kubernetes.io/os": "linux"},
 		}}
 		if n.taint {
-			node.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}}
+			node.Spec.Taints = []corev1.Taint{{
+				Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute,
+			}}
 		}
 		node, err := s.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if err != nil {
@@ -105,6 +110,8 @@ func (s *seeder) nodes(ctx context.Context) error {
 	return nil
 }
 
+// shop creates demo-shop: a Deployment with its ReplicaSet and pods, a
+// finished pod, a pod on a node that is gone, and a ConfigMap owning two.
 func (s *seeder) shop(ctx context.Context) error {
 	const ns = "demo-shop"
 	if err := s.namespace(ctx, ns); err != nil {
@@ -115,8 +122,9 @@ func (s *seeder) shop(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	owners := []metav1.OwnerReference{ownerRef("v1", "ConfigMap", appConfig, false, false)}
 	for _, name := range []string{"app-config-frontend", "app-config-backend"} {
-		if _, err := s.configMap(ctx, ns, name, []metav1.OwnerReference{ownerRef("v1", "ConfigMap", appConfig, false, false)}); err != nil {
+		if _, err := s.configMap(ctx, ns, name, owners); err != nil {
 			return err
 		}
 	}
@@ -175,6 +183,8 @@ func (s *seeder) shop(ctx context.Context) error {
 // batch creates more finished pods than that.
 const demoTerminatedThreshold = 3
 
+// batch creates demo-batch: finished pods beyond the threshold, and two
+// pods being deleted that stay Terminating.
 func (s *seeder) batch(ctx context.Context) error {
 	const ns = "demo-batch"
 	if err := s.namespace(ctx, ns); err != nil {
@@ -182,7 +192,8 @@ func (s *seeder) batch(ctx context.Context) error {
 	}
 	labels := map[string]string{"app": "nightly"}
 	for i, status := range []corev1.PodStatus{
-		{Phase: corev1.PodSucceeded}, {Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."},
+		{Phase: corev1.PodSucceeded},
+		{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."},
 		{Phase: corev1.PodSucceeded}, {Phase: corev1.PodFailed}, {Phase: corev1.PodSucceeded},
 	} {
 		p, err := s.pod(ctx, ns, fmt.Sprintf("nightly-%d", 28760+i), "node-a", labels)
@@ -194,8 +205,9 @@ func (s *seeder) batch(ctx context.Context) error {
 			return err
 		}
 	}
-	// Pods bound to a node stay Terminating until a kubelet confirms: none
-	// runs here. An unscheduled pod goes at once, unless a finalizer holds it.
+	// A pod bound to a node stays Terminating until a kubelet confirms, and
+	// no kubelet runs here. An unscheduled pod goes at once, unless a
+	// finalizer holds it.
 	if _, err := s.pod(ctx, ns, "ingest-0", "node-b", labels); err != nil {
 		return err
 	}
@@ -215,17 +227,15 @@ func (s *seeder) batch(ctx context.Context) error {
 	return nil
 }
 
-// storageVersions records, as a second kube-apiserver would, StorageVersion
-// entries of a fake identity, then removes that server's identity Lease, as
-// happens when an API server goes away for good.
+// storageVersions records StorageVersion entries of a fake kube-apiserver
+// identity, as a second kube-apiserver would. Then it removes that
+// server's identity Lease, as happens when an API server goes away for
+// good.
 func (s *seeder) storageVersions(ctx context.Context) error {
 	const fake = "kube-apiserver-demo-gone"
 	now := metav1.NewMicroTime(time.Now())
 	leases := s.kube.CoordinationV1().Leases(metav1.NamespaceSystem)
-	if _, err := leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: fake, Labels: map[string]string{"apiserver.kubernetes.io/identity": "kube-apiserver"}},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: new(fake), LeaseDurationSeconds: new(int32(3600)), RenewTime: &now},
-	}, metav1.CreateOptions{}); err != nil {
+	if _, err := leases.Create(ctx, identityLease(fake, now), metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	svs := s.kube.InternalV1alpha1().StorageVersions()
@@ -233,7 +243,8 @@ func (s *seeder) storageVersions(ctx context.Context) error {
 		"demo.kubegcd.io.widgets": {"demo.kubegcd.io/v1"},
 		"demo.kubegcd.io.gizmos":  {"demo.kubegcd.io/v1", "demo.kubegcd.io/v2"},
 	} {
-		sv, err := svs.Create(ctx, &apiserverinternalv1alpha1.StorageVersion{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		sv, err := svs.Create(ctx, &apiserverinternalv1alpha1.StorageVersion{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
@@ -252,17 +263,24 @@ func (s *seeder) storageVersions(ctx context.Context) error {
 			return err
 		}
 	}
-	live := "kube-apiserver-demo-live"
-	if _, err := leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: live, Labels: map[string]string{"apiserver.kubernetes.io/identity": "kube-apiserver"}},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: new(live), LeaseDurationSeconds: new(int32(3600)), RenewTime: &now},
-	}, metav1.CreateOptions{}); err != nil {
+	if _, err := leases.Create(ctx, identityLease("kube-apiserver-demo-live", now), metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	s.created++
 	return leases.Delete(ctx, fake, metav1.DeleteOptions{})
 }
 
+// identityLease is the identity Lease of kube-apiserver id, renewed at now.
+func identityLease(id string, now metav1.MicroTime) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: id,
+			Labels: map[string]string{"apiserver.kubernetes.io/identity": "kube-apiserver"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: new(id), LeaseDurationSeconds: new(int32(3600)), RenewTime: &now},
+	}
+}
+
+// chain creates demo-chain: a ConfigMap owning a Secret owning a
+// ConfigMap.
 func (s *seeder) chain(ctx context.Context) error {
 	const ns = "demo-chain"
 	if err := s.namespace(ctx, ns); err != nil {
@@ -287,6 +305,8 @@ func (s *seeder) chain(ctx context.Context) error {
 	return err
 }
 
+// garbage creates demo-garbage: dependents of an owner that never existed
+// and of an owner it deletes, one of them with a live owner too.
 func (s *seeder) garbage(ctx context.Context) error {
 	const ns = "demo-garbage"
 	if err := s.namespace(ctx, ns); err != nil {
@@ -323,10 +343,13 @@ func (s *seeder) garbage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.configMap(ctx, ns, "child-of-two", []metav1.OwnerReference{ref, ownerRef("v1", "ConfigMap", keeper, false, false)})
+	_, err = s.configMap(ctx, ns, "child-of-two",
+		[]metav1.OwnerReference{ref, ownerRef("v1", "ConfigMap", keeper, false, false)})
 	return err
 }
 
+// foreground creates demo-foreground: an owner deleted in the foreground,
+// held by its blocking dependents and a finalizer.
 func (s *seeder) foreground(ctx context.Context) error {
 	const ns = "demo-foreground"
 	if err := s.namespace(ctx, ns); err != nil {
@@ -342,12 +365,13 @@ func (s *seeder) foreground(ctx context.Context) error {
 	s.created++
 	for i, block := range []bool{true, true, false} {
 		name := fmt.Sprintf("held-dep-%d", i+1)
-		if _, err := s.configMap(ctx, ns, name, []metav1.OwnerReference{ownerRef("v1", "ConfigMap", owner, false, block)}); err != nil {
+		owners := []metav1.OwnerReference{ownerRef("v1", "ConfigMap", owner, false, block)}
+		if _, err := s.configMap(ctx, ns, name, owners); err != nil {
 			return err
 		}
 	}
-	// The apiserver sets deletionTimestamp and adds the foregroundDeletion
-	// finalizer; the object stays until both finalizers are removed.
+	// The API server sets deletionTimestamp and adds the foregroundDeletion
+	// finalizer. The object stays until both finalizers are removed.
 	return s.kube.CoreV1().ConfigMaps(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{
 		PropagationPolicy: new(metav1.DeletePropagationForeground),
 	})
@@ -356,17 +380,21 @@ func (s *seeder) foreground(ctx context.Context) error {
 // namespace creates a namespace and its default ServiceAccount, which
 // nothing else creates here and which pods need.
 func (s *seeder) namespace(ctx context.Context, name string) error {
-	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	if _, err := s.kube.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	if _, err := s.kube.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	s.created += 2
 	return nil
 }
 
-func (s *seeder) configMap(ctx context.Context, ns, name string, owners []metav1.OwnerReference) (*corev1.ConfigMap, error) {
+// configMap creates ConfigMap name in ns with owners.
+func (s *seeder) configMap(ctx context.Context, ns, name string, owners []metav1.OwnerReference) (
+	*corev1.ConfigMap, error) {
 	cm, err := s.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
 		Data:       map[string]string{"seeded-at": time.Now().UTC().Format(time.RFC3339)},
@@ -377,7 +405,10 @@ func (s *seeder) configMap(ctx context.Context, ns, name string, owners []metav1
 	return cm, err
 }
 
-func (s *seeder) pod(ctx context.Context, ns, name, node string, labels map[string]string, owners ...metav1.OwnerReference) (*corev1.Pod, error) {
+// pod creates pod name in ns, bound to node ("": not scheduled), with
+// labels and owners.
+func (s *seeder) pod(ctx context.Context, ns, name, node string, labels map[string]string,
+	owners ...metav1.OwnerReference) (*corev1.Pod, error) {
 	tmpl := podTemplate(labels)
 	tmpl.Spec.NodeName = node
 	pod, err := s.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
@@ -390,6 +421,7 @@ func (s *seeder) pod(ctx context.Context, ns, name, node string, labels map[stri
 	return pod, err
 }
 
+// podTemplate is a template of one pause container with labels.
 func podTemplate(labels map[string]string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
