@@ -455,8 +455,8 @@ type ownerGCContender struct {
 
 // roundOrder returns the order in which a round (from 0) runs n
 // contenders: their list rotated left by round. Over n rounds each
-// contender runs once at each position, so that the position in a run,
-// which alone moves a rate by up to a fifth, weighs on none of them more.
+// contender runs once at each position. The position in a run alone moves
+// a rate by up to a fifth, and so it weighs on none of them more.
 func roundOrder(n, round int) []int {
 	order := make([]int, n)
 	for i := range order {

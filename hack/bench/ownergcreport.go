@@ -77,11 +77,12 @@ func mergeRounds(byRound [][]gcResult) []gcResult {
 	return merged
 }
 
-// ownerGCVerdicts writes the verdict lines of one size: kubegcd
-// (contender 0) against kube-controller-manager (the last) and against
-// the raw contender at rawIdx. Over several rounds a ratio is judged by its
-// median over the rounds, each round's kubegcd against the same round's
-// contender, and the first deletion by the slowest round.
+// ownerGCVerdicts writes the verdict lines of one size. They compare
+// kubegcd (contender 0) with kube-controller-manager (the last) and with
+// the raw contender at rawIdx. Over several rounds, each round's kubegcd is
+// compared with the same round's contender, and a ratio is judged by its
+// median over the rounds. The first deletion is judged by the slowest
+// round.
 func ownerGCVerdicts(w io.Writer, size string, byRound [][]gcResult, rawIdx int) {
 	last := len(byRound[0]) - 1
 	k, rawName := byRound[0][0], byRound[0][rawIdx].name

@@ -11,25 +11,28 @@ import (
 	"strings"
 )
 
-// memory is a process's resident set size now and at its peak, and what
-// is resident now split into its own (anonymous) memory and file-backed
-// pages, such as a database's pages mapped by SQLite, which are the page
-// cache's, in bytes. RSS counts a page once for each mapping of it: each
-// of SQLite's read connections maps the database, so a page read through
-// three connections counts three times. PSS (from smaps_rollup) counts
-// each page once, shared ones in part.
+// memory is a process's memory, in bytes. RSS is its resident set size
+// now and HWM its peak. Anon and File split what is resident now into the
+// process's own (anonymous) memory and file-backed pages, such as the
+// database pages SQLite maps, which belong to the page cache. RSS counts a
+// page once for each mapping of it. Each of SQLite's read connections maps
+// the database, so a page read through three connections counts three
+// times. PSS, from smaps_rollup, counts each page once and shared ones in
+// part.
 type memory struct {
 	RSS, HWM   uint64
 	Anon, File uint64
 	PSS        uint64
 }
 
-// readMemory reads VmRSS, VmHWM, RssAnon and RssFile (with RssShmem) from
-// /proc/PID/status; "self" reads this process's.
+// readMemory reads the memory of process pid.
 func readMemory(pid int) (memory, error) {
 	return readMemoryOf(strconv.Itoa(pid))
 }
 
+// readMemoryOf reads VmRSS, VmHWM, RssAnon and RssFile (with RssShmem) from
+// /proc/PROC/status and PSS from smaps_rollup. proc is a PID, or "self" for
+// this process.
 func readMemoryOf(proc string) (memory, error) {
 	b, err := os.ReadFile("/proc/" + proc + "/status")
 	if err != nil {
@@ -166,8 +169,8 @@ func cpuTicks(name string) (uint64, error) {
 	return total, nil
 }
 
-// pidCPU returns the user and system CPU seconds that process pid, all its
-// threads, has used so far.
+// pidCPU returns the user and system CPU seconds that process pid has used
+// so far, over all its threads.
 func pidCPU(pid int) (float64, error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
