@@ -38,8 +38,9 @@ var kcmScaleControllers = "--controllers=garbage-collector-controller,pod-garbag
 // scaleConfig sizes the scenario; the benchmark's is fullScale.
 type scaleConfig struct {
 	nodes, pods, others int
-	// cascadeDeployments Deployments with cascadePods pods behind them, in
-	// a namespace of their own, are deleted at the end.
+	// Each collector's cascade is cascadeDeployments Deployments with
+	// cascadePods pods behind them, in a namespace of its own. The
+	// Deployments are deleted at the end.
 	cascadeDeployments, cascadePods int
 	heartbeat                       time.Duration
 	workers, gcWorkers              int
@@ -51,6 +52,8 @@ func (sc scaleConfig) cascadesPods() int { return 2 * sc.cascadePods }
 // runPods counts the other pods, which kwok runs.
 func (sc scaleConfig) runPods() int { return sc.pods - sc.cascadesPods() }
 
+// fullScale is the scenario of the benchmark: 2,000 nodes, 50,000 pods and
+// 100,000 other objects.
 func fullScale(cfg config) scaleConfig {
 	return scaleConfig{nodes: 2000, pods: 50_000, others: 100_000, cascadeDeployments: 20, cascadePods: 10_000,
 		heartbeat: cfg.heartbeat, workers: cfg.workers, gcWorkers: cfg.gcWorkers}
