@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,9 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -536,31 +533,6 @@ func hidePassword(s, server string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, user+":"+password+"@", user+":xxxxx@")
-}
-
-// waitForServer checks that the API server answers, retrying every second
-// until timeout so a daemon started alongside its cluster does not fail
-// needlessly. An attempt runs to its own end (5s at most), so that the error
-// reported is the API server's, not the deadline's.
-func waitForServer(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
-	probe := rest.CopyConfig(cfg)
-	probe.Timeout = 5 * time.Second
-	dc, err := discovery.NewDiscoveryClientForConfig(probe)
-	if err != nil {
-		return fmt.Errorf("API server %s: %w", cfg.Host, err)
-	}
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
-		_, last = dc.ServerVersion()
-		return last == nil, nil
-	})
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
-		return ctx.Err()
-	}
-	return fmt.Errorf("cannot reach the API server at %s within %s: %w", cfg.Host, timeout, last)
 }
 
 // garbageCollector says who removes the foregroundDeletion and orphan

@@ -7,16 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -408,72 +403,6 @@ func TestListFlags(t *testing.T) {
 			}
 			if got := strings.Join(c.allowedHosts, ","); got != tc.hosts {
 				t.Errorf("allowed hosts %q, want %q", got, tc.hosts)
-			}
-		})
-	}
-}
-
-// TestWaitForServer: kubegcd retries an API server that does not answer
-// yet, once a second, and gives up at the timeout with the server's last
-// error, or at once when it is stopped.
-func TestWaitForServer(t *testing.T) {
-	tests := []struct {
-		name     string
-		failures int // answers of 503 before /version answers; -1: never
-		timeout  time.Duration
-		cancel   bool // stop kubegcd at the first request
-		want     string
-		wantErr  error
-		minCalls int
-	}{
-		{name: "answers at once", timeout: time.Minute, minCalls: 1},
-		{name: "answers at the second attempt", failures: 1, timeout: time.Minute, minCalls: 2},
-		{name: "never answers", failures: -1, timeout: 1500 * time.Millisecond, minCalls: 2,
-			want: "cannot reach the API server at %s within 1.5s: the server is currently unable to handle the request"},
-		{name: "stopped", failures: -1, timeout: time.Minute, cancel: true, wantErr: context.Canceled, minCalls: 1},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var calls atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				n := int(calls.Add(1))
-				if tc.cancel {
-					cancel()
-				}
-				if tc.failures < 0 || n <= tc.failures {
-					w.WriteHeader(http.StatusServiceUnavailable)
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprint(w, `{"major":"1","minor":"36","gitVersion":"v1.36.0"}`)
-			}))
-			defer srv.Close()
-
-			start := time.Now()
-			err := waitForServer(ctx, &rest.Config{Host: srv.URL}, tc.timeout)
-			took := time.Since(start)
-			switch {
-			case tc.wantErr != nil:
-				if !errors.Is(err, tc.wantErr) {
-					t.Errorf("err = %v, want %v", err, tc.wantErr)
-				}
-			case tc.want != "":
-				if want := fmt.Sprintf(tc.want, srv.URL); err == nil || !strings.HasPrefix(err.Error(), want) {
-					t.Errorf("err = %v, want %q", err, want)
-				}
-				if took < tc.timeout {
-					t.Errorf("gave up after %s, before the timeout", took)
-				}
-			case err != nil:
-				t.Errorf("err = %v", err)
-			}
-			if tc.want == "" && took >= tc.timeout {
-				t.Errorf("returned after %s, not before the timeout %s", took, tc.timeout)
-			}
-			if n := int(calls.Load()); n < tc.minCalls {
-				t.Errorf("%d requests, want at least %d", n, tc.minCalls)
 			}
 		})
 	}
