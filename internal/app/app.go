@@ -21,6 +21,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/web"
 )
@@ -147,9 +148,9 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		return err
 	}
 
-	instance := instanceID()
-	lead := newLeadership(cfg, instance, store)
-	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger, instance, lead.mayWrite, loops)
+	instance := leader.NewIdentity()
+	lead := leader.New(electionConfig(cfg), instance)
+	ctrls, err := startControllers(cfg, restCfg, store, ing, reg, logger, instance, lead.MayWrite, loops)
 	if err != nil {
 		return err
 	}
@@ -187,7 +188,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		InsecureUnauthenticated: insecure,
 		Ingest:                  ingestView{ing},
 		Applier:                 applierView{ctrls.applier},
-		Leader:                  lead,
+		Leader:                  leaderView{elector: lead, reason: noElectionReason(cfg), mirror: store.Objects()},
 		Version:                 version(),
 		StartedAt:               started,
 		Logger:                  httpLog,
@@ -274,10 +275,10 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 		}
 		return nil
 	})
-	if lead.enabled {
+	if lead.Enabled() {
 		part("leader election", func() error {
 			defer ctrls.stop() // a follower never ran them
-			return lead.lead(work, cfg.leader, restCfg, logger.With("component", "leader-election"), ctrls.run)
+			return lead.Run(work, restCfg, logger.With("component", "leader-election"), ctrls.run)
 		})
 	} else {
 		part("controllers", func() error { return ctrls.run(work) })

@@ -24,6 +24,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
+	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/reconcile/lcgc"
 )
 
@@ -68,7 +69,7 @@ type runConfig struct {
 
 	leaseCandidateGCPeriod time.Duration
 
-	leader leaderConfig
+	leader leader.Config
 }
 
 // runFlags are kubegcd run's flags, in the groups its help prints, as
@@ -157,17 +158,17 @@ func newRunFlags() *runFlags {
 		"time between lcgc passes, which delete the LeaseCandidates not renewed for 30m (kube-apiserver's LeaseCandidateGCPeriod)")
 
 	fs = f.groups.FlagSet("leader election")
-	fs.BoolVar(&cfg.leader.enabled, "leader-elect", true,
+	fs.BoolVar(&cfg.leader.Enabled, "leader-elect", true,
 		"run for a Lease so that, of several kubegcd instances, only the holder writes to the cluster (not in dry-run, which writes nothing)")
-	fs.StringVar(&cfg.leader.namespace, "leader-elect-namespace", "kube-system", "namespace of the leader-election Lease")
-	fs.StringVar(&cfg.leader.name, "leader-elect-name", "kubegcd", "name of the leader-election Lease")
-	fs.DurationVar(&cfg.leader.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+	fs.StringVar(&cfg.leader.Namespace, "leader-elect-namespace", "kube-system", "namespace of the leader-election Lease")
+	fs.StringVar(&cfg.leader.Name, "leader-elect-name", "kubegcd", "name of the leader-election Lease")
+	fs.DurationVar(&cfg.leader.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
 		"how long followers wait after the last renewal before taking the lease")
-	fs.DurationVar(&cfg.leader.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+	fs.DurationVar(&cfg.leader.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
 		"how long the leader keeps retrying to renew before it gives the lease up (and stops writing)")
-	fs.DurationVar(&cfg.leader.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+	fs.DurationVar(&cfg.leader.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"how often to try to acquire or renew the lease")
-	fs.BoolVar(&cfg.leader.coordinated, "leader-elect-coordinated", false,
+	fs.BoolVar(&cfg.leader.Coordinated, "leader-elect-coordinated", false,
 		"coordinated leader election: stand as a LeaseCandidate (this version, strategy OldestEmulationVersion) and let kube-apiserver name the holder; "+
 			"refused (exit 1) unless kube-apiserver runs with --feature-gates=CoordinatedLeaderElection=true and --runtime-config=coordination.k8s.io/v1beta1=true; "+
 			"needs --dry-run=false, and every instance of the Lease must use it")
@@ -262,11 +263,11 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 	bad(cfg.lintCountsMaxAge < 0, "lint-counts-max-age", cfg.lintCountsMaxAge, "must not be negative")
 	bad(cfg.graphStreamStall < time.Second, "graph-stream-stall-timeout", cfg.graphStreamStall, "must be at least 1s")
 	bad(cfg.maxInflight < 0, "max-requests-inflight", cfg.maxInflight, "must be 0 (no limit) or more")
-	if cfg.leader.enabled {
-		errs = append(errs, cfg.leader.validate()...)
+	if cfg.leader.Enabled {
+		errs = append(errs, validateLeader(cfg.leader)...)
 	}
-	if cfg.leader.coordinated {
-		errs = append(errs, cfg.leader.validateCoordinated(cfg.dryRun)...)
+	if cfg.leader.Coordinated {
+		errs = append(errs, validateCoordinated(cfg.leader, cfg.dryRun)...)
 	}
 	errs = append(errs, cfg.validateHTTP(f.allowedHosts)...)
 	if cfg.dbPath == "" {
@@ -276,46 +277,6 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 		return nil, utilerrors.NewAggregate(errs)
 	}
 	return cfg, nil
-}
-
-// validate checks leader election's settings. A timing is compared with
-// the one it builds on only when that one is valid.
-func (l leaderConfig) validate() []error {
-	var errs []error
-	if l.namespace == "" || l.name == "" {
-		errs = append(errs, errors.New("invalid --leader-elect-namespace/--leader-elect-name: must not be empty"))
-	}
-	if l.retryPeriod <= 0 {
-		errs = append(errs, fmt.Errorf("invalid --leader-elect-retry-period %s: must be positive", l.retryPeriod))
-		return errs
-	}
-	if float64(l.renewDeadline) <= 1.2*float64(l.retryPeriod) {
-		errs = append(errs, fmt.Errorf("invalid --leader-elect-renew-deadline %s: must be more than 1.2 × --leader-elect-retry-period (%s)",
-			l.renewDeadline, l.retryPeriod))
-	}
-	switch {
-	case l.leaseDuration <= l.renewDeadline:
-		errs = append(errs, fmt.Errorf("invalid --leader-elect-lease-duration %s: must be more than --leader-elect-renew-deadline (%s)",
-			l.leaseDuration, l.renewDeadline))
-	case l.leaseDuration-fenceMargin(l.leaseDuration) <= 2*l.retryPeriod:
-		errs = append(errs, fmt.Errorf("invalid --leader-elect-lease-duration %s: a leader writes only within the lease duration less %s "+
-			"of a renewal, which must leave more than two --leader-elect-retry-period (%s)", l.leaseDuration,
-			fenceMargin(l.leaseDuration), l.retryPeriod))
-	}
-	return errs
-}
-
-// validateCoordinated checks --leader-elect-coordinated against the flags
-// that would leave it nothing to coordinate.
-func (l leaderConfig) validateCoordinated(dryRun bool) []error {
-	var errs []error
-	if !l.enabled {
-		errs = append(errs, errors.New("invalid --leader-elect-coordinated: it needs leader election, which --leader-elect=false turns off"))
-	}
-	if dryRun {
-		errs = append(errs, errors.New("invalid --leader-elect-coordinated: dry-run runs no leader election (it writes nothing, a Lease included); add --dry-run=false"))
-	}
-	return errs
 }
 
 // validateHTTP checks --listen against the API's authentication and TLS,

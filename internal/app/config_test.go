@@ -173,7 +173,7 @@ func TestConfigRepeatableAndLeaderFlags(t *testing.T) {
 	if len(c.namespaceThresholds) != 2 || c.namespaceThresholds["ci"] != 200 || c.namespaceThresholds["nightly"] != 0 {
 		t.Errorf("namespace thresholds %v", c.namespaceThresholds)
 	}
-	if l := c.leader; !l.enabled || l.leaseDuration != 30*time.Second || l.renewDeadline != 20*time.Second || l.retryPeriod != 5*time.Second {
+	if l := c.leader; !l.Enabled || l.LeaseDuration != 30*time.Second || l.RenewDeadline != 20*time.Second || l.RetryPeriod != 5*time.Second {
 		t.Errorf("leader config %+v", l)
 	}
 	for _, bad := range [][]string{

@@ -2,11 +2,8 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -22,9 +19,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
-	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -34,16 +31,6 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile/svgc"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ttl"
 )
-
-// instanceID names this process in audit rows and its Lease:
-// hostname_<random>, as leader election identities are (see
-// instanceIdentity).
-func instanceID() string {
-	host, _ := os.Hostname()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return instanceIdentity(host, hex.EncodeToString(b))
-}
 
 // controllers are the running reconcilers and what they share.
 type controllers struct {
@@ -64,11 +51,11 @@ type namedRun struct {
 
 // Controllers shows every running controller in /status: its passes, and
 // for those that work from a queue, its depth and last item.
-func (c *controllers) Controllers() []kubehttp.ControllerStatus {
+func (c *controllers) Controllers() []api.ControllerStatus {
 	st := c.passes.Status()
-	out := make([]kubehttp.ControllerStatus, 0, len(st))
+	out := make([]api.ControllerStatus, 0, len(st))
 	for _, p := range st {
-		cs := kubehttp.ControllerStatus{Name: p.Controller, Skipping: p.Skipping, SkipReason: p.SkipReason,
+		cs := api.ControllerStatus{Name: p.Controller, Skipping: p.Skipping, SkipReason: p.SkipReason,
 			SkipDetail: p.SkipDetail, SkippedPasses: p.SkippedPasses}
 		if last := p.LastPass.UTC(); !last.IsZero() {
 			cs.LastPass = &last

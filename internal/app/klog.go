@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"regexp"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/klog/v2"
@@ -146,4 +147,20 @@ func redactAny(v slog.Value) (redacted slog.Value) {
 		}
 	}
 	return v
+}
+
+// onceWarnings logs each warning of the API server once: a candidate's
+// every renewal gets the same deprecation warning.
+type onceWarnings struct {
+	logger *slog.Logger
+	seen   sync.Map
+}
+
+func (w *onceWarnings) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	if _, dup := w.seen.LoadOrStore(text, true); !dup {
+		w.logger.Info("the API server warns (said once)", "warning", text)
+	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net/url"
@@ -118,5 +119,35 @@ func TestRedactURLPasswords(t *testing.T) {
 		if got := redactURLPasswords(tt.in); got != tt.want {
 			t.Errorf("redactURLPasswords(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestOnceWarnings: each warning of the API server is logged once.
+func TestOnceWarnings(t *testing.T) {
+	var out strings.Builder
+	w := &onceWarnings{logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))}
+	for _, h := range []struct {
+		code int
+		text string
+	}{
+		{299, "coordination.k8s.io/v1beta1 LeaseCandidate is deprecated"},
+		{299, "coordination.k8s.io/v1beta1 LeaseCandidate is deprecated"},
+		{299, "another"},
+		{199, "not a warning"},
+		{299, ""},
+	} {
+		w.HandleWarningHeaderWithContext(context.Background(), h.code, "", h.text)
+	}
+	want := `level=INFO msg="the API server warns (said once)" warning="coordination.k8s.io/v1beta1 LeaseCandidate is deprecated"
+level=INFO msg="the API server warns (said once)" warning=another
+`
+	if out.String() != want {
+		t.Errorf("logged:\n%s\nwant:\n%s", out.String(), want)
 	}
 }

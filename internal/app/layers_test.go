@@ -12,7 +12,7 @@ import (
 // across the layers fails here until the drawing (and this map) says so.
 var layers = map[string][]string{
 	"cmd/kubegcd":                {"app", "cli"},
-	"internal/app":               {"api", "cli", "cmdline", "db", "diagnose", "gcrules", "http", "ingest", "liveness", "reconcile", "reconcile/lcgc", "reconcile/ownergc", "reconcile/podgc", "reconcile/svgc", "reconcile/ttl", "web"},
+	"internal/app":               {"api", "cli", "cmdline", "db", "diagnose", "gcrules", "http", "ingest", "leader", "liveness", "reconcile", "reconcile/lcgc", "reconcile/ownergc", "reconcile/podgc", "reconcile/svgc", "reconcile/ttl", "web"},
 	"internal/reconcile/ownergc": {"api", "db", "gcrules", "ingest", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/podgc":   {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/ttl":     {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
@@ -20,6 +20,7 @@ var layers = map[string][]string{
 	"internal/reconcile/lcgc":    {"api", "db", "promutil", "reconcile"},
 	"internal/reconcile":         {"api", "db", "liveness", "promutil"},
 	"internal/ingest":            {"api", "db", "liveness", "promutil"},
+	"internal/leader":            {},
 	"internal/http":              {"api", "db", "diagnose", "docs", "gcrules"},
 	"internal/cli":               {"api", "cmdline"},
 	"internal/diagnose":          {"api", "db", "gcrules"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -171,7 +172,7 @@ var pauseCauses = map[string]string{
 }
 
 // sdStateOf reads the state of the running parts.
-func sdStateOf(ing *ingest.Ingester, applier *reconcile.Applier, lead *leadership) sdState {
+func sdStateOf(ing *ingest.Ingester, applier *reconcile.Applier, lead *leader.Elector) sdState {
 	var s sdState
 	for _, r := range ing.Resources() {
 		s.resources++
@@ -181,10 +182,8 @@ func sdStateOf(ing *ingest.Ingester, applier *reconcile.Applier, lead *leadershi
 	}
 	st := applier.Status()
 	s.dryRun, s.pausedBy = st.DryRun, st.PausedBy
-	s.election, s.leading = lead.enabled, lead.leading.Load()
-	lead.mu.Lock()
-	s.holder = lead.holder
-	lead.mu.Unlock()
+	s.election, s.leading = lead.Enabled(), lead.Leading()
+	s.holder, _ = lead.Holder()
 	return s
 }
 

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 
+	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
-// The HTTP server owns the types it shows and depends on neither ingestion
-// nor the controllers; these adapters give it their state in its types.
+// The HTTP server depends on neither ingestion, the controllers nor leader
+// election; these adapters give it their state in its types or the API's.
 
 // ingestView shows the ingester to the server.
 type ingestView struct{ *ingest.Ingester }
@@ -28,8 +31,8 @@ func (v ingestView) Resources() []kubehttp.ResourceStatus {
 // to the server's.
 type applierView struct{ *reconcile.Applier }
 
-// Status is the applier's own: reconcile.Status is the API's type.
-func (v applierView) Status() kubehttp.EnforcementStatus { return v.Applier.Status() }
+// Status is the applier's own, in the API's type.
+func (v applierView) Status() api.EnforcementStatus { return v.Applier.Status() }
 
 func (v applierView) Release(ctx context.Context, reason, by string) error {
 	return releaseError(v.Applier.Release(ctx, reason, by))
@@ -51,3 +54,48 @@ type classified struct{ err, kind error }
 
 func (c classified) Error() string   { return c.err.Error() }
 func (c classified) Unwrap() []error { return []error{c.err, c.kind} }
+
+// leaderView shows leader election to the server: the elector's state,
+// and the Lease and its candidates as the mirror has them.
+type leaderView struct {
+	elector *leader.Elector
+	reason  string // why there is no election, when there is none
+	mirror  db.Objects
+}
+
+func (v leaderView) Status(ctx context.Context) api.LeaderStatus {
+	e := v.elector
+	st := api.LeaderStatus{Enabled: e.Enabled(), Leader: e.Leading(), Identity: e.Identity(), Reason: v.reason}
+	if !st.Enabled {
+		return st
+	}
+	ns, name := e.Lease()
+	st.Lease = ns + "/" + name
+	holder, seen := e.Holder()
+	st.Holder = holder
+	if !seen.IsZero() {
+		st.HolderSince = &seen
+	}
+	// The Lease's own acquireTime, from the mirror, is the better "since".
+	if leases, err := v.mirror.Leases(ctx, db.LeaseFilter{Namespace: ns, Name: name}); err == nil {
+		for _, lease := range leases {
+			if lease.HolderIdentity != nil && *lease.HolderIdentity == st.Holder && lease.AcquireTime != nil {
+				st.HolderSince = lease.AcquireTime
+			}
+			st.Strategy, st.PreferredHolder = deref(lease.Strategy), deref(lease.PreferredHolder)
+		}
+	}
+	st.Coordinated = e.Coordinated()
+	candidates, err := v.mirror.LeaseCandidates(ctx, db.LeaseCandidateFilter{Namespace: ns, LeaseName: name})
+	if err == nil {
+		st.Candidates = kubehttp.ElectionCandidates(candidates, e.Identity())
+	}
+	return st
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,11 +1,10 @@
-package app
+package leader
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -100,9 +99,9 @@ func TestFence(t *testing.T) {
 	steps := []struct {
 		name    string
 		do      func()
-		wantErr error // nil: may write; errNotLeader; errFenced: any other error
+		wantErr error // nil: may write; ErrNotLeader; errFenced: any other error
 	}{
-		{name: "never renewed", do: func() {}, wantErr: errNotLeader},
+		{name: "never renewed", do: func() {}, wantErr: ErrNotLeader},
 		{name: "acquired", do: func() { _ = f.Create(context.Background(), mine) }},
 		// A renewal that takes 5 s counts from its start.
 		{name: "slow renewal", do: func() {
@@ -119,14 +118,14 @@ func TestFence(t *testing.T) {
 			lock.fail = false
 		}, wantErr: errFenced},
 		{name: "renewed again", do: func() { _ = f.Update(context.Background(), mine) }},
-		{name: "released", do: func() { _ = f.Update(context.Background(), resourcelock.LeaderElectionRecord{}) }, wantErr: errNotLeader},
+		{name: "released", do: func() { _ = f.Update(context.Background(), resourcelock.LeaderElectionRecord{}) }, wantErr: ErrNotLeader},
 	}
 	for _, s := range steps {
 		s.do()
 		err := f.held()
 		switch {
-		case s.wantErr == nil && err != nil, s.wantErr == errNotLeader && !errors.Is(err, errNotLeader),
-			s.wantErr == errFenced && (err == nil || errors.Is(err, errNotLeader)):
+		case s.wantErr == nil && err != nil, s.wantErr == ErrNotLeader && !errors.Is(err, ErrNotLeader),
+			s.wantErr == errFenced && (err == nil || errors.Is(err, ErrNotLeader)):
 			t.Errorf("%s (%s after t0): held() = %v, want %v", s.name, now.Sub(t0), err, s.wantErr)
 		}
 	}
@@ -135,13 +134,16 @@ func TestFence(t *testing.T) {
 // errFenced stands, in TestFence, for the fence's error.
 var errFenced = errors.New("fenced")
 
+// discard is a logger that logs nothing.
+var discard = slog.New(slog.DiscardHandler)
+
 // TestGracefulStopReleasesAfterWork: when the daemon stops, the writes
 // under way end (and may still write) before the lease is released, so
 // that the next leader never writes beside them.
 func TestGracefulStopReleasesAfterWork(t *testing.T) {
 	lock := &memoryLock{identity: "me"}
-	l := &leadership{enabled: true, identity: "me"}
-	cfg := leaderConfig{enabled: true, leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 100 * time.Millisecond}
+	e := New(Config{Enabled: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
+		RetryPeriod: 100 * time.Millisecond}, "me")
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	started := make(chan struct{})
@@ -151,13 +153,13 @@ func TestGracefulStopReleasesAfterWork(t *testing.T) {
 		<-ctx.Done()
 		// A write under way when the stop came, taking its time.
 		time.Sleep(300 * time.Millisecond)
-		drainErr = l.mayWrite()
+		drainErr = e.MayWrite()
 		lock.note("write returned")
 		return nil
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- l.elect(ctx, cfg, newFencedLock(lock, cfg.leaseDuration, time.Now), slog.New(slog.NewTextHandler(io.Discard, nil)), work)
+		done <- e.elect(ctx, newFencedLock(lock, e.cfg.LeaseDuration, time.Now), discard, work)
 	}()
 	select {
 	case <-started:
@@ -188,7 +190,7 @@ func TestGracefulStopReleasesAfterWork(t *testing.T) {
 	if rec := lock.Record(); rec == nil || rec.HolderIdentity != "" {
 		t.Errorf("lease record %+v at the end, want released", rec)
 	}
-	if err := l.mayWrite(); !errors.Is(err, errNotLeader) {
-		t.Errorf("mayWrite after the stop: %v, want errNotLeader", err)
+	if err := e.MayWrite(); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("MayWrite after the stop: %v, want ErrNotLeader", err)
 	}
 }

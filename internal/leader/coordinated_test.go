@@ -1,10 +1,8 @@
-package app
+package leader
 
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -46,6 +44,8 @@ func TestCandidateVersion(t *testing.T) {
 		{"", "0.0.0-dev"},
 		{"my build/2..x", "0.0.0-dev+my-build-2.x"},
 		{"v01.2.3", "1.2.3"}, // as the election reads it
+		// go build's version of a module built from a commit.
+		{"v0.0.0-20260101120000-abcdef123456", "0.0.0-20260101120000-abcdef123456"},
 	}
 	for _, tc := range tests {
 		got := candidateVersion(tc.version)
@@ -58,10 +58,6 @@ func TestCandidateVersion(t *testing.T) {
 		if _, err := semver.ParseTolerant(got); err != nil {
 			t.Errorf("candidateVersion(%q) = %q, which the election cannot read: %v", tc.version, got, err)
 		}
-	}
-	// This build's own version too, whatever it is.
-	if _, err := semver.Parse(candidateVersion(version())); err != nil {
-		t.Errorf("this build's version %q: %v", version(), err)
 	}
 	// The order the election sees.
 	order := []string{"dev", "v0.1.0", "v0.2.0-3-gabcdef1", "v0.2.0", "v0.10.0"}
@@ -85,20 +81,20 @@ func TestInstanceIdentity(t *testing.T) {
 		{long, long[:244] + "_0a1b2c3d"},
 	}
 	for _, tc := range tests {
-		got := instanceIdentity(tc.host, "0a1b2c3d")
+		got := identityOf(tc.host, "0a1b2c3d")
 		if got != tc.want {
-			t.Errorf("instanceIdentity(%q) = %q, want %q", tc.host, got, tc.want)
+			t.Errorf("identityOf(%q) = %q, want %q", tc.host, got, tc.want)
 		}
 		if msgs := validation.IsConfigMapKey(got); len(msgs) > 0 {
-			t.Errorf("instanceIdentity(%q) = %q: not a LeaseCandidate name: %v", tc.host, got, msgs)
+			t.Errorf("identityOf(%q) = %q: not a LeaseCandidate name: %v", tc.host, got, msgs)
 		}
 	}
-	a, b := instanceID(), instanceID()
+	a, b := NewIdentity(), NewIdentity()
 	if a == b {
 		t.Errorf("two instances share the identity %q", a)
 	}
 	if msgs := validation.IsConfigMapKey(a); len(msgs) > 0 {
-		t.Errorf("instanceID() = %q: not a LeaseCandidate name: %v", a, msgs)
+		t.Errorf("NewIdentity() = %q: not a LeaseCandidate name: %v", a, msgs)
 	}
 }
 
@@ -143,7 +139,7 @@ func TestCoordinationTimeout(t *testing.T) {
 		{15 * time.Second, 40 * time.Second},
 		{4 * time.Second, 18 * time.Second},
 	} {
-		if got := coordinationTimeout(leaderConfig{leaseDuration: tc.lease}); got != tc.want {
+		if got := coordinationTimeout(Config{LeaseDuration: tc.lease}); got != tc.want {
 			t.Errorf("coordinationTimeout(lease %s) = %s, want %s", tc.lease, got, tc.want)
 		}
 	}
@@ -229,11 +225,10 @@ func TestCoordinate(t *testing.T) {
 					time.Sleep(10 * time.Millisecond)
 				}
 			}()
-			l := &leadership{enabled: true, coordinated: true, identity: identity}
-			cfg := leaderConfig{enabled: true, coordinated: true, namespace: ns, name: leaseName,
-				leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 20 * time.Millisecond}
+			e := New(Config{Enabled: true, Coordinated: true, Namespace: ns, Name: leaseName,
+				LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 20 * time.Millisecond}, identity)
 			var ran bool
-			err := l.coordinate(ctx, cfg, client, ver, 300*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)),
+			err := e.coordinate(ctx, client, ver, 300*time.Millisecond, discard,
 				func(context.Context) error {
 					ran = true
 					// The candidate stands while the elector runs.
@@ -287,52 +282,6 @@ func TestCoordinate(t *testing.T) {
 	}
 }
 
-// TestCoordinatedFlagConflicts: --leader-elect-coordinated without leader
-// election is a usage error, in one line.
-func TestCoordinatedFlagConflicts(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string // "": accepted
-	}{
-		{"enforcing", []string{"--dry-run=false", "--leader-elect-coordinated"}, ""},
-		{"off by default", []string{"--dry-run=false"}, ""},
-		{"dry-run", []string{"--leader-elect-coordinated"},
-			"kubegcd: invalid --leader-elect-coordinated: dry-run runs no leader election (it writes nothing, a Lease included); add --dry-run=false"},
-		{"no leader election", []string{"--dry-run=false", "--leader-elect=false", "--leader-elect-coordinated"},
-			"kubegcd: invalid --leader-elect-coordinated: it needs leader election, which --leader-elect=false turns off"},
-	}
-	for _, tc := range tests {
-		cfg, err := parseRunFlags(tc.args...)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.want == "" && cfg.leader.coordinated != strings.Contains(strings.Join(tc.args, " "), "coordinated"):
-			t.Errorf("%s: coordinated = %v", tc.name, cfg.leader.coordinated)
-		case tc.want != "" && (err == nil || err.Error() != tc.want):
-			t.Errorf("%s: err = %v\nwant  %s", tc.name, err, tc.want)
-		}
-	}
-}
-
-// TestCoordinatedStatus: /status says the election is coordinated only
-// where this instance stands as a candidate.
-func TestCoordinatedStatus(t *testing.T) {
-	for _, tc := range []struct {
-		name           string
-		dryRun, flag   bool
-		wantCoordinate bool
-	}{
-		{"coordinated", false, true, true},
-		{"not asked for", false, false, false},
-	} {
-		cfg := &runConfig{dryRun: tc.dryRun, leader: leaderConfig{enabled: true, coordinated: tc.flag}}
-		if got := newLeadership(cfg, "me", nil).coordinated; got != tc.wantCoordinate {
-			t.Errorf("%s: coordinated = %v, want %v", tc.name, got, tc.wantCoordinate)
-		}
-	}
-}
-
 // TestWithdrawBeforeRelease: under coordinated election the candidate is
 // withdrawn once work has returned and before the lease is released, on a
 // graceful stop as when work fails; else kube-apiserver could elect the
@@ -347,14 +296,14 @@ func TestWithdrawBeforeRelease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lock := &memoryLock{identity: "me"}
-			l := &leadership{enabled: true, coordinated: true, identity: "me"}
+			// Not coordinated, so that the elector takes the lease itself.
+			e := New(Config{Enabled: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second,
+				RetryPeriod: 100 * time.Millisecond}, "me")
 			withdrawn := 0
-			l.beforeRelease = func() {
+			e.beforeRelease = func() {
 				withdrawn++
 				lock.note("withdrawn")
 			}
-			cfg := leaderConfig{enabled: true, coordinated: false, leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second,
-				retryPeriod: 100 * time.Millisecond}
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
 			started := make(chan struct{})
@@ -368,7 +317,7 @@ func TestWithdrawBeforeRelease(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				done <- l.elect(ctx, cfg, newFencedLock(lock, cfg.leaseDuration, time.Now), slog.New(slog.NewTextHandler(io.Discard, nil)), work)
+				done <- e.elect(ctx, newFencedLock(lock, e.cfg.LeaseDuration, time.Now), discard, work)
 			}()
 			select {
 			case <-started:
@@ -402,41 +351,11 @@ func TestWithdrawBeforeRelease(t *testing.T) {
 	}
 }
 
-// TestOnceWarnings: each warning of the API server is logged once.
-func TestOnceWarnings(t *testing.T) {
-	var out strings.Builder
-	w := &onceWarnings{logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		}}))}
-	for _, h := range []struct {
-		code int
-		text string
-	}{
-		{299, "coordination.k8s.io/v1beta1 LeaseCandidate is deprecated"},
-		{299, "coordination.k8s.io/v1beta1 LeaseCandidate is deprecated"},
-		{299, "another"},
-		{199, "not a warning"},
-		{299, ""},
-	} {
-		w.HandleWarningHeaderWithContext(context.Background(), h.code, "", h.text)
-	}
-	want := `level=INFO msg="the API server warns (said once)" warning="coordination.k8s.io/v1beta1 LeaseCandidate is deprecated"
-level=INFO msg="the API server warns (said once)" warning=another
-`
-	if out.String() != want {
-		t.Errorf("logged:\n%s\nwant:\n%s", out.String(), want)
-	}
-}
-
 // TestLostTo: a lost Lease says whom the API server prefers or named, from
 // the Lease as read before the release cleared it.
 func TestLostTo(t *testing.T) {
 	const self, lease = "new_0a1b2c3d", "kube-system/kubegcd"
-	lost := errLostLease.Error()
+	lost := ErrLostLease.Error()
 	tests := []struct {
 		name string
 		read resourcelock.LeaderElectionRecord
@@ -453,9 +372,9 @@ func TestLostTo(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := lostTo(errLostLease, self, lease, tc.read)
-			if err.Error() != tc.want || !errors.Is(err, errLostLease) {
-				t.Errorf("lostTo = %q, want %q, wrapping errLostLease", err, tc.want)
+			err := lostTo(ErrLostLease, self, lease, tc.read)
+			if err.Error() != tc.want || !errors.Is(err, ErrLostLease) {
+				t.Errorf("lostTo = %q, want %q, wrapping ErrLostLease", err, tc.want)
 			}
 		})
 	}
