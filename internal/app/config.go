@@ -84,50 +84,81 @@ type runFlags struct {
 
 func newRunFlags() *runFlags {
 	f := &runFlags{}
-	cfg := &f.cfg
+	f.addClusterFlags(f.groups.FlagSet("cluster"))
+	f.addDatabaseFlags(f.groups.FlagSet("database"))
+	f.addHTTPFlags(f.groups.FlagSet("HTTP"))
+	f.addControllerFlags(f.groups.FlagSet("controllers"))
+	f.addLeaderFlags(f.groups.FlagSet("leader election"))
+	f.addLoggingFlags(f.groups.FlagSet("logging"))
+	fs := f.groups.FlagSet("generic")
+	fs.StringVar(&f.configFile, "config", "",
+		"file of settings, one 'flag = value' per line ('#' starts a comment); "+
+			"flags given on the command line win")
+	// cobra's own --help, in a group so that help lists it.
+	fs.BoolP("help", "h", false, "help for run")
+	return f
+}
 
-	fs := f.groups.FlagSet("cluster")
+func (f *runFlags) addClusterFlags(fs *pflag.FlagSet) {
+	cfg := &f.cfg
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "",
-		"path of the kubeconfig file (default: the systemd credential kubeconfig in $CREDENTIALS_DIRECTORY, then $KUBECONFIG, "+
-			"then ~/.kube/config, then in-cluster config)")
+		"path of the kubeconfig file (default: the systemd credential kubeconfig in $CREDENTIALS_DIRECTORY, "+
+			"then $KUBECONFIG, then ~/.kube/config, then in-cluster config)")
 	fs.StringVar(&cfg.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
 	fs.DurationVar(&cfg.startupTimeout, "startup-timeout", 30*time.Second,
 		"how long to keep trying to reach the API server at start before giving up")
 	fs.DurationVar(&cfg.discoveryInterval, "discovery-interval", 30*time.Second,
 		"how often to re-discover API resources, so CRDs added or removed later are watched or dropped")
-	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 20, "queries per second of the controllers' writes and live checks to the API server")
+	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 20,
+		"queries per second of the controllers' writes and live checks to the API server")
 	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 30, "burst above --kube-api-qps")
+}
 
-	fs = f.groups.FlagSet("database")
+func (f *runFlags) addDatabaseFlags(fs *pflag.FlagSet) {
+	cfg := &f.cfg
 	fs.StringVar(&cfg.dbPath, "db", "kubegcd.db", "path of the SQLite database; created if missing")
 	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
 	fs.DurationVar(&cfg.historyRetention, "history-retention", 7*24*time.Hour,
-		"how long object history (ownership changes, deletions) is kept; an object's state at the cutoff stays while it exists (0: forever)")
+		"how long object history (ownership changes, deletions) is kept; "+
+			"an object's state at the cutoff stays while it exists (0: forever)")
+}
 
-	fs = f.groups.FlagSet("HTTP")
+func (f *runFlags) addHTTPFlags(fs *pflag.FlagSet) {
+	cfg := &f.cfg
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address of the HTTP API, metrics and web UI")
 	fs.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil,
-		"comma-separated host names the HTTP API answers to, besides IP addresses, localhost and the --listen host; "+
-			"other names in a request's Host are refused, so that a web page cannot reach the API through DNS rebinding ('*': any)")
+		"comma-separated host names the HTTP API answers to, besides IP addresses, localhost and "+
+			"the --listen host; other names in a request's Host are refused, "+
+			"so that a web page cannot reach the API through DNS rebinding ('*': any)")
 	fs.StringVar(&cfg.authTokenFile, "auth-token-file", "",
-		"file of bearer tokens, one per line (TOKEN or TOKEN,NAME), that API requests must carry (but /healthz and /readyz); re-read when it changes")
-	fs.StringVar(&cfg.tlsCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); re-read when it changes")
+		"file of bearer tokens, one per line (TOKEN or TOKEN,NAME), that API requests must carry "+
+			"(but /healthz and /readyz); re-read when it changes")
+	fs.StringVar(&cfg.tlsCertFile, "tls-cert-file", "",
+		"serve HTTPS with this PEM certificate (chain); re-read when it changes")
 	fs.StringVar(&cfg.tlsKeyFile, "tls-private-key-file", "", "the PEM private key of --tls-cert-file")
 	fs.StringVar(&cfg.clientCAFile, "client-ca-file", "",
 		"PEM CA bundle: a client certificate it verifies authenticates a request (mTLS); needs --tls-cert-file")
 	fs.BoolVar(&cfg.insecureUnauthenticated, "insecure-allow-unauthenticated", false,
-		"serve a --listen address that is not loopback without --auth-token-file or --client-ca-file: anyone who reaches it reads the API")
+		"serve a --listen address that is not loopback without --auth-token-file or --client-ca-file: "+
+			"anyone who reaches it reads the API")
 	fs.IntVar(&cfg.maxInflight, "max-requests-inflight", 16,
-		"HTTP API requests served at once; more get a 429 with Retry-After (health checks are never refused; 0: no limit)")
+		"HTTP API requests served at once; more get a 429 with Retry-After "+
+			"(health checks are never refused; 0: no limit)")
 	fs.DurationVar(&cfg.lintCountsMaxAge, "lint-counts-max-age", kubehttp.DefaultLintCountsMaxAge,
-		"on a mirror whose lint count takes 50ms or more, how old the lint findings' counts (GET /lint's counts, kubegcd_ownerref_findings) "+
-			"may grow before a request or a scrape has them counted anew, in the background, over the whole mirror (0: at every request, "+
+		"on a mirror whose lint count takes 50ms or more, how old the lint findings' counts "+
+			"(GET /lint's counts, kubegcd_ownerref_findings) may grow before a request or a scrape "+
+			"has them counted anew, in the background, over the whole mirror (0: at every request, "+
 			"which is still answered with the last count); a quicker count is made for each request")
 	fs.DurationVar(&cfg.graphStreamStall, "graph-stream-stall-timeout", kubehttp.DefaultGraphStreamStall,
-		"how long a stream of the whole graph (GET /graph without ?namespace= or ?uid=) waits for its client to take data before it is cut")
-	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on --listen (a CPU profile or trace of up to 2 minutes: ?seconds=N)")
+		"how long a stream of the whole graph (GET /graph without ?namespace= or ?uid=) waits for its client "+
+			"to take data before it is cut")
+	fs.BoolVar(&cfg.profiling, "profiling", false,
+		"serve Go's pprof profiles under /debug/pprof/ on --listen "+
+			"(a CPU profile or trace of up to 2 minutes: ?seconds=N)")
+}
 
-	fs = f.groups.FlagSet("controllers")
+func (f *runFlags) addControllerFlags(fs *pflag.FlagSet) {
+	cfg := &f.cfg
 	fs.BoolVar(&cfg.dryRun, "dry-run", true,
 		"decide and record what would be done without writing to the cluster; --dry-run=false enforces")
 	fs.StringSliceVar(&f.controllers, "controllers", slices.Clone(knownControllers),
@@ -136,55 +167,59 @@ func newRunFlags() *runFlags {
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
 		"how often controllers look at every candidate again, beside reacting to changes")
 	fs.IntVar(&cfg.maxDeletionsPerMinute, "max-deletions-per-minute", 6000,
-		"blast-radius cap: writes to the cluster (deletes and patches alike) beyond this many in any minute pause enforcement; "+
-			"the count survives restarts (0: no cap)")
+		"blast-radius cap: writes to the cluster (deletes and patches alike) beyond this many in any minute "+
+			"pause enforcement; the count survives restarts (0: no cap)")
 	fs.StringVar(&cfg.blastRadiusResume, "blast-radius-resume", "auto",
-		"after the blast-radius cap paused enforcement: auto resumes when the rate falls; manual holds, across restarts, "+
-			"until an operator runs 'kubegcd release'")
+		"after the blast-radius cap paused enforcement: auto resumes when the rate falls; manual holds, "+
+			"across restarts, until an operator runs 'kubegcd release'")
 	fs.DurationVar(&cfg.stuckAfter, "stuck-after", 5*time.Minute,
-		"a deletion not finished this long after it was requested is stuck: /stuck lists it by default and kubegcd_deletions_stuck counts it")
+		"a deletion not finished this long after it was requested is stuck: "+
+			"/stuck lists it by default and kubegcd_deletions_stuck counts it")
 	fs.DurationVar(&cfg.podgcPeriod, "podgc-period", 20*time.Second, "time between PodGC passes")
 	fs.IntVar(&cfg.terminatedThreshold, "terminated-pod-gc-threshold", 12500,
-		"terminated pods the cluster keeps before PodGC deletes the excess, Evicted and oldest first (0: never)")
+		"terminated pods the cluster keeps before PodGC deletes the excess, "+
+			"Evicted and oldest first (0: never)")
 	fs.DurationVar(&cfg.podgcQuarantine, "podgc-quarantine", 40*time.Second,
 		"how long a node must be missing before PodGC checks it live and deletes its pods")
 	fs.DurationVar(&cfg.terminatedMaxAge, "terminated-pod-max-age", 0,
 		"delete terminated pods created longer ago than this, however many there are (0: off)")
 	fs.StringToIntVar(&cfg.namespaceThresholds, "terminated-pod-gc-threshold-namespace", nil,
-		"`NAMESPACE=COUNT`: terminated pods that namespace keeps before PodGC deletes its excess; repeatable, or comma-separated (default: none)")
+		"`NAMESPACE=COUNT`: terminated pods that namespace keeps before PodGC deletes its excess; "+
+			"repeatable, or comma-separated (default: none)")
 	// Help would print an empty map's "[]" as the default.
 	fs.Lookup("terminated-pod-gc-threshold-namespace").DefValue = ""
 	fs.DurationVar(&cfg.leaseCandidateGCPeriod, "lease-candidate-gc-period", lcgc.DefaultPeriod,
-		"time between lcgc passes, which delete the LeaseCandidates not renewed for 30m (kube-apiserver's LeaseCandidateGCPeriod)")
+		"time between lcgc passes, which delete the LeaseCandidates not renewed for 30m "+
+			"(kube-apiserver's LeaseCandidateGCPeriod)")
+}
 
-	fs = f.groups.FlagSet("leader election")
-	fs.BoolVar(&cfg.leader.Enabled, "leader-elect", true,
-		"run for a Lease so that, of several kubegcd instances, only the holder writes to the cluster (not in dry-run, which writes nothing)")
-	fs.StringVar(&cfg.leader.Namespace, "leader-elect-namespace", "kube-system", "namespace of the leader-election Lease")
-	fs.StringVar(&cfg.leader.Name, "leader-elect-name", "kubegcd", "name of the leader-election Lease")
-	fs.DurationVar(&cfg.leader.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
+func (f *runFlags) addLeaderFlags(fs *pflag.FlagSet) {
+	l := &f.cfg.leader
+	fs.BoolVar(&l.Enabled, "leader-elect", true,
+		"run for a Lease so that, of several kubegcd instances, only the holder writes to the cluster "+
+			"(not in dry-run, which writes nothing)")
+	fs.StringVar(&l.Namespace, "leader-elect-namespace", "kube-system", "namespace of the leader-election Lease")
+	fs.StringVar(&l.Name, "leader-elect-name", "kubegcd", "name of the leader-election Lease")
+	fs.DurationVar(&l.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
 		"how long followers wait after the last renewal before taking the lease")
-	fs.DurationVar(&cfg.leader.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+	fs.DurationVar(&l.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
 		"how long the leader keeps retrying to renew before it gives the lease up (and stops writing)")
-	fs.DurationVar(&cfg.leader.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
+	fs.DurationVar(&l.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"how often to try to acquire or renew the lease")
-	fs.BoolVar(&cfg.leader.Coordinated, "leader-elect-coordinated", false,
-		"coordinated leader election: stand as a LeaseCandidate (this version, strategy OldestEmulationVersion) and let kube-apiserver name the holder; "+
-			"refused (exit 1) unless kube-apiserver runs with --feature-gates=CoordinatedLeaderElection=true and --runtime-config=coordination.k8s.io/v1beta1=true; "+
+	fs.BoolVar(&l.Coordinated, "leader-elect-coordinated", false,
+		"coordinated leader election: stand as a LeaseCandidate "+
+			"(this version, strategy OldestEmulationVersion) and let kube-apiserver name the holder; "+
+			"refused (exit 1) unless kube-apiserver runs with "+
+			"--feature-gates=CoordinatedLeaderElection=true and "+
+			"--runtime-config=coordination.k8s.io/v1beta1=true; "+
 			"needs --dry-run=false, and every instance of the Lease must use it")
+}
 
-	fs = f.groups.FlagSet("logging")
+func (f *runFlags) addLoggingFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.level, "log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&cfg.logFormat, "log-format", logFormatAuto,
-		"log format: text, json, or journal (text without timestamps, each line led by its syslog priority, <6> for info); "+
-			"auto: journal when stderr is the systemd journal ($JOURNAL_STREAM), else text")
-
-	fs = f.groups.FlagSet("generic")
-	fs.StringVar(&f.configFile, "config", "",
-		"file of settings, one 'flag = value' per line ('#' starts a comment); flags given on the command line win")
-	// cobra's own --help, in a group so that help lists it.
-	fs.BoolP("help", "h", false, "help for run")
-	return f
+	fs.StringVar(&f.cfg.logFormat, "log-format", logFormatAuto,
+		"log format: text, json, or journal (text without timestamps, each line led by its syslog priority, "+
+			"<6> for info); auto: journal when stderr is the systemd journal ($JOURNAL_STREAM), else text")
 }
 
 // valueCompletions are the words shell completion offers for the flags
@@ -206,63 +241,16 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 			return nil, err
 		}
 	}
-
 	var errs []error
-	// bad notes that flag's value breaks the rule want says, when failed.
-	bad := func(failed bool, flag string, value any, want string) {
-		if failed {
-			errs = append(errs, fmt.Errorf("invalid --%s %v: %s", flag, value, want))
-		}
-	}
 	if err := cfg.logLevel.UnmarshalText([]byte(f.level)); err != nil {
 		errs = append(errs, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", f.level))
 	}
 	if !slices.Contains([]string{logFormatAuto, logFormatText, logFormatJSON, logFormatJournal}, cfg.logFormat) {
-		errs = append(errs, fmt.Errorf("invalid --log-format %q: want auto, text, json or journal", cfg.logFormat))
+		errs = append(errs, fmt.Errorf("invalid --log-format %q: want auto, text, json or journal",
+			cfg.logFormat))
 	}
-	// pflag splits the list at commas and keeps the spaces around a name.
-	for _, c := range f.controllers {
-		c = strings.TrimSpace(c)
-		if c == "" {
-			continue
-		}
-		if !slices.Contains(knownControllers, c) {
-			errs = append(errs, fmt.Errorf("invalid --controllers: unknown controller %q (known: %s)", c, strings.Join(knownControllers, ", ")))
-			continue
-		}
-		if !slices.Contains(cfg.controllers, c) {
-			cfg.controllers = append(cfg.controllers, c)
-		}
-	}
-	bad(cfg.discoveryInterval < time.Second, "discovery-interval", cfg.discoveryInterval, "must be at least 1s")
-	bad(cfg.startupTimeout <= 0, "startup-timeout", cfg.startupTimeout, "must be positive")
-	bad(cfg.kubeAPIQPS <= 0, "kube-api-qps", cfg.kubeAPIQPS, "must be positive")
-	bad(cfg.kubeAPIBurst < 1, "kube-api-burst", cfg.kubeAPIBurst, "must be at least 1")
-	bad(cfg.gcWorkers < 1, "gc-workers", cfg.gcWorkers, "must be at least 1")
-	bad(cfg.maxDeletionsPerMinute < 0, "max-deletions-per-minute", cfg.maxDeletionsPerMinute, "must be 0 (no cap) or more")
-	if cfg.blastRadiusResume != "auto" && cfg.blastRadiusResume != "manual" {
-		errs = append(errs, fmt.Errorf("invalid --blast-radius-resume %q: want auto or manual", cfg.blastRadiusResume))
-	}
-	bad(cfg.auditRetention < time.Hour, "audit-retention", cfg.auditRetention, "must be at least 1h")
-	bad(cfg.historyRetention != 0 && cfg.historyRetention < time.Hour, "history-retention", cfg.historyRetention, "must be 0 (forever) or at least 1h")
-	bad(cfg.resyncPeriod < time.Second, "resync-period", cfg.resyncPeriod, "must be at least 1s")
-	bad(cfg.podgcPeriod < time.Second, "podgc-period", cfg.podgcPeriod, "must be at least 1s")
-	bad(cfg.terminatedThreshold < 0, "terminated-pod-gc-threshold", cfg.terminatedThreshold, "must be 0 (never) or more")
-	bad(cfg.podgcQuarantine < 0, "podgc-quarantine", cfg.podgcQuarantine, "must not be negative")
-	for _, ns := range slices.Sorted(maps.Keys(cfg.namespaceThresholds)) {
-		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("invalid --terminated-pod-gc-threshold-namespace: namespace %q: %s", ns, strings.Join(msgs, "; ")))
-		}
-		if count := cfg.namespaceThresholds[ns]; count < 0 {
-			errs = append(errs, fmt.Errorf("invalid --terminated-pod-gc-threshold-namespace: count %d of namespace %q: must be 0 or more", count, ns))
-		}
-	}
-	bad(cfg.terminatedMaxAge < 0, "terminated-pod-max-age", cfg.terminatedMaxAge, "must be 0 (off) or positive")
-	bad(cfg.leaseCandidateGCPeriod < time.Second, "lease-candidate-gc-period", cfg.leaseCandidateGCPeriod, "must be at least 1s")
-	bad(cfg.stuckAfter < 0, "stuck-after", cfg.stuckAfter, "must not be negative")
-	bad(cfg.lintCountsMaxAge < 0, "lint-counts-max-age", cfg.lintCountsMaxAge, "must not be negative")
-	bad(cfg.graphStreamStall < time.Second, "graph-stream-stall-timeout", cfg.graphStreamStall, "must be at least 1s")
-	bad(cfg.maxInflight < 0, "max-requests-inflight", cfg.maxInflight, "must be 0 (no limit) or more")
+	errs = append(errs, f.readControllers()...)
+	errs = append(errs, cfg.validateValues()...)
 	if cfg.leader.Enabled {
 		errs = append(errs, validateLeader(cfg.leader)...)
 	}
@@ -279,6 +267,79 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 	return cfg, nil
 }
 
+// readControllers reads --controllers into cfg.controllers, each once.
+// pflag splits the list at commas and keeps the spaces around a name.
+func (f *runFlags) readControllers() []error {
+	var errs []error
+	for _, c := range f.controllers {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		if !slices.Contains(knownControllers, c) {
+			errs = append(errs, fmt.Errorf("invalid --controllers: unknown controller %q (known: %s)",
+				c, strings.Join(knownControllers, ", ")))
+			continue
+		}
+		if !slices.Contains(f.cfg.controllers, c) {
+			f.cfg.controllers = append(f.cfg.controllers, c)
+		}
+	}
+	return errs
+}
+
+// checks collects the values that break their rule.
+type checks []error
+
+// bad notes that flag's value breaks the rule want says, when failed.
+func (c *checks) bad(failed bool, flag string, value any, want string) {
+	if failed {
+		*c = append(*c, fmt.Errorf("invalid --%s %v: %s", flag, value, want))
+	}
+}
+
+// validateValues checks each value against its rule.
+func (c *runConfig) validateValues() []error {
+	var e checks
+	e.bad(c.discoveryInterval < time.Second, "discovery-interval", c.discoveryInterval, "must be at least 1s")
+	e.bad(c.startupTimeout <= 0, "startup-timeout", c.startupTimeout, "must be positive")
+	e.bad(c.kubeAPIQPS <= 0, "kube-api-qps", c.kubeAPIQPS, "must be positive")
+	e.bad(c.kubeAPIBurst < 1, "kube-api-burst", c.kubeAPIBurst, "must be at least 1")
+	e.bad(c.gcWorkers < 1, "gc-workers", c.gcWorkers, "must be at least 1")
+	e.bad(c.maxDeletionsPerMinute < 0, "max-deletions-per-minute", c.maxDeletionsPerMinute,
+		"must be 0 (no cap) or more")
+	if c.blastRadiusResume != "auto" && c.blastRadiusResume != "manual" {
+		e = append(e, fmt.Errorf("invalid --blast-radius-resume %q: want auto or manual", c.blastRadiusResume))
+	}
+	e.bad(c.auditRetention < time.Hour, "audit-retention", c.auditRetention, "must be at least 1h")
+	e.bad(c.historyRetention != 0 && c.historyRetention < time.Hour, "history-retention", c.historyRetention,
+		"must be 0 (forever) or at least 1h")
+	e.bad(c.resyncPeriod < time.Second, "resync-period", c.resyncPeriod, "must be at least 1s")
+	e.bad(c.podgcPeriod < time.Second, "podgc-period", c.podgcPeriod, "must be at least 1s")
+	e.bad(c.terminatedThreshold < 0, "terminated-pod-gc-threshold", c.terminatedThreshold,
+		"must be 0 (never) or more")
+	e.bad(c.podgcQuarantine < 0, "podgc-quarantine", c.podgcQuarantine, "must not be negative")
+	for _, ns := range slices.Sorted(maps.Keys(c.namespaceThresholds)) {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			e = append(e, fmt.Errorf("invalid --terminated-pod-gc-threshold-namespace: namespace %q: %s",
+				ns, strings.Join(msgs, "; ")))
+		}
+		if count := c.namespaceThresholds[ns]; count < 0 {
+			e = append(e, fmt.Errorf("invalid --terminated-pod-gc-threshold-namespace: "+
+				"count %d of namespace %q: must be 0 or more", count, ns))
+		}
+	}
+	e.bad(c.terminatedMaxAge < 0, "terminated-pod-max-age", c.terminatedMaxAge, "must be 0 (off) or positive")
+	e.bad(c.leaseCandidateGCPeriod < time.Second, "lease-candidate-gc-period", c.leaseCandidateGCPeriod,
+		"must be at least 1s")
+	e.bad(c.stuckAfter < 0, "stuck-after", c.stuckAfter, "must not be negative")
+	e.bad(c.lintCountsMaxAge < 0, "lint-counts-max-age", c.lintCountsMaxAge, "must not be negative")
+	e.bad(c.graphStreamStall < time.Second, "graph-stream-stall-timeout", c.graphStreamStall,
+		"must be at least 1s")
+	e.bad(c.maxInflight < 0, "max-requests-inflight", c.maxInflight, "must be 0 (no limit) or more")
+	return e
+}
+
 // validateHTTP checks --listen against the API's authentication and TLS,
 // and reads allowedHosts and the --listen host into c.allowedHosts.
 func (c *runConfig) validateHTTP(allowedHosts []string) []error {
@@ -287,15 +348,17 @@ func (c *runConfig) validateHTTP(allowedHosts []string) []error {
 		errs = append(errs, errors.New("invalid --tls-cert-file/--tls-private-key-file: give both or neither"))
 	}
 	if c.clientCAFile != "" && c.tlsCertFile == "" {
-		errs = append(errs, errors.New("invalid --client-ca-file: client certificates need TLS: give --tls-cert-file and --tls-private-key-file too"))
+		errs = append(errs, errors.New("invalid --client-ca-file: client certificates need TLS: "+
+			"give --tls-cert-file and --tls-private-key-file too"))
 	}
 	listenHost, _, err := net.SplitHostPort(c.listen)
 	switch {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("invalid --listen %q: %w", c.listen, err))
 	case !isLoopback(listenHost) && c.authTokenFile == "" && c.clientCAFile == "" && !c.insecureUnauthenticated:
-		errs = append(errs, fmt.Errorf("refusing --listen %s without authentication: anyone who reaches it could read the cluster's "+
-			"ownership graph; give --auth-token-file or --client-ca-file (with --tls-cert-file), "+
+		errs = append(errs, fmt.Errorf("refusing --listen %s without authentication: "+
+			"anyone who reaches it could read the cluster's ownership graph; "+
+			"give --auth-token-file or --client-ca-file (with --tls-cert-file), "+
 			"or --insecure-allow-unauthenticated to serve it anyway", c.listen))
 	}
 	if listenHost != "" {
@@ -307,7 +370,8 @@ func (c *runConfig) validateHTTP(allowedHosts []string) []error {
 			continue
 		}
 		if _, _, err := net.SplitHostPort(h); err == nil || strings.ContainsAny(h, "/ ") {
-			errs = append(errs, fmt.Errorf("invalid --allowed-hosts: %q is not a host name (no scheme, port or path)", h))
+			errs = append(errs, fmt.Errorf("invalid --allowed-hosts: %q is not a host name "+
+				"(no scheme, port or path)", h))
 			continue
 		}
 		c.allowedHosts = append(c.allowedHosts, h)
@@ -384,7 +448,8 @@ func (c *runConfig) restConfig(warn func(msg string, args ...any)) (*rest.Config
 		if inCluster, icErr := rest.InClusterConfig(); icErr == nil {
 			return withUserAgent(inCluster), nil
 		}
-		return nil, errors.New("no kubeconfig found: pass --kubeconfig, load the systemd credential kubeconfig, set $KUBECONFIG or create ~/.kube/config")
+		return nil, errors.New("no kubeconfig found: pass --kubeconfig, " +
+			"load the systemd credential kubeconfig, set $KUBECONFIG or create ~/.kube/config")
 	}
 	where := rules.ExplicitPath
 	if where == "" {
