@@ -158,6 +158,7 @@ func (d *daemonRun) build() error {
 	d.ing = ing
 	instance := leader.NewIdentity()
 	d.lead = leader.New(electionConfig(d.cfg), instance)
-	d.ctrls, err = startControllers(d.cfg, d.restCfg, d.store, ing, d.reg, d.log, instance, d.lead.MayWrite, d.loops)
+	d.ctrls, err = startControllers(d.cfg, d.restCfg, d.store, ing, d.reg, d.log, instance, d.lead.MayWrite,
+		d.loops)
 	return err
 }

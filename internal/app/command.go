@@ -146,9 +146,11 @@ func (p *program) runCommand() *cobra.Command {
 	f.groups.AddTo(cmd.Flags())
 	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) { cmdline.Help(c, &f.groups) })
 	for name, words := range valueCompletions {
-		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
+		complete := cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp)
+		_ = cmd.RegisterFlagCompletionFunc(name, complete)
 	}
-	_ = cmd.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	_ = cmd.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]cobra.Completion,
+		cobra.ShellCompDirective) {
 		return kubeContexts(f.cfg.kubeconfig), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
@@ -193,7 +195,8 @@ func migrateCommand() *cobra.Command {
 			if dirty {
 				state = " (dirty)"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schema version %d%s (this kubegcd supports up to %d)\n", v, state, db.LatestVersion())
+			fmt.Fprintf(cmd.OutOrStdout(), "schema version %d%s (this kubegcd supports up to %d)\n",
+				v, state, db.LatestVersion())
 			return nil
 		},
 	}

@@ -72,8 +72,12 @@ func (c *controllers) Controllers() []api.ControllerStatus {
 	return out
 }
 
-func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *ingest.Ingester, reg prometheus.Registerer,
-	logger *slog.Logger, instance string, mayWrite func() error, loops *liveness.Registry) (*controllers, error) {
+// startControllers builds the applier and the controllers cfg names, and
+// subscribes them to ing's changes. instance names this process in audit
+// rows; mayWrite is the applier's guard.
+func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *ingest.Ingester,
+	reg prometheus.Registerer, logger *slog.Logger, instance string, mayWrite func() error,
+	loops *liveness.Registry) (*controllers, error) {
 	writeCfg := rest.CopyConfig(restCfg)
 	writeCfg.QPS, writeCfg.Burst = float32(cfg.kubeAPIQPS), cfg.kubeAPIBurst
 	mc, err := reconcile.NewMetadataClient(writeCfg)
@@ -90,8 +94,14 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 		return nil, err
 	}
 	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{
-		DB: store.Ledger(), DryRun: cfg.dryRun, Instance: instance, MayWrite: mayWrite, Logger: logger.With("component", "applier"),
-		MaxDeletionsPerMinute: cfg.maxDeletionsPerMinute, ManualResume: cfg.blastRadiusResume == "manual", Registerer: reg,
+		DB:                    store.Ledger(),
+		DryRun:                cfg.dryRun,
+		Instance:              instance,
+		MayWrite:              mayWrite,
+		Logger:                logger.With("component", "applier"),
+		MaxDeletionsPerMinute: cfg.maxDeletionsPerMinute,
+		ManualResume:          cfg.blastRadiusResume == "manual",
+		Registerer:            reg,
 	})
 	if err != nil {
 		return nil, err
@@ -143,14 +153,32 @@ type builtController struct {
 	onChange func([]db.Change)
 }
 
+// base is the options every controller shares, for the controller name,
+// whose loop beats at least every period.
+func (d controllerDeps) base(name string, period time.Duration) reconcile.ControllerOptions {
+	return reconcile.ControllerOptions{
+		Applier:    d.applier,
+		Logger:     d.logger.With("controller", name),
+		Synced:     d.ing.Synced,
+		Registerer: d.reg,
+		Heartbeat:  d.loops.Loop(name, period),
+		Passes:     d.passes,
+	}
+}
+
 // controllerTable builds each controller --controllers may name
 // (gcrules.Controllers; TestEveryControllerIsBuilt keeps them in step).
 var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	ownergc.Name: func(d controllerDeps) (builtController, error) {
 		gc, err := ownergc.New(ownergc.Options{
-			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", ownergc.Name), Synced: d.ing.Synced, Registerer: d.reg, Heartbeat: d.loops.Loop(ownergc.Name, d.cfg.resyncPeriod), Passes: d.passes},
-			DB:                d.store.OwnerGC(), Client: d.meta, Recorder: d.recorder, CaughtUp: d.ing.CaughtUp, Workers: d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
-			UnknownKindRetry: d.cfg.discoveryInterval,
+			ControllerOptions: d.base(ownergc.Name, d.cfg.resyncPeriod),
+			DB:                d.store.OwnerGC(),
+			Client:            d.meta,
+			Recorder:          d.recorder,
+			CaughtUp:          d.ing.CaughtUp,
+			Workers:           d.cfg.gcWorkers,
+			ResyncPeriod:      d.cfg.resyncPeriod,
+			UnknownKindRetry:  d.cfg.discoveryInterval,
 		})
 		if err != nil {
 			return builtController{}, err
@@ -159,11 +187,16 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	},
 	podgc.Name: func(d controllerDeps) (builtController, error) {
 		pg, err := podgc.New(podgc.Options{
-			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", podgc.Name), Synced: d.ing.Synced, Passes: d.passes, Registerer: d.reg, Heartbeat: d.loops.Loop(podgc.Name, d.cfg.podgcPeriod)},
-			DB:                d.store.PodGC(), Client: d.kube,
-			ResourceSynced: d.ing.ResourceSynced,
-			Period:         d.cfg.podgcPeriod, TerminatedThreshold: d.cfg.terminatedThreshold, NamespaceThresholds: d.cfg.namespaceThresholds,
-			MaxAge: d.cfg.terminatedMaxAge, Quarantine: d.cfg.podgcQuarantine, Workers: d.cfg.gcWorkers,
+			ControllerOptions:   d.base(podgc.Name, d.cfg.podgcPeriod),
+			DB:                  d.store.PodGC(),
+			Client:              d.kube,
+			ResourceSynced:      d.ing.ResourceSynced,
+			Period:              d.cfg.podgcPeriod,
+			TerminatedThreshold: d.cfg.terminatedThreshold,
+			NamespaceThresholds: d.cfg.namespaceThresholds,
+			MaxAge:              d.cfg.terminatedMaxAge,
+			Quarantine:          d.cfg.podgcQuarantine,
+			Workers:             d.cfg.gcWorkers,
 		})
 		if err != nil {
 			return builtController{}, err
@@ -172,10 +205,12 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	},
 	ttl.Name: func(d controllerDeps) (builtController, error) {
 		tc, err := ttl.New(ttl.Options{
-			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", ttl.Name), Synced: d.ing.Synced, Passes: d.passes, Registerer: d.reg, Heartbeat: d.loops.Loop(ttl.Name, d.cfg.resyncPeriod)},
-			DB:                d.store.TTL(), Client: d.kube,
-			ResourceSynced: d.ing.ResourceSynced,
-			Workers:        d.cfg.gcWorkers, ResyncPeriod: d.cfg.resyncPeriod,
+			ControllerOptions: d.base(ttl.Name, d.cfg.resyncPeriod),
+			DB:                d.store.TTL(),
+			Client:            d.kube,
+			ResourceSynced:    d.ing.ResourceSynced,
+			Workers:           d.cfg.gcWorkers,
+			ResyncPeriod:      d.cfg.resyncPeriod,
 		})
 		if err != nil {
 			return builtController{}, err
@@ -184,9 +219,10 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	},
 	svgc.Name: func(d controllerDeps) (builtController, error) {
 		sc, err := svgc.New(svgc.Options{
-			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", svgc.Name), Synced: d.ing.Synced, Registerer: d.reg, Heartbeat: d.loops.Loop(svgc.Name, d.cfg.resyncPeriod), Passes: d.passes},
-			DB:                d.store.SVGC(), Client: d.kube,
-			ResyncPeriod: d.cfg.resyncPeriod,
+			ControllerOptions: d.base(svgc.Name, d.cfg.resyncPeriod),
+			DB:                d.store.SVGC(),
+			Client:            d.kube,
+			ResyncPeriod:      d.cfg.resyncPeriod,
 		})
 		if err != nil {
 			return builtController{}, err
@@ -195,10 +231,11 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	},
 	lcgc.Name: func(d controllerDeps) (builtController, error) {
 		lc, err := lcgc.New(lcgc.Options{
-			ControllerOptions: reconcile.ControllerOptions{Applier: d.applier, Logger: d.logger.With("controller", lcgc.Name), Synced: d.ing.Synced, Registerer: d.reg, Heartbeat: d.loops.Loop(lcgc.Name, d.cfg.leaseCandidateGCPeriod), Passes: d.passes},
-			DB:                d.store.LCGC(), Client: d.kube,
-			ResourceSynced: d.ing.ResourceSynced,
-			Period:         d.cfg.leaseCandidateGCPeriod,
+			ControllerOptions: d.base(lcgc.Name, d.cfg.leaseCandidateGCPeriod),
+			DB:                d.store.LCGC(),
+			Client:            d.kube,
+			ResourceSynced:    d.ing.ResourceSynced,
+			Period:            d.cfg.leaseCandidateGCPeriod,
 		})
 		if err != nil {
 			return builtController{}, err
@@ -220,7 +257,8 @@ func (c *controllers) run(ctx context.Context) error {
 		if err == nil {
 			break
 		}
-		c.log.Error("settling the writes of an earlier run without an outcome; controllers wait, retrying", "err", err, "in", wait)
+		c.log.Error("settling the writes of an earlier run without an outcome; controllers wait, retrying",
+			"err", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -273,8 +311,8 @@ func pruneAudit(ctx context.Context, store *db.DB, retention time.Duration, logg
 // pruneHourly drops what is older than the retention, at start and hourly.
 // A failure is logged and retried at the next hour: what is kept a little
 // longer harms nothing.
-func pruneHourly(ctx context.Context, what string, retention time.Duration, prune func(context.Context, time.Time) (int64, error),
-	logger *slog.Logger) {
+func pruneHourly(ctx context.Context, what string, retention time.Duration,
+	prune func(context.Context, time.Time) (int64, error), logger *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {

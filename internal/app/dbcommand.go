@@ -25,7 +25,8 @@ func dbCommand() *cobra.Command {
 		Short:                 "check the database, or copy it while kubegcd runs",
 		Long:                  dbHelp,
 		DisableFlagsInUseLine: true,
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion,
+			cobra.ShellCompDirective) {
 			if len(args) == 0 {
 				return []cobra.Completion{"check", "backup"}, cobra.ShellCompDirectiveNoFileComp
 			}

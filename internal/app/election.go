@@ -24,7 +24,8 @@ func electionConfig(cfg *runConfig) leader.Config {
 func noElectionReason(cfg *runConfig) string {
 	switch {
 	case cfg.dryRun:
-		return "dry-run writes nothing to the cluster, a Lease included: every dry-run instance decides on its own"
+		return "dry-run writes nothing to the cluster, a Lease included: " +
+			"every dry-run instance decides on its own"
 	case !cfg.leader.Enabled:
 		return "--leader-elect=false: this instance writes without a lease"
 	}
@@ -36,24 +37,27 @@ func noElectionReason(cfg *runConfig) string {
 func validateLeader(l leader.Config) []error {
 	var errs []error
 	if l.Namespace == "" || l.Name == "" {
-		errs = append(errs, errors.New("invalid --leader-elect-namespace/--leader-elect-name: must not be empty"))
+		errs = append(errs, errors.New("invalid --leader-elect-namespace/--leader-elect-name: "+
+			"must not be empty"))
 	}
 	if l.RetryPeriod <= 0 {
-		errs = append(errs, fmt.Errorf("invalid --leader-elect-retry-period %s: must be positive", l.RetryPeriod))
+		errs = append(errs, fmt.Errorf("invalid --leader-elect-retry-period %s: must be positive",
+			l.RetryPeriod))
 		return errs
 	}
 	if float64(l.RenewDeadline) <= 1.2*float64(l.RetryPeriod) {
-		errs = append(errs, fmt.Errorf("invalid --leader-elect-renew-deadline %s: must be more than 1.2 × --leader-elect-retry-period (%s)",
-			l.RenewDeadline, l.RetryPeriod))
+		errs = append(errs, fmt.Errorf("invalid --leader-elect-renew-deadline %s: "+
+			"must be more than 1.2 × --leader-elect-retry-period (%s)", l.RenewDeadline, l.RetryPeriod))
 	}
 	switch {
 	case l.LeaseDuration <= l.RenewDeadline:
-		errs = append(errs, fmt.Errorf("invalid --leader-elect-lease-duration %s: must be more than --leader-elect-renew-deadline (%s)",
-			l.LeaseDuration, l.RenewDeadline))
+		errs = append(errs, fmt.Errorf("invalid --leader-elect-lease-duration %s: "+
+			"must be more than --leader-elect-renew-deadline (%s)", l.LeaseDuration, l.RenewDeadline))
 	case l.LeaseDuration-leader.FenceMargin(l.LeaseDuration) <= 2*l.RetryPeriod:
-		errs = append(errs, fmt.Errorf("invalid --leader-elect-lease-duration %s: a leader writes only within the lease duration less %s "+
-			"of a renewal, which must leave more than two --leader-elect-retry-period (%s)", l.LeaseDuration,
-			leader.FenceMargin(l.LeaseDuration), l.RetryPeriod))
+		errs = append(errs, fmt.Errorf("invalid --leader-elect-lease-duration %s: "+
+			"a leader writes only within the lease duration less %s of a renewal, "+
+			"which must leave more than two --leader-elect-retry-period (%s)",
+			l.LeaseDuration, leader.FenceMargin(l.LeaseDuration), l.RetryPeriod))
 	}
 	return errs
 }
@@ -63,10 +67,12 @@ func validateLeader(l leader.Config) []error {
 func validateCoordinated(l leader.Config, dryRun bool) []error {
 	var errs []error
 	if !l.Enabled {
-		errs = append(errs, errors.New("invalid --leader-elect-coordinated: it needs leader election, which --leader-elect=false turns off"))
+		errs = append(errs, errors.New("invalid --leader-elect-coordinated: "+
+			"it needs leader election, which --leader-elect=false turns off"))
 	}
 	if dryRun {
-		errs = append(errs, errors.New("invalid --leader-elect-coordinated: dry-run runs no leader election (it writes nothing, a Lease included); add --dry-run=false"))
+		errs = append(errs, errors.New("invalid --leader-elect-coordinated: "+
+			"dry-run runs no leader election (it writes nothing, a Lease included); add --dry-run=false"))
 	}
 	return errs
 }

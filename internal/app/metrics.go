@@ -13,7 +13,8 @@ import (
 // and kubegcd_build_info, which (as kube components' own build_info does)
 // says which build runs, for dashboards to join on and upgrades to be seen.
 func registerRuntimeMetrics(reg prometheus.Registerer) {
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo())
 }
 
 func buildInfo() prometheus.Collector {
@@ -26,8 +27,12 @@ func buildInfo() prometheus.Collector {
 		}
 	}
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        "kubegcd_build_info",
-		Help:        "Always 1; its labels say which kubegcd build runs: version, VCS revision and Go version.",
-		ConstLabels: prometheus.Labels{"version": version(), "revision": revision, "goversion": runtime.Version()},
+		Name: "kubegcd_build_info",
+		Help: "Always 1; its labels say which kubegcd build runs: version, VCS revision and Go version.",
+		ConstLabels: prometheus.Labels{
+			"version":   version(),
+			"revision":  revision,
+			"goversion": runtime.Version(),
+		},
 	}, func() float64 { return 1 })
 }

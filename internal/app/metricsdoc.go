@@ -66,18 +66,30 @@ func Metrics(ctx context.Context, dir string) ([]MetricDoc, error) {
 	}
 	defer store.Close()
 	loops := liveness.New(nil)
-	ing, err := ingest.New(ingest.Options{Config: restCfg, Heartbeat: loops.Loop("ingest discovery", cfg.discoveryInterval),
-		DB: store.Mirror(), Logger: logger, Registerer: vecs, DiscoveryInterval: cfg.discoveryInterval})
+	ing, err := ingest.New(ingest.Options{
+		Config:            restCfg,
+		Heartbeat:         loops.Loop("ingest discovery", cfg.discoveryInterval),
+		DB:                store.Mirror(),
+		Logger:            logger,
+		Registerer:        vecs,
+		DiscoveryInterval: cfg.discoveryInterval,
+	})
 	if err != nil {
 		return nil, err
 	}
-	ctrls, err := startControllers(cfg, restCfg, store, ing, vecs, logger, "docs", func() error { return nil }, loops)
+	mayWrite := func() error { return nil }
+	ctrls, err := startControllers(cfg, restCfg, store, ing, vecs, logger, "docs", mayWrite, loops)
 	if err != nil {
 		return nil, err
 	}
 	ctrls.stop()
-	handler, err := kubehttp.NewHandler(kubehttp.Options{DB: store.Reads(), MetricsDB: store.Objects(), Logger: logger, Registry: reg,
-		StuckAfter: cfg.stuckAfter})
+	handler, err := kubehttp.NewHandler(kubehttp.Options{
+		DB:         store.Reads(),
+		MetricsDB:  store.Objects(),
+		Logger:     logger,
+		Registry:   reg,
+		StuckAfter: cfg.stuckAfter,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +144,8 @@ func (v *vecTypes) MustRegister(cs ...prometheus.Collector) {
 // seedMirror writes a ConfigMap whose deletion was asked long ago and one
 // it owns.
 func seedMirror(ctx context.Context, store *db.DB) error {
-	id, err := store.Mirror().EnsureResource(ctx, db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	id, err := store.Mirror().EnsureResource(ctx,
+		db.Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
 	if err != nil {
 		return err
 	}
@@ -140,8 +153,10 @@ func seedMirror(ctx context.Context, store *db.DB) error {
 	owner := &db.Object{UID: "owner", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "owner",
 		CreationTimestamp: &asked, DeletionTimestamp: &asked, Finalizers: []string{"example.com/hold"}}
 	owned := &db.Object{UID: "owned", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "owned",
-		CreationTimestamp: &asked, OwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}}
-	_, err = store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: id, Object: owner}, {ResourceID: id, Object: owned}})
+		CreationTimestamp: &asked,
+		OwnerReferences:   []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"}}}
+	_, err = store.Mirror().ApplyEvents(ctx,
+		[]db.Event{{ResourceID: id, Object: owner}, {ResourceID: id, Object: owned}})
 	return err
 }
 
@@ -179,8 +194,8 @@ func describe(reg *prometheus.Registry, types map[string]string) ([]MetricDoc, e
 // descPattern reads what prometheus.Desc.String prints, which is the only
 // way to a descriptor's parts.
 var (
-	descPattern = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*"), unit: "(?:[^"\\]|\\.)*", ` +
-		`constLabels: \{(.*)\}, variableLabels: \{(.*)\}\}$`)
+	descPattern = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*"), ` +
+		`unit: "(?:[^"\\]|\\.)*", constLabels: \{(.*)\}, variableLabels: \{(.*)\}\}$`)
 	constLabelPattern = regexp.MustCompile(`(?:^|,)([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"`)
 )
 

@@ -45,8 +45,8 @@ func (d *daemonRun) runParts(ctx context.Context, srv *server, ln net.Listener) 
 		return srv.serve(gctx, ln)
 	})
 	// READY=1 now: the database is open and the API serves.
-	if sd := newSystemd(d.log.With("component", "systemd"), func() sdState { return sdStateOf(d.ing, d.ctrls.applier, d.lead) },
-		aliveCheck(d.loops, d.store)); sd != nil {
+	state := func() sdState { return sdStateOf(d.ing, d.ctrls.applier, d.lead) }
+	if sd := newSystemd(d.log.With("component", "systemd"), state, aliveCheck(d.loops, d.store)); sd != nil {
 		p.add("systemd", func() error {
 			sd.run(gctx)
 			return nil
@@ -101,7 +101,8 @@ func (d *daemonRun) runWork(work context.Context, p parts) {
 	})
 	if d.cfg.historyRetention > 0 {
 		p.add("history pruning", func() error {
-			pruneHourly(work, "object history", d.cfg.historyRetention, d.store.History().PruneHistory, d.log)
+			pruneHourly(work, "object history", d.cfg.historyRetention, d.store.History().PruneHistory,
+				d.log)
 			return nil
 		})
 	}

@@ -33,12 +33,19 @@ func (d *daemonRun) newServer() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
 		// Past the handlers' own 30 s: the time to send a large answer to
 		// a slow client, who then cannot hold it (and its memory) forever.
-		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, TLSConfig: auth.tls,
+		WriteTimeout:   2 * time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		TLSConfig:      auth.tls,
 		// Go's own errors (TLS handshakes...) in the log's format, bounded.
-		ErrorLog: newServerErrorLog(httpLog)}
+		ErrorLog: newServerErrorLog(httpLog),
+	}
 	return &server{Server: srv, lintCounter: lintCounter}, nil
 }
 
@@ -60,8 +67,8 @@ func (d *daemonRun) readHTTPAuth(httpLog *slog.Logger) (httpAuth, error) {
 		}
 	}
 	if cfg.tlsCertFile != "" {
-		files := &kubehttp.TLSFiles{CertFile: cfg.tlsCertFile, KeyFile: cfg.tlsKeyFile, ClientCAFile: cfg.clientCAFile,
-			Logf: httpLog.Warn}
+		files := &kubehttp.TLSFiles{CertFile: cfg.tlsCertFile, KeyFile: cfg.tlsKeyFile,
+			ClientCAFile: cfg.clientCAFile, Logf: httpLog.Warn}
 		if a.tls, err = files.Config(); err != nil {
 			return a, err
 		}
@@ -69,14 +76,17 @@ func (d *daemonRun) readHTTPAuth(httpLog *slog.Logger) (httpAuth, error) {
 	a.insecure = cfg.insecureUnauthenticated && a.tokens == nil && cfg.clientCAFile == ""
 	if a.insecure {
 		d.log.Warn("the HTTP API serves everyone who reaches it: "+
-			"--insecure-allow-unauthenticated, no --auth-token-file, no --client-ca-file", "listen", cfg.listen)
+			"--insecure-allow-unauthenticated, no --auth-token-file, no --client-ca-file",
+			"listen", cfg.listen)
 	}
 	return a, nil
 }
 
 // handlerOptions are the HTTP API's: what it reads and shows, and how.
-func (d *daemonRun) handlerOptions(auth httpAuth, lintCounter *kubehttp.LintCounter, httpLog *slog.Logger) kubehttp.Options {
+func (d *daemonRun) handlerOptions(auth httpAuth, lintCounter *kubehttp.LintCounter,
+	httpLog *slog.Logger) kubehttp.Options {
 	cfg, applier := d.cfg, d.ctrls.applier
+	election := leaderView{elector: d.lead, reason: noElectionReason(cfg), mirror: d.store.Objects()}
 	return kubehttp.Options{
 		DB:                      d.apiStore.Reads(),
 		MetricsDB:               d.metricsStore.Objects(),
@@ -88,7 +98,7 @@ func (d *daemonRun) handlerOptions(auth httpAuth, lintCounter *kubehttp.LintCoun
 		InsecureUnauthenticated: auth.insecure,
 		Ingest:                  ingestView{d.ing},
 		Applier:                 applierView{applier},
-		Leader:                  leaderView{elector: d.lead, reason: noElectionReason(cfg), mirror: d.store.Objects()},
+		Leader:                  election,
 		Version:                 version(),
 		StartedAt:               d.started,
 		Logger:                  httpLog,

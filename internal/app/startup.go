@@ -98,7 +98,8 @@ func tryStartupRequests(ctx context.Context, client rest.Interface) error {
 func startupError(host string, timeout time.Duration, anonymous bool, err error) error {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
-		return fmt.Errorf("cannot reach the API server at %s within --startup-timeout %s: %w", host, timeout, err)
+		return fmt.Errorf("cannot reach the API server at %s within --startup-timeout %s: %w",
+			host, timeout, err)
 	}
 	s := status.Status()
 	request := "a request"
@@ -130,7 +131,8 @@ func startupHint(code int, message string, anonymous bool) string {
 	case code == http.StatusUnauthorized:
 		return "the API server does not accept the kubeconfig's credentials: renew its token or certificate"
 	case code == http.StatusForbidden:
-		return "the kubeconfig's user lacks the rights kubegcd needs: bind them to it with deploy/clusterrole.yaml"
+		return "the kubeconfig's user lacks the rights kubegcd needs: " +
+			"bind them to it with deploy/clusterrole.yaml"
 	}
 	return ""
 }

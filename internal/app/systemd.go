@@ -99,7 +99,8 @@ func (s *systemd) run(ctx context.Context) {
 			case err != nil && wedged == nil:
 				// No ping: systemd kills and restarts kubegcd unless the
 				// loops come back first.
-				s.log.Error("systemd watchdog: a loop is wedged; not pinging, so that systemd restarts kubegcd", "err", err)
+				s.log.Error("systemd watchdog: a loop is wedged; "+
+					"not pinging, so that systemd restarts kubegcd", "err", err)
 			case err == nil && wedged != nil:
 				s.log.Info("systemd watchdog: the loops are alive again; pinging")
 			}

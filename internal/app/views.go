@@ -79,7 +79,8 @@ func (v leaderView) Status(ctx context.Context) api.LeaderStatus {
 	// The Lease's own acquireTime, from the mirror, is the better "since".
 	if leases, err := v.mirror.Leases(ctx, db.LeaseFilter{Namespace: ns, Name: name}); err == nil {
 		for _, lease := range leases {
-			if lease.HolderIdentity != nil && *lease.HolderIdentity == st.Holder && lease.AcquireTime != nil {
+			held := lease.HolderIdentity != nil && *lease.HolderIdentity == st.Holder
+			if held && lease.AcquireTime != nil {
 				st.HolderSince = lease.AcquireTime
 			}
 			st.Strategy, st.PreferredHolder = deref(lease.Strategy), deref(lease.PreferredHolder)
