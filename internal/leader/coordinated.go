@@ -40,6 +40,10 @@ const (
 	candidateStrategy = coordinationv1.OldestEmulationVersion
 )
 
+// candidatesVersion is the version of LeaseCandidates client-go's
+// candidate writes.
+var candidatesVersion = coordinationv1beta1.SchemeGroupVersion
+
 // notCoordinated is the refusal of --leader-elect-coordinated: why, and
 // what kube-apiserver needs for it.
 func notCoordinated(why string) error {
@@ -67,16 +71,18 @@ func (e *Elector) coordinate(ctx context.Context, client kubernetes.Interface, v
 	logger *slog.Logger, elect func(context.Context) error) error {
 	cfg := e.cfg
 	if msgs := validation.IsConfigMapKey(e.identity); len(msgs) > 0 {
-		return fmt.Errorf("--leader-elect-coordinated: the identity %q is no LeaseCandidate name: %s", e.identity, strings.Join(msgs, "; "))
+		return fmt.Errorf("--leader-elect-coordinated: the identity %q is no LeaseCandidate name: %s",
+			e.identity, strings.Join(msgs, "; "))
 	}
 	served, err := candidatesServed(client.Discovery())
 	if err != nil {
-		return fmt.Errorf("--leader-elect-coordinated: discovery of %s: %w", coordinationv1beta1.SchemeGroupVersion, err)
+		return fmt.Errorf("--leader-elect-coordinated: discovery of %s: %w", candidatesVersion, err)
 	}
 	if !served {
-		return notCoordinated("the API server does not serve leasecandidates." + coordinationv1beta1.SchemeGroupVersion.String())
+		return notCoordinated("the API server does not serve leasecandidates." + candidatesVersion.String())
 	}
-	candidate, _, err := leaderelection.NewCandidate(client, cfg.Namespace, e.identity, cfg.Name, ver, ver, candidateStrategy)
+	candidate, _, err := leaderelection.NewCandidate(client, cfg.Namespace, e.identity, cfg.Name, ver, ver,
+		candidateStrategy)
 	if err != nil {
 		return fmt.Errorf("--leader-elect-coordinated: %w", err)
 	}
@@ -120,7 +126,8 @@ func lostTo(err error, self, lease string, r resourcelock.LeaderElectionRecord) 
 		return fmt.Errorf("the API server prefers %s as the holder of the Lease %s (strategy %s): %w",
 			r.PreferredHolder, lease, r.Strategy, err)
 	case r.HolderIdentity != "" && r.HolderIdentity != self:
-		return fmt.Errorf("the API server named %s the holder of the Lease %s: %w", r.HolderIdentity, lease, err)
+		return fmt.Errorf("the API server named %s the holder of the Lease %s: %w",
+			r.HolderIdentity, lease, err)
 	}
 	return err
 }
@@ -128,20 +135,22 @@ func lostTo(err error, self, lease string, r resourcelock.LeaderElectionRecord) 
 // candidatesServed says whether the API server serves LeaseCandidates at
 // the version client-go's candidate writes.
 func candidatesServed(d discovery.DiscoveryInterface) (bool, error) {
-	list, err := d.ServerResourcesForGroupVersion(coordinationv1beta1.SchemeGroupVersion.String())
+	list, err := d.ServerResourcesForGroupVersion(candidatesVersion.String())
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
-	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == "leasecandidates" }), nil
+	isCandidates := func(r metav1.APIResource) bool { return r.Name == "leasecandidates" }
+	return slices.ContainsFunc(list.APIResources, isCandidates), nil
 }
 
 // waitCoordinated polls every interval until this instance's candidate
 // stands and the Lease is coordinated (see leaseCoordinated), and refuses
 // once timeout has passed.
-func waitCoordinated(ctx context.Context, client kubernetes.Interface, namespace, name, identity string, interval, timeout time.Duration) error {
+func waitCoordinated(ctx context.Context, client kubernetes.Interface, namespace, name, identity string,
+	interval, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(interval)
@@ -156,8 +165,9 @@ func waitCoordinated(ctx context.Context, client kubernetes.Interface, namespace
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			return notCoordinated(fmt.Sprintf("the API server did not coordinate the Lease %s/%s within %s: %s",
-				namespace, name, timeout, last))
+			why := fmt.Sprintf("the API server did not coordinate the Lease %s/%s within %s: %s",
+				namespace, name, timeout, last)
+			return notCoordinated(why)
 		case <-tick.C:
 		}
 	}
@@ -166,7 +176,8 @@ func waitCoordinated(ctx context.Context, client kubernetes.Interface, namespace
 // coordination says why the Lease is not coordinated with this instance
 // standing for it, or "" when it is.
 func coordination(ctx context.Context, client kubernetes.Interface, namespace, name, identity string) string {
-	if _, err := client.CoordinationV1beta1().LeaseCandidates(namespace).Get(ctx, identity, metav1.GetOptions{}); err != nil {
+	candidates := client.CoordinationV1beta1().LeaseCandidates(namespace)
+	if _, err := candidates.Get(ctx, identity, metav1.GetOptions{}); err != nil {
 		return fmt.Sprintf("this instance's LeaseCandidate %s does not stand (%v)", identity, err)
 	}
 	lease, err := client.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -203,7 +214,8 @@ func (e *Elector) withdraw(client kubernetes.Interface, logger *slog.Logger) {
 	cfg := e.cfg
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.RenewDeadline)
 	defer cancel()
-	err := client.CoordinationV1beta1().LeaseCandidates(cfg.Namespace).Delete(ctx, e.identity, metav1.DeleteOptions{})
+	candidates := client.CoordinationV1beta1().LeaseCandidates(cfg.Namespace)
+	err := candidates.Delete(ctx, e.identity, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Warn("could not delete this instance's LeaseCandidate; the API server collects it once expired",
 			"candidate", cfg.Namespace+"/"+e.identity, "err", err)
@@ -231,7 +243,7 @@ func candidateVersion(v string) string {
 	var meta []string
 	for _, part := range strings.Split(v, ".") {
 		part = strings.Map(func(r rune) rune {
-			if r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			if alphanumeric(r) || r == '-' {
 				return r
 			}
 			return '-'

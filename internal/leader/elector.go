@@ -111,7 +111,8 @@ func (e *Elector) MayWrite() error {
 // prefers: see lostTo), and work's error when work failed (the lease is
 // released too, for another instance to take). The API server's warnings
 // go to restCfg's warning handler.
-func (e *Elector) Run(ctx context.Context, restCfg *rest.Config, logger *slog.Logger, work func(context.Context) error) error {
+func (e *Elector) Run(ctx context.Context, restCfg *rest.Config, logger *slog.Logger,
+	work func(context.Context) error) error {
 	client, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(restCfg), "kubegcd-leader-election"))
 	if err != nil {
 		return err
@@ -125,7 +126,8 @@ func (e *Elector) Run(ctx context.Context, restCfg *rest.Config, logger *slog.Lo
 		return e.elect(ctx, newFencedLock(lock, e.cfg.LeaseDuration, time.Now), logger, work)
 	}
 	if e.cfg.Coordinated {
-		return e.coordinate(ctx, client, candidateVersion(e.cfg.Version), coordinationTimeout(e.cfg), logger, elect)
+		ver := candidateVersion(e.cfg.Version)
+		return e.coordinate(ctx, client, ver, coordinationTimeout(e.cfg), logger, elect)
 	}
 	return elect(ctx)
 }
@@ -134,7 +136,8 @@ func (e *Elector) Run(ctx context.Context, restCfg *rest.Config, logger *slog.Lo
 // returned, so that a graceful stop releases the lease only once the
 // writes under way have ended: the next leader must not start while this
 // one still writes.
-func (e *Elector) elect(ctx context.Context, lock *fencedLock, logger *slog.Logger, work func(context.Context) error) error {
+func (e *Elector) elect(ctx context.Context, lock *fencedLock, logger *slog.Logger,
+	work func(context.Context) error) error {
 	e.fence.Store(lock)
 	electing, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElecting()

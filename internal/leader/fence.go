@@ -91,8 +91,9 @@ func (f *fencedLock) held() error {
 		return ErrNotLeader
 	}
 	if age := f.now().Sub(renewed); age >= f.valid {
-		return fmt.Errorf("not writing: the lease was last renewed %s ago, and a leader writes only within %s of a renewal, "+
-			"lest another instance hold the lease already", age.Round(time.Millisecond), f.valid)
+		return fmt.Errorf("not writing: the lease was last renewed %s ago, "+
+			"and a leader writes only within %s of a renewal, lest another instance hold the lease already",
+			age.Round(time.Millisecond), f.valid)
 	}
 	return nil
 }

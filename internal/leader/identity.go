@@ -16,7 +16,7 @@ import (
 // writes the candidate's name as the Lease's holder.
 func identityOf(host, suffix string) string {
 	host = strings.Map(func(r rune) rune {
-		if r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+		if alphanumeric(r) || r == '-' || r == '.' || r == '_' {
 			return r
 		}
 		return '-'
@@ -37,4 +37,9 @@ func NewIdentity() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return identityOf(host, hex.EncodeToString(b))
+}
+
+// alphanumeric says whether r is an ASCII letter or digit.
+func alphanumeric(r rune) bool {
+	return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 }
