@@ -106,7 +106,8 @@ func (f *runFlags) addClusterFlags(fs *pflag.FlagSet) {
 			"then $KUBECONFIG, then ~/.kube/config, then in-cluster config)")
 	fs.StringVar(&cfg.kubeContext, "context", "", "kubeconfig context to use (default: the current context)")
 	fs.DurationVar(&cfg.startupTimeout, "startup-timeout", 30*time.Second,
-		"how long to keep trying to reach the API server at start before giving up")
+		"how long to keep trying at start until the API server answers discovery and a list; "+
+			"then kubegcd exits 1, saying why")
 	fs.DurationVar(&cfg.discoveryInterval, "discovery-interval", 30*time.Second,
 		"how often to re-discover API resources, so CRDs added or removed later are watched or dropped")
 	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 20,
