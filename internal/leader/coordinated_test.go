@@ -176,9 +176,9 @@ func TestCoordinate(t *testing.T) {
 			served:  []*metav1.APIResourceList{{GroupVersion: "coordination.k8s.io/v1beta1"}},
 			wantErr: []string{"does not serve leasecandidates"}},
 		{name: "served, but no election controller", served: served,
-			wantErr: []string{"did not coordinate the Lease kube-system/kubegcd within 300ms: it does not exist"}},
+			wantErr: []string{"did not coordinate the Lease kube-system/kubegcd within 2s: it does not exist"}},
 		{name: "the candidate cannot stand", served: served, forbid: true,
-			wantErr: []string{`within 300ms: this instance's LeaseCandidate host_0a1b2c3d does not stand`}},
+			wantErr: []string{`within 2s: this instance's LeaseCandidate host_0a1b2c3d does not stand`}},
 		{name: "a stale strategy and holder, no election controller", served: served, lease: lease("gone_ffffffff", time.Now().Add(-time.Hour)),
 			wantErr: []string{`its holder "gone_ffffffff" let it expire`}},
 		{name: "elected by the API server", served: served, elects: true, wantRun: true},
@@ -228,7 +228,9 @@ func TestCoordinate(t *testing.T) {
 			e := New(Config{Enabled: true, Coordinated: true, Namespace: ns, Name: leaseName,
 				LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 20 * time.Millisecond}, identity)
 			var ran bool
-			err := e.coordinate(ctx, client, ver, 300*time.Millisecond, discard,
+			// Time for client-go's candidate to sync its cache and stand,
+			// on a busy machine too.
+			err := e.coordinate(ctx, client, ver, 2*time.Second, discard,
 				func(context.Context) error {
 					ran = true
 					// The candidate stands while the elector runs.
