@@ -58,6 +58,7 @@ func TestStartupTimeoutNamesTheRefusal(t *testing.T) {
 			code, _, stderr := runBinary(t, timeout+30*time.Second, "run", "--kubeconfig", path,
 				"--db", filepath.Join(t.TempDir(), "k.db"), "--listen", freeAddr(t), "--startup-timeout", timeout.String())
 			took := time.Since(start)
+			t.Logf("exit %d after %s: %s", code, took.Round(time.Millisecond), strings.TrimSpace(stderr))
 			if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "kubegcd: ") {
 				t.Fatalf("exit %d after %s, stderr %q; want 1 and one line", code, took.Round(time.Millisecond), stderr)
 			}
@@ -67,8 +68,9 @@ func TestStartupTimeoutNamesTheRefusal(t *testing.T) {
 				}
 			}
 			// The start gives up at the timeout, not before it nor long after.
-			if took < timeout || took > timeout+3*time.Second {
-				t.Errorf("exited after %s, want within 3s after --startup-timeout %s", took.Round(time.Millisecond), timeout)
+			// The margin covers the process's own start on a busy machine.
+			if took < timeout || took > timeout+8*time.Second {
+				t.Errorf("exited after %s, want within 8s after --startup-timeout %s", took.Round(time.Millisecond), timeout)
 			}
 		})
 	}
