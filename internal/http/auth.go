@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -32,9 +31,8 @@ type Tokens struct {
 	mu      sync.Mutex
 	sums    []tokenEntry
 	skipped []int
-	// stamp is the file's when last read; zero when it could not be, so
-	// that the next look reads it again (a chmod changes no stamp).
-	stamp  fileStamp
+	// file is what was read of the file last; lastAt is the last look.
+	file   watchedFile
 	lastAt time.Time
 	// problem says why every token is refused, since problemSince; ""
 	// while the file holds tokens.
@@ -47,23 +45,6 @@ type tokenEntry struct {
 	name string
 }
 
-// fileStamp tells a file changed: its size and modification time.
-type fileStamp struct {
-	size int64
-	mod  time.Time
-}
-
-func stampOf(path string) (fileStamp, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, err
-	}
-	return fileStamp{fi.Size(), fi.ModTime()}, nil
-}
-
-// recheckEvery bounds how often a changed file is looked for.
-const recheckEvery = time.Second
-
 // errNoToken: the file was read but holds no valid line.
 var errNoToken = errors.New("holds no valid token")
 
@@ -75,8 +56,9 @@ func LoadTokens(path string, logf func(msg string, args ...any)) (*Tokens, error
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	t := &Tokens{path: path, now: time.Now, logf: logf}
-	f := readTokenFile(path)
+	t := &Tokens{path: path, now: time.Now, logf: logf, file: watchedFile{path: path}}
+	data, _, err := t.file.read(t.now())
+	f := tokenFileOf(data, err)
 	switch {
 	case errors.Is(f.err, errNoToken):
 		return nil, fmt.Errorf("--auth-token-file %s %w", path, f.err)
@@ -91,23 +73,16 @@ func LoadTokens(path string, logf func(msg string, args ...any)) (*Tokens, error
 type tokenFile struct {
 	entries []tokenEntry
 	skipped []int
-	stamp   fileStamp
-	// err: the file could not be read (stamp is then zero), or errNoToken.
+	// err: the file could not be read, or errNoToken.
 	err error
 }
 
-func readTokenFile(path string) tokenFile {
-	// The stamp is taken first: an edit between the two is seen as a
-	// change at the next look.
-	stamp, err := stampOf(path)
+// tokenFileOf parses what a read of the file returned.
+func tokenFileOf(data []byte, err error) tokenFile {
 	if err != nil {
 		return tokenFile{err: err}
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return tokenFile{err: err}
-	}
-	f := tokenFile{stamp: stamp}
+	var f tokenFile
 	f.entries, f.skipped = parseTokens(data)
 	if len(f.entries) == 0 {
 		f.err = errNoToken
@@ -141,31 +116,36 @@ func parseTokens(data []byte) (entries []tokenEntry, skipped []int) {
 	return entries, skipped
 }
 
-// look reads the file again when it changed, at most once per
-// recheckEvery: a stat, and a read only when the stamp moved or the last
-// read failed. Callers hold t.mu.
+// look reads the file again when it may have changed, at most once per
+// recheckEvery: a stat, and a read when the stat moved, the last read
+// failed or is older than rereadEvery. Callers hold t.mu.
 func (t *Tokens) look() {
 	now := t.now()
 	if now.Sub(t.lastAt) < recheckEvery {
 		return
 	}
 	t.lastAt = now
-	// An unchanged file is not read again: one that holds no valid token
-	// would log its skipped lines every second. One that could not be
-	// read has a zero stamp, so it is tried again.
-	if stamp, err := stampOf(t.path); err == nil && stamp == t.stamp {
+	if !t.file.stale(now) {
 		return
 	}
-	t.apply(readTokenFile(t.path))
+	// An unchanged content is not taken again: a file that holds no
+	// valid token would log its skipped lines at every read. One that
+	// could not be read counts as changed, so it is tried again.
+	data, changed, err := t.file.read(now)
+	if !changed {
+		return
+	}
+	t.apply(tokenFileOf(data, err))
 }
 
 // apply makes a read of the file the tokens in use, logging what changed:
 // the lines skipped, all tokens refused and why, or tokens back.
 func (t *Tokens) apply(f tokenFile) {
 	if len(f.skipped) > 0 {
-		t.logf("auth token file: lines skipped, want TOKEN or TOKEN,NAME (their text is not logged)", "path", t.path, "lines", f.skipped)
+		t.logf("auth token file: lines skipped, want TOKEN or TOKEN,NAME (their text is not logged)",
+			"path", t.path, "lines", f.skipped)
 	}
-	t.sums, t.skipped, t.stamp = f.entries, f.skipped, f.stamp
+	t.sums, t.skipped = f.entries, f.skipped
 	if f.err == nil {
 		if t.problem != "" {
 			t.logf("auth token file holds valid tokens again", "path", t.path, "tokens", len(f.entries))
@@ -184,7 +164,8 @@ func (t *Tokens) apply(f tokenFile) {
 		t.problemSince = t.now()
 	}
 	t.problem = problem
-	t.logf("every bearer token is refused until the auth token file holds a valid one", "path", t.path, "reason", "the file "+problem)
+	t.logf("every bearer token is refused until the auth token file holds a valid one",
+		"path", t.path, "reason", "the file "+problem)
 }
 
 // pathErrorCause is an error without the path a *fs.PathError adds: the

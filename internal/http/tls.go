@@ -17,16 +17,25 @@ type TLSFiles struct {
 	CertFile, KeyFile, ClientCAFile string
 	Logf                            func(msg string, args ...any)
 
-	mu      sync.Mutex
-	cert    *tls.Certificate
-	stamps  [2]fileStamp
-	checked time.Time
+	// now is the clock; nil: time.Now.
+	now func() time.Time
+
+	mu sync.Mutex
+	// cert is the pair served: the last one read that was valid.
+	cert *tls.Certificate
+	// certFile and keyFile are what was read of each file last, checked
+	// the last look.
+	certFile, keyFile watchedFile
+	checked           time.Time
 }
 
 // Config returns the server's TLS configuration; an unreadable or invalid
 // certificate, key or CA is an error now rather than at the first client.
 func (f *TLSFiles) Config() (*tls.Config, error) {
-	if err := f.load(); err != nil {
+	f.mu.Lock()
+	err := f.load()
+	f.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: f.getCertificate}
@@ -46,34 +55,46 @@ func (f *TLSFiles) Config() (*tls.Config, error) {
 	return cfg, nil
 }
 
+func (f *TLSFiles) clock() time.Time {
+	if f.now != nil {
+		return f.now()
+	}
+	return time.Now()
+}
+
+// load reads the pair and, when either file changed since the last read,
+// takes it. Callers hold f.mu.
 func (f *TLSFiles) load() error {
-	certStamp, err := stampOf(f.CertFile)
+	f.certFile.path, f.keyFile.path = f.CertFile, f.KeyFile
+	now := f.clock()
+	certPEM, certChanged, err := f.certFile.read(now)
 	if err != nil {
 		return fmt.Errorf("--tls-cert-file: %w", err)
 	}
-	keyStamp, err := stampOf(f.KeyFile)
+	keyPEM, keyChanged, err := f.keyFile.read(now)
 	if err != nil {
 		return fmt.Errorf("--tls-private-key-file: %w", err)
 	}
-	cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+	if f.cert != nil && !certChanged && !keyChanged {
+		return nil
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return fmt.Errorf("--tls-cert-file %s, --tls-private-key-file %s: %w", f.CertFile, f.KeyFile, err)
 	}
-	f.cert, f.stamps = &cert, [2]fileStamp{certStamp, keyStamp}
+	f.cert = &cert
 	return nil
 }
 
-// getCertificate serves the current certificate, reloading the files at
-// most once a second when they changed; a half-written pair keeps the one
-// loaded before.
+// getCertificate serves the current certificate. At most once a second
+// it looks at both files, and reads them when either may have changed: a
+// pair that is not valid (half written) leaves the one loaded before.
 func (f *TLSFiles) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if now := time.Now(); now.Sub(f.checked) >= recheckEvery {
+	if now := f.clock(); now.Sub(f.checked) >= recheckEvery {
 		f.checked = now
-		c, errC := stampOf(f.CertFile)
-		k, errK := stampOf(f.KeyFile)
-		if errC != nil || errK != nil || c != f.stamps[0] || k != f.stamps[1] {
+		if f.certFile.stale(now) || f.keyFile.stale(now) {
 			if err := f.load(); err != nil && f.Logf != nil {
 				f.Logf("TLS certificate not reloaded; the one loaded before stays", "err", err)
 			}
