@@ -4,33 +4,43 @@ import (
 	"net/http"
 )
 
-// limitInflight answers a request beyond n served at once with a 429 and
-// Retry-After, as kube-apiserver's --max-requests-inflight does, rather than
-// queueing it: a burst of API clients then costs them a retry, not the
-// daemon its memory and its database connections. Health checks pass
-// always, so that a busy API never looks like a dead process. n = 0: no
-// limit.
-func limitInflight(n int) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		if n <= 0 {
-			return next
-		}
-		slots := make(chan struct{}, n)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
-				next.ServeHTTP(w, r)
-				return
-			}
-			select {
-			case slots <- struct{}{}:
-				defer func() { <-slots }()
-				next.ServeHTTP(w, r)
-			default:
-				w.Header().Set("Retry-After", "1")
-				writeError(w, r, http.StatusTooManyRequests, "too many requests in flight (--max-requests-inflight); retry")
-			}
-		})
+// inflightSlots bound the API requests the server serves at once, as
+// kube-apiserver's --max-requests-inflight does: one set for the whole
+// server, whichever route a request takes. A request beyond them gets a 429
+// and Retry-After at once rather than a queue: a burst of API clients then
+// costs them a retry, not the daemon its memory and its database
+// connections. Health checks always pass, so that a busy API never looks
+// like a dead process, and so do the UI's own files, which hold no data and
+// cost next to nothing. Nil: no bound.
+type inflightSlots chan struct{}
+
+func newInflightSlots(n int) inflightSlots {
+	if n <= 0 {
+		return nil
 	}
+	return make(inflightSlots, n)
+}
+
+// limit is the middleware that takes a slot for each request, or refuses it.
+func (slots inflightSlots) limit(next http.Handler) http.Handler {
+	if slots == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || !isAPIPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			next.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeError(w, r, http.StatusTooManyRequests,
+				"too many requests in flight (--max-requests-inflight); retry")
+		}
+	})
 }
 
 // contentSecurityPolicy lets the UI run only the scripts and styles it

@@ -142,6 +142,9 @@ type server struct {
 	allowedHosts map[string]bool
 	// uiETags holds each UI file's ETag, by name.
 	uiETags map[string]string
+	// inflight holds a slot for each API request served, whatever its
+	// route: --max-requests-inflight bounds the server, not each route.
+	inflight inflightSlots
 	// graphStreams holds a slot for each stream of the whole graph served.
 	graphStreams chan struct{}
 	// lintCounts is Options.LintCounter, or the handler's own.
@@ -159,7 +162,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	if opts.Gatherer == nil {
 		opts.Gatherer = opts.Registry
 	}
-	s := &server{Options: opts, allowedHosts: map[string]bool{},
+	s := &server{Options: opts, allowedHosts: map[string]bool{}, inflight: newInflightSlots(opts.MaxInflight),
 		graphStreams: make(chan struct{}, graphStreamSlots(opts.MaxGraphStreams, opts.MaxInflight))}
 	for _, h := range opts.AllowedHosts {
 		if h == "*" {
@@ -204,7 +207,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	root := chi.NewRouter()
 	root.Use(middleware.RequestID, s.logRequests, s.recoverer)
 	// securityHeaders first: every answer carries them, refusals included.
-	guard := chi.Middlewares{securityHeaders, s.instrument, s.checkHost, s.authenticate, limitInflight(opts.MaxInflight)}
+	guard := chi.Middlewares{securityHeaders, s.instrument, s.checkHost, s.authenticate, s.inflight.limit}
 	if opts.Profiling {
 		root.With(guard...).Mount("/debug/pprof", s.profiler())
 	}
