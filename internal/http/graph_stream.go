@@ -7,11 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
-
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -22,8 +19,9 @@ const (
 	// steadily its client reads: its read transaction holds a snapshot,
 	// past which the WAL cannot be checkpointed.
 	graphStreamTimeout = 10 * time.Minute
-	// DefaultGraphStreamStall is how long a stream of the whole graph
-	// waits for its client to take data before it is cut.
+	// DefaultGraphStreamStall is how long a streamed answer (the whole
+	// graph, and the large answers read whole: see answerStream) waits
+	// for its client to take data before it is cut.
 	DefaultGraphStreamStall = 30 * time.Second
 	// DefaultMaxGraphStreams is how many streams of the whole graph are
 	// served at once: each holds a connection of the database's walks
@@ -40,35 +38,6 @@ func graphStreamSlots(maxStreams, maxInflight int) int {
 		n = min(n, max(1, maxInflight/2))
 	}
 	return n
-}
-
-// stallWriter writes to a client under a deadline renewed at each write
-// (a flush of the stream's buffer): a client that takes nothing for stall
-// fails the write, which ends its stream, while one that reads slowly but
-// steadily gets the whole graph. No write outlives end.
-type stallWriter struct {
-	w     io.Writer
-	rc    *http.ResponseController
-	stall time.Duration
-	end   time.Time
-	// cut says why the failed write failed, when its deadline passed:
-	// "stalled" or "ended".
-	cut string
-}
-
-func (s *stallWriter) Write(p []byte) (int, error) {
-	deadline, why := time.Now().Add(s.stall), "stalled"
-	if !deadline.Before(s.end) {
-		deadline, why = s.end, "ended"
-	}
-	// Unsupported only where no connection is written to (a test's
-	// recorder): nothing can stall there.
-	_ = s.rc.SetWriteDeadline(deadline)
-	n, err := s.w.Write(p)
-	if err != nil && !time.Now().Before(deadline) {
-		s.cut = why
-	}
-	return n, err
 }
 
 // streamGraph writes the whole ownership graph as the database reads it,
@@ -94,71 +63,18 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 	// (a write fails).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), graphStreamTimeout)
 	defer cancel()
-	sw := &stallWriter{w: w, rc: http.NewResponseController(w), stall: cmp.Or(s.GraphStreamStall, DefaultGraphStreamStall),
-		end: time.Now().Add(graphStreamTimeout)}
-	bw := bufio.NewWriterSize(sw, 64<<10)
-	// written reports a failed write: the client left or stopped reading.
-	written := func() error {
-		_, err := bw.Write(nil)
-		return err
-	}
+	sw := &stallWriter{w: w, rc: http.NewResponseController(w), stall: s.stall(), end: time.Now().Add(graphStreamTimeout)}
+	bw := bufio.NewWriterSize(sw, answerChunk)
 	started := false
-	var walk db.GraphWalk
-	var end func()
+	// start writes the answer's header, once the walk knows it can begin.
+	start := func(contentType string) {
+		started = true
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+	}
+	walk, end := graphJSONWalk(bw, start)
 	if format == "dot" {
-		d := &dotWriter{w: bw}
-		walk = db.GraphWalk{
-			Start: func(truncated bool) error {
-				started = true
-				w.Header().Set("Content-Type", "text/vnd.graphviz; charset=utf-8")
-				w.WriteHeader(http.StatusOK)
-				d.start(truncated, limit, graphStreamMaxLimit)
-				return nil
-			},
-			Node: func(n db.GraphNode) error { d.node(n); return written() },
-			Edge: func(e db.GraphEdge) error { d.edge(e); return written() },
-		}
-		end = d.end
-	} else {
-		// {"truncated": …, "nodes": [ … ], "edges": [ … ]}, an element a
-		// line: the fields of api.Graph, in another order. A row converts
-		// to its API type without a copy: they are the same fields.
-		enc := json.NewEncoder(bw)
-		first, edges := true, false
-		element := func(v any) error {
-			if !first {
-				_ = bw.WriteByte(',') // bw's error sticks: Flush returns it
-			}
-			first = false
-			return enc.Encode(v)
-		}
-		walk = db.GraphWalk{
-			Start: func(truncated bool) error {
-				started = true
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusOK)
-				if truncated {
-					_, _ = bw.WriteString(`{"truncated":true,"nodes":[` + "\n")
-				} else {
-					_, _ = bw.WriteString(`{"truncated":false,"nodes":[` + "\n")
-				}
-				return nil
-			},
-			Node: func(n db.GraphNode) error { return element(api.GraphNode(n)) },
-			Edge: func(e db.GraphEdge) error {
-				if !edges {
-					edges, first = true, true
-					_, _ = bw.WriteString("],\"edges\":[\n")
-				}
-				return element(api.GraphEdge(e))
-			},
-		}
-		end = func() {
-			if !edges {
-				_, _ = bw.WriteString("],\"edges\":[\n")
-			}
-			_, _ = bw.WriteString("]}\n")
-		}
+		walk, end = graphDOTWalk(bw, start, limit)
 	}
 	err := s.DB.WalkGraph(ctx, limit, walk)
 	if err == nil {
@@ -172,16 +88,63 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 	}
 	// The walk has ended, and with it its read transaction: its connection
 	// is free before the client's is closed.
-	attrs := []any{"remote", r.RemoteAddr, "request_id", middleware.GetReqID(r.Context())}
-	switch werr := written(); {
-	case sw.cut == "stalled":
-		s.Logger.Info("graph stream cut: the client took no data", append(attrs, "for", sw.stall)...)
-	case sw.cut == "ended" || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		s.Logger.Info("graph stream cut: it reached its bound", append(attrs, "bound", graphStreamTimeout)...)
-	case werr != nil:
-		s.Logger.Debug("the client left while the graph streamed", append(attrs, "err", werr)...)
-	default:
-		s.Logger.Error("streaming the graph failed", append(attrs, "path", r.URL.Path, "err", err)...)
+	_, werr := bw.Write(nil)
+	s.abortStream(r, "graph stream", sw, werr, errors.Join(err, ctx.Err()), graphStreamTimeout)
+}
+
+// writeFailed reports a failed write to bw: the client left or stopped
+// reading. bufio's error sticks.
+func writeFailed(bw *bufio.Writer) error {
+	_, err := bw.Write(nil)
+	return err
+}
+
+// graphDOTWalk writes the walk's graph to bw in DOT, and end closes it.
+func graphDOTWalk(bw *bufio.Writer, start func(contentType string), limit int) (walk db.GraphWalk, end func()) {
+	d := &dotWriter{w: bw}
+	return db.GraphWalk{
+		Start: func(truncated bool) error {
+			start("text/vnd.graphviz; charset=utf-8")
+			d.start(truncated, limit, graphStreamMaxLimit)
+			return nil
+		},
+		Node: func(n db.GraphNode) error { d.node(n); return writeFailed(bw) },
+		Edge: func(e db.GraphEdge) error { d.edge(e); return writeFailed(bw) },
+	}, d.end
+}
+
+// graphJSONWalk writes the walk's graph to bw as {"truncated": …,
+// "nodes": [ … ], "edges": [ … ]}, an element a line: the fields of
+// api.Graph, in another order. A row converts to its API type without a
+// copy: they are the same fields. end closes it.
+func graphJSONWalk(bw *bufio.Writer, start func(contentType string)) (walk db.GraphWalk, end func()) {
+	enc := json.NewEncoder(bw)
+	first, edges := true, false
+	element := func(v any) error {
+		if !first {
+			_ = bw.WriteByte(',') // bw's error sticks: Flush returns it
+		}
+		first = false
+		return enc.Encode(v)
 	}
-	panic(http.ErrAbortHandler)
+	return db.GraphWalk{
+			Start: func(truncated bool) error {
+				start("application/json")
+				_, _ = fmt.Fprintf(bw, "{\"truncated\":%t,\"nodes\":[\n", truncated)
+				return nil
+			},
+			Node: func(n db.GraphNode) error { return element(api.GraphNode(n)) },
+			Edge: func(e db.GraphEdge) error {
+				if !edges {
+					edges, first = true, true
+					_, _ = bw.WriteString("],\"edges\":[\n")
+				}
+				return element(api.GraphEdge(e))
+			},
+		}, func() {
+			if !edges {
+				_, _ = bw.WriteString("],\"edges\":[\n")
+			}
+			_, _ = bw.WriteString("]}\n")
+		}
 }
