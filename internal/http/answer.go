@@ -77,8 +77,8 @@ type answerStream struct {
 
 // streamAnswer starts the answer to r, of contentType, with its header.
 func (s *server) streamAnswer(w http.ResponseWriter, r *http.Request, contentType, what string) *answerStream {
-	a := &answerStream{s: s, r: r, what: what,
-		sw: &stallWriter{w: w, rc: http.NewResponseController(w), stall: s.stall(), end: time.Now().Add(answerSendTimeout)}}
+	a := &answerStream{s: s, r: r, what: what, sw: &stallWriter{w: w, rc: http.NewResponseController(w),
+		stall: s.stall(), end: time.Now().Add(answerSendTimeout)}}
 	a.bw = bufio.NewWriterSize(a.sw, answerChunk)
 	a.out = a.bw
 	if contentType == "application/json" && indented(r) {
@@ -128,10 +128,10 @@ func (a *answerStream) check() {
 	}
 }
 
-// end writes the newline writeJSON ends an answer with and sends what is
-// left.
-func (a *answerStream) end() {
-	_ = a.bw.WriteByte('\n')
+// end writes trailer as it is (writeJSON ends an answer with a newline,
+// which no indenter keeps) and sends what is left.
+func (a *answerStream) end(trailer string) {
+	_, _ = a.bw.WriteString(trailer)
 	if err := a.bw.Flush(); err != nil {
 		a.s.abortStream(a.r, a.what, a.sw, err, nil, answerSendTimeout)
 	}
@@ -230,8 +230,8 @@ func (d *jsonIndenter) newline() {
 
 // streamJSONList writes an answer whose first field, named field, is the
 // list items, as writeJSON would write it, one element at a time: rest is
-// the answer with that list empty (or nil when items is nil), and each
-// maps an item to what the list holds.
+// the answer as it would be without items (the list empty, or null when
+// items is nil), and each maps an item to what the list holds.
 func streamJSONList[T any](a *answerStream, rest any, field string, items []T, each func(*T) any) {
 	tail, err := json.Marshal(rest)
 	if err != nil {
@@ -240,7 +240,7 @@ func streamJSONList[T any](a *answerStream, rest any, field string, items []T, e
 	head := `{"` + field + `":[`
 	if items == nil {
 		a.raw(tail)
-		a.end()
+		a.end("\n")
 		return
 	}
 	if !bytes.HasPrefix(tail, []byte(head+"]")) {
@@ -254,5 +254,5 @@ func streamJSONList[T any](a *answerStream, rest any, field string, items []T, e
 		a.value(each(&items[i]))
 	}
 	a.raw(tail[len(head):])
-	a.end()
+	a.end("\n")
 }

@@ -1,13 +1,13 @@
 package http
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,41 +95,34 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if format != "dot" {
-		writeGraphJSON(w, r, g)
+		s.writeGraphJSON(w, r, g)
 		return
 	}
-	w.Header().Set("Content-Type", "text/vnd.graphviz; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(marshalDOT(g, f.Limit))
+	a := s.streamAnswer(w, r, "text/vnd.graphviz; charset=utf-8", "answer")
+	writeDOT(a.bw, g, f.Limit)
+	a.end("")
 }
 
-// marshalDOT renders g as upstream's garbage collector dumps its graph
+// writeDOT writes g as upstream's garbage collector dumps its graph
 // (pkg/controller/garbagecollector/dump.go): a strict digraph named full,
 // vertices keyed by UID with the same attributes in the same order, edges
 // from dependent to owner, both sorted, so that tools reading upstream's
-// dump read ours.
-func marshalDOT(g *db.Graph, limit int) []byte {
-	var b bytes.Buffer
-	d := &dotWriter{w: &b}
+// dump read ours. It sorts g's nodes and edges in place.
+func writeDOT(w io.Writer, g *db.Graph, limit int) {
+	d := &dotWriter{w: w}
 	d.start(g.Truncated, limit, graphMaxLimit)
-	nodes := append([]db.GraphNode(nil), g.Nodes...)
-	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].UID < nodes[j].UID })
-	for _, n := range nodes {
+	slices.SortStableFunc(g.Nodes, func(a, b db.GraphNode) int { return cmp.Compare(a.UID, b.UID) })
+	for _, n := range g.Nodes {
 		d.node(n)
 	}
-	edges := append([]db.GraphEdge(nil), g.Edges...)
-	sort.SliceStable(edges, func(i, j int) bool {
-		if edges[i].Dependent != edges[j].Dependent {
-			return edges[i].Dependent < edges[j].Dependent
-		}
-		return edges[i].Owner < edges[j].Owner
+	slices.SortStableFunc(g.Edges, func(a, b db.GraphEdge) int {
+		return cmp.Or(cmp.Compare(a.Dependent, b.Dependent), cmp.Compare(a.Owner, b.Owner))
 	})
-	for _, e := range edges {
+	for _, e := range g.Edges {
 		d.edge(e)
 	}
 	d.end()
-	return b.Bytes()
 }
 
 // dotWriter writes a graph in DOT as its nodes, then its edges, come. w
@@ -144,7 +137,8 @@ func (d *dotWriter) start(truncated bool, limit, maxLimit int) {
 	_, _ = io.WriteString(d.w, "strict digraph full {\n")
 	if truncated {
 		// A comment keeps the output valid DOT and upstream-shaped.
-		fmt.Fprintf(d.w, "  // Truncated to the first %d vertices by UID; raise ?limit= (at most %d) or filter.\n", limit, maxLimit)
+		fmt.Fprintf(d.w, "  // Truncated to the first %d vertices by UID; raise ?limit= (at most %d) or filter.\n",
+			limit, maxLimit)
 	}
 }
 
@@ -284,20 +278,23 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 	if h := expl.History.Items; len(h) > 0 {
 		changed = h[len(h)-1].Time
 	}
-	text := diagnose.ExplainObject(why(objectFacts{Object: o, Owners: owners, Pending: det.Pending}, dryRunDecision(audit, changed)),
-		len(det.Pending) > 0, expl.Stuck, expl.Lint)
+	facts := objectFacts{Object: o, Owners: owners, Pending: det.Pending}
+	text := diagnose.ExplainObject(why(facts, dryRunDecision(audit, changed)), len(det.Pending) > 0,
+		expl.Stuck, expl.Lint)
 	writeJSON(w, r, http.StatusOK, objectDetailOf(det, seen, audit, text, expl))
 }
 
 // objectDetailOf is the answer of /objects/{uid}: det as the mirror holds
 // it, with its owners' states and whether they were seen, the latest audit
 // rows about it, why it is or is not pending, and the other diagnoses.
-func objectDetailOf(det *db.ObjectDetail, owners []api.Owner, audit []db.AuditEntry, why string, expl objectExplanation) api.ObjectDetail {
-	out := api.ObjectDetail{Object: objectOf(det.Object), Owners: owners, Dependents: make([]api.Dependent, len(det.Dependents)),
-		DependentsTruncated: det.DependentsTruncated, Why: why, Stuck: expl.Stuck, Lint: expl.Lint, History: expl.History, Links: expl.Links}
+func objectDetailOf(det *db.ObjectDetail, owners []api.Owner, audit []db.AuditEntry, why string,
+	expl objectExplanation) api.ObjectDetail {
+	out := api.ObjectDetail{Object: objectOf(det.Object), Owners: owners,
+		Dependents: make([]api.Dependent, len(det.Dependents)), DependentsTruncated: det.DependentsTruncated, Why: why,
+		Stuck: expl.Stuck, Lint: expl.Lint, History: expl.History, Links: expl.Links}
 	for i, d := range det.Dependents {
-		out.Dependents[i] = api.Dependent{UID: d.UID, APIVersion: d.APIVersion, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name,
-			BlockOwnerDeletion: d.BlockOwnerDeletion}
+		out.Dependents[i] = api.Dependent{UID: d.UID, APIVersion: d.APIVersion, Kind: d.Kind, Namespace: d.Namespace,
+			Name: d.Name, BlockOwnerDeletion: d.BlockOwnerDeletion}
 	}
 	if det.Pending != nil {
 		out.Pending = make([]api.Pending, len(det.Pending))
@@ -402,7 +399,8 @@ func why(det objectFacts, dry *db.AuditEntry) string {
 		if len(o.Finalizers) == 0 {
 			return "It is not pending: it is being deleted and no finalizer holds it, so the API server removes it."
 		}
-		return fmt.Sprintf("It is not pending: it is being deleted and waits for finalizers %s.", strings.Join(o.Finalizers, ", "))
+		return fmt.Sprintf("It is not pending: it is being deleted and waits for finalizers %s.",
+			strings.Join(o.Finalizers, ", "))
 	}
 	if len(det.Owners) == 0 {
 		return "It is not pending: it has no owner references."
@@ -426,9 +424,11 @@ func why(det objectFacts, dry *db.AuditEntry) string {
 		s := fmt.Sprintf("It is not pending: at least one owner exists (%s)", holding[0])
 		switch {
 		case len(other) > 0 && dry != nil:
-			s += fmt.Sprintf("; its other references (%s) would be removed: %s", strings.Join(other, "; "), dryRunWords(dry))
+			s += fmt.Sprintf("; its other references (%s) would be removed: %s", strings.Join(other, "; "),
+				dryRunWords(dry))
 		case len(other) > 0:
-			s += fmt.Sprintf("; its other references (%s) would be removed, but ownergc has not decided about them yet", strings.Join(other, "; "))
+			s += fmt.Sprintf("; its other references (%s) would be removed, but ownergc has not decided about them yet",
+				strings.Join(other, "; "))
 		}
 		return s + "."
 	}

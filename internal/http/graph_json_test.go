@@ -84,11 +84,11 @@ func TestAppendGraphJSONIsEncodingJSON(t *testing.T) {
 		if err := json.NewEncoder(&want).Encode(apiGraph(g)); err != nil {
 			t.Fatal(err)
 		}
-		if got := appendGraphJSON(nil, g); !bytes.Equal(got, want.Bytes()) {
+		if got := appendGraphJSON(nil, g, nil); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("graph %+v:\n got %q\nwant %q", g, got, want.Bytes())
 		}
 		if i%10 == 0 {
-			checkAppendedJSON(t, apiGraph(g), appendGraphJSON(nil, g))
+			checkAppendedJSON(t, apiGraph(g), appendGraphJSON(nil, g, nil))
 		}
 	}
 }

@@ -81,6 +81,22 @@ func (l *recordedLog) waitFor(t *testing.T, sub string, n int, timeout time.Dura
 // would take megabytes (test/e2e streams such a graph).
 func stallFixture(t *testing.T, stall time.Duration, owners, dependents int) (*httptest.Server, *recordedLog) {
 	t.Helper()
+	return stallFixtureWith(t, stallOptions{stall: stall, owners: owners, dependents: dependents, inflight: 16})
+}
+
+// stallOptions shape a stallFixture.
+type stallOptions struct {
+	stall              time.Duration
+	owners, dependents int
+	inflight           int
+	// ownersMissing leaves the owners out of the mirror: every reference
+	// dangles, a lint finding each.
+	ownersMissing bool
+}
+
+func stallFixtureWith(t *testing.T, o stallOptions) (*httptest.Server, *recordedLog) {
+	t.Helper()
+	owners, dependents := o.owners, o.dependents
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "kubegcd.db")
 	store, err := db.Open(ctx, path, db.Options{})
@@ -110,7 +126,9 @@ func stallFixture(t *testing.T, stall time.Duration, owners, dependents int) (*h
 	}
 	for i := range owners {
 		name := fmt.Sprintf("owner-%d", i)
-		add(&db.Object{UID: uid(0, i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "stall", Name: name, ResourceVersion: "1"})
+		if !o.ownersMissing {
+			add(&db.Object{UID: uid(0, i), APIVersion: "v1", Kind: "ConfigMap", Namespace: "stall", Name: name, ResourceVersion: "1"})
+		}
 		refs = append(refs, api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: uid(0, i)})
 	}
 	for i := range dependents {
@@ -125,8 +143,8 @@ func stallFixture(t *testing.T, stall time.Duration, owners, dependents int) (*h
 	}
 	t.Cleanup(func() { api.Close() })
 	log := newRecordedLog()
-	h, err := NewHandler(Options{DB: api.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), MaxInflight: 16,
-		GraphStreamStall: stall, Logger: slog.New(log)})
+	h, err := NewHandler(Options{DB: api.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(), MaxInflight: o.inflight,
+		GraphStreamStall: o.stall, Logger: slog.New(log)})
 	if err != nil {
 		t.Fatal(err)
 	}

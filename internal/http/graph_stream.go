@@ -53,9 +53,8 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 		defer func() { <-s.graphStreams }()
 	default:
 		w.Header().Set("Retry-After", "5")
-		writeError(w, r, http.StatusTooManyRequests, fmt.Sprintf(
-			"%d streams of the whole graph are served already, the most at once; retry, or filter it with ?namespace= or ?uid=",
-			cap(s.graphStreams)))
+		writeError(w, r, http.StatusTooManyRequests, fmt.Sprintf("%d streams of the whole graph are served already, "+
+			"the most at once; retry, or filter it with ?namespace= or ?uid=", cap(s.graphStreams)))
 		return
 	}
 	// A graph of millions takes longer than the API's 30 s: the stream has
@@ -63,7 +62,8 @@ func (s *server) streamGraph(w http.ResponseWriter, r *http.Request, limit int, 
 	// (a write fails).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), graphStreamTimeout)
 	defer cancel()
-	sw := &stallWriter{w: w, rc: http.NewResponseController(w), stall: s.stall(), end: time.Now().Add(graphStreamTimeout)}
+	sw := &stallWriter{w: w, rc: http.NewResponseController(w), stall: s.stall(),
+		end: time.Now().Add(graphStreamTimeout)}
 	bw := bufio.NewWriterSize(sw, answerChunk)
 	started := false
 	// start writes the answer's header, once the walk knows it can begin.

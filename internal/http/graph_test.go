@@ -447,7 +447,9 @@ func TestGraphWholeStreams(t *testing.T) {
 			t.Errorf("limit %d: JSON (-in memory +streamed):\n%s", limit, diff)
 		}
 		resp, body := get(t, srv, fmt.Sprintf("/graph?format=dot&limit=%d", limit))
-		wantDOT := strings.Replace(string(marshalDOT(want, limit)), fmt.Sprintf("(at most %d)", graphMaxLimit),
+		var dot strings.Builder
+		writeDOT(&dot, want, limit)
+		wantDOT := strings.Replace(dot.String(), fmt.Sprintf("(at most %d)", graphMaxLimit),
 			fmt.Sprintf("(at most %d)", graphStreamMaxLimit), 1)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/vnd.graphviz; charset=utf-8" {
 			t.Errorf("limit %d: DOT answer %d %q", limit, resp.StatusCode, resp.Header.Get("Content-Type"))

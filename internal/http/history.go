@@ -24,10 +24,16 @@ func pendingOf(p db.Pending) api.Pending {
 func pendingListOf(items []db.Pending, next string, now time.Time) api.PendingList {
 	out := api.PendingList{Items: make([]api.Pending, len(items)), Next: next}
 	for i, p := range items {
-		out.Items[i] = pendingOf(p)
-		if p.NotBefore != nil {
-			out.Items[i].TimeLeft = max(p.NotBefore.Sub(now), 0).Round(time.Second).String()
-		}
+		out.Items[i] = pendingItemOf(p, now)
+	}
+	return out
+}
+
+// pendingItemOf maps one decision of /pending to the API.
+func pendingItemOf(p db.Pending, now time.Time) api.Pending {
+	out := pendingOf(p)
+	if p.NotBefore != nil {
+		out.TimeLeft = max(p.NotBefore.Sub(now), 0).Round(time.Second).String()
 	}
 	return out
 }
@@ -61,7 +67,10 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 	if next != nil {
 		cursor = encodePendingCursor(*next, f.Newest)
 	}
-	writeJSON(w, r, http.StatusOK, pendingListOf(items, cursor, time.Now()))
+	now := time.Now()
+	a := s.streamAnswer(w, r, "application/json", "answer")
+	streamJSONList(a, pendingListOf(items[:0:0], cursor, now), "items", items,
+		func(p *db.Pending) any { return pendingItemOf(*p, now) })
 }
 
 // A /pending cursor is the last decision's place and the order it was
@@ -76,7 +85,8 @@ type pendingCursor struct {
 }
 
 func encodePendingCursor(k db.PendingKey, newest bool) string {
-	b, _ := json.Marshal(pendingCursor{Newest: newest, Since: k.Since, Controller: k.Controller, UID: k.UID, Action: k.Action})
+	b, _ := json.Marshal(pendingCursor{Newest: newest, Since: k.Since, Controller: k.Controller, UID: k.UID,
+		Action: k.Action})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -100,7 +110,8 @@ func decodePendingCursor(s string, newest bool) (*db.PendingKey, error) {
 // auditEntryOf maps an audit row to the API.
 func auditEntryOf(e db.AuditEntry) api.AuditEntry {
 	return api.AuditEntry{ID: e.ID, Time: e.Time, Instance: e.Instance, Controller: e.Controller, Rule: e.Rule,
-		Action: e.Action, Target: e.Target, Facts: e.Facts, Reason: e.Reason, DryRun: e.DryRun, Outcome: e.Outcome, Error: e.Error}
+		Action: e.Action, Target: e.Target, Facts: e.Facts, Reason: e.Reason, DryRun: e.DryRun, Outcome: e.Outcome,
+		Error: e.Error}
 }
 
 // auditListOf maps a page of /audit to the API; next is the id to list
@@ -145,5 +156,7 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, r, http.StatusOK, auditListOf(items, next))
+	a := s.streamAnswer(w, r, "application/json", "answer")
+	streamJSONList(a, auditListOf(items[:0:0], next), "items", items,
+		func(e *db.AuditEntry) any { return auditEntryOf(*e) })
 }

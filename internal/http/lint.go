@@ -59,7 +59,12 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 	if s.Discovery != nil {
 		diagnose.NoteDiscoveryFailures(rep.Items, s.Discovery.DiscoveryFailures())
 	}
-	writeJSON(w, r, http.StatusOK, rep)
+	// A report of lintMaxLimit findings runs to tens of MB: it is written
+	// as it is encoded.
+	rest := *rep
+	rest.Items = rep.Items[:0:0]
+	streamJSONList(s.streamAnswer(w, r, "application/json", "answer"), rest, "items", rep.Items,
+		func(f *api.LintFinding) any { return f })
 }
 
 // lintCollector exports the number of lint findings by rule, one series per
@@ -74,9 +79,9 @@ type lintCollector struct {
 func newLintCollector(counts *LintCounter) *lintCollector {
 	return &lintCollector{
 		desc: prometheus.NewDesc("kubegcd_ownerref_findings",
-			"ownerReference lint findings in the mirror by rule id (see GET /lint, whose countsAt says when they were counted), "+
-				"counted for each scrape where a count takes under 50ms, else in the background when a scrape or GET /lint finds "+
-				"the count older than --lint-counts-max-age.",
+			"ownerReference lint findings in the mirror by rule id (see GET /lint, whose countsAt says when "+
+				"they were counted), counted for each scrape where a count takes under 50ms, else in the background "+
+				"when a scrape or GET /lint finds the count older than --lint-counts-max-age.",
 			[]string{"rule"}, nil),
 		counts: counts,
 	}

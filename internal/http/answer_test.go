@@ -1,0 +1,192 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/db"
+)
+
+// indentStream writes src to a jsonIndenter in pieces of the given sizes,
+// one after the other, as an answer's encoding comes.
+func indentStream(src []byte, sizes func() int) []byte {
+	var out bytes.Buffer
+	bw := bufio.NewWriterSize(&out, 16)
+	d := &jsonIndenter{w: bw}
+	for len(src) > 0 {
+		n := min(max(1, sizes()), len(src))
+		_, _ = d.Write(src[:n])
+		src = src[n:]
+	}
+	_ = bw.Flush()
+	return out.Bytes()
+}
+
+// TestJSONIndenterIsIndent: compact JSON written to a jsonIndenter, in
+// pieces of any size, comes out as json.Indent makes it, whatever the
+// strings hold (braces, commas, colons, quotes and backslashes in them).
+func TestJSONIndenterIsIndent(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	str := randomJSONStrings(r)
+	tricky := []string{"{", "}", "[", "]", ",", ":", `\"`, `\\`, `"`, " ", "\\u00e9"}
+	var values []any
+	for name, v := range goldenAnswers() {
+		values = append(values, name, v)
+	}
+	for range 300 {
+		g := &db.Graph{Nodes: []db.GraphNode{}, Edges: []db.GraphEdge{}, Truncated: r.IntN(2) == 0}
+		for range r.IntN(4) {
+			g.Nodes = append(g.Nodes, db.GraphNode{UID: str() + tricky[r.IntN(len(tricky))], Name: tricky[r.IntN(len(tricky))] + str()})
+		}
+		values = append(values, apiGraph(g), map[string]any{"a": []any{}, "b": map[string]any{}, "c": []any{[]any{}, 1.5, nil, true}})
+	}
+	for _, v := range values {
+		compact, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		for _, sizes := range []func() int{func() int { return 1 << 30 }, func() int { return 1 }, func() int { return r.IntN(7) }} {
+			if got := indentStream(compact, sizes); !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("indented:\n got %s\nwant %s", got, want.Bytes())
+			}
+		}
+	}
+}
+
+// TestStreamedListsAreGoldens: the answers written one item at a time
+// (/lint, /audit, /pending) are, compact and indented, the golden answers
+// writeJSON writes whole.
+func TestStreamedListsAreGoldens(t *testing.T) {
+	s := &server{Options: Options{Registry: prometheus.NewRegistry()}}
+	answers := goldenAnswers()
+	stream := func(name, ua string) []byte {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("User-Agent", ua)
+		w := httptest.NewRecorder()
+		a := s.streamAnswer(w, r, "application/json", "answer")
+		switch v := answers[name].(type) {
+		case api.LintReport:
+			rest := v
+			rest.Items = v.Items[:0:0]
+			streamJSONList(a, rest, "items", v.Items, func(f *api.LintFinding) any { return f })
+		case api.AuditList:
+			rest := v
+			rest.Items = v.Items[:0:0]
+			streamJSONList(a, rest, "items", v.Items, func(e *api.AuditEntry) any { return e })
+		case api.PendingList:
+			rest := v
+			rest.Items = v.Items[:0:0]
+			streamJSONList(a, rest, "items", v.Items, func(p *api.Pending) any { return p })
+		default:
+			t.Fatalf("%s: %T is not a list this test streams", name, v)
+		}
+		if w.Header().Get("Content-Type") != "application/json" || w.Code != 200 {
+			t.Errorf("%s: %d %q", name, w.Code, w.Header().Get("Content-Type"))
+		}
+		return w.Body.Bytes()
+	}
+	for _, name := range []string{"lint", "lint-empty", "audit", "audit-empty", "audit-null", "pending", "pending-empty"} {
+		t.Run(name, func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join("testdata", "api", name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := append(stream(name, "Go-http-client/1.1"), stream(name, "curl/8.5.0")...)
+			if !bytes.Equal(got, want) {
+				t.Errorf("streamed:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// TestLargeAnswersStalledClients: clients that ask for large answers read
+// whole from the database (a namespace's graph, lint findings) and read
+// nothing hold one in-flight slot each, the server's slots being shared:
+// twice as many as the slots get a 429 beyond them, health checks pass,
+// and each held answer is cut after the stall bound, its slot then free.
+func TestLargeAnswersStalledClients(t *testing.T) {
+	const stall, slots = 2 * time.Second, 2
+	// 3,000 dangling references: a graph of about 420 KB, lint findings
+	// of about 1.5 MB.
+	srv, log := stallFixtureWith(t, stallOptions{stall: stall, owners: 20, dependents: 150, inflight: slots, ownersMissing: true})
+	addr := srv.Listener.Addr().String()
+	paths := []string{"/graph?namespace=stall&limit=100000", "/lint?namespace=stall&limit=100000"}
+
+	var held []*stalledStream
+	refused := 0
+	for i := range 2 * slots {
+		s := startStalledStream(t, addr, paths[i%2])
+		switch s.resp.StatusCode {
+		case http.StatusOK:
+			held = append(held, s)
+		case http.StatusTooManyRequests:
+			refused++
+			s.conn.Close()
+		default:
+			t.Fatalf("GET %s: %s", paths[i%2], s.resp.Status)
+		}
+	}
+	if len(held) != slots || refused != slots {
+		t.Fatalf("%d answers held, %d refused; want %d and %d", len(held), refused, slots, slots)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for path, want := range map[string]int{"/healthz": http.StatusOK, "/status": http.StatusTooManyRequests} {
+		resp, err := client.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s beside the held answers: %s, want %d", path, resp.Status, want)
+		}
+	}
+
+	log.waitFor(t, "answer cut: the client took no data", len(held), stall+5*time.Second)
+	for i, s := range held {
+		_ = s.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		body, err := io.ReadAll(s.resp.Body)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("answer %d: still open 5s after it was cut (%d bytes read)", i, len(body))
+		}
+		if err == nil && json.Valid(body) {
+			t.Errorf("answer %d: the whole answer (%d bytes) came to a client that read nothing", i, len(body))
+		}
+	}
+
+	// The slots are free again, and a client that reads gets it all.
+	for _, path := range paths {
+		resp, err := client.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Items []json.RawMessage `json:"items"`
+			Edges []json.RawMessage `json:"edges"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || len(v.Items)+len(v.Edges) != 3000 {
+			t.Errorf("GET %s after the cuts: %s, %v, %d items and %d edges; want 3000 of one", path, resp.Status, err,
+				len(v.Items), len(v.Edges))
+		}
+	}
+}
