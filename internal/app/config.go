@@ -151,7 +151,7 @@ func (f *runFlags) addHTTPFlags(fs *pflag.FlagSet) {
 			"has them counted anew, in the background, over the whole mirror (0: at every request, "+
 			"which is still answered with the last count); a quicker count is made for each request")
 	fs.DurationVar(&cfg.graphStreamStall, "graph-stream-stall-timeout", kubehttp.DefaultGraphStreamStall,
-		"how long a stream of the whole graph (GET /graph without ?namespace= or ?uid=) waits for its client "+
+		"how long a streamed answer (GET /graph, /lint, /audit, /pending) waits for its client "+
 			"to take data before it is cut")
 	fs.BoolVar(&cfg.profiling, "profiling", false,
 		"serve Go's pprof profiles under /debug/pprof/ on --listen "+

@@ -108,8 +108,9 @@ type Options struct {
 	Profiling bool
 	// RequestTimeout ends an API request that runs longer (0: 30s).
 	RequestTimeout time.Duration
-	// GraphStreamStall cuts a stream of the whole graph whose client takes
-	// none of it for that long (0: DefaultGraphStreamStall).
+	// GraphStreamStall cuts a streamed answer (the graph, lint findings,
+	// the audit history, pending decisions) whose client takes none of it
+	// for that long (0: DefaultGraphStreamStall).
 	GraphStreamStall time.Duration
 	// MaxGraphStreams bounds the streams of the whole graph served at once
 	// (0: DefaultMaxGraphStreams).
