@@ -231,7 +231,9 @@ func (d *jsonIndenter) newline() {
 // streamJSONList writes an answer whose first field, named field, is the
 // list items, as writeJSON would write it, one element at a time: rest is
 // the answer as it would be without items (the list empty, or null when
-// items is nil), and each maps an item to what the list holds.
+// items is nil), and each maps an item to what the list holds. Each item
+// is cleared once written, so that what the client has taken can be freed
+// while it takes the rest.
 func streamJSONList[T any](a *answerStream, rest any, field string, items []T, each func(*T) any) {
 	tail, err := json.Marshal(rest)
 	if err != nil {
@@ -247,11 +249,13 @@ func streamJSONList[T any](a *answerStream, rest any, field string, items []T, e
 		panic(fmt.Sprintf("%T does not start with an empty %q", rest, field))
 	}
 	a.rawString(head)
+	var zero T
 	for i := range items {
 		if i > 0 {
 			a.rawString(",")
 		}
 		a.value(each(&items[i]))
+		items[i] = zero
 	}
 	a.raw(tail[len(head):])
 	a.end("\n")

@@ -108,19 +108,23 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 // (pkg/controller/garbagecollector/dump.go): a strict digraph named full,
 // vertices keyed by UID with the same attributes in the same order, edges
 // from dependent to owner, both sorted, so that tools reading upstream's
-// dump read ours. It sorts g's nodes and edges in place.
+// dump read ours. It sorts g's nodes and edges in place, and clears each
+// once written, so that what the client has taken can be freed while it
+// takes the rest.
 func writeDOT(w io.Writer, g *db.Graph, limit int) {
 	d := &dotWriter{w: w}
 	d.start(g.Truncated, limit, graphMaxLimit)
 	slices.SortStableFunc(g.Nodes, func(a, b db.GraphNode) int { return cmp.Compare(a.UID, b.UID) })
-	for _, n := range g.Nodes {
+	for i, n := range g.Nodes {
 		d.node(n)
+		g.Nodes[i] = db.GraphNode{}
 	}
 	slices.SortStableFunc(g.Edges, func(a, b db.GraphEdge) int {
 		return cmp.Or(cmp.Compare(a.Dependent, b.Dependent), cmp.Compare(a.Owner, b.Owner))
 	})
-	for _, e := range g.Edges {
+	for i, e := range g.Edges {
 		d.edge(e)
+		g.Edges[i] = db.GraphEdge{}
 	}
 	d.end()
 }

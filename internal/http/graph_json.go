@@ -52,7 +52,9 @@ var (
 // api.GraphEdge's order, strings escaped as it escapes them, and a
 // newline. It reads the database's rows directly: mapping them to the API's
 // types first would copy every node. Once b holds answerChunk bytes, spill
-// (when not nil) takes them, and what it returns is appended to.
+// (when not nil) takes them, and what it returns is appended to; g's nodes
+// and edges are then cleared as they are written, so that what the client
+// has taken can be freed while it takes the rest.
 func appendGraphJSON(b []byte, g *db.Graph, spill func([]byte) []byte) []byte {
 	more := func(b []byte) []byte {
 		if spill != nil && len(b) >= answerChunk {
@@ -70,6 +72,9 @@ func appendGraphJSON(b []byte, g *db.Graph, spill func([]byte) []byte) []byte {
 				b = append(b, ',')
 			}
 			b = more(appendGraphNode(b, n))
+			if spill != nil {
+				g.Nodes[i] = db.GraphNode{}
+			}
 		}
 		b = append(b, ']')
 	}
@@ -83,6 +88,9 @@ func appendGraphJSON(b []byte, g *db.Graph, spill func([]byte) []byte) []byte {
 				b = append(b, ',')
 			}
 			b = more(appendGraphEdge(b, e))
+			if spill != nil {
+				g.Edges[i] = db.GraphEdge{}
+			}
 		}
 		b = append(b, ']')
 	}
