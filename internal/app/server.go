@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
@@ -93,6 +94,7 @@ func (d *daemonRun) handlerOptions(auth httpAuth, lintCounter *kubehttp.LintCoun
 		LintCounter:             lintCounter,
 		MaxInflight:             cfg.maxInflight,
 		GraphStreamStall:        cfg.graphStreamStall,
+		SpoolDir:                filepath.Dir(d.store.Path),
 		Tokens:                  auth.tokens,
 		ClientCerts:             cfg.clientCAFile != "",
 		InsecureUnauthenticated: auth.insecure,

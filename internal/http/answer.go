@@ -15,16 +15,39 @@ import (
 )
 
 const (
-	// answerChunk is the size of the buffer a streamed answer is written
-	// through: a client that takes nothing holds at most that much of its
-	// encoding in the daemon (and the socket's buffers in the kernel).
+	// answerChunk is the size of the buffers an answer is encoded and
+	// sent through. A client that takes nothing holds one of them, its
+	// spool file and the socket's buffers in the kernel.
 	answerChunk = 64 << 10
+	// maxWideReads is how many wide answers (/lint, a filtered /graph,
+	// /audit, /pending) are read from the database and mapped at once.
+	// Each costs memory that grows with its limit, several times what it
+	// keeps to send: read all at once, the in-flight slots' worth would
+	// cost that many times over. Two keep both of two cores busy.
+	maxWideReads = 2
 	// answerSendTimeout bounds the sending of a streamed answer read
 	// whole from the database, however steadily its client reads: the
 	// daemon's http.Server gives any answer as long (WriteTimeout), and a
 	// streamed answer's deadlines replace the server's.
 	answerSendTimeout = 2 * time.Minute
 )
+
+// wideRead runs read, which reads a wide answer from the database, in one
+// of the server's maxWideReads slots, waiting for one as long as ctx
+// lasts (the request's time bound). The slot is freed before the answer is
+// sent: a client that reads slowly or not at all holds its answer's spool,
+// not a slot.
+func (s *server) wideRead(ctx context.Context, read func() error) error {
+	if slots := s.answers.wideReads; slots != nil {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for one of the %d wide reads at once: %w", cap(slots), ctx.Err())
+		}
+	}
+	return read()
+}
 
 // stallWriter writes to a client under a deadline renewed at each write
 // (a flush of the stream's buffer): a client that takes nothing for stall
@@ -55,38 +78,40 @@ func (s *stallWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// answerStream writes a 200 answer as it is encoded, through a buffer of
-// answerChunk under the stall bound (--graph-stream-stall-timeout): the
-// encoding of a large answer never exists whole, and a client that stops
-// reading is cut. JSON written to it is compact, as encoding/json writes
-// it; for a person at a terminal it is indented as writeJSON indents,
-// byte for byte.
+// answerStream encodes an answer, then sends it. The encoding goes in
+// chunks of answerChunk into a spool as it is made, so that it never
+// exists whole in memory and the items it was made from can be freed
+// while it is; the spool is sent once whole, under the stall bound
+// (--graph-stream-stall-timeout), so a client that stops reading holds a
+// spool file, not the daemon's memory, and is cut. JSON written to it is
+// compact, as encoding/json writes it; for a person at a terminal it is
+// indented as writeJSON indents, byte for byte.
 type answerStream struct {
-	s  *server
-	r  *http.Request
-	sw *stallWriter
-	bw *bufio.Writer
+	s           *server
+	w           http.ResponseWriter
+	r           *http.Request
+	contentType string
+	// what names the answer in the log.
+	what string
+	sp   *spool
+	bw   *bufio.Writer // over sp; its first error sticks
 	// out takes the compact JSON: bw, or an indenter over it.
 	out io.Writer
 	// buf and enc encode one value at a time.
 	buf bytes.Buffer
 	enc *json.Encoder
-	// what names the answer in the log.
-	what string
 }
 
-// streamAnswer starts the answer to r, of contentType, with its header.
+// streamAnswer starts the answer to r, of contentType. Nothing is sent
+// before end.
 func (s *server) streamAnswer(w http.ResponseWriter, r *http.Request, contentType, what string) *answerStream {
-	a := &answerStream{s: s, r: r, what: what, sw: &stallWriter{w: w, rc: http.NewResponseController(w),
-		stall: s.stall(), end: time.Now().Add(answerSendTimeout)}}
-	a.bw = bufio.NewWriterSize(a.sw, answerChunk)
+	a := &answerStream{s: s, w: w, r: r, contentType: contentType, what: what, sp: s.answers.spool()}
+	a.bw = bufio.NewWriterSize(a.sp, answerChunk)
 	a.out = a.bw
 	if contentType == "application/json" && indented(r) {
 		a.out = &jsonIndenter{w: a.bw}
 	}
 	a.enc = json.NewEncoder(&a.buf)
-	w.Header().Set("Content-Type", contentType)
-	w.WriteHeader(http.StatusOK)
 	return a
 }
 
@@ -98,17 +123,10 @@ func (s *server) stall() time.Duration {
 	return DefaultGraphStreamStall
 }
 
-// raw writes text, which is compact JSON in a JSON answer. A write that
-// fails (the client left or stalled) ends the answer: see abort.
-func (a *answerStream) raw(b []byte) {
-	_, _ = a.out.Write(b)
-	a.check()
-}
+// raw writes text, which is compact JSON in a JSON answer.
+func (a *answerStream) raw(b []byte) { _, _ = a.out.Write(b) }
 
-func (a *answerStream) rawString(s string) {
-	_, _ = io.WriteString(a.out, s)
-	a.check()
-}
+func (a *answerStream) rawString(s string) { _, _ = io.WriteString(a.out, s) }
 
 // value writes v as encoding/json does, compact.
 func (a *answerStream) value(v any) {
@@ -121,19 +139,40 @@ func (a *answerStream) value(v any) {
 	a.raw(bytes.TrimSuffix(a.buf.Bytes(), []byte("\n")))
 }
 
-// check aborts the answer once a write has failed: bufio's error sticks.
-func (a *answerStream) check() {
-	if _, err := a.bw.Write(nil); err != nil {
-		a.s.abortStream(a.r, a.what, a.sw, err, nil, answerSendTimeout)
-	}
+// failed tells that the spool refused a write: the rest of the answer
+// need not be encoded.
+func (a *answerStream) failed() bool {
+	_, err := a.bw.Write(nil)
+	return err != nil
 }
 
 // end writes trailer as it is (writeJSON ends an answer with a newline,
-// which no indenter keeps) and sends what is left.
+// which no indenter keeps), then sends the answer: a 200 with what was
+// spooled, or, when the spool refused it, an error, as nothing was sent
+// yet.
 func (a *answerStream) end(trailer string) {
+	defer a.sp.close()
 	_, _ = a.bw.WriteString(trailer)
 	if err := a.bw.Flush(); err != nil {
-		a.s.abortStream(a.r, a.what, a.sw, err, nil, answerSendTimeout)
+		if errors.Is(err, errSpoolFull) {
+			a.w.Header().Set("Retry-After", "5")
+			writeError(a.w, a.r, http.StatusTooManyRequests, fmt.Sprintf(
+				"the large answers being sent take the %d MiB they may already; retry", spoolBudget>>20))
+			return
+		}
+		a.s.internalError(a.w, a.r, err)
+		return
+	}
+	a.w.Header().Set("Content-Type", a.contentType)
+	a.w.WriteHeader(http.StatusOK)
+	sw := &stallWriter{w: a.w, rc: http.NewResponseController(a.w), stall: a.s.stall(),
+		end: time.Now().Add(answerSendTimeout)}
+	if _, err := io.CopyBuffer(sw, a.sp.reader(), make([]byte, answerChunk)); err != nil {
+		var werr error
+		if sw.cut != "" || !errors.Is(err, errSpoolRead) {
+			werr = err
+		}
+		a.s.abortStream(a.r, a.what, sw, werr, err, answerSendTimeout)
 	}
 }
 
@@ -232,8 +271,8 @@ func (d *jsonIndenter) newline() {
 // list items, as writeJSON would write it, one element at a time: rest is
 // the answer as it would be without items (the list empty, or null when
 // items is nil), and each maps an item to what the list holds. Each item
-// is cleared once written, so that what the client has taken can be freed
-// while it takes the rest.
+// is cleared once written, so that the items are freed as the answer is
+// spooled.
 func streamJSONList[T any](a *answerStream, rest any, field string, items []T, each func(*T) any) {
 	tail, err := json.Marshal(rest)
 	if err != nil {
@@ -256,6 +295,9 @@ func streamJSONList[T any](a *answerStream, rest any, field string, items []T, e
 		}
 		a.value(each(&items[i]))
 		items[i] = zero
+		if a.failed() {
+			break
+		}
 	}
 	a.raw(tail[len(head):])
 	a.end("\n")

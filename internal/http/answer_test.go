@@ -6,16 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -75,7 +76,7 @@ func TestJSONIndenterIsIndent(t *testing.T) {
 // (/lint, /audit, /pending) are, compact and indented, the golden answers
 // writeJSON writes whole.
 func TestStreamedListsAreGoldens(t *testing.T) {
-	s := &server{Options: Options{Registry: prometheus.NewRegistry()}}
+	s := &server{answers: newAnswerBounds(t.TempDir())}
 	stream := func(name, ua string) []byte {
 		answers := goldenAnswers() // streaming clears the items it wrote
 		r := httptest.NewRequest("GET", "/", nil)
@@ -188,5 +189,70 @@ func TestLargeAnswersStalledClients(t *testing.T) {
 			t.Errorf("GET %s after the cuts: %s, %v, %d items and %d edges; want 3000 of one", path, resp.Status, err,
 				len(v.Items), len(v.Edges))
 		}
+	}
+}
+
+// TestSpool: an answer of up to answerChunk bytes stays in memory; a
+// larger one goes to a file of the spool's directory that no name holds,
+// whose bytes count against spoolBudget until the answer is sent.
+func TestSpool(t *testing.T) {
+	dir := t.TempDir()
+	b := newAnswerBounds(dir)
+	small := b.spool()
+	if _, err := small.Write(bytes.Repeat([]byte("s"), answerChunk)); err != nil {
+		t.Fatal(err)
+	}
+	if small.f != nil {
+		t.Errorf("an answer of %d bytes went to a file", answerChunk)
+	}
+	large := b.spool()
+	want := bytes.Repeat([]byte("0123456789"), 3*answerChunk/10)
+	for chunk := range slices.Chunk(want, 1000) {
+		if _, err := large.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if large.f == nil || b.spooled.Load() != int64(len(want)) {
+		t.Errorf("an answer of %d bytes: file %v, %d bytes counted", len(want), large.f != nil, b.spooled.Load())
+	}
+	if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
+		t.Errorf("the spool's directory holds %v, %v; want no name", names, err)
+	}
+	got, err := io.ReadAll(large.reader())
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("read back %d bytes, %v; want the %d written", len(got), err, len(want))
+	}
+	large.close()
+	small.close()
+	if n := b.spooled.Load(); n != 0 {
+		t.Errorf("%d bytes counted once every spool is closed", n)
+	}
+}
+
+// TestSpoolBudget: a large answer that would take the spool past its
+// budget is refused with a 429 and Retry-After, before a byte of it is
+// sent; a small one is served.
+func TestSpoolBudget(t *testing.T) {
+	s := &server{Options: Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		answers: newAnswerBounds(t.TempDir())}
+	s.answers.spooled.Store(spoolBudget - answerChunk)
+	serve := func(items []string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		a := s.streamAnswer(w, httptest.NewRequest("GET", "/", nil), "application/json", "answer")
+		streamJSONList(a, api.AuditList{Items: []api.AuditEntry{}}, "items", items, func(s *string) any { return s })
+		return w
+	}
+	w := serve(slices.Repeat([]string{strings.Repeat("x", 1000)}, 3*answerChunk/1000))
+	var e errorJSON
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" ||
+		json.Unmarshal(w.Body.Bytes(), &e) != nil || !strings.Contains(e.Error, "retry") {
+		t.Errorf("past the budget: %d, Retry-After %q, %s; want a 429 JSON error with Retry-After",
+			w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if n := s.answers.spooled.Load(); n != spoolBudget-answerChunk {
+		t.Errorf("%d bytes counted after the refusal, want the %d of before", n, spoolBudget-answerChunk)
+	}
+	if w := serve([]string{"a", "b"}); w.Code != http.StatusOK || w.Body.String() != `{"items":["a","b"]}`+"\n" {
+		t.Errorf("a small answer beside the full budget: %d %s", w.Code, w.Body)
 	}
 }

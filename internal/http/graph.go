@@ -82,9 +82,15 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 	var g *db.Graph
 	var err error
 	if at.IsZero() {
-		g, err = s.DB.Graph(r.Context(), f)
+		err = s.wideRead(r.Context(), func() (err error) {
+			g, err = s.DB.Graph(r.Context(), f)
+			return err
+		})
 	} else {
-		g, err = s.graphAt(r.Context(), f, at)
+		err = s.wideRead(r.Context(), func() (err error) {
+			g, err = s.graphAt(r.Context(), f, at)
+			return err
+		})
 	}
 	if errors.Is(err, db.ErrNotFound) {
 		writeError(w, r, http.StatusNotFound, err.Error())
@@ -109,8 +115,7 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 // vertices keyed by UID with the same attributes in the same order, edges
 // from dependent to owner, both sorted, so that tools reading upstream's
 // dump read ours. It sorts g's nodes and edges in place, and clears each
-// once written, so that what the client has taken can be freed while it
-// takes the rest.
+// once written, so that they are freed as the answer is spooled.
 func writeDOT(w io.Writer, g *db.Graph, limit int) {
 	d := &dotWriter{w: w}
 	d.start(g.Truncated, limit, graphMaxLimit)

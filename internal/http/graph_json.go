@@ -53,8 +53,8 @@ var (
 // newline. It reads the database's rows directly: mapping them to the API's
 // types first would copy every node. Once b holds answerChunk bytes, spill
 // (when not nil) takes them, and what it returns is appended to; g's nodes
-// and edges are then cleared as they are written, so that what the client
-// has taken can be freed while it takes the rest.
+// and edges are then cleared as they are written, so that they are freed
+// as the answer is spooled.
 func appendGraphJSON(b []byte, g *db.Graph, spill func([]byte) []byte) []byte {
 	more := func(b []byte) []byte {
 		if spill != nil && len(b) >= answerChunk {

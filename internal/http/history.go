@@ -58,7 +58,12 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	items, next, err := s.DB.ListPending(r.Context(), f)
+	var items []db.Pending
+	var next *db.PendingKey
+	err := s.wideRead(r.Context(), func() (err error) {
+		items, next, err = s.DB.ListPending(r.Context(), f)
+		return err
+	})
 	if err != nil {
 		s.internalError(w, r, err)
 		return
@@ -151,7 +156,12 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, q.err.Error())
 		return
 	}
-	items, next, err := s.DB.ListAudit(r.Context(), f)
+	var items []db.AuditEntry
+	var next int64
+	err := s.wideRead(r.Context(), func() (err error) {
+		items, next, err = s.DB.ListAudit(r.Context(), f)
+		return err
+	})
 	if err != nil {
 		s.internalError(w, r, err)
 		return

@@ -50,7 +50,11 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	rep, err := diagnose.Lint(r.Context(), s.DB, f, time.Now())
+	var rep *api.LintReport
+	err = s.wideRead(r.Context(), func() (err error) {
+		rep, err = diagnose.Lint(r.Context(), s.DB, f, time.Now())
+		return err
+	})
 	if err != nil {
 		s.internalError(w, r, err)
 		return

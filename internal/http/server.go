@@ -115,6 +115,10 @@ type Options struct {
 	// MaxGraphStreams bounds the streams of the whole graph served at once
 	// (0: DefaultMaxGraphStreams).
 	MaxGraphStreams int
+	// SpoolDir holds the large answers a client has yet to take, in
+	// unnamed files (default os.TempDir(), which may be memory): the
+	// daemon's is its database's directory.
+	SpoolDir string
 
 	// Controllers shows which controllers make their passes and which
 	// skip them.
@@ -148,6 +152,8 @@ type server struct {
 	inflight inflightSlots
 	// graphStreams holds a slot for each stream of the whole graph served.
 	graphStreams chan struct{}
+	// answers bound the answers read whole from the database.
+	answers answerBounds
 	// lintCounts is Options.LintCounter, or the handler's own.
 	lintCounts *LintCounter
 	// routes are the patterns the router serves: the request metrics'
@@ -164,7 +170,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 		opts.Gatherer = opts.Registry
 	}
 	s := &server{Options: opts, allowedHosts: map[string]bool{}, inflight: newInflightSlots(opts.MaxInflight),
-		graphStreams: make(chan struct{}, graphStreamSlots(opts.MaxGraphStreams, opts.MaxInflight))}
+		graphStreams: make(chan struct{}, graphStreamSlots(opts.MaxGraphStreams, opts.MaxInflight)),
+		answers:      newAnswerBounds(opts.SpoolDir)}
 	for _, h := range opts.AllowedHosts {
 		if h == "*" {
 			s.allowedHosts = nil
