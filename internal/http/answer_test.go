@@ -124,17 +124,35 @@ func TestStreamedListsAreGoldens(t *testing.T) {
 // twice as many as the slots get a 429 beyond them, health checks pass,
 // and each held answer is cut after the stall bound, its slot then free.
 func TestLargeAnswersStalledClients(t *testing.T) {
-	const stall, slots = 2 * time.Second, 2
+	const stall, slots = 3 * time.Second, 2
 	// 3,000 dangling references: a graph of about 420 KB, lint findings
 	// of about 1.5 MB.
 	srv, log := stallFixtureWith(t, stallOptions{stall: stall, owners: 20, dependents: 150, inflight: slots, ownersMissing: true})
 	addr := srv.Listener.Addr().String()
 	paths := []string{"/graph?namespace=stall&limit=100000", "/lint?namespace=stall&limit=100000"}
 
+	// All at once: the first two take the slots, before either answer is
+	// read, let alone cut.
+	type opened struct {
+		s   *stalledStream
+		err error
+	}
+	streams := make(chan opened, 2*slots)
+	for i := range 2 * slots {
+		go func() {
+			s, err := openStalledStream(addr, paths[i%2])
+			streams <- opened{s, err}
+		}()
+	}
 	var held []*stalledStream
 	refused := 0
-	for i := range 2 * slots {
-		s := startStalledStream(t, addr, paths[i%2])
+	for range 2 * slots {
+		o := <-streams
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		s := o.s
+		t.Cleanup(func() { s.conn.Close() })
 		switch s.resp.StatusCode {
 		case http.StatusOK:
 			held = append(held, s)
@@ -142,22 +160,17 @@ func TestLargeAnswersStalledClients(t *testing.T) {
 			refused++
 			s.conn.Close()
 		default:
-			t.Fatalf("GET %s: %s", paths[i%2], s.resp.Status)
+			t.Fatalf("%s", s.resp.Status)
 		}
 	}
 	if len(held) != slots || refused != slots {
 		t.Fatalf("%d answers held, %d refused; want %d and %d", len(held), refused, slots, slots)
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
-	for path, want := range map[string]int{"/healthz": http.StatusOK, "/status": http.StatusTooManyRequests} {
-		resp, err := client.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
+	if resp, err := client.Get(srv.URL + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz beside the held answers: %v, %v", resp, err)
+	} else {
 		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET %s beside the held answers: %s, want %d", path, resp.Status, want)
-		}
 	}
 
 	log.waitFor(t, "answer cut: the client took no data", len(held), stall+5*time.Second)

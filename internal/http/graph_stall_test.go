@@ -171,21 +171,8 @@ func smallBuffer(opt int) func(_, _ string, c syscall.RawConn) error {
 	}
 }
 
-// dialSmallWindow connects to addr with a 4 KB receive buffer, so that a
-// client that reads nothing stops the server's writes soon.
-func dialSmallWindow(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{Timeout: 5 * time.Second, Control: smallBuffer(syscall.SO_RCVBUF)}
-	conn, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
-
-// stalledStream is a client that asked for the whole graph and reads
-// nothing past the headers.
+// stalledStream is a client that asked for an answer and reads nothing
+// past the headers.
 type stalledStream struct {
 	conn net.Conn
 	br   *bufio.Reader
@@ -194,21 +181,38 @@ type stalledStream struct {
 
 func startStalledStream(t *testing.T, addr, path string) *stalledStream {
 	t.Helper()
-	conn := dialSmallWindow(t, addr)
+	s, err := openStalledStream(addr, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.conn.Close() })
+	return s
+}
+
+// openStalledStream asks for path on a connection with a 4 KB receive
+// buffer, so that a client that reads nothing stops the server's writes
+// soon, and reads the answer's head. The caller closes the connection.
+func openStalledStream(addr, path string) (*stalledStream, error) {
+	d := net.Dialer{Timeout: 5 * time.Second, Control: smallBuffer(syscall.SO_RCVBUF)}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		err = req.Write(conn)
 	}
-	if err := req.Write(conn); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReaderSize(conn, 512)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+	var resp *http.Response
+	if err == nil {
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err = http.ReadResponse(br, req)
 	}
-	return &stalledStream{conn: conn, br: br, resp: resp}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	return &stalledStream{conn: conn, br: br, resp: resp}, nil
 }
 
 // TestGraphStreamStalledClients: four clients that ask for a graph larger
