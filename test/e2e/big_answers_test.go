@@ -27,7 +27,7 @@ import (
 // heldAnswersRSSBound is what the daemon's resident memory may grow by,
 // at its peak, while 2 × --max-requests-inflight clients ask for the
 // large answers of TestHeldLargeAnswersBounded and read nothing. Measured
-// here: 184 to 204 MB over three runs, the cost of the two answers read at
+// here: 184 to 208 MB over four runs, the cost of the two answers read at
 // a time; the held clients cost a spool file each. Before the spool, the
 // shared slots and the wide-read bound it grew by 1,343 MB.
 const heldAnswersRSSBound = 320 << 20
