@@ -55,10 +55,10 @@ func FuzzQueryParameters(f *testing.F) {
 }
 
 // FuzzDOTQuote: any string becomes one DOT quoted string: quotes and
-// backslashes escaped, no raw line break or control character, and the
-// text itself kept.
+// backslashes escaped, no raw line break, no C0 or C1 control character
+// and no bidi control a terminal would act on, and the text itself kept.
 func FuzzDOTQuote(f *testing.F) {
-	for _, s := range []string{"", "web", `a"b`, `a\b`, "line\nbreak", "tab\there", "\x00\x7f", "ünïcödé", "\xff\xfe", `\"`} {
+	for _, s := range []string{"", "web", `a"b`, `a\b`, "line\nbreak", "tab\there", "\x00\x7f", "ünïcödé", "\xff\xfe", `\"`, "csi\u009b2J", "evil\u202eexe", "iso\u2066late\u2069"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -78,6 +78,11 @@ func FuzzDOTQuote(f *testing.F) {
 				t.Fatalf("dotQuote(%q) = %s: an unescaped quote at %d", s, q, i)
 			case c < 0x20 || c == 0x7f:
 				t.Fatalf("dotQuote(%q) = %s: control character %#x", s, q, c)
+			}
+		}
+		for _, r := range inner {
+			if isTerminalControl(r) {
+				t.Fatalf("dotQuote(%q) = %s: control character %U", s, q, r)
 			}
 		}
 		// Printable ASCII text comes through unchanged but for escapes.

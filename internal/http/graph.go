@@ -233,7 +233,7 @@ func dotQuote(s string) string {
 			b.WriteRune(r)
 		case r == '\n':
 			b.WriteString(`\n`)
-		case r < 0x20 || r == 0x7f:
+		case isTerminalControl(r):
 			b.WriteByte(' ') // control characters have no DOT spelling
 		default:
 			b.WriteRune(r)
@@ -241,6 +241,19 @@ func dotQuote(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// isTerminalControl reports a rune a terminal may act on rather than show:
+// a C0 or C1 control character, DEL, or a bidi control that reorders the
+// text around it.
+func isTerminalControl(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }
 
 // objectReadFailed answers a failed read of object uid — a JSON 404 when
