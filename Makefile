@@ -66,15 +66,23 @@ docs: ## write docs/flags.md, docs/cli.md, the metrics table of docs/metrics.md,
 kube-bins: $(KUBE_BINS) ## build etcd, kube-apiserver and kube-controller-manager for tests (first time ≈ 5 min)
 
 # The control plane comes from Go modules pinned in hack/kube/go.mod, built
-# once; a change to that go.mod rebuilds them.
-$(BIN)/etcd: hack/kube/go.mod hack/kube/go.sum
-	@echo "building etcd…"
-	@cd hack/kube && $(GO) build -o ../../$@ go.etcd.io/etcd/server/v3
-$(BIN)/kube-apiserver: hack/kube/go.mod hack/kube/go.sum
-	@echo "building kube-apiserver (the longest step the first time)…"
-	@cd hack/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/kube-apiserver
-$(BIN)/kube-controller-manager: hack/kube/go.mod hack/kube/go.sum
-	cd hack/kube && $(GO) build -o ../../$@ k8s.io/kubernetes/cmd/kube-controller-manager
+# once; a change to that go.mod rebuilds them. Each build counts the
+# packages it compiles as it goes (hack/buildprogress).
+$(BIN)/etcd: hack/kube/go.mod hack/kube/go.sum | $(PROGRESS)
+	@cd hack/kube && $(abspath $(PROGRESS)) etcd -- $(GO) build -v -o ../../$@ go.etcd.io/etcd/server/v3
+$(BIN)/kube-apiserver: hack/kube/go.mod hack/kube/go.sum | $(PROGRESS)
+	@cd hack/kube && $(abspath $(PROGRESS)) "kube-apiserver (the longest step the first time)" -- \
+		$(GO) build -v -o ../../$@ k8s.io/kubernetes/cmd/kube-apiserver
+$(BIN)/kube-controller-manager: hack/kube/go.mod hack/kube/go.sum | $(PROGRESS)
+	@cd hack/kube && $(abspath $(PROGRESS)) kube-controller-manager -- \
+		$(GO) build -v -o ../../$@ k8s.io/kubernetes/cmd/kube-controller-manager
+
+# buildprogress condenses `go build -v` into a count of the packages
+# compiled: one updating line on a terminal, a line every 100 elsewhere.
+PROGRESS := $(BIN)/buildprogress
+$(PROGRESS): hack/buildprogress/main.go
+	@mkdir -p $(BIN)
+	@$(GO) build -o $@ ./hack/buildprogress
 
 # kwok simulates the nodes and pods of hack/bench's scale benchmark against
 # the real kube-apiserver. It comes from hack/kwok/go.mod, a module of its
@@ -170,15 +178,13 @@ web: ## reinstall the UI's JavaScript libraries from web/package-lock.json into 
 	cp web/node_modules/dagre/dist/dagre.min.js web/vendor/dagre/
 
 # `make demo` builds only what the demo runs (etcd, kube-apiserver, kubegcd
-# and the demo itself), saying so in one line a step, and runs the built
-# demo: `go run` exits 1 on Ctrl-C, which make would report as an error
-# although the demo stopped cleanly. The first run's module downloads go
-# to a log, shown only when they fail.
-demo: $(BIN)/.demo-modules $(BIN)/etcd $(BIN)/kube-apiserver ## start a local control plane, seed it, run kubegcd against it and print the UI's URL
-	@echo "building kubegcd…"
-	@$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/kubegcd ./cmd/kubegcd
-	@echo "building the demo…"
-	@$(GO) build -o $(BIN)/kubegcd-demo ./hack/demo
+# and the demo itself), counting the packages each build compiles, and runs
+# the built demo: `go run` exits 1 on Ctrl-C, which make would report as an
+# error although the demo stopped cleanly. The first run's module downloads
+# go to a log, shown only when they fail.
+demo: $(BIN)/.demo-modules $(PROGRESS) $(BIN)/etcd $(BIN)/kube-apiserver ## start a local control plane, seed it, run kubegcd against it and print the UI's URL
+	@$(PROGRESS) kubegcd -- $(GO) build -v -ldflags '$(LDFLAGS)' -o $(BIN)/kubegcd ./cmd/kubegcd
+	@$(PROGRESS) "the demo" -- $(GO) build -v -o $(BIN)/kubegcd-demo ./hack/demo
 	@exec $(BIN)/kubegcd-demo
 
 # Loading the packages the demo builds downloads exactly the modules they
