@@ -169,6 +169,9 @@ var Operations = []Operation{
 					"up to 100,000,000 for the whole graph, 100,000 for a filtered one."},
 			{Name: "format", In: "query", Type: "string", Enum: []string{"json", "dot"}, Default: "json",
 				Description: "The answer's format: json, or dot for GraphViz."},
+			{Name: "isolated", In: "query", Type: "string", Enum: []string{"true", "false"}, Default: "false",
+				Description: "With namespace, true adds the objects of the namespace that have neither owners nor dependents, " +
+					"as nodes without edges. They count against limit. Without namespace, true is a 400."},
 			{Name: "at", In: "query", Type: "string", Format: "date-time",
 				Description: "The graph around the uid objects as history shows it at that time (RFC 3339). " +
 					"A time in the future is a 400. It takes uid only, not namespace."},

@@ -19,6 +19,9 @@ type GraphFilter struct {
 	// Namespace keeps objects in that namespace, plus the cluster-scoped and
 	// missing owners they reference.
 	Namespace string
+	// Isolated adds, with Namespace, the objects of that namespace that have
+	// neither owners nor dependents. They are nodes without edges.
+	Isolated bool
 	// UIDs keeps these objects with their transitive owners and transitive
 	// dependents.
 	UIDs []string
@@ -28,6 +31,7 @@ type GraphFilter struct {
 
 // GraphNode is one vertex of the ownership graph: a mirrored object that
 // has owners or dependents, or an owner known only from references to it.
+// GraphFilter.Isolated adds objects that have neither.
 type GraphNode struct {
 	UID                string
 	APIVersion         string
@@ -194,7 +198,12 @@ func graphUIDsSQL(ctx context.Context, q querier, f GraphFilter) ([]string, erro
 		// Objects of the namespace that take part, and the owners outside any
 		// namespace (cluster-scoped, or not mirrored) that they name. An owner
 		// mirrored in another namespace is not theirs (BR-21-07) and is left out.
-		sets = append(sets, `SELECT s.uid FROM objects s WHERE s.namespace = ? AND `+participates+`
+		// Isolated keeps the objects that take no part too.
+		takesPart := " AND " + participates
+		if f.Isolated {
+			takesPart = ""
+		}
+		sets = append(sets, `SELECT s.uid FROM objects s WHERE s.namespace = ?`+takesPart+`
 			UNION SELECT r.owner_uid FROM objects d JOIN owner_refs r ON r.dependent_uid = d.uid
 				LEFT JOIN objects o ON o.uid = r.owner_uid
 			WHERE d.namespace = ? AND (o.uid IS NULL OR o.namespace = '')`)

@@ -153,6 +153,10 @@ func TestGraphFilters(t *testing.T) {
 		{"namespace", GraphFilter{Namespace: "a"},
 			"A,B,C,G,H,M1,M2,N,U,X,Y,cr1,ghost,ghost-cr,ghost-foo",
 			"B>A,C>B,G>ghost,H>ghost-cr,M1>M2,M2>M1,N>A,U>ghost-foo,X>cr1"},
+		// Isolated adds L, which has neither owners nor dependents.
+		{"namespace with isolated objects", GraphFilter{Namespace: "a", Isolated: true},
+			"A,B,C,G,H,L,M1,M2,N,U,X,Y,cr1,ghost,ghost-cr,ghost-foo",
+			"B>A,C>B,G>ghost,H>ghost-cr,M1>M2,M2>M1,N>A,U>ghost-foo,X>cr1"},
 		{"middle of a chain", GraphFilter{UIDs: []string{"B"}}, "A,B,C", "B>A,C>B"},
 		// A's other dependent N comes too: it depends on A transitively.
 		{"top of a chain", GraphFilter{UIDs: []string{"A"}}, "A,B,C,N", "B>A,C>B,N>A"},

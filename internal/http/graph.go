@@ -47,6 +47,12 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 	}
 	f := db.GraphFilter{Namespace: q.str("namespace"), Limit: q.limitUpTo(maxLimit)}
 	format := q.enum("format")
+	// The objects that take no part in the graph: the namespace map lists
+	// them beside its trees, so that it covers the whole namespace.
+	f.Isolated = q.enum("isolated") == "true"
+	if f.Isolated && f.Namespace == "" {
+		q.fail("isolated needs namespace")
+	}
 	uids := q.v["uid"]
 	if len(uids) > api.GraphMaxUIDs {
 		q.fail("too many uid parameters: at most %d", api.GraphMaxUIDs)

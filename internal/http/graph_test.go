@@ -148,6 +148,16 @@ func TestGraphJSON(t *testing.T) {
 	if len(g.Nodes) != 2 || !*g.Truncated || len(g.Edges) != 1 {
 		t.Fatalf("?limit=2: %+v", g)
 	}
+	// isolated=true adds L, which has neither owners nor dependents, as a
+	// node without edges; the edges stay those of the namespace.
+	getJSON(t, srv, "/graph?namespace=a&isolated=true", 200, &g)
+	uids = uids[:0]
+	for _, n := range g.Nodes {
+		uids = append(uids, n["uid"].(string))
+	}
+	if got := strings.Join(uids, ","); got != "uid-A,uid-B,uid-D,uid-E,uid-G,uid-L,uid-ghost" || len(g.Edges) != 3 {
+		t.Fatalf("?namespace=a&isolated=true: nodes %s, %d edges; want L added, 3 edges", got, len(g.Edges))
+	}
 	// A namespace with nothing in it is an empty graph, with arrays.
 	resp, body := get(t, srv, "/graph?namespace=empty")
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"nodes":[]`) || !strings.Contains(string(body), `"edges":[]`) {
@@ -264,6 +274,8 @@ func TestGraphBadRequests(t *testing.T) {
 		"/graph?colour=red":               400,
 		"/graph?uid=":                     400,
 		"/graph?namespace=a&namespace=b":  400,
+		"/graph?isolated=true":            400,
+		"/graph?namespace=a&isolated=yes": 400,
 		"/graph?uid=nope":                 404,
 		"/graph?uid=uid-A&uid=nope":       404,
 		"/graph?uid=nope&format=dot":      404,
