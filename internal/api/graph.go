@@ -3,7 +3,8 @@ package api
 // Graph is the ownership graph /graph answers: the objects that have owners
 // or dependents, and their ownerReferences. With ?uid= it holds the
 // objects connected to those UIDs; with ?at= it is drawn from history as
-// it stood then.
+// it stood then. With ?namespace= and ?isolated=true it also holds the
+// namespace's objects that have neither owners nor dependents.
 //
 // The whole graph (no ?uid= nor ?namespace=) streams: its fields come in
 // the order truncated, nodes, edges, one element a line, and nodes and
