@@ -137,3 +137,87 @@ func TestPendingOldestFirst(t *testing.T) {
 	}
 	p.shot("pending-oldest-first")
 }
+
+// At a phone's width (390 px) the object page's graph is fitted to its box
+// and its box to the screen, also when the page was drawn wider and the
+// window then narrowed; the search box's placeholder is not cut.
+func TestObjectPageFitsAPhone(t *testing.T) {
+	ns := namespaces.New(t, "ui-phone")
+	owner := configMap(t, ns, "phone-owner")
+	// Eight dependents side by side: a graph wider than a phone.
+	for i := range 8 {
+		configMap(t, ns, fmt.Sprintf("phone-dependent-with-a-long-name-%d", i), ownerRef(owner, true, false))
+	}
+	d := daemons.Start(t, "")
+	uid := string(owner.UID)
+	graphSize(t, d, uid, 9)
+	p := openPage(t, d)
+	type fit struct {
+		BoxLeft, BoxRight, BoxWidth, BoxHeight, Window float64
+		X1, X2, Y1, Y2                                 float64
+	}
+	// fitted says how the drawn graph sits in its box, and the box in the
+	// window, or "" when the graph is whole in a box that is whole on the
+	// screen.
+	fitted := func() string {
+		t.Helper()
+		var f fit
+		p.eval(`(() => { const box = document.getElementById('graph').getBoundingClientRect();
+			const bb = window.kubegcdGraph.cy.elements().renderedBoundingBox();
+			return { boxLeft: box.left, boxRight: box.right, boxWidth: box.width, boxHeight: box.height, window: window.innerWidth,
+				x1: bb.x1, x2: bb.x2, y1: bb.y1, y2: bb.y2 }; })()`, &f)
+		if f.BoxLeft < 0 || f.BoxRight > f.Window || f.X1 < 0 || f.Y1 < 0 || f.X2 > f.BoxWidth || f.Y2 > f.BoxHeight {
+			return fmt.Sprintf("the graph is drawn over x %.0f…%.0f, y %.0f…%.0f in a box of %.0f × %.0f px at x %.0f…%.0f of a window %.0f px wide",
+				f.X1, f.X2, f.Y1, f.Y2, f.BoxWidth, f.BoxHeight, f.BoxLeft, f.BoxRight, f.Window)
+		}
+		return ""
+	}
+	// placeholderFits: the search box's placeholder, measured in its font,
+	// fits inside its padding.
+	placeholderFits := func() string {
+		t.Helper()
+		var m struct {
+			Text        string
+			Width, Room float64
+		}
+		p.eval(`(() => { const i = document.getElementById('search'); const cs = getComputedStyle(i);
+			const c = document.createElement('canvas').getContext('2d'); c.font = cs.font;
+			return { text: i.placeholder, width: c.measureText(i.placeholder).width,
+				room: i.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) }; })()`, &m)
+		if m.Text == "" || m.Width > m.Room {
+			return fmt.Sprintf("search placeholder %q is %.0f px wide in a box of %.0f px", m.Text, m.Width, m.Room)
+		}
+		return ""
+	}
+	if s := placeholderFits(); s != "" {
+		t.Errorf("at %d px: %s", desktopWidth, s)
+	}
+
+	p.phone()
+	p.goTo("/objects/" + uid)
+	p.waitJS(`window.kubegcdGraph && document.getElementById('graph').dataset.ready === 'true'`)
+	if s := fitted(); s != "" {
+		t.Errorf("drawn at %d px: %s", phoneWidth, s)
+	}
+	if s := placeholderFits(); s != "" {
+		t.Errorf("at %d px: %s", phoneWidth, s)
+	}
+	p.shot("phone-object-wide-graph")
+
+	// Drawn at a desktop's width, then narrowed: the graph fits again.
+	p.desktop()
+	p.goTo("/objects/" + uid)
+	p.waitJS(`window.kubegcdGraph && document.getElementById('graph').dataset.ready === 'true'`)
+	if s := fitted(); s != "" {
+		t.Errorf("drawn at %d px: %s", desktopWidth, s)
+	}
+	p.phone()
+	e2eutil.Eventually(t, 10*time.Second, func() error {
+		if s := fitted(); s != "" {
+			return fmt.Errorf("drawn at %d px, then narrowed to %d px: %s", desktopWidth, phoneWidth, s)
+		}
+		return nil
+	})
+	p.shot("phone-object-narrowed")
+	p.desktop()
+}

@@ -216,12 +216,15 @@ const style = (big) => [
 ];
 
 // drawGraph draws g ({nodes, edges} of /graph) into container and resolves
-// once laid out to a view: {cy, groups, setMarks(marks), collapseAll()}.
-// Clicking a node calls open with its UID; clicking a group opens it in a
-// box, clicking the box folds it again. marks maps a UID to the mark
-// classes of markColours it carries.
+// once laid out to a view: {cy, groups, setMarks(marks), collapseAll(),
+// fit()}. Clicking a node calls open with its UID; clicking a group opens
+// it in a box, clicking the box folds it again. marks maps a UID to the
+// mark classes of markColours it carries. When the container changes size
+// (a window narrowed, a phone turned) the graph is fitted again, unless the
+// reader has zoomed or panned it since; fit() shows it all and makes that
+// the view a resize keeps.
 export function drawGraph(container, g, selfUID, open) {
-  const view = { cy: null, groups: 0, marks: new Map(), opened: new Set() };
+  const view = { cy: null, groups: 0, marks: new Map(), opened: new Set(), moved: false, all: false };
   view.setMarks = (marks) => {
     view.marks = marks || new Map();
     if (view.cy) applyMarks(view);
@@ -240,11 +243,33 @@ export function drawGraph(container, g, selfUID, open) {
     view.focus = focus;
     return render();
   };
+  view.fit = () => {
+    view.moved = false;
+    view.all = true;
+    view.cy.fit(undefined, 20);
+  };
   const render = () => {
     container.dataset.ready = 'false';
     if (view.cy) view.cy.destroy();
     return layout(container, g, selfUID, open, view).then(() => view);
   };
+  // A wheel or a drag is the reader's own view, which a resize keeps.
+  container.addEventListener('wheel', () => { view.moved = true; }, { passive: true });
+  container.addEventListener('pointermove', (ev) => { if (ev.buttons) view.moved = true; });
+  const resized = new ResizeObserver(() => {
+    if (!container.isConnected) {
+      resized.disconnect();
+      return;
+    }
+    const w = container.clientWidth;
+    const hgt = container.clientHeight;
+    if (!view.cy || w === 0 || hgt === 0 || (w === view.width && hgt === view.height)) return;
+    view.width = w;
+    view.height = hgt;
+    view.cy.resize();
+    if (!view.moved) view.home();
+  });
+  resized.observe(container);
   return render();
 }
 
@@ -390,21 +415,29 @@ function layout(container, g, selfUID, open, view) {
       container.title = '';
       container.classList.remove('pointer');
     });
+    // home shows the graph as it first comes: a large graph fitted whole
+    // is too small to read anyway, so it starts on the object itself, its
+    // neighbours around it.
+    view.home = () => {
+      const self = cy.getElementById(grouped.drawnAs.get(selfUID) || selfUID);
+      if (big && self.nonempty() && !view.all) {
+        cy.zoom(1);
+        cy.center(self.closedNeighborhood());
+      } else {
+        cy.fit(undefined, 20);
+      }
+    };
     cy.ready(() => {
       applyMarks(view);
-      // A large graph fitted whole is too small to read anyway: start on
-      // the object itself, its neighbours around it.
-      const self = cy.getElementById(grouped.drawnAs.get(selfUID) || selfUID);
+      view.width = container.clientWidth;
+      view.height = container.clientHeight;
       const focus = view.focus ? cy.getElementById(view.focus) : cy.collection();
       view.focus = '';
       if (focus.nonempty()) {
         // A group just opened or folded: show it, its owner above.
         cy.fit(focus.closedNeighborhood(), 30);
-      } else if (big && self.nonempty()) {
-        cy.zoom(1);
-        cy.center(self.closedNeighborhood());
       } else if (big) {
-        cy.fit(undefined, 20);
+        view.home();
       }
       const ms = performance.now() - start;
       const buildMs = ms - layoutMs;

@@ -74,7 +74,7 @@ export async function objectPage(view, ctx) {
     if (g.nodes.length > 150) graphBox.classList.add('big');
     const gv = await drawGraph(graphBox, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
     graphNote.replaceChildren(graphNoteText(g, gv), ' Scroll to zoom, drag to pan. ',
-      h('button', { type: 'button', text: 'Fit all', onclick: () => gv.cy.fit(undefined, 20) }),
+      h('button', { type: 'button', text: 'Fit all', onclick: () => gv.fit() }),
       h('button', { type: 'button', id: 'fold-all', text: 'Fold every group', hidden: !gv.groups, onclick: () => gv.collapseAll() }));
     return gv;
   }).catch((err) => {

@@ -106,6 +106,13 @@ async function suggest(text, signal) {
 export function initSearch() {
   const input = document.getElementById('search');
   const list = document.getElementById('suggestions');
+  // A phone's box is too narrow for the whole hint, and a phone has no /
+  // key: app.css's phone layout starts at the same width.
+  const full = input.placeholder;
+  const narrow = matchMedia('(max-width: 700px)');
+  const hint = () => { input.placeholder = narrow.matches ? 'Find: ns/kind/name or a name' : full; };
+  hint();
+  narrow.addEventListener('change', hint);
   let items = [];
   let active = -1;
   let timer = 0;
