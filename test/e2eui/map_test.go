@@ -84,8 +84,8 @@ func TestNamespaceMap(t *testing.T) {
 	if diff := cmp.Diff(want, nodes); diff != "" {
 		t.Errorf("namespace map (-want +got):\n%s", diff)
 	}
-	if s := p.text("#map-summary"); !strings.Contains(s, "1 pending deletion, 1 stuck") {
-		t.Errorf("map summary %q, want 1 pending deletion, 1 stuck", s)
+	if s := p.text("#map-summary"); !strings.Contains(s, "1 pending decision, 1 stuck") {
+		t.Errorf("map summary %q, want 1 pending decision, 1 stuck", s)
 	}
 	if n := p.count(`#map-garbage tbody a`) + p.count(`#map-stuck tbody a`); n != 2 {
 		t.Errorf("%d marked objects listed under the map, want orphan and held", n)
@@ -157,4 +157,111 @@ func TestRuleIDsLink(t *testing.T) {
 	p.t = t
 	p.goTo("/objects/" + uid)
 	p.shot("object-rule-links")
+}
+
+// A namespace whose objects have neither owners nor dependents, some of
+// them pending deletion and some stuck: the map lists every object, grouped
+// by kind, and counts the pending and stuck deletions as /pending and
+// /stuck do.
+func TestNamespaceMapListsOwnerlessObjects(t *testing.T) {
+	ctx := context.Background()
+	ns := namespaces.New(t, "ui-map-ownerless")
+	t.Cleanup(func() { e2eutil.RemovePods(t, kube, ns) })
+	pod := func(name, node string, finalizers ...string) {
+		t.Helper()
+		if _, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// cache-0 is bound to a node that does not exist: PodGC would delete it.
+	pod("cache-0", "node-gone")
+	// ingest is deleted before any node took it, and a finalizer holds it:
+	// PodGC would delete it, and its deletion is stuck.
+	pod("ingest", "", "example.com/hold")
+	if err := kube.CoreV1().Pods(ns).Delete(ctx, "ingest", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// held's finalizer holds its deletion; plain is only there.
+	held := newOwned(ns, "held")
+	held.Finalizers = []string{"example.com/hold"}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dropFinalizers(t, ns, "held")
+	configMap(t, ns, "plain")
+	d := daemons.Start(t, "", "--stuck-after=1s")
+
+	type list struct {
+		Items []struct {
+			Action string
+			Target struct{ Kind, Name string }
+		}
+	}
+	names := func(l list) []string {
+		var out []string
+		for _, i := range l.Items {
+			out = append(out, i.Target.Kind+" "+ns+"/"+i.Target.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	var pending, stuck list
+	e2eutil.Eventually(t, 90*time.Second, func() error {
+		d.GetJSON(t, "/pending?namespace="+ns, 200, &pending)
+		d.GetJSON(t, "/stuck?namespace="+ns, 200, &stuck)
+		if len(pending.Items) < 2 || len(stuck.Items) < 2 {
+			return fmt.Errorf("pending %q, stuck %q in %s: want cache-0 and ingest pending, ingest and held stuck",
+				names(pending), names(stuck), ns)
+		}
+		return nil
+	})
+	p := openPage(t, d)
+	p.goTo("/map?namespace=" + ns)
+	summary := p.text("#map-summary")
+	if want := fmt.Sprintf("%d pending decisions, %d stuck", len(pending.Items), len(stuck.Items)); !strings.Contains(summary, want) {
+		t.Errorf("map summary %q, want %q as /pending and /stuck count", summary, want)
+	}
+	listed := func(sel string) []string {
+		t.Helper()
+		var out []string
+		p.eval(fmt.Sprintf(`[...document.querySelectorAll(%q)].map((a) => a.textContent)`, sel), &out)
+		slices.Sort(out)
+		return out
+	}
+	if diff := cmp.Diff(names(pending), listed("#map-garbage tbody a[href^='#/objects/']")); diff != "" {
+		t.Errorf("pending decisions listed under the map (-/pending +page):\n%s", diff)
+	}
+	if diff := cmp.Diff(names(stuck), listed("#map-stuck tbody a[href^='#/objects/']")); diff != "" {
+		t.Errorf("stuck deletions listed under the map (-/stuck +page):\n%s", diff)
+	}
+	// Every object of the namespace, grouped by kind: the ServiceAccount
+	// the test's namespace has too.
+	var groups map[string][]string
+	p.eval(`Object.fromEntries([...document.querySelectorAll('#map-outside [data-kind]')].map((g) =>
+		[g.dataset.kind, [...g.querySelectorAll('a[href^="#/objects/"]')].map((a) => a.textContent).sort()]))`, &groups)
+	want := map[string][]string{
+		"ConfigMap":      {"ConfigMap " + ns + "/held", "ConfigMap " + ns + "/plain"},
+		"Pod":            {"Pod " + ns + "/cache-0", "Pod " + ns + "/ingest"},
+		"ServiceAccount": {"ServiceAccount " + ns + "/default"},
+	}
+	if diff := cmp.Diff(want, groups); diff != "" {
+		t.Errorf("objects outside any owner tree, by kind (-want +got):\n%s", diff)
+	}
+	if text := p.text(".view"); strings.Contains(text, "null") || strings.Contains(text, "undefined") {
+		t.Errorf("the map says null or undefined: %q", text)
+	}
+	if !strings.Contains(summary, "5 objects") {
+		t.Errorf("map summary %q, want it to count the namespace's 5 objects", summary)
+	}
+	p.shot("namespace-map-ownerless")
+	p.phone()
+	p.goTo("/map?namespace=" + ns)
+	p.shot("phone-namespace-map-ownerless")
+	p.desktop()
 }
