@@ -186,7 +186,7 @@ export async function leasesPage(view, ctx) {
       h('div', { class: 'body' }, h('ul', { class: 'chain' }, findings.map((f) => h('li', { dataset: { kind: f.kind } },
         findingBadge(f.kind), ' ', h('code', { text: `${f.namespace}/${f.lease}` }),
         f.candidate ? [' candidate ', h('code', { text: f.candidate })] : null,
-        h('div', { class: 'reason', text: f.message })))))));
+        h('div', { class: 'reason' }, linkRules(f.message))))))));
   }
   const rows = table([
     { title: 'lease', cell: (l) => objLink({ kind: 'Lease', namespace: l.namespace, name: l.name, uid: l.uid }) },

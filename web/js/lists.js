@@ -1,6 +1,6 @@
 // The Pending and Audit tables: filters the API applies, paging by the
 // API's cursor (never everything at once), links to objects, downloads.
-import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, setTitle, errorBox, targetText, go, paramsObject, ruleLink, linkRules } from './util.js';
+import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, setTitle, errorBox, targetText, go, paramsObject, ruleLink, linkRules, age, goSeconds } from './util.js';
 
 const controllers = ['ownergc', 'podgc', 'ttl', 'svgc'];
 const outcomes = ['applied', 'dry-run', 'failed', 'conflict', 'not-found', 'skipped', 'unknown'];
@@ -44,7 +44,7 @@ export async function pendingPage(view, ctx) {
     { title: 'action', value: (i) => i.action, cell: (i) => i.action },
     { title: 'object', value: (i) => targetText(i.target), cell: (i) => objLink(i.target) },
     { title: 'reason', value: (i) => i.reason, cell: (i) => linkRules(i.reason), class: 'reason' },
-    { title: 'waits', value: (i) => i.notBefore || '', cell: (i) => i.notBefore ? h('span', { title: i.notBefore, text: i.timeLeft }) : '' },
+    { title: 'waits', value: (i) => i.notBefore || '', cell: (i) => i.notBefore ? h('span', { title: i.notBefore, text: age(goSeconds(i.timeLeft)) || i.timeLeft }) : '' },
   ];
   const pg = cursorPager('/pending', filter, p, r.next,
     filter.order === 'newest' ? undefined : ['Oldest', '← Older', 'Newer →']);

@@ -105,14 +105,43 @@ export function qs(params) {
   return s ? '?' + s : '';
 }
 
-// age formats seconds as kubectl does: 45s, 5m, 3h, 2d.
+// age formats seconds as kubectl's AGE column and kubegcd get do
+// (apimachinery's HumanDuration): 91s, 2m30s, 25m, 3h5m, 20h, 3d4h, 90d,
+// 2y70d, 8y. It is the one format of every age and duration the UI shows.
 export function age(seconds) {
   if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return '';
   const s = Math.max(0, Math.floor(seconds));
+  const parts = (a, unitA, b, unitB) => (b ? `${a}${unitA}${b}${unitB}` : `${a}${unitA}`);
   if (s < 120) return s + 's';
-  if (s < 7200) return Math.floor(s / 60) + 'm';
-  if (s < 172800) return Math.floor(s / 3600) + 'h';
-  return Math.floor(s / 86400) + 'd';
+  const m = Math.floor(s / 60);
+  if (m < 10) return parts(m, 'm', s % 60, 's');
+  if (m < 180) return m + 'm';
+  const hr = Math.floor(s / 3600);
+  if (hr < 8) return parts(hr, 'h', m % 60, 'm');
+  if (hr < 48) return hr + 'h';
+  const d = Math.floor(hr / 24);
+  if (hr < 24 * 8) return parts(d, 'd', hr % 24, 'h');
+  if (hr < 24 * 365 * 2) return d + 'd';
+  if (hr < 24 * 365 * 8) return parts(Math.floor(d / 365), 'y', d % 365, 'd');
+  return Math.floor(d / 365) + 'y';
+}
+
+// goSeconds reads a Go duration as the API writes it (1h2m3s, 5m0s, 1.5s)
+// into seconds: NaN for anything else.
+export function goSeconds(text) {
+  const m = /^(?:(\d+)h)?(?:(\d+)m)?(\d+(?:\.\d+)?)s$/.exec(text || '');
+  return m ? Number(m[1] || 0) * 3600 + Number(m[2] || 0) * 60 + Number(m[3]) : NaN;
+}
+
+// A Go duration standing as a word of the API's text: after a space or a
+// parenthesis, before a space, a punctuation mark or the end.
+const goDurationWord = /(^|[\s(])((?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?s)(?=$|[\s).,;:])/g;
+
+// sameAges writes the Go durations of the API's words ("asked to be
+// deleted 1m31s ago") as age does, so that a sentence and the line above it
+// agree ("91s ago").
+function sameAges(text) {
+  return text.replace(goDurationWord, (all, before, d) => before + age(goSeconds(d)));
 }
 
 export function secondsSince(iso) {
@@ -243,8 +272,10 @@ export function ruleLink(id) {
     dataset: { rule: id } }, h('code', { text: id }));
 }
 
-// linkRules returns text with each rule id in it linked by ruleLink.
+// linkRules returns the API's words, a reason or an explanation, for the
+// page: each rule id in it linked by ruleLink, each duration written as age
+// writes one.
 export function linkRules(text) {
   return String(text ?? '').split(/\b((?:BR|KG)-[0-9A-Z]+-[0-9]+)\b/)
-    .map((part, i) => (i % 2 === 1 && rules[part] ? ruleLink(part) : part)).filter((part) => part !== '');
+    .map((part, i) => (i % 2 === 1 && rules[part] ? ruleLink(part) : sameAges(part))).filter((part) => part !== '');
 }
