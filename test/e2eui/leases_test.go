@@ -28,10 +28,12 @@ func TestLeasesPageCoordinated(t *testing.T) {
 		return new(metav1.NewMicroTime(now.Add(-d).Truncate(time.Microsecond)))
 	}
 	strategy := coordinationv1.OldestEmulationVersion
-	// kcm: held by kcm-a while the election prefers kcm-b. sched: its one
-	// candidate expired.
+	// kcm: held by kcm-a while the election prefers kcm-b, after 3
+	// transitions. sched: its one candidate expired; its holder does not
+	// count transitions.
 	for _, l := range []coordinationv1.LeaseSpec{
-		{HolderIdentity: new("kcm-a"), PreferredHolder: new("kcm-b"), Strategy: &strategy, LeaseDurationSeconds: new(int32(1)), RenewTime: micro(0)},
+		{HolderIdentity: new("kcm-a"), PreferredHolder: new("kcm-b"), Strategy: &strategy, LeaseDurationSeconds: new(int32(1)), RenewTime: micro(0),
+			LeaseTransitions: new(int32(3))},
 		{HolderIdentity: new("sched-a"), Strategy: &strategy, LeaseDurationSeconds: new(int32(15)), RenewTime: micro(0)},
 	} {
 		name := strings.TrimSuffix(*l.HolderIdentity, "-a")
@@ -121,6 +123,20 @@ func TestLeasesPageCoordinated(t *testing.T) {
 		if !strings.Contains(kcm, s) {
 			t.Errorf("kcm's row %q does not say %q", kcm, s)
 		}
+	}
+	// The transitions column: kcm's count; sched's spec has none, which
+	// the cell says rather than stay blank.
+	type cell struct{ Text, Title string }
+	var transitions map[string]cell
+	p.eval(`Object.fromEntries([...document.querySelectorAll('#rows tbody tr')].map((tr) => {
+		const td = tr.querySelector('td[data-label="transitions"]');
+		return [tr.querySelector('td[data-label="lease"]').textContent.split('/').pop(), { text: td.textContent, title: (td.querySelector('[title]') || td).title }];
+	}))`, &transitions)
+	if c := transitions["kcm"]; c.Text != "3" {
+		t.Errorf("kcm's transitions cell %+v, want 3", c)
+	}
+	if c := transitions["sched"]; c.Text != "—" || !strings.Contains(c.Title, "leaseTransitions") {
+		t.Errorf("sched's transitions cell %+v, want — titled with why: its spec has no leaseTransitions", c)
 	}
 	// The candidates open from the row: each with its versions and state.
 	if n := p.count("#rows details.candidates[open]"); n != 0 {

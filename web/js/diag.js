@@ -198,7 +198,10 @@ export async function leasesPage(view, ctx) {
     { title: 'duration', class: 'num', cell: (l) => l.leaseDurationSeconds != null ? l.leaseDurationSeconds + 's' : '' },
     { title: 'state', cell: (l) => l.expired ? badge('expired', 'bad') : badge('live', 'ok') },
     { title: 'findings', cell: (l) => findingsOf(l).map((f) => h('div', {}, findingBadge(f.kind))) },
-    { title: 'transitions', class: 'num', cell: (l) => l.leaseTransitions != null ? String(l.leaseTransitions) : '' },
+    // Only a leader election's holder counts transitions: node and API
+    // server identity Leases leave the field unset.
+    { title: 'transitions', class: 'num', cell: (l) => l.leaseTransitions != null ? String(l.leaseTransitions)
+      : h('span', { class: 'muted', text: '—', title: "not counted: the Lease's spec has no leaseTransitions, which only leader election's holders set" }) },
     { title: 'holder changes', class: 'num', cell: (l) => String((l.holderChanges || []).length) },
     { title: 'gaps', cell: (l) => (l.gaps || []).map((g) => h('div', { class: 'muted' }, when(g.from), ' → ', g.to ? when(g.to) : 'now')) },
     { title: 'candidates', cell: candidateList },
