@@ -3,6 +3,7 @@ package e2eui
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -729,6 +730,7 @@ func TestEveryPage(t *testing.T) {
 		if e := p.text(".view .error"); e != "" {
 			t.Errorf("%s: error shown: %s", r.name, e)
 		}
+		checkPage(t, p, r.name, desktopWidth)
 		var overflow int
 		p.eval(`document.documentElement.scrollWidth - window.innerWidth`, &overflow)
 		if overflow > 0 {
@@ -771,6 +773,7 @@ func TestEveryPage(t *testing.T) {
 	p.phone()
 	for _, r := range routes {
 		p.goTo(r.route)
+		checkPage(t, p, r.name, phoneWidth)
 		var overflow int
 		p.eval(`document.documentElement.scrollWidth - window.innerWidth`, &overflow)
 		if overflow > 0 {
@@ -779,6 +782,55 @@ func TestEveryPage(t *testing.T) {
 		p.shot("phone-" + r.name)
 	}
 	p.desktop()
+}
+
+// checkPage checks what one page of TestEveryPage shows at width: the
+// overview's charts span their time from the left edge ("… ago") to the
+// right ("now"); a filter's example placeholders read as hints, not as
+// values set.
+func checkPage(t *testing.T, p *page, name string, width int) {
+	t.Helper()
+	switch name {
+	case "overview":
+		type axis struct {
+			Title                                    string
+			ChartLeft, ChartRight, AgoLeft, NowRight float64
+		}
+		var axes []axis
+		p.eval(`[...document.querySelectorAll('#deletions .chart')].map((c) => {
+			const box = (el) => el ? el.getBoundingClientRect() : { left: NaN, right: NaN };
+			const spans = [...c.querySelectorAll('span')];
+			const chart = box(c.querySelector('svg'));
+			return { title: c.querySelector('h3').textContent, chartLeft: chart.left, chartRight: chart.right,
+				agoLeft: box(spans.find((s) => s.textContent.endsWith(' ago'))).left,
+				nowRight: box(spans.find((s) => s.textContent === 'now')).right };
+		})`, &axes)
+		if len(axes) != 2 {
+			t.Errorf("overview at %d px: %d deletion charts, want 2", width, len(axes))
+		}
+		for _, a := range axes {
+			if math.Abs(a.AgoLeft-a.ChartLeft) > 2 || math.Abs(a.NowRight-a.ChartRight) > 2 {
+				t.Errorf("overview at %d px: chart %q spans x %.0f…%.0f, its \"ago\" label starts at %.0f and its \"now\" ends at %.0f: want them at its edges",
+					width, a.Title, a.ChartLeft, a.ChartRight, a.AgoLeft, a.NowRight)
+			}
+		}
+	case "audit", "pending":
+		type input struct{ Name, Placeholder, Style, Color, ValueColor string }
+		var inputs []input
+		p.eval(`[...document.querySelectorAll('form.filters input')].filter((i) => i.placeholder).map((i) => {
+			const ph = getComputedStyle(i, '::placeholder');
+			return { name: i.name, placeholder: i.placeholder, style: ph.fontStyle, color: ph.color, valueColor: getComputedStyle(i).color };
+		})`, &inputs)
+		if name == "audit" && !slices.ContainsFunc(inputs, func(i input) bool { return i.Name == "until" }) {
+			t.Errorf("audit at %d px: the until box has no placeholder to hint what it takes", width)
+		}
+		for _, i := range inputs {
+			if !strings.HasPrefix(i.Placeholder, "e.g. ") || i.Style != "italic" || i.Color == i.ValueColor {
+				t.Errorf("%s at %d px: the %s box's placeholder %q in %s %s (a value in %s) reads as a value set: want \"e.g. …\", italic, in another colour",
+					name, width, i.Name, i.Placeholder, i.Style, i.Color, i.ValueColor)
+			}
+		}
+	}
 }
 
 // A graph larger than the page draws (1,000 objects) is not laid out, which

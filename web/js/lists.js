@@ -20,7 +20,7 @@ function rangeTime(v) {
 const pendingFields = [
   { name: 'controller', label: 'controller', options: controllers },
   { name: 'namespace', label: 'namespace' },
-  { name: 'kind', label: 'kind', placeholder: 'ConfigMap' },
+  { name: 'kind', label: 'kind', placeholder: 'e.g. ConfigMap' },
   // Oldest first, as /pending, /stuck and kubegcd get pending order them.
   { name: 'order', label: 'order', options: ['newest'], labels: { '': 'waiting longest first', newest: 'newest first' } },
 ];
@@ -58,12 +58,14 @@ export async function pendingPage(view, ctx) {
 const auditFields = [
   { name: 'controller', label: 'controller', options: [...controllers, 'kubegcd', 'operator'] },
   { name: 'namespace', label: 'namespace' },
-  { name: 'kind', label: 'kind', placeholder: 'ConfigMap' },
-  { name: 'rule', label: 'rule', placeholder: 'BR-21-01' },
+  { name: 'kind', label: 'kind', placeholder: 'e.g. ConfigMap' },
+  { name: 'rule', label: 'rule', placeholder: 'e.g. BR-21-01' },
   { name: 'outcome', label: 'outcome', options: outcomes },
   { name: 'uid', label: 'object uid' },
-  { name: 'since', label: 'since (1h, 2d or RFC 3339)', placeholder: '24h' },
-  { name: 'until', label: 'until', placeholder: '2026-01-02T15:04:05Z' },
+  // Placeholders are hints, "e.g." and in italics (app.css): an example
+  // time there read as a filter already set.
+  { name: 'since', label: 'since (1h, 2d or RFC 3339)', placeholder: 'e.g. 24h' },
+  { name: 'until', label: 'until (1h, 2d or RFC 3339)', placeholder: 'e.g. 1h' },
 ];
 
 export async function auditPage(view, ctx) {

@@ -37,7 +37,7 @@ function barChart(title, buckets, label, span) {
     h('div', {}, h('span', { class: 'big', text: String(applied) }), ' deleted',
       dry > 0 ? h('span', { class: 'muted', text: ` · ${dry} in dry-run` }) : null),
     chart,
-    h('div', { class: 'legend' }, h('span', { text: span + ' ago' }), h('span', { text: 'peak ' + maxv + ' per bar' }), h('span', { text: 'now' })));
+    h('div', { class: 'legend axis' }, h('span', { text: span + ' ago' }), h('span', { text: 'peak ' + maxv + ' per bar' }), h('span', { text: 'now' })));
 }
 
 const hhmm = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
