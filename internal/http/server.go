@@ -74,11 +74,11 @@ type Options struct {
 	// a scan of every page through DB's mapped connections would keep the
 	// whole file in the process's resident memory.
 	MetricsDB Objects
-	// LintCounter keeps the lint findings' counts that GET /lint and
-	// kubegcd_ownerref_findings show; the daemon's counts through
-	// MetricsDB's connections and has started it. Nil: one of
-	// DefaultLintCountsMaxAge over MetricsDB (else DB), not started, whose
-	// first pass the first reader makes.
+	// LintCounter keeps the counts of lint findings that GET /lint and
+	// kubegcd_ownerref_findings show. The daemon passes one that counts
+	// through MetricsDB's connections, already started. When it is nil, the
+	// server makes one over MetricsDB (else DB) with
+	// DefaultLintCountsMaxAge, and the first reader starts its first pass.
 	LintCounter *LintCounter
 	// MaxInflight bounds the API requests served at once (0: no bound).
 	MaxInflight int
