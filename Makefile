@@ -65,6 +65,15 @@ docs: ## write docs/flags.md, docs/cli.md, the metrics table of docs/metrics.md,
 
 kube-bins: $(KUBE_BINS) ## build etcd, kube-apiserver and kube-controller-manager for tests (first time ≈ 5 min)
 
+# buildprogress condenses `go build -v` into a count of the packages
+# compiled: one updating line on a terminal, a line every 100 elsewhere.
+# It is defined before the rules that name it as a prerequisite: make
+# expands a prerequisite when it reads the rule.
+PROGRESS := $(BIN)/buildprogress
+$(PROGRESS): hack/buildprogress/main.go
+	@mkdir -p $(BIN)
+	@$(GO) build -o $@ ./hack/buildprogress
+
 # The control plane comes from Go modules pinned in hack/kube/go.mod, built
 # once; a change to that go.mod rebuilds them. Each build counts the
 # packages it compiles as it goes (hack/buildprogress).
@@ -76,13 +85,6 @@ $(BIN)/kube-apiserver: hack/kube/go.mod hack/kube/go.sum | $(PROGRESS)
 $(BIN)/kube-controller-manager: hack/kube/go.mod hack/kube/go.sum | $(PROGRESS)
 	@cd hack/kube && $(abspath $(PROGRESS)) kube-controller-manager -- \
 		$(GO) build -v -o ../../$@ k8s.io/kubernetes/cmd/kube-controller-manager
-
-# buildprogress condenses `go build -v` into a count of the packages
-# compiled: one updating line on a terminal, a line every 100 elsewhere.
-PROGRESS := $(BIN)/buildprogress
-$(PROGRESS): hack/buildprogress/main.go
-	@mkdir -p $(BIN)
-	@$(GO) build -o $@ ./hack/buildprogress
 
 # kwok simulates the nodes and pods of hack/bench's scale benchmark against
 # the real kube-apiserver. It comes from hack/kwok/go.mod, a module of its

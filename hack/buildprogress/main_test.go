@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -162,6 +163,21 @@ func TestMakeDemoBuildsShowProgress(t *testing.T) {
 		}
 		if builds == 0 {
 			t.Errorf("Makefile: no go build in the recipe of %s", tgt)
+		}
+	}
+}
+
+// Make expands a rule's prerequisites when it reads the rule. A variable
+// defined below a rule that names it is empty there: make never builds that
+// prerequisite, and a clean clone fails where a used checkout passes.
+func TestMakefileDefinesVariablesBeforeUse(t *testing.T) {
+	out, err := exec.Command("make", "-C", "../..", "--warn-undefined-variables", "-n", "help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n help: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "warning: undefined variable") {
+			t.Errorf("Makefile uses a variable before defining it: %s", l)
 		}
 	}
 }
