@@ -169,9 +169,9 @@ func (d controllerDeps) base(name string, period time.Duration) reconcile.Contro
 // controllerTable builds each controller --controllers may name
 // (gcrules.Controllers; TestEveryControllerIsBuilt keeps them in step).
 var controllerTable = map[string]func(controllerDeps) (builtController, error){
-	ownergc.Name: func(d controllerDeps) (builtController, error) {
+	api.ControllerOwnerGC: func(d controllerDeps) (builtController, error) {
 		gc, err := ownergc.New(ownergc.Options{
-			ControllerOptions: d.base(ownergc.Name, d.cfg.resyncPeriod),
+			ControllerOptions: d.base(api.ControllerOwnerGC, d.cfg.resyncPeriod),
 			DB:                d.store.OwnerGC(),
 			Client:            d.meta,
 			Recorder:          d.recorder,
@@ -185,9 +185,9 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 		}
 		return builtController{run: gc.Run, onChange: gc.OnChange}, nil
 	},
-	podgc.Name: func(d controllerDeps) (builtController, error) {
+	api.ControllerPodGC: func(d controllerDeps) (builtController, error) {
 		pg, err := podgc.New(podgc.Options{
-			ControllerOptions:   d.base(podgc.Name, d.cfg.podgcPeriod),
+			ControllerOptions:   d.base(api.ControllerPodGC, d.cfg.podgcPeriod),
 			DB:                  d.store.PodGC(),
 			Client:              d.kube,
 			ResourceSynced:      d.ing.ResourceSynced,
@@ -203,9 +203,9 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 		}
 		return builtController{run: pg.Run}, nil
 	},
-	ttl.Name: func(d controllerDeps) (builtController, error) {
+	api.ControllerTTL: func(d controllerDeps) (builtController, error) {
 		tc, err := ttl.New(ttl.Options{
-			ControllerOptions: d.base(ttl.Name, d.cfg.resyncPeriod),
+			ControllerOptions: d.base(api.ControllerTTL, d.cfg.resyncPeriod),
 			DB:                d.store.TTL(),
 			Client:            d.kube,
 			ResourceSynced:    d.ing.ResourceSynced,
@@ -217,9 +217,9 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 		}
 		return builtController{run: tc.Run, onChange: tc.OnChange}, nil
 	},
-	svgc.Name: func(d controllerDeps) (builtController, error) {
+	api.ControllerSVGC: func(d controllerDeps) (builtController, error) {
 		sc, err := svgc.New(svgc.Options{
-			ControllerOptions: d.base(svgc.Name, d.cfg.resyncPeriod),
+			ControllerOptions: d.base(api.ControllerSVGC, d.cfg.resyncPeriod),
 			DB:                d.store.SVGC(),
 			Client:            d.kube,
 			ResyncPeriod:      d.cfg.resyncPeriod,
@@ -229,9 +229,9 @@ var controllerTable = map[string]func(controllerDeps) (builtController, error){
 		}
 		return builtController{run: sc.Run, onChange: sc.OnChange}, nil
 	},
-	lcgc.Name: func(d controllerDeps) (builtController, error) {
+	api.ControllerLCGC: func(d controllerDeps) (builtController, error) {
 		lc, err := lcgc.New(lcgc.Options{
-			ControllerOptions: d.base(lcgc.Name, d.cfg.leaseCandidateGCPeriod),
+			ControllerOptions: d.base(api.ControllerLCGC, d.cfg.leaseCandidateGCPeriod),
 			DB:                d.store.LCGC(),
 			Client:            d.kube,
 			ResourceSynced:    d.ing.ResourceSynced,

@@ -120,22 +120,19 @@ func (a *Applier) DryRun() bool { return a.opts.DryRun }
 // Instance names this kubegcd in audit rows.
 func (a *Applier) Instance() string { return a.opts.Instance }
 
-// Reasons for a pause, in Status.PausedBy and the paused metric's label.
+// Reasons for a pause, in the status's PausedBy and the paused metric's label.
 const (
 	pauseAuditStore  = "audit-store"
 	pauseBlastRadius = "blast-radius"
 )
 
-// Status is the applier's state for /status: what the API shows, so
-// that the two cannot differ.
-type Status = api.EnforcementStatus
-
-// Status reports dry-run, the audit store and the blast-radius cap.
-func (a *Applier) Status() Status {
+// Status reports dry-run, the audit store and the blast-radius cap, in the
+// API's own type, so that the two cannot differ.
+func (a *Applier) Status() api.EnforcementStatus {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.trimLocked(a.opts.Now())
-	s := Status{DryRun: a.opts.DryRun, MaxDeletionsPerMinute: a.opts.MaxDeletionsPerMinute, WritesLastMinute: len(a.cap.window),
+	s := api.EnforcementStatus{DryRun: a.opts.DryRun, MaxDeletionsPerMinute: a.opts.MaxDeletionsPerMinute, WritesLastMinute: len(a.cap.window),
 		BlastRadiusResume: "auto", AuditBacklog: len(a.ledger.backlog)}
 	if a.opts.ManualResume {
 		s.BlastRadiusResume = "manual"

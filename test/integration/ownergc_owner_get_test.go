@@ -34,7 +34,7 @@ func TestOneOwnerGETForItsDependents(t *testing.T) {
 	f.runOwnerGC(t, ownergc.Options{Workers: 64, ResyncPeriod: time.Hour})
 
 	e2eutil.Eventually(t, 30*time.Second, func() error {
-		rows, _, err := f.store.Decisions().ListAudit(ctx, db.AuditFilter{Controller: ownergc.Name, Limit: 1000})
+		rows, _, err := f.store.Decisions().ListAudit(ctx, db.AuditFilter{Controller: api.ControllerOwnerGC, Limit: 1000})
 		if err != nil {
 			return err
 		}

@@ -90,7 +90,7 @@ func decide(c candidate, now time.Time) (reconcile.Decision, verdict) {
 			") is more than " + ValidFor.String() + " old, read live"
 		facts["renewTime"] = c.RenewTime.UTC()
 	}
-	return reconcile.Decision{Controller: Name, Rule: ruleExpired, Action: actionDelete,
+	return reconcile.Decision{Controller: api.ControllerLCGC, Rule: ruleExpired, Action: api.ActionDelete,
 		Target:          api.Target{APIVersion: c.APIVersion, Kind: kind, Namespace: c.Namespace, Name: c.Name, UID: c.UID},
 		ResourceVersion: c.ResourceVersion, Reason: reason, Facts: facts, DecidedAt: now}, verdictDelete
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/kubegcd/kubegcd/internal/api"
 )
 
@@ -55,7 +56,7 @@ func TestDecide(t *testing.T) {
 			if diff := cmp.Diff(want, d.Target); diff != "" {
 				t.Errorf("target (-want +got):\n%s", diff)
 			}
-			if d.Controller != Name || d.Rule != "KG-04-01" || d.Action != "delete" || d.ResourceVersion != "42" || !d.DecidedAt.Equal(now) {
+			if d.Controller != api.ControllerLCGC || d.Rule != "KG-04-01" || d.Action != "delete" || d.ResourceVersion != "42" || !d.DecidedAt.Equal(now) {
 				t.Errorf("decision %+v", d)
 			}
 			if !strings.Contains(d.Reason, tc.reason) || !strings.HasSuffix(d.Reason, "read live") {

@@ -27,17 +27,13 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
-// Name is the controller's name in flags, audit rows and metrics.
-const Name = api.ControllerLCGC
-
 // Rule ids (docs/rules.md): upstream's LeaseCandidate GC numbers none, so
 // kubegcd's own, KG-04-xx.
 const (
-	ruleExpired  = "KG-04-01" // an expired candidate, read live, is deleted
-	actionDelete = api.ActionDelete
-	kind         = "LeaseCandidate"
-	group        = "coordination.k8s.io"
-	resource     = "leasecandidates"
+	ruleExpired = "KG-04-01" // an expired candidate, read live, is deleted
+	kind        = "LeaseCandidate"
+	group       = "coordination.k8s.io"
+	resource    = "leasecandidates"
 )
 
 // versions are the versions of LeaseCandidates lcgc speaks, in the order
@@ -82,7 +78,7 @@ type Controller struct {
 
 // New returns a controller; Run starts it.
 func New(opts Options) (*Controller, error) {
-	b := reconcile.NewBase(Name, opts.ControllerOptions)
+	b := reconcile.NewBase(api.ControllerLCGC, opts.ControllerOptions)
 	opts.ControllerOptions = b.ControllerOptions
 	if opts.Period <= 0 {
 		opts.Period = DefaultPeriod
@@ -137,7 +133,7 @@ func (c *Controller) Pass(ctx context.Context) (undone bool, err error) {
 	if version == "" {
 		// Nothing to collect, and nothing held about candidates any more.
 		c.passes.Ran(start)
-		return false, c.opts.Applier.EndPass(ctx, Name, func(string) bool { return false })
+		return false, c.opts.Applier.EndPass(ctx, api.ControllerLCGC, func(string) bool { return false })
 	}
 	if !c.opts.ResourceSynced(group, resource) {
 		c.passes.Skipped(start, reconcile.SkipMirrorNotSynced, "the mirror of "+resource+" is not live")
@@ -168,7 +164,7 @@ func (c *Controller) Pass(ctx context.Context) (undone bool, err error) {
 			}
 		}
 	}
-	return undone, c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return decided[uid] })
+	return undone, c.opts.Applier.EndPass(ctx, api.ControllerLCGC, func(uid string) bool { return decided[uid] })
 }
 
 // collect reads the candidate r of the mirror live, lets decide decide and

@@ -83,7 +83,7 @@ func newHarnessWith(t *testing.T, opts reconcile.ApplierOptions, discovery []*me
 		t.Fatal(err)
 	}
 	h.c, err = New(Options{
-		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log.With("controller", Name), Synced: func() bool { return true },
+		ControllerOptions: reconcile.ControllerOptions{Applier: applier, Logger: log.With("controller", api.ControllerLCGC), Synced: func() bool { return true },
 			Registerer: h.reg, Now: func() time.Time { return now }, Passes: h.passes},
 		DB: store.LCGC(), Client: h.client, ResourceSynced: func(g, r string) bool { return h.synced && g == group && r == resource },
 	})
@@ -132,7 +132,7 @@ func (h *harness) deletes() []string {
 // pending returns the names of what lcgc holds pending.
 func (h *harness) pending() []string {
 	h.t.Helper()
-	rows, _, err := h.store.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: Name})
+	rows, _, err := h.store.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: api.ControllerLCGC})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func (h *harness) audit(n int) []string {
 	h.t.Helper()
 	var out []string
 	testutil.Eventually(h.t, 10*time.Second, func() error {
-		rows, _, err := h.store.Decisions().ListAudit(context.Background(), db.AuditFilter{Controller: Name, Limit: 100})
+		rows, _, err := h.store.Decisions().ListAudit(context.Background(), db.AuditFilter{Controller: api.ControllerLCGC, Limit: 100})
 		if err != nil {
 			return err
 		}
@@ -345,7 +345,7 @@ func TestV1alpha2(t *testing.T) {
 	if diff := cmp.Diff([]string{"v1alpha2 a/old"}, h.deletes()); diff != "" {
 		t.Errorf("deletes (-want +got):\n%s", diff)
 	}
-	rows, _, err := h.store.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: Name})
+	rows, _, err := h.store.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: api.ControllerLCGC})
 	if err != nil || len(rows) != 0 {
 		t.Errorf("pending %v, %v", rows, err)
 	}

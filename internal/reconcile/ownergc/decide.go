@@ -216,20 +216,20 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 
 // carryOut applies one decision of gcrules.Plan about obj.
 func (c *Controller) carryOut(ctx context.Context, obj *db.Object, facts []refFact, decided time.Time, invalid *api.OwnerRef, plan gcrules.Decision) error {
-	d := reconcile.Decision{Controller: Name, Target: db.TargetOf(obj), ResourceVersion: obj.ResourceVersion, Facts: facts, DecidedAt: decided,
+	d := reconcile.Decision{Controller: api.ControllerOwnerGC, Target: db.TargetOf(obj), ResourceVersion: obj.ResourceVersion, Facts: facts, DecidedAt: decided,
 		Rule: plan.Rule, Action: plan.Action, Reason: plan.Reason}
 	switch plan.Action {
-	case gcrules.ActionKeep:
+	case api.ActionKeep:
 		return c.keepInvalidNamespace(ctx, obj, *invalid, d)
-	case gcrules.ActionRemoveOwnerRefs:
+	case api.ActionRemoveOwnerRefs:
 		return c.apply(ctx, d, func(ctx context.Context) error { return c.removeOwnerRefs(ctx, obj, plan.Refs) }, func() {
 			c.overlay.removeRefs(obj.UID, plan.Refs)
 		})
-	case gcrules.ActionUnblockRefs:
+	case api.ActionUnblockRefs:
 		return c.apply(ctx, d, func(ctx context.Context) error { return c.unblockOwnerRefs(ctx, obj) }, func() {
 			c.overlay.unblockRefs(obj.UID, plan.Refs)
 		})
-	case gcrules.ActionDelete:
+	case api.ActionDelete:
 		policy := metav1.DeletionPropagation(plan.Propagation)
 		return c.apply(ctx, d, func(ctx context.Context) error { return c.deleteObject(ctx, obj, policy) }, func() {
 			if policy == metav1.DeletePropagationForeground {
@@ -239,7 +239,7 @@ func (c *Controller) carryOut(ctx context.Context, obj *db.Object, facts []refFa
 			}
 		})
 	}
-	return c.opts.Applier.Resolve(ctx, Name, obj.UID)
+	return c.opts.Applier.Resolve(ctx, api.ControllerOwnerGC, obj.UID)
 }
 
 // apply hands d to the applier; in dry-run, dryRun records what enforce
@@ -309,7 +309,7 @@ func (c *Controller) dependents(ctx context.Context, uid string) ([]db.Dependent
 func (c *Controller) cycleDependent(deps []db.Dependent) string {
 	for _, dep := range deps {
 		depMeta := &db.Object{UID: dep.UID, Finalizers: dep.Finalizers}
-		if (dep.Deleting || c.overlay.isForeground(dep.UID)) && c.hasFinalizer(depMeta, finalizerForeground) {
+		if (dep.Deleting || c.overlay.isForeground(dep.UID)) && c.hasFinalizer(depMeta, gcrules.FinalizerForeground) {
 			return dep.Kind + "/" + dep.Name
 		}
 	}
@@ -364,12 +364,12 @@ func (c *Controller) deleteDependents(ctx context.Context, owner *db.Object) err
 		}
 	}
 	if blocking > 0 {
-		return c.opts.Applier.Resolve(ctx, Name, owner.UID)
+		return c.opts.Applier.Resolve(ctx, api.ControllerOwnerGC, owner.UID)
 	}
-	d := reconcile.Decision{Controller: Name, Rule: ruleForeground, Action: actionRemoveFinalizer, Target: db.TargetOf(owner),
+	d := reconcile.Decision{Controller: api.ControllerOwnerGC, Rule: gcrules.RuleForeground, Action: api.ActionRemoveFinalizer, Target: db.TargetOf(owner),
 		ResourceVersion: owner.ResourceVersion, DecidedAt: time.Now(), Reason: foregroundReason(deleted, released)}
-	return c.apply(ctx, d, func(ctx context.Context) error { return c.removeFinalizer(ctx, owner, finalizerForeground) }, func() {
-		c.overlay.removeFinalizer(owner, finalizerForeground)
+	return c.apply(ctx, d, func(ctx context.Context) error { return c.removeFinalizer(ctx, owner, gcrules.FinalizerForeground) }, func() {
+		c.overlay.removeFinalizer(owner, gcrules.FinalizerForeground)
 	})
 }
 
@@ -394,7 +394,7 @@ func (c *Controller) orphanDependents(ctx context.Context, owner *db.Object) err
 		if depObj == nil {
 			continue
 		}
-		d := reconcile.Decision{Controller: Name, Rule: ruleOrphan, Action: actionRemoveOwnerRefs, Target: db.TargetOf(depObj),
+		d := reconcile.Decision{Controller: api.ControllerOwnerGC, Rule: gcrules.RuleOrphan, Action: api.ActionRemoveOwnerRefs, Target: db.TargetOf(depObj),
 			ResourceVersion: depObj.ResourceVersion, DecidedAt: time.Now(),
 			Reason: fmt.Sprintf("owner %s/%s is deleted with the orphan policy: removing the reference to it", owner.Kind, owner.Name)}
 		if err := c.apply(ctx, d, func(ctx context.Context) error {
@@ -406,10 +406,10 @@ func (c *Controller) orphanDependents(ctx context.Context, owner *db.Object) err
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	d := reconcile.Decision{Controller: Name, Rule: ruleOrphan, Action: actionRemoveFinalizer, Target: db.TargetOf(owner),
+	d := reconcile.Decision{Controller: api.ControllerOwnerGC, Rule: gcrules.RuleOrphan, Action: api.ActionRemoveFinalizer, Target: db.TargetOf(owner),
 		ResourceVersion: owner.ResourceVersion, DecidedAt: time.Now(), Reason: orphanReason(len(deps), c.overlay != nil)}
-	return c.apply(ctx, d, func(ctx context.Context) error { return c.removeFinalizer(ctx, owner, finalizerOrphan) }, func() {
-		c.overlay.removeFinalizer(owner, finalizerOrphan)
+	return c.apply(ctx, d, func(ctx context.Context) error { return c.removeFinalizer(ctx, owner, gcrules.FinalizerOrphan) }, func() {
+		c.overlay.removeFinalizer(owner, gcrules.FinalizerOrphan)
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -32,7 +33,7 @@ func TestFullPassLeavesRoomForChanges(t *testing.T) {
 	for i := range candidates {
 		uids = append(uids, fmt.Sprintf("candidate-%04d", i))
 	}
-	m := newMetrics(promutil.With(prometheus.NewRegistry(), Name))
+	m := newMetrics(promutil.With(prometheus.NewRegistry(), api.ControllerOwnerGC))
 	c := &Controller{opts: Options{DB: candidateStore{uids: uids}, Workers: workers}, metrics: m,
 		drained: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())}
 	defer c.queue.ShutDown()

@@ -45,7 +45,7 @@ func TestOnChangeQueuesOnlyOwnershipChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			store := dbtest.Open(t)
-			if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: Name, Rule: "r", Action: "delete", Reason: "x",
+			if _, err := store.Ledger().UpsertPending(ctx, &db.Pending{Controller: api.ControllerOwnerGC, Rule: "r", Action: "delete", Reason: "x",
 				Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "held", UID: "held"}}); err != nil {
 				t.Fatal(err)
 			}

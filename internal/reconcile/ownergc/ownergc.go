@@ -28,22 +28,6 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
-// Name is the controller's name in flags, audit rows and metrics.
-const Name = gcrules.ControllerOwnerGC
-
-// The rules, rule ids and actions are gcrules'; these are the ones the
-// controller's own code names.
-const (
-	finalizerOrphan     = gcrules.FinalizerOrphan
-	finalizerForeground = gcrules.FinalizerForeground
-
-	ruleOrphan     = gcrules.RuleOrphan
-	ruleForeground = gcrules.RuleForeground
-
-	actionRemoveOwnerRefs = gcrules.ActionRemoveOwnerRefs
-	actionRemoveFinalizer = gcrules.ActionRemoveFinalizer
-)
-
 // Store is what ownergc reads of the mirror; db.OwnerGC is one. What it holds
 // pending is the applier's.
 type Store interface {
@@ -106,7 +90,7 @@ type Controller struct {
 
 // New returns a controller; Run starts it.
 func New(opts Options) (*Controller, error) {
-	b := reconcile.NewBase(Name, opts.ControllerOptions)
+	b := reconcile.NewBase(api.ControllerOwnerGC, opts.ControllerOptions)
 	opts.ControllerOptions = b.ControllerOptions
 	if opts.Workers <= 0 {
 		opts.Workers = 20
@@ -129,7 +113,7 @@ func New(opts Options) (*Controller, error) {
 		conflicts: newConflictBackoff(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[item](),
-			workqueue.TypedRateLimitingQueueConfig[item]{Name: Name, MetricsProvider: m.queue}),
+			workqueue.TypedRateLimitingQueueConfig[item]{Name: api.ControllerOwnerGC, MetricsProvider: m.queue}),
 	}
 	if opts.Applier.DryRun() {
 		c.overlay = newOverlay()
@@ -150,7 +134,7 @@ func (c *Controller) OnChange(changes []db.Change) {
 			// An object that nothing names as an owner and that has no
 			// decision pending leaves nothing to do when it goes (most of
 			// them: the dependents this collector deletes).
-			if !ch.Examined || ch.HasDependents || c.opts.Applier.HasPending(Name, ch.UID) {
+			if !ch.Examined || ch.HasDependents || c.opts.Applier.HasPending(api.ControllerOwnerGC, ch.UID) {
 				c.queue.Add(item{kind: itemGone, uid: ch.UID})
 			} else {
 				c.stale.forget(ch.UID)
@@ -359,21 +343,21 @@ func (c *Controller) sync(ctx context.Context, it item) error {
 	}
 	if obj == nil {
 		// Gone from the cluster; the mirror will follow.
-		return c.opts.Applier.Resolve(ctx, Name, uid)
+		return c.opts.Applier.Resolve(ctx, api.ControllerOwnerGC, uid)
 	}
 	if c.beingDeleted(obj) {
 		switch gcrules.Plan(gcrules.Object{Deleting: true, Finalizers: c.finalizers(obj)}).Action {
-		case gcrules.ActionOrphanDependents:
+		case api.ActionOrphanDependents:
 			return c.orphanDependents(ctx, obj)
-		case gcrules.ActionDeleteDependents:
+		case api.ActionDeleteDependents:
 			return c.deleteDependents(ctx, obj)
 		}
 		// Deleted by someone else and waiting on other finalizers: never
 		// sent a second delete. Owners waiting on it are woken when it goes.
-		return c.opts.Applier.Resolve(ctx, Name, uid)
+		return c.opts.Applier.Resolve(ctx, api.ControllerOwnerGC, uid)
 	}
 	if len(c.refs(obj)) == 0 {
-		return c.opts.Applier.Resolve(ctx, Name, uid)
+		return c.opts.Applier.Resolve(ctx, api.ControllerOwnerGC, uid)
 	}
 	return c.attemptToDelete(ctx, obj)
 }
@@ -417,7 +401,7 @@ func (c *Controller) wakeOwner(ctx context.Context, uid string) error {
 	if err != nil || obj == nil {
 		return err
 	}
-	if c.beingDeleted(obj) && c.hasFinalizer(obj, finalizerForeground) && !c.hasFinalizer(obj, finalizerOrphan) {
+	if c.beingDeleted(obj) && c.hasFinalizer(obj, gcrules.FinalizerForeground) && !c.hasFinalizer(obj, gcrules.FinalizerOrphan) {
 		return c.deleteDependents(ctx, obj)
 	}
 	return nil
@@ -427,7 +411,7 @@ func (c *Controller) wakeOwner(ctx context.Context, uid string) error {
 // garbage.
 func (c *Controller) gone(ctx context.Context, uid string) error {
 	c.stale.forget(uid)
-	if err := c.opts.Applier.Resolve(ctx, Name, uid); err != nil {
+	if err := c.opts.Applier.Resolve(ctx, api.ControllerOwnerGC, uid); err != nil {
 		return err
 	}
 	if c.overlay == nil {

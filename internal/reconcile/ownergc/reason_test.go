@@ -97,11 +97,11 @@ func TestDryRunForegroundReason(t *testing.T) {
 			if err := c.deleteDependents(ctx, owner); err != nil {
 				t.Fatal(err)
 			}
-			rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
+			rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: api.ControllerOwnerGC})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rows) != 1 || rows[0].Target.UID != "owner" || rows[0].Action != actionRemoveFinalizer {
+			if len(rows) != 1 || rows[0].Target.UID != "owner" || rows[0].Action != api.ActionRemoveFinalizer {
 				t.Fatalf("pending %+v, want the owner's finalizer removal", rows)
 			}
 			if rows[0].Reason != tc.want {

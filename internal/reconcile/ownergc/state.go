@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 )
 
@@ -97,7 +98,7 @@ func (o *overlay) isForeground(uid string) bool {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.foreground[uid] && !o.removedFinalizers[[2]string{uid, finalizerForeground}]
+	return o.foreground[uid] && !o.removedFinalizers[[2]string{uid, gcrules.FinalizerForeground}]
 }
 
 func (o *overlay) refRemoved(dependent, owner string) bool {
@@ -143,9 +144,9 @@ func (o *overlay) finalizers(uid string, finalizers []string) []string {
 			out = append(out, f)
 		}
 	}
-	fg := [2]string{uid, finalizerForeground}
-	if o.foreground[uid] && !o.removedFinalizers[fg] && !slices.Contains(out, finalizerForeground) {
-		out = append(out, finalizerForeground)
+	fg := [2]string{uid, gcrules.FinalizerForeground}
+	if o.foreground[uid] && !o.removedFinalizers[fg] && !slices.Contains(out, gcrules.FinalizerForeground) {
+		out = append(out, gcrules.FinalizerForeground)
 	}
 	return out
 }

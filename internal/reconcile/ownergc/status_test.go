@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -36,7 +37,7 @@ func TestStatusRow(t *testing.T) {
 	row := func() reconcile.PassStatus {
 		t.Helper()
 		st := passes.Status()
-		if len(st) != 1 || st[0].Controller != Name || st[0].QueueDepth == nil {
+		if len(st) != 1 || st[0].Controller != api.ControllerOwnerGC || st[0].QueueDepth == nil {
 			t.Fatalf("status %+v, want one ownergc row with its queue", st)
 		}
 		return st[0]

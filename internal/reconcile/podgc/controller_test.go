@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -227,7 +228,7 @@ func (h *harness) metric(t *testing.T, name, label string) float64 {
 
 func (h *harness) pending(t *testing.T) map[string]db.Pending {
 	t.Helper()
-	rows, _, err := h.ledger.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: Name})
+	rows, _, err := h.ledger.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: api.ControllerPodGC})
 	if err != nil {
 		t.Fatal(err)
 	}

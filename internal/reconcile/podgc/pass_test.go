@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -75,12 +76,12 @@ func TestUnlistedPodsKeepTheirPendingRows(t *testing.T) {
 	// the table, which must agree.
 	held := func() bool {
 		t.Helper()
-		rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
+		rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: api.ControllerPodGC})
 		if err != nil {
 			t.Fatal(err)
 		}
 		inTable := len(rows) == 1 && rows[0].Target.UID == pod.UID
-		if inTable != applier.HasPending(Name, pod.UID) {
+		if inTable != applier.HasPending(api.ControllerPodGC, pod.UID) {
 			t.Fatalf("pending rows %+v, but the applier holds the pod pending: %v", rows, !inTable)
 		}
 		return inTable

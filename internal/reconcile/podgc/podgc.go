@@ -25,14 +25,10 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
-
-// Name is the controller's name in flags, audit rows and metrics.
-const Name = gcrules.ControllerPodGC
 
 // Rule ids (docs/rules.md): BR-24-xx name upstream PodGC's rules; KG-24-xx
 // number what upstream leaves unnumbered (gcUnscheduledTerminating) and
@@ -55,7 +51,6 @@ const (
 )
 
 const (
-	actionDelete = "delete"
 	// pageSize bounds how many pods one query returns: memory stays flat
 	// however many terminated pods the cluster holds.
 	pageSize = 500
@@ -124,7 +119,7 @@ type backoff struct {
 
 // New returns a controller; Run starts it.
 func New(opts Options) (*Controller, error) {
-	b := reconcile.NewBase(Name, opts.ControllerOptions)
+	b := reconcile.NewBase(api.ControllerPodGC, opts.ControllerOptions)
 	opts.ControllerOptions = b.ControllerOptions
 	if opts.Period <= 0 {
 		opts.Period = 20 * time.Second
@@ -184,7 +179,7 @@ func (c *Controller) forgetStale(ctx context.Context, p *pass) error {
 	c.mu.Lock()
 	maps.DeleteFunc(c.backoff, func(uid string, _ *backoff) bool { return !p.seen[uid] })
 	c.mu.Unlock()
-	return c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return p.seen[uid] })
+	return c.opts.Applier.EndPass(ctx, api.ControllerPodGC, func(uid string) bool { return p.seen[uid] })
 }
 
 // pass is one pass's state: the pods it has chosen (a pod is handled once
@@ -251,7 +246,7 @@ func (p *pass) wait() {
 // delete and its back-off has not run out.
 func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 	pod := j.pod
-	d := reconcile.Decision{Controller: Name, Rule: j.rule, Action: actionDelete, Target: db.TargetOf(pod),
+	d := reconcile.Decision{Controller: api.ControllerPodGC, Rule: j.rule, Action: api.ActionDelete, Target: db.TargetOf(pod),
 		ResourceVersion: pod.ResourceVersion, Reason: j.why, Facts: j.facts, DecidedAt: now}
 	if held, ok := c.heldUntil(pod.UID, now); ok {
 		d.Reason = heldWhy(pod, held.sent, j.why)
@@ -437,7 +432,7 @@ func (c *Controller) quarantine(ctx context.Context, p *pass, node string, end t
 	var errs []error
 	for _, j := range quarantined(node, pods, c.opts.Quarantine) {
 		p.keep(j.pod.UID)
-		d := reconcile.Decision{Controller: Name, Rule: j.rule, Action: actionDelete, Target: db.TargetOf(j.pod),
+		d := reconcile.Decision{Controller: api.ControllerPodGC, Rule: j.rule, Action: api.ActionDelete, Target: db.TargetOf(j.pod),
 			ResourceVersion: j.pod.ResourceVersion, Reason: j.why}
 		err := c.opts.Applier.Defer(ctx, d, end)
 		if errors.Is(err, reconcile.ErrPaused) {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -99,7 +100,7 @@ func TestDryRunDecisionIsRecordedOnce(t *testing.T) {
 				if err := c.Pass(ctx); err != nil {
 					t.Fatalf("pass at +%ds: %v", s, err)
 				}
-				rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
+				rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: api.ControllerPodGC})
 				if err != nil {
 					t.Fatal(err)
 				}

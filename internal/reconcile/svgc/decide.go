@@ -70,10 +70,10 @@ func decideStorageVersion(sv *apiserverinternalv1alpha1.StorageVersion, leases m
 	why := fmt.Sprintf("entries of API servers without a kube-apiserver identity lease in kube-system (looked up live): %v", removed)
 	target := api.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: sv.Name, UID: string(sv.UID)}
 	facts := map[string]any{"removedServers": removed, "keptEntries": len(kept)}
-	d := reconcile.Decision{Controller: Name, Rule: ruleNoLease, Action: actionRemove, Target: target, ResourceVersion: sv.ResourceVersion,
+	d := reconcile.Decision{Controller: api.ControllerSVGC, Rule: ruleNoLease, Action: actionRemove, Target: target, ResourceVersion: sv.ResourceVersion,
 		Reason: why, Facts: facts, DecidedAt: now}
 	if len(kept) == 0 {
-		d.Rule, d.Action = ruleEmpty, actionDelete
+		d.Rule, d.Action = ruleEmpty, api.ActionDelete
 		d.Reason = why + "; none is left, so the StorageVersion is deleted"
 		return storageVersionAction{decision: d}, true
 	}

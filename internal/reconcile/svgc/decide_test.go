@@ -196,7 +196,7 @@ func TestDecideStorageVersion(t *testing.T) {
 			for k, v := range c.wantFacts {
 				facts[k] = v
 			}
-			want := reconcile.Decision{Controller: Name, Rule: c.wantRule, Action: c.wantAction,
+			want := reconcile.Decision{Controller: api.ControllerSVGC, Rule: c.wantRule, Action: c.wantAction,
 				Target:          api.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: c.sv.Name, UID: "uid-sv"},
 				ResourceVersion: "5", Reason: reasonPrefix + c.wantReasonEnd, Facts: facts, DecidedAt: t1}
 			if diff := cmp.Diff(want, act.decision); diff != "" {

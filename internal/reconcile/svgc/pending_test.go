@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -80,12 +81,12 @@ func TestPendingEndsWithItsCause(t *testing.T) {
 	}
 	pending := func(want bool, when string) {
 		t.Helper()
-		rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
+		rows, _, err := store.Decisions().ListPending(ctx, db.PendingFilter{Controller: api.ControllerSVGC})
 		if err != nil {
 			t.Fatal(err)
 		}
 		inTable := len(rows) == 1 && rows[0].Target.UID == string(sv.UID)
-		if got := applier.HasPending(Name, string(sv.UID)); got != inTable {
+		if got := applier.HasPending(api.ControllerSVGC, string(sv.UID)); got != inTable {
 			t.Fatalf("%s: the applier holds it pending: %v, the table %+v", when, got, rows)
 		}
 		if inTable != want {

@@ -26,13 +26,9 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
-
-// Name is the controller's name in flags, audit rows and metrics.
-const Name = gcrules.ControllerSVGC
 
 // Rule ids (docs/rules.md): upstream's StorageVersion GC numbers none, so
 // kubegcd's own, KG-06-xx.
@@ -40,7 +36,6 @@ const (
 	ruleNoLease      = "KG-06-01" // entries of servers without an identity lease go
 	ruleEmpty        = "KG-06-02" // a StorageVersion left with none is deleted
 	actionRemove     = "remove-entries"
-	actionDelete     = "delete"
 	identityLabel    = "apiserver.kubernetes.io/identity"
 	identityValue    = "kube-apiserver"
 	identityLeasesNS = metav1.NamespaceSystem
@@ -78,7 +73,7 @@ type Controller struct {
 
 // New returns a controller; Run starts it.
 func New(opts Options) (*Controller, error) {
-	b := reconcile.NewBase(Name, opts.ControllerOptions)
+	b := reconcile.NewBase(api.ControllerSVGC, opts.ControllerOptions)
 	opts.ControllerOptions = b.ControllerOptions
 	if opts.ResyncPeriod <= 0 {
 		opts.ResyncPeriod = time.Minute
@@ -177,7 +172,7 @@ func (c *Controller) scanOnce(ctx context.Context) error {
 		c.storageVersions.Add(sv.Name)
 		candidates[sv.UID] = true
 	}
-	return c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return candidates[uid] })
+	return c.opts.Applier.EndPass(ctx, api.ControllerSVGC, func(uid string) bool { return candidates[uid] })
 }
 
 // work runs one queue: failures are retried with that queue's backoff.
@@ -272,7 +267,7 @@ func (c *Controller) updateOrDelete(ctx context.Context, sv *apiserverinternalv1
 			return c.opts.Client.InternalV1alpha1().StorageVersions().Delete(ctx, sv.Name,
 				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 		})
-		c.count(err, actionDelete)
+		c.count(err, api.ActionDelete)
 		return err
 	}
 	_, err := c.opts.Applier.Apply(ctx, act.decision, func(ctx context.Context) error {

@@ -258,7 +258,7 @@ func TestProcessStorageVersion(t *testing.T) {
 		if got := h.writes(); len(got) != 0 {
 			t.Errorf("dry-run wrote %v", got)
 		}
-		rows, _, err := h.ledger.Decisions().ListPending(ctx, db.PendingFilter{Controller: Name})
+		rows, _, err := h.ledger.Decisions().ListPending(ctx, db.PendingFilter{Controller: api.ControllerSVGC})
 		if err != nil {
 			t.Fatal(err)
 		}

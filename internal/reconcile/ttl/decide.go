@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -102,7 +103,7 @@ func decide(band, nodes int, candidates []db.NodeTTL, written func(uid, rv strin
 			has = strconv.Quote(*n.TTL)
 		}
 		p.annotate = append(p.annotate, annotation{node: n, decision: reconcile.Decision{
-			Controller: Name, Rule: rule(band), Action: actionAnnotate, Target: db.TargetOf(&n.Object),
+			Controller: api.ControllerTTL, Rule: rule(band), Action: actionAnnotate, Target: db.TargetOf(&n.Object),
 			ResourceVersion: n.ResourceVersion, Reason: reason + "; the node has " + has,
 			Facts: map[string]any{"nodes": nodes, "band": band, "want": p.want, "has": n.TTL},
 		}})

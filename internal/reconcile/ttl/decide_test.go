@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
@@ -225,7 +226,7 @@ func TestDecide(t *testing.T) {
 				n := a.node
 				has := c.wantAnnotate[n.Name]
 				got[n.Name] = has
-				want := reconcile.Decision{Controller: Name, Rule: c.wantRule, Action: "annotate", Target: db.TargetOf(&n.Object),
+				want := reconcile.Decision{Controller: api.ControllerTTL, Rule: c.wantRule, Action: "annotate", Target: db.TargetOf(&n.Object),
 					ResourceVersion: n.ResourceVersion,
 					Reason: fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), whose TTL is %ss; the node has %s",
 						c.band, b.sizeMin, b.sizeMax, c.wantTTL, has),

@@ -28,13 +28,9 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
-
-// Name is the controller's name in flags, audit rows and metrics.
-const Name = gcrules.ControllerTTL
 
 const actionAnnotate = "annotate"
 
@@ -94,7 +90,7 @@ type Controller struct {
 
 // New returns a controller; Run starts it.
 func New(opts Options) (*Controller, error) {
-	b := reconcile.NewBase(Name, opts.ControllerOptions)
+	b := reconcile.NewBase(api.ControllerTTL, opts.ControllerOptions)
 	opts.ControllerOptions = b.ControllerOptions
 	if opts.Workers <= 0 {
 		opts.Workers = 20
@@ -193,7 +189,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	p := decide(c.band, count, candidates, c.applied.WrittenAt)
-	if err := c.opts.Applier.EndPass(ctx, Name, func(uid string) bool { return p.wrong[uid] }); err != nil {
+	if err := c.opts.Applier.EndPass(ctx, api.ControllerTTL, func(uid string) bool { return p.wrong[uid] }); err != nil {
 		return err
 	}
 	work := make(chan annotation)

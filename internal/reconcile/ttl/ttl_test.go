@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -197,7 +198,7 @@ func (h *harness) patched() map[string]string {
 // pending returns the names of the nodes pending, by rule.
 func (h *harness) pending() map[string][]string {
 	h.t.Helper()
-	rows, _, err := h.ledger.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: Name})
+	rows, _, err := h.ledger.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: api.ControllerTTL})
 	if err != nil {
 		h.t.Fatal(err)
 	}
