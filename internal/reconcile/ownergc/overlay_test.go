@@ -46,7 +46,8 @@ func TestOverlayFacts(t *testing.T) {
 				c.overlay = newOverlay()
 				tc.dryRun(c.overlay)
 			}
-			f := c.ownerFacts(owner.UID, owner.APIVersion, owner.Kind, owner.Namespace, owner.Name, tc.deleting, tc.finalizers)
+			f := c.ownerFacts(gcrules.Owner{UID: owner.UID, APIVersion: owner.APIVersion, Kind: owner.Kind,
+				Namespace: owner.Namespace, Name: owner.Name, Deleting: tc.deleting, Finalizers: tc.finalizers})
 			if !slices.Equal(f.Finalizers, tc.wantFins) {
 				t.Errorf("finalizers %v, want %v", f.Finalizers, tc.wantFins)
 			}
