@@ -169,11 +169,11 @@ const inflightGrace = 10 * time.Second
 // once: a decision seen before (same rule, reason and resourceVersion) is
 // not audited again, so a standing decision costs one row, not one per
 // pass. Enforcing, it commits the decision as an intent, runs do, and
-// audits the outcome, which resolves the intent; what failed or was held
+// audits the outcome, which resolves the intent. What failed or was held
 // back by the blast-radius cap stays pending, and a failure is audited
 // once per decision, not once per retry. Nothing is written while the
 // audit history cannot be (ErrLedgerUnavailable), nor when the intent
-// cannot be committed. It returns the outcome; a conflict or failure also
+// cannot be committed. It returns the outcome. A conflict or failure also
 // returns the error, so the caller can retry.
 func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Context) error) (string, error) {
 	if err := a.LedgerError(); err != nil {
@@ -199,46 +199,69 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	if err != nil {
 		return "", err
 	}
-	// The decision is committed before the write leaves: should kubegcd
-	// die before the outcome's row is, the intent is settled at the next
-	// start (RecoverIntents). No intent, no write.
+	in, err := a.commitIntent(ctx, d, reserved)
+	if err != nil {
+		return "", err
+	}
+	outcome, err := send(ctx, do)
+	if outcome != api.OutcomeApplied {
+		a.unreserve(reserved) // nothing changed: it does not count against the cap
+	}
+	return a.recordOutcome(ctx, d, in, outcome, err)
+}
+
+// commitIntent commits d as an intent before its write leaves. Should
+// kubegcd die before the outcome's row is committed, the next start
+// settles the intent (RecoverIntents). No intent, no write: when it
+// returns an error, the write's room under the cap is given back and the
+// write must not be sent.
+func (a *Applier) commitIntent(ctx context.Context, d Decision, reserved time.Time) (*db.Intent, error) {
 	in := &db.Intent{Entry: *a.row(d), ResourceVersion: d.ResourceVersion}
 	if err := a.opts.DB.InsertIntent(ctx, in); err != nil {
 		a.unreserve(reserved)
-		return "", a.storeFailed(ctx, err)
+		return nil, a.storeFailed(ctx, err)
 	}
 	if a.opts.MayWrite != nil {
 		// Asked again: the commit may have waited (for a lock, the disk)
 		// past the end of this instance's lease.
 		if err := a.opts.MayWrite(); err != nil {
 			a.unreserve(reserved)
-			return "", errors.Join(err, a.withdraw(ctx, in))
+			return nil, errors.Join(err, a.withdraw(ctx, in))
 		}
 	}
 	if ctx.Err() != nil {
 		// Stopping: a write not yet sent is not sent.
 		a.unreserve(reserved)
-		return "", errors.Join(ctx.Err(), a.withdraw(context.WithoutCancel(ctx), in))
+		return nil, errors.Join(ctx.Err(), a.withdraw(context.WithoutCancel(ctx), in))
 	}
-	// A write once sent runs to its answer even when kubegcd stops (a
-	// graceful stop waits for it before it releases the Lease): cut short,
-	// it may still reach the API server, with no outcome recorded.
+	return in, nil
+}
+
+// send runs do, the write, and names its outcome. NotFound counts as done.
+// A write once sent runs to its answer even when kubegcd stops, since a
+// graceful stop waits for it before it releases the Lease. A write cut
+// short may still reach the API server, with no outcome recorded.
+func send(ctx context.Context, do func(ctx context.Context) error) (string, error) {
 	sent, cancel := context.WithTimeout(context.WithoutCancel(ctx), inflightGrace)
-	err = do(sent)
-	cancel()
-	outcome := api.OutcomeApplied
+	defer cancel()
+	err := do(sent)
 	switch {
 	case err == nil:
+		return api.OutcomeApplied, nil
 	case apierrors.IsNotFound(err):
-		outcome, err = api.OutcomeNotFound, nil
+		return api.OutcomeNotFound, nil
 	case apierrors.IsConflict(err):
-		outcome = api.OutcomeConflict
+		return api.OutcomeConflict, err
 	default:
-		outcome = api.OutcomeFailed
+		return api.OutcomeFailed, err
 	}
-	if outcome != api.OutcomeApplied {
-		a.unreserve(reserved) // nothing changed: it does not count against the cap
-	}
+}
+
+// recordOutcome audits the outcome of a write that was sent, and the row
+// resolves the write's intent. An applied write's row goes to the writer
+// and is not waited for. A write that failed stays pending, and its
+// failure is audited once per decision.
+func (a *Applier) recordOutcome(ctx context.Context, d Decision, in *db.Intent, outcome string, err error) (string, error) {
 	if !d.DecidedAt.IsZero() {
 		a.metrics.latency.WithLabelValues(d.Controller).Observe(time.Since(d.DecidedAt).Seconds())
 	}
