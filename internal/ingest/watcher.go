@@ -227,15 +227,15 @@ func (e writeError) Error() string { return e.err.Error() }
 func (e writeError) Unwrap() error { return e.err }
 
 // run mirrors the resource until ctx ends. With startRV set it first tries
-// to resume watching from there, as after a broken watch; else, with a
+// to resume watching from there, as after a broken watch. Otherwise, with a
 // stored resume point, it catches up from there (see catchUp).
 func (w *watcher) run(ctx context.Context, startRV string) {
 	defer close(w.done)
 	defer w.metrics.synced.DeleteLabelValues(w.label)
 	b := backoff{min: 200 * time.Millisecond, max: 30 * time.Second}
 	rv := startRV
-	// target, while catching up: the resourceVersion the mirror must reach
-	// before the resource is in sync.
+	// While catching up, target is the resourceVersion the mirror must
+	// reach before the resource is in sync.
 	var target string
 	var giveUp time.Time
 	quiet := 0 // catch-up watches in a row without a bookmark
@@ -246,19 +246,10 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 	for ctx.Err() == nil {
 		if rv == "" {
 			target = ""
-			var err error
-			rv, err = w.list(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				w.markUnsynced(ctx, !servedAnswer(err))
-				w.metrics.errors.WithLabelValues(w.label, "list").Inc()
-				w.log.Warn("list failed", "err", err)
-				b.wait(ctx)
+			var listed bool
+			if rv, listed = w.tryList(ctx, &b); !listed {
 				continue
 			}
-			b.reset()
 		}
 		var err error
 		bookmarks := w.bookmarks
@@ -271,48 +262,78 @@ func (w *watcher) run(ctx context.Context, startRV string) {
 		} else {
 			quiet = 0
 		}
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
-		case target != "" && (quiet >= catchUpQuietWatches || time.Now().After(giveUp)):
-			// No proof of having caught up: without the API server's
-			// watch cache a watch sends no bookmarks.
-			w.metrics.relists.WithLabelValues(w.label, "resume-stalled").Inc()
-			w.log.Info("resumed watch did not catch up; listing", "target", target, "at", rv, "err", err)
-			rv = ""
-		case errors.As(err, new(writeError)):
-			// A relist, not a resume: synced then means what it means at
-			// start (a complete list committed, then a live watch), and
-			// while the database still fails the list's first write fails
-			// before anything is asked of the API server.
-			w.markUnsynced(ctx, true)
-			w.metrics.errors.WithLabelValues(w.label, "write").Inc()
-			w.metrics.relists.WithLabelValues(w.label, "write-failed").Inc()
-			w.log.Warn("writing to the mirror failed; relisting", "err", err)
-			rv = ""
-			b.wait(ctx)
-		case isExpired(err) && target != "":
-			// The stored resume point was compacted away: list, as a
-			// start without one does (still out of sync).
-			w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
-			w.log.Info("stored resourceVersion expired, listing", "err", err)
-			rv = ""
-		case isExpired(err):
-			// The events since rv are lost: until the relist is committed
-			// the mirror may hold ghosts and miss changes, and no one may
-			// take it for live (a resumed watch marked it synced already).
-			w.markUnsynced(ctx, true)
-			w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
-			w.log.Info("watch expired, relisting", "err", err)
-			rv = ""
-		case err != nil:
-			w.markUnsynced(ctx, !servedAnswer(err))
-			w.metrics.errors.WithLabelValues(w.label, "watch").Inc()
-			w.log.Warn("watch failed", "err", err)
-			b.wait(ctx)
-		default:
-			b.reset()
 		}
+		stalled := quiet >= catchUpQuietWatches || time.Now().After(giveUp)
+		rv = w.nextStart(ctx, err, rv, target, stalled, &b)
+	}
+}
+
+// tryList lists the resource and returns the resourceVersion to watch
+// from. When the list fails, the resource goes out of sync, and tryList
+// waits out the backoff and reports false.
+func (w *watcher) tryList(ctx context.Context, b *backoff) (string, bool) {
+	rv, err := w.list(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", false
+		}
+		w.markUnsynced(ctx, !servedAnswer(err))
+		w.metrics.errors.WithLabelValues(w.label, "list").Inc()
+		w.log.Warn("list failed", "err", err)
+		b.wait(ctx)
+		return "", false
+	}
+	b.reset()
+	return rv, true
+}
+
+// nextStart says where the next watch starts after one that ended at rv
+// with err: at rv, or at "" to list first. While catching up to target,
+// stalled says that the watches brought no proof of progress.
+func (w *watcher) nextStart(ctx context.Context, err error, rv, target string, stalled bool, b *backoff) string {
+	switch {
+	case target != "" && stalled:
+		// No proof of having caught up: without the API server's watch
+		// cache a watch sends no bookmarks.
+		w.metrics.relists.WithLabelValues(w.label, "resume-stalled").Inc()
+		w.log.Info("resumed watch did not catch up; listing", "target", target, "at", rv, "err", err)
+		return ""
+	case errors.As(err, new(writeError)):
+		// A relist, not a resume. Synced then means what it means at start:
+		// a complete list committed, then a live watch. While the database
+		// still fails, the list's first write fails before anything is
+		// asked of the API server.
+		w.markUnsynced(ctx, true)
+		w.metrics.errors.WithLabelValues(w.label, "write").Inc()
+		w.metrics.relists.WithLabelValues(w.label, "write-failed").Inc()
+		w.log.Warn("writing to the mirror failed; relisting", "err", err)
+		b.wait(ctx)
+		return ""
+	case isExpired(err) && target != "":
+		// The stored resume point was compacted away. The resource is
+		// listed, as at a start without one, and stays out of sync.
+		w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
+		w.log.Info("stored resourceVersion expired, listing", "err", err)
+		return ""
+	case isExpired(err):
+		// The events since rv are lost. Until the relist is committed the
+		// mirror may hold ghosts and miss changes, so no one may take it
+		// for live, though a resumed watch marked it synced already.
+		w.markUnsynced(ctx, true)
+		w.metrics.relists.WithLabelValues(w.label, "expired").Inc()
+		w.log.Info("watch expired, relisting", "err", err)
+		return ""
+	case err != nil:
+		w.markUnsynced(ctx, !servedAnswer(err))
+		w.metrics.errors.WithLabelValues(w.label, "watch").Inc()
+		w.log.Warn("watch failed", "err", err)
+		b.wait(ctx)
+		return rv
+	default:
+		b.reset()
+		return rv
 	}
 }
 
@@ -388,35 +409,15 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 // at start), the resource is in sync once the committed resourceVersion
 // reaches it, and not before.
 func (w *watcher) watch(ctx context.Context, rv, target string) (string, error) {
-	timeout := int64(300 + rand.IntN(300))
-	if target != "" {
-		timeout = catchUpWatchSeconds
-	}
-	// A watch resumes within moments when the API server is there; but
-	// client-go retries a connection that breaks or times out, ten times,
-	// before it returns an error. Past resumeGrace, the resource is out of
-	// sync: nothing reaches the mirror meanwhile.
-	late := make(chan struct{})
-	timer := time.AfterFunc(resumeGrace, func() {
-		defer close(late)
-		w.markUnsynced(ctx, true)
-	})
-	wi, err := w.src.watch(ctx, metav1.ListOptions{
-		ResourceVersion:     rv,
-		AllowWatchBookmarks: true,
-		TimeoutSeconds:      &timeout,
-	})
-	if !timer.Stop() {
-		<-late // so that its row is written before the one below
-	}
+	wi, err := w.open(ctx, rv, target)
 	if err != nil {
 		return rv, err
 	}
 	defer wi.Stop()
 	// Resuming after a broken watch, the resource is back in sync once the
-	// watch has delivered an event or stayed open for watchSettle: when
-	// its retries run out, client-go returns an empty watch, already
-	// closed, instead of an error.
+	// watch has delivered an event or stayed open for watchSettle. When its
+	// retries run out, client-go returns an empty watch, already closed,
+	// instead of an error.
 	var settled <-chan time.Time
 	if !w.synced.Load() && target == "" {
 		t := time.NewTimer(watchSettle)
@@ -460,37 +461,10 @@ func (w *watcher) watch(ctx context.Context, rv, target string) (string, error) 
 				return rv, err
 			}
 		}
-		// Take whatever else is already waiting, so a burst of events costs
-		// one transaction instead of one each. next, the resourceVersion
-		// of the batch (a bookmark's included), counts only once the batch
-		// is committed.
-		batch = batch[:0]
-		next, closed := rv, false
+		var next string
+		var closed bool
 		var evErr error
-		for {
-			if next, batch, evErr = w.collect(ev, next, batch); evErr != nil {
-				break
-			}
-			if len(batch) >= maxBatch {
-				break
-			}
-			more := false
-			select {
-			case ev, more = <-ch:
-				closed = !more
-			default:
-			}
-			if !more {
-				break
-			}
-		}
-		if !closed && evErr == nil {
-			every := flushInterval
-			if w.flushEvery != 0 {
-				every = w.flushEvery
-			}
-			next, batch, closed, evErr = w.linger(ctx, ch, time.Until(lastFlush.Add(every)), next, batch)
-		}
+		next, batch, closed, evErr = w.gather(ctx, ch, ev, rv, batch[:0], lastFlush)
 		if err := w.flush(ctx, batch, rv, next); err != nil {
 			return rv, writeError{err}
 		}
@@ -511,6 +485,65 @@ func (w *watcher) watch(ctx context.Context, rv, target string) (string, error) 
 			return rv, nil
 		}
 	}
+}
+
+// open starts a watch from rv: a short one while catching up to target,
+// else one of five to ten minutes. A watch resumes within moments when the
+// API server is there. But client-go retries a connection that breaks or
+// times out ten times before it returns an error. Past resumeGrace, the
+// resource is out of sync, since nothing reaches the mirror meanwhile.
+func (w *watcher) open(ctx context.Context, rv, target string) (watch.Interface, error) {
+	timeout := int64(300 + rand.IntN(300))
+	if target != "" {
+		timeout = catchUpWatchSeconds
+	}
+	late := make(chan struct{})
+	timer := time.AfterFunc(resumeGrace, func() {
+		defer close(late)
+		w.markUnsynced(ctx, true)
+	})
+	wi, err := w.src.watch(ctx, metav1.ListOptions{
+		ResourceVersion:     rv,
+		AllowWatchBookmarks: true,
+		TimeoutSeconds:      &timeout,
+	})
+	if !timer.Stop() {
+		<-late // so that its row is written before the caller's
+	}
+	return wi, err
+}
+
+// gather collects ev, and the events already waiting, into batch, so that
+// a burst of events costs one transaction instead of one each. Then it
+// lingers until flushInterval has passed since the last commit. It returns
+// the resourceVersion of the batch, a bookmark's included, which counts
+// only once the batch is committed, and whether the watch closed.
+func (w *watcher) gather(ctx context.Context, ch <-chan watch.Event, ev watch.Event, rv string, batch []db.Event,
+	lastFlush time.Time) (string, []db.Event, bool, error) {
+	next, closed := rv, false
+	var err error
+	for {
+		if next, batch, err = w.collect(ev, next, batch); err != nil {
+			break
+		}
+		if len(batch) >= maxBatch {
+			break
+		}
+		more := false
+		select {
+		case ev, more = <-ch:
+			closed = !more
+		default:
+		}
+		if !more {
+			break
+		}
+	}
+	if closed || err != nil {
+		return next, batch, closed, err
+	}
+	every := cmp.Or(w.flushEvery, flushInterval)
+	return w.linger(ctx, ch, time.Until(lastFlush.Add(every)), next, batch)
 }
 
 // linger goes on collecting events into batch for wait, when it is
