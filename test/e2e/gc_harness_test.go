@@ -96,7 +96,7 @@ func (s *scenario) kubegcd() bool { return s.d != nil }
 
 type auditKey struct{ Rule, Action, Kind, Name string }
 
-// bothModes runs fn in enforce mode, then in dry-run, then with
+// eachMode runs fn in enforce mode, then in dry-run, then with
 // kube-controller-manager as the garbage collector (kcm), each on a fresh
 // namespace. Dry-run must record the same decisions as enforce, marked
 // dry-run, while leaving the cluster as it was; kcm must leave the
@@ -104,7 +104,7 @@ type auditKey struct{ Rule, Action, Kind, Name string }
 // These tests enforce, so they must not run in parallel with others (no
 // t.Parallel: they run before the parallel tests, one at a time); that also
 // keeps kube-controller-manager from ever running beside a kubegcd.
-func bothModes(t *testing.T, name string, fn func(s *scenario)) {
+func eachMode(t *testing.T, name string, fn func(s *scenario)) {
 	var enforced map[auditKey]bool
 	var enforcedState clusterState
 	for _, mode := range []gcMode{modeEnforce, modeDry, modeKCM} {

@@ -12,7 +12,7 @@ import (
 const holdFinalizer = "e2e.kubegcd.io/hold"
 
 func TestOwnerGCBackgroundCascade(t *testing.T) {
-	bothModes(t, "gc-background", func(s *scenario) {
+	eachMode(t, "gc-background", func(s *scenario) {
 		root := s.cm("root")
 		mid := s.create(widgetGVR, "", "mid", nil, root.ref(false))
 		leaf := s.cm("leaf", mid.ref(false))
@@ -29,7 +29,7 @@ func TestOwnerGCBackgroundCascade(t *testing.T) {
 }
 
 func TestOwnerGCOrphan(t *testing.T) {
-	bothModes(t, "gc-orphan", func(s *scenario) {
+	eachMode(t, "gc-orphan", func(s *scenario) {
 		owner := s.cm("owner")
 		a := s.cm("a", owner.ref(true))
 		other := s.cm("other")
@@ -54,7 +54,7 @@ func TestOwnerGCOrphan(t *testing.T) {
 }
 
 func TestOwnerGCForeground(t *testing.T) {
-	bothModes(t, "gc-foreground", func(s *scenario) {
+	eachMode(t, "gc-foreground", func(s *scenario) {
 		owner := s.cm("owner")
 		blocking := s.create(configMaps, "", "blocking", []string{holdFinalizer}, owner.ref(true))
 		free := s.create(configMaps, "", "free", []string{holdFinalizer}, owner.ref(false))
@@ -79,7 +79,7 @@ func TestOwnerGCForeground(t *testing.T) {
 }
 
 func TestOwnerGCTwoOwnersOneDeleted(t *testing.T) {
-	bothModes(t, "gc-two-owners", func(s *scenario) {
+	eachMode(t, "gc-two-owners", func(s *scenario) {
 		keep := s.cm("keep")
 		gone := s.cm("gone")
 		dep := s.cm("dep", keep.ref(true), gone.ref(true))
@@ -98,7 +98,7 @@ func TestOwnerGCTwoOwnersOneDeleted(t *testing.T) {
 }
 
 func TestOwnerGCNeverExistingAndRecreatedOwner(t *testing.T) {
-	bothModes(t, "gc-uid", func(s *scenario) {
+	eachMode(t, "gc-uid", func(s *scenario) {
 		phantom := obj{kind: "ConfigMap", apiVersion: "v1", name: "phantom", uid: "00000000-0000-0000-0000-00000000beef"}
 		ofPhantom := s.cm("of-phantom", phantom.ref(false))
 		// "owner" exists, but with another UID than the one the old
@@ -117,7 +117,7 @@ func TestOwnerGCNeverExistingAndRecreatedOwner(t *testing.T) {
 }
 
 func TestOwnerGCNamespaces(t *testing.T) {
-	bothModes(t, "gc-namespaces", func(s *scenario) {
+	eachMode(t, "gc-namespaces", func(s *scenario) {
 		elsewhere := namespaces.New(s.t, s.ns+"-other")
 		foreign := s.create(configMaps, elsewhere, "foreign-owner", nil)
 		// A namespaced dependent whose owner lives in another namespace:
@@ -162,7 +162,7 @@ func TestOwnerGCNamespaces(t *testing.T) {
 }
 
 func TestOwnerGCFinalizerHeldDependentGetsOneDelete(t *testing.T) {
-	bothModes(t, "gc-held", func(s *scenario) {
+	eachMode(t, "gc-held", func(s *scenario) {
 		owner := s.cm("owner")
 		held := s.create(configMaps, "", "held", []string{holdFinalizer}, owner.ref(false))
 		s.delete(owner, metav1.DeletePropagationBackground)
@@ -192,7 +192,7 @@ func TestOwnerGCFinalizerHeldDependentGetsOneDelete(t *testing.T) {
 }
 
 func TestOwnerGCForegroundCycle(t *testing.T) {
-	bothModes(t, "gc-cycle", func(s *scenario) {
+	eachMode(t, "gc-cycle", func(s *scenario) {
 		a := s.cm("a")
 		b := s.cm("b", a.ref(true))
 		s.patchOwners(a, b.ref(true))
@@ -206,7 +206,7 @@ func TestOwnerGCForegroundCycle(t *testing.T) {
 }
 
 func TestOwnerGCOwnerDeletedWhileStopped(t *testing.T) {
-	bothModes(t, "gc-stopped", func(s *scenario) {
+	eachMode(t, "gc-stopped", func(s *scenario) {
 		owner := s.cm("owner")
 		dep := s.cm("dep", owner.ref(true))
 		depOfDep := s.create(secrets, "", "dep-of-dep", nil, dep.ref(true))

@@ -2,7 +2,7 @@ package e2e
 
 // Parity with upstream: every ownergc scenario also runs with
 // kube-controller-manager's garbage collector in place of kubegcd (kcm mode,
-// see bothModes), and must leave the scenario's objects in the same state as
+// see eachMode), and must leave the scenario's objects in the same state as
 // kubegcd in enforce mode does.
 
 import (
