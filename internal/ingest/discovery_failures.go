@@ -7,9 +7,9 @@ import (
 )
 
 // DiscoveryFailures returns the API group/versions whose discovery failed
-// in the last discovery, each with its error: their resources cannot be
-// listed (an aggregated API down, a CRD without a served version), which
-// holds every namespace being deleted.
+// in the last discovery, each with its error. Their resources cannot be
+// listed, as when an aggregated API is down or a CRD has no served
+// version. Such a failure holds back every namespace being deleted.
 func (i *Ingester) DiscoveryFailures() map[string]string {
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -22,11 +22,11 @@ const (
 	apiserverIdentity = "apiserver.kubernetes.io/identity"
 )
 
-// typedResource is how a resource whose spec/status kubegcd keeps typed
-// columns of is read in full, and what is kept of it. Pods and nodes, the
-// busy ones, Leases and LeaseCandidates come as typed protobuf (cheap to
-// decode); the rest through the dynamic client. Every other resource is
-// read as metadata only.
+// typedResource says how to read a resource in full, and what to keep of
+// it, for the resources whose spec or status kubegcd keeps in typed
+// columns. Pods, nodes, Leases and LeaseCandidates are busy, so they come
+// as typed protobuf, which is cheap to decode. The others come through the
+// dynamic client. Every other resource is read as metadata only.
 type typedResource struct {
 	source  func(i *Ingester, gvr schema.GroupVersionResource) source
 	extract func(runtime.Object, *db.Object)
@@ -34,11 +34,15 @@ type typedResource struct {
 
 var typedResources = map[schema.GroupResource]typedResource{
 	{Group: "", Resource: "pods"}: {
-		source:  func(i *Ingester, _ schema.GroupVersionResource) source { return podSource(i.typed.CoreV1().Pods("")) },
+		source: func(i *Ingester, _ schema.GroupVersionResource) source {
+			return podSource(i.typed.CoreV1().Pods(""))
+		},
 		extract: extractPod,
 	},
 	{Group: "", Resource: "nodes"}: {
-		source:  func(i *Ingester, _ schema.GroupVersionResource) source { return nodeSource(i.typed.CoreV1().Nodes()) },
+		source: func(i *Ingester, _ schema.GroupVersionResource) source {
+			return nodeSource(i.typed.CoreV1().Nodes())
+		},
 		extract: extractNode,
 	},
 	// 2,000 nodes renew a Lease every 10 s: decoding them as JSON cost
@@ -51,9 +55,15 @@ var typedResources = map[schema.GroupResource]typedResource{
 	},
 	// The candidates of coordinated leader election: discovery picks the
 	// version, v1beta1 where served, else v1alpha2.
-	{Group: "coordination.k8s.io", Resource: "leasecandidates"}:       {source: leaseCandidateSourceOf, extract: extractLeaseCandidate},
-	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}: {source: dynamicSourceOf, extract: unstructuredExtractor(extractStorageVersion)},
-	{Group: "", Resource: "namespaces"}:                               {source: dynamicSourceOf, extract: unstructuredExtractor(extractNamespace)},
+	{Group: "coordination.k8s.io", Resource: "leasecandidates"}: {
+		source: leaseCandidateSourceOf, extract: extractLeaseCandidate,
+	},
+	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}: {
+		source: dynamicSourceOf, extract: unstructuredExtractor(extractStorageVersion),
+	},
+	{Group: "", Resource: "namespaces"}: {
+		source: dynamicSourceOf, extract: unstructuredExtractor(extractNamespace),
+	},
 }
 
 func dynamicSourceOf(i *Ingester, gvr schema.GroupVersionResource) source {
@@ -127,7 +137,8 @@ func extractPod(obj runtime.Object, o *db.Object) {
 	if !ok {
 		return
 	}
-	o.Pod = &db.Pod{Phase: string(p.Status.Phase), Reason: p.Status.Reason, NodeName: p.Spec.NodeName, Generation: p.Generation}
+	o.Pod = &db.Pod{Phase: string(p.Status.Phase), Reason: p.Status.Reason, NodeName: p.Spec.NodeName,
+		Generation: p.Generation}
 }
 
 func extractNode(obj runtime.Object, o *db.Object) {
@@ -157,7 +168,8 @@ func extractLease(obj runtime.Object, o *db.Object) {
 	}
 	spec := &lease.Spec
 	o.Lease = &db.Lease{HolderIdentity: spec.HolderIdentity, LeaseDurationSeconds: spec.LeaseDurationSeconds,
-		LeaseTransitions: spec.LeaseTransitions, AcquireTime: microTime(spec.AcquireTime), RenewTime: microTime(spec.RenewTime)}
+		LeaseTransitions: spec.LeaseTransitions, AcquireTime: microTime(spec.AcquireTime),
+		RenewTime: microTime(spec.RenewTime)}
 	if v, ok := lease.Labels[apiserverIdentity]; ok {
 		o.Lease.IdentityLabel = &v
 	}
@@ -171,9 +183,9 @@ func extractLease(obj runtime.Object, o *db.Object) {
 	}
 }
 
-// extractLeaseCandidate keeps a LeaseCandidate's spec, in any version: the
-// spec is the same in v1alpha2 and v1beta1, and a version without typed
-// client comes as unstructured.
+// extractLeaseCandidate keeps a LeaseCandidate's spec, in any version. The
+// spec is the same in v1alpha2 and v1beta1. A version that client-go has
+// no types for comes as unstructured.
 func extractLeaseCandidate(obj runtime.Object, o *db.Object) {
 	var spec coordinationv1beta1.LeaseCandidateSpec
 	switch c := obj.(type) {
@@ -181,8 +193,9 @@ func extractLeaseCandidate(obj runtime.Object, o *db.Object) {
 		spec = c.Spec
 	case *coordinationv1alpha2.LeaseCandidate:
 		s := &c.Spec
-		spec = coordinationv1beta1.LeaseCandidateSpec{LeaseName: s.LeaseName, PingTime: s.PingTime, RenewTime: s.RenewTime,
-			BinaryVersion: s.BinaryVersion, EmulationVersion: s.EmulationVersion, Strategy: s.Strategy}
+		spec = coordinationv1beta1.LeaseCandidateSpec{LeaseName: s.LeaseName,
+			PingTime: s.PingTime, RenewTime: s.RenewTime, BinaryVersion: s.BinaryVersion,
+			EmulationVersion: s.EmulationVersion, Strategy: s.Strategy}
 	case *unstructured.Unstructured:
 		var typed coordinationv1beta1.LeaseCandidate
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c.Object, &typed); err != nil {

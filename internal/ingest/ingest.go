@@ -159,11 +159,11 @@ func (i *Ingester) Synced() bool {
 	return true
 }
 
-// CaughtUp reports whether no resource's mirror is behind the cluster for
-// want of the API server: after an outage, until every watch has resumed
-// or relisted. Unlike Synced, a resource the server refuses to serve (an
-// aggregated API down, a version no longer served) does not count, so that
-// one failing API group does not hold everything else.
+// CaughtUp reports whether no resource's mirror misses what the API server
+// has. After an outage it is false until every watch has resumed or
+// relisted. Unlike Synced, it ignores a resource that the server refuses
+// to serve, such as an aggregated API that is down or a version no longer
+// served. So one failing API group does not hold back everything else.
 func (i *Ingester) CaughtUp() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -264,7 +264,8 @@ type resourceInfo struct {
 // supports delete, list and watch, as upstream's GetDeletableResources does.
 // Groups whose discovery failed are returned separately so their watchers are
 // kept rather than torn down on a transient error.
-func deletableResources(dc discovery.DiscoveryInterface) (map[schema.GroupVersionResource]resourceInfo, map[schema.GroupVersion]error, error) {
+func deletableResources(dc discovery.DiscoveryInterface) (
+	map[schema.GroupVersionResource]resourceInfo, map[schema.GroupVersion]error, error) {
 	lists, err := dc.ServerPreferredResources()
 	failed := map[schema.GroupVersion]error{}
 	if err != nil {
@@ -278,7 +279,8 @@ func deletableResources(dc discovery.DiscoveryInterface) (map[schema.GroupVersio
 		}
 	}
 	out := map[schema.GroupVersionResource]resourceInfo{}
-	for _, l := range discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"delete", "list", "watch"}}, lists) {
+	deletable := discovery.SupportsAllVerbs{Verbs: []string{"delete", "list", "watch"}}
+	for _, l := range discovery.FilteredBy(deletable, lists) {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
 			continue
@@ -361,9 +363,10 @@ func (i *Ingester) resync(ctx context.Context) error {
 	return nil
 }
 
-func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionResource, info resourceInfo, startRV string) error {
-	res := db.Resource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: info.kind, Namespaced: info.namespaced,
-		ShortNames: info.shortNames}
+func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionResource, info resourceInfo,
+	startRV string) error {
+	res := db.Resource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
+		Kind: info.kind, Namespaced: info.namespaced, ShortNames: info.shortNames}
 	id, err := i.opts.DB.EnsureResource(ctx, res)
 	if err != nil {
 		return err
@@ -435,18 +438,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promutil.With(reg, "ingest")
 	return &metrics{
 		events: f.CounterVec("events_total",
-			"Objects written to the mirror, by resource and event type (listed, added, modified, deleted).", "resource", "type"),
-		errors: f.CounterVec("errors_total", "List, watch and decode errors, by resource and operation.", "resource", "operation"),
+			"Objects written to the mirror, by resource and event type (listed, added, modified, deleted).",
+			"resource", "type"),
+		errors: f.CounterVec("errors_total",
+			"List, watch and decode errors, by resource and operation.",
+			"resource", "operation"),
 		relists: f.CounterVec("relists_total",
-			"Full relists after the initial one, or at a start that could not resume from the stored resourceVersion, by resource and reason (expired, resume-stalled, write-failed).",
+			"Full relists after the initial one, or at a start that could not resume from the stored "+
+				"resourceVersion, by resource and reason (expired, resume-stalled, write-failed).",
 			"resource", "reason"),
 		resumes: f.CounterVec("resumes_total",
-			"Starts that brought a resource's mirror up to date by watching from the resourceVersion an earlier run stored, without listing it.",
+			"Starts that brought a resource's mirror up to date by watching from the resourceVersion "+
+				"an earlier run stored, without listing it.",
 			"resource"),
 		synced: f.GaugeVec("resource_synced",
-			"1 when the resource's mirror is live, 0 while it is being listed or its watch is down.", "resource"),
+			"1 when the resource's mirror is live, 0 while it is being listed or its watch is down.",
+			"resource"),
 		discoveryFailed: f.GaugeVec("discovery_failed",
-			"1 for each API group/version whose last discovery failed (an aggregated API down): owners of its kinds cannot be resolved.",
+			"1 for each API group/version whose last discovery failed (an aggregated API down): "+
+				"owners of its kinds cannot be resolved.",
 			"group_version"),
 	}
 }

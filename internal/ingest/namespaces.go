@@ -21,7 +21,8 @@ func extractNamespace(u *unstructured.Unstructured, o *db.Object) {
 			continue
 		}
 		ns.Conditions = append(ns.Conditions, db.Condition{
-			Type: str(m, "type"), Status: str(m, "status"), Reason: str(m, "reason"), Message: str(m, "message"),
+			Type: str(m, "type"), Status: str(m, "status"),
+			Reason: str(m, "reason"), Message: str(m, "message"),
 		})
 	}
 	o.NamespaceStatus = ns

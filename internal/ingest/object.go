@@ -6,9 +6,9 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
-// ObjectFromMeta is what the mirror would keep of m: a controller that reads
-// an object live (its mirror copy being behind) decides on exactly the
-// fields a watch event would have given it.
+// ObjectFromMeta returns what the mirror would keep of m. A controller
+// reads an object live when its mirror copy is behind. With this function
+// it decides on exactly the fields a watch event would have given it.
 func ObjectFromMeta(m metav1.Object, apiVersion, kind string) *db.Object {
 	return toObject(m, apiVersion, kind)
 }

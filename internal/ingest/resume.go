@@ -28,7 +28,8 @@ func (i *Ingester) forgetForeignResumePoints(ctx context.Context) error {
 		return nil
 	}
 	if mirrored != "" && live != "" {
-		i.log.Warn("the database mirrors another cluster; listing every resource", "mirrored_kube_system", mirrored, "kube_system", live)
+		i.log.Warn("the database mirrors another cluster; listing every resource",
+			"mirrored_kube_system", mirrored, "kube_system", live)
 	}
 	return i.opts.DB.ForgetResumePoints(ctx)
 }
@@ -63,14 +64,15 @@ func (p resumePlan) String() string {
 	return strconv.Itoa(int(p))
 }
 
-// planResume decides from stored, the point up to which the mirror holds
-// every change, and current, the collection's resourceVersion read after
-// the start. resourceVersions are opaque to clients but those of an
-// etcd-backed API server are etcd revisions, which the API server itself
-// compares; any other kind (an aggregated API's) is listed, never guessed
-// at. A stored point ahead of the cluster means the cluster's history went
-// back (etcd restored from a backup): a watch from there would skip every
-// change in between, so it lists.
+// planResume decides how a resource starts. stored is the point up to
+// which the mirror holds every change. current is the collection's
+// resourceVersion, read after the start. resourceVersions are opaque to
+// clients, but an etcd-backed API server's are etcd revisions, which the
+// API server itself compares. Any other kind, such as an aggregated API's,
+// is listed, never guessed at. A stored point ahead of the cluster means
+// that the cluster's history went back, as when etcd is restored from a
+// backup. A watch from there would skip every change in between, so the
+// resource is listed.
 func planResume(stored, current string) resumePlan {
 	s, errS := strconv.ParseUint(stored, 10, 64)
 	c, errC := strconv.ParseUint(current, 10, 64)

@@ -21,7 +21,8 @@ type Mirror interface {
 	BeginList(ctx context.Context, resourceID int64) (int64, error)
 	WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*db.Object) error
 	FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]db.Change, error)
-	ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string, events []db.Event) ([]db.Change, error)
+	ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string,
+		events []db.Event) ([]db.Change, error)
 
 	// Where each watch resumes after a restart.
 	ResumeVersion(ctx context.Context, resourceID int64) (string, error)

@@ -41,33 +41,36 @@ const maxBatch = 1000
 // Such a commit holds the writer for up to a second, only while a list runs.
 const listBatch = 5000
 
-// flushInterval is how often, at most, a watch under a steady stream of
-// events (2,000 nodes renewing their Leases every 10 s) commits: each
-// commit writes and syncs the write-ahead log, and at one event a commit
-// that cost more than the events themselves. An event after a quiet
-// moment is committed at once; one in a stream waits at most this long.
+// flushInterval is the shortest time between two commits of a watch under
+// a steady stream of events, such as 2,000 nodes that renew their Leases
+// every 10 s. Each commit writes and syncs the write-ahead log. With one
+// event a commit, the commits cost more than the events themselves. An
+// event after a quiet moment is committed at once. An event in a stream
+// waits at most this long.
 const flushInterval = 100 * time.Millisecond
 
-// resumeGrace is how long a watch may take to start before its resource
-// counts as out of sync; watchSettle, how long a resumed watch must stay
-// open, if it delivers nothing, before its resource is back in sync.
 const (
+	// resumeGrace is how long a watch may take to start before its
+	// resource counts as out of sync.
 	resumeGrace = 3 * time.Second
+	// watchSettle is how long a resumed watch that delivers nothing must
+	// stay open before its resource is back in sync.
 	watchSettle = time.Second
 )
 
-// errWatchEnded: a resumed watch closed before it delivered anything or
-// settled, as the empty watch client-go returns once it has given up.
+// errWatchEnded says that a resumed watch closed before it delivered
+// anything or settled. client-go returns such an empty watch once it has
+// given up.
 var errWatchEnded = errors.New("the watch ended before it delivered anything")
 
-// Catching up at start from the resume point an earlier run stored (see
-// watcher.catchUp): each watch lasts catchUpWatchSeconds, because the API
-// server's watch cache sends a bookmark two seconds before a watch times
-// out, the only news a quiet resource gets of its watch having passed a
-// resourceVersion. A resource is listed instead when catchUpQuietWatches
-// watches in a row ended without a bookmark (an API server without its
-// watch cache sends none), or when it has not caught up within
-// catchUpTimeout.
+// These constants shape the catch-up at start from the resume point an
+// earlier run stored (see watcher.catchUp). The API server's watch cache
+// sends a bookmark two seconds before a watch times out. For a quiet
+// resource, that bookmark is the only sign that its watch has passed a
+// resourceVersion. So each watch lasts catchUpWatchSeconds. An API server
+// without its watch cache sends no bookmarks. So the resource is listed
+// instead when catchUpQuietWatches watches in a row ended without one, or
+// when it has not caught up within catchUpTimeout.
 const (
 	catchUpWatchSeconds = 3
 	catchUpQuietWatches = 2
@@ -151,11 +154,15 @@ func leaseSource(c typedcoordinationv1.LeaseInterface) source {
 }
 
 func leaseCandidateBetaSource(c typedcoordinationv1beta1.LeaseCandidateInterface) source {
-	return newSource(c, func(l *coordinationv1beta1.LeaseCandidateList) []runtime.Object { return objects(l.Items) })
+	return newSource(c, func(l *coordinationv1beta1.LeaseCandidateList) []runtime.Object {
+		return objects(l.Items)
+	})
 }
 
 func leaseCandidateAlphaSource(c typedcoordinationv1alpha2.LeaseCandidateInterface) source {
-	return newSource(c, func(l *coordinationv1alpha2.LeaseCandidateList) []runtime.Object { return objects(l.Items) })
+	return newSource(c, func(l *coordinationv1alpha2.LeaseCandidateList) []runtime.Object {
+		return objects(l.Items)
+	})
 }
 
 // watcher mirrors one resource: a paginated list written page by page, then
@@ -185,11 +192,12 @@ type watcher struct {
 	bookmarks int
 
 	synced atomic.Bool
-	// behind: out of sync because the mirror misses what the API server
-	// has (a watch cut off, stalled or expired, a batch the database
-	// refused), not because the server refuses to serve the resource (an
-	// answer such as 404 or 503, which lasts as long as an aggregated API
-	// is down). See Ingester.CaughtUp.
+	// behind says that the resource is out of sync because the mirror
+	// misses what the API server has: a watch was cut off, stalled or
+	// expired, or the database refused a batch. It is false when the
+	// server refuses to serve the resource, with an answer such as 404 or
+	// 503 that lasts as long as an aggregated API is down. See
+	// Ingester.CaughtUp.
 	behind atomic.Bool
 	done   chan struct{}
 	cancel context.CancelFunc
@@ -394,7 +402,8 @@ func (w *watcher) list(ctx context.Context) (string, error) {
 				// wakes finds the resource live.
 				w.markSynced()
 				w.notify(changes)
-				w.log.Debug("listed", "objects", count, "removed", len(changes)-1, "duration", time.Since(start))
+				w.log.Debug("listed", "objects", count, "removed", len(changes)-1,
+					"duration", time.Since(start))
 				return rv, nil
 			}
 			opts.Continue = cont
@@ -546,9 +555,9 @@ func (w *watcher) gather(ctx context.Context, ch <-chan watch.Event, ev watch.Ev
 	return w.linger(ctx, ch, time.Until(lastFlush.Add(every)), next, batch)
 }
 
-// linger goes on collecting events into batch for wait, when it is
-// positive, or until the batch is full, the watch ends or an event is an
-// error.
+// linger goes on collecting events into batch for the time wait, if it is
+// positive. It stops early when the batch is full, the watch ends or an
+// event is an error.
 func (w *watcher) linger(ctx context.Context, ch <-chan watch.Event, wait time.Duration, next string,
 	batch []db.Event) (string, []db.Event, bool, error) {
 	if wait <= 0 || len(batch) >= maxBatch {
@@ -592,11 +601,12 @@ func (w *watcher) collect(ev watch.Event, rv string, batch []db.Event) (string, 
 		return rv, batch, nil
 	}
 	w.metrics.events.WithLabelValues(w.label, eventType(ev.Type)).Inc()
-	return o.ResourceVersion, append(batch, db.Event{ResourceID: w.res.ID, Deleted: ev.Type == watch.Deleted, Object: o}), nil
+	e := db.Event{ResourceID: w.res.ID, Deleted: ev.Type == watch.Deleted, Object: o}
+	return o.ResourceVersion, append(batch, e), nil
 }
 
-// flush commits a batch that moved the watch from rv to next, and next as
-// the resource's resume point with it.
+// flush commits a batch that moved the watch from rv to next. In the same
+// transaction, next becomes the resource's resume point.
 func (w *watcher) flush(ctx context.Context, batch []db.Event, rv, next string) error {
 	if len(batch) == 0 {
 		if next == rv {
