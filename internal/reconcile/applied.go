@@ -6,16 +6,18 @@ import (
 )
 
 // AppliedWrites remembers the version of each object a controller last
-// wrote to, until the mirror shows a newer one (or a minute passes, in case
-// the change never arrives): deciding again on the old version would only
-// send a write bound to be redundant or to fail its precondition. Its
-// memory holds the last minute's writes: each Record forgets the entries
-// that ran out, oldest first, at a constant cost per write.
+// wrote to. It keeps it until the mirror shows a newer one, or for a
+// minute in case the change never arrives. Deciding again on the old
+// version would only send a write that is redundant or fails its
+// precondition. The memory holds the last minute's writes. Each Record
+// forgets the entries that ran out, oldest first, at a constant cost per
+// write.
 type AppliedWrites struct {
 	mu sync.Mutex
 	m  map[string]appliedWrite
-	// order lists the writes as recorded, oldest first, from head on: an
-	// entry of m recorded again later is forgotten by its newest time only.
+	// order lists the writes as recorded, oldest first, from head on. An
+	// object written again has several entries here, and only the newest
+	// of them removes it from m.
 	order []recorded
 	head  int
 	// now is the clock; nil is time.Now.

@@ -1,7 +1,7 @@
-// Package reconcile holds what every controller shares: the applier, which
-// records each decision (pending, audit), and then applies it — rate
-// limited, capped, or not at all in dry-run — and never while its record
-// cannot be kept.
+// Package reconcile holds what every controller shares. Its applier
+// records each decision as pending and in the audit history, then applies
+// it. Writes are rate limited and capped, and dry-run sends none. No write
+// leaves while its record cannot be kept.
 package reconcile
 
 import (
@@ -132,8 +132,8 @@ func (a *Applier) Status() api.EnforcementStatus {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.trimLocked(a.opts.Now())
-	s := api.EnforcementStatus{DryRun: a.opts.DryRun, MaxDeletionsPerMinute: a.opts.MaxDeletionsPerMinute, WritesLastMinute: len(a.cap.window),
-		BlastRadiusResume: "auto", AuditBacklog: len(a.ledger.backlog)}
+	s := api.EnforcementStatus{DryRun: a.opts.DryRun, MaxDeletionsPerMinute: a.opts.MaxDeletionsPerMinute,
+		WritesLastMinute: len(a.cap.window), BlastRadiusResume: "auto", AuditBacklog: len(a.ledger.backlog)}
 	if a.opts.ManualResume {
 		s.BlastRadiusResume = "manual"
 	}
@@ -261,7 +261,8 @@ func send(ctx context.Context, do func(ctx context.Context) error) (string, erro
 // resolves the write's intent. An applied write's row goes to the writer
 // and is not waited for. A write that failed stays pending, and its
 // failure is audited once per decision.
-func (a *Applier) recordOutcome(ctx context.Context, d Decision, in *db.Intent, outcome string, err error) (string, error) {
+func (a *Applier) recordOutcome(ctx context.Context, d Decision, in *db.Intent, outcome string,
+	err error) (string, error) {
 	if !d.DecidedAt.IsZero() {
 		a.metrics.latency.WithLabelValues(d.Controller).Observe(time.Since(d.DecidedAt).Seconds())
 	}
@@ -366,8 +367,8 @@ func (a *Applier) pendingRow(d Decision, reason string, notBefore *time.Time) *d
 // row builds the audit row of d, without an outcome.
 func (a *Applier) row(d Decision) *db.AuditEntry {
 	return &db.AuditEntry{
-		Time: a.opts.Now(), Instance: a.opts.Instance, Controller: d.Controller, Rule: d.Rule, Action: d.Action, Target: d.Target,
-		Reason: d.Reason, DryRun: a.opts.DryRun, Facts: encodeFacts(d.Facts),
+		Time: a.opts.Now(), Instance: a.opts.Instance, Controller: d.Controller, Rule: d.Rule, Action: d.Action,
+		Target: d.Target, Reason: d.Reason, DryRun: a.opts.DryRun, Facts: encodeFacts(d.Facts),
 	}
 }
 
@@ -398,7 +399,8 @@ func (a *Applier) logDecision(e *db.AuditEntry, level slog.Level) {
 	if e.Error != "" {
 		err = e.Error
 	}
-	a.log.Log(context.Background(), level, "decision", "controller", e.Controller, "rule", e.Rule, "action", e.Action,
+	a.log.Log(context.Background(), level, "decision",
+		"controller", e.Controller, "rule", e.Rule, "action", e.Action,
 		"kind", e.Target.Kind, "namespace", e.Target.Namespace, "name", e.Target.Name, "uid", e.Target.UID,
 		"dry_run", e.DryRun, "outcome", e.Outcome, "reason", e.Reason, "err", err)
 }
@@ -438,16 +440,20 @@ func newApplierMetrics(reg prometheus.Registerer) *applierMetrics {
 	f := promutil.With(reg, "reconcile")
 	m := &applierMetrics{
 		actions: f.CounterVec("actions_total",
-			"Decisions applied or recorded, by controller, rule, action and outcome (applied, dry-run, failed, conflict, not-found, skipped, unknown).",
+			"Decisions applied or recorded, by controller, rule, action and outcome "+
+				"(applied, dry-run, failed, conflict, not-found, skipped, unknown).",
 			"controller", "rule", "action", "outcome"),
 		latency: f.HistogramVec("decision_to_apply_seconds", "Time from a decision to its write completing.",
 			prometheus.ExponentialBuckets(0.001, 2, 16), "controller"),
 		paused: f.GaugeVec("paused",
-			"1 while enforcement is paused, by reason: audit-store (the audit history cannot be written) or blast-radius (the cap).",
+			"1 while enforcement is paused, by reason: "+
+				"audit-store (the audit history cannot be written) or blast-radius (the cap).",
 			"reason"),
-		backlog: f.Gauge("audit_backlog_rows", "Audit rows of writes already made that wait in memory for the database to take them."),
+		backlog: f.Gauge("audit_backlog_rows",
+			"Audit rows of writes already made that wait in memory for the database to take them."),
 		lost: f.Counter("audit_rows_lost_total",
-			"Audit rows neither the database nor the in-memory backlog could take; each is logged in full instead."),
+			"Audit rows neither the database nor the in-memory backlog could take; "+
+				"each is logged in full instead."),
 	}
 	// Both reasons are exported from the start, so that an alert on 1 has
 	// a series to watch.

@@ -17,8 +17,8 @@ var ErrNotHeld = errors.New("enforcement is not held")
 // ruleBlastRadius names the cap in the audit rows of a hold and a release.
 const ruleBlastRadius = "blast-radius-cap"
 
-// capState is the blast-radius cap's: a sliding minute of writes to the
-// cluster, deletes and patches alike.
+// capState is the state of the blast-radius cap: a sliding minute of
+// writes to the cluster, deletes and patches alike.
 type capState struct {
 	// window holds when each write of the last minute was admitted: those
 	// in flight and those applied. A write that changed nothing (a
@@ -27,18 +27,20 @@ type capState struct {
 	// pausedSince is when the cap first refused a write; zero while
 	// writes pass.
 	pausedSince time.Time
-	// held: with ManualResume, the pause lasts until Release.
+	// held says that the pause lasts until Release (ManualResume).
 	held bool
 }
 
 func (a *Applier) capReasonLocked() string {
 	if a.cap.held {
-		return fmt.Sprintf("the blast-radius cap (--max-deletions-per-minute=%d, deletes and patches alike) tripped at %s; "+
-			"with --blast-radius-resume=manual enforcement stays paused until an operator releases it (kubegcd release)",
+		return fmt.Sprintf("the blast-radius cap (--max-deletions-per-minute=%d, "+
+			"deletes and patches alike) tripped at %s; with --blast-radius-resume=manual "+
+			"enforcement stays paused until an operator releases it (kubegcd release)",
 			a.opts.MaxDeletionsPerMinute, a.cap.pausedSince.UTC().Format(time.RFC3339))
 	}
-	return fmt.Sprintf("%d writes in the last minute reached --max-deletions-per-minute=%d (deletes and patches alike); "+
-		"enforcement resumes when the rate falls or the cap is raised", len(a.cap.window), a.opts.MaxDeletionsPerMinute)
+	return fmt.Sprintf("%d writes in the last minute reached --max-deletions-per-minute=%d "+
+		"(deletes and patches alike); enforcement resumes when the rate falls or the cap is raised",
+		len(a.cap.window), a.opts.MaxDeletionsPerMinute)
 }
 
 func (a *Applier) trimLocked(now time.Time) {
@@ -61,8 +63,10 @@ func (a *Applier) admit(ctx context.Context) (time.Time, error) {
 	at, tripped, err := a.reserveLocked(a.opts.Now())
 	var hold *db.AuditEntry
 	if tripped {
-		hold = a.event(api.ControllerKubegcd, ruleBlastRadius, api.ActionPause, a.capReasonLocked(), a.cap.pausedSince,
-			map[string]int{"writesLastMinute": len(a.cap.window), "maxDeletionsPerMinute": a.opts.MaxDeletionsPerMinute})
+		facts := map[string]int{"writesLastMinute": len(a.cap.window),
+			"maxDeletionsPerMinute": a.opts.MaxDeletionsPerMinute}
+		hold = a.event(api.ControllerKubegcd, ruleBlastRadius, api.ActionPause, a.capReasonLocked(),
+			a.cap.pausedSince, facts)
 	}
 	a.mu.Unlock()
 	if hold != nil {
@@ -94,7 +98,8 @@ func (a *Applier) reserveLocked(now time.Time) (at time.Time, tripped bool, err 
 		return time.Time{}, tripped, errCapReached
 	}
 	if !a.cap.pausedSince.IsZero() {
-		a.log.Info("enforcement resumed", "cause", pauseBlastRadius, "paused_for", now.Sub(a.cap.pausedSince).Round(time.Second))
+		a.log.Info("enforcement resumed", "cause", pauseBlastRadius,
+			"paused_for", now.Sub(a.cap.pausedSince).Round(time.Second))
 		a.cap.pausedSince = time.Time{}
 		a.metrics.paused.WithLabelValues(pauseBlastRadius).Set(0)
 	}
@@ -118,11 +123,12 @@ func (a *Applier) unreserve(at time.Time) {
 }
 
 // Restore recovers the cap's state from the audit history, so that a
-// restart does not reset it: the writes applied in the last minute (by any
-// run of kubegcd on this database) since the last release, and, with
-// ManualResume, a hold no operator has released (without it, such a hold
-// is released, and that recorded). Call it before the first Apply, when
-// this instance starts to write.
+// restart does not reset it. It restores the writes applied in the last
+// minute since the last release, by any run of kubegcd on this database.
+// With ManualResume, it also restores a hold that no operator has
+// released. Without ManualResume, it releases such a hold and records the
+// release. Call it before the first Apply, when this instance starts to
+// write.
 func (a *Applier) Restore(ctx context.Context) error {
 	if a.opts.DryRun {
 		return nil
@@ -152,13 +158,15 @@ func (a *Applier) Restore(ctx context.Context) error {
 	a.mu.Unlock()
 	a.log.Info("blast-radius window restored from the audit history", "writes_last_minute", len(times))
 	if action == api.ActionPause && !held {
-		// Running with auto releases the hold: recorded, so that a later
-		// run with manual does not take it up again. A row the store
-		// refuses waits in the backlog, and enforcement with it.
+		// Running with auto releases the hold. The release is recorded, so
+		// that a later run with manual does not take the hold up again. A
+		// row the store refuses waits in the backlog, and enforcement
+		// waits with it.
 		reason := "a manual hold of an earlier run is released: this run has --blast-radius-resume=auto"
 		a.log.Warn("enforcement released", "reason", reason, "held_since", at)
-		_ = a.audit(ctx, a.event(api.ControllerKubegcd, ruleBlastRadius, api.ActionRelease, reason, a.opts.Now(),
-			map[string]any{"heldSince": at.UTC()}))
+		release := a.event(api.ControllerKubegcd, ruleBlastRadius, api.ActionRelease, reason, a.opts.Now(),
+			map[string]any{"heldSince": at.UTC()})
+		_ = a.audit(ctx, release)
 	}
 	return nil
 }
@@ -177,7 +185,8 @@ func (a *Applier) Release(ctx context.Context, reason, by string) error {
 	a.mu.Unlock()
 	switch {
 	case !held && !since.IsZero():
-		return fmt.Errorf("%w: the blast-radius cap resumes by itself when the rate falls (--blast-radius-resume=auto)", ErrNotHeld)
+		return fmt.Errorf("%w: the blast-radius cap resumes by itself when the rate falls "+
+			"(--blast-radius-resume=auto)", ErrNotHeld)
 	case !held:
 		return fmt.Errorf("%w: nothing is paused by the blast-radius cap", ErrNotHeld)
 	}
@@ -196,6 +205,7 @@ func (a *Applier) Release(ctx context.Context, reason, by string) error {
 	a.cap.held, a.cap.pausedSince, a.cap.window = false, time.Time{}, nil
 	a.metrics.paused.WithLabelValues(pauseBlastRadius).Set(0)
 	a.mu.Unlock()
-	a.log.Warn("enforcement released by an operator", "reason", reason, "by", by, "held_for", now.Sub(since).Round(time.Second))
+	a.log.Warn("enforcement released by an operator", "reason", reason, "by", by,
+		"held_for", now.Sub(since).Round(time.Second))
 	return nil
 }

@@ -26,23 +26,27 @@ var ErrKindNotServed = errors.New("kind not served by the cluster")
 
 // Reasons of the audit rows of intents settled at start.
 const (
-	recoveredGone = "recovered at start: the write was sent before kubegcd stopped and its outcome was not recorded; " +
-		"the object is gone"
-	recoveredUnknown = "recovered at start: the write was sent before kubegcd stopped and its outcome was not recorded; " +
-		"the object is still there, so the write may or may not have reached the API server: its controller decides again"
+	recoveredGone = "recovered at start: the write was sent before kubegcd stopped " +
+		"and its outcome was not recorded; the object is gone"
+	recoveredUnknown = "recovered at start: the write was sent before kubegcd stopped " +
+		"and its outcome was not recorded; the object is still there, " +
+		"so the write may or may not have reached the API server: its controller decides again"
 )
 
-// RecoverIntents settles the intents an earlier run left open — writes
-// committed to be sent whose outcome a crash or a power loss kept from
-// being recorded — against the cluster, by UID, each with exactly one
-// audit row: the object gone (not found, or another UID at its name) →
-// applied; still there with the same UID → unknown, and the decision stays
-// pending so that its controller decides again. An intent the cluster
-// cannot answer for stays open, and RecoverIntents returns an error (the
-// caller tries again): guessing could record a write that never happened.
-// One whose kind is not served stays open without an error, for a later
-// start. It writes nothing to the cluster. Call it before the controllers
-// run.
+// RecoverIntents settles the intents an earlier run left open. An open
+// intent is a write committed to be sent whose outcome a crash or a power
+// loss kept from being recorded. Each intent is checked against the
+// cluster by UID and gets exactly one audit row:
+//   - The object is gone, or another UID holds its name: the outcome is
+//     applied.
+//   - The object is there with the same UID: the outcome is unknown, and
+//     the decision stays pending, so that its controller decides again.
+//
+// An intent the cluster cannot answer for stays open, and RecoverIntents
+// returns an error for the caller to try again. A guess could record a
+// write that never happened. An intent whose kind is not served stays
+// open without an error, for a later start. RecoverIntents writes nothing
+// to the cluster. Call it before the controllers run.
 func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
 	intents, err := a.opts.DB.OpenIntents(ctx)
 	if err != nil {
@@ -54,8 +58,10 @@ func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
 		t := e.Target
 		uid, err := live(ctx, t)
 		if errors.Is(err, ErrKindNotServed) {
-			a.log.Warn("write of an earlier run left without an outcome: its kind is not served, it is settled at a later start",
-				"controller", e.Controller, "action", e.Action, "kind", t.Kind, "namespace", t.Namespace, "name", t.Name, "uid", t.UID)
+			a.log.Warn("write of an earlier run left without an outcome: "+
+				"its kind is not served, it is settled at a later start",
+				"controller", e.Controller, "action", e.Action,
+				"kind", t.Kind, "namespace", t.Namespace, "name", t.Name, "uid", t.UID)
 			continue
 		}
 		if err != nil {
@@ -65,8 +71,8 @@ func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
 		var p *db.Pending
 		if uid == t.UID {
 			e.Outcome, e.Reason = api.OutcomeUnknown, recoveredUnknown+" ("+e.Reason+")"
-			p = &db.Pending{Controller: e.Controller, Rule: e.Rule, Action: e.Action, Reason: e.Reason, Target: t,
-				ResourceVersion: in.ResourceVersion}
+			p = &db.Pending{Controller: e.Controller, Rule: e.Rule, Action: e.Action, Reason: e.Reason,
+				Target: t, ResourceVersion: in.ResourceVersion}
 		} else {
 			e.Outcome, e.Reason = api.OutcomeApplied, recoveredGone+" ("+e.Reason+")"
 		}
@@ -77,8 +83,8 @@ func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
 		a.logDecision(&e, slog.LevelWarn)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d writes of an earlier run without an outcome could not be checked against the cluster: %w",
-			len(failed), len(intents), failed[0])
+		return fmt.Errorf("%d of %d writes of an earlier run without an outcome "+
+			"could not be checked against the cluster: %w", len(failed), len(intents), failed[0])
 	}
 	if len(intents) > 0 {
 		a.log.Info("writes of an earlier run without an outcome settled", "intents", len(intents))
@@ -111,7 +117,8 @@ func MetadataLiveUID(store KindResolver, client metadata.Interface) LiveUID {
 		}
 		switch {
 		case PathNotServed(err, t.Name):
-			return "", fmt.Errorf("the API server does not serve %s/%s: %w", gvr.GroupVersion(), gvr.Resource, err)
+			return "", fmt.Errorf("the API server does not serve %s/%s: %w",
+				gvr.GroupVersion(), gvr.Resource, err)
 		case apierrors.IsNotFound(err):
 			return "", nil
 		case err != nil:
@@ -121,13 +128,14 @@ func MetadataLiveUID(store KindResolver, client metadata.Interface) LiveUID {
 	}
 }
 
-// PathNotServed reports whether err is a 404 for the request path itself —
-// a group/version or resource the API server no longer serves (a CRD
-// version turned off or the CRD deleted since the last discovery, an API
-// service removed) — rather than for the object name: the API server says
-// an object is missing with a Status whose details name it, while an
-// unserved path gets a bare "404 page not found" that names nothing. Only
-// the former proves an owner absent or an object gone.
+// PathNotServed reports whether err is a 404 for the request path itself
+// rather than for the object name. The API server may no longer serve the
+// group/version or the resource: a CRD version was turned off, the CRD
+// was deleted since the last discovery, or an API service was removed.
+// The API server says that an object is missing with a Status whose
+// details name it. An unserved path gets a bare "404 page not found" that
+// names nothing. Only a 404 that names the object proves an owner absent
+// or an object gone.
 func PathNotServed(err error, name string) bool {
 	if !apierrors.IsNotFound(err) {
 		return false
@@ -140,8 +148,9 @@ func PathNotServed(err error, name string) bool {
 	return d == nil || d.Name != name
 }
 
-// settleIntent writes e, the row of an intent found open at start: with p,
-// the decision stays pending, else what was pending about the target goes.
+// settleIntent writes e, the row of an intent found open at start. With p,
+// the decision stays pending. Without it, what was pending about the
+// target goes.
 func (a *Applier) settleIntent(ctx context.Context, e *db.AuditEntry, p *db.Pending) error {
 	if p == nil {
 		return a.insertAudits(ctx, []*db.AuditEntry{e})

@@ -12,14 +12,15 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
-// The audit store's health: no write goes to the cluster while the audit
-// history cannot be written. Every write's intent is committed before it
-// is sent (see Apply), so a write never leaves without a durable record;
-// the first failure to write an intent, an audit or a pending row pauses
-// enforcement; the rows of writes already made wait in memory (the
-// backlog) and Run writes them, then resumes, once the database takes
-// writes again. A row still unwritten when the process dies leaves its
-// intent open, which the next start settles (RecoverIntents).
+// This file keeps watch on the audit store's health. No write goes to the
+// cluster while the audit history cannot be written. Every write's intent
+// is committed before the write is sent (see Apply), so no write leaves
+// without a durable record. The first failure to write an intent, an audit
+// row or a pending row pauses enforcement. The rows of writes already made
+// wait in memory, in the backlog. Once the database takes writes again,
+// Run writes them and enforcement resumes. A row still unwritten when the
+// process dies leaves its intent open, and the next start settles it
+// (RecoverIntents).
 const (
 	// ruleAuditStore names the store in the audit row of its recovery.
 	ruleAuditStore = "audit-store"
@@ -102,9 +103,11 @@ func (a *Applier) keep(e *db.AuditEntry) {
 
 func (a *Applier) lose(e *db.AuditEntry, why string) {
 	a.metrics.lost.Inc()
-	a.log.Error("audit row lost: "+why, "time", e.Time, "instance", e.Instance, "controller", e.Controller, "rule", e.Rule,
-		"action", e.Action, "kind", e.Target.Kind, "namespace", e.Target.Namespace, "name", e.Target.Name, "uid", e.Target.UID,
-		"outcome", e.Outcome, "dry_run", e.DryRun, "reason", e.Reason, "error", e.Error, "facts", string(e.Facts))
+	a.log.Error("audit row lost: "+why, "time", e.Time, "instance", e.Instance,
+		"controller", e.Controller, "rule", e.Rule, "action", e.Action,
+		"kind", e.Target.Kind, "namespace", e.Target.Namespace, "name", e.Target.Name, "uid", e.Target.UID,
+		"outcome", e.Outcome, "dry_run", e.DryRun, "reason", e.Reason, "error", e.Error,
+		"facts", string(e.Facts))
 }
 
 // appliedQueue holds the audit rows of applied writes until the writer
@@ -172,12 +175,12 @@ func (a *Applier) appliedWritten(rows []db.AppliedRow, failed []error, err error
 	}
 }
 
-// Run watches the audit store until ctx ends: once it failed, every
-// ProbeInterval it writes the backlog and then a row of its own — real
-// writes, which need new pages, so a disk still full is not mistaken for a
-// recovered one — and resumes enforcement when both are committed. At the
-// end it waits for the rows still queued and writes the backlog one last
-// time; rows it cannot write are logged in full. Run it beside the
+// Run watches the audit store until ctx ends. Once the store has failed,
+// Run writes the backlog every ProbeInterval, then a row of its own. These
+// are real writes that need new pages, so a disk still full is not taken
+// for a recovered one. When both are committed, enforcement resumes. At
+// the end Run waits for the rows still queued and writes the backlog one
+// last time. It logs in full the rows it cannot write. Run it beside the
 // controllers and stop it after them.
 func (a *Applier) Run(ctx context.Context) {
 	defer a.drain()
@@ -210,22 +213,24 @@ func (a *Applier) probe(ctx context.Context) bool {
 	}
 	err := a.flush(ctx)
 	if err == nil {
-		// First a write that changes nothing but takes the write lock: it
-		// commits once no other process holds the database and the writes
-		// queued before it are through. Only then is the row dated: dated
-		// before a write that waits on the lock, it would say when the
-		// waiting began, and a pause of 0s (the first probe runs as the
-		// store fails). The row's own write needs new pages, so a disk
-		// still full refuses it.
+		// First comes a write that changes nothing but takes the write
+		// lock. It commits once no other process holds the database and
+		// the writes queued before it are through. Only then is the row
+		// dated. A row dated before a write that waits on the lock would
+		// give the time the waiting began. The first probe runs as the
+		// store fails, so it would record a pause of 0s. The row's own
+		// write needs new pages, so a disk still full refuses it.
 		err = a.opts.DB.ClearPending(ctx, api.ControllerKubegcd, "")
 	}
 	var pausedFor time.Duration
 	if err == nil {
 		resumed := a.opts.Now()
 		pausedFor = resumed.Sub(since).Round(time.Second)
-		err = a.opts.DB.InsertAudit(ctx, a.event(api.ControllerKubegcd, ruleAuditStore, api.ActionResume,
-			fmt.Sprintf("the audit history can be written again after %s: enforcement resumes", pausedFor), resumed,
-			map[string]any{"pausedSince": since.UTC(), "cause": cause}))
+		reason := fmt.Sprintf("the audit history can be written again after %s: enforcement resumes",
+			pausedFor)
+		facts := map[string]any{"pausedSince": since.UTC(), "cause": cause}
+		err = a.opts.DB.InsertAudit(ctx,
+			a.event(api.ControllerKubegcd, ruleAuditStore, api.ActionResume, reason, resumed, facts))
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -286,7 +291,9 @@ func (a *Applier) drain() {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			a.log.Error("audit rows still queued at exit: the database commits them as it closes, if it can", "rows", a.inflight())
+			a.log.Error("audit rows still queued at exit: "+
+				"the database commits them as it closes, if it can",
+				"rows", a.inflight())
 			return
 		}
 		a.mu.Lock()

@@ -113,7 +113,8 @@ type protoResource struct {
 // Delete sends opts as protobuf when the kind is built in and its API
 // server has not refused that; otherwise as client-go's metadata client
 // does.
-func (r protoResource) Delete(ctx context.Context, name string, opts metav1.DeleteOptions, subresources ...string) error {
+func (r protoResource) Delete(ctx context.Context, name string, opts metav1.DeleteOptions,
+	subresources ...string) error {
 	if !r.d.protobufFor(r.gvr) || name == "" {
 		return r.ResourceInterface.Delete(ctx, name, opts, subresources...)
 	}

@@ -35,7 +35,8 @@ type Passes struct {
 // (nil: none).
 func NewPasses(reg prometheus.Registerer) *Passes {
 	return &Passes{skipped: promutil.With(reg, "reconcile").CounterVec("skipped_passes_total",
-		"Passes a controller did not make, by controller and reason (mirror-not-synced: a resource it reads is not live).",
+		"Passes a controller did not make, by controller and reason "+
+			"(mirror-not-synced: a resource it reads is not live).",
 		"controller", "reason")}
 }
 
@@ -137,7 +138,8 @@ func (r *PassRecorder) Ran(now time.Time) {
 	r.skippedInRun = 0
 	r.passes.mu.Unlock()
 	if was.Skipping {
-		r.log.Info("passes resume", "skipped", skipped, "reason", was.SkipReason, "after", now.Sub(was.SkippingSince).Round(time.Millisecond))
+		r.log.Info("passes resume", "skipped", skipped, "reason", was.SkipReason,
+			"after", now.Sub(was.SkippingSince).Round(time.Millisecond))
 	}
 }
 

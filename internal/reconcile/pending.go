@@ -71,11 +71,11 @@ func (a *Applier) HasPending(controller, uid string) bool {
 	return a.pending.has(controller, uid)
 }
 
-// EndPass ends a full pass of controller over the mirror: what it held
-// pending about an object keep rejects (one the pass no longer chose) is
-// forgotten. A pass that could not look at every object it may hold
-// decisions about must not call it. keep runs outside the set's lock, free
-// to look at what is pending.
+// EndPass ends a full pass of controller over the mirror. It forgets what
+// the controller held pending about each object that keep rejects: one the
+// pass no longer chose. A pass that could not look at every object it may
+// hold decisions about must not call it. keep runs outside the set's lock,
+// so it may look at what is pending.
 func (a *Applier) EndPass(ctx context.Context, controller string, keep func(uid string) bool) error {
 	var errs []error
 	for _, uid := range a.pending.of(controller) {

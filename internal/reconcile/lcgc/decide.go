@@ -50,8 +50,9 @@ func fromV1alpha2(lc *coordinationv1alpha2.LeaseCandidate) candidate {
 
 // fromLive is a LeaseCandidate of either version as the API served it.
 func fromLive(apiVersion string, m metav1.Object, leaseName string, renew *metav1.MicroTime) candidate {
-	c := candidate{APIVersion: apiVersion, Namespace: m.GetNamespace(), Name: m.GetName(), UID: string(m.GetUID()),
-		ResourceVersion: m.GetResourceVersion(), LeaseName: leaseName, Deleting: m.GetDeletionTimestamp() != nil}
+	c := candidate{APIVersion: apiVersion, Namespace: m.GetNamespace(), Name: m.GetName(),
+		UID: string(m.GetUID()), ResourceVersion: m.GetResourceVersion(), LeaseName: leaseName,
+		Deleting: m.GetDeletionTimestamp() != nil}
 	if renew != nil {
 		t := renew.Time
 		c.RenewTime = &t
@@ -86,11 +87,13 @@ func decide(c candidate, now time.Time) (reconcile.Decision, verdict) {
 	reason := "the LeaseCandidate was never renewed (spec.renewTime unset), read live"
 	facts := map[string]any{"leaseName": c.LeaseName, "validFor": ValidFor.String()}
 	if c.RenewTime != nil {
-		reason = "the LeaseCandidate's last renewal (spec.renewTime " + c.RenewTime.UTC().Format(time.RFC3339Nano) +
-			") is more than " + ValidFor.String() + " old, read live"
+		reason = "the LeaseCandidate's last renewal (spec.renewTime " +
+			c.RenewTime.UTC().Format(time.RFC3339Nano) + ") is more than " + ValidFor.String() +
+			" old, read live"
 		facts["renewTime"] = c.RenewTime.UTC()
 	}
+	target := api.Target{APIVersion: c.APIVersion, Kind: kind, Namespace: c.Namespace, Name: c.Name, UID: c.UID}
 	return reconcile.Decision{Controller: api.ControllerLCGC, Rule: ruleExpired, Action: api.ActionDelete,
-		Target:          api.Target{APIVersion: c.APIVersion, Kind: kind, Namespace: c.Namespace, Name: c.Name, UID: c.UID},
-		ResourceVersion: c.ResourceVersion, Reason: reason, Facts: facts, DecidedAt: now}, verdictDelete
+		Target: target, ResourceVersion: c.ResourceVersion, Reason: reason, Facts: facts,
+		DecidedAt: now}, verdictDelete
 }

@@ -27,8 +27,8 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
-// Rule ids (docs/rules.md): upstream's LeaseCandidate GC numbers none, so
-// kubegcd's own, KG-04-xx.
+// Rule ids (docs/rules.md): upstream's LeaseCandidate GC numbers none of
+// its rules, so these are kubegcd's own, KG-04-xx.
 const (
 	ruleExpired = "KG-04-01" // an expired candidate, read live, is deleted
 	kind        = "LeaseCandidate"
@@ -71,8 +71,9 @@ type Controller struct {
 	metrics *metrics
 	passes  *reconcile.PassRecorder
 	// served is the version of LeaseCandidates the last pass found
-	// served; "" when none was. looked: a pass has looked.
+	// served, or "" when none was.
 	served string
+	// looked says that a pass has looked for a served version.
 	looked bool
 }
 
@@ -179,7 +180,8 @@ func (c *Controller) collect(ctx context.Context, version string, r db.LeaseCand
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			c.log.Warn("reading a LeaseCandidate live; tried again within a minute", "namespace", r.Namespace, "name", r.Name, "err", err)
+			c.log.Warn("reading a LeaseCandidate live; tried again within a minute",
+				"namespace", r.Namespace, "name", r.Name, "err", err)
 		}
 		return r.UID, err
 	}
@@ -215,8 +217,8 @@ func (c *Controller) servedVersion() (string, error) {
 	return "", nil
 }
 
-// noteServed logs a change of the version served: the first pass that
-// finds LeaseCandidates at info, their absence at debug only.
+// noteServed logs a change of the version served: at info when a pass
+// finds LeaseCandidates served, at debug when it finds none.
 func (c *Controller) noteServed(version string) {
 	if c.looked && version == c.served {
 		return
@@ -233,13 +235,15 @@ func (c *Controller) noteServed(version string) {
 // get reads one candidate live through the typed client of version.
 func (c *Controller) get(ctx context.Context, version, namespace, name string) (candidate, error) {
 	if version == coordinationv1alpha2.SchemeGroupVersion.Version {
-		lc, err := c.opts.Client.CoordinationV1alpha2().LeaseCandidates(namespace).Get(ctx, name, metav1.GetOptions{})
+		lcs := c.opts.Client.CoordinationV1alpha2().LeaseCandidates(namespace)
+		lc, err := lcs.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return candidate{}, err
 		}
 		return fromV1alpha2(lc), nil
 	}
-	lc, err := c.opts.Client.CoordinationV1beta1().LeaseCandidates(namespace).Get(ctx, name, metav1.GetOptions{})
+	lcs := c.opts.Client.CoordinationV1beta1().LeaseCandidates(namespace)
+	lc, err := lcs.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return candidate{}, err
 	}
@@ -266,8 +270,10 @@ type metrics struct {
 func newMetrics(f promutil.Factory) *metrics {
 	return &metrics{
 		deletes: f.Counter("deletes_total", "Expired LeaseCandidates lcgc deleted (none in dry-run)."),
-		errors:  f.Counter("errors_total", "LeaseCandidates whose live read or delete failed; each is tried again within a minute."),
-		passSeconds: f.Histogram("pass_duration_seconds", "Time an lcgc pass takes, its live reads and deletes included.",
+		errors: f.Counter("errors_total",
+			"LeaseCandidates whose live read or delete failed; each is tried again within a minute."),
+		passSeconds: f.Histogram("pass_duration_seconds",
+			"Time an lcgc pass takes, its live reads and deletes included.",
 			prometheus.ExponentialBuckets(0.001, 4, 10)),
 	}
 }

@@ -31,12 +31,14 @@ func (c *Controller) attemptToDelete(ctx context.Context, obj *db.Object) error 
 		case errors.Is(err, errInvalidNamespace):
 			invalid = &ref
 			facts = []refFact{fact.with("invalid", "mirror")}
-			in.Refs = append(in.Refs, gcrules.Classified{Ref: ruleRef(ref), State: gcrules.InvalidNamespace})
+			in.Refs = append(in.Refs,
+				gcrules.Classified{Ref: ruleRef(ref), State: gcrules.InvalidNamespace})
 		case err != nil:
 			return err
 		default:
 			facts = append(facts, fact)
-			in.Refs = append(in.Refs, gcrules.Classified{Ref: ruleRef(ref), State: gcrules.State(fact.State)})
+			in.Refs = append(in.Refs,
+				gcrules.Classified{Ref: ruleRef(ref), State: gcrules.State(fact.State)})
 		}
 		if invalid != nil {
 			break // kept whatever its other references say (BR-21-07)
@@ -71,16 +73,22 @@ func (c *Controller) carryOut(ctx context.Context, obj *db.Object, facts []refFa
 	case api.ActionKeep:
 		return c.keepInvalidNamespace(ctx, obj, *invalid, d)
 	case api.ActionRemoveOwnerRefs:
-		return c.apply(ctx, d, func(ctx context.Context) error { return c.removeOwnerRefs(ctx, obj, plan.Refs) }, func() {
+		return c.apply(ctx, d, func(ctx context.Context) error {
+			return c.removeOwnerRefs(ctx, obj, plan.Refs)
+		}, func() {
 			c.overlay.removeRefs(obj.UID, plan.Refs)
 		})
 	case api.ActionUnblockRefs:
-		return c.apply(ctx, d, func(ctx context.Context) error { return c.unblockOwnerRefs(ctx, obj) }, func() {
+		return c.apply(ctx, d, func(ctx context.Context) error {
+			return c.unblockOwnerRefs(ctx, obj)
+		}, func() {
 			c.overlay.unblockRefs(obj.UID, plan.Refs)
 		})
 	case api.ActionDelete:
 		policy := metav1.DeletionPropagation(plan.Propagation)
-		return c.apply(ctx, d, func(ctx context.Context) error { return c.deleteObject(ctx, obj, policy) }, func() {
+		return c.apply(ctx, d, func(ctx context.Context) error {
+			return c.deleteObject(ctx, obj, policy)
+		}, func() {
 			if policy == metav1.DeletePropagationForeground {
 				c.overlay.deleteForeground(obj.UID)
 			} else {
@@ -93,7 +101,8 @@ func (c *Controller) carryOut(ctx context.Context, obj *db.Object, facts []refFa
 
 // apply hands d to the applier. In dry-run, dryRun records what enforce
 // would have changed, and what the change affects is looked at again.
-func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(context.Context) error, dryRun func()) error {
+func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(context.Context) error,
+	dryRun func()) error {
 	if c.applied.WrittenAt(d.Target.UID, d.ResourceVersion) {
 		// Already written, and the mirror has not caught up yet: it wakes
 		// the object again when it does. Deciding again now would only
@@ -113,8 +122,8 @@ func (c *Controller) apply(ctx context.Context, d reconcile.Decision, do func(co
 		// The cluster is past this version. The next attempt decides on a
 		// newer copy: the mirror's if it has caught up, else one read live.
 		c.stale.add(d.Target.UID, d.ResourceVersion)
-		return fmt.Errorf("%s %s/%s at resourceVersion %s: %w", d.Target.Kind, d.Target.Namespace, d.Target.Name,
-			d.ResourceVersion, errConflict)
+		return fmt.Errorf("%s %s/%s at resourceVersion %s: %w",
+			d.Target.Kind, d.Target.Namespace, d.Target.Name, d.ResourceVersion, errConflict)
 	}
 	return err
 }
@@ -158,7 +167,8 @@ func (c *Controller) dependents(ctx context.Context, uid string) ([]db.Dependent
 func (c *Controller) cycleDependent(deps []db.Dependent) string {
 	for _, dep := range deps {
 		depMeta := &db.Object{UID: dep.UID, Finalizers: dep.Finalizers}
-		if (dep.Deleting || c.overlay.isForeground(dep.UID)) && c.hasFinalizer(depMeta, gcrules.FinalizerForeground) {
+		deleting := dep.Deleting || c.overlay.isForeground(dep.UID)
+		if deleting && c.hasFinalizer(depMeta, gcrules.FinalizerForeground) {
 			return dep.Kind + "/" + dep.Name
 		}
 	}
@@ -167,7 +177,8 @@ func (c *Controller) cycleDependent(deps []db.Dependent) string {
 
 // keepInvalidNamespace records that a cluster-scoped object naming a
 // namespaced owner kind is kept, and warns on it, once per version.
-func (c *Controller) keepInvalidNamespace(ctx context.Context, obj *db.Object, ref api.OwnerRef, d reconcile.Decision) error {
+func (c *Controller) keepInvalidNamespace(ctx context.Context, obj *db.Object, ref api.OwnerRef,
+	d reconcile.Decision) error {
 	isNew, err := c.opts.Applier.Record(ctx, d)
 	if err != nil {
 		return err

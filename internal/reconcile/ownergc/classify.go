@@ -86,7 +86,8 @@ func (c *Controller) classifyInMirror(ctx context.Context, l refLookup, fact ref
 		return fact, false, err
 	}
 	o := c.ownerFacts(gcrules.Owner{UID: owner.UID, APIVersion: owner.APIVersion, Kind: owner.Kind,
-		Namespace: owner.Namespace, Name: owner.Name, Deleting: owner.DeletionTimestamp != nil, Finalizers: owner.Finalizers})
+		Namespace: owner.Namespace, Name: owner.Name, Deleting: owner.DeletionTimestamp != nil,
+		Finalizers: owner.Finalizers})
 	switch gcrules.Mismatch(l.rule, l.namespace, o) {
 	case "":
 		fact = fact.with(l.state(o, gcrules.Mirror), "mirror")
@@ -128,7 +129,8 @@ func (c *Controller) classifyLive(ctx context.Context, l refLookup, fact refFact
 	// The GET found an object where the reference points; only its UID can
 	// differ. The mirror lags, so the live object decides.
 	o := c.ownerFacts(gcrules.Owner{UID: string(live.UID), APIVersion: l.ref.APIVersion, Kind: l.ref.Kind,
-		Namespace: l.namespace, Name: l.ref.Name, Deleting: live.DeletionTimestamp != nil, Finalizers: live.Finalizers})
+		Namespace: l.namespace, Name: l.ref.Name, Deleting: live.DeletionTimestamp != nil,
+		Finalizers: live.Finalizers})
 	fact = fact.with(l.state(o, gcrules.Authoritative), "live")
 	if c.overlay.alters(string(live.UID)) {
 		fact.Via = viaDryRun

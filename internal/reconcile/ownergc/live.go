@@ -15,9 +15,9 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
-// errUnservedPath: a live GET or write found the resource path not served.
-// Like an unknown kind, it is retried after discovery, never taken for an
-// absent object.
+// errUnservedPath says that a live GET or write found the resource path
+// not served. Like an unknown kind, it is retried after discovery, and
+// never taken for an absent object.
 type errUnservedPath struct {
 	gvr  schema.GroupVersionResource
 	name string
@@ -38,11 +38,12 @@ func unservedPath(err error, gvr schema.GroupVersionResource, name string) error
 	return err
 }
 
-// current returns obj as a decision must see it: the mirror's copy, unless
-// a write at exactly that version was already refused with a conflict, in
-// which case the mirror is behind the cluster (a watch missed an update)
-// and the object is read live instead, so that a stale mirror cannot keep
-// the collector failing. It returns nil when the live object is gone.
+// current returns obj as a decision must see it. That is the mirror's
+// copy, unless a write at exactly that version was already refused with a
+// conflict. Then the mirror is behind the cluster, since a watch missed an
+// update, and the object is read live instead. So a stale mirror cannot
+// keep the collector failing. current returns nil when the live object is
+// gone.
 func (c *Controller) current(ctx context.Context, obj *db.Object) (*db.Object, error) {
 	if !c.stale.has(obj.UID, obj.ResourceVersion) {
 		return obj, nil

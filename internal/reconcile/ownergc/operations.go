@@ -19,7 +19,9 @@ import (
 // operations.go does: the live GET of an owner, then deletes and patches.
 // Every write carries the UID and resourceVersion it was decided on.
 
-func (c *Controller) client(ctx context.Context, o *db.Object) (metadata.ResourceInterface, schema.GroupVersionResource, error) {
+// client returns the client of o's resource, and the resource.
+func (c *Controller) client(ctx context.Context, o *db.Object) (metadata.ResourceInterface,
+	schema.GroupVersionResource, error) {
 	gvr, namespaced, err := c.gvrFor(ctx, o.APIVersion, o.Kind)
 	if err != nil {
 		return nil, gvr, err
@@ -43,7 +45,8 @@ func (c *Controller) getOwner(ctx context.Context, l refLookup) (*metav1.Partial
 		if c.absent.has(l.key) {
 			return nil, errKnownAbsent
 		}
-		live, err := c.opts.Client.Resource(l.gvr).Namespace(l.namespace).Get(ctx, l.ref.Name, metav1.GetOptions{})
+		rc := c.opts.Client.Resource(l.gvr).Namespace(l.namespace)
+		live, err := rc.Get(ctx, l.ref.Name, metav1.GetOptions{})
 		if err = unservedPath(err, l.gvr, l.ref.Name); apierrors.IsNotFound(err) && !isUnknownKind(err) {
 			c.absent.add(l.key)
 		}
@@ -88,8 +91,8 @@ func (c *Controller) patchMeta(ctx context.Context, o *db.Object, fields map[str
 func ownerRefsJSON(refs []api.OwnerRef) []metav1.OwnerReference {
 	out := make([]metav1.OwnerReference, 0, len(refs))
 	for _, r := range refs {
-		out = append(out, metav1.OwnerReference{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name, UID: types.UID(r.UID),
-			Controller: r.Controller, BlockOwnerDeletion: r.BlockOwnerDeletion})
+		out = append(out, metav1.OwnerReference{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name,
+			UID: types.UID(r.UID), Controller: r.Controller, BlockOwnerDeletion: r.BlockOwnerDeletion})
 	}
 	return out
 }

@@ -1,8 +1,8 @@
-// Package ownergc is the ownership garbage collector: it deletes objects
+// Package ownergc is the ownership garbage collector. It deletes objects
 // whose owners are all gone, removes dangling ownerReferences, and carries
 // out foreground and orphan deletion, as kube-controller-manager's garbage
-// collector does — deciding from the SQLite mirror, confirming every
-// suspected absence with a live GET, and writing with preconditions.
+// collector does. It decides from the SQLite mirror, confirms every
+// suspected absence with a live GET, and writes with preconditions.
 package ownergc
 
 import (
@@ -46,9 +46,10 @@ type Options struct {
 	// Client makes the live GETs, deletes and patches (metadata only).
 	Client   metadata.Interface
 	Recorder record.EventRecorder
-	// CaughtUp reports whether no part of the mirror is behind the cluster
-	// (after an outage, until every watch has resumed); while it is not,
-	// nothing is decided. Nil: always.
+	// CaughtUp reports whether no part of the mirror is behind the
+	// cluster, as it is after an outage until every watch has resumed.
+	// Nothing is decided while it reports false. Nil means always caught
+	// up.
 	CaughtUp func() bool
 	Workers  int
 	// ResyncPeriod is how often every candidate is looked at again.
@@ -74,11 +75,13 @@ type Controller struct {
 	// so dry-run reaches the same decisions; nil when enforcing.
 	overlay *overlay
 	applied reconcile.AppliedWrites
-	// snapshots: dependents read with their owner's departure (enforcing).
+	// snapshots holds the dependents read when their owner went
+	// (enforcing only).
 	snapshots snapshots
 	kinds     kindCache
 	// conflicts spaces out the retries of an item whose write was refused
-	// (409); stale knows the versions refused, to read those objects live.
+	// (409). stale knows the versions refused, so that those objects are
+	// read live.
 	conflicts workqueue.TypedRateLimiter[item]
 	stale     staleVersions
 
@@ -113,7 +116,8 @@ func New(opts Options) (*Controller, error) {
 		conflicts: newConflictBackoff(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[item](),
-			workqueue.TypedRateLimitingQueueConfig[item]{Name: api.ControllerOwnerGC, MetricsProvider: m.queue}),
+			workqueue.TypedRateLimitingQueueConfig[item]{
+				Name: api.ControllerOwnerGC, MetricsProvider: m.queue}),
 	}
 	if opts.Applier.DryRun() {
 		c.overlay = newOverlay()
@@ -132,16 +136,20 @@ func (c *Controller) OnChange(changes []db.Change) {
 			reconcile.Wake(c.resync)
 		case db.ChangeDeleted:
 			// An object that nothing names as an owner and that has no
-			// decision pending leaves nothing to do when it goes (most of
-			// them: the dependents this collector deletes).
-			if !ch.Examined || ch.HasDependents || c.opts.Applier.HasPending(api.ControllerOwnerGC, ch.UID) {
+			// decision pending leaves nothing to do when it goes. Most
+			// objects that go are such: the dependents this collector
+			// deletes.
+			if !ch.Examined || ch.HasDependents ||
+				c.opts.Applier.HasPending(api.ControllerOwnerGC, ch.UID) {
 				c.queue.Add(item{kind: itemGone, uid: ch.UID})
 			} else {
 				c.stale.forget(ch.UID)
 			}
-			// Owners in foreground deletion may have been waiting for it:
-			// only owners being deleted can be, but dry-run's are deleted
-			// in its overlay only.
+			// Owners in foreground deletion may have been waiting for it.
+			// Only owners being deleted can wait. When enforcing, an
+			// examined change names those owners, and only they are woken.
+			// Dry-run deletes owners in its overlay only, so it wakes
+			// every owner.
 			owners := ch.Owners
 			if ch.Examined && c.overlay == nil {
 				owners = ch.DeletingOwners
@@ -205,20 +213,21 @@ const skippedPassRetry = time.Second
 // caughtUp reports whether every part of the mirror is live (Options.CaughtUp).
 func (c *Controller) caughtUp() bool { return c.opts.CaughtUp == nil || c.opts.CaughtUp() }
 
-// fullPass enqueues every candidate the mirror shows, a few at a time: at
-// most resyncBacklog of them wait in the queue at once, so that the work a
-// change brings (an owner's deletion, its dependents) waits behind those
-// few rather than behind every candidate of a large mirror (55,000 at
-// 157,000 objects, which took the workers 40 s).
+// fullPass enqueues every candidate the mirror shows, a few at a time. At
+// most resyncBacklog of them wait in the queue at once. So the work that a
+// change brings, such as an owner's deletion and its dependents, waits
+// behind those few rather than behind every candidate of a large mirror.
+// A mirror of 157,000 objects had 55,000 candidates, which took the
+// workers 40 s.
 //
-// While part of the mirror is behind the cluster the pass is skipped, and
-// says so: the workers decide nothing then either, and the candidates would
-// only wait in the queue. It reports whether it made the pass.
+// While part of the mirror is behind the cluster, the pass is skipped and
+// says so. The workers decide nothing then either, and the candidates
+// would only wait in the queue. fullPass reports whether it made the pass.
 func (c *Controller) fullPass(ctx context.Context) bool {
 	start := time.Now()
 	if !c.caughtUp() {
-		c.passes.Skipped(start, reconcile.SkipMirrorNotSynced,
-			"part of the mirror is behind the cluster (a watch has not resumed): nothing is decided until it has caught up")
+		c.passes.Skipped(start, reconcile.SkipMirrorNotSynced, "part of the mirror is behind the cluster "+
+			"(a watch has not resumed): nothing is decided until it has caught up")
 		return false
 	}
 	c.passes.Ran(start)
@@ -281,8 +290,8 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.log.Debug("write refused: the object changed; retrying", "item", it, "err", err)
 		c.queue.AddAfter(it, c.conflicts.When(it))
 	case isUnknownKind(err):
-		// Never taken for an absent owner or a gone object: retried after
-		// discovery may have caught up.
+		// Never taken for an absent owner or a gone object. The item is
+		// retried once discovery may have caught up.
 		c.log.Debug("kind or resource not served; retrying later", "item", it, "err", err)
 		c.queue.Forget(it)
 		c.queue.AddAfter(it, c.opts.UnknownKindRetry)
@@ -298,8 +307,8 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// errConflict: a write was refused because the object changed since the
-// copy it was decided on (409).
+// errConflict says that a write was refused (409) because the object
+// changed since the copy it was decided on.
 var errConflict = errors.New("the object changed since the copy decided on")
 
 // Retries of an item whose writes keep being refused: 200 ms (the watch is
@@ -352,8 +361,9 @@ func (c *Controller) sync(ctx context.Context, it item) error {
 		case api.ActionDeleteDependents:
 			return c.deleteDependents(ctx, obj)
 		}
-		// Deleted by someone else and waiting on other finalizers: never
-		// sent a second delete. Owners waiting on it are woken when it goes.
+		// Someone else deleted it, and it waits on other finalizers. It is
+		// never sent a second delete. Owners waiting on it are woken when
+		// it goes.
 		return c.opts.Applier.Resolve(ctx, api.ControllerOwnerGC, uid)
 	}
 	if len(c.refs(obj)) == 0 {
@@ -372,7 +382,8 @@ type item struct {
 type itemKind uint8
 
 const (
-	// itemLook: the object changed, or a pass found it: decide on it.
+	// itemLook asks for a decision about an object that changed or that
+	// a pass found.
 	itemLook itemKind = iota
 	// itemWake only asks an owner to look again at its foreground
 	// deletion because one of its dependents went. Unlike itemLook, it
@@ -380,8 +391,8 @@ const (
 	// dependents going one by one must not queue the rest a thousand
 	// times.
 	itemWake
-	// itemGone: the mirror saw the object deleted; only its dependents
-	// need a look.
+	// itemGone says that the mirror saw the object deleted. Only its
+	// dependents need a look.
 	itemGone
 )
 
@@ -401,7 +412,8 @@ func (c *Controller) wakeOwner(ctx context.Context, uid string) error {
 	if err != nil || obj == nil {
 		return err
 	}
-	if c.beingDeleted(obj) && c.hasFinalizer(obj, gcrules.FinalizerForeground) && !c.hasFinalizer(obj, gcrules.FinalizerOrphan) {
+	if c.beingDeleted(obj) && c.hasFinalizer(obj, gcrules.FinalizerForeground) &&
+		!c.hasFinalizer(obj, gcrules.FinalizerOrphan) {
 		return c.deleteDependents(ctx, obj)
 	}
 	return nil
@@ -415,11 +427,11 @@ func (c *Controller) gone(ctx context.Context, uid string) error {
 		return err
 	}
 	if c.overlay == nil {
-		// Enforcing: read the dependents whole, in one query, and hand
-		// each to its worker. A copy that turns stale meanwhile costs one
-		// write refused by its resourceVersion precondition, then a fresh
-		// read; dry-run, which has no precondition to catch that, reads
-		// each dependent when it decides.
+		// Enforcing, the dependents are read whole in one query and
+		// handed each to its worker. A copy that turns stale meanwhile
+		// costs one write refused by its resourceVersion precondition,
+		// then a fresh read. Dry-run has no precondition to catch a stale
+		// copy, so it reads each dependent when it decides.
 		return c.opts.DB.DependentObjects(ctx, uid, func(d *db.Object) error {
 			c.snapshots.put(d)
 			c.queue.Add(item{uid: d.UID})
@@ -437,8 +449,8 @@ func (c *Controller) gone(ctx context.Context, uid string) error {
 }
 
 // snapshots holds dependents read together when their owner went, until a
-// worker takes each; bounded, so that memory does not grow with the number
-// of dependents (beyond the bound, workers read them one by one).
+// worker takes each. It is bounded, so that memory does not grow with the
+// number of dependents. Beyond the bound, workers read them one by one.
 type snapshots struct {
 	mu sync.Mutex
 	m  map[string]*db.Object

@@ -47,14 +47,16 @@ func orphanReason(n int, dryRun bool) string {
 
 // orphanRefReason says why a dependent loses its reference to owner.
 func orphanRefReason(owner *db.Object) string {
-	return fmt.Sprintf("owner %s/%s is deleted with the orphan policy: removing the reference to it", owner.Kind, owner.Name)
+	return fmt.Sprintf("owner %s/%s is deleted with the orphan policy: removing the reference to it",
+		owner.Kind, owner.Name)
 }
 
 // assumingDryRun marks a reason that rests on earlier dry-run decisions
 // about the object's owners, such as an owner dry-run deleted or began to
 // delete. In the cluster those decisions were not carried out.
 func assumingDryRun(reason string) string {
-	return "dry-run, as if the decisions already recorded about its owners had been carried out (they are not): " + reason
+	return "dry-run, as if the decisions already recorded about its owners had been carried out " +
+		"(they are not): " + reason
 }
 
 // otherNamespaceMessage is the Event's message when the owner's UID exists,
@@ -66,7 +68,8 @@ func otherNamespaceMessage(ref api.OwnerRef, namespace string) string {
 // clusterScopedMessage is the Event's message when a cluster-scoped object
 // names a namespaced owner kind.
 func clusterScopedMessage(ref api.OwnerRef) string {
-	return fmt.Sprintf("ownerRef %s/%s %s is namespaced, but this object is cluster-scoped", ref.Kind, ref.Name, ref.UID)
+	return fmt.Sprintf("ownerRef %s/%s %s is namespaced, but this object is cluster-scoped",
+		ref.Kind, ref.Name, ref.UID)
 }
 
 func dependents(n int) string {

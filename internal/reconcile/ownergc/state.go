@@ -74,13 +74,14 @@ type overlay struct {
 	removedRefs       map[[2]string]bool // dependent, owner
 	unblockedRefs     map[[2]string]bool
 	removedFinalizers map[[2]string]bool // object, finalizer
-	// altered: objects whose deletion or finalizers are dry-run's.
+	// altered holds the objects whose deletion or finalizers are dry-run's.
 	altered map[string]bool
 }
 
 func newOverlay() *overlay {
-	return &overlay{deleted: map[string]bool{}, foreground: map[string]bool{}, removedRefs: map[[2]string]bool{},
-		unblockedRefs: map[[2]string]bool{}, removedFinalizers: map[[2]string]bool{}, altered: map[string]bool{}}
+	return &overlay{deleted: map[string]bool{}, foreground: map[string]bool{}, altered: map[string]bool{},
+		removedRefs: map[[2]string]bool{}, unblockedRefs: map[[2]string]bool{},
+		removedFinalizers: map[[2]string]bool{}}
 }
 
 func (o *overlay) isDeleted(uid string) bool {
@@ -211,13 +212,18 @@ type metrics struct {
 func newMetrics(f promutil.Factory) *metrics {
 	return &metrics{
 		verifications: f.CounterVec("owner_verifications_total",
-			"Owners missing from the mirror, by result: absent and present (a live GET), unserved (a 404 for the resource path, not the object), cache-hit (known absent), error.",
+			"Owners missing from the mirror, by result: absent and present (a live GET), "+
+				"unserved (a 404 for the resource path, not the object), "+
+				"cache-hit (known absent), error.",
 			"result"),
 		rereads: f.CounterVec("live_rereads_total",
-			"Objects read live because the mirror still showed a version a write had been refused at, by result: found, gone, error.",
+			"Objects read live because the mirror still showed a version a write had been refused at, "+
+				"by result: found, gone, error.",
 			"result"),
-		errors:     f.Counter("sync_errors_total", "Items that failed and were queued again with backoff."),
-		queue:      f.QueueDepth("Objects waiting to be looked at.", false),
-		candidates: f.Gauge("candidates", "Objects the last full pass found with an owner missing or being deleted."),
+		errors: f.Counter("sync_errors_total",
+			"Items that failed and were queued again with backoff."),
+		queue: f.QueueDepth("Objects waiting to be looked at.", false),
+		candidates: f.Gauge("candidates",
+			"Objects the last full pass found with an owner missing or being deleted."),
 	}
 }

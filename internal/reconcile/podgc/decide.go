@@ -95,9 +95,9 @@ func selects(f db.TerminatedFilter, pod *db.Object) bool {
 	return ok && !f.CreatedBefore.IsZero() && t.Before(f.CreatedBefore.Truncate(time.Microsecond))
 }
 
-// A sweep is one of gcTerminated's collections: of the terminated pods its
-// filter selects, the first n in deletion order go, under one rule and one
-// reason.
+// A sweep is one of gcTerminated's collections. Of the terminated pods its
+// filter selects, the first n in deletion order go, all under one rule and
+// one reason.
 type sweep struct {
 	rule   string
 	filter db.TerminatedFilter
@@ -136,7 +136,8 @@ func pastMaxAge(maxAge time.Duration, now time.Time) sweep {
 func overNamespaceThreshold(ns string, total, threshold int) sweep {
 	return sweep{rule: ruleNamespaceThreshold, filter: db.TerminatedFilter{Namespace: ns}, n: total - threshold,
 		why: fmt.Sprintf("namespace %s holds more terminated pods than its threshold of %d "+
-			"(--terminated-pod-gc-threshold-namespace); this one is among the excess (Evicted first, then the oldest)", ns, threshold),
+			"(--terminated-pod-gc-threshold-namespace); "+
+			"this one is among the excess (Evicted first, then the oldest)", ns, threshold),
 		facts: map[string]any{"terminatedPodsInNamespace": total, "threshold": threshold}}
 }
 
@@ -153,7 +154,8 @@ func (s sweep) take(pods []*db.Object, n int) []job {
 			break
 		}
 		if selects(s.filter, pod) {
-			jobs = append(jobs, job{pod: pod, rule: s.rule, label: reasonTerminated, why: s.why, facts: podFacts(pod, s.facts)})
+			jobs = append(jobs, job{pod: pod, rule: s.rule, label: reasonTerminated, why: s.why,
+				facts: podFacts(pod, s.facts)})
 		}
 	}
 	return jobs
@@ -176,9 +178,11 @@ func terminatingOutOfService(pods []*db.Object) []job {
 		if pod.DeletionTimestamp == nil || pod.Pod.NodeName == "" {
 			continue
 		}
-		why := fmt.Sprintf("terminating on node %s, which is not Ready and is tainted %s", pod.Pod.NodeName, corev1.TaintNodeOutOfService)
+		why := fmt.Sprintf("terminating on node %s, which is not Ready and is tainted %s",
+			pod.Pod.NodeName, corev1.TaintNodeOutOfService)
+		facts := map[string]any{"nodeReady": false, "taint": corev1.TaintNodeOutOfService}
 		jobs = append(jobs, job{pod: pod, rule: ruleOutOfService, label: reasonOutOfService, why: why,
-			facts: podFacts(pod, map[string]any{"nodeReady": false, "taint": corev1.TaintNodeOutOfService})})
+			facts: podFacts(pod, facts)})
 	}
 	return jobs
 }
@@ -256,8 +260,8 @@ func missingNode(since, now time.Time, quarantine time.Duration, check nodeCheck
 // in quarantine. When the quarantine ends is the pending row's notBefore,
 // not its reason.
 func quarantined(node string, pods []*db.Object, quarantine time.Duration) []job {
-	why := fmt.Sprintf("bound to node %s, which is missing from the mirror: in quarantine (--podgc-quarantine=%s), "+
-		"then the node is looked up live", node, quarantine)
+	why := fmt.Sprintf("bound to node %s, which is missing from the mirror: "+
+		"in quarantine (--podgc-quarantine=%s), then the node is looked up live", node, quarantine)
 	var jobs []job
 	for _, pod := range pods {
 		if pod.Pod.NodeName == node {
@@ -278,8 +282,9 @@ func orphans(node string, pods []*db.Object, since time.Time, quarantine time.Du
 	var jobs []job
 	for _, pod := range pods {
 		if pod.Pod.NodeName == node {
-			jobs = append(jobs, job{pod: pod, rule: ruleOrphaned, label: reasonOrphaned, why: why, condition: true,
-				facts: podFacts(pod, map[string]any{"nodeMissingSince": since.UTC(), "nodeCheck": "not found"})})
+			facts := map[string]any{"nodeMissingSince": since.UTC(), "nodeCheck": "not found"}
+			jobs = append(jobs, job{pod: pod, rule: ruleOrphaned, label: reasonOrphaned, why: why,
+				condition: true, facts: podFacts(pod, facts)})
 		}
 	}
 	return jobs
@@ -292,16 +297,19 @@ func unscheduledTerminating(pods []*db.Object) []job {
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil && pod.Pod.NodeName == "" {
 			jobs = append(jobs, job{pod: pod, rule: ruleUnscheduled, label: reasonUnscheduled,
-				why: "terminating, and bound to no node: no kubelet will ever finish it", facts: podFacts(pod, nil)})
+				why:   "terminating, and bound to no node: no kubelet will ever finish it",
+				facts: podFacts(pod, nil)})
 		}
 	}
 	return jobs
 }
 
-// heldWhy is the reason of a pod a finalizer held after sent deletes, while
-// its back-off holds the next. When that goes is the row's notBefore.
+// heldWhy is the reason recorded for a pod that a finalizer still holds
+// after sent deletes, while its back-off delays the next delete. The
+// pending row's notBefore says when that delete goes.
 func heldWhy(pod *db.Object, sent int, why string) string {
-	return fmt.Sprintf("held by finalizers %v after %d delete(s); the next waits out a back-off: %s", pod.Finalizers, sent, why)
+	return fmt.Sprintf("held by finalizers %v after %d delete(s); the next waits out a back-off: %s",
+		pod.Finalizers, sent, why)
 }
 
 // podFacts is what every podgc decision records about the pod, plus extra.

@@ -25,13 +25,16 @@ func (c *Controller) markFailedAndDelete(ctx context.Context, pod *db.Object, co
 		if err != nil {
 			return err
 		}
-		if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		_, err = pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+			metav1.PatchOptions{}, "status")
+		if err != nil {
 			return fmt.Errorf("marking the pod Failed before deleting it: %w", err)
 		}
 	}
 	uid := types.UID(pod.UID)
 	grace := int64(0)
-	return pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &uid}})
+	return pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace,
+		Preconditions: &metav1.Preconditions{UID: &uid}})
 }
 
 // failedPatch is the strategic merge patch of the pod's status: phase

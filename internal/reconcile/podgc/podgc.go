@@ -63,7 +63,8 @@ const (
 // Store is what PodGC reads of the mirror; db.PodGC is one.
 type Store interface {
 	CountTerminatedPods(ctx context.Context, f db.TerminatedFilter) (int, error)
-	TerminatedPods(ctx context.Context, f db.TerminatedFilter, after *db.PodCursor, limit int) ([]*db.Object, *db.PodCursor, error)
+	TerminatedPods(ctx context.Context, f db.TerminatedFilter, after *db.PodCursor,
+		limit int) ([]*db.Object, *db.PodCursor, error)
 	TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfService string) ([]*db.Object, error)
 	MissingNodes(ctx context.Context) ([]string, error)
 	PodsOnNode(ctx context.Context, node string) ([]*db.Object, error)
@@ -138,8 +139,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil
 	}
 	c.log.Info("starting", "period", c.opts.Period, "terminated_pod_gc_threshold", c.opts.TerminatedThreshold,
-		"quarantine", c.opts.Quarantine, "max_age", c.opts.MaxAge, "namespace_thresholds", c.opts.NamespaceThresholds,
-		"dry_run", c.opts.Applier.DryRun())
+		"quarantine", c.opts.Quarantine, "max_age", c.opts.MaxAge,
+		"namespace_thresholds", c.opts.NamespaceThresholds, "dry_run", c.opts.Applier.DryRun())
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := c.Pass(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("pass failed", "err", err)
@@ -163,7 +164,8 @@ func (c *Controller) Pass(ctx context.Context) error {
 	c.passes.Ran(start)
 	defer func() { c.metrics.passSeconds.Observe(time.Since(start).Seconds()) }()
 	p := c.newPass(ctx, start)
-	err := errors.Join(c.gcTerminated(ctx, p), c.gcTerminating(ctx, p), c.gcOrphaned(ctx, p), c.gcUnscheduledTerminating(ctx, p))
+	err := errors.Join(c.gcTerminated(ctx, p), c.gcTerminating(ctx, p), c.gcOrphaned(ctx, p),
+		c.gcUnscheduledTerminating(ctx, p))
 	p.wait()
 	if p.incomplete {
 		// Some pods went unlisted: what is pending about them is not
@@ -246,11 +248,13 @@ func (p *pass) wait() {
 // delete and its back-off has not run out.
 func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 	pod := j.pod
-	d := reconcile.Decision{Controller: api.ControllerPodGC, Rule: j.rule, Action: api.ActionDelete, Target: db.TargetOf(pod),
-		ResourceVersion: pod.ResourceVersion, Reason: j.why, Facts: j.facts, DecidedAt: now}
+	d := reconcile.Decision{Controller: api.ControllerPodGC, Rule: j.rule, Action: api.ActionDelete,
+		Target: db.TargetOf(pod), ResourceVersion: pod.ResourceVersion, Reason: j.why, Facts: j.facts,
+		DecidedAt: now}
 	if held, ok := c.heldUntil(pod.UID, now); ok {
 		d.Reason = heldWhy(pod, held.sent, j.why)
-		if err := c.opts.Applier.Defer(ctx, d, held.next); err != nil && ctx.Err() == nil && !errors.Is(err, reconcile.ErrPaused) {
+		err := c.opts.Applier.Defer(ctx, d, held.next)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, reconcile.ErrPaused) {
 			c.log.Error("recording a held pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		}
 		return
@@ -269,7 +273,8 @@ func (c *Controller) handle(ctx context.Context, now time.Time, j job) {
 	case err != nil:
 		c.metrics.errors.WithLabelValues(j.label).Inc()
 		if ctx.Err() == nil {
-			c.log.Warn("force-deleting a pod failed", "pod", pod.Namespace+"/"+pod.Name, "reason", j.label, "err", err)
+			c.log.Warn("force-deleting a pod failed", "pod", pod.Namespace+"/"+pod.Name,
+				"reason", j.label, "err", err)
 		}
 	}
 	c.metrics.deletes.WithLabelValues(j.label).Inc()
@@ -353,7 +358,8 @@ func (c *Controller) gcTerminated(ctx context.Context, p *pass) error {
 			errs = append(errs, p.listed(err))
 			continue
 		}
-		errs = append(errs, c.collect(ctx, p, overNamespaceThreshold(ns, total, c.opts.NamespaceThresholds[ns])))
+		sweep := overNamespaceThreshold(ns, total, c.opts.NamespaceThresholds[ns])
+		errs = append(errs, c.collect(ctx, p, sweep))
 	}
 	return errors.Join(errs...)
 }
@@ -400,7 +406,8 @@ func (c *Controller) gcOrphaned(ctx context.Context, p *pass) error {
 			errs = append(errs, c.quarantine(ctx, p, node, m.until))
 			continue
 		case keepPods:
-			errs = append(errs, fmt.Errorf("checking node %s: %w", node, checkErr), c.keepPodsOn(ctx, p, node))
+			errs = append(errs, fmt.Errorf("checking node %s: %w", node, checkErr),
+				c.keepPodsOn(ctx, p, node))
 			continue
 		}
 		pods, err := c.opts.DB.PodsOnNode(ctx, node)
@@ -432,8 +439,8 @@ func (c *Controller) quarantine(ctx context.Context, p *pass, node string, end t
 	var errs []error
 	for _, j := range quarantined(node, pods, c.opts.Quarantine) {
 		p.keep(j.pod.UID)
-		d := reconcile.Decision{Controller: api.ControllerPodGC, Rule: j.rule, Action: api.ActionDelete, Target: db.TargetOf(j.pod),
-			ResourceVersion: j.pod.ResourceVersion, Reason: j.why}
+		d := reconcile.Decision{Controller: api.ControllerPodGC, Rule: j.rule, Action: api.ActionDelete,
+			Target: db.TargetOf(j.pod), ResourceVersion: j.pod.ResourceVersion, Reason: j.why}
 		err := c.opts.Applier.Defer(ctx, d, end)
 		if errors.Is(err, reconcile.ErrPaused) {
 			return nil // a later pass records them, once the audit history can be written
@@ -479,11 +486,20 @@ type metrics struct {
 func newMetrics(f promutil.Factory) *metrics {
 	return &metrics{
 		deletes: f.CounterVec("force_delete_pods_total",
-			"Pods PodGC force-deleted (attempts, as upstream counts them), by reason: terminated, out-of-service, orphaned, unscheduled.", "reason"),
-		errors: f.CounterVec("force_delete_pods_errors_total", "Force deletions by PodGC that failed, by reason.", "reason"),
+			"Pods PodGC force-deleted (attempts, as upstream counts them), by reason: "+
+				"terminated, out-of-service, orphaned, unscheduled.",
+			"reason"),
+		errors: f.CounterVec("force_delete_pods_errors_total",
+			"Force deletions by PodGC that failed, by reason.",
+			"reason"),
 		nodeChecks: f.CounterVec("node_checks_total",
-			"Live lookups of nodes missing from the mirror after their quarantine, by result: absent, present, error.", "result"),
-		terminated:  f.Gauge("terminated_pods", "Terminated pods in the cluster at the last pass (when gcTerminated is on)."),
-		passSeconds: f.Histogram("pass_duration_seconds", "Time a PodGC pass takes, deletions included.", prometheus.ExponentialBuckets(0.001, 4, 10)),
+			"Live lookups of nodes missing from the mirror after their quarantine, by result: "+
+				"absent, present, error.",
+			"result"),
+		terminated: f.Gauge("terminated_pods",
+			"Terminated pods in the cluster at the last pass (when gcTerminated is on)."),
+		passSeconds: f.Histogram("pass_duration_seconds",
+			"Time a PodGC pass takes, deletions included.",
+			prometheus.ExponentialBuckets(0.001, 4, 10)),
 	}
 }

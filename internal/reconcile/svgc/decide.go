@@ -54,7 +54,8 @@ type storageVersionAction struct {
 // not found). The entries of servers without an identity Lease go
 // (KG-06-01); when none would be left, sv is deleted instead (KG-06-02).
 // It reports false when every entry's server has its Lease.
-func decideStorageVersion(sv *apiserverinternalv1alpha1.StorageVersion, leases map[string]*coordinationv1.Lease, now time.Time) (storageVersionAction, bool) {
+func decideStorageVersion(sv *apiserverinternalv1alpha1.StorageVersion, leases map[string]*coordinationv1.Lease,
+	now time.Time) (storageVersionAction, bool) {
 	var kept []apiserverinternalv1alpha1.ServerStorageVersion
 	var removed []string
 	for _, e := range sv.Status.StorageVersions {
@@ -67,11 +68,13 @@ func decideStorageVersion(sv *apiserverinternalv1alpha1.StorageVersion, leases m
 	if len(removed) == 0 {
 		return storageVersionAction{}, false
 	}
-	why := fmt.Sprintf("entries of API servers without a kube-apiserver identity lease in kube-system (looked up live): %v", removed)
-	target := api.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: sv.Name, UID: string(sv.UID)}
+	why := fmt.Sprintf("entries of API servers without a kube-apiserver identity lease in kube-system "+
+		"(looked up live): %v", removed)
+	target := api.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion",
+		Name: sv.Name, UID: string(sv.UID)}
 	facts := map[string]any{"removedServers": removed, "keptEntries": len(kept)}
-	d := reconcile.Decision{Controller: api.ControllerSVGC, Rule: ruleNoLease, Action: actionRemove, Target: target, ResourceVersion: sv.ResourceVersion,
-		Reason: why, Facts: facts, DecidedAt: now}
+	d := reconcile.Decision{Controller: api.ControllerSVGC, Rule: ruleNoLease, Action: actionRemove,
+		Target: target, ResourceVersion: sv.ResourceVersion, Reason: why, Facts: facts, DecidedAt: now}
 	if len(kept) == 0 {
 		d.Rule, d.Action = ruleEmpty, api.ActionDelete
 		d.Reason = why + "; none is left, so the StorageVersion is deleted"
@@ -110,12 +113,16 @@ func SetCommonEncodingVersion(sv *apiserverinternalv1alpha1.StorageVersion, now 
 		}
 	}
 	cond := apiserverinternalv1alpha1.StorageVersionCondition{
-		Type: apiserverinternalv1alpha1.AllEncodingVersionsEqual, Status: apiserverinternalv1alpha1.ConditionFalse,
-		ObservedGeneration: sv.Generation, LastTransitionTime: metav1.NewTime(now),
-		Reason: "CommonEncodingVersionUnset", Message: "Common encoding version unset",
+		Type:               apiserverinternalv1alpha1.AllEncodingVersionsEqual,
+		Status:             apiserverinternalv1alpha1.ConditionFalse,
+		ObservedGeneration: sv.Generation,
+		LastTransitionTime: metav1.NewTime(now),
+		Reason:             "CommonEncodingVersionUnset",
+		Message:            "Common encoding version unset",
 	}
 	if sv.Status.CommonEncodingVersion != nil {
-		cond.Status, cond.Reason, cond.Message = apiserverinternalv1alpha1.ConditionTrue, "CommonEncodingVersionSet", "Common encoding version set"
+		cond.Status = apiserverinternalv1alpha1.ConditionTrue
+		cond.Reason, cond.Message = "CommonEncodingVersionSet", "Common encoding version set"
 	}
 	force := old != nil && sv.Status.CommonEncodingVersion != nil && *old != *sv.Status.CommonEncodingVersion
 	for i := range sv.Status.Conditions {
@@ -126,7 +133,8 @@ func SetCommonEncodingVersion(sv *apiserverinternalv1alpha1.StorageVersion, now 
 		if existing.Status != cond.Status || force {
 			existing.LastTransitionTime = cond.LastTransitionTime
 		}
-		existing.Status, existing.Reason, existing.Message, existing.ObservedGeneration = cond.Status, cond.Reason, cond.Message, cond.ObservedGeneration
+		existing.Status, existing.Reason, existing.Message = cond.Status, cond.Reason, cond.Message
+		existing.ObservedGeneration = cond.ObservedGeneration
 		return
 	}
 	sv.Status.Conditions = append(sv.Status.Conditions, cond)

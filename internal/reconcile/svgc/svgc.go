@@ -1,9 +1,9 @@
 // Package svgc is kube-controller-manager's StorageVersion garbage collector
-// re-done on the mirror: when a kube-apiserver's identity Lease goes, its
-// entries leave every StorageVersion; a StorageVersion naming a server
-// without such a Lease loses that entry; a StorageVersion left with none is
-// deleted. Two queues, one per trigger, each with its own backoff, so a
-// failure on one never stalls the other.
+// re-done on the mirror. When a kube-apiserver's identity Lease goes, its
+// entries leave every StorageVersion. A StorageVersion that names a server
+// without such a Lease loses that entry. A StorageVersion left with no
+// entry is deleted. There are two queues, one per trigger, each with its
+// own backoff, so a failure on one never stalls the other.
 package svgc
 
 import (
@@ -30,8 +30,8 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
-// Rule ids (docs/rules.md): upstream's StorageVersion GC numbers none, so
-// kubegcd's own, KG-06-xx.
+// Rule ids (docs/rules.md): upstream's StorageVersion GC numbers none of
+// its rules, so these are kubegcd's own, KG-06-xx.
 const (
 	ruleNoLease      = "KG-06-01" // entries of servers without an identity lease go
 	ruleEmpty        = "KG-06-02" // a StorageVersion left with none is deleted
@@ -80,7 +80,8 @@ func New(opts Options) (*Controller, error) {
 	}
 	m := newMetrics(b.Metrics)
 	queue := func(name string) workqueue.TypedRateLimitingInterface[string] {
-		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		return workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: m.queues})
 	}
 	c := &Controller{opts: opts, log: b.Log, metrics: m, passes: b.PassRecorder,
@@ -118,7 +119,8 @@ func (c *Controller) Run(ctx context.Context) error {
 	if id, err := c.opts.DB.ResourceID(ctx, "coordination.k8s.io", "v1", "leases"); err == nil {
 		c.resources.leases.Store(id)
 	}
-	if id, err := c.opts.DB.ResourceID(ctx, "internal.apiserver.k8s.io", "v1alpha1", "storageversions"); err == nil {
+	id, err := c.opts.DB.ResourceID(ctx, "internal.apiserver.k8s.io", "v1alpha1", "storageversions")
+	if err == nil {
 		c.resources.storageVersions.Store(id)
 	}
 	c.log.Info("starting", "dry_run", c.opts.Applier.DryRun())
@@ -179,7 +181,8 @@ func (c *Controller) scanOnce(ctx context.Context) error {
 // That is the workqueue's per-item exponential rate limiter, as upstream's
 // controllers use, rather than a wait.Backoff loop, which would hold the
 // worker, and every other item of its queue, while it waits.
-func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], process func(context.Context, string) error) {
+func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string],
+	process func(context.Context, string) error) {
 	for {
 		key, quit := q.Get()
 		if quit {
@@ -203,12 +206,12 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 	}
 }
 
-// processLease handles a server whose identity lease is not in the mirror:
-// if the API server does not have it either (it was not re-created
-// meanwhile), every StorageVersion with an entry of it is queued for the
-// StorageVersion path, which removes the entries. (Upstream's lease path
-// writes itself; deciding every StorageVersion in one place keeps dry-run's
-// record of it single.)
+// processLease handles a server whose identity lease is not in the mirror.
+// If the API server does not have the lease either, as it was not
+// re-created meanwhile, every StorageVersion with an entry of the server
+// is queued for the StorageVersion path, which removes the entries.
+// Upstream's lease path writes itself. Here every StorageVersion is
+// decided in one place, so that dry-run records each decision once.
 func (c *Controller) processLease(ctx context.Context, server string) error {
 	_, err := c.opts.Client.CoordinationV1().Leases(identityLeasesNS).Get(ctx, server, metav1.GetOptions{})
 	if gone, err := leaseGone(server, err); !gone {
@@ -239,7 +242,8 @@ func (c *Controller) processStorageVersion(ctx context.Context, name string) err
 		if _, done := leases[e.APIServerID]; done {
 			continue
 		}
-		lease, err := c.opts.Client.CoordinationV1().Leases(identityLeasesNS).Get(ctx, e.APIServerID, metav1.GetOptions{})
+		lease, err := c.opts.Client.CoordinationV1().Leases(identityLeasesNS).Get(ctx, e.APIServerID,
+			metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			lease = nil
@@ -260,18 +264,20 @@ func (c *Controller) processStorageVersion(ctx context.Context, name string) err
 // updateOrDelete applies act: it writes act.update through the status
 // subresource (its resourceVersion makes the write conditional), or deletes
 // sv, with UID and resourceVersion preconditions, when act has no update.
-func (c *Controller) updateOrDelete(ctx context.Context, sv *apiserverinternalv1alpha1.StorageVersion, act storageVersionAction) error {
+func (c *Controller) updateOrDelete(ctx context.Context, sv *apiserverinternalv1alpha1.StorageVersion,
+	act storageVersionAction) error {
+	svs := c.opts.Client.InternalV1alpha1().StorageVersions()
 	if act.update == nil {
 		_, err := c.opts.Applier.Apply(ctx, act.decision, func(ctx context.Context) error {
 			uid, rv := sv.UID, sv.ResourceVersion
-			return c.opts.Client.InternalV1alpha1().StorageVersions().Delete(ctx, sv.Name,
-				metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+			pre := &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}
+			return svs.Delete(ctx, sv.Name, metav1.DeleteOptions{Preconditions: pre})
 		})
 		c.count(err, api.ActionDelete)
 		return err
 	}
 	_, err := c.opts.Applier.Apply(ctx, act.decision, func(ctx context.Context) error {
-		_, err := c.opts.Client.InternalV1alpha1().StorageVersions().UpdateStatus(ctx, act.update, metav1.UpdateOptions{})
+		_, err := svs.UpdateStatus(ctx, act.update, metav1.UpdateOptions{})
 		return err
 	})
 	c.count(err, actionRemove)
@@ -292,7 +298,9 @@ type metrics struct {
 
 func newMetrics(f promutil.Factory) *metrics {
 	return &metrics{
-		writes: f.CounterVec("writes_total", "StorageVersions written by svgc, by action: remove-entries, delete.", "action"),
+		writes: f.CounterVec("writes_total",
+			"StorageVersions written by svgc, by action: remove-entries, delete.",
+			"action"),
 		errors: f.Counter("errors_total", "Work items of svgc that failed and were retried."),
 		queues: f.QueueDepth("Items waiting in svgc's queues: leases, storageversions.", true),
 	}

@@ -29,8 +29,8 @@ func nextBand(band, nodes int) int {
 // initialBand recovers the band of a cluster of n nodes after a start,
 // from carried, the count of nodes by TTL annotation value. Where two bands
 // overlap n, the one whose TTL most nodes already carry wins: it is the band
-// an uninterrupted controller would be in. With no such evidence, the lowest
-// band, where upstream's count from zero would stop.
+// an uninterrupted controller would be in. With no such evidence, it is the
+// lowest band, where upstream's count from zero would stop.
 func initialBand(n int, carried map[string]int) int {
 	byTTL := map[int]int{}
 	for v, k := range carried {
@@ -88,8 +88,8 @@ type annotation struct {
 func decide(band, nodes int, candidates []db.NodeTTL, written func(uid, rv string) bool) plan {
 	b := sizeBands[band]
 	p := plan{want: strconv.Itoa(b.ttlSeconds), wrong: map[string]bool{}}
-	reason := fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), whose TTL is %ss", band,
-		b.sizeMin, b.sizeMax, p.want)
+	reason := fmt.Sprintf("the cluster's size puts it in band %d (%d–%d nodes, with hysteresis), "+
+		"whose TTL is %ss", band, b.sizeMin, b.sizeMax, p.want)
 	for _, n := range candidates {
 		if v, ok := parseTTL(n.TTL); ok && v == b.ttlSeconds {
 			continue
@@ -103,9 +103,10 @@ func decide(band, nodes int, candidates []db.NodeTTL, written func(uid, rv strin
 			has = strconv.Quote(*n.TTL)
 		}
 		p.annotate = append(p.annotate, annotation{node: n, decision: reconcile.Decision{
-			Controller: api.ControllerTTL, Rule: rule(band), Action: actionAnnotate, Target: db.TargetOf(&n.Object),
-			ResourceVersion: n.ResourceVersion, Reason: reason + "; the node has " + has,
-			Facts: map[string]any{"nodes": nodes, "band": band, "want": p.want, "has": n.TTL},
+			Controller: api.ControllerTTL, Rule: rule(band), Action: actionAnnotate,
+			Target: db.TargetOf(&n.Object), ResourceVersion: n.ResourceVersion,
+			Reason: reason + "; the node has " + has,
+			Facts:  map[string]any{"nodes": nodes, "band": band, "want": p.want, "has": n.TTL},
 		}})
 	}
 	return p

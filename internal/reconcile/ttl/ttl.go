@@ -1,10 +1,11 @@
 // Package ttl is kube-controller-manager's TTL controller re-done on the
-// SQLite mirror: it sets the node.alpha.kubernetes.io/ttl annotation (how
-// long kubelets may cache objects) on every node from the size of the
-// cluster, in five bands that overlap so a cluster near a band's edge does not
-// flap. The band moves with every node add and delete, as upstream's does
-// (band.go), so the path the count took counts. Unlike upstream, which re-annotates a node only on that node's next
-// update, a change of the desired TTL reaches every node at once, and the
+// SQLite mirror. It sets the node.alpha.kubernetes.io/ttl annotation, which
+// says how long kubelets may cache objects, on every node. The TTL comes
+// from the size of the cluster, in five bands that overlap, so that a
+// cluster near a band's edge does not flap. The band moves with every node
+// add and delete, as upstream's does (band.go), so the path the count took
+// counts. Upstream re-annotates a node only on that node's next update.
+// Here a change of the desired TTL reaches every node at once, and the
 // band survives a restart.
 package ttl
 
@@ -179,7 +180,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	c.band, count = c.tracker.current()
 	b := sizeBands[c.band]
 	if c.band != prev {
-		c.log.Info("cluster size band changed", "nodes", count, "from_step", prev, "to_step", c.band, "ttl_seconds", b.ttlSeconds)
+		c.log.Info("cluster size band changed", "nodes", count, "from_step", prev, "to_step", c.band,
+			"ttl_seconds", b.ttlSeconds)
 	}
 	c.metrics.ttl.Set(float64(b.ttlSeconds))
 	c.metrics.nodes.Set(float64(count))
@@ -189,7 +191,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	p := decide(c.band, count, candidates, c.applied.WrittenAt)
-	if err := c.opts.Applier.EndPass(ctx, api.ControllerTTL, func(uid string) bool { return p.wrong[uid] }); err != nil {
+	stillWrong := func(uid string) bool { return p.wrong[uid] }
+	if err := c.opts.Applier.EndPass(ctx, api.ControllerTTL, stillWrong); err != nil {
 		return err
 	}
 	work := make(chan annotation)
@@ -226,7 +229,8 @@ func (c *Controller) loadBand(ctx context.Context) error {
 	if first {
 		band, n := c.tracker.current()
 		c.band = band
-		c.log.Info("band recovered from the mirror", "nodes", n, "band", band, "ttl_seconds", sizeBands[band].ttlSeconds)
+		c.log.Info("band recovered from the mirror", "nodes", n, "band", band,
+			"ttl_seconds", sizeBands[band].ttlSeconds)
 	}
 	return nil
 }
@@ -244,7 +248,8 @@ func (c *Controller) annotate(ctx context.Context, a annotation, want string) {
 		if err != nil {
 			return err
 		}
-		_, err = c.opts.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = c.opts.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{})
 		return err
 	})
 	if outcome == api.OutcomeApplied {
@@ -263,8 +268,11 @@ type metrics struct {
 
 func newMetrics(f promutil.Factory) *metrics {
 	return &metrics{
-		ttl:     f.Gauge("seconds", "The node.alpha.kubernetes.io/ttl every node should carry, from the cluster's size band."),
-		nodes:   f.Gauge("nodes", "Nodes the TTL controller counted at its last reconcile."),
-		patches: f.Counter("patches_total", "Nodes whose node.alpha.kubernetes.io/ttl annotation was patched."),
+		ttl: f.Gauge("seconds",
+			"The node.alpha.kubernetes.io/ttl every node should carry, from the cluster's size band."),
+		nodes: f.Gauge("nodes",
+			"Nodes the TTL controller counted at its last reconcile."),
+		patches: f.Counter("patches_total",
+			"Nodes whose node.alpha.kubernetes.io/ttl annotation was patched."),
 	}
 }
