@@ -14,15 +14,20 @@ import (
 
 const pluginHelp = `Installs kubegcd as a kubectl plugin: a symlink named kubectl-gc to this
 binary, in --dir. kubectl finds plugins in $PATH, so that 'kubectl gc why
-deploy/web' runs 'kubegcd why deploy/web'. Without --dir, the first of this
-binary's directory, ~/.local/bin, ~/bin and /usr/local/bin that $PATH names
-and that can be written (made, for one missing under $HOME); when $PATH
-names none, ~/.local/bin, and one line says how to add it to $PATH. An
-existing kubectl-gc symlink is replaced; a file of that name is not.
+deploy/web' runs 'kubegcd why deploy/web'.
 
-Beside it, kubectl_complete-gc: kubectl (1.26 and later) runs it to complete
-the words after 'kubectl gc' on the shell. One that kubegcd did not write is
-left alone.`
+Without --dir, the plugin goes in the first directory on $PATH that can be
+written and is not a system directory. ~/.local/bin and ~/bin are made
+when $PATH names them and they are missing. When $PATH names no such
+directory, the plugin goes in ~/.local/bin, and one line says how to add
+that to $PATH. System directories are where packages install: /bin, /sbin,
+and every directory under /usr, /opt and /snap, /usr/local/bin included.
+kubegcd writes in one only when --dir names it.
+
+An existing kubectl-gc symlink is replaced; a file of that name is not.
+Beside it goes kubectl_complete-gc: kubectl (1.26 and later) runs it to
+complete the words after 'kubectl gc' on the shell. One that kubegcd did
+not write is left alone.`
 
 func pluginCommand(e *env) *cobra.Command {
 	cmd := newCommand("kubectl-plugin install [--dir DIR]", "install the kubectl plugin: kubectl gc …", pluginHelp)
@@ -81,42 +86,58 @@ func installPlugin(e *env, dir string, args []string) error {
 }
 
 // pluginDir chooses where the plugin goes without --dir. kubectl runs only
-// plugins on $PATH, so the choice follows $PATH's order among the places a
-// user's own executables go: the binary's directory (an installed kubegcd),
-// ~/.local/bin, ~/bin and /usr/local/bin. From a clone, bin/ is on none, and
-// ~/.local/bin, which Debian's ~/.profile adds to $PATH once it exists, is
-// the fallback.
+// plugins on $PATH, so the choice follows $PATH's order: the first directory
+// that can be written, skipping the system's (systemDir), which belong to
+// packages. ~/.local/bin and ~/bin are made when $PATH names them. Failing
+// that, ~/.local/bin, which Debian's ~/.profile adds to $PATH once it
+// exists.
 func pluginDir(path, home, selfDir string) (string, error) {
-	candidates := []string{selfDir, "/usr/local/bin"}
 	var homeDirs []string
 	if home != "" {
 		homeDirs = []string{filepath.Join(home, ".local", "bin"), filepath.Join(home, "bin")}
-		candidates = append(candidates, homeDirs...)
 	}
 	for _, p := range filepath.SplitList(path) {
-		if p == "" || !filepath.IsAbs(p) {
-			continue // the working directory: no place for a plugin
+		if p == "" || !filepath.IsAbs(p) || systemDir(p) {
+			continue // the working directory is no place for a plugin
 		}
-		for _, c := range candidates {
-			if !samePath(p, c) {
-				continue
-			}
-			// A missing directory under HOME is made; elsewhere it must exist.
-			if slices.Contains(homeDirs, c) && os.MkdirAll(c, 0o755) != nil {
-				continue
-			}
-			if writable(c) {
-				return c, nil
-			}
+		p = filepath.Clean(p)
+		if slices.ContainsFunc(homeDirs, func(h string) bool { return samePath(p, h) }) && os.MkdirAll(p, 0o755) != nil {
+			continue
+		}
+		if writable(p) {
+			return p, nil
 		}
 	}
 	if len(homeDirs) > 0 {
 		return homeDirs[0], nil
 	}
-	if writable(selfDir) {
+	if !systemDir(selfDir) && writable(selfDir) {
 		return selfDir, nil
 	}
-	return "", fmt.Errorf("$PATH names no writable directory for the plugin and there is no home directory: give --dir")
+	return "", fmt.Errorf("$PATH names no writable directory for the plugin but system ones, and there is no home directory: give --dir")
+}
+
+// systemDir reports whether dir, or where its symlinks lead, is where the
+// system's packages install executables: /bin, /sbin, or a directory under
+// /usr (/usr/local/bin included), /opt or /snap.
+func systemDir(dir string) bool {
+	is := func(d string) bool {
+		d = filepath.Clean(d)
+		if d == "/bin" || d == "/sbin" {
+			return true
+		}
+		for _, root := range []string{"/usr", "/opt", "/snap"} {
+			if d == root || strings.HasPrefix(d, root+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	if is(dir) {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	return err == nil && is(real)
 }
 
 // onPath reports whether $PATH (path) names dir.

@@ -9,10 +9,10 @@ import (
 )
 
 // TestPluginInstallDir: without --dir, kubectl-plugin install puts the
-// plugin where kubectl finds it, in the first of the binary's directory,
-// ~/.local/bin and ~/bin that $PATH names and that can be written (made, for
-// a missing one under HOME); when $PATH names none, in ~/.local/bin, saying
-// in one line how to add it to $PATH.
+// plugin where kubectl finds it, in the first directory $PATH names that can
+// be written and is no system directory (~/.local/bin and ~/bin are made when
+// missing); when $PATH names none, in ~/.local/bin, saying in one line how
+// to add it to $PATH.
 func TestPluginInstallDir(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -26,24 +26,25 @@ func TestPluginInstallDir(t *testing.T) {
 	tests := []struct {
 		name string
 		// path lists $PATH: "HOME/…" is below the fake home, "OTHER" a
-		// writable directory that is none of the candidates, "SELF" this
-		// binary's directory.
+		// writable directory outside it, "MISSING" a directory that does
+		// not exist outside it, "SELF" this binary's directory.
 		path []string
 		// setup prepares the fake home.
 		setup   func(t *testing.T, home string)
 		noHome  bool
-		want    string // where the plugin lands: "HOME/…" or "SELF"
+		want    string // where the plugin lands: "HOME/…", "OTHER" or "SELF"
 		wantTip bool   // the line saying how to add it to $PATH
 	}{
-		{name: "missing ~/.local/bin on PATH is made", path: []string{"OTHER", "HOME/.local/bin"}, want: "HOME/.local/bin"},
+		{name: "missing ~/.local/bin on PATH is made", path: []string{"MISSING", "HOME/.local/bin"}, want: "HOME/.local/bin"},
 		{name: "~/bin before ~/.local/bin", path: []string{"HOME/bin", "HOME/.local/bin"},
 			setup: mkdirs("bin", ".local/bin"), want: "HOME/bin"},
 		{name: "~/.local/bin that cannot be made is skipped", path: []string{"HOME/.local/bin", "HOME/bin"},
 			setup: func(t *testing.T, home string) { writeFile(t, filepath.Join(home, ".local"), "") }, want: "HOME/bin"},
-		{name: "binary's directory on PATH", path: []string{"OTHER", "SELF", "HOME/.local/bin"}, want: "SELF"},
-		{name: "PATH names no candidate", path: []string{"OTHER"}, want: "HOME/.local/bin", wantTip: true},
+		{name: "binary's directory on PATH", path: []string{"MISSING", "SELF", "HOME/.local/bin"}, want: "SELF"},
+		{name: "first writable directory on PATH", path: []string{"MISSING", "OTHER", "HOME/.local/bin"}, want: "OTHER"},
+		{name: "PATH names no writable directory", path: []string{"MISSING"}, want: "HOME/.local/bin", wantTip: true},
 		{name: "empty PATH", want: "HOME/.local/bin", wantTip: true},
-		{name: "no home, binary's directory not on PATH", path: []string{"OTHER"}, noHome: true, want: "SELF", wantTip: true},
+		{name: "no home, binary's directory not on PATH", path: []string{"MISSING"}, noHome: true, want: "SELF", wantTip: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,6 +58,8 @@ func TestPluginInstallDir(t *testing.T) {
 					return selfDir
 				case p == "OTHER":
 					return other
+				case p == "MISSING":
+					return filepath.Join(other, "missing")
 				case strings.HasPrefix(p, "HOME/"):
 					return filepath.Join(home, strings.TrimPrefix(p, "HOME/"))
 				}
@@ -125,5 +128,32 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPluginDirSkipsSystemDirectories: a system directory on $PATH, where
+// packages install, is never chosen without --dir, even when it can be
+// written (as root); the next writable directory is, else ~/.local/bin.
+func TestPluginDirSkipsSystemDirectories(t *testing.T) {
+	home, other := t.TempDir(), t.TempDir()
+	local := filepath.Join(home, ".local", "bin")
+	tests := []struct {
+		path []string
+		want string
+	}{
+		{[]string{"/usr/local/bin", other}, other},
+		{[]string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}, local},
+		{[]string{"/usr/local/bin/", "/usr/lib/go/bin", "/snap/bin", "/opt/tool/bin", other}, other},
+	}
+	for _, tc := range tests {
+		path := strings.Join(tc.path, string(filepath.ListSeparator))
+		got, err := pluginDir(path, home, other)
+		if err != nil || got != tc.want {
+			t.Errorf("pluginDir(PATH=%s) = %q, %v; want %s", path, got, err, tc.want)
+		}
+	}
+	// No home and a system directory for the binary's: nothing to choose.
+	if got, err := pluginDir("/usr/local/bin", "", "/usr/local/bin"); err == nil {
+		t.Errorf("pluginDir without home, binary in /usr/local/bin = %q, want an error asking for --dir", got)
 	}
 }
