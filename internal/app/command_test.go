@@ -202,7 +202,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-db", "k.db"}, "kubegcd: unknown flag -db: long flags take two dashes, --db (see 'kubegcd help run')"},
 		{[]string{"run", "-dry-run=false"}, "kubegcd: unknown flag -dry-run=false: long flags take two dashes, --dry-run (see 'kubegcd help run')"},
 		{[]string{"run", "--gc-workers", "many"},
-			`kubegcd: invalid argument "many" for "--gc-workers" flag: strconv.ParseInt: parsing "many": invalid syntax (see 'kubegcd help run')`},
+			`kubegcd: invalid --gc-workers "many": want a whole number (see 'kubegcd help run')`},
 		{[]string{"run", "--db"}, "kubegcd: flag needs an argument: --db (see 'kubegcd help run')"},
 		{[]string{"run", "now"}, `kubegcd: unexpected argument "now" (see 'kubegcd help run')`},
 		{[]string{"run", "--log-level", "loud"}, `kubegcd: invalid --log-level "loud": want debug, info, warn or error`},
@@ -212,7 +212,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"explode"}, `kubegcd: unknown command "explode" (see 'kubegcd help')`},
 		{[]string{"help", "explode"}, `kubegcd: unknown command "explode" (see 'kubegcd help')`},
 		{[]string{"version", "now"}, `kubegcd: unexpected argument "now" (see 'kubegcd help version')`},
-		{[]string{"get", "pending", "-o", "xml"}, `kubegcd: invalid argument "xml" for "-o, --output" flag: want table, wide, json or yaml (see 'kubegcd help get')`},
+		{[]string{"get", "pending", "-o", "xml"}, `kubegcd: invalid --output "xml": want table, wide, json or yaml (see 'kubegcd help get')`},
 	}
 	for _, tc := range tests {
 		code, stdout, stderr := runMain(t, tc.args...)

@@ -355,7 +355,7 @@ func (c *runConfig) validateHTTP(allowedHosts []string) []error {
 	listenHost, _, err := net.SplitHostPort(c.listen)
 	switch {
 	case err != nil:
-		errs = append(errs, fmt.Errorf("invalid --listen %q: %w", c.listen, err))
+		errs = append(errs, fmt.Errorf("invalid --listen %q: want HOST:PORT, such as 127.0.0.1:8080", c.listen))
 	case !isLoopback(listenHost) && c.authTokenFile == "" && c.clientCAFile == "" && !c.insecureUnauthenticated:
 		errs = append(errs, fmt.Errorf("refusing --listen %s without authentication: "+
 			"anyone who reaches it could read the cluster's ownership graph; "+
@@ -417,7 +417,7 @@ func applyConfigFile(fs *pflag.FlagSet, path string) error {
 			continue
 		}
 		if err := fs.Set(name, value); err != nil {
-			return fmt.Errorf("config %s:%d: invalid value %q for %s: %w", path, i+1, value, name, err)
+			return fmt.Errorf("config %s:%d: invalid value %q for %s: %s", path, i+1, value, name, cmdline.Wants(err))
 		}
 	}
 	return nil

@@ -126,7 +126,7 @@ func TestParseRunFlags(t *testing.T) {
 		{name: "history retention negative", args: func() []string { return []string{"--history-retention=-1h"} },
 			wantErr: "invalid --history-retention -1h0m0s"},
 		{name: "history retention not a duration", args: func() []string { return []string{"--history-retention", "7d"} },
-			wantErr: `kubegcd: invalid argument "7d" for "--history-retention" flag: time: unknown unit "d" in duration "7d" (see 'kubegcd help run')`},
+			wantErr: `kubegcd: invalid --history-retention "7d": want a duration such as 90s, 5m or 168h, whose largest unit is h (see 'kubegcd help run')`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -303,7 +303,7 @@ func TestEveryConfigErrorReported(t *testing.T) {
 				`invalid --allowed-hosts: "c/d" is not a host name (no scheme, port or path)]`},
 		{"a bad listen address is not also unauthenticated", []string{"--listen", "nohostport", "--tls-cert-file", "c"},
 			`kubegcd: [invalid --tls-cert-file/--tls-private-key-file: give both or neither, ` +
-				`invalid --listen "nohostport": address nohostport: missing port in address]`},
+				`invalid --listen "nohostport": want HOST:PORT, such as 127.0.0.1:8080]`},
 		{"leader election: no retry period to compare with", []string{"--leader-elect-name", "", "--leader-elect-retry-period", "0s",
 			"--leader-elect-lease-duration", "1s"},
 			`kubegcd: [invalid --leader-elect-namespace/--leader-elect-name: must not be empty, ` +
@@ -360,9 +360,9 @@ func TestListFlags(t *testing.T) {
 			return []string{nsFlag, "x=9", "--config", conf(t, "terminated-pod-gc-threshold-namespace = a=1\n")}
 		}, thresholds: map[string]int{"x": 9}, controllers: all, hosts: local},
 		{name: "threshold without a count", args: func(*testing.T) []string { return []string{nsFlag, "ci"} },
-			wantErr: `invalid argument "ci" for "--terminated-pod-gc-threshold-namespace" flag: ci must be formatted as key=value`},
+			wantErr: `invalid --terminated-pod-gc-threshold-namespace "ci": want NAME=NUMBER pairs separated by commas`},
 		{name: "threshold not a number", args: func(*testing.T) []string { return []string{nsFlag, "ci=many"} },
-			wantErr: `invalid argument "ci=many" for "--terminated-pod-gc-threshold-namespace" flag`},
+			wantErr: `invalid --terminated-pod-gc-threshold-namespace "ci=many": want NAME=NUMBER pairs separated by commas`},
 		{name: "negative threshold", args: func(*testing.T) []string { return []string{nsFlag, "ci=-1"} },
 			wantErr: `kubegcd: invalid --terminated-pod-gc-threshold-namespace: count -1 of namespace "ci": must be 0 or more`},
 		{name: "threshold of a name no namespace has", args: func(*testing.T) []string { return []string{nsFlag, "Not_A_Namespace=3,ok=1"} },
@@ -374,7 +374,7 @@ func TestListFlags(t *testing.T) {
 			return []string{"--config", conf(t, "controllers = podgc, ttl\n")}
 		}, controllers: "podgc,ttl", hosts: local},
 		{name: "controller quoted badly", args: func(*testing.T) []string { return []string{"--controllers", `tt"l`} },
-			wantErr: `invalid argument "tt\"l" for "--controllers" flag`},
+			wantErr: `invalid --controllers "tt\"l": want values separated by commas, quoted as in CSV`},
 		{name: "hosts repeated", args: func(*testing.T) []string {
 			return []string{"--allowed-hosts", "a.example", "--allowed-hosts", "b.example,c.example"}
 		},

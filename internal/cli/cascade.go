@@ -29,19 +29,15 @@ func cascadeCommand(e *env) *cobra.Command {
 	cmd := newCommand("cascade KIND/NAME [-n NS] [--propagation background|foreground|orphan] [-o table|wide|json|yaml]",
 		"what deleting an object would take with it", cascadeHelp)
 	f.register(cmd, outTable, outWide, outJSON, outYAML)
-	propagation := cmd.Flags().String("propagation", "background", "the delete's propagation policy: background, foreground or orphan")
-	_ = cmd.RegisterFlagCompletionFunc("propagation",
-		cobra.FixedCompletions([]string{"background", "foreground", "orphan"}, cobra.ShellCompDirectiveNoFileComp))
-	cmd.RunE = func(cmd *cobra.Command, args []string) error { return f.cascade(cmd.Context(), e, *propagation, args) }
+	propagation := "background"
+	policies := []string{"background", "foreground", "orphan"}
+	choiceVar(cmd.Flags(), &propagation, "propagation", policies, "the delete's propagation policy: "+orList(policies))
+	_ = cmd.RegisterFlagCompletionFunc("propagation", cobra.FixedCompletions(policies, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return f.cascade(cmd.Context(), e, propagation, args) }
 	return cmd
 }
 
 func (f *objectFlags) cascade(ctx context.Context, e *env, propagation string, args []string) error {
-	switch propagation {
-	case "background", "foreground", "orphan":
-	default:
-		return usagef("invalid --propagation %q: want background, foreground or orphan", propagation)
-	}
 	c, o, err := f.resolveObject(ctx, e, args)
 	if err != nil {
 		return err

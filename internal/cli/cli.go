@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -119,28 +118,4 @@ func registerOutput(cmd *cobra.Command, p *string, allowed ...string) {
 	*p = allowed[0]
 	cmd.Flags().VarP(&choice{p, allowed}, "output", "o", "output: "+orList(allowed))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(allowed, cobra.ShellCompDirectiveNoFileComp))
-}
-
-// choice is a flag whose value is one of a few words.
-type choice struct {
-	p       *string
-	allowed []string
-}
-
-func (c *choice) String() string { return *c.p }
-func (c *choice) Type() string   { return "string" }
-func (c *choice) Set(v string) error {
-	if !slices.Contains(c.allowed, v) {
-		return fmt.Errorf("want %s", orList(c.allowed))
-	}
-	*c.p = v
-	return nil
-}
-
-// orList is "a, b or c".
-func orList(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

@@ -49,7 +49,8 @@ type connFlags struct {
 }
 
 func (c *connFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.server, "server", "", "URL of the kubegcd to ask (default $"+envServer+", else "+DefaultServer+")")
+	checkedVar(fs, &c.server, "server", "", "string", "URL of the kubegcd to ask (default $"+envServer+", else "+DefaultServer+")",
+		serverWant, isServerURL)
 	fs.StringVar(&c.tokenFile, "token-file", "", "file holding a bearer token to send (default: the token in $"+envToken+")")
 	fs.StringVar(&c.caFile, "certificate-authority", "", "PEM file of the CA that signed the server's certificate (https)")
 	fs.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "do not check the server's certificate (https); insecure")
@@ -70,9 +71,12 @@ func (c *connFlags) client(lookupEnv func(string) (string, bool), stderr io.Writ
 	if server == "" {
 		server = DefaultServer
 	}
-	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usagef("invalid server URL %q: want http://HOST:PORT or https://HOST:PORT", server)
+	if !isServerURL(server) {
+		from := "--server"
+		if c.server == "" {
+			from = "$" + envServer
+		}
+		return nil, usagef("invalid %s %q: %s", from, server, serverWant)
 	}
 	token := ""
 	if c.tokenFile != "" {

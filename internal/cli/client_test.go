@@ -77,8 +77,8 @@ func TestConnFlagErrors(t *testing.T) {
 		want      string
 		wantUsage bool
 	}{
-		{"no scheme", connFlags{server: "127.0.0.1:8080"}, nil, `invalid server URL "127.0.0.1:8080"`, true},
-		{"bad env URL", connFlags{}, map[string]string{envServer: "ftp://x"}, `invalid server URL "ftp://x"`, true},
+		{"no scheme", connFlags{server: "127.0.0.1:8080"}, nil, `invalid --server "127.0.0.1:8080"`, true},
+		{"bad env URL", connFlags{}, map[string]string{envServer: "ftp://x"}, `invalid $KUBEGCD_SERVER "ftp://x"`, true},
 		{"empty token file", connFlags{tokenFile: empty}, nil, "the file is empty", false},
 		{"missing token file", connFlags{tokenFile: empty + ".nope"}, nil, "--token-file: open", false},
 		{"CA not PEM", connFlags{caFile: notPEM}, nil, "no PEM certificate", false},
@@ -193,11 +193,11 @@ func TestAPIErrorMessage(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, "{\"error\": \"invalid controller \\\"nope\\\"\\nsecond line\"}\n")
+		_, _ = io.WriteString(w, "{\"error\": \"invalid kind \\\"nope\\\"\\nsecond line\"}\n")
 	}))
 	defer srv.Close()
-	code, _, stderr := runCLI(t, map[string]string{envServer: srv.URL}, "get", "pending", "--controller", "nope")
-	want := `kubegcd: GET ` + srv.URL + `/pending?controller=nope&limit=1000&order=oldest: 400 Bad Request: invalid controller "nope" second line` + "\n"
+	code, _, stderr := runCLI(t, map[string]string{envServer: srv.URL}, "get", "pending", "--kind", "nope")
+	want := `kubegcd: GET ` + srv.URL + `/pending?kind=nope&limit=1000&order=oldest: 400 Bad Request: invalid kind "nope" second line` + "\n"
 	if code != 1 || stderr != want {
 		t.Errorf("exit %d, stderr %q; want 1, %q", code, stderr, want)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -82,16 +83,22 @@ func getCommand(e *env) *cobra.Command {
 	cmd.ValidArgs = slices.Sorted(maps.Keys(listings))
 	f.conn.register(cmd.Flags())
 	fs := cmd.Flags()
-	fs.StringVarP(&f.namespace, "namespace", "n", "", "only this namespace (default: every namespace)")
+	namespaceVar(fs, &f.namespace, "only this namespace (default: every namespace)")
 	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every namespace (the default)")
 	registerOutput(cmd, &f.output, outTable, outWide, outJSON, outYAML)
-	fs.StringVar(&f.controller, "controller", "", "only this controller's: ownergc, podgc, ttl, svgc, lcgc, kubegcd, operator")
-	fs.StringVar(&f.kind, "kind", "", "only this kind (a kind, or a resource's plural)")
-	fs.StringVar(&f.since, "since", "", "only rows newer than this: a duration such as 1h, or an RFC 3339 time")
-	fs.StringVar(&f.outcome, "outcome", "", "only this outcome: applied, dry-run, failed, conflict, not-found, skipped, unknown")
-	fs.StringVar(&f.minAge, "min-age", "", "only deletions requested longer ago than this, such as 5m; 0 for all (default: the daemon's --stuck-after)")
-	fs.StringVar(&f.rule, "rule", "", "only this rule's: audit rows of a rule id such as BR-21-03, lint findings of an id such as KG-LINT-01 or its name")
-	fs.StringVar(&f.severity, "severity", "", "only findings of this severity: error, warning or info")
+	choiceVar(fs, &f.controller, "controller", api.AuditControllers, "only this controller's: "+strings.Join(api.AuditControllers, ", "))
+	checkedVar(fs, &f.kind, "kind", "", "string", "only this kind (a kind, or a resource's plural)",
+		"want a kind or a resource's plural, such as Pod or deployments.apps", isToken)
+	checkedVar(fs, &f.since, "since", "", "string", "only rows newer than this: a duration such as 1h, or an RFC 3339 time",
+		sinceWant, isPast)
+	choiceVar(fs, &f.outcome, "outcome", api.Outcomes, "only this outcome: "+strings.Join(api.Outcomes, ", "))
+	checkedVar(fs, &f.minAge, "min-age", "", "duration",
+		"only deletions requested longer ago than this, such as 5m; 0 for all (default: the daemon's --stuck-after)",
+		"want a duration such as 30s, 5m or 1h, or 0 for every deletion", isMinAge)
+	checkedVar(fs, &f.rule, "rule", "", "string",
+		"only this rule's: audit rows of a rule id such as BR-21-03, lint findings of an id such as KG-LINT-01 or its name",
+		"want a rule id such as BR-21-03 or KG-LINT-01, or a lint rule's name", isToken)
+	choiceVar(fs, &f.severity, "severity", api.Severities, "only findings of this severity: "+orList(api.Severities))
 	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending and audit (default: 1000 pending, 100 audit, the API's for the others)")
 	for name, values := range map[string][]string{
 		"controller": append(slices.Clone(api.Controllers), api.ControllerKubegcd, api.ControllerOperator),
@@ -141,6 +148,10 @@ func (f *getFlags) run(ctx context.Context, e *env, fs *pflag.FlagSet, args []st
 			if f.limit < 1 {
 				return usagef("invalid --limit %d: want a number from 1", f.limit)
 			}
+			// A list read in one page takes what the API does.
+			if max := limitMax(l.path); l.fetch == nil && f.limit > max {
+				return usagef("invalid --limit %d: get %s lists at most %d", f.limit, args[0], max)
+			}
 		}
 		q.Set(param, v)
 	}
@@ -177,6 +188,16 @@ func (f *getFlags) run(ctx context.Context, e *env, fs *pflag.FlagSet, args []st
 	return t.print(e.stdout)
 }
 
+// limitMax is the most ?limit= of the API's GET path takes.
+func limitMax(path string) int {
+	for _, op := range api.Operations {
+		if p := op.Param("limit"); op.Method == "GET" && op.Path == path && p != nil {
+			return p.Max
+		}
+	}
+	return math.MaxInt
+}
+
 // sinceTime reads --since: a duration back from now, or a time.
 func sinceTime(v string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(v); err == nil && d > 0 {
@@ -185,8 +206,11 @@ func sinceTime(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usagef("invalid --since %q: want a duration such as 30m or 2h, or an RFC 3339 time", v)
+	return time.Time{}, usagef("invalid --since %q: %s", v, sinceWant)
 }
+
+// sinceWant is what --since wants.
+const sinceWant = "want a duration such as 30m or 2h, or an RFC 3339 time"
 
 // pager follows a list's cursor: the API's largest page, and how many
 // rows get reads when --limit is not given.

@@ -106,7 +106,7 @@ type objectFlags struct {
 // first being the default.
 func (f *objectFlags) register(cmd *cobra.Command, outputs ...string) {
 	f.conn.register(cmd.Flags())
-	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "the object's namespace (default: search every namespace)")
+	namespaceVar(cmd.Flags(), &f.namespace, "the object's namespace (default: search every namespace)")
 	registerOutput(cmd, &f.output, outputs...)
 }
 

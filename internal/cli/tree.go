@@ -37,8 +37,10 @@ func treeCommand(e *env) *cobra.Command {
 	f := &objectFlags{}
 	cmd := newCommand("tree KIND/NAME [-n NS] [-o tree|json|yaml|dot] [--at TIME]", "an object's owners up and dependents down", treeHelp)
 	f.register(cmd, outTree, outJSON, outYAML, outDOT)
-	at := cmd.Flags().String("at", "", "draw the tree as it stood then: an RFC 3339 time, or a duration ago such as 1h")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error { return f.tree(cmd.Context(), e, *at, args) }
+	var at string
+	checkedVar(cmd.Flags(), &at, "at", "", "string", "draw the tree as it stood then: an RFC 3339 time, or a duration ago such as 1h",
+		"want an RFC 3339 time, or a duration ago such as 1h", isPast)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return f.tree(cmd.Context(), e, at, args) }
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,7 +53,7 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 	}
 	root.SetArgs(args)
 	root.SilenceErrors, root.SilenceUsage = true, true
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err.Error()} })
+	root.SetFlagErrorFunc(flagError)
 	cmd, rest, err := root.Find(args)
 	if err == nil && (len(args) == 0 || args[0] != cobra.ShellCompRequestCmd) {
 		err = singleDash(cmd, rest)
@@ -81,6 +82,75 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 		return ExitError
 	}
 	return code(err)
+}
+
+// flagError is the usage error of a flag the command line cannot parse.
+// A bad value is one line naming the flag and what it wants, as a
+// command's own checks say it, rather than pflag's "invalid argument … for
+// … flag: strconv.ParseInt: …".
+func flagError(_ *cobra.Command, err error) error {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return &UsageError{err.Error()}
+	}
+	return Usagef("invalid --%s %q: %s", bad.GetFlag().Name, bad.GetValue(), Wants(err))
+}
+
+// Wants says, of an error setting a flag (pflag's FlagSet.Set, Parse),
+// what the flag wants when the error is a bad value (see flagError), and
+// is the error's own text otherwise.
+func Wants(err error) string {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return err.Error()
+	}
+	return wants(bad.GetFlag().Value, bad.Unwrap())
+}
+
+// pflagWants says what each of pflag's own value types wants, by its type
+// name.
+var pflagWants = map[string]string{
+	"bool":     "want true or false",
+	"int":      "want a whole number",
+	"int8":     "want a whole number",
+	"int16":    "want a whole number",
+	"int32":    "want a whole number",
+	"int64":    "want a whole number",
+	"uint":     "want a whole number from 0",
+	"uint8":    "want a whole number from 0",
+	"uint16":   "want a whole number from 0",
+	"uint32":   "want a whole number from 0",
+	"uint64":   "want a whole number from 0",
+	"float32":  "want a number such as 2.5",
+	"float64":  "want a number such as 2.5",
+	"duration": "want a duration such as 90s, 5m or 168h, whose largest unit is h",
+	"count":    "want a whole number",
+
+	"stringToInt":   "want NAME=NUMBER pairs separated by commas",
+	"stringToInt64": "want NAME=NUMBER pairs separated by commas",
+	"stringSlice":   "want values separated by commas, quoted as in CSV",
+	"intSlice":      "want whole numbers separated by commas",
+	"durationSlice": "want durations separated by commas, such as 30s,5m",
+}
+
+// wants says what a flag's value v wants, given why Set refused a value:
+// pflag's own types fail with Go's parse errors (strconv, time), which
+// pflagWants puts in words; any other Value's error is its own, which says
+// what it wants.
+func wants(v pflag.Value, cause error) string {
+	t := reflect.TypeOf(v)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() == reflect.TypeFor[pflag.FlagSet]().PkgPath() {
+		if w, ok := pflagWants[v.Type()]; ok {
+			return w
+		}
+	}
+	if cause == nil {
+		return "want another value"
+	}
+	return cause.Error()
 }
 
 // singleDash refuses a long flag given with one dash, as kubegcd took them

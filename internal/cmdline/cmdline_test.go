@@ -55,7 +55,7 @@ func TestExecute(t *testing.T) {
 		{"after --", nil, []string{"do", "--", "-count"}, 0, ""},
 		{"shorthands that are not a flag", nil, []string{"do", "-xy"}, 2, "prog: unknown shorthand flag: 'x' in -xy (see 'prog help do')\n"},
 		{"bad value", nil, []string{"do", "--count", "many"},
-			2, `prog: invalid argument "many" for "--count" flag: strconv.ParseInt: parsing "many": invalid syntax (see 'prog help do')` + "\n"},
+			2, `prog: invalid --count "many": want a whole number (see 'prog help do')` + "\n"},
 		{"unknown command", nil, []string{"explode"}, 2, `prog: unknown command "explode" (see 'prog help')` + "\n"},
 		{"mistyped command", nil, []string{"undo"}, 2, `prog: unknown command "undo", did you mean "do"? (see 'prog help')` + "\n"},
 		{"mistyped command, by its start", nil, []string{"group"}, 2, `prog: unknown command "group", did you mean "grouped"? (see 'prog help')` + "\n"},

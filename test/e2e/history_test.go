@@ -281,7 +281,7 @@ func TestHistoryRetentionFlag(t *testing.T) {
 	for _, tc := range []struct{ value, want string }{
 		{"30m", "kubegcd: invalid --history-retention 30m0s: must be 0 (forever) or at least 1h"},
 		{"-1h", "kubegcd: invalid --history-retention -1h0m0s: must be 0 (forever) or at least 1h"},
-		{"7d", `kubegcd: invalid argument "7d" for "--history-retention" flag: time: unknown unit "d" in duration "7d" (see 'kubegcd help run')`},
+		{"7d", `kubegcd: invalid --history-retention "7d": want a duration such as 90s, 5m or 168h, whose largest unit is h (see 'kubegcd help run')`},
 	} {
 		code, _, stderr := runBinary(t, 30*time.Second, "run", "--kubeconfig", cluster.Kubeconfig,
 			"--db", t.TempDir()+"/k.db", "--history-retention="+tc.value)
