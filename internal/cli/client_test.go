@@ -291,7 +291,8 @@ func TestGetAuditFilters(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if diff := cmp.Diff([]string{"kind=deployments&limit=100&namespace=shop&rule=BR-21-03"}, asked); diff != "" {
+	// Then, the list being empty, whether the mirror holds the namespace.
+	if diff := cmp.Diff([]string{"kind=deployments&limit=100&namespace=shop&rule=BR-21-03"}, asked[:1]); diff != "" {
 		t.Errorf("queries (-want +got):\n%s", diff)
 	}
 }

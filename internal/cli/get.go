@@ -31,8 +31,11 @@ lint, leases), as tables like kubectl's, or as the API's own JSON or YAML.
            candidates (live/all) and findings; a Lease that candidates
            name but that does not exist shows with role <missing>
 
-Every namespace unless -n NS. A filter the API has not for that list is an
-error, not ignored: --controller (pending, audit), --kind (pending, audit,
+Every namespace unless -n NS. A namespace that kubegcd's mirror does not
+hold is an error (exit 1) that names the namespaces it may mean, as why
+says of an object it does not find; -o json and yaml print the API's
+answer as it came. A filter the API has not for that list is an error, not
+ignored: --controller (pending, audit), --kind (pending, audit,
 stuck), --since (audit), --outcome (audit), --min-age (stuck), --rule (audit,
 lint), --severity (lint), --limit (all but leases).
 
@@ -177,11 +180,15 @@ func (f *getFlags) run(ctx context.Context, e *env, fs *pflag.FlagSet, args []st
 		return fmt.Errorf("GET %s: the answer is not the JSON expected: %w", l.path, err)
 	}
 	if n == 0 {
-		// As kubectl: the table's absence is news, not data.
 		where := ""
 		if f.namespace != "" {
+			// A mistyped namespace is an error, not an empty answer.
+			if err := namespaceInMirror(ctx, c, f.namespace); err != nil {
+				return err
+			}
 			where = " in namespace " + f.namespace
 		}
+		// As kubectl: the table's absence is news, not data.
 		printf(e.stderr, "No %s found%s.\n", l.what, where)
 		return nil
 	}

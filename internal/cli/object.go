@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/cmdline"
 )
 
 // objectRef is an object as kubectl names one: KIND/NAME or KIND NAME,
@@ -51,6 +53,11 @@ func resolve(ctx context.Context, c *Client, prog string, ref objectRef, namespa
 	var found api.Lookup
 	if _, err := c.GetJSON(ctx, "/objects", q, &found); err != nil {
 		return nil, err
+	}
+	if len(found.Items) == 0 && namespace != "" {
+		if err := namespaceInMirror(ctx, c, namespace); err != nil {
+			return nil, err
+		}
 	}
 	if len(found.Items) == 0 {
 		// Without the name: is the kind unknown, or the object?
@@ -94,6 +101,32 @@ func resolve(ctx context.Context, c *Client, prog string, ref objectRef, namespa
 			found.Items[0].Kind, ref.name, strings.Join(namespaces, ", "))
 	}
 	return &found.Items[0], nil
+}
+
+// namespaceInMirror returns an error naming the namespaces ns may mean
+// (those completion offers) when the mirror holds namespaces but not ns;
+// nil when it holds ns, or none at all (kubegcd may not list them).
+func namespaceInMirror(ctx context.Context, c *Client, ns string) error {
+	var found api.Lookup
+	if _, err := c.GetJSON(ctx, "/objects", url.Values{"kind": {"namespaces"}, "name": {ns}}, &found); err != nil {
+		return err
+	}
+	if len(found.Items) > 0 {
+		return nil
+	}
+	var all api.Lookup
+	q := url.Values{"kind": {"namespaces"}, "limit": {strconv.Itoa(completionNames)}}
+	if _, err := c.GetJSON(ctx, "/objects", q, &all); err != nil {
+		return err
+	}
+	if len(all.Items) == 0 {
+		return nil
+	}
+	names := make([]string, len(all.Items))
+	for i, o := range all.Items {
+		names[i] = o.Name
+	}
+	return fmt.Errorf("namespace %q not found in kubegcd's mirror%s", ns, cmdline.DidYouMean(ns, names))
 }
 
 // objectFlags are the flags of the commands about one object.

@@ -208,8 +208,14 @@ func didYouMean(root *cobra.Command, typed string) string {
 	if root.SuggestionsMinimumDistance <= 0 {
 		root.SuggestionsMinimumDistance = 2
 	}
+	return meant(root.SuggestionsFor(typed))
+}
+
+// meant is ", did you mean "a" or "b"?" for words, each once, or "" for
+// none.
+func meant(words []string) string {
 	var quoted []string
-	for _, s := range root.SuggestionsFor(typed) {
+	for _, s := range words {
 		if q := strconv.Quote(s); !slices.Contains(quoted, q) {
 			quoted = append(quoted, q)
 		}
@@ -218,6 +224,66 @@ func didYouMean(root *cobra.Command, typed string) string {
 		return ""
 	}
 	return ", did you mean " + strings.Join(quoted, " or ") + "?"
+}
+
+// maxSuggestions is how many words DidYouMean names at most.
+const maxSuggestions = 3
+
+// DidYouMean names the words near typed as cobra suggests commands (at
+// most two edits away, case aside, or starting with it), nearest first,
+// at most maxSuggestions: ", did you mean "demo-shop"?"; "" when none is
+// near. Names in a cluster (a namespace, say) are suggested as commands
+// are.
+func DidYouMean(typed string, words []string) string {
+	if typed == "" {
+		return ""
+	}
+	type near struct {
+		word string
+		dist int
+	}
+	var found []near
+	lower := strings.ToLower(typed)
+	for _, w := range words {
+		d := editDistance(lower, strings.ToLower(w))
+		if d <= 2 || strings.HasPrefix(strings.ToLower(w), lower) {
+			found = append(found, near{w, d})
+		}
+	}
+	slices.SortStableFunc(found, func(a, b near) int {
+		if a.dist != b.dist {
+			return a.dist - b.dist
+		}
+		return strings.Compare(a.word, b.word)
+	})
+	var out []string
+	for _, n := range found {
+		if n.word != typed && len(out) < maxSuggestions {
+			out = append(out, n.word)
+		}
+	}
+	return meant(out)
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // SetHelp gives root the help command and the help layout of this package:

@@ -99,3 +99,21 @@ func TestHelp(t *testing.T) {
 		t.Errorf("help of a command:\n%s", help)
 	}
 }
+
+func TestDidYouMean(t *testing.T) {
+	words := []string{"demo-shop", "demo-batch", "kube-system", "kube-public", "kube-node-lease", "prod-a", "prod-b", "Default"}
+	tests := []struct{ typed, want string }{
+		{"demo-shopp", `, did you mean "demo-shop"?`},
+		{"prod-c", `, did you mean "prod-a" or "prod-b"?`},
+		{"default", `, did you mean "Default"?`},
+		{"kube", `, did you mean "kube-public" or "kube-system" or "kube-node-lease"?`},
+		{"payments", ""},
+		{"demo-shop", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := DidYouMean(tt.typed, words); got != tt.want {
+			t.Errorf("DidYouMean(%q) = %q, want %q", tt.typed, got, tt.want)
+		}
+	}
+}
