@@ -22,14 +22,17 @@ import (
 const getHelp = `Lists what kubegcd holds (pending), decided (audit), or found (stuck,
 lint, leases), as tables like kubectl's, or as the API's own JSON or YAML.
 
-  pending  decisions held: quarantined, backing off, or recorded in dry-run,
-           waiting longest first (follows the API's cursor up to --limit)
+  pending  decisions held: quarantined, backing off, or recorded in dry-run;
+           those waiting longest, up to --limit (follows the API's cursor)
   audit    decisions made, newest first (follows the API's cursor up to --limit)
   stuck    deletions that do not finish, and what holds each
   lint     ownerReferences that are wrong, and why
   leases   the Lease inventory, expired ones first: holder, preferred holder,
            candidates (live/all) and findings; a Lease that candidates
            name but that does not exist shows with role <missing>
+
+The tables of pending, stuck and lint list their rows by namespace, then
+kind, then name; -o json and yaml keep the API's order.
 
 Every namespace unless -n NS. A namespace that kubegcd's mirror does not
 hold is an error (exit 1) that names the namespaces it may mean, as why
@@ -277,6 +280,18 @@ func addRow(t *table, f *getFlags, namespace string, cells ...string) {
 	t.add(cells...)
 }
 
+// sortByObject orders a list's items as its table lists them: by
+// namespace (the cluster's objects first), then kind, then name; items
+// about one object keep the API's order. What a table leaves out (the
+// order the API chose, such as waiting longest first) the AGE column shows,
+// and -o json keeps.
+func sortByObject[T any](items []T, target func(T) api.Target) {
+	slices.SortStableFunc(items, func(x, y T) int {
+		a, b := target(x), target(y)
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+}
+
 func pendingTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 	var a api.PendingList
 	if err := json.Unmarshal(body, &a); err != nil {
@@ -287,6 +302,7 @@ func pendingTable(body []byte, f *getFlags, now time.Time) (*table, int, error) 
 		header = append(header, "API VERSION", "UID", "REASON")
 	}
 	t := withNamespace(f, header...)
+	sortByObject(a.Items, func(p api.Pending) api.Target { return p.Target })
 	for _, p := range a.Items {
 		cells := []string{p.Target.Kind, p.Target.Name, p.Controller, p.Action, p.Rule, orNone(p.TimeLeft), age(&p.Since, now)}
 		if f.output == outWide {
@@ -335,6 +351,7 @@ func stuckTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 		header = append(header, "UID", "EXPLANATION")
 	}
 	t := withNamespace(f, header...)
+	sortByObject(a.Items, func(s api.StuckItem) api.Target { return s.Target })
 	for _, s := range a.Items {
 		blocked := "<none>"
 		if len(s.Blockers) > 0 {
@@ -382,6 +399,7 @@ func lintTable(body []byte, f *getFlags, _ time.Time) (*table, int, error) {
 		header = append(header, "UID", "MESSAGE")
 	}
 	t := withNamespace(f, header...)
+	sortByObject(a.Items, func(fd api.LintFinding) api.Target { return fd.Target })
 	for _, fd := range a.Items {
 		cells := []string{fd.Target.Kind, fd.Target.Name, fd.Rule + " " + fd.Name, fd.Severity,
 			fd.OwnerReference.Kind + "/" + fd.OwnerReference.Name}

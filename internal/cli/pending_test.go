@@ -11,7 +11,8 @@ import (
 
 // TestGetPendingOldestFirst: get pending asks the API for the decisions
 // waiting longest first (order=oldest, as /stuck lists), whatever the
-// server's default, and prints them in the order they came.
+// server's default, so that --limit keeps those; the table lists them by
+// namespace, kind and name (TestListsSorted), -o json as they came.
 func TestGetPendingOldestFirst(t *testing.T) {
 	var asked []string
 	now := time.Now().UTC()
@@ -32,7 +33,11 @@ func TestGetPendingOldestFirst(t *testing.T) {
 	if len(asked) != 1 || asked[0] != "oldest" {
 		t.Errorf("asked for order %q, want one page with order=oldest", asked)
 	}
-	if o, n := strings.Index(stdout, "old "), strings.Index(stdout, "new "); o < 0 || n < 0 || o > n {
-		t.Errorf("table, want old before new:\n%s", stdout)
+	if o, n := strings.Index(stdout, "old "), strings.Index(stdout, "new "); o < 0 || n < 0 || n > o {
+		t.Errorf("table, want new before old, by name:\n%s", stdout)
+	}
+	_, js, _ := runCLI(t, map[string]string{envServer: srv.URL}, "get", "pending", "-o", "json")
+	if o, n := strings.Index(js, `"old"`), strings.Index(js, `"new"`); o < 0 || n < 0 || o > n {
+		t.Errorf("-o json, want old before new, as the API answered:\n%s", js)
 	}
 }
