@@ -54,11 +54,12 @@ func (f *objectFlags) cascade(ctx context.Context, e *env, propagation string, a
 }
 
 func printCascade(w io.Writer, p *api.Cascade, o *api.Object, propagation string, wide bool) error {
-	printf(w, "Deleting %s with propagation %s would touch %d objects", o.Target(), propagation, p.Total)
+	printf(w, "Deleting %s with propagation %s would touch %s", o.Target(), propagation, count(p.Total, "object", "objects"))
 	var parts []string
 	for _, kind := range slices.Sorted(maps.Keys(p.ByKind)) {
 		for _, action := range slices.Sorted(maps.Keys(p.ByKind[kind])) {
-			parts = append(parts, fmt.Sprintf("%s %d %s", action, p.ByKind[kind][action], kind))
+			n := p.ByKind[kind][action]
+			parts = append(parts, fmt.Sprintf("%s %s", action, count(n, kind, kindPlural(kind))))
 		}
 	}
 	if len(parts) > 0 {

@@ -113,6 +113,37 @@ func ago(t *time.Time, now time.Time) string {
 	return age(t, now) + " ago"
 }
 
+// count is n and the noun, singular or plural: "1 object", "2 objects".
+func count[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// kindPlural is a kind's plural as English forms it, the group after a
+// dot kept: Pods, NetworkPolicies, Ingresses, ReplicaSets.apps. A kind
+// that ends in s already (Endpoints) stays.
+func kindPlural(kind string) string {
+	name, group, dotted := strings.Cut(kind, ".")
+	lower := strings.ToLower(name)
+	switch {
+	case name == "":
+	case strings.HasSuffix(lower, "ss"), strings.HasSuffix(lower, "sh"), strings.HasSuffix(lower, "ch"),
+		strings.HasSuffix(lower, "x"), strings.HasSuffix(lower, "z"):
+		name += "es"
+	case strings.HasSuffix(lower, "s"):
+	case strings.HasSuffix(lower, "y") && len(lower) > 1 && !strings.ContainsRune("aeiou", rune(lower[len(lower)-2])):
+		name = name[:len(name)-1] + "ies"
+	default:
+		name += "s"
+	}
+	if dotted {
+		return name + "." + group
+	}
+	return name
+}
+
 // orNone shows an empty cell as kubectl shows a missing value.
 func orNone(s string) string {
 	if s == "" {

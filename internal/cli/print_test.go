@@ -142,3 +142,16 @@ func mustCreate(t *testing.T) *os.File {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
+
+func TestPlurals(t *testing.T) {
+	for kind, want := range map[string]string{"Pod": "Pods", "ReplicaSet.apps": "ReplicaSets.apps", "Ingress": "Ingresses",
+		"NetworkPolicy": "NetworkPolicies", "Gateway": "Gateways", "Endpoints": "Endpoints", "Mesh": "Meshes", "Box": "Boxes",
+		"PodDisruptionBudget.policy": "PodDisruptionBudgets.policy", "": ""} {
+		if got := kindPlural(kind); got != want {
+			t.Errorf("kindPlural(%q) = %q, want %q", kind, got, want)
+		}
+	}
+	if got := count(1, "object", "objects") + ", " + count(0, "object", "objects") + ", " + count(int64(2), "Pod", "Pods"); got != "1 object, 0 objects, 2 Pods" {
+		t.Errorf("count: %q", got)
+	}
+}

@@ -59,7 +59,8 @@ func printStatus(w io.Writer, st *api.Status, server string, wide bool, now time
 		synced = "not synced yet"
 	}
 	printf(w, "kubegcd %s at %s, up %s\n", st.Version, server, age(&st.StartedAt, now))
-	fmt.Fprintf(w, "Mirror:      %s, %d objects in %d resources\n", synced, st.Objects, len(st.Resources))
+	fmt.Fprintf(w, "Mirror:      %s, %s in %s\n", synced, count(st.Objects, "object", "objects"),
+		count(len(st.Resources), "resource", "resources"))
 	if en := st.Enforcement; en != nil {
 		mode := "enforcing"
 		if en.DryRun {
