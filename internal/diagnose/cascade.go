@@ -286,8 +286,10 @@ func (p *cascadePreview) blockers() []CascadeBlocker {
 			why := fmt.Sprintf("%s/%s has blockOwnerDeletion on its reference to %s/%s, which is deleted only once it is gone",
 				dep.Kind, dep.Name, owner.Kind, owner.Name)
 			switch {
-			case len(held) > 0:
-				why += fmt.Sprintf("; finalizer(s) %s hold it until their controller removes them", strings.Join(held, ", "))
+			case len(held) > 1:
+				why += "; finalizers " + strings.Join(held, ", ") + " hold it until their controllers remove them"
+			case len(held) == 1:
+				why += "; finalizer " + held[0] + " holds it until its controller removes it"
 			case p.fates[j] == fateForeground:
 				why += "; it is deleted in the foreground, so it waits for its own blocking dependents"
 			case it.Action == CascadeKeep:

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/kubegcd/kubegcd/internal/api"
@@ -254,5 +255,28 @@ func TestPreviewCascadeTruncated(t *testing.T) {
 	f.Truncated = true
 	if c := PreviewCascade(f, gcrules.PropagationBackground); !c.Truncated || c.Total != 0 {
 		t.Errorf("got truncated=%v total=%d, want truncated and nothing", c.Truncated, c.Total)
+	}
+}
+
+// TestPreviewCascadeFinalizerWords: a blocking dependent's reason names its
+// finalizers in the singular or the plural, as many as it has.
+func TestPreviewCascadeFinalizerWords(t *testing.T) {
+	m := &cascadeMirror{}
+	root := m.add("ConfigMap", "ns", "root", nil)
+	m.add("ConfigMap", "ns", "one", []string{"example.com/a"}, cascadeBlockingRef(root))
+	m.add("ConfigMap", "ns", "two", []string{"example.com/a", "example.com/b"}, cascadeBlockingRef(root))
+	want := map[string]string{
+		"one": "; finalizer example.com/a holds it until its controller removes it",
+		"two": "; finalizers example.com/a, example.com/b hold it until their controllers remove them",
+	}
+	c := PreviewCascade(m.facts(), gcrules.PropagationForeground)
+	for _, b := range c.BlockedBy {
+		if w := want[b.Target.Name]; !strings.HasSuffix(b.Reason, w) {
+			t.Errorf("%s: reason %q, want it to end %q", b.Target.Name, b.Reason, w)
+		}
+		delete(want, b.Target.Name)
+	}
+	for name := range want {
+		t.Errorf("%s is not among the blockers %v", name, c.BlockedBy)
 	}
 }

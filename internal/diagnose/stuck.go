@@ -173,7 +173,8 @@ func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting ma
 			Reason: "still names it as an owner: the garbage collector removes that reference before it removes orphan"})
 	}
 	if n := data.MoreOrphaning[o.UID]; n > 0 {
-		out = append(out, Blocker{Type: BlockerDependent, Reason: fmt.Sprintf("%d more dependents that still name it as an owner", n)})
+		out = append(out, Blocker{Type: BlockerDependent, Reason: plural(n, "1 more dependent that still names it as an owner",
+			"%d more dependents that still name it as an owner")})
 	}
 	if !o.IsForegroundDeleting() {
 		return out
@@ -195,7 +196,8 @@ func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting ma
 		out = append(out, b)
 	}
 	if n := data.MoreBlocking[o.UID]; n > 0 {
-		out = append(out, Blocker{Type: BlockerDependent, Reason: fmt.Sprintf("%d more dependents with blockOwnerDeletion: true", n)})
+		out = append(out, Blocker{Type: BlockerDependent, Reason: plural(n, "1 more dependent with blockOwnerDeletion: true",
+			"%d more dependents with blockOwnerDeletion: true")})
 	}
 	return out
 }

@@ -125,6 +125,19 @@ func TestStuckBlockers(t *testing.T) {
 			}}},
 		words: []string{"It waits for its dependent ConfigMap a/idle, which still names it as an owner", "It waits for 2 more dependents"},
 	}, {
+		name: "one more dependent of each kind, in the singular",
+		data: &db.StuckData{Objects: []*db.Object{orphan, c1}, MoreOrphaning: map[string]int{orphan.UID: 1},
+			Blocking: map[string][]*db.Object{c1.UID: {}}, MoreBlocking: map[string]int{c1.UID: 1}},
+		want: []StuckItem{{Target: *target(orphan), DeletionRequested: stuckNow.Add(-time.Minute), Age: 60, State: StateOrphaningDependents,
+			Blockers: []Blocker{
+				{Type: BlockerFinalizer, Finalizer: "orphan", Reason: "the garbage collector (kube-controller-manager's, if it runs: kubegcd's ownergc does not), once it has removed the ownerReference to this object from every dependent"},
+				{Type: BlockerDependent, Reason: "1 more dependent that still names it as an owner"},
+			}},
+			{Target: *target(c1), DeletionRequested: stuckNow.Add(-time.Hour), Age: 3600, State: StateDeletingDependents,
+				Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
+					{Type: BlockerDependent, Reason: "1 more dependent with blockOwnerDeletion: true"}}}},
+		words: []string{"It waits for 1 more dependent that still names it as an owner"},
+	}, {
 		name: "a cycle of foreground owners ends",
 		data: &db.StuckData{Objects: []*db.Object{c1}, Blocking: map[string][]*db.Object{c1.UID: {c2}, c2.UID: {c1}}},
 		want: []StuckItem{{Target: *target(c1), DeletionRequested: stuckNow.Add(-time.Hour), Age: 3600, State: StateDeletingDependents,

@@ -269,8 +269,15 @@ func Plan(o Object) Decision {
 		// its owners (a waiting reference left in place would block its
 		// owner's foreground deletion forever).
 		remove := append(dangling, waiting...)
+		exist, gone := "1 owner still exists", "1 reference to an owner that is"
+		if len(solid) > 1 {
+			exist = fmt.Sprintf("%d owners still exist", len(solid))
+		}
+		if len(remove) > 1 {
+			gone = fmt.Sprintf("%d references to owners that are", len(remove))
+		}
 		return Decision{Action: ActionRemoveOwnerRefs, Rule: RuleCascade, Refs: remove,
-			Reason: fmt.Sprintf("%d owner(s) still exist; removing %d reference(s) to owners that are gone or being deleted", len(solid), len(remove))}
+			Reason: exist + "; removing " + gone + " gone or being deleted"}
 
 	case len(waiting) > 0 && o.HasDependents:
 		del := Decision{Action: ActionDelete, Rule: RuleForeground, Propagation: PropagationForeground,
