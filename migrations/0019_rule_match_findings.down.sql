@@ -1,0 +1,1 @@
+ALTER TABLE rule_matches DROP COLUMN finding;
