@@ -22,6 +22,10 @@ package db
 //   - OwnerGC, PodGC, TTL, SVGC and LCGC (ownergc.go, podgc.go, ttl.go,
 //     svgc.go, lcgc.go) each hold one controller's queries.
 //   - Reads is the HTTP API's role: Objects, History and Decisions together.
+//   - Rules (rules.go) writes and reads the cleanup rules' matches, and
+//     opens their sandbox (rules_sandbox.go): the views of their contract
+//     (rules_views.go), their functions (rules_funcs.go) and the check that
+//     a rule is one SELECT (rules_sql.go).
 //
 // The roles share the rows of types.go. fields.go encodes their columns,
 // and stmt.go and snapshot.go run their statements. A role is a value that
@@ -103,3 +107,10 @@ func (d *DB) LCGC() LCGC { return LCGC{Objects{d.core}} }
 
 // Reads is the HTTP API's role.
 func (d *DB) Reads() Reads { return Reads{Objects{d.core}, History{d.core}, Decisions{d.core}} }
+
+// Rules is what the cleanup rules read and write: their sandbox
+// (OpenSandbox) and the matches of their passes.
+type Rules struct{ *core }
+
+// Rules is the cleanup rules' role.
+func (d *DB) Rules() Rules { return Rules{d.core} }
