@@ -124,3 +124,11 @@ func closeQuote(q string, i int, quote byte) (int, bool) {
 func isIdentByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }
+
+// RuleStatement returns a rule's one SELECT without the ';' and the
+// comments that may end it, or why it is not one: for a caller that
+// embeds it in a larger statement (as the rules' exclusions do).
+func RuleStatement(q string) (string, error) {
+	st, err := lexRule(q)
+	return st.text, err
+}
