@@ -24,6 +24,7 @@ var layers = map[string][]string{
 	"internal/http":              {"api", "db", "diagnose", "docs", "gcrules"},
 	"internal/cli":               {"api", "cmdline"},
 	"internal/diagnose":          {"api", "db", "gcrules"},
+	"internal/rules":             {"db"},
 	"internal/db":                {"api", "gcrules", "migrations"},
 	"internal/gcrules":           {"api"},
 	"internal/refs":              {"gcrules"},

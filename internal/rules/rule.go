@@ -1,0 +1,150 @@
+// Package rules holds kubegcd's cleanup rules: a rule is one read-only SQL
+// SELECT over the mirror's views (the contract internal/db documents),
+// with parameters, exclusions and an interval. This package parses rule
+// files, carries the built-in rules, and evaluates a rule through the
+// database's sandbox. It decides nothing about acting on a match.
+package rules
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Rule is one cleanup rule, parsed and checked.
+type Rule struct {
+	// ID names the rule: a lowercase RFC 1123 label, unique.
+	ID          string
+	Description string
+	// Select is the rule's SQL, as written.
+	Select string
+	// Params are bound by name (:grace) as they were written in YAML:
+	// text, an integer, a float, a bool or null. :now is the pass's time.
+	Params map[string]any
+	// Exclude leaves objects out of the rule's result.
+	Exclude Exclude
+	// Interval is the time between two passes.
+	Interval time.Duration
+
+	// What the rule would do with a match. This version parses and
+	// checks these; it only reports.
+	Action Action
+	// Occurrences is how many passes in a row must match an object before
+	// it is acted on.
+	Occurrences int
+	Limits      Limits
+	// NotifyBefore is how long before acting an Event says so (0: none).
+	NotifyBefore time.Duration
+	// Propagation is the deletion's: Background, Foreground or Orphan.
+	Propagation string
+
+	// Source says where the rule comes from.
+	Source Source
+	// Hash is the SHA-256 of the rule's canonical form, in hex: it
+	// changes whenever anything that decides what the rule does changes.
+	Hash string
+
+	// lines are where the rule's fields are in its file, for errors
+	// found after parsing (the SELECT's).
+	lines map[string]int
+	// path is the rule's place in its file (rules[2]).
+	path string
+}
+
+// Action is what a rule does with what it matches.
+type Action string
+
+const (
+	ActionReport Action = "report"
+	ActionDelete Action = "delete"
+)
+
+// Exclude leaves objects out of a rule's result, whatever its SELECT says.
+type Exclude struct {
+	// Namespaces are globs of namespaces (team-*). An excluded namespace's
+	// own Namespace object is excluded too.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Labels are label selectors (app=web,tier!=db); an object any of
+	// them selects is excluded. They see only the labels the mirror keeps.
+	Labels []string `json:"labels,omitempty"`
+	// Names are globs of object names.
+	Names []string `json:"names,omitempty"`
+}
+
+func (e Exclude) empty() bool {
+	return len(e.Namespaces) == 0 && len(e.Labels) == 0 && len(e.Names) == 0
+}
+
+// Limits cap what one pass of a rule may act on; 0 is no cap.
+type Limits struct {
+	MaxCount   int     `json:"max_count,omitempty"`
+	MaxPercent float64 `json:"max_percent,omitempty"`
+}
+
+// Source is where a rule comes from.
+type Source struct {
+	// BuiltIn is true for a built-in rule, overridden or not.
+	BuiltIn bool
+	// File and Line are the entry that defines the rule, or that
+	// overrides a built-in; empty for a built-in as shipped.
+	File string
+	Line int
+}
+
+// Defaults of a rule's fields.
+const (
+	DefaultInterval    = 5 * time.Minute
+	DefaultOccurrences = 2
+	DefaultPropagation = "Background"
+)
+
+// canonical is what a rule's hash covers, in a fixed order.
+type canonical struct {
+	ID           string         `json:"id"`
+	Description  string         `json:"description"`
+	Select       string         `json:"select"`
+	Params       map[string]any `json:"params"`
+	Exclude      Exclude        `json:"exclude"`
+	Interval     string         `json:"interval"`
+	Action       Action         `json:"action"`
+	Occurrences  int            `json:"occurrences"`
+	Limits       Limits         `json:"limits"`
+	NotifyBefore string         `json:"notify_before"`
+	Propagation  string         `json:"propagation"`
+}
+
+// hash returns the SHA-256 of r's canonical form: JSON, with map keys
+// sorted, of every field but its source.
+func (r *Rule) hash() string {
+	b, err := json.Marshal(canonical{
+		ID: r.ID, Description: r.Description, Select: r.Select, Params: r.Params, Exclude: r.Exclude,
+		Interval: r.Interval.String(), Action: r.Action, Occurrences: r.Occurrences, Limits: r.Limits,
+		NotifyBefore: r.NotifyBefore.String(), Propagation: r.Propagation,
+	})
+	if err != nil {
+		// Params hold only YAML scalars, which always marshal.
+		panic("rules: hashing " + r.ID + ": " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// clone returns a copy of r that shares nothing mutable with it.
+func (r *Rule) clone() *Rule {
+	c := *r
+	c.Params = make(map[string]any, len(r.Params))
+	for k, v := range r.Params {
+		c.Params[k] = v
+	}
+	c.Exclude = Exclude{
+		Namespaces: append([]string(nil), r.Exclude.Namespaces...),
+		Labels:     append([]string(nil), r.Exclude.Labels...),
+		Names:      append([]string(nil), r.Exclude.Names...),
+	}
+	c.lines = make(map[string]int, len(r.lines))
+	for k, v := range r.lines {
+		c.lines[k] = v
+	}
+	return &c
+}
