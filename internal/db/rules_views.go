@@ -20,9 +20,15 @@ var ruleViews = []struct{ name, sql string }{
 	{"labels", `SELECT uid, key, value FROM main.object_labels`},
 	{"annotations", `SELECT uid, key, value FROM main.object_annotations`},
 	// "references" is an SQL keyword, so the view is refs.
-	{"refs", `SELECT r.referrer_uid, o.kind AS referrer_kind, o.namespace AS referrer_namespace, o.name AS referrer_name,
+	// The referrer's columns are subqueries, not a join: a rule that
+	// only asks whether a target is referenced reads the index of refs
+	// alone. Every referrer is mirrored (refs cascade from objects).
+	{"refs", `SELECT r.referrer_uid,
+		(SELECT o.kind FROM main.objects o WHERE o.uid = r.referrer_uid) AS referrer_kind,
+		(SELECT o.namespace FROM main.objects o WHERE o.uid = r.referrer_uid) AS referrer_namespace,
+		(SELECT o.name FROM main.objects o WHERE o.uid = r.referrer_uid) AS referrer_name,
 		r.target_group, r.target_kind, r.target_namespace, r.target_name, r.via, r.optional, r.prefix
-	FROM main.refs r JOIN main.objects o ON o.uid = r.referrer_uid`},
+	FROM main.refs r`},
 	{"last_referenced", `SELECT target_group, target_kind, target_namespace, target_name, prefix, first_referenced,
 		last_referenced FROM main.ref_history`},
 	// cronjob_uid is the Job's controlling CronJob, from its owner
