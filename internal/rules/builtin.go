@@ -105,52 +105,82 @@ func exceptionSQL(c, kind string) string {
 	return "(" + strings.Join(terms, "\n        OR ") + ")"
 }
 
-// unusedSQL is the SELECT of an unused-* rule: objects of kind (core
-// group) that nothing references now, nor has for :grace, created before
-// that, while kubegcd has watched the referrers for at least that long.
-// extra narrows the candidates (alias o); refSQL and historySQL are
-// conditions on refs r and last_referenced h that find c's references,
-// exact ones by default.
-func unusedSQL(kind, extra, refSQL, historySQL string) string {
-	if refSQL == "" {
-		refSQL = "r.target_name = c.name"
+// unused describes an unused-* rule: objects of kind (core group) that
+// nothing references now, nor has for :grace, created before that, while
+// kubegcd has watched the referrers for at least that long.
+//
+// The conditions come cheapest first, since SQLite checks them in the
+// order written: a referenced object costs one lookup in refs, and only
+// an unreferenced one is looked up in the history and the exclusions.
+type unused struct {
+	kind string
+	// extra narrows the candidates: conditions on o, each after AND.
+	extra string
+	// refs are the conditions that nothing references o now; history
+	// that nothing has since :cutoff; lastRef is when o was last
+	// referenced ('' for never). Each defaults to o's exact references.
+	refs, history, lastRef string
+}
+
+func (u unused) sql() string {
+	kind := quote(u.kind)
+	exact := `r.target_group = '' AND r.target_kind = ` + kind + ` AND r.target_namespace = o.namespace
+      AND r.target_name = o.name`
+	refs := u.refs
+	if refs == "" {
+		refs = `NOT EXISTS (SELECT 1 FROM refs r WHERE ` + exact + `)`
 	}
-	if historySQL == "" {
-		historySQL = `(SELECT h.last_referenced FROM last_referenced h
-      WHERE h.target_group = '' AND h.target_kind = '` + kind + `' AND h.target_namespace = c.namespace
-        AND h.target_name = c.name AND h.prefix = 0)`
+	history := u.history
+	if history == "" {
+		history = `NOT EXISTS (SELECT 1 FROM last_referenced r WHERE ` + exact + ` AND r.prefix = 0
+      AND r.last_referenced > ` + cutoffSQL + `)`
 	}
-	return `WITH candidates AS (
-  SELECT o.uid, o.namespace, o.name, coalesce(o.created_at, '') AS created_at,
-    (SELECT l.value FROM labels l WHERE l.uid = o.uid AND l.key = 'kor/used') AS kor_used
-  FROM objects o
-  WHERE o.kind = '` + kind + `' AND o.api_version = 'v1'` + extra + `
-    AND ` + keepSQL("o", false) + `
-), history AS (
-  SELECT c.*, ` + historySQL + ` AS last_ref
-  FROM candidates c
-)
-SELECT c.uid,
-  CASE WHEN c.kor_used = 'false' THEN 'labelled kor/used=false'
-       ELSE 'no reference since ' || max(c.created_at, w.watched_since, coalesce(c.last_ref, '')) END AS reason
-FROM history c CROSS JOIN mirror w
-WHERE c.kor_used IS 'false'
-   OR (NOT ` + exceptionSQL("c", kind) + `
-     AND NOT EXISTS (SELECT 1 FROM refs r
-       WHERE r.target_group = '' AND r.target_kind = '` + kind + `' AND r.target_namespace = c.namespace
-         AND ` + refSQL + `)
-     AND w.watched_since IS NOT NULL
-     AND max(c.created_at, w.watched_since, coalesce(c.last_ref, '')) <= ` + cutoffSQL + `)`
+	lastRef := u.lastRef
+	if lastRef == "" {
+		lastRef = `coalesce((SELECT r.last_referenced FROM last_referenced r WHERE ` + exact + ` AND r.prefix = 0), '')`
+	}
+	// kor/used=false first: the sandbox keeps a UID's first row.
+	return `SELECT o.uid, 'labelled kor/used=false' AS reason
+FROM labels k JOIN objects o ON o.uid = k.uid
+WHERE k.key = 'kor/used' AND k.value = 'false' AND o.kind = ` + kind + ` AND o.api_version = 'v1'` + u.extra + `
+  AND ` + keepSQL("o", false) + `
+UNION ALL
+SELECT o.uid, 'no reference since ' || max(coalesce(o.created_at, ''), w.watched_since, ` + lastRef + `) AS reason
+FROM mirror w CROSS JOIN objects o
+WHERE w.watched_since <= ` + cutoffSQL + `
+  AND o.kind = ` + kind + ` AND o.api_version = 'v1'
+  AND coalesce(o.created_at, '') <= ` + cutoffSQL + `
+  AND ` + refs + `
+  AND ` + history + `
+  AND NOT ` + exceptionSQL("o", u.kind) + u.extra + `
+  AND ` + keepSQL("o", false)
 }
 
 // A StatefulSet's claim <template>-<set>-<ordinal> is referenced by the
 // prefix <template>-<set> (or <template>-<set>-): its name without the
 // ordinal.
 const (
-	claimStem     = `rtrim(c.name, '0123456789')`
+	claimStem     = `rtrim(o.name, '0123456789')`
 	claimPrefixes = `(` + claimStem + `, substr(` + claimStem + `, 1, length(` + claimStem + `) - 1))`
-	isClaimName   = claimStem + ` != c.name AND ` + claimStem + ` GLOB '?*-'`
+	isClaimName   = `(` + claimStem + ` != o.name AND ` + claimStem + ` GLOB '?*-')`
+	claimPrefix   = `r.target_group = '' AND r.target_kind = 'PersistentVolumeClaim' AND r.target_namespace = o.namespace
+        AND r.prefix = 1 AND r.target_name IN ` + claimPrefixes
+	claimExact = `r.target_group = '' AND r.target_kind = 'PersistentVolumeClaim' AND r.target_namespace = o.namespace
+      AND r.target_name = o.name AND r.prefix = 0`
 )
+
+var unusedPVCs = unused{
+	kind: "PersistentVolumeClaim",
+	// A PersistentVolume's claimRef is the binding's other end, not a use.
+	refs: `NOT EXISTS (SELECT 1 FROM refs r WHERE ` + claimExact + ` AND r.referrer_kind IS NOT 'PersistentVolume')
+  AND NOT (` + isClaimName + ` AND EXISTS (SELECT 1 FROM refs r WHERE ` + claimPrefix + `))`,
+	history: `NOT EXISTS (SELECT 1 FROM last_referenced r WHERE ` + claimExact + ` AND r.last_referenced > ` + cutoffSQL + `)
+  AND NOT (` + isClaimName + ` AND EXISTS (SELECT 1 FROM last_referenced r
+      WHERE ` + claimPrefix + ` AND r.last_referenced > ` + cutoffSQL + `))`,
+	lastRef: `max(coalesce((SELECT r.last_referenced FROM last_referenced r WHERE ` + claimExact + `), ''),
+    CASE WHEN ` + isClaimName + ` THEN coalesce((SELECT max(r.last_referenced) FROM last_referenced r
+      WHERE ` + claimPrefix + `), '') ELSE '' END)`,
+}
 
 var builtins = []*builtin{
 	{
@@ -158,7 +188,7 @@ var builtins = []*builtin{
 			ID: "unused-configmaps",
 			Description: "ConfigMaps nothing has referenced for grace (Pods, the pod templates of workloads and CronJobs, " +
 				"and declared custom resources), unless kor/used=false says to report them anyway.",
-			Select: unusedSQL("ConfigMap", "", "", ""),
+			Select: unused{kind: "ConfigMap"}.sql(),
 			Params: map[string]any{"grace": "24h"},
 		},
 		params: []paramSpec{{name: "grace", duration: true}},
@@ -168,8 +198,8 @@ var builtins = []*builtin{
 			ID: "unused-secrets",
 			Description: "Secrets nothing has referenced for grace; never Helm releases, service-account tokens " +
 				"or pull secrets made for ServiceAccounts.",
-			Select: unusedSQL("Secret", `
-    AND NOT EXISTS (SELECT 1 FROM secrets s WHERE s.uid = o.uid AND s.type IN `+sqlList(keptSecretTypes)+`)`, "", ""),
+			Select: unused{kind: "Secret", extra: `
+  AND NOT EXISTS (SELECT 1 FROM secrets s WHERE s.uid = o.uid AND s.type IN ` + sqlList(keptSecretTypes) + `)`}.sql(),
 			Params: map[string]any{"grace": "24h"},
 		},
 		params: []paramSpec{{name: "grace", duration: true}},
@@ -179,15 +209,7 @@ var builtins = []*builtin{
 			ID: "unused-pvcs",
 			Description: "PersistentVolumeClaims no Pod, pod template or StatefulSet claim template has referenced " +
 				"for grace (a PersistentVolume's claimRef does not count).",
-			Select: unusedSQL("PersistentVolumeClaim", "",
-				`(r.prefix = 0 AND r.target_name = c.name AND r.referrer_kind != 'PersistentVolume'
-           OR r.prefix = 1 AND `+isClaimName+` AND r.target_name IN `+claimPrefixes+`)`,
-				`nullif(max(coalesce((SELECT h.last_referenced FROM last_referenced h
-      WHERE h.target_group = '' AND h.target_kind = 'PersistentVolumeClaim' AND h.target_namespace = c.namespace
-        AND h.target_name = c.name AND h.prefix = 0), ''),
-    coalesce((SELECT max(h.last_referenced) FROM last_referenced h
-      WHERE h.target_group = '' AND h.target_kind = 'PersistentVolumeClaim' AND h.target_namespace = c.namespace
-        AND h.prefix = 1 AND `+isClaimName+` AND h.target_name IN `+claimPrefixes+`), '')), '')`),
+			Select: unusedPVCs.sql(),
 			Params: map[string]any{"grace": "24h"},
 		},
 		params: []paramSpec{{name: "grace", duration: true}},
@@ -197,7 +219,7 @@ var builtins = []*builtin{
 			ID: "unused-serviceaccounts",
 			Description: "ServiceAccounts no Pod, pod template, RoleBinding or ClusterRoleBinding has referenced " +
 				"for grace; never a namespace's default.",
-			Select: unusedSQL("ServiceAccount", "", "", ""),
+			Select: unused{kind: "ServiceAccount"}.sql(),
 			Params: map[string]any{"grace": "24h"},
 		},
 		params: []paramSpec{{name: "grace", duration: true}},
@@ -233,42 +255,55 @@ var builtins = []*builtin{
 	},
 }
 
-var finishedJobsSQL = `WITH finished AS (
+// finishedJobsSQL ranks a CronJob's finished Jobs newest first, the
+// failed apart from the successful, as the CronJob controller counts
+// them against its history limits.
+var finishedJobsSQL = `WITH finished AS MATERIALIZED (
   SELECT o.uid, o.owners, j.failed, j.cronjob_uid, coalesce(j.finished_at, o.created_at) AS finished_at,
     CASE WHEN j.failed THEN 'Failed' ELSE 'Complete' END AS state
   FROM objects o JOIN jobs j ON j.uid = o.uid
-  WHERE o.kind = 'Job' AND o.api_group = 'batch' AND (j.complete OR j.failed) AND j.ttl_seconds_after_finished IS NULL
-    AND ` + keepSQL("o", true) + `
+  WHERE o.kind = 'Job' AND o.api_version LIKE 'batch/%' AND (j.complete OR j.failed)
+    AND j.ttl_seconds_after_finished IS NULL AND NOT o.deleting
 ), ranked AS (
   SELECT f.*, row_number() OVER (PARTITION BY f.cronjob_uid, f.failed ORDER BY f.finished_at DESC, f.uid) AS place
   FROM finished f
   WHERE f.cronjob_uid IS NOT NULL AND f.owners = 1
 )
 SELECT f.uid, f.state || ' since ' || f.finished_at || ', no ttlSecondsAfterFinished' AS reason
-FROM finished f
+FROM finished f JOIN objects o ON o.uid = f.uid
 WHERE f.owners = 0 AND f.finished_at <= time_add(:now, -duration_seconds(:min_age))
+  AND ` + keepSQL("o", true) + `
 UNION ALL
 SELECT r.uid, r.state || ' since ' || r.finished_at || ', number ' || r.place || ' of CronJob ' || c.name
   || ', whose history keeps ' || CASE WHEN r.failed THEN coalesce(cj.failed_jobs_history_limit, 1)
                                      ELSE coalesce(cj.successful_jobs_history_limit, 3) END AS reason
-FROM ranked r JOIN objects c ON c.uid = r.cronjob_uid LEFT JOIN cronjobs cj ON cj.uid = r.cronjob_uid
+FROM ranked r
+  JOIN objects c ON c.uid = r.cronjob_uid
+  LEFT JOIN cronjobs cj ON cj.uid = r.cronjob_uid
+  JOIN objects o ON o.uid = r.uid
 WHERE r.place > CASE WHEN r.failed THEN coalesce(cj.failed_jobs_history_limit, 1)
                      ELSE coalesce(cj.successful_jobs_history_limit, 3) END
-  AND r.finished_at <= time_add(:now, -duration_seconds(:min_age))`
+  AND r.finished_at <= time_add(:now, -duration_seconds(:min_age))
+  AND ` + keepSQL("o", true)
 
-var danglingSQL = `SELECT o.uid, 'refers to ' || group_concat(r.target_kind || ' ' || r.target_name || ' (' || r.via || ')', ', ')
+// danglingSQL asks first whether each target exists, which rules out
+// nearly every reference with one lookup, in an index alone: an object of
+// another group with the target's kind and name would pass for it.
+var danglingSQL = `SELECT r.referrer_uid AS uid,
+  'refers to ' || group_concat(r.target_kind || ' ' || r.target_name || ' (' || r.via || ')', ', ')
   || ', which does not exist' AS reason
-FROM refs r JOIN objects o ON o.uid = r.referrer_uid
+FROM refs r
 WHERE r.target_group = '' AND r.target_kind IN ('ConfigMap', 'Secret', 'PersistentVolumeClaim', 'ServiceAccount')
+  AND NOT EXISTS (SELECT 1 FROM objects t WHERE t.kind = r.target_kind AND t.namespace = r.target_namespace
+    AND t.name = r.target_name)
   AND NOT r.optional AND NOT r.prefix
   -- an ephemeral volume's claim is made for its Pod, after it
   AND r.via NOT LIKE '%ephemeral%'
   AND r.referrer_kind IN ` + sqlList(podReferrers) + `
-  AND NOT EXISTS (SELECT 1 FROM objects t WHERE t.kind = r.target_kind AND t.namespace = r.target_namespace
-    AND t.name = r.target_name AND t.api_version = 'v1')
-  AND NOT EXISTS (SELECT 1 FROM pods p WHERE p.uid = o.uid AND p.phase IN ('Succeeded', 'Failed'))
-  AND ` + keepSQL("o", false) + `
-GROUP BY o.uid`
+  AND EXISTS (SELECT 1 FROM objects o WHERE o.uid = r.referrer_uid
+    AND NOT EXISTS (SELECT 1 FROM pods p WHERE p.uid = o.uid AND p.phase IN ('Succeeded', 'Failed'))
+    AND ` + keepSQL("o", false) + `)
+GROUP BY r.referrer_uid`
 
 var ttlSQL = `WITH ttl AS (
   SELECT a.uid, a.key, a.value FROM annotations a
