@@ -51,10 +51,10 @@ var ruleViews = []struct{ name, sql string }{
 	FROM main.resources WHERE (api_group, kind) IN (` + referrerResources() + `)`},
 }
 
-// ReferrerKinds are the built-in referrers: the kinds whose specs name
+// referrerKinds are the built-in referrers: the kinds whose specs name
 // other objects, by API group. The mirror view's watched_since is the
 // latest first sync among them.
-var ReferrerKinds = [][2]string{
+var referrerKinds = [][2]string{
 	{"", "Pod"}, {"", "ReplicationController"}, {"", "ServiceAccount"}, {"", "PersistentVolumeClaim"},
 	{"", "PersistentVolume"},
 	{"apps", "Deployment"}, {"apps", "ReplicaSet"}, {"apps", "StatefulSet"}, {"apps", "DaemonSet"},
@@ -67,7 +67,7 @@ var ReferrerKinds = [][2]string{
 func referrerResources() string {
 	var b strings.Builder
 	b.WriteString("VALUES ")
-	for i, k := range ReferrerKinds {
+	for i, k := range referrerKinds {
 		if i > 0 {
 			b.WriteString(", ")
 		}
