@@ -259,8 +259,8 @@ var builtins = []*builtin{
 // failed apart from the successful, as the CronJob controller counts
 // them against its history limits.
 var finishedJobsSQL = `WITH finished AS MATERIALIZED (
-  SELECT o.uid, o.owners, j.failed, j.cronjob_uid, coalesce(j.finished_at, o.created_at) AS finished_at,
-    CASE WHEN j.failed THEN 'Failed' ELSE 'Complete' END AS state
+  SELECT o.uid, o.kind, o.api_group, o.namespace, o.name, o.deleting, o.owners, j.failed, j.cronjob_uid,
+    coalesce(j.finished_at, o.created_at) AS finished_at, CASE WHEN j.failed THEN 'Failed' ELSE 'Complete' END AS state
   FROM objects o JOIN jobs j ON j.uid = o.uid
   WHERE o.kind = 'Job' AND o.api_version LIKE 'batch/%' AND (j.complete OR j.failed)
     AND j.ttl_seconds_after_finished IS NULL AND NOT o.deleting
@@ -270,9 +270,9 @@ var finishedJobsSQL = `WITH finished AS MATERIALIZED (
   WHERE f.cronjob_uid IS NOT NULL AND f.owners = 1
 )
 SELECT f.uid, f.state || ' since ' || f.finished_at || ', no ttlSecondsAfterFinished' AS reason
-FROM finished f JOIN objects o ON o.uid = f.uid
+FROM finished f
 WHERE f.owners = 0 AND f.finished_at <= time_add(:now, -duration_seconds(:min_age))
-  AND ` + keepSQL("o", true) + `
+  AND ` + keepSQL("f", true) + `
 UNION ALL
 SELECT r.uid, r.state || ' since ' || r.finished_at || ', number ' || r.place || ' of CronJob ' || c.name
   || ', whose history keeps ' || CASE WHEN r.failed THEN coalesce(cj.failed_jobs_history_limit, 1)
@@ -280,11 +280,10 @@ SELECT r.uid, r.state || ' since ' || r.finished_at || ', number ' || r.place ||
 FROM ranked r
   JOIN objects c ON c.uid = r.cronjob_uid
   LEFT JOIN cronjobs cj ON cj.uid = r.cronjob_uid
-  JOIN objects o ON o.uid = r.uid
 WHERE r.place > CASE WHEN r.failed THEN coalesce(cj.failed_jobs_history_limit, 1)
                      ELSE coalesce(cj.successful_jobs_history_limit, 3) END
   AND r.finished_at <= time_add(:now, -duration_seconds(:min_age))
-  AND ` + keepSQL("o", true)
+  AND ` + keepSQL("r", true)
 
 // danglingSQL asks first whether each target exists, which rules out
 // nearly every reference with one lookup, in an index alone: an object of
