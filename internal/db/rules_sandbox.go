@@ -470,7 +470,8 @@ var ruleFunctionNames = func() map[string]bool {
 // of a subquery or common table expression (no database). Refused:
 // reading any table otherwise, writing, PRAGMA, ATTACH and every other
 // statement. It records why; the statement then fails.
-func (a *authState) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbName, view string) sqlite.AuthorizerReturnCode {
+func (a *authState) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbName,
+	view string) sqlite.AuthorizerReturnCode {
 	deny := func(format string, args ...any) sqlite.AuthorizerReturnCode {
 		if a.denied == "" {
 			a.denied = fmt.Sprintf(format, args...)

@@ -66,7 +66,8 @@ var keptSecretTypes = []string{"helm.sh/release.v1", "kubernetes.io/service-acco
 	"kubernetes.io/dockerconfigjson"}
 
 // Referrer kinds whose pods a missing target stops.
-var podReferrers = []string{"Pod", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"}
+var podReferrers = []string{"Pod", "ReplicationController", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet",
+	"Job", "CronJob"}
 
 const cutoffSQL = `time_add(:now, -duration_seconds(:grace))`
 
@@ -81,11 +82,14 @@ func keepSQL(o string, withOwners bool) string {
 	}
 	ns := sqlList(SystemNamespaces)
 	b.WriteString("\n    AND " + o + ".namespace NOT IN " + ns)
-	b.WriteString("\n    AND NOT (" + o + ".kind = 'Namespace' AND " + o + ".api_group = '' AND " + o + ".name IN " + ns + ")")
+	b.WriteString("\n    AND NOT (" + o + ".kind = 'Namespace' AND " + o + ".api_group = ''")
+	b.WriteString(" AND " + o + ".name IN " + ns + ")")
 	b.WriteString("\n    AND NOT EXISTS (SELECT 1 FROM annotations a WHERE a.uid = " + o + ".uid")
-	b.WriteString("\n      AND (a.key = 'helm.sh/resource-policy' AND a.value = 'keep' OR a.key = 'kubegcd.io/keep' AND a.value = 'true'))")
+	b.WriteString("\n      AND (a.key = 'helm.sh/resource-policy' AND a.value = 'keep'")
+	b.WriteString(" OR a.key = 'kubegcd.io/keep' AND a.value = 'true'))")
 	b.WriteString("\n    AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.uid = " + o + ".uid")
-	b.WriteString("\n      AND (l.key = 'kor/used' AND l.value = 'true' OR l.key = 'kubegcd.io/keep' AND l.value = 'true'))")
+	b.WriteString("\n      AND (l.key = 'kor/used' AND l.value = 'true'")
+	b.WriteString(" OR l.key = 'kubegcd.io/keep' AND l.value = 'true'))")
 	return b.String()
 }
 
@@ -174,7 +178,8 @@ var unusedPVCs = unused{
 	// A PersistentVolume's claimRef is the binding's other end, not a use.
 	refs: `NOT EXISTS (SELECT 1 FROM refs r WHERE ` + claimExact + ` AND r.referrer_kind IS NOT 'PersistentVolume')
   AND NOT (` + isClaimName + ` AND EXISTS (SELECT 1 FROM refs r WHERE ` + claimPrefix + `))`,
-	history: `NOT EXISTS (SELECT 1 FROM last_referenced r WHERE ` + claimExact + ` AND r.last_referenced > ` + cutoffSQL + `)
+	history: `NOT EXISTS (SELECT 1 FROM last_referenced r
+      WHERE ` + claimExact + ` AND r.last_referenced > ` + cutoffSQL + `)
   AND NOT (` + isClaimName + ` AND EXISTS (SELECT 1 FROM last_referenced r
       WHERE ` + claimPrefix + ` AND r.last_referenced > ` + cutoffSQL + `))`,
 	lastRef: `max(coalesce((SELECT r.last_referenced FROM last_referenced r WHERE ` + claimExact + `), ''),

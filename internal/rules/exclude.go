@@ -36,8 +36,8 @@ func (r *Rule) Query() (string, error) {
 func excludeSQL(e Exclude, o string) (string, error) {
 	var terms []string
 	for _, ns := range e.Namespaces {
-		terms = append(terms, fmt.Sprintf("%[1]s.namespace GLOB %[2]s OR (%[1]s.kind = 'Namespace' AND %[1]s.api_group = '' AND %[1]s.name GLOB %[2]s)",
-			o, quote(ns)))
+		terms = append(terms, fmt.Sprintf("%[1]s.namespace GLOB %[2]s"+
+			" OR (%[1]s.kind = 'Namespace' AND %[1]s.api_group = '' AND %[1]s.name GLOB %[2]s)", o, quote(ns)))
 	}
 	for _, n := range e.Names {
 		terms = append(terms, o+".name GLOB "+quote(n))
@@ -89,7 +89,8 @@ func selectorSQL(s, o string) (string, error) {
 				op = "<"
 			}
 			// Kubernetes compares only values that are integers.
-			and = append(and, has(fmt.Sprintf(" AND l.value GLOB '[0-9-]*' AND l.value NOT GLOB '?*[^0-9]*' AND CAST(l.value AS INTEGER) %s %d", op, n)))
+			and = append(and, has(fmt.Sprintf(" AND l.value GLOB '[0-9-]*' AND l.value NOT GLOB '?*[^0-9]*'"+
+				" AND CAST(l.value AS INTEGER) %s %d", op, n)))
 		default:
 			return "", fmt.Errorf("the label selector %q: operator %s is not supported", s, req.Operator())
 		}

@@ -76,7 +76,8 @@ func Load(ctx context.Context, dir string, opts LoadOptions) (*Set, error) {
 
 // merge puts the parsed rules over the built-ins, refusing a second
 // definition of an id and a rule whose SELECT check fails.
-func merge(ctx context.Context, parsed []*Rule, errs []*Error, check func(context.Context, *Rule) *Error) ([]*Rule, []*Error) {
+func merge(ctx context.Context, parsed []*Rule, errs []*Error,
+	check func(context.Context, *Rule) *Error) ([]*Rule, []*Error) {
 	out := Builtins()
 	first := map[string]*Rule{}
 	for _, r := range parsed {

@@ -66,7 +66,8 @@ func Parse(file string, data []byte, opts ParseOptions) ([]*Rule, []*Error) {
 	p := &parser{file: file, opts: opts}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, []*Error{{File: file, Line: yamlErrorLine(err), Detail: "not YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+		detail := "not YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")
+		return nil, []*Error{{File: file, Line: yamlErrorLine(err), Detail: detail}}
 	}
 	if doc.Kind == 0 {
 		return nil, nil // an empty file holds no rules
@@ -249,7 +250,8 @@ func (p *parser) rule(n *yaml.Node, at *field.Path) *Rule {
 			if !slices.Contains([]Action{ActionReport, ActionDelete}, r.Action) {
 				p.fail(v, r.ID, field.NotSupported(at.Child("action"), s, []Action{ActionReport, ActionDelete}))
 			} else if r.Action == ActionDelete && base != nil && base.reportOnly {
-				p.fail(v, r.ID, field.Forbidden(at.Child("action"), r.ID+" reports; it matches what refers to a missing object, not garbage"))
+				p.fail(v, r.ID, field.Forbidden(at.Child("action"),
+					r.ID+" reports; it matches what refers to a missing object, not garbage"))
 			}
 		}
 	}
@@ -297,7 +299,8 @@ func (p *parser) params(n *yaml.Node, r *Rule, base *builtin, at *field.Path) {
 	p.fields(n, at, func(k, v *yaml.Node, fp *field.Path) {
 		name := k.Value
 		if !paramName.MatchString(name) || name == "now" {
-			p.fail(v, r.ID, field.Invalid(fp, name, "must be a name of letters, digits and _ (not now, which is the pass's time)"))
+			p.fail(v, r.ID, field.Invalid(fp, name,
+				"must be a name of letters, digits and _ (not now, which is the pass's time)"))
 			return
 		}
 		if v.Kind != yaml.ScalarNode {
@@ -381,7 +384,8 @@ func (p *parser) exclude(n *yaml.Node, r *Rule, at *field.Path) {
 				for _, req := range reqs {
 					if p.opts.LabelKept != nil && !p.opts.LabelKept(req.Key()) {
 						p.fail(item, r.ID, field.Invalid(fp.Index(i), s,
-							fmt.Sprintf("the mirror does not keep the label %s, so no object has it there: add it to --mirror-labels", req.Key())))
+							fmt.Sprintf("the mirror does not keep the label %s, so no object has it there: "+
+								"add it to --mirror-labels", req.Key())))
 					}
 				}
 			}
