@@ -161,14 +161,12 @@ WHERE w.watched_since <= ` + cutoffSQL + `
 }
 
 // A StatefulSet's claim <template>-<set>-<ordinal> is referenced by the
-// prefix <template>-<set> (or <template>-<set>-): its name without the
-// ordinal.
+// prefix <template>-<set>- (internal/refs): its name without the ordinal.
 const (
-	claimStem     = `rtrim(o.name, '0123456789')`
-	claimPrefixes = `(` + claimStem + `, substr(` + claimStem + `, 1, length(` + claimStem + `) - 1))`
-	isClaimName   = `(` + claimStem + ` != o.name AND ` + claimStem + ` GLOB '?*-')`
-	claimPrefix   = `r.target_group = '' AND r.target_kind = 'PersistentVolumeClaim' AND r.target_namespace = o.namespace
-        AND r.prefix = 1 AND r.target_name IN ` + claimPrefixes
+	claimStem   = `rtrim(o.name, '0123456789')`
+	isClaimName = `(` + claimStem + ` != o.name AND ` + claimStem + ` GLOB '?*-')`
+	claimPrefix = `r.target_group = '' AND r.target_kind = 'PersistentVolumeClaim' AND r.target_namespace = o.namespace
+        AND r.prefix = 1 AND r.target_name = ` + claimStem
 	claimExact = `r.target_group = '' AND r.target_kind = 'PersistentVolumeClaim' AND r.target_namespace = o.namespace
       AND r.target_name = o.name AND r.prefix = 0`
 )

@@ -156,11 +156,11 @@ func TestUnusedPVCs(t *testing.T) {
 	}
 	claim("mounted")
 	f.ref(pod, "PersistentVolumeClaim a/mounted", "spec.volumes[].persistentVolumeClaim")
-	// A StatefulSet's claims, by a prefix without or with its last dash,
-	// the set scaled down or not.
+	// A StatefulSet's claims, by their prefix <template>-<set>-, the set
+	// scaled down or not.
 	web := f.obj("StatefulSet", "a/web", old)
 	f.workload(web, 1)
-	f.ref(web, "PersistentVolumeClaim a/data-web", "spec.volumeClaimTemplates[]", refOpt{prefix: true})
+	f.ref(web, "PersistentVolumeClaim a/data-web-", "spec.volumeClaimTemplates[]", refOpt{prefix: true})
 	claim("data-web-0")
 	claim("data-web-1")
 	claim("data-web-12")
@@ -173,7 +173,7 @@ func TestUnusedPVCs(t *testing.T) {
 	claim("vol-db-0")
 	// A StatefulSet deleted a while ago: its claims' prefix history.
 	claim("gone-old-0")
-	f.history("PersistentVolumeClaim a/gone-old", true, 2*time.Hour)
+	f.history("PersistentVolumeClaim a/gone-old-", true, 2*time.Hour)
 	// Only a PersistentVolume's claimRef points at it: unused.
 	pv := f.obj("PersistentVolume", "pv-bound-only", old)
 	claim("bound-only")
@@ -296,9 +296,9 @@ func TestDanglingReferences(t *testing.T) {
 	f.owner(rs, deploy, true)
 	f.ref(rs, "ConfigMap a/missing", "spec.template.spec.volumes[].configMap")
 	sts := f.obj("StatefulSet", "a/db", old)
-	f.ref(sts, "PersistentVolumeClaim a/data-db", "spec.volumeClaimTemplates[]", refOpt{prefix: true})
+	f.ref(sts, "PersistentVolumeClaim a/data-db-", "spec.volumeClaimTemplates[]", refOpt{prefix: true})
 	cron := f.obj("CronJob", "a/nightly", old)
-	f.ref(cron, "Secret a/token", "spec.jobTemplate.spec.template.spec.imagePullSecrets[]")
+	f.ref(cron, "Secret a/token", "spec.jobTemplate.spec.template.spec.volumes[].secret")
 	rb := f.obj("RoleBinding", "a/read", old)
 	f.ref(rb, "ServiceAccount a/missing", "subjects[]")
 	widget := f.obj("Widget", "a/w", old)
@@ -308,7 +308,7 @@ func TestDanglingReferences(t *testing.T) {
 	f.commit()
 	got := evaluate(t, f.sandbox(), builtinRule(t, "dangling-references"))
 	want := []string{
-		"CronJob/a/nightly: refers to Secret token (spec.jobTemplate.spec.template.spec.imagePullSecrets[]), which does not exist",
+		"CronJob/a/nightly: refers to Secret token (spec.jobTemplate.spec.template.spec.volumes[].secret), which does not exist",
 		"Deployment/a/web: refers to ConfigMap missing (spec.template.spec.volumes[].configMap), " +
 			"Secret missing (spec.template.spec.containers[].env[].valueFrom.secretKeyRef), which does not exist",
 		"Pod/a/alone: refers to ServiceAccount missing (spec.serviceAccountName), which does not exist",
