@@ -71,30 +71,34 @@ type statements struct {
 	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs              *sql.Stmt
 	insertSVE, upsertNamespace, upsertCandidate                        *sql.Stmt
 	history                                                            historyStatements
+	extracted                                                          extractedStatements
 }
 
 // Write statements of the ingest path, prepared once (see warmWrites).
 const (
-	sqlTouch = `UPDATE objects SET sync_epoch = ? WHERE uid = ? AND resource_id = ? AND resource_version = ?`
-	// sqlUpdate writes a new version of an object whose indexed columns are
-	// unchanged, such as a Lease renewed or a status updated. An upsert
-	// sets every column, so SQLite rewrites every index entry of the row.
+	sqlTouch = `UPDATE objects SET sync_epoch = ?
+		WHERE uid = ? AND resource_id = ? AND resource_version = ? AND extracted_hash IS ?`
+	// sqlUpdate writes a new version of an object whose indexed columns and
+	// extracted rows are unchanged, such as a Lease renewed or a status
+	// updated. An upsert sets every column, so SQLite rewrites every index
+	// entry of the row.
 	sqlUpdate = `UPDATE objects
 		SET resource_version = ?, deletion_grace_period_seconds = ?, finalizers = ?, sync_epoch = ?
 		WHERE uid = ? AND resource_id = ? AND api_version = ? AND kind = ? AND namespace = ? AND name = ?
-			AND creation_timestamp IS ? AND deletion_timestamp IS ?`
+			AND creation_timestamp IS ? AND deletion_timestamp IS ? AND extracted_hash IS ?`
 	// A new row is named_owner when references to it were written before it
 	// (see sqlNameOwner). A row already there keeps its own.
 	sqlUpsert = `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
 			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch,
-			named_owner)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))
+			extracted_hash, named_owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))
 		ON CONFLICT (uid) DO UPDATE SET resource_id = excluded.resource_id, api_version = excluded.api_version,
 			kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
 			resource_version = excluded.resource_version, creation_timestamp = excluded.creation_timestamp,
 			deletion_timestamp = excluded.deletion_timestamp,
 			deletion_grace_period_seconds = excluded.deletion_grace_period_seconds,
-			finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch`
+			finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch,
+			extracted_hash = excluded.extracted_hash`
 	sqlDeleteObject = `DELETE FROM objects WHERE uid = ?`
 	sqlDeleteRefs   = `DELETE FROM owner_refs WHERE dependent_uid = ?`
 	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid,
@@ -142,7 +146,7 @@ var writeQueries = append([]string{
 	sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending, sqlDeleteOtherPending,
 	sqlInsertIntent, sqlDeleteIntent, sqlHasDependents, sqlIsDeleting,
 	"SAVEPOINT w", "ROLLBACK TO w", "RELEASE w", "SAVEPOINT a", "ROLLBACK TO a", "RELEASE a",
-}, historyWriteQueries...)
+}, append(historyWriteQueries, extractedQueries[:]...)...)
 
 // prepare binds the write statements of the ingest path to tx.
 func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
@@ -167,6 +171,7 @@ func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 	if s.history, err = d.prepareHistory(ctx, tx); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
+	s.extracted = extractedStatements{d: d, tx: tx}
 	return s, nil
 }
 
@@ -174,11 +179,13 @@ func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 // fact the owner GC decides on changed (see Change.OwnershipChanged). When
 // epoch is not zero and the stored row already has o's resourceVersion, it
 // only bumps the epoch, so a relist of an unchanged object costs one
-// UPDATE.
+// UPDATE. The extracted rows (references, kept labels and annotations,
+// the rules' typed fields) are written only when their hash changed.
 func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (
 	ownershipChanged bool, err error) {
+	hash := o.extractedHash()
 	if epoch != 0 {
-		res, err := s.touch.ExecContext(ctx, epoch, o.UID, resourceID, o.ResourceVersion)
+		res, err := s.touch.ExecContext(ctx, epoch, o.UID, resourceID, o.ResourceVersion, hash)
 		if err != nil {
 			return false, err
 		}
@@ -197,22 +204,33 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		// often only its version moved.
 		res, err := s.update.ExecContext(ctx, o.ResourceVersion, ptrOrNull(o.DeletionGracePeriodSeconds),
 			finalizers, epoch, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
-			formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp))
+			formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp), hash)
 		if err != nil {
 			return false, err
 		}
 		n, _ := res.RowsAffected()
 		updated = n == 1
 	}
+	extractedChanged := false
 	if !updated {
+		stored, err := s.extracted.storedHash(ctx, o.UID)
+		if err != nil {
+			return false, err
+		}
+		extractedChanged = !sameHash(stored, hash)
 		if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
 			o.ResourceVersion, formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp),
-			ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch); err != nil {
+			ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch, hash); err != nil {
 			return false, err
 		}
 	}
 	if ownersChanged {
 		if err := s.writeRefs(ctx, o); err != nil {
+			return false, err
+		}
+	}
+	if extractedChanged {
+		if err := s.extracted.write(ctx, o); err != nil {
 			return false, err
 		}
 	}
@@ -392,17 +410,25 @@ const (
 )
 
 // EnsureResource records a watched resource and returns its id. It starts
-// out unsynced.
+// out unsynced. When the resource's objects were extracted another way
+// (ExtractedRefs or KeptKeys changed), its resume point is dropped, so that
+// it is listed again; when ExtractedRefs changed, its first_synced_at too.
 func (d Mirror) EnsureResource(ctx context.Context, r Resource) (int64, error) {
 	var id int64
 	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
+		// Every SET reads the row as it was before the update.
 		return tx.QueryRowContext(ctx, `INSERT INTO resources
-				(api_group, version, resource, kind, namespaced, short_names, synced)
-			VALUES (?, ?, ?, ?, ?, ?, 0)
+				(api_group, version, resource, kind, namespaced, short_names, synced, extracted_refs, kept_keys)
+			VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
 			ON CONFLICT (api_group, version, resource) DO UPDATE SET kind = excluded.kind,
-				namespaced = excluded.namespaced, short_names = excluded.short_names, synced = 0
+				namespaced = excluded.namespaced, short_names = excluded.short_names, synced = 0,
+				resume_resource_version = CASE WHEN extracted_refs = excluded.extracted_refs
+					AND kept_keys = excluded.kept_keys THEN resume_resource_version ELSE '' END,
+				first_synced_at = CASE WHEN extracted_refs = excluded.extracted_refs THEN first_synced_at END,
+				extracted_refs = excluded.extracted_refs, kept_keys = excluded.kept_keys
 			RETURNING id`,
-			r.Group, r.Version, r.Resource, r.Kind, r.Namespaced, jsonOrNull(r.ShortNames)).Scan(&id)
+			r.Group, r.Version, r.Resource, r.Kind, r.Namespaced, jsonOrNull(r.ShortNames), r.ExtractedRefs,
+			r.KeptKeys).Scan(&id)
 	})
 	return id, err
 }
@@ -454,10 +480,12 @@ func setResumeVersion(ctx context.Context, tx *sql.Tx, resourceID int64, resourc
 }
 
 // ForgetResumePoints clears every resource's resume point, so the next
-// start lists each resource.
+// start lists each resource. The mirror may be another cluster's, so what
+// it says of when references were seen says nothing of this one:
+// first_synced_at starts over too.
 func (d Mirror) ForgetResumePoints(ctx context.Context) error {
 	return d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = ''`)
+		_, err := tx.ExecContext(ctx, `UPDATE resources SET resume_resource_version = '', first_synced_at = NULL`)
 		return err
 	})
 }
@@ -540,6 +568,7 @@ func setWriterCache(ctx context.Context, tx *sql.Tx, kb int) error {
 
 // FinishList removes the objects of a resource that the list at epoch did
 // not return, marks the resource synced, and returns the removed objects.
+// The first list to finish sets first_synced_at; later ones keep it.
 func (d Mirror) FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]Change, error) {
 	var changes []Change
 	err := d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
@@ -549,9 +578,9 @@ func (d Mirror) FinishList(ctx context.Context, resourceID, epoch int64, resourc
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE resources SET synced = 1, synced_at = ?, list_resource_version = ?,
-			resume_resource_version = ? WHERE id = ?`,
-			formatTime(ptr(d.Now())), resourceVersion, resourceVersion, resourceID)
+		_, err = tx.ExecContext(ctx, `UPDATE resources SET synced = 1, synced_at = ?1, list_resource_version = ?2,
+			resume_resource_version = ?2, first_synced_at = coalesce(first_synced_at, ?1) WHERE id = ?3`,
+			formatTime(ptr(d.Now())), resourceVersion, resourceID)
 		return err
 	})
 	changes = append(changes, Change{Type: ChangeRelisted, ResourceID: resourceID})

@@ -19,6 +19,12 @@ type Resource struct {
 	// ShortNames are the short names discovery lists (cm, deploy). Lookups
 	// by kind accept them, and EnsureResource records them.
 	ShortNames []string
+	// ExtractedRefs and KeptKeys say how ingestion extracts the resource's
+	// objects: what it reads references from, and which labels and
+	// annotations it keeps. EnsureResource drops the resume point when
+	// either changed, so the resource is listed again.
+	ExtractedRefs string
+	KeptKeys      string
 }
 
 // Object is the metadata kubegcd keeps of one cluster object.
@@ -43,6 +49,18 @@ type Object struct {
 	StorageVersion *StorageVersion
 	// NamespaceStatus is set for a Namespace object.
 	NamespaceStatus *NamespaceStatus
+
+	// What the cleanup rules read (mirror_extracted.go): the references
+	// the object makes, its kept labels and annotations, sorted by key,
+	// and the typed fields of its kind.
+	Refs        []Ref
+	Labels      []KeyValue
+	Annotations []KeyValue
+	Job         *Job
+	CronJob     *CronJob
+	Secret      *Secret
+	PVC         *PVC
+	Workload    *Workload
 }
 
 // IsForegroundDeleting is true for an object being deleted with the
