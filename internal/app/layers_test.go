@@ -19,7 +19,7 @@ var layers = map[string][]string{
 	"internal/reconcile/svgc":    {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/lcgc":    {"api", "db", "promutil", "reconcile"},
 	"internal/reconcile":         {"api", "db", "liveness", "promutil"},
-	"internal/ingest":            {"api", "db", "liveness", "promutil"},
+	"internal/ingest":            {"api", "db", "liveness", "promutil", "refs"},
 	"internal/leader":            {},
 	"internal/http":              {"api", "db", "diagnose", "docs", "gcrules"},
 	"internal/cli":               {"api", "cmdline"},

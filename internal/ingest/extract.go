@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/refs"
 )
 
 // Label and annotation keys kubegcd keeps typed columns for.
@@ -26,7 +27,8 @@ const (
 // it, for the resources whose spec or status kubegcd keeps in typed
 // columns. Pods, nodes, Leases and LeaseCandidates are busy, so they come
 // as typed protobuf, which is cheap to decode. The others come through the
-// dynamic client. Every other resource is read as metadata only.
+// dynamic client. The referrers (referrers.go) and Secrets (table.go) have
+// maps of their own. Every other resource is read as metadata only.
 type typedResource struct {
 	source  func(i *Ingester, gvr schema.GroupVersionResource) source
 	extract func(runtime.Object, *db.Object)
@@ -139,6 +141,7 @@ func extractPod(obj runtime.Object, o *db.Object) {
 	}
 	o.Pod = &db.Pod{Phase: string(p.Status.Phase), Reason: p.Status.Reason, NodeName: p.Spec.NodeName,
 		Generation: p.Generation}
+	o.Refs = dbRefs(refs.Of(p))
 }
 
 func extractNode(obj runtime.Object, o *db.Object) {

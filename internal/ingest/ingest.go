@@ -25,6 +25,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
+	"github.com/kubegcd/kubegcd/internal/refs"
 )
 
 // ignoredResources are never mirrored, as upstream's garbage collector
@@ -45,6 +46,12 @@ type Options struct {
 	// Heartbeat beats at every turn of the discovery loop, for the
 	// watchdog; nil for none.
 	Heartbeat *liveness.Loop
+	// MirrorLabels and MirrorAnnotations are the labels and annotations
+	// kept of each resource's objects, beside db.KeptLabelKeys and
+	// db.KeptAnnotationKeys. ReferencePaths declare the references of
+	// kinds kubegcd does not know; those kinds are read in full.
+	MirrorLabels, MirrorAnnotations KeyAllowList
+	ReferencePaths                  []refs.Path
 }
 
 // ResourceStatus is a watched resource and whether its mirror is live.
@@ -61,6 +68,7 @@ type Ingester struct {
 	metadata  metadata.Interface
 	dynamic   dynamic.Interface
 	typed     kubernetes.Interface // protobuf
+	table     rest.Interface       // the core group's Tables (table.go)
 	metrics   *metrics
 
 	mu          sync.Mutex
@@ -70,6 +78,9 @@ type Ingester struct {
 	// failedDiscovery holds the group/versions the last discovery could
 	// not read; see DiscoveryFailures.
 	failedDiscovery map[string]string
+	// kindScopes: whether each kind the last discovery found is
+	// namespaced (see pathsOf).
+	kindScopes map[schema.GroupKind]bool
 }
 
 // New prepares an Ingester; Run starts it.
@@ -106,9 +117,14 @@ func New(opts Options) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("typed client: %w", err)
 	}
+	table, err := rest.RESTClientFor(tableConfig(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("table client: %w", err)
+	}
 	m := newMetrics(opts.Registerer)
 	return &Ingester{
 		typed:     typed,
+		table:     table,
 		opts:      opts,
 		log:       opts.Logger,
 		discovery: dc,
@@ -306,6 +322,7 @@ func (i *Ingester) resync(ctx context.Context) error {
 		i.log.Warn("discovery failed for a group; keeping its watchers", "group", gv.String(), "err", err)
 	}
 	i.setDiscoveryFailures(failed)
+	i.setKindScopes(found)
 
 	i.mu.Lock()
 	var stop []*watcher
@@ -365,8 +382,13 @@ func (i *Ingester) resync(ctx context.Context) error {
 
 func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionResource, info resourceInfo,
 	startRV string) error {
-	res := db.Resource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
-		Kind: info.kind, Namespaced: info.namespaced, ShortNames: info.shortNames}
+	label := gvr.Resource
+	if gvr.Group != "" {
+		label = gvr.Group + "/" + gvr.Resource
+	}
+	x := i.extractionOf(gvr, info.kind, label)
+	res := db.Resource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: info.kind,
+		Namespaced: info.namespaced, ShortNames: info.shortNames, ExtractedRefs: x.extracted, KeptKeys: x.keptKeys}
 	id, err := i.opts.DB.EnsureResource(ctx, res)
 	if err != nil {
 		return err
@@ -375,10 +397,6 @@ func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionReso
 	stored, err := i.opts.DB.ResumeVersion(ctx, id)
 	if err != nil {
 		return err
-	}
-	label := gvr.Resource
-	if gvr.Group != "" {
-		label = gvr.Group + "/" + gvr.Resource
 	}
 	w := &watcher{
 		res:        res,
@@ -391,12 +409,8 @@ func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionReso
 		metrics:    i.metrics,
 		stored:     stored,
 		done:       make(chan struct{}),
-	}
-	if typed, ok := typedResources[gvr.GroupResource()]; ok {
-		w.typed = typed.extract
-		w.src = typed.source(i, gvr)
-	} else {
-		w.src = metadataSource(i.metadata.Resource(gvr))
+		src:        x.src,
+		typed:      x.extract,
 	}
 	i.metrics.synced.WithLabelValues(label).Set(0)
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
