@@ -1,3 +1,3 @@
 ALTER TABLE resources DROP COLUMN kept_keys;
-ALTER TABLE resources DROP COLUMN extracted_refs;
+ALTER TABLE resources DROP COLUMN extraction;
 ALTER TABLE objects DROP COLUMN extracted_hash;

@@ -5,11 +5,11 @@
 -- a Pod's status update rewrites none of its references.
 ALTER TABLE objects ADD COLUMN extracted_hash INTEGER;
 
--- How ingestion extracts a resource's objects: extracted_refs names what
--- it reads references from, kept_keys the labels and annotations it keeps.
--- When either changes, the resource is listed again at start, because the
--- mirror's rows were extracted another way. When extracted_refs changes,
--- first_synced_at starts over too: the references' history misses what
+-- How ingestion extracts a resource's objects: extraction names the typed
+-- fields and references it reads, kept_keys the labels and annotations it
+-- keeps. When either changes, the resource is listed again at start,
+-- because its rows were extracted another way. When extraction changes,
+-- first_synced_at starts over too: the history of references misses what
 -- was not extracted before.
-ALTER TABLE resources ADD COLUMN extracted_refs TEXT NOT NULL DEFAULT '';
+ALTER TABLE resources ADD COLUMN extraction TEXT NOT NULL DEFAULT '';
 ALTER TABLE resources ADD COLUMN kept_keys TEXT NOT NULL DEFAULT '';

@@ -411,23 +411,23 @@ const (
 
 // EnsureResource records a watched resource and returns its id. It starts
 // out unsynced. When the resource's objects were extracted another way
-// (ExtractedRefs or KeptKeys changed), its resume point is dropped, so that
-// it is listed again; when ExtractedRefs changed, its first_synced_at too.
+// (Extraction or KeptKeys changed), its resume point is dropped, so that
+// it is listed again; when Extraction changed, its first_synced_at too.
 func (d Mirror) EnsureResource(ctx context.Context, r Resource) (int64, error) {
 	var id int64
 	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
 		// Every SET reads the row as it was before the update.
 		return tx.QueryRowContext(ctx, `INSERT INTO resources
-				(api_group, version, resource, kind, namespaced, short_names, synced, extracted_refs, kept_keys)
+				(api_group, version, resource, kind, namespaced, short_names, synced, extraction, kept_keys)
 			VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)
 			ON CONFLICT (api_group, version, resource) DO UPDATE SET kind = excluded.kind,
 				namespaced = excluded.namespaced, short_names = excluded.short_names, synced = 0,
-				resume_resource_version = CASE WHEN extracted_refs = excluded.extracted_refs
+				resume_resource_version = CASE WHEN extraction = excluded.extraction
 					AND kept_keys = excluded.kept_keys THEN resume_resource_version ELSE '' END,
-				first_synced_at = CASE WHEN extracted_refs = excluded.extracted_refs THEN first_synced_at END,
-				extracted_refs = excluded.extracted_refs, kept_keys = excluded.kept_keys
+				first_synced_at = CASE WHEN extraction = excluded.extraction THEN first_synced_at END,
+				extraction = excluded.extraction, kept_keys = excluded.kept_keys
 			RETURNING id`,
-			r.Group, r.Version, r.Resource, r.Kind, r.Namespaced, jsonOrNull(r.ShortNames), r.ExtractedRefs,
+			r.Group, r.Version, r.Resource, r.Kind, r.Namespaced, jsonOrNull(r.ShortNames), r.Extraction,
 			r.KeptKeys).Scan(&id)
 	})
 	return id, err

@@ -335,7 +335,7 @@ func TestFirstSyncedAt(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	now := historyClock(d)
-	res := Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true, ExtractedRefs: "v1", KeptKeys: "a"}
+	res := Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true, Extraction: "v1", KeptKeys: "a"}
 	rid, err := d.Mirror().EnsureResource(ctx, res)
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +368,7 @@ func TestFirstSyncedAt(t *testing.T) {
 	if first, resume := ensure(res); first.String != want || resume != "" {
 		t.Errorf("other kept keys: first_synced_at %v, resume point %q; want %s and none", first, resume, want)
 	}
-	res.ExtractedRefs = "v2"
+	res.Extraction = "v2"
 	if first, resume := ensure(res); first.Valid || resume != "" {
 		t.Errorf("references extracted another way: first_synced_at %v, resume point %q; want neither",
 			first, resume)

@@ -19,12 +19,12 @@ type Resource struct {
 	// ShortNames are the short names discovery lists (cm, deploy). Lookups
 	// by kind accept them, and EnsureResource records them.
 	ShortNames []string
-	// ExtractedRefs and KeptKeys say how ingestion extracts the resource's
-	// objects: what it reads references from, and which labels and
-	// annotations it keeps. EnsureResource drops the resume point when
-	// either changed, so the resource is listed again.
-	ExtractedRefs string
-	KeptKeys      string
+	// Extraction and KeptKeys say how ingestion extracts the resource's
+	// objects: the typed fields and references it reads, and the labels
+	// and annotations it keeps. EnsureResource drops the resume point
+	// when either changed, so the resource is listed again.
+	Extraction string
+	KeptKeys   string
 }
 
 // Object is the metadata kubegcd keeps of one cluster object.

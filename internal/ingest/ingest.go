@@ -388,7 +388,7 @@ func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionReso
 	}
 	x := i.extractionOf(gvr, info.kind, label)
 	res := db.Resource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: info.kind,
-		Namespaced: info.namespaced, ShortNames: info.shortNames, ExtractedRefs: x.extracted, KeptKeys: x.keptKeys}
+		Namespaced: info.namespaced, ShortNames: info.shortNames, Extraction: x.extracted, KeptKeys: x.keptKeys}
 	id, err := i.opts.DB.EnsureResource(ctx, res)
 	if err != nil {
 		return err
