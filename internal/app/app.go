@@ -151,6 +151,9 @@ func (d *daemonRun) build() error {
 		Logger:            d.log.With("component", "ingest"),
 		Registerer:        d.reg,
 		DiscoveryInterval: d.cfg.discoveryInterval,
+		MirrorLabels:      d.cfg.mirrorLabels,
+		MirrorAnnotations: d.cfg.mirrorAnnotations,
+		ReferencePaths:    d.cfg.referencePaths,
 	})
 	if err != nil {
 		return err

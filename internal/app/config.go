@@ -24,6 +24,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
+	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/reconcile/lcgc"
 )
@@ -70,6 +71,10 @@ type runConfig struct {
 	leaseCandidateGCPeriod time.Duration
 
 	leader leader.Config
+
+	// What the mirror keeps for the cleanup rules (mirrorflags.go).
+	mirrorLabels, mirrorAnnotations ingest.KeyAllowList
+	referencePaths                  referencePaths
 }
 
 // runFlags are kubegcd run's flags, in the groups its help prints, as
@@ -86,6 +91,7 @@ func newRunFlags() *runFlags {
 	f := &runFlags{}
 	f.addClusterFlags(f.groups.FlagSet("cluster"))
 	f.addDatabaseFlags(f.groups.FlagSet("database"))
+	f.addMirrorFlags(f.groups.FlagSet("mirror"))
 	f.addHTTPFlags(f.groups.FlagSet("HTTP"))
 	f.addControllerFlags(f.groups.FlagSet("controllers"))
 	f.addLeaderFlags(f.groups.FlagSet("leader election"))
