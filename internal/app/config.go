@@ -20,9 +20,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/cmdline"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
-	"github.com/kubegcd/kubegcd/internal/gcrules"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/leader"
@@ -30,7 +30,7 @@ import (
 )
 
 // knownControllers are the controllers --controllers may name.
-var knownControllers = gcrules.Controllers
+var knownControllers = api.Controllers
 
 type runConfig struct {
 	kubeconfig   string
@@ -572,7 +572,7 @@ func hidePassword(s, server string) string {
 // finalizers, for /stuck's words.
 func (c *runConfig) garbageCollector() diagnose.Collector {
 	switch {
-	case !slices.Contains(c.controllers, gcrules.ControllerOwnerGC):
+	case !slices.Contains(c.controllers, api.ControllerOwnerGC):
 		return diagnose.UpstreamGC
 	case c.dryRun:
 		return diagnose.KubegcdDryRun

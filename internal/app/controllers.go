@@ -21,7 +21,6 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/gcrules"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
@@ -115,7 +114,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 		log: logger, liveUID: reconcile.MetadataLiveUID(store.Objects(), mc)}
 	deps := controllerDeps{cfg: cfg, store: store, ing: ing, applier: applier, passes: passes, meta: mc, kube: kube,
 		recorder: recorder, reg: reg, logger: logger, loops: loops}
-	for _, name := range gcrules.Controllers {
+	for _, name := range api.Controllers {
 		if !slices.Contains(cfg.controllers, name) {
 			continue
 		}
@@ -167,7 +166,7 @@ func (d controllerDeps) base(name string, period time.Duration) reconcile.Contro
 }
 
 // controllerTable builds each controller --controllers may name
-// (gcrules.Controllers; TestEveryControllerIsBuilt keeps them in step).
+// (api.Controllers; TestEveryControllerIsBuilt keeps them in step).
 var controllerTable = map[string]func(controllerDeps) (builtController, error){
 	api.ControllerOwnerGC: func(d controllerDeps) (builtController, error) {
 		gc, err := ownergc.New(ownergc.Options{

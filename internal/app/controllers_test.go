@@ -4,20 +4,20 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kubegcd/kubegcd/internal/gcrules"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // TestEveryControllerIsBuilt: each controller --controllers may name has
 // a builder, and no builder names a controller the flag does not know.
 func TestEveryControllerIsBuilt(t *testing.T) {
-	for _, name := range gcrules.Controllers {
+	for _, name := range api.Controllers {
 		if controllerTable[name] == nil {
 			t.Errorf("controller %s has no builder in controllerTable", name)
 		}
 	}
 	for name := range controllerTable {
-		if !slices.Contains(gcrules.Controllers, name) {
-			t.Errorf("controllerTable builds %s, which gcrules.Controllers does not list", name)
+		if !slices.Contains(api.Controllers, name) {
+			t.Errorf("controllerTable builds %s, which api.Controllers does not list", name)
 		}
 	}
 }

@@ -173,7 +173,7 @@ func (p *cascadePreview) decide(i int) {
 	}
 	item.Rule = plan.Rule
 	switch plan.Action {
-	case gcrules.ActionDelete:
+	case api.ActionDelete:
 		item.Action = CascadeDelete
 		item.Propagation = plan.Propagation
 		switch item.Propagation {
@@ -184,7 +184,7 @@ func (p *cascadePreview) decide(i int) {
 		default:
 			p.fates[i] = fateGone
 		}
-	case gcrules.ActionRemoveOwnerRefs:
+	case api.ActionRemoveOwnerRefs:
 		item.Action = CascadeRemoveOwnerRef
 	case gcrules.ActionNone:
 		if orphanedBy == nil {

@@ -15,17 +15,6 @@ import (
 	"github.com/kubegcd/kubegcd/internal/api"
 )
 
-// The controllers, as the API names them.
-const (
-	ControllerOwnerGC = api.ControllerOwnerGC
-	ControllerPodGC   = api.ControllerPodGC
-	ControllerTTL     = api.ControllerTTL
-	ControllerSVGC    = api.ControllerSVGC
-)
-
-// Controllers lists every controller, in the order they are documented.
-var Controllers = api.Controllers
-
 // Finalizers with a meaning to the garbage collector.
 const (
 	FinalizerOrphan     = "orphan"
@@ -44,17 +33,8 @@ const (
 	RuleNamespace    = "BR-21-07" // a cluster-scoped dependent cannot have a namespaced owner
 )
 
-// Actions, as audit rows record them.
-const (
-	ActionNone             = ""
-	ActionDelete           = api.ActionDelete
-	ActionRemoveOwnerRefs  = api.ActionRemoveOwnerRefs
-	ActionUnblockRefs      = api.ActionUnblockRefs
-	ActionRemoveFinalizer  = api.ActionRemoveFinalizer
-	ActionKeep             = api.ActionKeep
-	ActionOrphanDependents = api.ActionOrphanDependents
-	ActionDeleteDependents = api.ActionDeleteDependents
-)
+// ActionNone is a Decision's Action when there is nothing to do.
+const ActionNone = ""
 
 // Propagation policies, spelled as metav1.DeletionPropagation (this
 // package imports nothing from Kubernetes, so that everything can).
@@ -227,9 +207,9 @@ func Plan(o Object) Decision {
 	if o.Deleting {
 		switch {
 		case slices.Contains(o.Finalizers, FinalizerOrphan):
-			return Decision{Action: ActionOrphanDependents, Rule: RuleOrphan}
+			return Decision{Action: api.ActionOrphanDependents, Rule: RuleOrphan}
 		case slices.Contains(o.Finalizers, FinalizerForeground):
-			return Decision{Action: ActionDeleteDependents, Rule: RuleForeground}
+			return Decision{Action: api.ActionDeleteDependents, Rule: RuleForeground}
 		}
 		// Deleted by someone else and waiting on other finalizers: never
 		// sent a second delete.
@@ -248,7 +228,7 @@ func Plan(o Object) Decision {
 		case Waiting:
 			waiting = append(waiting, r.UID)
 		case InvalidNamespace:
-			return Decision{Action: ActionKeep, Rule: RuleNamespace, Refs: []string{r.UID},
+			return Decision{Action: api.ActionKeep, Rule: RuleNamespace, Refs: []string{r.UID},
 				Reason: fmt.Sprintf("cluster-scoped object names namespaced owner kind %s (%s %s): the reference can never resolve, so the object is kept",
 					r.Kind, r.Name, r.UID)}
 		case UnknownKind:
@@ -276,11 +256,11 @@ func Plan(o Object) Decision {
 		if len(remove) > 1 {
 			gone = fmt.Sprintf("%d references to owners that are", len(remove))
 		}
-		return Decision{Action: ActionRemoveOwnerRefs, Rule: RuleCascade, Refs: remove,
+		return Decision{Action: api.ActionRemoveOwnerRefs, Rule: RuleCascade, Refs: remove,
 			Reason: exist + "; removing " + gone + " gone or being deleted"}
 
 	case len(waiting) > 0 && o.HasDependents:
-		del := Decision{Action: ActionDelete, Rule: RuleForeground, Propagation: PropagationForeground,
+		del := Decision{Action: api.ActionDelete, Rule: RuleForeground, Propagation: PropagationForeground,
 			Reason: "every owner is gone or being deleted in the foreground, and the object has dependents of its own: deleting it in the foreground"}
 		if o.CycleDependent == "" {
 			return del
@@ -294,7 +274,7 @@ func Plan(o Object) Decision {
 		if len(blocking) == 0 {
 			return del
 		}
-		return Decision{Action: ActionUnblockRefs, Rule: RuleForeground, Refs: blocking, Then: &del,
+		return Decision{Action: api.ActionUnblockRefs, Rule: RuleForeground, Refs: blocking, Then: &del,
 			Reason: fmt.Sprintf("dependent %s is itself deleting its dependents: making this object's owner references non-blocking to break the cycle",
 				o.CycleDependent)}
 	}
@@ -308,7 +288,7 @@ func Plan(o Object) Decision {
 	case slices.Contains(o.Finalizers, FinalizerForeground):
 		policy = PropagationForeground
 	}
-	return Decision{Action: ActionDelete, Rule: RuleCascade, Propagation: policy, Reason: noOwnerReason(len(dangling), len(waiting), policy)}
+	return Decision{Action: api.ActionDelete, Rule: RuleCascade, Propagation: policy, Reason: noOwnerReason(len(dangling), len(waiting), policy)}
 }
 
 // noOwnerReasons holds noOwnerReason's answers for the usual counts, made
