@@ -11,29 +11,12 @@ import (
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
-// What a cascade preview says happens to each object.
-const (
-	CascadeDelete         = api.CascadeDelete
-	CascadeRemoveOwnerRef = api.CascadeRemoveOwnerRef
-	CascadeKeep           = api.CascadeKeep
-)
-
 // CascadePropagations are the propagations a preview accepts, as kubectl spells them.
 var CascadePropagations = map[string]string{
 	"background": gcrules.PropagationBackground,
 	"foreground": gcrules.PropagationForeground,
 	"orphan":     gcrules.PropagationOrphan,
 }
-
-// CascadeItem is what the garbage collector would do to one object.
-type CascadeItem = api.CascadeItem
-
-// CascadeBlocker is a dependent that an owner deleted in the foreground
-// must wait for.
-type CascadeBlocker = api.CascadeBlocker
-
-// Cascade is a cascade preview.
-type Cascade = api.Cascade
 
 // cascadeFate is what the preview has the collector do to an object so far.
 type cascadeFate int
@@ -51,10 +34,10 @@ const (
 // from the facts as the mirror shows them (the mirror is taken at its word:
 // an owner it lacks counts as gone, where ownergc would first confirm with
 // a live GET).
-func PreviewCascade(f *db.CascadeFacts, propagation string) *Cascade {
+func PreviewCascade(f *db.CascadeFacts, propagation string) *api.Cascade {
 	n := len(f.Objects)
 	p := &cascadePreview{facts: f, index: make(map[string]int, n), dependents: make([][]int, n), fates: make([]cascadeFate, n),
-		items: make([]CascadeItem, n), depth: make([]int, n)}
+		items: make([]api.CascadeItem, n), depth: make([]int, n)}
 	for i, o := range f.Objects {
 		p.index[o.UID] = i
 	}
@@ -86,7 +69,7 @@ type cascadePreview struct {
 	index      map[string]int
 	dependents [][]int // the dependents of each object
 	fates      []cascadeFate
-	items      []CascadeItem        // Action "": untouched
+	items      []api.CascadeItem    // Action "": untouched
 	refs       []gcrules.Classified // decide's scratch: Plan keeps none of it
 	depth      []int                // 0: not reached (or the root)
 }
@@ -127,11 +110,11 @@ func (p *cascadePreview) run() {
 func (p *cascadePreview) decide(i int) {
 	o := p.facts.Objects[i]
 	item := &p.items[i]
-	*item = CascadeItem{Target: o.Target, Depth: p.depth[i]}
+	*item = api.CascadeItem{Target: o.Target, Depth: p.depth[i]}
 	if o.Deleting {
 		// Already being deleted: the collector sends no second delete,
 		// and its own finalizers decide when it goes.
-		item.Action = CascadeKeep
+		item.Action = api.CascadeKeep
 		item.Reason = "already being deleted: not deleted again; it goes when its finalizers (" + strings.Join(o.Finalizers, ", ") + ") are removed"
 		return
 	}
@@ -174,7 +157,7 @@ func (p *cascadePreview) decide(i int) {
 	item.Rule = plan.Rule
 	switch plan.Action {
 	case api.ActionDelete:
-		item.Action = CascadeDelete
+		item.Action = api.CascadeDelete
 		item.Propagation = plan.Propagation
 		switch item.Propagation {
 		case gcrules.PropagationForeground:
@@ -185,20 +168,20 @@ func (p *cascadePreview) decide(i int) {
 			p.fates[i] = fateGone
 		}
 	case api.ActionRemoveOwnerRefs:
-		item.Action = CascadeRemoveOwnerRef
+		item.Action = api.CascadeRemoveOwnerRef
 	case gcrules.ActionNone:
 		if orphanedBy == nil {
 			if plan.Rule == "" {
-				*item = CascadeItem{} // all its owners stay: untouched
+				*item = api.CascadeItem{} // all its owners stay: untouched
 				return
 			}
-			item.Action = CascadeKeep // it cannot be decided on (an unserved kind)
+			item.Action = api.CascadeKeep // it cannot be decided on (an unserved kind)
 			break
 		}
-		item.Action, item.Rule = CascadeRemoveOwnerRef, gcrules.RuleOrphan
+		item.Action, item.Rule = api.CascadeRemoveOwnerRef, gcrules.RuleOrphan
 		item.Reason = fmt.Sprintf("owner %s/%s is deleted with the orphan policy: removing the reference to it", orphanedBy.Kind, orphanedBy.Name)
 	default:
-		item.Action = CascadeKeep
+		item.Action = api.CascadeKeep
 	}
 }
 
@@ -220,8 +203,8 @@ func (p *cascadePreview) cycleDependent(i int) string {
 	return ""
 }
 
-func (p *cascadePreview) result() *Cascade {
-	out := &Cascade{ByKind: map[string]map[string]int{}, Truncated: p.facts.Truncated}
+func (p *cascadePreview) result() *api.Cascade {
+	out := &api.Cascade{ByKind: map[string]map[string]int{}, Truncated: p.facts.Truncated}
 	// The items are sorted by their place in p.items: an item is some
 	// 150 bytes to move, a place four.
 	var order []int32
@@ -252,7 +235,7 @@ func (p *cascadePreview) result() *Cascade {
 		}
 		return compareCascadeTargets(a.Target, b.Target)
 	})
-	out.Items = make([]CascadeItem, len(order))
+	out.Items = make([]api.CascadeItem, len(order))
 	for k, i := range order {
 		out.Items[k] = p.items[i]
 	}
@@ -266,15 +249,15 @@ func (p *cascadePreview) result() *Cascade {
 // reference to it: it waits until they are gone, and they wait for their
 // own finalizers, or, deleted in the foreground themselves, for their own
 // blockers (listed too).
-func (p *cascadePreview) blockers() []CascadeBlocker {
-	out := []CascadeBlocker{}
+func (p *cascadePreview) blockers() []api.CascadeBlocker {
+	out := []api.CascadeBlocker{}
 	for i, owner := range p.facts.Objects {
 		if p.fates[i] != fateForeground {
 			continue
 		}
 		for _, j := range p.dependents[i] {
 			dep, it := p.facts.Objects[j], p.items[j]
-			if it.Action == CascadeRemoveOwnerRef || !blocksOwner(dep, owner.UID) {
+			if it.Action == api.CascadeRemoveOwnerRef || !blocksOwner(dep, owner.UID) {
 				continue
 			}
 			held := []string{}
@@ -292,13 +275,13 @@ func (p *cascadePreview) blockers() []CascadeBlocker {
 				why += "; finalizer " + held[0] + " holds it until its controller removes it"
 			case p.fates[j] == fateForeground:
 				why += "; it is deleted in the foreground, so it waits for its own blocking dependents"
-			case it.Action == CascadeKeep:
+			case it.Action == api.CascadeKeep:
 				why += "; the collector keeps it: " + it.Reason
 			}
-			out = append(out, CascadeBlocker{Target: dep.Target, Owner: owner.Target, Finalizers: held, Reason: why})
+			out = append(out, api.CascadeBlocker{Target: dep.Target, Owner: owner.Target, Finalizers: held, Reason: why})
 		}
 	}
-	slices.SortFunc(out, func(a, b CascadeBlocker) int {
+	slices.SortFunc(out, func(a, b api.CascadeBlocker) int {
 		return cmp.Or(compareCascadeTargets(a.Owner, b.Owner), compareCascadeTargets(a.Target, b.Target))
 	})
 	return out

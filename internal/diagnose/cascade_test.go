@@ -57,7 +57,7 @@ type cascadeGot struct {
 	Depth        int
 }
 
-func cascadeSummary(c *Cascade) map[string]cascadeGot {
+func cascadeSummary(c *api.Cascade) map[string]cascadeGot {
 	out := map[string]cascadeGot{}
 	for _, it := range c.Items {
 		out[it.Target.Name] = cascadeGot{it.Action, it.Rule, it.Depth}
@@ -84,13 +84,13 @@ func TestPreviewCascade(t *testing.T) {
 				m.add("Secret", "ns", "shared", nil, cascadeRef(mid), cascadeRef(other))
 			},
 			want: map[string]cascadeGot{
-				"mid":    {CascadeDelete, gcrules.RuleCascade, 1},
-				"leaf":   {CascadeDelete, gcrules.RuleCascade, 2},
-				"shared": {CascadeRemoveOwnerRef, gcrules.RuleCascade, 2},
+				"mid":    {api.CascadeDelete, gcrules.RuleCascade, 1},
+				"leaf":   {api.CascadeDelete, gcrules.RuleCascade, 2},
+				"shared": {api.CascadeRemoveOwnerRef, gcrules.RuleCascade, 2},
 			},
 			wantBlocked: map[string][]string{},
 			wantByKind: map[string]map[string]int{
-				"ConfigMap": {CascadeDelete: 1}, "Widget.e2e.kubegcd.io": {CascadeDelete: 1}, "Secret": {CascadeRemoveOwnerRef: 1},
+				"ConfigMap": {api.CascadeDelete: 1}, "Widget.e2e.kubegcd.io": {api.CascadeDelete: 1}, "Secret": {api.CascadeRemoveOwnerRef: 1},
 			},
 		},
 		{
@@ -102,8 +102,8 @@ func TestPreviewCascade(t *testing.T) {
 				m.add("Secret", "ns", "direct", nil, cascadeBlockingRef(root))
 			},
 			want: map[string]cascadeGot{
-				"mid":    {CascadeRemoveOwnerRef, gcrules.RuleOrphan, 1},
-				"direct": {CascadeRemoveOwnerRef, gcrules.RuleOrphan, 1},
+				"mid":    {api.CascadeRemoveOwnerRef, gcrules.RuleOrphan, 1},
+				"direct": {api.CascadeRemoveOwnerRef, gcrules.RuleOrphan, 1},
 			},
 			wantBlocked: map[string][]string{},
 		},
@@ -119,10 +119,10 @@ func TestPreviewCascade(t *testing.T) {
 			},
 			propagation: gcrules.PropagationForeground,
 			want: map[string]cascadeGot{
-				"mid":    {CascadeDelete, gcrules.RuleForeground, 1},
-				"free":   {CascadeDelete, gcrules.RuleCascade, 1},
-				"shared": {CascadeRemoveOwnerRef, gcrules.RuleCascade, 1},
-				"held":   {CascadeDelete, gcrules.RuleCascade, 2},
+				"mid":    {api.CascadeDelete, gcrules.RuleForeground, 1},
+				"free":   {api.CascadeDelete, gcrules.RuleCascade, 1},
+				"shared": {api.CascadeRemoveOwnerRef, gcrules.RuleCascade, 1},
+				"held":   {api.CascadeDelete, gcrules.RuleCascade, 2},
 			},
 			// shared loses its reference, free does not block.
 			wantBlocked: map[string][]string{"mid": {}, "held": {"e2e.kubegcd.io/hold"}},
@@ -135,8 +135,8 @@ func TestPreviewCascade(t *testing.T) {
 				m.add("ConfigMap", "ns", "leaf", nil, cascadeRef(mid))
 			},
 			want: map[string]cascadeGot{
-				"mid":  {CascadeDelete, gcrules.RuleCascade, 1},
-				"leaf": {CascadeRemoveOwnerRef, gcrules.RuleOrphan, 2},
+				"mid":  {api.CascadeDelete, gcrules.RuleCascade, 1},
+				"leaf": {api.CascadeRemoveOwnerRef, gcrules.RuleOrphan, 2},
 			},
 			wantBlocked: map[string][]string{},
 		},
@@ -151,9 +151,9 @@ func TestPreviewCascade(t *testing.T) {
 				m.objs[2], m.objs[3] = late, b
 			},
 			want: map[string]cascadeGot{
-				"a":    {CascadeDelete, gcrules.RuleCascade, 1},
-				"b":    {CascadeDelete, gcrules.RuleCascade, 2},
-				"late": {CascadeDelete, gcrules.RuleCascade, 1},
+				"a":    {api.CascadeDelete, gcrules.RuleCascade, 1},
+				"b":    {api.CascadeDelete, gcrules.RuleCascade, 2},
+				"late": {api.CascadeDelete, gcrules.RuleCascade, 1},
 			},
 			wantBlocked: map[string][]string{},
 		},
@@ -169,8 +169,8 @@ func TestPreviewCascade(t *testing.T) {
 				m.add("ConfigMap", "ns", "gone", nil, cascadeRef(root), cascadeRef(fg))
 			},
 			want: map[string]cascadeGot{
-				"kept": {CascadeRemoveOwnerRef, gcrules.RuleCascade, 1},
-				"gone": {CascadeDelete, gcrules.RuleCascade, 1},
+				"kept": {api.CascadeRemoveOwnerRef, gcrules.RuleCascade, 1},
+				"gone": {api.CascadeDelete, gcrules.RuleCascade, 1},
 			},
 			wantBlocked: map[string][]string{},
 		},
@@ -183,8 +183,8 @@ func TestPreviewCascade(t *testing.T) {
 				root.Refs = []db.CascadeRef{{OwnerRef: api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "b", UID: b.UID}}}
 			},
 			want: map[string]cascadeGot{
-				"a": {CascadeDelete, gcrules.RuleCascade, 1},
-				"b": {CascadeDelete, gcrules.RuleCascade, 2},
+				"a": {api.CascadeDelete, gcrules.RuleCascade, 1},
+				"b": {api.CascadeDelete, gcrules.RuleCascade, 2},
 			},
 			wantBlocked: map[string][]string{},
 		},
@@ -199,9 +199,9 @@ func TestPreviewCascade(t *testing.T) {
 				unserved.Refs = append(unserved.Refs, db.CascadeRef{OwnerRef: api.OwnerRef{APIVersion: "gone.io/v1", Kind: "Gone", Name: "x", UID: "u-x"}})
 			},
 			want: map[string]cascadeGot{
-				"deleting":    {CascadeKeep, "", 1},
-				"clusterwide": {CascadeKeep, gcrules.RuleNamespace, 1},
-				"unserved":    {CascadeKeep, gcrules.RuleCascade, 1},
+				"deleting":    {api.CascadeKeep, "", 1},
+				"clusterwide": {api.CascadeKeep, gcrules.RuleNamespace, 1},
+				"unserved":    {api.CascadeKeep, gcrules.RuleCascade, 1},
 			},
 			wantBlocked: map[string][]string{},
 		},
@@ -212,7 +212,7 @@ func TestPreviewCascade(t *testing.T) {
 				dep := m.add("ConfigMap", "ns", "dep", nil, cascadeRef(root))
 				dep.Refs = append(dep.Refs, db.CascadeRef{OwnerRef: api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: "u-ghost"}})
 			},
-			want:        map[string]cascadeGot{"dep": {CascadeDelete, gcrules.RuleCascade, 1}},
+			want:        map[string]cascadeGot{"dep": {api.CascadeDelete, gcrules.RuleCascade, 1}},
 			wantBlocked: map[string][]string{},
 		},
 	} {

@@ -3,6 +3,8 @@ package diagnose
 import (
 	"fmt"
 	"strings"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // ExplainObject completes why, the words on whether an object is pending,
@@ -11,7 +13,7 @@ import (
 // deleted); and, unless a decision is pending, which already is the answer,
 // what is wrong with its ownerReferences: how long one has dangled, or that
 // ownergc can never resolve one.
-func ExplainObject(why string, pending bool, stuck *StuckItem, findings []Finding) string {
+func ExplainObject(why string, pending bool, stuck *api.StuckItem, findings []api.LintFinding) string {
 	parts := []string{why}
 	if stuck != nil && stuck.Explanation != "" {
 		parts = append(parts, stuck.Explanation)

@@ -78,19 +78,13 @@ func GraphAt(s *db.HistorySnapshot) *db.Graph {
 	return g
 }
 
-// HolderChange is one holder of a Lease.
-type HolderChange = api.HolderChange
-
-// LeaseGap is a time when a Lease had no live holder.
-type LeaseGap = api.LeaseGap
-
 // LeaseTimeline tells who held a Lease and when nobody did, from its
 // history rows (oldest first, as LeaseHolderHistory gives them; created
 // and holder-changed rows count) and its present state. Only what history
 // kept is known: gaps before the oldest row, or while kubegcd did not
 // watch, are not.
-func LeaseTimeline(rows []db.HistoryEntry, now Lease) (changes []HolderChange, gaps []LeaseGap) {
-	changes, gaps = []HolderChange{}, []LeaseGap{}
+func LeaseTimeline(rows []db.HistoryEntry, now api.Lease) (changes []api.HolderChange, gaps []api.LeaseGap) {
+	changes, gaps = []api.HolderChange{}, []api.LeaseGap{}
 	// released is when the lease was let go, while nobody holds it.
 	var released *time.Time
 	for _, r := range rows {
@@ -107,24 +101,24 @@ func LeaseTimeline(rows []db.HistoryEntry, now Lease) (changes []HolderChange, g
 		if since != nil {
 			start = *since
 		}
-		changes = append(changes, HolderChange{Holder: holder, Since: since, Seen: r.Time})
+		changes = append(changes, api.HolderChange{Holder: holder, Since: since, Seen: r.Time})
 		switch {
 		case released != nil:
 			if holder != "" {
-				gaps = append(gaps, LeaseGap{From: *released, To: &start})
+				gaps = append(gaps, api.LeaseGap{From: *released, To: &start})
 				released = nil
 			}
 		case holder == "":
 			released = &start
 		case r.LapsedAt != nil:
-			gaps = append(gaps, LeaseGap{From: *r.LapsedAt, To: &start})
+			gaps = append(gaps, api.LeaseGap{From: *r.LapsedAt, To: &start})
 		}
 	}
 	switch {
 	case released != nil:
-		gaps = append(gaps, LeaseGap{From: *released})
+		gaps = append(gaps, api.LeaseGap{From: *released})
 	case now.Expired && now.HolderIdentity != nil && *now.HolderIdentity != "" && now.RenewTime != nil && now.LeaseDurationSeconds != nil:
-		gaps = append(gaps, LeaseGap{From: now.RenewTime.Add(time.Duration(*now.LeaseDurationSeconds) * time.Second)})
+		gaps = append(gaps, api.LeaseGap{From: now.RenewTime.Add(time.Duration(*now.LeaseDurationSeconds) * time.Second)})
 	}
 	return changes, gaps
 }

@@ -98,66 +98,66 @@ func TestLeaseTimeline(t *testing.T) {
 	row := func(event, holder string, seen, since int, lapsed *time.Time) db.HistoryEntry {
 		return db.HistoryEntry{Event: event, Holder: &holder, Time: *at(seen), HolderSince: at(since), LapsedAt: lapsed}
 	}
-	live := Lease{HolderIdentity: new("b"), RenewTime: at(100), LeaseDurationSeconds: new(int32(10))}
+	live := api.Lease{HolderIdentity: new("b"), RenewTime: at(100), LeaseDurationSeconds: new(int32(10))}
 	expired := live
 	expired.Expired = true
 
 	for _, tc := range []struct {
 		name        string
 		rows        []db.HistoryEntry
-		now         Lease
-		wantChanges []HolderChange
-		wantGaps    []LeaseGap
+		now         api.Lease
+		wantChanges []api.HolderChange
+		wantGaps    []api.LeaseGap
 	}{
 		{
 			name:        "no history",
 			now:         live,
-			wantChanges: []HolderChange{}, wantGaps: []LeaseGap{},
+			wantChanges: []api.HolderChange{}, wantGaps: []api.LeaseGap{},
 		},
 		{
 			name:        "held throughout",
 			rows:        []db.HistoryEntry{row(api.HistoryCreated, "a", 1, 0, nil), row(api.HistoryHolderChanged, "b", 21, 20, nil)},
 			now:         live,
-			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "b", Since: at(20), Seen: *at(21)}},
-			wantGaps:    []LeaseGap{},
+			wantChanges: []api.HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "b", Since: at(20), Seen: *at(21)}},
+			wantGaps:    []api.LeaseGap{},
 		},
 		{
 			name:        "ran out before the next holder took it",
 			rows:        []db.HistoryEntry{row(api.HistoryCreated, "a", 1, 0, nil), row(api.HistoryHolderChanged, "b", 31, 30, at(15))},
 			now:         live,
-			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "b", Since: at(30), Seen: *at(31)}},
-			wantGaps:    []LeaseGap{{From: *at(15), To: at(30)}},
+			wantChanges: []api.HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "b", Since: at(30), Seen: *at(31)}},
+			wantGaps:    []api.LeaseGap{{From: *at(15), To: at(30)}},
 		},
 		{
 			name: "released, then taken",
 			rows: []db.HistoryEntry{row(api.HistoryCreated, "a", 1, 0, nil), row(api.HistoryHolderChanged, "", 41, 40, nil),
 				row(api.HistoryHolderChanged, "b", 61, 60, nil)},
 			now: live,
-			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "", Since: at(40), Seen: *at(41)},
+			wantChanges: []api.HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "", Since: at(40), Seen: *at(41)},
 				{Holder: "b", Since: at(60), Seen: *at(61)}},
-			wantGaps: []LeaseGap{{From: *at(40), To: at(60)}},
+			wantGaps: []api.LeaseGap{{From: *at(40), To: at(60)}},
 		},
 		{
 			name:        "released and still free",
 			rows:        []db.HistoryEntry{row(api.HistoryCreated, "a", 1, 0, nil), row(api.HistoryHolderChanged, "", 41, 40, nil)},
-			now:         Lease{RenewTime: at(40), Expired: true},
-			wantChanges: []HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "", Since: at(40), Seen: *at(41)}},
-			wantGaps:    []LeaseGap{{From: *at(40)}},
+			now:         api.Lease{RenewTime: at(40), Expired: true},
+			wantChanges: []api.HolderChange{{Holder: "a", Since: at(0), Seen: *at(1)}, {Holder: "", Since: at(40), Seen: *at(41)}},
+			wantGaps:    []api.LeaseGap{{From: *at(40)}},
 		},
 		{
 			name: "a change of the preferred holder alone is no holder change",
 			rows: []db.HistoryEntry{row(api.HistoryCreated, "b", 1, 0, nil),
 				{Event: api.HistoryPreferredHolderChanged, Holder: new("b"), PreferredHolder: new("c"), Time: *at(50)}},
 			now:         live,
-			wantChanges: []HolderChange{{Holder: "b", Since: at(0), Seen: *at(1)}},
-			wantGaps:    []LeaseGap{},
+			wantChanges: []api.HolderChange{{Holder: "b", Since: at(0), Seen: *at(1)}},
+			wantGaps:    []api.LeaseGap{},
 		},
 		{
 			name:        "expired now",
 			rows:        []db.HistoryEntry{row(api.HistoryCreated, "b", 1, 0, nil)},
 			now:         expired,
-			wantChanges: []HolderChange{{Holder: "b", Since: at(0), Seen: *at(1)}},
-			wantGaps:    []LeaseGap{{From: *at(110)}},
+			wantChanges: []api.HolderChange{{Holder: "b", Since: at(0), Seen: *at(1)}},
+			wantGaps:    []api.LeaseGap{{From: *at(110)}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,39 +11,25 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
-// Lease roles in the inventory.
-const (
-	LeaseRoleLeaderElection    = api.LeaseRoleLeaderElection
-	LeaseRoleNodeHeartbeat     = api.LeaseRoleNodeHeartbeat
-	LeaseRoleAPIServerIdentity = api.LeaseRoleAPIServerIdentity
-)
-
-// LeaseRoles lists the roles, in the order the inventory counts them.
-var LeaseRoles = api.LeaseRoles
-
-// Lease is a Lease of the inventory: the mirror's row, its role, and its
-// expiry as of when it was classified.
-type Lease = api.Lease
-
 // ClassifyLeases gives each Lease its role, from where it lives and its
 // labels (a node's heartbeat in kube-node-lease; a kube-apiserver's
 // identity in kube-system; any other a leader election), and its expiry as
 // of now: renewTime + leaseDurationSeconds past, or never renewed, or
 // without a duration.
-func ClassifyLeases(rows []db.LeaseRow, now time.Time) []Lease {
-	leases := make([]Lease, len(rows))
+func ClassifyLeases(rows []db.LeaseRow, now time.Time) []api.Lease {
+	leases := make([]api.Lease, len(rows))
 	for i, row := range rows {
 		l := &leases[i]
-		*l = Lease{Namespace: row.Namespace, Name: row.Name, UID: row.UID, HolderIdentity: row.HolderIdentity,
+		*l = api.Lease{Namespace: row.Namespace, Name: row.Name, UID: row.UID, HolderIdentity: row.HolderIdentity,
 			LeaseDurationSeconds: row.LeaseDurationSeconds, AcquireTime: row.AcquireTime, RenewTime: row.RenewTime,
 			LeaseTransitions: row.LeaseTransitions, Strategy: row.Strategy, PreferredHolder: row.PreferredHolder}
 		switch {
 		case l.Namespace == "kube-node-lease":
-			l.Role = LeaseRoleNodeHeartbeat
+			l.Role = api.LeaseRoleNodeHeartbeat
 		case l.Namespace == "kube-system" && row.IdentityLabel == "kube-apiserver":
-			l.Role = LeaseRoleAPIServerIdentity
+			l.Role = api.LeaseRoleAPIServerIdentity
 		default:
-			l.Role = LeaseRoleLeaderElection
+			l.Role = api.LeaseRoleLeaderElection
 		}
 		l.Expired = true
 		if l.RenewTime != nil {
@@ -62,13 +48,6 @@ func ClassifyLeases(rows []db.LeaseRow, now time.Time) []Lease {
 // renewed for longer, and its LeaseCandidate collector deletes it.
 const LeaseCandidateValidity = 30 * time.Minute
 
-// LeaseCandidate is a LeaseCandidate of the inventory.
-type LeaseCandidate = api.LeaseCandidate
-
-// LeaseFinding is something about a Lease or its candidates that an
-// operator should look at.
-type LeaseFinding = api.LeaseFinding
-
 // LeaseCandidateExpired tells whether a candidate last renewed at renew
 // is expired at now, as upstream decides: never renewed, or renewed more
 // than LeaseCandidateValidity before now.
@@ -78,11 +57,11 @@ func LeaseCandidateExpired(renew *time.Time, now time.Time) bool {
 
 // ClassifyLeaseCandidates gives each candidate its renew age and its
 // expiry as of now.
-func ClassifyLeaseCandidates(rows []db.LeaseCandidateRow, now time.Time) []LeaseCandidate {
-	out := make([]LeaseCandidate, len(rows))
+func ClassifyLeaseCandidates(rows []db.LeaseCandidateRow, now time.Time) []api.LeaseCandidate {
+	out := make([]api.LeaseCandidate, len(rows))
 	for i, r := range rows {
 		c := &out[i]
-		*c = LeaseCandidate{Namespace: r.Namespace, Name: r.Name, UID: r.UID, LeaseName: r.LeaseName, BinaryVersion: r.BinaryVersion,
+		*c = api.LeaseCandidate{Namespace: r.Namespace, Name: r.Name, UID: r.UID, LeaseName: r.LeaseName, BinaryVersion: r.BinaryVersion,
 			EmulationVersion: r.EmulationVersion, Strategy: r.Strategy, PingTime: r.PingTime, RenewTime: r.RenewTime,
 			Expired: LeaseCandidateExpired(r.RenewTime, now)}
 		if r.RenewTime != nil {
@@ -96,7 +75,7 @@ func ClassifyLeaseCandidates(rows []db.LeaseCandidateRow, now time.Time) []Lease
 // LeaseFacts is what the findings read of one Lease: its state, and
 // since when its holder and its preferred holder are what they are.
 type LeaseFacts struct {
-	Lease Lease
+	Lease api.Lease
 	// HolderSince is when the present holder took the Lease: its
 	// acquireTime, else when history first saw it hold the Lease. Nil
 	// when unknown.
@@ -112,12 +91,12 @@ type LeaseKey struct{ Namespace, Name string }
 // LeaseInventory is what InventoryLeases finds.
 type LeaseInventory struct {
 	// Candidates are the candidates of each Lease, by name.
-	Candidates map[LeaseKey][]LeaseCandidate
+	Candidates map[LeaseKey][]api.LeaseCandidate
 	// WithoutLease are the candidates that name a Lease their namespace
 	// does not hold, in the order they were given.
-	WithoutLease []LeaseCandidate
+	WithoutLease []api.LeaseCandidate
 	// Findings are sorted by namespace, Lease, kind and candidate.
-	Findings []LeaseFinding
+	Findings []api.LeaseFinding
 }
 
 // InventoryLeases matches the candidates to the Leases they name and
@@ -143,8 +122,8 @@ type LeaseInventory struct {
 //     candidate that is not expired.
 //   - candidate-without-lease: a candidate names a Lease that does not
 //     exist.
-func InventoryLeases(leases []LeaseFacts, candidates []LeaseCandidate, now time.Time) LeaseInventory {
-	inv := LeaseInventory{Candidates: map[LeaseKey][]LeaseCandidate{}, WithoutLease: []LeaseCandidate{}, Findings: []LeaseFinding{}}
+func InventoryLeases(leases []LeaseFacts, candidates []api.LeaseCandidate, now time.Time) LeaseInventory {
+	inv := LeaseInventory{Candidates: map[LeaseKey][]api.LeaseCandidate{}, WithoutLease: []api.LeaseCandidate{}, Findings: []api.LeaseFinding{}}
 	exists := make(map[LeaseKey]bool, len(leases))
 	for _, f := range leases {
 		exists[LeaseKey{f.Lease.Namespace, f.Lease.Name}] = true
@@ -153,7 +132,7 @@ func InventoryLeases(leases []LeaseFacts, candidates []LeaseCandidate, now time.
 		k := LeaseKey{c.Namespace, c.LeaseName}
 		if !exists[k] {
 			inv.WithoutLease = append(inv.WithoutLease, c)
-			inv.Findings = append(inv.Findings, LeaseFinding{Kind: api.LeaseFindingCandidateWithoutLease, Namespace: c.Namespace,
+			inv.Findings = append(inv.Findings, api.LeaseFinding{Kind: api.LeaseFindingCandidateWithoutLease, Namespace: c.Namespace,
 				Lease: c.LeaseName, Candidate: c.Name,
 				Message: fmt.Sprintf("Candidate %s stands for Lease %s, which does not exist in namespace %s.", c.Name, c.LeaseName, c.Namespace)})
 		} else {
@@ -166,7 +145,7 @@ func InventoryLeases(leases []LeaseFacts, candidates []LeaseCandidate, now time.
 	for _, f := range leases {
 		l := f.Lease
 		k := LeaseKey{l.Namespace, l.Name}
-		slices.SortStableFunc(inv.Candidates[k], func(a, b LeaseCandidate) int { return cmp.Compare(a.Name, b.Name) })
+		slices.SortStableFunc(inv.Candidates[k], func(a, b api.LeaseCandidate) int { return cmp.Compare(a.Name, b.Name) })
 		if finding, ok := holderNotPreferred(f, now); ok {
 			inv.Findings = append(inv.Findings, finding)
 		}
@@ -174,7 +153,7 @@ func InventoryLeases(leases []LeaseFacts, candidates []LeaseCandidate, now time.
 			continue
 		}
 		cs := inv.Candidates[k]
-		if slices.ContainsFunc(cs, func(c LeaseCandidate) bool { return !c.Expired }) {
+		if slices.ContainsFunc(cs, func(c api.LeaseCandidate) bool { return !c.Expired }) {
 			continue
 		}
 		msg := fmt.Sprintf("The Lease follows strategy %s, but has no candidate: no election can name its holder.", *l.Strategy)
@@ -182,10 +161,10 @@ func InventoryLeases(leases []LeaseFacts, candidates []LeaseCandidate, now time.
 			msg = fmt.Sprintf("The Lease follows strategy %s, but %s expired: no election can name its holder.", *l.Strategy,
 				plural(len(cs), "its candidate has", "all its %d candidates have"))
 		}
-		inv.Findings = append(inv.Findings, LeaseFinding{Kind: api.LeaseFindingNoLiveCandidate, Namespace: l.Namespace, Lease: l.Name,
+		inv.Findings = append(inv.Findings, api.LeaseFinding{Kind: api.LeaseFindingNoLiveCandidate, Namespace: l.Namespace, Lease: l.Name,
 			Message: msg})
 	}
-	slices.SortFunc(inv.Findings, func(a, b LeaseFinding) int {
+	slices.SortFunc(inv.Findings, func(a, b api.LeaseFinding) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Lease, b.Lease), cmp.Compare(a.Kind, b.Kind),
 			cmp.Compare(a.Candidate, b.Candidate))
 	})
@@ -193,8 +172,8 @@ func InventoryLeases(leases []LeaseFacts, candidates []LeaseCandidate, now time.
 }
 
 // candidateExpired is the finding of an expired candidate.
-func candidateExpired(c LeaseCandidate, now time.Time) LeaseFinding {
-	f := LeaseFinding{Kind: api.LeaseFindingCandidateExpired, Namespace: c.Namespace, Lease: c.LeaseName, Candidate: c.Name}
+func candidateExpired(c api.LeaseCandidate, now time.Time) api.LeaseFinding {
+	f := api.LeaseFinding{Kind: api.LeaseFindingCandidateExpired, Namespace: c.Namespace, Lease: c.LeaseName, Candidate: c.Name}
 	if c.RenewTime == nil {
 		f.Message = fmt.Sprintf("Candidate %s never renewed. The election passes it over, and a LeaseCandidate collector deletes it.", c.Name)
 	} else {
@@ -212,10 +191,10 @@ func PreferredElsewhere(holder, preferred *string) bool {
 
 // holderNotPreferred is the holder-not-preferred finding of a Lease, if
 // it has one (see InventoryLeases).
-func holderNotPreferred(f LeaseFacts, now time.Time) (LeaseFinding, bool) {
+func holderNotPreferred(f LeaseFacts, now time.Time) (api.LeaseFinding, bool) {
 	l := f.Lease
 	if !PreferredElsewhere(l.HolderIdentity, l.PreferredHolder) || f.PreferredSince == nil || l.LeaseDurationSeconds == nil {
-		return LeaseFinding{}, false
+		return api.LeaseFinding{}, false
 	}
 	holder := ""
 	if l.HolderIdentity != nil {
@@ -227,13 +206,13 @@ func holderNotPreferred(f LeaseFacts, now time.Time) (LeaseFinding, bool) {
 	}
 	limit := 2 * time.Duration(*l.LeaseDurationSeconds) * time.Second
 	if now.Sub(since) <= limit {
-		return LeaseFinding{}, false
+		return api.LeaseFinding{}, false
 	}
 	who := holder + " holds the Lease"
 	if holder == "" {
 		who = "Nobody holds the Lease"
 	}
-	return LeaseFinding{Kind: api.LeaseFindingHolderNotPreferred, Namespace: l.Namespace, Lease: l.Name,
+	return api.LeaseFinding{Kind: api.LeaseFindingHolderNotPreferred, Namespace: l.Namespace, Lease: l.Name,
 		Message: fmt.Sprintf("%s, but the election prefers %s, for %s: longer than two lease durations (%s).",
 			who, *l.PreferredHolder, roughly(now.Sub(since)), shortDuration(limit))}, true
 }
@@ -274,7 +253,7 @@ func plural(n int, one, many string) string {
 // else by the Lease's acquireTime. The preferred holder is dated by the
 // oldest of the last rows that name it; not at all when the last row does
 // not.
-func LeaseFactsOf(l Lease, rows []db.HistoryEntry, changes []HolderChange) LeaseFacts {
+func LeaseFactsOf(l api.Lease, rows []db.HistoryEntry, changes []api.HolderChange) LeaseFacts {
 	f := LeaseFacts{Lease: l, HolderSince: l.AcquireTime}
 	holder := ""
 	if l.HolderIdentity != nil {

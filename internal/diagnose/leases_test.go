@@ -23,20 +23,20 @@ func TestClassifyLeases(t *testing.T) {
 		age     float64 // -1: none
 	}{
 		{"a node's heartbeat, renewed 10s ago for 40s", db.LeaseRow{Namespace: "kube-node-lease", Name: "n1", RenewTime: ago(10),
-			LeaseDurationSeconds: secs(40)}, LeaseRoleNodeHeartbeat, false, 10},
+			LeaseDurationSeconds: secs(40)}, api.LeaseRoleNodeHeartbeat, false, 10},
 		{"a node's heartbeat, run out", db.LeaseRow{Namespace: "kube-node-lease", Name: "n1", RenewTime: ago(41),
-			LeaseDurationSeconds: secs(40)}, LeaseRoleNodeHeartbeat, true, 41},
+			LeaseDurationSeconds: secs(40)}, api.LeaseRoleNodeHeartbeat, true, 41},
 		{"a kube-apiserver's identity", db.LeaseRow{Namespace: "kube-system", Name: "apiserver-x", IdentityLabel: "kube-apiserver",
-			RenewTime: ago(5), LeaseDurationSeconds: secs(3600)}, LeaseRoleAPIServerIdentity, false, 5},
+			RenewTime: ago(5), LeaseDurationSeconds: secs(3600)}, api.LeaseRoleAPIServerIdentity, false, 5},
 		{"another identity label in kube-system is a leader election", db.LeaseRow{Namespace: "kube-system", Name: "x",
-			IdentityLabel: "sample-controller", RenewTime: ago(5), LeaseDurationSeconds: secs(15)}, LeaseRoleLeaderElection, false, 5},
+			IdentityLabel: "sample-controller", RenewTime: ago(5), LeaseDurationSeconds: secs(15)}, api.LeaseRoleLeaderElection, false, 5},
 		{"a leader election elsewhere", db.LeaseRow{Namespace: "apps", Name: "kubegcd", RenewTime: ago(20),
-			LeaseDurationSeconds: secs(15)}, LeaseRoleLeaderElection, true, 20},
+			LeaseDurationSeconds: secs(15)}, api.LeaseRoleLeaderElection, true, 20},
 		{"never renewed: expired", db.LeaseRow{Namespace: "apps", Name: "new", LeaseDurationSeconds: secs(15)},
-			LeaseRoleLeaderElection, true, -1},
-		{"no duration: expired", db.LeaseRow{Namespace: "apps", Name: "odd", RenewTime: ago(1)}, LeaseRoleLeaderElection, true, 1},
+			api.LeaseRoleLeaderElection, true, -1},
+		{"no duration: expired", db.LeaseRow{Namespace: "apps", Name: "odd", RenewTime: ago(1)}, api.LeaseRoleLeaderElection, true, 1},
 		{"renewed exactly a duration ago: not yet", db.LeaseRow{Namespace: "apps", Name: "edge", RenewTime: ago(15),
-			LeaseDurationSeconds: secs(15)}, LeaseRoleLeaderElection, false, 15},
+			LeaseDurationSeconds: secs(15)}, api.LeaseRoleLeaderElection, false, 15},
 	} {
 		l := ClassifyLeases([]db.LeaseRow{tc.lease}, now)[0]
 		row := tc.lease
@@ -90,7 +90,7 @@ func TestClassifyLeaseCandidates(t *testing.T) {
 		{Namespace: "kube-system", Name: "kcm-b", UID: "u2", LeaseCandidate: db.LeaseCandidate{LeaseName: "kcm", RenewTime: ago(40 * time.Minute)}},
 		{Namespace: "kube-system", Name: "kcm-c", UID: "u3", LeaseCandidate: db.LeaseCandidate{LeaseName: "kcm"}},
 	}
-	want := []LeaseCandidate{
+	want := []api.LeaseCandidate{
 		{Namespace: "kube-system", Name: "kcm-a", UID: "u1", LeaseName: "kcm", BinaryVersion: "1.36.0", EmulationVersion: "1.35.0",
 			Strategy: "OldestEmulationVersion", PingTime: ago(time.Minute), RenewTime: ago(10 * time.Second), RenewAgeSeconds: new(10.0)},
 		{Namespace: "kube-system", Name: "kcm-b", UID: "u2", LeaseName: "kcm", RenewTime: ago(40 * time.Minute), RenewAgeSeconds: new(2400.0),
@@ -106,8 +106,8 @@ func TestInventoryLeases(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	start := clk.Now()
 	at := func(d time.Duration) *time.Time { return new(start.Add(d)) }
-	lease := func(name, holder, preferred, strategy string, duration int32) Lease {
-		l := Lease{Namespace: "ns", Name: name, Role: LeaseRoleLeaderElection, LeaseDurationSeconds: &duration}
+	lease := func(name, holder, preferred, strategy string, duration int32) api.Lease {
+		l := api.Lease{Namespace: "ns", Name: name, Role: api.LeaseRoleLeaderElection, LeaseDurationSeconds: &duration}
 		if holder != "" {
 			l.HolderIdentity = &holder
 		}
@@ -119,12 +119,12 @@ func TestInventoryLeases(t *testing.T) {
 		}
 		return l
 	}
-	cand := func(name, leaseName string, renewed time.Duration) LeaseCandidate {
-		c := LeaseCandidate{Namespace: "ns", Name: name, LeaseName: leaseName, RenewTime: at(renewed)}
+	cand := func(name, leaseName string, renewed time.Duration) api.LeaseCandidate {
+		c := api.LeaseCandidate{Namespace: "ns", Name: name, LeaseName: leaseName, RenewTime: at(renewed)}
 		return c
 	}
-	live := func(c LeaseCandidate) LeaseCandidate { return c }
-	expired := func(c LeaseCandidate) LeaseCandidate { c.Expired = true; return c }
+	live := func(c api.LeaseCandidate) api.LeaseCandidate { return c }
+	expired := func(c api.LeaseCandidate) api.LeaseCandidate { c.Expired = true; return c }
 	const oldest = "OldestEmulationVersion"
 	type check struct {
 		step  time.Duration // the fake clock's step before this check
@@ -133,7 +133,7 @@ func TestInventoryLeases(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		leases     []LeaseFacts
-		candidates []LeaseCandidate
+		candidates []api.LeaseCandidate
 		checks     []check
 		byLease    map[LeaseKey][]string
 		without    []string
@@ -146,7 +146,7 @@ func TestInventoryLeases(t *testing.T) {
 		{
 			name:       "holder is not the preferred holder: said after two durations from the preferred holder's first sight",
 			leases:     []LeaseFacts{{Lease: lease("l", "a", "b", oldest, 15), HolderSince: at(-time.Hour), PreferredSince: at(0)}},
-			candidates: []LeaseCandidate{live(cand("a", "l", 0)), live(cand("b", "l", 0))},
+			candidates: []api.LeaseCandidate{live(cand("a", "l", 0)), live(cand("b", "l", 0))},
 			checks: []check{{0, nil}, {30 * time.Second, nil}, {time.Second, []string{"holder-not-preferred l/"}},
 				{time.Hour, []string{"holder-not-preferred l/"}}},
 			byLease: map[LeaseKey][]string{{"ns", "l"}: {"a", "b"}},
@@ -154,32 +154,32 @@ func TestInventoryLeases(t *testing.T) {
 		{
 			name:       "the holder took the Lease after the preferred holder was first seen: from when it took it",
 			leases:     []LeaseFacts{{Lease: lease("l", "a", "b", oldest, 10), HolderSince: at(time.Minute), PreferredSince: at(0)}},
-			candidates: []LeaseCandidate{live(cand("b", "l", 0))},
+			candidates: []api.LeaseCandidate{live(cand("b", "l", 0))},
 			checks:     []check{{80 * time.Second, nil}, {time.Second, []string{"holder-not-preferred l/"}}},
 		},
 		{
 			name:       "nobody holds it while a preferred holder waits",
 			leases:     []LeaseFacts{{Lease: lease("l", "", "b", oldest, 10), PreferredSince: at(0)}},
-			candidates: []LeaseCandidate{live(cand("b", "l", 0))},
+			candidates: []api.LeaseCandidate{live(cand("b", "l", 0))},
 			checks:     []check{{21 * time.Second, []string{"holder-not-preferred l/"}}},
 		},
 		{
 			name:       "the preferred holder holds it",
 			leases:     []LeaseFacts{{Lease: lease("l", "b", "b", oldest, 10), PreferredSince: at(0)}},
-			candidates: []LeaseCandidate{live(cand("b", "l", 0))},
+			candidates: []api.LeaseCandidate{live(cand("b", "l", 0))},
 			checks:     []check{{time.Hour, nil}},
 		},
 		{
 			name:       "history does not date the preferred holder: nothing said",
 			leases:     []LeaseFacts{{Lease: lease("l", "a", "b", oldest, 10), HolderSince: at(-time.Hour)}},
-			candidates: []LeaseCandidate{live(cand("b", "l", 0))},
+			candidates: []api.LeaseCandidate{live(cand("b", "l", 0))},
 			checks:     []check{{time.Hour, nil}},
 		},
 		{
 			name: "no duration: nothing said",
-			leases: []LeaseFacts{{Lease: func() Lease { l := lease("l", "a", "b", oldest, 0); l.LeaseDurationSeconds = nil; return l }(),
+			leases: []LeaseFacts{{Lease: func() api.Lease { l := lease("l", "a", "b", oldest, 0); l.LeaseDurationSeconds = nil; return l }(),
 				PreferredSince: at(0)}},
-			candidates: []LeaseCandidate{live(cand("b", "l", 0))},
+			candidates: []api.LeaseCandidate{live(cand("b", "l", 0))},
 			checks:     []check{{time.Hour, nil}},
 		},
 		{
@@ -190,27 +190,27 @@ func TestInventoryLeases(t *testing.T) {
 		{
 			name:       "a coordinated Lease whose candidates all expired",
 			leases:     []LeaseFacts{{Lease: lease("l", "a", "", oldest, 10)}},
-			candidates: []LeaseCandidate{expired(cand("a", "l", -31*time.Minute)), expired(cand("b", "l", -time.Hour))},
+			candidates: []api.LeaseCandidate{expired(cand("a", "l", -31*time.Minute)), expired(cand("b", "l", -time.Hour))},
 			checks:     []check{{0, []string{"candidate-expired l/a", "candidate-expired l/b", "no-live-candidate l/"}}},
 			byLease:    map[LeaseKey][]string{{"ns", "l"}: {"a", "b"}},
 		},
 		{
 			name:       "a coordinated Lease with one live candidate of two",
 			leases:     []LeaseFacts{{Lease: lease("l", "a", "", oldest, 10)}},
-			candidates: []LeaseCandidate{expired(cand("b", "l", -time.Hour)), live(cand("a", "l", 0))},
+			candidates: []api.LeaseCandidate{expired(cand("b", "l", -time.Hour)), live(cand("a", "l", 0))},
 			checks:     []check{{0, []string{"candidate-expired l/b"}}},
 			byLease:    map[LeaseKey][]string{{"ns", "l"}: {"a", "b"}},
 		},
 		{
 			name:       "an uncoordinated Lease needs no candidate",
 			leases:     []LeaseFacts{{Lease: lease("l", "a", "", "", 10)}},
-			candidates: []LeaseCandidate{expired(cand("a", "l", -time.Hour))},
+			candidates: []api.LeaseCandidate{expired(cand("a", "l", -time.Hour))},
 			checks:     []check{{0, []string{"candidate-expired l/a"}}},
 		},
 		{
 			name:   "candidates naming no Lease, one of them expired",
 			leases: []LeaseFacts{{Lease: lease("l", "a", "", "", 10)}},
-			candidates: []LeaseCandidate{live(cand("x", "gone", 0)), expired(cand("y", "gone", -time.Hour)),
+			candidates: []api.LeaseCandidate{live(cand("x", "gone", 0)), expired(cand("y", "gone", -time.Hour)),
 				{Namespace: "other", Name: "z", LeaseName: "l"}},
 			checks: []check{{0, []string{"candidate-expired gone/y", "candidate-without-lease gone/x", "candidate-without-lease gone/y",
 				"candidate-without-lease l/z"}}},
@@ -261,11 +261,11 @@ func TestLeaseFindingMessages(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) *time.Time { return new(now.Add(d)) }
 	leases := []LeaseFacts{
-		{Lease: Lease{Namespace: "ns", Name: "kcm", HolderIdentity: new("kcm-a"), PreferredHolder: new("kcm-b"), Strategy: new("OldestEmulationVersion"),
+		{Lease: api.Lease{Namespace: "ns", Name: "kcm", HolderIdentity: new("kcm-a"), PreferredHolder: new("kcm-b"), Strategy: new("OldestEmulationVersion"),
 			LeaseDurationSeconds: new(int32(15))}, HolderSince: at(-time.Hour), PreferredSince: at(-3*time.Minute - 10*time.Second)},
-		{Lease: Lease{Namespace: "ns", Name: "sched", Strategy: new("OldestEmulationVersion")}},
+		{Lease: api.Lease{Namespace: "ns", Name: "sched", Strategy: new("OldestEmulationVersion")}},
 	}
-	candidates := []LeaseCandidate{
+	candidates := []api.LeaseCandidate{
 		{Namespace: "ns", Name: "kcm-b", LeaseName: "kcm", RenewTime: at(-time.Minute)},
 		{Namespace: "ns", Name: "sched-a", LeaseName: "sched", RenewTime: at(-42 * time.Minute), Expired: true},
 		{Namespace: "ns", Name: "sched-b", LeaseName: "sched", Expired: true},
@@ -293,12 +293,12 @@ func TestLeaseFactsOf(t *testing.T) {
 	row := func(event, holder, preferred string, seen int, since *time.Time) db.HistoryEntry {
 		return db.HistoryEntry{Event: event, Holder: &holder, PreferredHolder: &preferred, Time: *at(seen), HolderSince: since}
 	}
-	lease := func(holder, preferred string, acquired *time.Time) Lease {
-		return Lease{HolderIdentity: &holder, PreferredHolder: &preferred, AcquireTime: acquired}
+	lease := func(holder, preferred string, acquired *time.Time) api.Lease {
+		return api.Lease{HolderIdentity: &holder, PreferredHolder: &preferred, AcquireTime: acquired}
 	}
 	for _, tc := range []struct {
 		name                   string
-		lease                  Lease
+		lease                  api.Lease
 		rows                   []db.HistoryEntry
 		holderSince, preferred *time.Time
 	}{

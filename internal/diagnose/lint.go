@@ -11,50 +11,22 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
-// Severities of lint findings.
-const (
-	SeverityError   = api.SeverityError
-	SeverityWarning = api.SeverityWarning
-	SeverityInfo    = api.SeverityInfo
-)
-
-// Rule is an ownerReference lint rule. IDs are stable: alerts and scripts
-// key on them.
-type Rule = api.LintRule
-
-// The lint rules.
-var (
-	RuleDanglingOwner     = api.LintDanglingOwner
-	RuleUIDMismatch       = api.LintUIDMismatch
-	RuleCrossNamespace    = api.LintCrossNamespace
-	RuleClusterScopedDep  = api.LintClusterScopedDependent
-	RuleOwnerKindUnserved = api.LintOwnerKindUnserved
-	RuleMultipleControl   = api.LintMultipleControllers
-	RuleBlockLiveOwner    = api.LintBlockLiveOwner
-)
-
-// Rules lists every lint rule in ID order.
-var Rules = api.LintRules
-
-// Finding is one problem with one ownerReference.
-type Finding = api.LintFinding
-
 // CheckRef applies the rules to one ownerReference. A reference whose owner
 // cannot be resolved (kind not served, scope impossible) gets only that
 // finding: what the mirror holds under its UID says nothing then.
 // The mirror preselects the references this may flag (migration 0007's
 // lint candidates); a new rule goes into both (TestLintMirror checks that
 // they agree).
-func CheckRef(l *db.LintRef, now time.Time) []Finding {
+func CheckRef(l *db.LintRef, now time.Time) []api.LintFinding {
 	return checkRef(l, now, true)
 }
 
 // checkRef is CheckRef, with the words of each finding only when words is
 // set: a report counts many more findings than it keeps.
-func checkRef(l *db.LintRef, now time.Time, words bool) []Finding {
-	var out []Finding
-	add := func(r Rule, format string, args ...any) {
-		f := Finding{Rule: r.ID, Name: r.Name, Severity: r.Severity, Target: l.Dependent, OwnerReference: api.OwnerRef(l.Ref)}
+func checkRef(l *db.LintRef, now time.Time, words bool) []api.LintFinding {
+	var out []api.LintFinding
+	add := func(r api.LintRule, format string, args ...any) {
+		f := api.LintFinding{Rule: r.ID, Name: r.Name, Severity: r.Severity, Target: l.Dependent, OwnerReference: api.OwnerRef(l.Ref)}
 		if words {
 			f.Message = fmt.Sprintf(format, args...)
 		}
@@ -63,38 +35,38 @@ func checkRef(l *db.LintRef, now time.Time, words bool) []Finding {
 	ref := l.Ref
 	owner := ownerName(ref)
 	if l.EarlierControllers > 0 {
-		add(RuleMultipleControl, "this is controller reference number %d of the object, which may have only one: "+
+		add(api.LintMultipleControllers, "this is controller reference number %d of the object, which may have only one: "+
 			"the API server refuses a second today, so it was written before that check or around it, and controllers "+
 			"that look for their controller reference see only the first", l.EarlierControllers+1)
 	}
 	o := l.Owner
 	switch {
 	case !l.KindServed:
-		add(RuleOwnerKindUnserved, "no resource in the mirror serves %s (its CRD removed, no version of it served, "+
+		add(api.LintOwnerKindUnserved, "no resource in the mirror serves %s (its CRD removed, no version of it served, "+
 			"or a kind that cannot be listed, watched and deleted): the garbage collector cannot resolve owner %s "+
 			"and never collects this object for it (kubernetes#102641)", kindOf(ref.APIVersion, ref.Kind), ref.Name)
 	case l.Dependent.Namespace == "" && l.KindNamespaced:
-		add(RuleClusterScopedDep, "the object is cluster-scoped but its owner %s is of a namespaced kind, which "+
+		add(api.LintClusterScopedDependent, "the object is cluster-scoped but its owner %s is of a namespaced kind, which "+
 			"cannot own it: the garbage collector never deletes it for this reference and reports "+
 			"OwnerRefInvalidNamespace", owner)
 	case o == nil && l.SameNameUID != "":
-		add(RuleUIDMismatch, "owner %s was re-created: it now has uid %s, not %s. The garbage collector goes by "+
+		add(api.LintUIDMismatch, "owner %s was re-created: it now has uid %s, not %s. The garbage collector goes by "+
 			"UID, so it takes the owner for gone and %s. Point the reference at the new uid if that is not "+
 			"intended", owner, l.SameNameUID, ref.UID, goneOwnerFate)
 	case o == nil:
-		add(RuleDanglingOwner, "%s", lazy(func() string { return danglingMessage(l, owner, now) }))
+		add(api.LintDanglingOwner, "%s", lazy(func() string { return danglingMessage(l, owner, now) }))
 	case o.Namespace != "" && o.Namespace != l.Dependent.Namespace:
-		add(RuleCrossNamespace, "owner %s (uid %s) is in namespace %q, not in the object's own namespace %q: a "+
+		add(api.LintCrossNamespace, "owner %s (uid %s) is in namespace %q, not in the object's own namespace %q: a "+
 			"namespaced owner must be in its dependent's namespace, so the garbage collector takes it for absent "+
 			"and %s", owner, ref.UID, o.Namespace, l.Dependent.Namespace, goneOwnerFate)
 	case o.Kind != ref.Kind || o.Name != ref.Name || groupOf(o.APIVersion) != groupOf(ref.APIVersion):
-		add(RuleUIDMismatch, "uid %s is %s %q, not %s: the reference's kind or name does not match the object "+
+		add(api.LintUIDMismatch, "uid %s is %s %q, not %s: the reference's kind or name does not match the object "+
 			"with its UID, so the garbage collector takes the owner for gone and %s",
 			ref.UID, kindOf(o.APIVersion, o.Kind), o.Name, owner, goneOwnerFate)
 	case isTrue(ref.BlockOwnerDeletion) && !isTrue(ref.Controller) && !o.Deleting:
 		// Controllers set blockOwnerDeletion on every controller reference
 		// as a matter of course; on another reference it is a choice.
-		add(RuleBlockLiveOwner, "blockOwnerDeletion is set on a reference that is not the controller reference, "+
+		add(api.LintBlockLiveOwner, "blockOwnerDeletion is set on a reference that is not the controller reference, "+
 			"to owner %s, which is not being deleted: it has no effect until the owner is deleted in the "+
 			"foreground, and then the owner waits (its foregroundDeletion finalizer stays) until this object is "+
 			"gone; check that holding it is intended", owner)
@@ -183,18 +155,14 @@ type LintFilter struct {
 	Limit int
 }
 
-// LintReport is the result of a lint.
-// Its Counts come from the latest count of the whole mirror (CountLint).
-type LintReport = api.LintReport
-
 // RuleByName returns the rule with that ID or name.
-func RuleByName(s string) (Rule, bool) {
-	for _, r := range Rules {
+func RuleByName(s string) (api.LintRule, bool) {
+	for _, r := range api.LintRules {
 		if s == r.ID || s == r.Name {
 			return r, true
 		}
 	}
-	return Rule{}, false
+	return api.LintRule{}, false
 }
 
 // errEnough ends Lint's stream once it holds what it reports.
@@ -208,14 +176,14 @@ var errEnough = errors.New("enough findings")
 // by the limit. What the mirror knows of when a kept reference began to
 // dangle is read after, for those alone. The report's counts are left
 // empty: they are CountLint's.
-func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*LintReport, error) {
-	rep := &LintReport{Items: []Finding{}}
-	want := func(fd *Finding) bool {
+func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*api.LintReport, error) {
+	rep := &api.LintReport{Items: []api.LintFinding{}}
+	want := func(fd *api.LintFinding) bool {
 		return (f.Rule == "" || f.Rule == fd.Rule || f.Rule == fd.Name) && (f.Severity == "" || f.Severity == fd.Severity)
 	}
 	var dangling []*db.LintRef // of the kept items, in their order
 	err := src.LintRefs(ctx, f.Namespace, func(l *db.LintRef) error {
-		var worded []Finding // once some finding of l is kept
+		var worded []api.LintFinding // once some finding of l is kept
 		for i, fd := range checkRef(l, now, false) {
 			if !want(&fd) {
 				continue
@@ -228,7 +196,7 @@ func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*Li
 				worded = checkRef(l, now, true)
 			}
 			rep.Items = append(rep.Items, worded[i])
-			if fd.Rule == RuleDanglingOwner.ID {
+			if fd.Rule == api.LintDanglingOwner.ID {
 				dangling = append(dangling, l.Clone())
 			}
 		}
@@ -244,7 +212,7 @@ func Lint(ctx context.Context, src LintSource, f LintFilter, now time.Time) (*Li
 		return nil, err
 	}
 	for i := range rep.Items {
-		if it := &rep.Items[i]; it.Rule == RuleDanglingOwner.ID {
+		if it := &rep.Items[i]; it.Rule == api.LintDanglingOwner.ID {
 			l := dangling[0]
 			dangling = dangling[1:]
 			it.Message = danglingMessage(l, ownerName(l.Ref), now)
@@ -268,8 +236,8 @@ func (c *LintCounts) Of(namespace string) map[string]int {
 	if namespace != "" {
 		from = c.byNamespace[namespace]
 	}
-	out := make(map[string]int, len(Rules))
-	for _, r := range Rules {
+	out := make(map[string]int, len(api.LintRules))
+	for _, r := range api.LintRules {
 		out[r.ID] = from[r.ID]
 	}
 	return out
@@ -304,12 +272,12 @@ func CountLint(ctx context.Context, src LintSource, now time.Time) (*LintCounts,
 // (failures maps each to its error, as ingest reports them): the kind may
 // well be served, by an aggregated API that is down, and the garbage
 // collector waits for it; it does not give the object up for good.
-func NoteDiscoveryFailures(findings []Finding, failures map[string]string) {
+func NoteDiscoveryFailures(findings []api.LintFinding, failures map[string]string) {
 	for i := range findings {
 		f := &findings[i]
 		ref := f.OwnerReference
 		cause, ok := failures[ref.APIVersion]
-		if !ok || f.Rule != RuleOwnerKindUnserved.ID {
+		if !ok || f.Rule != api.LintOwnerKindUnserved.ID {
 			continue
 		}
 		f.Message = fmt.Sprintf("discovery of %s fails right now (%s): the owner's kind %s cannot be resolved, so owner %q "+

@@ -81,25 +81,25 @@ func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 				case 1:
 					r.UID += "-gone"
 					r.Name += "-gone"
-					want[RuleDanglingOwner.ID]++
+					want[api.LintDanglingOwner.ID]++
 				case 3:
 					r.UID += "-old"
-					want[RuleUIDMismatch.ID]++
+					want[api.LintUIDMismatch.ID]++
 				case 5:
 					r = ref(fmt.Sprint("ns-", (nsi+1)%namespaces), i-1)
 					r.Controller = &yes
-					want[RuleCrossNamespace.ID]++
+					want[api.LintCrossNamespace.ID]++
 				case 7:
 					r.APIVersion, r.Kind = "gone.example.com/v1", "Vanished"
-					want[RuleOwnerKindUnserved.ID]++
+					want[api.LintOwnerKindUnserved.ID]++
 				case 9:
 					second := ref(ns, i-3)
 					second.Controller = &yes
 					o.OwnerReferences = append(o.OwnerReferences, second)
-					want[RuleMultipleControl.ID]++
+					want[api.LintMultipleControllers.ID]++
 				case 11:
 					r.Controller = nil
-					want[RuleBlockLiveOwner.ID]++
+					want[api.LintBlockLiveOwner.ID]++
 				}
 				o.OwnerReferences = append([]api.OwnerRef{r}, o.OwnerReferences...)
 				add(o)
@@ -112,7 +112,7 @@ func benchMirror(b testing.TB, n int) (*db.DB, map[string]int) {
 				UID: fmt.Sprint("cr-", i), ResourceVersion: "1"}
 			if i%50 == 0 {
 				o.OwnerReferences = []api.OwnerRef{ref("ns-0", 0)}
-				want[RuleClusterScopedDep.ID]++
+				want[api.LintClusterScopedDependent.ID]++
 			}
 			add(o)
 		}
@@ -137,12 +137,12 @@ func TestLintMirror(t *testing.T) {
 		}
 		counts := counted.Of(ns)
 		total := 0
-		for _, r := range Rules {
+		for _, r := range api.LintRules {
 			w := want[r.ID]
 			if ns != "" {
 				// A tenth of the namespaced cases, no cluster-scoped one.
 				w /= 10
-				if r == RuleClusterScopedDep {
+				if r == api.LintClusterScopedDependent {
 					w = 0
 				}
 			}
@@ -169,7 +169,7 @@ func BenchmarkLint(b *testing.B) {
 		b.Fatal(err)
 	}
 	counts := counted.Of("")
-	for _, r := range Rules {
+	for _, r := range api.LintRules {
 		if counts[r.ID] != want[r.ID] || want[r.ID] == 0 {
 			b.Fatalf("counts = %v, want %v", counts, want)
 		}

@@ -181,7 +181,7 @@ func TestLint(t *testing.T) {
 		{name: "rule by id", f: LintFilter{Rule: "KG-LINT-03", Limit: 100}, wantItems: []string{"x1"}, wantRead: 6},
 		{name: "rule by name", f: LintFilter{Rule: "dangling-owner", Namespace: "b", Limit: 100}, wantItems: []string{"d3"},
 			wantRead: 2},
-		{name: "severity", f: LintFilter{Severity: SeverityInfo, Limit: 100}, wantItems: []string{"b1"}, wantRead: 6},
+		{name: "severity", f: LintFilter{Severity: api.SeverityInfo, Limit: 100}, wantItems: []string{"b1"}, wantRead: 6},
 		{name: "limit stops at the first finding past it", f: LintFilter{Limit: 2}, wantItems: []string{"d1", "d2"},
 			wantTruncated: true, wantRead: 4},
 		{name: "limit 1", f: LintFilter{Limit: 1}, wantItems: []string{"d1"}, wantTruncated: true, wantRead: 3},
@@ -202,7 +202,7 @@ func TestLint(t *testing.T) {
 			for _, f := range rep.Items {
 				got = append(got, f.Target.Name)
 				// The words of a kept dangling reference say what FillDangling found.
-				if pending := strings.Contains(f.Message, "pending about it since 2026-01-01"); pending != (f.Rule == RuleDanglingOwner.ID) {
+				if pending := strings.Contains(f.Message, "pending about it since 2026-01-01"); pending != (f.Rule == api.LintDanglingOwner.ID) {
 					t.Errorf("%s: %s message %q: says when pending: %v", f.Target.Name, f.Rule, f.Message, pending)
 				}
 			}
@@ -251,7 +251,7 @@ func TestCountLint(t *testing.T) {
 	}
 	counts := func(c map[string]int) map[string]int {
 		out := map[string]int{}
-		for _, r := range Rules {
+		for _, r := range api.LintRules {
 			out[r.ID] = c[r.ID]
 		}
 		return out
@@ -306,7 +306,7 @@ func TestLintError(t *testing.T) {
 
 func TestRulesStable(t *testing.T) {
 	seen := map[string]bool{}
-	for i, r := range Rules {
+	for i, r := range api.LintRules {
 		if want := "KG-LINT-0" + string(rune('1'+i)); r.ID != want {
 			t.Errorf("rule %d has id %s, want %s: ids are stable and in order", i, r.ID, want)
 		}
@@ -315,7 +315,7 @@ func TestRulesStable(t *testing.T) {
 		}
 		seen[r.Name] = true
 		switch r.Severity {
-		case SeverityError, SeverityWarning, SeverityInfo:
+		case api.SeverityError, api.SeverityWarning, api.SeverityInfo:
 		default:
 			t.Errorf("rule %s: severity %q", r.ID, r.Severity)
 		}
@@ -323,12 +323,12 @@ func TestRulesStable(t *testing.T) {
 }
 
 func TestNoteDiscoveryFailures(t *testing.T) {
-	unserved := func(apiVersion string) Finding {
+	unserved := func(apiVersion string) api.LintFinding {
 		l := liveRef()
 		l.Ref.APIVersion, l.Ref.Kind, l.Owner, l.KindServed = apiVersion, "Widget", nil, false
 		return CheckRef(l, now)[0]
 	}
-	dangling := func() Finding {
+	dangling := func() api.LintFinding {
 		l := liveRef()
 		l.Owner = nil
 		return CheckRef(l, now)[0]
@@ -336,7 +336,7 @@ func TestNoteDiscoveryFailures(t *testing.T) {
 	failures := map[string]string{"dead.example.com/v1": "the server is currently unable to handle the request"}
 	tests := []struct {
 		name string
-		in   Finding
+		in   api.LintFinding
 		want string // in the message; "" for the message unchanged
 	}{
 		{"owner kind in a group failing discovery", unserved("dead.example.com/v1"),
@@ -347,7 +347,7 @@ func TestNoteDiscoveryFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := []Finding{tt.in}
+			got := []api.LintFinding{tt.in}
 			NoteDiscoveryFailures(got, failures)
 			if tt.want == "" {
 				if got[0] != tt.in {
@@ -355,7 +355,7 @@ func TestNoteDiscoveryFailures(t *testing.T) {
 				}
 				return
 			}
-			if got[0].Rule != RuleOwnerKindUnserved.ID || !strings.Contains(got[0].Message, tt.want) {
+			if got[0].Rule != api.LintOwnerKindUnserved.ID || !strings.Contains(got[0].Message, tt.want) {
 				t.Errorf("%s: %q, want a message containing %q", got[0].Rule, got[0].Message, tt.want)
 			}
 		})

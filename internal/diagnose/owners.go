@@ -6,29 +6,15 @@ import (
 	"github.com/kubegcd/kubegcd/internal/gcrules"
 )
 
-// How the mirror shows an object's owner (see api.OwnerPresent).
-const (
-	OwnerPresent            = api.OwnerPresent
-	OwnerMissing            = api.OwnerMissing
-	OwnerBeingDeleted       = api.OwnerBeingDeleted
-	OwnerDeletingDependents = api.OwnerDeletingDependents
-	OwnerOtherNamespace     = api.OwnerOtherNamespace
-	OwnerNameMismatch       = api.OwnerNameMismatch
-)
-
-// OwnerStatus is one of an object's ownerReferences with what the mirror
-// shows of that owner.
-type OwnerStatus = api.OwnerStatus
-
 // OwnerStates classifies o's owners with ownergc's rules (gcrules) as the
 // mirror shows them, without the live GET ownergc adds before acting.
-func OwnerStates(o *db.Object, rows []db.OwnerRow) []OwnerStatus {
-	out := make([]OwnerStatus, 0, len(rows))
+func OwnerStates(o *db.Object, rows []db.OwnerRow) []api.OwnerStatus {
+	out := make([]api.OwnerStatus, 0, len(rows))
 	for _, row := range rows {
 		ref, owner := row.Ref, row.Owner
-		st := OwnerStatus{UID: ref.UID, APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name}
+		st := api.OwnerStatus{UID: ref.UID, APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name}
 		if owner == nil {
-			st.State = OwnerMissing
+			st.State = api.OwnerMissing
 			if row.KindNamespaced {
 				st.Namespace = o.Namespace
 			}
@@ -44,17 +30,17 @@ func OwnerStates(o *db.Object, rows []db.OwnerRow) []OwnerStatus {
 			Name: owner.Name, Deleting: owner.DeletionTimestamp != nil, Finalizers: owner.Finalizers}
 		switch gcrules.Mismatch(rref, gcrules.OwnerNamespace(o.Namespace, kind), found) {
 		case "other-namespace":
-			st.State = OwnerOtherNamespace
+			st.State = api.OwnerOtherNamespace
 		case "name-mismatch":
-			st.State = OwnerNameMismatch
+			st.State = api.OwnerNameMismatch
 		default:
 			switch gcrules.Classify(o.Namespace, rref, kind, found, gcrules.Mirror) {
 			case gcrules.Waiting:
-				st.State = OwnerDeletingDependents
+				st.State = api.OwnerDeletingDependents
 			case gcrules.Solid:
-				st.State = OwnerPresent
+				st.State = api.OwnerPresent
 				if found.Deleting {
-					st.State = OwnerBeingDeleted
+					st.State = api.OwnerBeingDeleted
 				}
 			}
 		}

@@ -25,22 +25,22 @@ func TestOwnerStates(t *testing.T) {
 		state     string
 		namespace string
 	}{
-		{"present", db.OwnerRow{Ref: ref, Owner: cm(nil), KindNamespaced: true}, OwnerPresent, "a"},
+		{"present", db.OwnerRow{Ref: ref, Owner: cm(nil), KindNamespaced: true}, api.OwnerPresent, "a"},
 		{"being deleted without foregroundDeletion still holds", db.OwnerRow{Ref: ref, KindNamespaced: true,
-			Owner: cm(func(o *db.Object) { o.DeletionTimestamp = &now })}, OwnerBeingDeleted, "a"},
+			Owner: cm(func(o *db.Object) { o.DeletionTimestamp = &now })}, api.OwnerBeingDeleted, "a"},
 		{"deleting its dependents", db.OwnerRow{Ref: ref, KindNamespaced: true,
 			Owner: cm(func(o *db.Object) { o.DeletionTimestamp, o.Finalizers = &now, []string{"foregroundDeletion"} })},
-			OwnerDeletingDependents, "a"},
+			api.OwnerDeletingDependents, "a"},
 		{"missing, of a namespaced kind: would be in the dependent's namespace", db.OwnerRow{Ref: ref, KindNamespaced: true},
-			OwnerMissing, "a"},
+			api.OwnerMissing, "a"},
 		{"missing, of a cluster-scoped kind", db.OwnerRow{Ref: api.OwnerRef{APIVersion: "rbac.authorization.k8s.io/v1",
-			Kind: "ClusterRole", Name: "cr", UID: "cr"}}, OwnerMissing, ""},
+			Kind: "ClusterRole", Name: "cr", UID: "cr"}}, api.OwnerMissing, ""},
 		{"the UID in another namespace", db.OwnerRow{Ref: ref, KindNamespaced: true,
-			Owner: cm(func(o *db.Object) { o.Namespace = "b" })}, OwnerOtherNamespace, "b"},
+			Owner: cm(func(o *db.Object) { o.Namespace = "b" })}, api.OwnerOtherNamespace, "b"},
 		{"the UID under another name", db.OwnerRow{Ref: ref, KindNamespaced: true,
-			Owner: cm(func(o *db.Object) { o.Name = "renamed" })}, OwnerNameMismatch, "a"},
+			Owner: cm(func(o *db.Object) { o.Name = "renamed" })}, api.OwnerNameMismatch, "a"},
 		{"a cluster-scoped owner holds a namespaced dependent", db.OwnerRow{Ref: api.OwnerRef{APIVersion: "v1", Kind: "Node",
-			Name: "n1", UID: "n1"}, Owner: &db.Object{UID: "n1", APIVersion: "v1", Kind: "Node", Name: "n1"}}, OwnerPresent, ""},
+			Name: "n1", UID: "n1"}, Owner: &db.Object{UID: "n1", APIVersion: "v1", Kind: "Node", Name: "n1"}}, api.OwnerPresent, ""},
 	} {
 		got := OwnerStates(dep, []db.OwnerRow{tc.row})
 		if len(got) != 1 || got[0].State != tc.state || got[0].Namespace != tc.namespace || got[0].UID != tc.row.Ref.UID ||

@@ -11,33 +11,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
-// Target names an object, as audit rows and /pending do.
-type Target = api.Target
-
-func targetOf(o *db.Object) Target { return db.TargetOf(o) }
-
-// Blocker types.
-const (
-	BlockerFinalizer        = api.BlockerFinalizer
-	BlockerDependent        = api.BlockerDependent
-	BlockerNamespaceContent = api.BlockerNamespaceContent
-	BlockerDiscovery        = api.BlockerDiscovery
-)
-
-// Blocker is one thing that holds a deletion.
-type Blocker = api.Blocker
-
-// States of a stuck deletion.
-const (
-	StateNamespaceTerminating = api.StateNamespaceTerminating
-	StateDeletingDependents   = api.StateDeletingDependents
-	StateOrphaningDependents  = api.StateOrphaningDependents
-	StateFinalizing           = api.StateFinalizing
-	StateDeleting             = api.StateDeleting
-)
-
-// StuckItem is a deletion that has not finished, and why.
-type StuckItem = api.StuckItem
+func targetOf(o *db.Object) api.Target { return db.TargetOf(o) }
 
 // conditionsOf gives a namespace's mirrored conditions as the API shows them.
 func conditionsOf(cs []db.Condition) []api.Condition {
@@ -109,11 +83,11 @@ func WhoRemoves(finalizer string, gc Collector) string {
 }
 
 // Stuck explains each deletion in data, in its order.
-func Stuck(data *db.StuckData, opts StuckOptions) []StuckItem {
-	items := make([]StuckItem, 0, len(data.Objects))
+func Stuck(data *db.StuckData, opts StuckOptions) []api.StuckItem {
+	items := make([]api.StuckItem, 0, len(data.Objects))
 	for _, o := range data.Objects {
 		requested := o.DeletionRequested()
-		it := StuckItem{
+		it := api.StuckItem{
 			Target:            targetOf(o),
 			DeletionRequested: requested.UTC(),
 			Age:               max(opts.Now.Sub(requested), 0).Round(time.Second).Seconds(),
@@ -121,14 +95,14 @@ func Stuck(data *db.StuckData, opts StuckOptions) []StuckItem {
 		}
 		visiting := map[string]bool{o.UID: true}
 		it.Blockers = blockersOf(o, data, opts, visiting)
-		if it.State == StateNamespaceTerminating {
+		if it.State == api.StateNamespaceTerminating {
 			it.Blockers = append(it.Blockers, namespaceBlockers(o, data, opts)...)
 			if o.NamespaceStatus != nil {
 				it.Conditions = conditionsOf(o.NamespaceStatus.Conditions)
 			}
 		}
 		if it.Blockers == nil {
-			it.Blockers = []Blocker{}
+			it.Blockers = []api.Blocker{}
 		}
 		it.Explanation = explain(o, it, opts)
 		items = append(items, it)
@@ -141,25 +115,25 @@ func isNamespace(o *db.Object) bool { return o.APIVersion == "v1" && o.Kind == "
 func stateOf(o *db.Object) string {
 	switch {
 	case isNamespace(o):
-		return StateNamespaceTerminating
+		return api.StateNamespaceTerminating
 	case slices.Contains(o.Finalizers, "foregroundDeletion"):
-		return StateDeletingDependents
+		return api.StateDeletingDependents
 	case slices.Contains(o.Finalizers, "orphan"):
-		return StateOrphaningDependents
+		return api.StateOrphaningDependents
 	case len(o.Finalizers) > 0:
-		return StateFinalizing
+		return api.StateFinalizing
 	}
-	return StateDeleting
+	return api.StateDeleting
 }
 
 // blockersOf is what holds o by itself: its finalizers; orphaning, the
 // dependents that still name it; deleting in the foreground, its blocking
 // dependents and what holds each of them.
 // visiting holds the chain above o, so a cycle stops.
-func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting map[string]bool) []Blocker {
-	var out []Blocker
+func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting map[string]bool) []api.Blocker {
+	var out []api.Blocker
 	for _, f := range o.Finalizers {
-		b := Blocker{Type: BlockerFinalizer, Finalizer: f, Reason: WhoRemoves(f, opts.GC)}
+		b := api.Blocker{Type: api.BlockerFinalizer, Finalizer: f, Reason: WhoRemoves(f, opts.GC)}
 		if f == "foregroundDeletion" {
 			if deps, read := data.Blocking[o.UID]; read && len(deps) == 0 && data.MoreBlocking[o.UID] == 0 {
 				b.Reason += "; none is left, so it is due now"
@@ -169,11 +143,11 @@ func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting ma
 	}
 	for _, dep := range data.Orphaning[o.UID] {
 		t := targetOf(dep)
-		out = append(out, Blocker{Type: BlockerDependent, Target: &t,
+		out = append(out, api.Blocker{Type: api.BlockerDependent, Target: &t,
 			Reason: "still names it as an owner: the garbage collector removes that reference before it removes orphan"})
 	}
 	if n := data.MoreOrphaning[o.UID]; n > 0 {
-		out = append(out, Blocker{Type: BlockerDependent, Reason: plural(n, "1 more dependent that still names it as an owner",
+		out = append(out, api.Blocker{Type: api.BlockerDependent, Reason: plural(n, "1 more dependent that still names it as an owner",
 			"%d more dependents that still name it as an owner")})
 	}
 	if !o.IsForegroundDeleting() {
@@ -181,7 +155,7 @@ func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting ma
 	}
 	for _, dep := range data.Blocking[o.UID] {
 		t := targetOf(dep)
-		b := Blocker{Type: BlockerDependent, Target: &t}
+		b := api.Blocker{Type: api.BlockerDependent, Target: &t}
 		switch {
 		case visiting[dep.UID]:
 			b.Reason = "has blockOwnerDeletion: true and is itself waiting, further up this chain: a cycle"
@@ -196,7 +170,7 @@ func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting ma
 		out = append(out, b)
 	}
 	if n := data.MoreBlocking[o.UID]; n > 0 {
-		out = append(out, Blocker{Type: BlockerDependent, Reason: plural(n, "1 more dependent with blockOwnerDeletion: true",
+		out = append(out, api.Blocker{Type: api.BlockerDependent, Reason: plural(n, "1 more dependent with blockOwnerDeletion: true",
 			"%d more dependents with blockOwnerDeletion: true")})
 	}
 	return out
@@ -205,23 +179,23 @@ func blockersOf(o *db.Object, data *db.StuckData, opts StuckOptions, visiting ma
 // namespaceBlockers is what holds a namespace besides its own metadata:
 // its spec finalizers, what is left in it, and API groups that cannot be
 // listed.
-func namespaceBlockers(ns *db.Object, data *db.StuckData, opts StuckOptions) []Blocker {
-	var out []Blocker
+func namespaceBlockers(ns *db.Object, data *db.StuckData, opts StuckOptions) []api.Blocker {
+	var out []api.Blocker
 	if st := ns.NamespaceStatus; st != nil {
 		for _, f := range st.SpecFinalizers {
-			out = append(out, Blocker{Type: BlockerFinalizer, Finalizer: f, Reason: WhoRemoves(f, opts.GC) + " (spec.finalizers)"})
+			out = append(out, api.Blocker{Type: api.BlockerFinalizer, Finalizer: f, Reason: WhoRemoves(f, opts.GC) + " (spec.finalizers)"})
 		}
 	} else {
 		// Mirrored before its spec was read: every namespace being
 		// deleted keeps kubernetes until the namespace controller is done.
-		out = append(out, Blocker{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: WhoRemoves("kubernetes", opts.GC) +
+		out = append(out, api.Blocker{Type: api.BlockerFinalizer, Finalizer: "kubernetes", Reason: WhoRemoves("kubernetes", opts.GC) +
 			" (spec.finalizers, not mirrored yet: a namespace being deleted keeps it until then)"})
 	}
 	c := data.Content[ns.Name]
 	if c != nil {
 		for _, o := range c.Objects {
 			t := targetOf(o)
-			b := Blocker{Type: BlockerNamespaceContent, Target: &t}
+			b := api.Blocker{Type: api.BlockerNamespaceContent, Target: &t}
 			if o.DeletionTimestamp == nil {
 				b.Reason = "still in the namespace, not being deleted yet: the namespace controller deletes it"
 			} else {
@@ -231,12 +205,12 @@ func namespaceBlockers(ns *db.Object, data *db.StuckData, opts StuckOptions) []B
 			out = append(out, b)
 		}
 		if c.Total > len(c.Objects) {
-			out = append(out, Blocker{Type: BlockerNamespaceContent, Counts: maps.Clone(c.ByKind),
+			out = append(out, api.Blocker{Type: api.BlockerNamespaceContent, Counts: maps.Clone(c.ByKind),
 				Reason: fmt.Sprintf("%d objects left in the namespace in all, %d of them named above", c.Total, len(c.Objects))})
 		}
 	}
 	for _, gv := range slices.Sorted(maps.Keys(opts.DiscoveryFailures)) {
-		out = append(out, Blocker{Type: BlockerDiscovery, GroupVersion: gv, Reason: fmt.Sprintf(
+		out = append(out, api.Blocker{Type: api.BlockerDiscovery, GroupVersion: gv, Reason: fmt.Sprintf(
 			"discovery of %s fails (%s): the namespace controller cannot list its resources, so it cannot finish emptying the namespace",
 			gv, opts.DiscoveryFailures[gv])})
 	}
@@ -248,36 +222,36 @@ func deletionAge(now time.Time, o *db.Object) time.Duration {
 }
 
 // explain says in one paragraph what Stuck found.
-func explain(o *db.Object, it StuckItem, opts StuckOptions) string {
+func explain(o *db.Object, it api.StuckItem, opts StuckOptions) string {
 	var b strings.Builder
 	since := time.Duration(it.Age) * time.Second
-	if it.State == StateNamespaceTerminating {
+	if it.State == api.StateNamespaceTerminating {
 		fmt.Fprintf(&b, "Namespace %s has been Terminating for %s. ", o.Name, since)
 	} else {
 		fmt.Fprintf(&b, "%s was asked to be deleted %s ago and still exists. ", it.Target, since)
 	}
-	var content, discovery []Blocker
-	var more *Blocker
+	var content, discovery []api.Blocker
+	var more *api.Blocker
 	for i, bl := range it.Blockers {
 		switch bl.Type {
-		case BlockerFinalizer:
-			if bl.Finalizer == "kubernetes" && it.State == StateNamespaceTerminating {
+		case api.BlockerFinalizer:
+			if bl.Finalizer == "kubernetes" && it.State == api.StateNamespaceTerminating {
 				continue
 			}
 			fmt.Fprintf(&b, "It is held by its finalizer %s, to be removed by %s. ", bl.Finalizer, bl.Reason)
-		case BlockerDependent:
+		case api.BlockerDependent:
 			fmt.Fprintf(&b, "It waits for %s. ", dependentWords(bl))
-		case BlockerNamespaceContent:
+		case api.BlockerNamespaceContent:
 			if bl.Target == nil {
 				more = &it.Blockers[i]
 				continue
 			}
 			content = append(content, bl)
-		case BlockerDiscovery:
+		case api.BlockerDiscovery:
 			discovery = append(discovery, bl)
 		}
 	}
-	if it.State == StateNamespaceTerminating {
+	if it.State == api.StateNamespaceTerminating {
 		switch {
 		case len(content) == 0 && o.NamespaceStatus != nil && !slices.Contains(o.NamespaceStatus.SpecFinalizers, "kubernetes"):
 			b.WriteString("Nothing is left in it and the namespace controller is done with it. ")
@@ -302,7 +276,7 @@ func explain(o *db.Object, it StuckItem, opts StuckOptions) string {
 			fmt.Fprintf(&b, "Also, %s. ", d.Reason)
 		}
 	}
-	if it.State == StateDeleting {
+	if it.State == api.StateDeleting {
 		switch {
 		case o.Pod != nil && o.Pod.NodeName != "":
 			fmt.Fprintf(&b, "No finalizer holds it: a pod bound to a node goes once the kubelet of %s has stopped it, or PodGC deletes it once that node is gone or out of service. ", o.Pod.NodeName)
@@ -317,7 +291,7 @@ func explain(o *db.Object, it StuckItem, opts StuckOptions) string {
 
 // dependentWords describes a dependent and, recursively, what holds it:
 // the chain owner ← dependent ← finalizer in words.
-func dependentWords(bl Blocker) string {
+func dependentWords(bl api.Blocker) string {
 	if bl.Target == nil {
 		return bl.Reason
 	}
@@ -328,7 +302,7 @@ func dependentWords(bl Blocker) string {
 	return s
 }
 
-func contentWords(bl Blocker) string {
+func contentWords(bl api.Blocker) string {
 	s := bl.Target.String()
 	if holds := holdWords(bl.Blockers); holds != "" {
 		return s + ", " + holds
@@ -340,13 +314,13 @@ func contentWords(bl Blocker) string {
 }
 
 // holdWords says what holds an object in a chain.
-func holdWords(bs []Blocker) string {
+func holdWords(bs []api.Blocker) string {
 	var parts []string
 	for _, b := range bs {
 		switch b.Type {
-		case BlockerFinalizer:
+		case api.BlockerFinalizer:
 			parts = append(parts, fmt.Sprintf("held by its finalizer %s (%s)", b.Finalizer, b.Reason))
-		case BlockerDependent:
+		case api.BlockerDependent:
 			parts = append(parts, "waiting for "+dependentWords(b))
 		}
 	}

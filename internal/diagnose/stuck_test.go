@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/diff"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -57,7 +58,7 @@ func namespace(name string, ago time.Duration) *db.Object {
 	return o
 }
 
-func target(o *db.Object) *Target { t := targetOf(o); return &t }
+func target(o *db.Object) *api.Target { t := targetOf(o); return &t }
 
 func TestStuckBlockers(t *testing.T) {
 	held := obj("held", time.Minute, "example.com/hold")
@@ -85,80 +86,80 @@ func TestStuckBlockers(t *testing.T) {
 		name      string
 		data      *db.StuckData
 		discovery map[string]string
-		want      []StuckItem
+		want      []api.StuckItem
 		words     []string // in the first item's explanation
 	}{{
 		name: "a domain finalizer",
 		data: &db.StuckData{Objects: []*db.Object{held}},
-		want: []StuckItem{{Target: *target(held), DeletionRequested: stuckNow.Add(-time.Minute), Age: 60, State: StateFinalizing,
-			Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "example.com/hold", Reason: "the controller of example.com"}}}},
+		want: []api.StuckItem{{Target: *target(held), DeletionRequested: stuckNow.Add(-time.Minute), Age: 60, State: api.StateFinalizing,
+			Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "example.com/hold", Reason: "the controller of example.com"}}}},
 		words: []string{"ConfigMap a/held was asked to be deleted 1m0s ago", "held by its finalizer example.com/hold, to be removed by the controller of example.com"},
 	}, {
 		name: "a foreground chain owner ← dependent ← finalizer, and a dependent not deleted yet",
 		data: &db.StuckData{Objects: []*db.Object{owner}, Blocking: map[string][]*db.Object{owner.UID: {dep, idle}}},
-		want: []StuckItem{{Target: *target(owner), DeletionRequested: stuckNow.Add(-10 * time.Minute), Age: 600, State: StateDeletingDependents,
-			Blockers: []Blocker{
-				{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
-				{Type: BlockerDependent, Target: target(dep), Reason: "has blockOwnerDeletion: true and was asked to be deleted 2m0s ago",
-					Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "example.com/hold", Reason: "the controller of example.com"}}},
-				{Type: BlockerDependent, Target: target(idle), Reason: "has blockOwnerDeletion: true and is not being deleted yet: the garbage collector deletes it first"},
+		want: []api.StuckItem{{Target: *target(owner), DeletionRequested: stuckNow.Add(-10 * time.Minute), Age: 600, State: api.StateDeletingDependents,
+			Blockers: []api.Blocker{
+				{Type: api.BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
+				{Type: api.BlockerDependent, Target: target(dep), Reason: "has blockOwnerDeletion: true and was asked to be deleted 2m0s ago",
+					Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "example.com/hold", Reason: "the controller of example.com"}}},
+				{Type: api.BlockerDependent, Target: target(idle), Reason: "has blockOwnerDeletion: true and is not being deleted yet: the garbage collector deletes it first"},
 			}}},
 		words: []string{"It waits for its dependent ConfigMap a/dep, which has blockOwnerDeletion: true and was asked to be deleted 2m0s ago, held by its finalizer example.com/hold (the controller of example.com)"},
 	}, {
 		name: "foreground with nothing left to wait for, and more dependents than named",
 		data: &db.StuckData{Objects: []*db.Object{owner, c1},
 			Blocking: map[string][]*db.Object{owner.UID: nil, c1.UID: {}}, MoreBlocking: map[string]int{c1.UID: 3}},
-		want: []StuckItem{{Target: *target(owner), DeletionRequested: stuckNow.Add(-10 * time.Minute), Age: 600, State: StateDeletingDependents,
-			Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue + "; none is left, so it is due now"}}},
-			{Target: *target(c1), DeletionRequested: stuckNow.Add(-time.Hour), Age: 3600, State: StateDeletingDependents,
-				Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
-					{Type: BlockerDependent, Reason: "3 more dependents with blockOwnerDeletion: true"}}}},
+		want: []api.StuckItem{{Target: *target(owner), DeletionRequested: stuckNow.Add(-10 * time.Minute), Age: 600, State: api.StateDeletingDependents,
+			Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue + "; none is left, so it is due now"}}},
+			{Target: *target(c1), DeletionRequested: stuckNow.Add(-time.Hour), Age: 3600, State: api.StateDeletingDependents,
+				Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
+					{Type: api.BlockerDependent, Reason: "3 more dependents with blockOwnerDeletion: true"}}}},
 	}, {
 		name: "orphaning waits for the dependents that still name it",
 		data: &db.StuckData{Objects: []*db.Object{orphan}, Orphaning: map[string][]*db.Object{orphan.UID: {idle}},
 			MoreOrphaning: map[string]int{orphan.UID: 2}},
-		want: []StuckItem{{Target: *target(orphan), DeletionRequested: stuckNow.Add(-time.Minute), Age: 60, State: StateOrphaningDependents,
-			Blockers: []Blocker{
-				{Type: BlockerFinalizer, Finalizer: "orphan", Reason: "the garbage collector (kube-controller-manager's, if it runs: kubegcd's ownergc does not), once it has removed the ownerReference to this object from every dependent"},
-				{Type: BlockerDependent, Target: target(idle), Reason: "still names it as an owner: the garbage collector removes that reference before it removes orphan"},
-				{Type: BlockerDependent, Reason: "2 more dependents that still name it as an owner"},
+		want: []api.StuckItem{{Target: *target(orphan), DeletionRequested: stuckNow.Add(-time.Minute), Age: 60, State: api.StateOrphaningDependents,
+			Blockers: []api.Blocker{
+				{Type: api.BlockerFinalizer, Finalizer: "orphan", Reason: "the garbage collector (kube-controller-manager's, if it runs: kubegcd's ownergc does not), once it has removed the ownerReference to this object from every dependent"},
+				{Type: api.BlockerDependent, Target: target(idle), Reason: "still names it as an owner: the garbage collector removes that reference before it removes orphan"},
+				{Type: api.BlockerDependent, Reason: "2 more dependents that still name it as an owner"},
 			}}},
 		words: []string{"It waits for its dependent ConfigMap a/idle, which still names it as an owner", "It waits for 2 more dependents"},
 	}, {
 		name: "one more dependent of each kind, in the singular",
 		data: &db.StuckData{Objects: []*db.Object{orphan, c1}, MoreOrphaning: map[string]int{orphan.UID: 1},
 			Blocking: map[string][]*db.Object{c1.UID: {}}, MoreBlocking: map[string]int{c1.UID: 1}},
-		want: []StuckItem{{Target: *target(orphan), DeletionRequested: stuckNow.Add(-time.Minute), Age: 60, State: StateOrphaningDependents,
-			Blockers: []Blocker{
-				{Type: BlockerFinalizer, Finalizer: "orphan", Reason: "the garbage collector (kube-controller-manager's, if it runs: kubegcd's ownergc does not), once it has removed the ownerReference to this object from every dependent"},
-				{Type: BlockerDependent, Reason: "1 more dependent that still names it as an owner"},
+		want: []api.StuckItem{{Target: *target(orphan), DeletionRequested: stuckNow.Add(-time.Minute), Age: 60, State: api.StateOrphaningDependents,
+			Blockers: []api.Blocker{
+				{Type: api.BlockerFinalizer, Finalizer: "orphan", Reason: "the garbage collector (kube-controller-manager's, if it runs: kubegcd's ownergc does not), once it has removed the ownerReference to this object from every dependent"},
+				{Type: api.BlockerDependent, Reason: "1 more dependent that still names it as an owner"},
 			}},
-			{Target: *target(c1), DeletionRequested: stuckNow.Add(-time.Hour), Age: 3600, State: StateDeletingDependents,
-				Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
-					{Type: BlockerDependent, Reason: "1 more dependent with blockOwnerDeletion: true"}}}},
+			{Target: *target(c1), DeletionRequested: stuckNow.Add(-time.Hour), Age: 3600, State: api.StateDeletingDependents,
+				Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
+					{Type: api.BlockerDependent, Reason: "1 more dependent with blockOwnerDeletion: true"}}}},
 		words: []string{"It waits for 1 more dependent that still names it as an owner"},
 	}, {
 		name: "a cycle of foreground owners ends",
 		data: &db.StuckData{Objects: []*db.Object{c1}, Blocking: map[string][]*db.Object{c1.UID: {c2}, c2.UID: {c1}}},
-		want: []StuckItem{{Target: *target(c1), DeletionRequested: stuckNow.Add(-time.Hour), Age: 3600, State: StateDeletingDependents,
-			Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
-				{Type: BlockerDependent, Target: target(c2), Reason: "has blockOwnerDeletion: true and was asked to be deleted 1h0m0s ago",
-					Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
-						{Type: BlockerDependent, Target: target(c1), Reason: "has blockOwnerDeletion: true and is itself waiting, further up this chain: a cycle"}}}}}},
+		want: []api.StuckItem{{Target: *target(c1), DeletionRequested: stuckNow.Add(-time.Hour), Age: 3600, State: api.StateDeletingDependents,
+			Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
+				{Type: api.BlockerDependent, Target: target(c2), Reason: "has blockOwnerDeletion: true and was asked to be deleted 1h0m0s ago",
+					Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "foregroundDeletion", Reason: gcDue},
+						{Type: api.BlockerDependent, Target: target(c1), Reason: "has blockOwnerDeletion: true and is itself waiting, further up this chain: a cycle"}}}}}},
 	}, {
 		name: "a namespace: its content, counts beyond the named, a failed discovery",
 		data: &db.StuckData{Objects: []*db.Object{nsStatus}, Content: map[string]*db.NamespaceContent{"a": {
 			Objects: []*db.Object{held, idle}, ByKind: map[string]int{"ConfigMap": 2, "Widget.example.com": 5}, Total: 7}}},
 		discovery: map[string]string{"metrics.k8s.io/v1beta1": "the server is currently unable to handle the request"},
-		want: []StuckItem{{Target: *target(ns), DeletionRequested: stuckNow.Add(-3 * time.Minute), Age: 180, State: StateNamespaceTerminating,
+		want: []api.StuckItem{{Target: *target(ns), DeletionRequested: stuckNow.Add(-3 * time.Minute), Age: 180, State: api.StateNamespaceTerminating,
 			Conditions: conditionsOf(nsConditions),
-			Blockers: []Blocker{
-				{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers)"},
-				{Type: BlockerNamespaceContent, Target: target(held), Reason: "still in the namespace, asked to be deleted 1m0s ago",
-					Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "example.com/hold", Reason: "the controller of example.com"}}},
-				{Type: BlockerNamespaceContent, Target: target(idle), Reason: "still in the namespace, not being deleted yet: the namespace controller deletes it"},
-				{Type: BlockerNamespaceContent, Counts: map[string]int{"ConfigMap": 2, "Widget.example.com": 5}, Reason: "7 objects left in the namespace in all, 2 of them named above"},
-				{Type: BlockerDiscovery, GroupVersion: "metrics.k8s.io/v1beta1", Reason: "discovery of metrics.k8s.io/v1beta1 fails (the server is currently unable to handle the request): the namespace controller cannot list its resources, so it cannot finish emptying the namespace"},
+			Blockers: []api.Blocker{
+				{Type: api.BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers)"},
+				{Type: api.BlockerNamespaceContent, Target: target(held), Reason: "still in the namespace, asked to be deleted 1m0s ago",
+					Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "example.com/hold", Reason: "the controller of example.com"}}},
+				{Type: api.BlockerNamespaceContent, Target: target(idle), Reason: "still in the namespace, not being deleted yet: the namespace controller deletes it"},
+				{Type: api.BlockerNamespaceContent, Counts: map[string]int{"ConfigMap": 2, "Widget.example.com": 5}, Reason: "7 objects left in the namespace in all, 2 of them named above"},
+				{Type: api.BlockerDiscovery, GroupVersion: "metrics.k8s.io/v1beta1", Reason: "discovery of metrics.k8s.io/v1beta1 fails (the server is currently unable to handle the request): the namespace controller cannot list its resources, so it cannot finish emptying the namespace"},
 			}}},
 		words: []string{"Namespace a has been Terminating for 3m0s.",
 			"still in it: ConfigMap a/held, held by its finalizer example.com/hold (the controller of example.com); ConfigMap a/idle, not deleted yet.",
@@ -167,20 +168,20 @@ func TestStuckBlockers(t *testing.T) {
 	}, {
 		name: "an empty namespace waits for the namespace controller",
 		data: &db.StuckData{Objects: []*db.Object{ns}},
-		want: []StuckItem{{Target: *target(ns), DeletionRequested: stuckNow.Add(-3 * time.Minute), Age: 180, State: StateNamespaceTerminating,
-			Blockers: []Blocker{{Type: BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers, not mirrored yet: a namespace being deleted keeps it until then)"}}}},
+		want: []api.StuckItem{{Target: *target(ns), DeletionRequested: stuckNow.Add(-3 * time.Minute), Age: 180, State: api.StateNamespaceTerminating,
+			Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "kubernetes", Reason: "the namespace controller (kube-controller-manager), once it has deleted everything in the namespace (spec.finalizers, not mirrored yet: a namespace being deleted keeps it until then)"}}}},
 		words: []string{"Nothing is left in it", "that controller is not running"},
 	}, {
 		name: "an empty namespace without spec finalizers: the namespace controller is done",
 		data: &db.StuckData{Objects: []*db.Object{nsDone}},
-		want: []StuckItem{{Target: *target(ns), DeletionRequested: stuckNow.Add(-3 * time.Minute), Age: 180, State: StateNamespaceTerminating,
-			Blockers: []Blocker{}}},
+		want: []api.StuckItem{{Target: *target(ns), DeletionRequested: stuckNow.Add(-3 * time.Minute), Age: 180, State: api.StateNamespaceTerminating,
+			Blockers: []api.Blocker{}}},
 		words: []string{"Nothing is left in it and the namespace controller is done with it."},
 	}, {
 		name: "a pod's deletion was asked for its grace period before its deletionTimestamp",
 		data: &db.StuckData{Objects: []*db.Object{pod}},
-		want: []StuckItem{{Target: Target{APIVersion: "v1", Kind: "Pod", Namespace: "a", Name: "p", UID: "uid-pod"},
-			DeletionRequested: stuckNow.Add(-time.Minute), Age: 60, State: StateDeleting, Blockers: []Blocker{}}},
+		want: []api.StuckItem{{Target: api.Target{APIVersion: "v1", Kind: "Pod", Namespace: "a", Name: "p", UID: "uid-pod"},
+			DeletionRequested: stuckNow.Add(-time.Minute), Age: 60, State: api.StateDeleting, Blockers: []api.Blocker{}}},
 		words: []string{"Pod a/p was asked to be deleted 1m0s ago", "the kubelet of n1"},
 	}}
 	for _, tt := range tests {

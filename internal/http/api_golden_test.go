@@ -11,7 +11,6 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 var updateGoldens = flag.Bool("update-goldens", false, "rewrite testdata/api from the answers encoded now")
@@ -49,33 +48,33 @@ func goldenAnswers() map[string]any {
 		"overview": overviewOf(map[string]int{"ownergc": 2, "podgc": 0, "svgc": 0, "ttl": 1},
 			[]api.DeletionBucket{{Start: goldenTime, Applied: 1, DryRun: 2}, {Start: later}},
 			[]api.DeletionBucket{{Start: goldenTime, Applied: 3}}),
-		"stuck": api.StuckList{Items: []diagnose.StuckItem{
-			{Target: ns, DeletionRequested: goldenTime, Age: 600, State: diagnose.StateNamespaceTerminating,
-				Blockers: []diagnose.Blocker{{Type: diagnose.BlockerNamespaceContent, Target: &pod, Counts: map[string]int{"Pod": 3}, Reason: "left",
-					Blockers: []diagnose.Blocker{{Type: diagnose.BlockerFinalizer, Finalizer: "example.com/x", Reason: "held"}}},
-					{Type: diagnose.BlockerDiscovery, GroupVersion: "metrics.k8s.io/v1beta1", Reason: "fails"}},
+		"stuck": api.StuckList{Items: []api.StuckItem{
+			{Target: ns, DeletionRequested: goldenTime, Age: 600, State: api.StateNamespaceTerminating,
+				Blockers: []api.Blocker{{Type: api.BlockerNamespaceContent, Target: &pod, Counts: map[string]int{"Pod": 3}, Reason: "left",
+					Blockers: []api.Blocker{{Type: api.BlockerFinalizer, Finalizer: "example.com/x", Reason: "held"}}},
+					{Type: api.BlockerDiscovery, GroupVersion: "metrics.k8s.io/v1beta1", Reason: "fails"}},
 				Conditions: []api.Condition{{Type: "NamespaceContentRemaining", Status: "True", Reason: "SomeResourcesRemain", Message: "pods left"},
 					{Type: "NamespaceDeletionDiscoveryFailure", Status: "False"}},
 				Explanation: "it waits"},
-			{Target: target, DeletionRequested: goldenTime, Age: 1, State: diagnose.StateFinalizing, Blockers: []diagnose.Blocker{}, Explanation: "x"},
+			{Target: target, DeletionRequested: goldenTime, Age: 1, State: api.StateFinalizing, Blockers: []api.Blocker{}, Explanation: "x"},
 		}, Truncated: true, MinAge: "5m0s"},
-		"stuck-empty": api.StuckList{Items: []diagnose.StuckItem{}, MinAge: "0s"},
-		"lint": diagnose.LintReport{Items: []diagnose.Finding{
-			{Rule: diagnose.RuleDanglingOwner.ID, Name: diagnose.RuleDanglingOwner.Name, Severity: diagnose.RuleDanglingOwner.Severity,
+		"stuck-empty": api.StuckList{Items: []api.StuckItem{}, MinAge: "0s"},
+		"lint": api.LintReport{Items: []api.LintFinding{
+			{Rule: api.LintDanglingOwner.ID, Name: api.LintDanglingOwner.Name, Severity: api.LintDanglingOwner.Severity,
 				Target: pod, OwnerReference: api.OwnerRef{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-0", UID: "u-0", Controller: &yes, BlockOwnerDeletion: &no},
 				Message: "owner gone"},
-			{Rule: diagnose.RuleCrossNamespace.ID, Name: diagnose.RuleCrossNamespace.Name, Severity: diagnose.RuleCrossNamespace.Severity,
+			{Rule: api.LintCrossNamespace.ID, Name: api.LintCrossNamespace.Name, Severity: api.LintCrossNamespace.Severity,
 				Target: target, OwnerReference: api.OwnerRef{APIVersion: "v1", Kind: "ConfigMap", Name: "c", UID: "u-9"}},
 		}, Counts: map[string]int{"KG-LINT-01": 1, "KG-LINT-03": 1}, CountsAt: goldenTime, Truncated: true},
-		"lint-empty": diagnose.LintReport{Items: []diagnose.Finding{}, Counts: map[string]int{}, CountsAt: goldenTime},
+		"lint-empty": api.LintReport{Items: []api.LintFinding{}, Counts: map[string]int{}, CountsAt: goldenTime},
 		"leases": api.LeaseList{Items: []api.LeaseItem{
-			{Lease: diagnose.Lease{Namespace: "kube-system", Name: "kube-controller-manager", UID: "l-1",
+			{Lease: api.Lease{Namespace: "kube-system", Name: "kube-controller-manager", UID: "l-1",
 				HolderIdentity: new("a"), LeaseDurationSeconds: &dur, AcquireTime: &goldenTime, RenewTime: &later, LeaseTransitions: &transitions,
-				Role: diagnose.LeaseRoleLeaderElection, RenewAgeSeconds: &age, Expired: false},
-				HolderChanges: []diagnose.HolderChange{{Holder: "a", Since: &goldenTime, Seen: later}, {Holder: "", Seen: later}},
-				Gaps:          []diagnose.LeaseGap{{From: goldenTime, To: &later}, {From: later}}},
-			{Lease: diagnose.Lease{Namespace: "kube-node-lease", Name: "n1", UID: "l-2", Role: diagnose.LeaseRoleNodeHeartbeat, Expired: true},
-				HolderChanges: []diagnose.HolderChange{}, Gaps: []diagnose.LeaseGap{}},
+				Role: api.LeaseRoleLeaderElection, RenewAgeSeconds: &age, Expired: false},
+				HolderChanges: []api.HolderChange{{Holder: "a", Since: &goldenTime, Seen: later}, {Holder: "", Seen: later}},
+				Gaps:          []api.LeaseGap{{From: goldenTime, To: &later}, {From: later}}},
+			{Lease: api.Lease{Namespace: "kube-node-lease", Name: "n1", UID: "l-2", Role: api.LeaseRoleNodeHeartbeat, Expired: true},
+				HolderChanges: []api.HolderChange{}, Gaps: []api.LeaseGap{}},
 		}},
 		"leases-empty": api.LeaseList{Items: []api.LeaseItem{}},
 		// Coordinated leader election: strategy, preferred holder,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 func TestCascadeParameters(t *testing.T) {
@@ -46,7 +46,7 @@ func TestCascadePreview(t *testing.T) {
 		{query: "?propagation=foreground", want: "B delete 1", wantBlocked: "B"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
-			var c diagnose.Cascade
+			var c api.Cascade
 			getJSON(t, srv, "/objects/uid-A/cascade"+tc.query, 200, &c)
 			var items, blocked []string
 			for _, it := range c.Items {

@@ -5,14 +5,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/kubegcd/kubegcd/internal/diagnose"
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // objectExplanationBody is what these tests read of /objects/{uid}.
 type objectExplanationBody struct {
-	Stuck   *diagnose.StuckItem `json:"stuck"`
-	Lint    []diagnose.Finding  `json:"lint"`
+	Stuck   *api.StuckItem    `json:"stuck"`
+	Lint    []api.LintFinding `json:"lint"`
 	History struct {
 		Items []struct {
 			Event      string   `json:"event"`
@@ -39,7 +38,7 @@ func TestObjectExplanation(t *testing.T) {
 			lintRules: []string{},
 			whyHas: []string{"waits for finalizers foregroundDeletion, example.com/hold",
 				"It is held by its finalizer example.com/hold, to be removed by the controller of example.com"}},
-		{name: "dangling owner", uid: "uid-G", lintRules: []string{diagnose.RuleDanglingOwner.ID},
+		{name: "dangling owner", uid: "uid-G", lintRules: []string{api.LintDanglingOwner.ID},
 			whyHas: []string{"Its ownerReference to Deployment web: no object with uid uid-ghost", "KG-LINT-01 dangling-owner, warning"}},
 		{name: "nothing to say", uid: "uid-L", lintRules: []string{}, whyHas: []string{"It is not pending: it has no owner references."}},
 	}
@@ -55,7 +54,7 @@ func TestObjectExplanation(t *testing.T) {
 				for _, b := range got.Stuck.Blockers {
 					blockers = append(blockers, b.Type+":"+b.Finalizer)
 				}
-				if got.Stuck.Target.UID != tc.uid || got.Stuck.State != diagnose.StateDeletingDependents {
+				if got.Stuck.Target.UID != tc.uid || got.Stuck.State != api.StateDeletingDependents {
 					t.Errorf("stuck target %v state %q", got.Stuck.Target, got.Stuck.State)
 				}
 				if diff := cmp.Diff(tc.blockers, blockers); diff != "" {

@@ -349,7 +349,7 @@ func auditEntriesOf(audit []db.AuditEntry) []api.AuditEntry {
 // ownersSeen marks the missing owners that neither history nor audit
 // knows, as /objects/{uid}/history answers 404 for them. An object has
 // few owners, and only missing ones are looked up.
-func (s *server) ownersSeen(ctx context.Context, owners []diagnose.OwnerStatus) ([]api.Owner, error) {
+func (s *server) ownersSeen(ctx context.Context, owners []api.OwnerStatus) ([]api.Owner, error) {
 	out := make([]api.Owner, len(owners))
 	for i, o := range owners {
 		out[i].OwnerStatus = o
@@ -402,7 +402,7 @@ func dryRunDecision(audit []db.AuditEntry, changed time.Time) *db.AuditEntry {
 // objectFacts is what why reads.
 type objectFacts struct {
 	Object  *db.Object
-	Owners  []diagnose.OwnerStatus
+	Owners  []api.OwnerStatus
 	Pending []db.Pending
 }
 
@@ -438,13 +438,13 @@ func why(det objectFacts, dry *db.AuditEntry) string {
 	for _, st := range det.Owners {
 		name := st.Kind + "/" + st.Name
 		switch st.State {
-		case diagnose.OwnerPresent:
+		case api.OwnerPresent:
 			holding = append(holding, name)
-		case diagnose.OwnerBeingDeleted:
+		case api.OwnerBeingDeleted:
 			// Being deleted without foregroundDeletion still holds it.
 			holding = append(holding, name+", itself being deleted")
 		default:
-			missing = missing || st.State == diagnose.OwnerMissing
+			missing = missing || st.State == api.OwnerMissing
 			other = append(other, name+": "+st.State)
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 type fakeIngest struct{}
@@ -321,7 +320,7 @@ func TestObject(t *testing.T) {
 	if r := b.Object.OwnerReferences[0]; len(r) != 6 || r["controller"] != true || r["blockOwnerDeletion"] != true || r["uid"] != "uid-A" {
 		t.Errorf("ownerReference = %v, want all six fields", r)
 	}
-	if len(b.Owners) != 1 || b.Owners[0].State != diagnose.OwnerPresent || b.Dependents == nil || len(b.Dependents) != 0 ||
+	if len(b.Owners) != 1 || b.Owners[0].State != api.OwnerPresent || b.Dependents == nil || len(b.Dependents) != 0 ||
 		b.Pending == nil || b.RecentAudit == nil {
 		t.Fatalf("B: %+v", b)
 	}
@@ -343,7 +342,7 @@ func TestObject(t *testing.T) {
 
 	var g objectResponse
 	getJSON(t, srv, "/objects/uid-G", 200, &g)
-	if g.Owners[0].State != diagnose.OwnerMissing || g.Owners[0].Namespace != "a" || !strings.Contains(g.Why, "live GET") {
+	if g.Owners[0].State != api.OwnerMissing || g.Owners[0].Namespace != "a" || !strings.Contains(g.Why, "live GET") {
 		t.Fatalf("G before a decision: %+v", g)
 	}
 
@@ -373,8 +372,8 @@ func TestObject(t *testing.T) {
 func TestWhy(t *testing.T) {
 	now := time.Now()
 	obj := &db.Object{OwnerReferences: []api.OwnerRef{{}}}
-	owner := func(kind, name, state string) diagnose.OwnerStatus {
-		return diagnose.OwnerStatus{Kind: kind, Name: name, State: state}
+	owner := func(kind, name, state string) api.OwnerStatus {
+		return api.OwnerStatus{Kind: kind, Name: name, State: state}
 	}
 	decided := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	dryRemove := &db.AuditEntry{Time: decided, Controller: "ownergc", Rule: "BR-21-01", Action: "remove-owner-refs",
@@ -389,20 +388,20 @@ func TestWhy(t *testing.T) {
 	}{
 		{"being deleted, no finalizers", objectFacts{Object: &db.Object{DeletionTimestamp: &now}}, nil,
 			"It is not pending: it is being deleted and no finalizer holds it, so the API server removes it."},
-		{"owner being deleted still holds", objectFacts{Object: obj, Owners: []diagnose.OwnerStatus{
-			owner("Deployment", "gone", diagnose.OwnerMissing), owner("ReplicaSet", "rs", diagnose.OwnerBeingDeleted)}}, nil,
+		{"owner being deleted still holds", objectFacts{Object: obj, Owners: []api.OwnerStatus{
+			owner("Deployment", "gone", api.OwnerMissing), owner("ReplicaSet", "rs", api.OwnerBeingDeleted)}}, nil,
 			"It is not pending: at least one owner exists (ReplicaSet/rs, itself being deleted); its other references " +
 				"(Deployment/gone: missing) would be removed, but ownergc has not decided about them yet."},
-		{"references removed in dry-run", objectFacts{Object: obj, Owners: []diagnose.OwnerStatus{
-			owner("ConfigMap", "owner", diagnose.OwnerPresent), owner("ConfigMap", "lint-me", diagnose.OwnerMissing)}}, dryRemove,
+		{"references removed in dry-run", objectFacts{Object: obj, Owners: []api.OwnerStatus{
+			owner("ConfigMap", "owner", api.OwnerPresent), owner("ConfigMap", "lint-me", api.OwnerMissing)}}, dryRemove,
 			"It is not pending: at least one owner exists (ConfigMap/owner); its other references (ConfigMap/lint-me: missing) " +
 				"would be removed: ownergc decided in dry-run at 2026-01-02T03:04:05Z to remove owner references from it " +
 				"(rule BR-21-01): 1 owner(s) still exist; removing 1 reference(s); dry-run sends nothing to the cluster."},
-		{"deleted in dry-run", objectFacts{Object: obj, Owners: []diagnose.OwnerStatus{owner("ConfigMap", "gone", diagnose.OwnerMissing)}}, dryDelete,
+		{"deleted in dry-run", objectFacts{Object: obj, Owners: []api.OwnerStatus{owner("ConfigMap", "gone", api.OwnerMissing)}}, dryDelete,
 			"It is not pending yet, though no owner holds it in the mirror (ConfigMap/gone: missing): ownergc decided in dry-run " +
 				"at 2026-01-02T03:04:05Z to delete it (rule BR-21-01): no owner exists; dry-run sends nothing to the cluster."},
-		{"owners deleting dependents", objectFacts{Object: obj, Owners: []diagnose.OwnerStatus{
-			owner("Job", "j", diagnose.OwnerDeletingDependents), owner("ConfigMap", "c", diagnose.OwnerOtherNamespace)}}, nil,
+		{"owners deleting dependents", objectFacts{Object: obj, Owners: []api.OwnerStatus{
+			owner("Job", "j", api.OwnerDeletingDependents), owner("ConfigMap", "c", api.OwnerOtherNamespace)}}, nil,
 			"It is not pending yet, though no owner holds it in the mirror (Job/j: deleting-dependents; ConfigMap/c: " +
 				"other-namespace): ownergc has not recorded a decision yet."},
 		{"two decisions", objectFacts{Object: obj, Pending: []db.Pending{
@@ -511,10 +510,10 @@ func TestObjectOwnerNeverSeen(t *testing.T) {
 		state     string
 		neverSeen bool
 	}{
-		{name: "present", dependent: "uid-B", state: diagnose.OwnerPresent},
-		{name: "never mirrored", dependent: "uid-G", state: diagnose.OwnerMissing, neverSeen: true},
-		{name: "mirrored, then deleted", dependent: "uid-Y", state: diagnose.OwnerMissing},
-		{name: "known to audit only", dependent: "uid-G", state: diagnose.OwnerMissing, setup: func() {
+		{name: "present", dependent: "uid-B", state: api.OwnerPresent},
+		{name: "never mirrored", dependent: "uid-G", state: api.OwnerMissing, neverSeen: true},
+		{name: "mirrored, then deleted", dependent: "uid-Y", state: api.OwnerMissing},
+		{name: "known to audit only", dependent: "uid-G", state: api.OwnerMissing, setup: func() {
 			if err := store.Ledger().InsertAudit(ctx, &db.AuditEntry{Instance: "test", Controller: "ownergc", Rule: "BR-21-01", Action: "delete",
 				Target:  api.Target{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "a", Name: "web", UID: "uid-ghost"},
 				Outcome: api.OutcomeApplied, Reason: "test"}); err != nil {

@@ -61,7 +61,7 @@ func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	leases := diagnose.ClassifyLeases(rows, now)
-	roles := diagnose.LeaseRoles
+	roles := api.LeaseRoles
 	total, expired := map[string]int{}, map[string]int{}
 	for _, l := range leases {
 		total[l.Role]++

@@ -104,7 +104,7 @@ func (c *lintCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	all := counts.Of("")
-	for _, r := range diagnose.Rules {
+	for _, r := range api.LintRules {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(all[r.ID]), r.ID)
 	}
 }

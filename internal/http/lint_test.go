@@ -13,14 +13,13 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 type lintJSON struct {
-	Items     []diagnose.Finding `json:"items"`
-	Counts    map[string]int     `json:"counts"`
-	CountsAt  time.Time          `json:"countsAt"`
-	Truncated bool               `json:"truncated"`
+	Items     []api.LintFinding `json:"items"`
+	Counts    map[string]int    `json:"counts"`
+	CountsAt  time.Time         `json:"countsAt"`
+	Truncated bool              `json:"truncated"`
 }
 
 func TestLintEndpoint(t *testing.T) {
@@ -37,7 +36,7 @@ func TestLintEndpoint(t *testing.T) {
 		out.Items[0].OwnerReference.UID != "uid-ghost" || out.Items[0].Severity != "warning" || out.Truncated {
 		t.Errorf("/lint?namespace=a = %+v", out)
 	}
-	if len(out.Counts) != len(diagnose.Rules) || out.Counts["KG-LINT-01"] != 1 {
+	if len(out.Counts) != len(api.LintRules) || out.Counts["KG-LINT-01"] != 1 {
 		t.Errorf("counts = %v, want every rule and one KG-LINT-01", out.Counts)
 	}
 	for _, q := range []string{"namespace=b", "rule=KG-LINT-02", "severity=error", "rule=dangling-owner&severity=info"} {
@@ -89,7 +88,7 @@ func TestLintCollector(t *testing.T) {
 			"countsAt says when they were counted), counted for each scrape where a count takes under 50ms, else in the background " +
 			"when a scrape or GET /lint finds the count older than --lint-counts-max-age.\n")
 		b.WriteString("# TYPE kubegcd_ownerref_findings gauge\n")
-		for _, r := range diagnose.Rules {
+		for _, r := range api.LintRules {
 			n := 0
 			if r.ID == "KG-LINT-01" {
 				n = dangling
@@ -162,7 +161,7 @@ func TestLintCountsShared(t *testing.T) {
 	if !out.CountsAt.Equal(first.Add(time.Minute)) || out.Counts["KG-LINT-01"] != 2 {
 		t.Errorf("/lint after the recount: counts %v at %s", out.Counts, out.CountsAt)
 	}
-	if n, err := testutil.GatherAndCount(reg, "kubegcd_ownerref_findings"); err != nil || n != len(diagnose.Rules) {
+	if n, err := testutil.GatherAndCount(reg, "kubegcd_ownerref_findings"); err != nil || n != len(api.LintRules) {
 		t.Fatalf("kubegcd_ownerref_findings: %d series, %v", n, err)
 	}
 	families, err := reg.Gather()

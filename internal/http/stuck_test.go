@@ -14,7 +14,6 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 func TestStuckParameters(t *testing.T) {
@@ -47,7 +46,7 @@ func TestStuckList(t *testing.T) {
 	// D's deletion was asked for in January 2026: old enough for any
 	// minAge but a year.
 	getJSON(t, srv, "/stuck?minAge=0&namespace=a", 200, &got)
-	if len(got.Items) != 1 || got.Items[0].Target.Name != "D" || got.Items[0].State != diagnose.StateDeletingDependents {
+	if len(got.Items) != 1 || got.Items[0].Target.Name != "D" || got.Items[0].State != api.StateDeletingDependents {
 		t.Fatalf("items %+v, want D deleting its dependents", got.Items)
 	}
 	var finalizers []string

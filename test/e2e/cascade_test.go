@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 // cascadeTree is a three-level tree: root ← mid (a Widget) ← leaf, held
@@ -53,7 +52,7 @@ func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*api.
 	if err != nil || code != http.StatusOK {
 		return nil, nil, fmt.Errorf("GET %s: %d %s %v", path, code, body, err)
 	}
-	var c diagnose.Cascade
+	var c api.Cascade
 	if err := json.Unmarshal(body, &c); err != nil {
 		return nil, nil, fmt.Errorf("GET %s: %v", path, err)
 	}
@@ -72,7 +71,7 @@ func (s *scenario) cascadePreview(o obj, propagation string, depths bool) (*api.
 // the preview is want, and returns it.
 func (s *scenario) waitCascadePreview(o obj, propagation string, want map[string]cascadeFate) *api.Cascade {
 	s.t.Helper()
-	var c *diagnose.Cascade
+	var c *api.Cascade
 	eventually(s.t, 20*time.Second, func() error {
 		var got map[string]cascadeFate
 		var err error
@@ -104,9 +103,9 @@ func (s *scenario) cascadeDone(c cascadeTree) map[string]cascadeFate {
 		}
 		switch e.Action {
 		case "delete":
-			out[e.Target.UID] = cascadeFate{Name: e.Target.Name, Action: diagnose.CascadeDelete}
+			out[e.Target.UID] = cascadeFate{Name: e.Target.Name, Action: api.CascadeDelete}
 		case "remove-owner-refs":
-			out[e.Target.UID] = cascadeFate{Name: e.Target.Name, Action: diagnose.CascadeRemoveOwnerRef}
+			out[e.Target.UID] = cascadeFate{Name: e.Target.Name, Action: api.CascadeRemoveOwnerRef}
 		}
 	}
 	return out
@@ -145,9 +144,9 @@ func TestCascadePreview(t *testing.T) {
 			action string
 			depth  int
 		}{
-			{c.mid, diagnose.CascadeDelete, 1}, {c.direct, diagnose.CascadeDelete, 1},
-			{c.leaf, diagnose.CascadeDelete, 2}, {c.held, diagnose.CascadeDelete, 2},
-			{c.shared, diagnose.CascadeRemoveOwnerRef, 2},
+			{c.mid, api.CascadeDelete, 1}, {c.direct, api.CascadeDelete, 1},
+			{c.leaf, api.CascadeDelete, 2}, {c.held, api.CascadeDelete, 2},
+			{c.shared, api.CascadeRemoveOwnerRef, 2},
 		} {
 			k, v := f(x.o, x.action, x.depth)
 			out[k] = v
@@ -157,7 +156,7 @@ func TestCascadePreview(t *testing.T) {
 	wantBG, wantFG := everything(bg), everything(fg)
 	wantOrphan := map[string]cascadeFate{}
 	for _, o := range []obj{or.mid, or.direct} {
-		k, v := f(o, diagnose.CascadeRemoveOwnerRef, 1)
+		k, v := f(o, api.CascadeRemoveOwnerRef, 1)
 		wantOrphan[k] = v
 	}
 

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 type explainReply struct {
@@ -70,11 +69,11 @@ func TestObjectExplanation(t *testing.T) {
 	if b := finalizerBlocker(got.Stuck.Blockers, hold); b == nil || !strings.Contains(b.Reason, "the controller of example.com") {
 		t.Errorf("stuck blockers %+v: want the finalizer %s, removed by the controller of example.com", got.Stuck.Blockers, hold)
 	}
-	if got.Stuck.Target.UID != uid || got.Stuck.State != diagnose.StateFinalizing {
-		t.Errorf("stuck target %v state %q, want %s %q", got.Stuck.Target, got.Stuck.State, uid, diagnose.StateFinalizing)
+	if got.Stuck.Target.UID != uid || got.Stuck.State != api.StateFinalizing {
+		t.Errorf("stuck target %v state %q, want %s %q", got.Stuck.Target, got.Stuck.State, uid, api.StateFinalizing)
 	}
-	if len(got.Lint) != 1 || got.Lint[0].Rule != diagnose.RuleDanglingOwner.ID || got.Lint[0].OwnerReference.UID != string(ghost) {
-		t.Errorf("lint = %+v, want one %s finding about %s", got.Lint, diagnose.RuleDanglingOwner.ID, ghost)
+	if len(got.Lint) != 1 || got.Lint[0].Rule != api.LintDanglingOwner.ID || got.Lint[0].OwnerReference.UID != string(ghost) {
+		t.Errorf("lint = %+v, want one %s finding about %s", got.Lint, api.LintDanglingOwner.ID, ghost)
 	}
 	if n := len(got.History.Items); n == 0 || got.History.Items[0].Event != "created" || got.History.Items[n-1].DeletionTimestamp == nil {
 		t.Errorf("history = %+v, want it created and, last, being deleted", got.History)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 type graphJSON struct {
@@ -40,11 +39,11 @@ type graphObjectDetail struct {
 			BlockOwnerDeletion *bool  `json:"blockOwnerDeletion"`
 		} `json:"ownerReferences"`
 	} `json:"object"`
-	Owners      []diagnose.OwnerStatus `json:"owners"`
-	Dependents  []db.DependentInfo     `json:"dependents"`
-	Pending     []api.Pending          `json:"pending"`
-	RecentAudit []api.AuditEntry       `json:"recentAudit"`
-	Why         string                 `json:"why"`
+	Owners      []api.OwnerStatus  `json:"owners"`
+	Dependents  []db.DependentInfo `json:"dependents"`
+	Pending     []api.Pending      `json:"pending"`
+	RecentAudit []api.AuditEntry   `json:"recentAudit"`
+	Why         string             `json:"why"`
 }
 
 // TestGraphAndObjects reads the ownership graph and object details of a
@@ -234,7 +233,7 @@ func TestGraphAndObjects(t *testing.T) {
 		if !strings.HasPrefix(det.Why, "It is pending: ownergc would delete it (rule ") || !strings.Contains(det.Why, det.Pending[0].Reason) {
 			t.Errorf("why = %q", det.Why)
 		}
-		if len(det.Owners) != 1 || det.Owners[0].State != diagnose.OwnerMissing || det.Owners[0].UID != string(ghost) || det.Owners[0].Namespace != ns {
+		if len(det.Owners) != 1 || det.Owners[0].State != api.OwnerMissing || det.Owners[0].UID != string(ghost) || det.Owners[0].Namespace != ns {
 			t.Errorf("owners %+v", det.Owners)
 		}
 		if det.Object.Name != "garbage" || det.Object.ResourceVersion == "" || len(det.Object.OwnerReferences) != 1 {
@@ -255,7 +254,7 @@ func TestGraphAndObjects(t *testing.T) {
 		if len(healthy.Pending) != 0 || healthy.Why != "It is not pending: at least one owner exists (ConfigMap/top)." {
 			t.Errorf("mid: pending %+v, why %q", healthy.Pending, healthy.Why)
 		}
-		if len(healthy.Owners) != 1 || healthy.Owners[0].State != diagnose.OwnerPresent || len(healthy.Dependents) != 1 ||
+		if len(healthy.Owners) != 1 || healthy.Owners[0].State != api.OwnerPresent || len(healthy.Dependents) != 1 ||
 			healthy.Dependents[0].UID != string(leaf) || !healthy.Dependents[0].BlockOwnerDeletion {
 			t.Errorf("mid: owners %+v dependents %+v", healthy.Owners, healthy.Dependents)
 		}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
@@ -495,7 +494,7 @@ func TestLeaseInventory(t *testing.T) {
 		"kube-node-lease/e2e-node-stale": {api.LeaseRoleNodeHeartbeat, true, "e2e-node-stale"},
 	}
 	eventually(t, 20*time.Second, func() error {
-		var out struct{ Items []diagnose.Lease }
+		var out struct{ Items []api.Lease }
 		d.GetJSON(t, "/leases", 200, &out)
 		seen := 0
 		for _, l := range out.Items {
@@ -514,14 +513,14 @@ func TestLeaseInventory(t *testing.T) {
 		}
 		return nil
 	})
-	var stale struct{ Items []diagnose.Lease }
+	var stale struct{ Items []api.Lease }
 	d.GetJSON(t, "/leases?namespace=kube-node-lease&expired=true", 200, &stale)
 	for _, l := range stale.Items {
 		if l.Namespace != corev1.NamespaceNodeLease || !l.Expired || l.Name == "e2e-node-fresh" {
 			t.Errorf("?namespace=kube-node-lease&expired=true listed %+v", l)
 		}
 	}
-	if !slices.ContainsFunc(stale.Items, func(l diagnose.Lease) bool { return l.Name == "e2e-node-stale" }) {
+	if !slices.ContainsFunc(stale.Items, func(l api.Lease) bool { return l.Name == "e2e-node-stale" }) {
 		t.Errorf("?expired=true lacks e2e-node-stale: %+v", stale.Items)
 	}
 	for _, bad := range []string{"/leases?expired=maybe", "/leases?holder=x"} {

@@ -25,7 +25,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
@@ -56,16 +55,16 @@ func (r stuckReply) item(kind, name string) *api.StuckItem {
 }
 
 // finalizerBlocker returns the finalizer blocker of bs naming f, or nil.
-func finalizerBlocker(bs []diagnose.Blocker, f string) *diagnose.Blocker {
+func finalizerBlocker(bs []api.Blocker, f string) *api.Blocker {
 	for i := range bs {
-		if bs[i].Type == diagnose.BlockerFinalizer && bs[i].Finalizer == f {
+		if bs[i].Type == api.BlockerFinalizer && bs[i].Finalizer == f {
 			return &bs[i]
 		}
 	}
 	return nil
 }
 
-func targetBlocker(bs []diagnose.Blocker, typ, kind, name string) *diagnose.Blocker {
+func targetBlocker(bs []api.Blocker, typ, kind, name string) *api.Blocker {
 	for i := range bs {
 		if bs[i].Type == typ && bs[i].Target != nil && bs[i].Target.Kind == kind && bs[i].Target.Name == name {
 			return &bs[i]
@@ -179,7 +178,7 @@ func TestStuckNamespace(t *testing.T) {
 		for _, c := range []struct{ kind, name, finalizer string }{
 			{"ConfigMap", "held", "example.com/hold"}, {"Widget", "kept", "e2e.kubegcd.io/keep"},
 		} {
-			b := targetBlocker(nsItem.Blockers, diagnose.BlockerNamespaceContent, c.kind, c.name)
+			b := targetBlocker(nsItem.Blockers, api.BlockerNamespaceContent, c.kind, c.name)
 			if b == nil {
 				return fmt.Errorf("namespace blockers lack %s %s: %+v", c.kind, c.name, nsItem.Blockers)
 			}
@@ -190,7 +189,7 @@ func TestStuckNamespace(t *testing.T) {
 			if own == nil {
 				return fmt.Errorf("%s %s is not listed on its own", c.kind, c.name)
 			}
-			if own.State != diagnose.StateFinalizing || finalizerBlocker(own.Blockers, c.finalizer) == nil {
+			if own.State != api.StateFinalizing || finalizerBlocker(own.Blockers, c.finalizer) == nil {
 				return fmt.Errorf("%s %s: state %s, blockers %+v", c.kind, c.name, own.State, own.Blockers)
 			}
 		}
@@ -201,7 +200,7 @@ func TestStuckNamespace(t *testing.T) {
 		}
 		content := 0
 		for _, b := range nsItem.Blockers {
-			if b.Type == diagnose.BlockerNamespaceContent {
+			if b.Type == api.BlockerNamespaceContent {
 				content++
 			}
 		}
@@ -221,7 +220,7 @@ func TestStuckNamespace(t *testing.T) {
 		return nil
 	})
 	nsItem := got.item("Namespace", ns)
-	if nsItem.State != diagnose.StateNamespaceTerminating || nsItem.Target.UID == "" {
+	if nsItem.State != api.StateNamespaceTerminating || nsItem.Target.UID == "" {
 		t.Errorf("namespace item %+v", nsItem)
 	}
 	for _, words := range []string{"Namespace " + ns + " has been Terminating", "The namespace controller reports NamespaceFinalizersRemaining: ", "ConfigMap " + ns + "/held, held by its finalizer example.com/hold (the controller of example.com)",
@@ -287,7 +286,7 @@ func TestStuckForegroundChain(t *testing.T) {
 		if item = got.item("ConfigMap", "owner"); item == nil {
 			return fmt.Errorf("owner not listed: %+v", got.Items)
 		}
-		b := targetBlocker(item.Blockers, diagnose.BlockerDependent, "ConfigMap", "dep")
+		b := targetBlocker(item.Blockers, api.BlockerDependent, "ConfigMap", "dep")
 		if b == nil || finalizerBlocker(b.Blockers, "example.com/hold") == nil {
 			return fmt.Errorf("owner's blockers lack dep held by example.com/hold: %+v", item.Blockers)
 		}
@@ -296,14 +295,14 @@ func TestStuckForegroundChain(t *testing.T) {
 		}
 		return nil
 	})
-	if item.State != diagnose.StateDeletingDependents || item.Target.UID != string(owner.UID) {
+	if item.State != api.StateDeletingDependents || item.Target.UID != string(owner.UID) {
 		t.Errorf("owner: state %s, uid %s", item.State, item.Target.UID)
 	}
 	fg := finalizerBlocker(item.Blockers, "foregroundDeletion")
 	if fg == nil || !strings.Contains(fg.Reason, "kubegcd's ownergc is in dry-run") {
 		t.Errorf("foregroundDeletion blocker %+v, want it to say ownergc only records", fg)
 	}
-	b := targetBlocker(item.Blockers, diagnose.BlockerDependent, "ConfigMap", "dep")
+	b := targetBlocker(item.Blockers, api.BlockerDependent, "ConfigMap", "dep")
 	if b.Target.UID != string(dep.UID) || finalizerBlocker(b.Blockers, "example.com/hold").Reason != "the controller of example.com" {
 		t.Errorf("dependent blocker %+v", b)
 	}
@@ -324,7 +323,7 @@ func TestStuckForegroundChain(t *testing.T) {
 	dropFinalizers(t, configMapsGVR, ns, dep.Name)
 	eventually(t, stuckTimeout, func() error {
 		got := getStuck(t, d, "minAge=0&namespace="+ns)
-		if it := got.item("ConfigMap", "owner"); it == nil || targetBlocker(it.Blockers, diagnose.BlockerDependent, "ConfigMap", "dep") != nil {
+		if it := got.item("ConfigMap", "owner"); it == nil || targetBlocker(it.Blockers, api.BlockerDependent, "ConfigMap", "dep") != nil {
 			return fmt.Errorf("want the owner listed without its gone dependent: %+v", got.Items)
 		}
 		if got.item("ConfigMap", "dep") != nil {
@@ -413,8 +412,8 @@ func TestStuckWhoRemoves(t *testing.T) {
 			t.Errorf("%s %s: age %v, requested %v", tt.kind, tt.name, it.Age, it.DeletionRequested)
 		}
 	}
-	if it := got.item("ConfigMap", "parent"); it.State != diagnose.StateOrphaningDependents ||
-		targetBlocker(it.Blockers, diagnose.BlockerDependent, "ConfigMap", "child") == nil {
+	if it := got.item("ConfigMap", "parent"); it.State != api.StateOrphaningDependents ||
+		targetBlocker(it.Blockers, api.BlockerDependent, "ConfigMap", "child") == nil {
 		t.Errorf("parent: state %s, blockers %+v; want orphaning, held by child", it.State, it.Blockers)
 	}
 	waitMetric(t, d, `kubegcd_deletions_stuck{group="",kind="PersistentVolumeClaim"}`, func() int { return stuckInCluster(t, pvcsGVR, after) })
@@ -473,13 +472,13 @@ func TestStuckDiscoveryFailure(t *testing.T) {
 	if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	discoveryBlocker := func() (*api.StuckItem, *diagnose.Blocker) {
+	discoveryBlocker := func() (*api.StuckItem, *api.Blocker) {
 		it := getStuck(t, d, "minAge=0&kind=Namespace&namespace="+ns).item("Namespace", ns)
 		if it == nil {
 			return nil, nil
 		}
 		for i := range it.Blockers {
-			if it.Blockers[i].Type == diagnose.BlockerDiscovery && it.Blockers[i].GroupVersion == group+"/"+version {
+			if it.Blockers[i].Type == api.BlockerDiscovery && it.Blockers[i].GroupVersion == group+"/"+version {
 				return it, &it.Blockers[i]
 			}
 		}

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/discovery"
 
 	"github.com/kubegcd/kubegcd/internal/api"
-	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
 var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
@@ -105,8 +104,8 @@ func TestAggregatedAPIDiscoveryFails(t *testing.T) {
 				}
 				var obj struct{ Lint []api.LintFinding }
 				d.GetJSON(t, "/objects/"+string(uid), 200, &obj)
-				if len(obj.Lint) != 1 || obj.Lint[0].Rule != diagnose.RuleOwnerKindUnserved.ID || !strings.Contains(obj.Lint[0].Message, want) {
-					return fmt.Errorf("/objects/%s: lint %+v, want %s saying %q", uid, obj.Lint, diagnose.RuleOwnerKindUnserved.ID, want)
+				if len(obj.Lint) != 1 || obj.Lint[0].Rule != api.LintOwnerKindUnserved.ID || !strings.Contains(obj.Lint[0].Message, want) {
+					return fmt.Errorf("/objects/%s: lint %+v, want %s saying %q", uid, obj.Lint, api.LintOwnerKindUnserved.ID, want)
 				}
 			}
 			return nil
