@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -21,11 +22,11 @@ func TestElectionCandidates(t *testing.T) {
 	tests := []struct {
 		name string
 		rows []db.LeaseCandidateRow
-		want []ElectionCandidate
+		want []api.ElectionCandidate
 	}{
 		{"none", nil, nil},
 		{"two, one of them this instance's", []db.LeaseCandidateRow{row("a_1", "0.1.0", &renewed, &pinged), row("b_2", "0.2.0", nil, nil)},
-			[]ElectionCandidate{
+			[]api.ElectionCandidate{
 				{Name: "a_1", BinaryVersion: "0.1.0", EmulationVersion: "0.1.0", Strategy: "OldestEmulationVersion", RenewTime: &renewed, PingTime: &pinged},
 				{Name: "b_2", BinaryVersion: "0.2.0", EmulationVersion: "0.2.0", Strategy: "OldestEmulationVersion", Self: true},
 			}},

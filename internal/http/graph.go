@@ -19,8 +19,6 @@ import (
 )
 
 var (
-	// graphMaxLimit bounds a filtered graph, which is built in memory.
-	graphMaxLimit = api.GraphFilteredMaxLimit
 	// graphStreamMaxLimit bounds the whole graph, which streams: memory
 	// does not grow with it.
 	graphStreamMaxLimit = operation("graph").Param("limit").Max
@@ -39,9 +37,9 @@ const (
 func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
 	// The whole graph streams, so it may be as large as the cluster; a
-	// filtered one is built in memory, within graphMaxLimit.
+	// filtered one is built in memory, within api.GraphFilteredMaxLimit.
 	whole := len(q.v["uid"]) == 0 && q.v.Get("namespace") == ""
-	maxLimit := graphMaxLimit
+	maxLimit := api.GraphFilteredMaxLimit
 	if whole {
 		maxLimit = graphStreamMaxLimit
 	}
@@ -124,7 +122,7 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 // once written, so that they are freed as the answer is spooled.
 func writeDOT(w io.Writer, g *db.Graph, limit int) {
 	d := &dotWriter{w: w}
-	d.start(g.Truncated, limit, graphMaxLimit)
+	d.start(g.Truncated, limit, api.GraphFilteredMaxLimit)
 	slices.SortStableFunc(g.Nodes, func(a, b db.GraphNode) int { return cmp.Compare(a.UID, b.UID) })
 	for i, n := range g.Nodes {
 		d.node(n)

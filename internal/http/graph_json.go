@@ -14,7 +14,7 @@ import (
 // writeGraphJSON writes g as api.Graph, as writeJSON does, byte for byte,
 // without encoding/json's reflection over every node and edge (a graph of
 // 10,000 nodes is written in a quarter of the time), and in chunks as it
-// is encoded: a graph of graphMaxLimit nodes runs to tens of MB.
+// is encoded: a graph of api.GraphFilteredMaxLimit nodes runs to tens of MB.
 func (s *server) writeGraphJSON(w http.ResponseWriter, r *http.Request, g *db.Graph) {
 	a := s.streamAnswer(w, r, "application/json", "answer")
 	b := appendGraphJSON(make([]byte, 0, 2*answerChunk), g, func(b []byte) []byte {

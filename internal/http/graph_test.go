@@ -460,7 +460,7 @@ func TestGraphWholeStreams(t *testing.T) {
 		resp, body := get(t, srv, fmt.Sprintf("/graph?format=dot&limit=%d", limit))
 		var dot strings.Builder
 		writeDOT(&dot, want, limit)
-		wantDOT := strings.Replace(dot.String(), fmt.Sprintf("(at most %d)", graphMaxLimit),
+		wantDOT := strings.Replace(dot.String(), fmt.Sprintf("(at most %d)", api.GraphFilteredMaxLimit),
 			fmt.Sprintf("(at most %d)", graphStreamMaxLimit), 1)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/vnd.graphviz; charset=utf-8" {
 			t.Errorf("limit %d: DOT answer %d %q", limit, resp.StatusCode, resp.Header.Get("Content-Type"))

@@ -40,29 +40,18 @@ type ResourceStatus struct {
 
 // Enforcement is what the server shows of the applier.
 type Enforcement interface {
-	Status() EnforcementStatus
+	Status() api.EnforcementStatus
 }
-
-// EnforcementStatus is the applier's state as /status shows it. The
-// server owns it so that it depends on no controller code (internal/app
-// converts).
-type EnforcementStatus = api.EnforcementStatus
 
 // Controllers is what the server shows of the running controllers.
 type Controllers interface {
-	Controllers() []ControllerStatus
+	Controllers() []api.ControllerStatus
 }
-
-// ControllerStatus is one running controller as /status shows it.
-type ControllerStatus = api.ControllerStatus
 
 // Leadership is what the server shows of leader election.
 type Leadership interface {
-	Status(ctx context.Context) LeaderStatus
+	Status(ctx context.Context) api.LeaderStatus
 }
-
-// LeaderStatus is this instance's part in leader election.
-type LeaderStatus = api.LeaderStatus
 
 // Options configure the handler.
 type Options struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
 )
@@ -32,9 +33,9 @@ func (statusIngest) Resources() []ResourceStatus {
 
 type statusApplier struct{}
 
-func (statusApplier) Status() EnforcementStatus {
+func (statusApplier) Status() api.EnforcementStatus {
 	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	return EnforcementStatus{DryRun: true, Paused: true, PausedBy: []string{"audit-store", "blast-radius"}, PausedSince: &since,
+	return api.EnforcementStatus{DryRun: true, Paused: true, PausedBy: []string{"audit-store", "blast-radius"}, PausedSince: &since,
 		PausedReason: "why", MaxDeletionsPerMinute: 60, WritesLastMinute: 7, BlastRadiusResume: "manual", AuditBacklog: 3}
 }
 
