@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -81,9 +82,10 @@ func (t *table) print(w io.Writer) error {
 }
 
 // printf is fmt.Fprintf for the lines people read: every string argument,
-// and every fmt.Stringer's text, is made printable (cmdline.Printable), as
-// they carry names and messages the server, or whoever wrote an object,
-// chose. The format's own newlines stay.
+// of the api vocabulary's string types too, and every fmt.Stringer's text,
+// is made printable (cmdline.Printable), as they carry names and messages
+// the server, or whoever wrote an object, chose. The format's own newlines
+// stay.
 func printf(w io.Writer, format string, args ...any) {
 	for i, a := range args {
 		switch v := a.(type) {
@@ -91,6 +93,10 @@ func printf(w io.Writer, format string, args ...any) {
 			args[i] = cmdline.Printable(v)
 		case fmt.Stringer:
 			args[i] = cmdline.Printable(v.String())
+		default:
+			if rv := reflect.ValueOf(a); rv.Kind() == reflect.String {
+				args[i] = cmdline.Printable(rv.String())
+			}
 		}
 	}
 	fmt.Fprintf(w, format, args...)
