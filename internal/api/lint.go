@@ -2,11 +2,14 @@ package api
 
 import "time"
 
+// Severity is how serious a lint finding is.
+type Severity string
+
 // Severities of lint findings.
 const (
-	SeverityError   = "error"
-	SeverityWarning = "warning"
-	SeverityInfo    = "info"
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
 )
 
 // LintRule is an ownerReference lint rule. IDs are stable: alerts and
@@ -17,7 +20,7 @@ type LintRule struct {
 	// What the rule finds, in words joined by '-'.
 	Name string `json:"name"`
 	// How serious a finding of the rule is.
-	Severity string `json:"severity"`
+	Severity Severity `json:"severity"`
 }
 
 // The lint rules.
@@ -54,7 +57,7 @@ type LintFinding struct {
 	// The rule's name, such as dangling-owner.
 	Name string `json:"name"`
 	// The rule's severity.
-	Severity string `json:"severity"`
+	Severity Severity `json:"severity"`
 	// The object that holds the reference.
 	Target Target `json:"target"`
 	// The reference, as the object holds it.

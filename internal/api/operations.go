@@ -122,7 +122,7 @@ const (
 var AuditControllers = append(slices.Clone(Controllers), ControllerKubegcd, ControllerOperator)
 
 // Severities lists the lint findings' severities, most severe first.
-var Severities = []string{SeverityError, SeverityWarning, SeverityInfo}
+var Severities = []Severity{SeverityError, SeverityWarning, SeverityInfo}
 
 func limitParam(def, max int) Param {
 	return Param{Name: "limit", In: "query", Type: "integer", Min: 1, Max: max, Default: def,
@@ -276,7 +276,7 @@ var Operations = []Operation{
 			{Name: "rule", In: "query", Type: "string",
 				Description: "Only this rule's findings: its id (KG-LINT-01…) or name (dangling-owner…)."},
 			namespaceParam("Only the findings in this namespace."),
-			{Name: "severity", In: "query", Type: "string", Enum: Severities,
+			{Name: "severity", In: "query", Type: "string", Enum: Strings(Severities),
 				Description: "Only the findings of this severity."},
 			limitParam(1000, 100000),
 		},

@@ -57,3 +57,13 @@ const (
 // Outcomes lists every outcome, as /audit?outcome= accepts them.
 var Outcomes = []string{OutcomeApplied, OutcomeDryRun, OutcomeFailed, OutcomeConflict, OutcomeNotFound,
 	OutcomeSkipped, OutcomeUnknown}
+
+// Strings gives a list of the vocabulary as plain strings, for flags and
+// parameters that take any of them.
+func Strings[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}

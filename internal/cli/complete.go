@@ -215,7 +215,7 @@ func (e *env) completeRule(cmd *cobra.Command, args []string, toComplete string)
 	case "lint":
 		for _, r := range api.LintRules {
 			if strings.HasPrefix(strings.ToUpper(r.ID), strings.ToUpper(toComplete)) {
-				out = append(out, completion(r.ID, r.Name+" ("+r.Severity+")"))
+				out = append(out, completion(r.ID, r.Name+" ("+string(r.Severity)+")"))
 			}
 		}
 	case "audit":

@@ -49,7 +49,7 @@ func hostileAnswer(w http.ResponseWriter, r *http.Request, h hostile) any {
 	stuck := api.StuckItem{Target: target, DeletionRequested: at, State: h.kind, Explanation: h.msg, Blockers: []api.Blocker{
 		{Type: h.kind, Finalizer: h.holder, Reason: h.msg, Blockers: []api.Blocker{{Type: h.kind, Target: &target, Reason: h.msg}}},
 		{Type: h.kind, Counts: map[string]int{h.kind: 2}, Reason: h.msg}}}
-	lint := api.LintFinding{Rule: h.msg, Name: h.msg, Severity: h.kind, Target: target,
+	lint := api.LintFinding{Rule: h.msg, Name: h.msg, Severity: api.Severity(h.kind), Target: target,
 		OwnerReference: api.OwnerRef{APIVersion: h.kind, Kind: h.kind, Name: h.name, UID: h.holder}, Message: h.msg}
 	holder := h.holder
 	switch p := r.URL.Path; {

@@ -104,12 +104,12 @@ func getCommand(e *env) *cobra.Command {
 	checkedVar(fs, &f.rule, "rule", "", "string",
 		"only this rule's: audit rows of a rule id such as BR-21-03, lint findings of an id such as KG-LINT-01 or its name",
 		"want a rule id such as BR-21-03 or KG-LINT-01, or a lint rule's name", isToken)
-	choiceVar(fs, &f.severity, "severity", api.Severities, "only findings of this severity: "+orList(api.Severities))
+	choiceVar(fs, &f.severity, "severity", api.Strings(api.Severities), "only findings of this severity: "+orList(api.Strings(api.Severities)))
 	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending and audit (default: 1000 pending, 100 audit, the API's for the others)")
 	for name, values := range map[string][]string{
 		"controller": append(slices.Clone(api.Controllers), api.ControllerKubegcd, api.ControllerOperator),
 		"outcome":    api.Outcomes,
-		"severity":   {api.SeverityError, api.SeverityWarning, api.SeverityInfo},
+		"severity":   api.Strings(api.Severities),
 	} {
 		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
@@ -401,7 +401,7 @@ func lintTable(body []byte, f *getFlags, _ time.Time) (*table, int, error) {
 	t := withNamespace(f, header...)
 	sortByObject(a.Items, func(fd api.LintFinding) api.Target { return fd.Target })
 	for _, fd := range a.Items {
-		cells := []string{fd.Target.Kind, fd.Target.Name, fd.Rule + " " + fd.Name, fd.Severity,
+		cells := []string{fd.Target.Kind, fd.Target.Name, fd.Rule + " " + fd.Name, string(fd.Severity),
 			fd.OwnerReference.Kind + "/" + fd.OwnerReference.Name}
 		if f.output == outWide {
 			cells = append(cells, fd.Target.UID, fd.Message)

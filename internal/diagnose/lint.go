@@ -150,7 +150,8 @@ type LintFilter struct {
 	// Namespace keeps the objects of one namespace.
 	Namespace string
 	// Rule (an ID or a name) and Severity select the items.
-	Rule, Severity string
+	Rule     string
+	Severity api.Severity
 	// Limit bounds the items.
 	Limit int
 }

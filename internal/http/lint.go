@@ -12,8 +12,8 @@ import (
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
-var lintSeverities = func() map[string]bool {
-	m := map[string]bool{}
+var lintSeverities = func() map[api.Severity]bool {
+	m := map[api.Severity]bool{}
 	for _, s := range api.Severities {
 		m[s] = true
 	}
@@ -28,7 +28,7 @@ func (s *server) lint(w http.ResponseWriter, r *http.Request) {
 	f := diagnose.LintFilter{
 		Namespace: q.str("namespace"),
 		Rule:      q.str("rule"),
-		Severity:  q.str("severity"),
+		Severity:  api.Severity(q.str("severity")),
 		Limit:     q.limit(),
 	}
 	if _, ok := diagnose.RuleByName(f.Rule); f.Rule != "" && !ok {

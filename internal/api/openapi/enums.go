@@ -17,7 +17,7 @@ var enums = map[string][]string{
 	"ControllerStatus.name":               api.Controllers,
 	"LeaseItem.role":                      api.LeaseRoles,
 	"LeaseFinding.kind":                   api.LeaseFindingKinds,
-	"LintFinding.severity":                api.Severities,
+	"LintFinding.severity":                api.Strings(api.Severities),
 	"LintFinding.rule":                    lintRuleIDs(),
 	"StuckItem.state":                     stuckStates,
 	"Blocker.type":                        blockerTypes,
