@@ -1,22 +1,28 @@
 package api
 
+// BlockerType is the kind of thing that holds a deletion.
+type BlockerType string
+
 // Blocker types: what holds a deletion.
 const (
 	// BlockerFinalizer: a finalizer that only its controller removes.
-	BlockerFinalizer = "finalizer"
+	BlockerFinalizer BlockerType = "finalizer"
 	// BlockerDependent: a dependent that a foreground deletion waits for.
-	BlockerDependent = "dependent"
+	BlockerDependent BlockerType = "dependent"
 	// BlockerNamespaceContent: objects left in a namespace being deleted.
-	BlockerNamespaceContent = "namespace-content"
+	BlockerNamespaceContent BlockerType = "namespace-content"
 	// BlockerDiscovery: an API group whose discovery fails, so the
 	// namespace controller cannot list what it serves.
-	BlockerDiscovery = "discovery"
+	BlockerDiscovery BlockerType = "discovery"
 )
+
+// BlockerTypes lists the blocker types.
+var BlockerTypes = []BlockerType{BlockerFinalizer, BlockerDependent, BlockerNamespaceContent, BlockerDiscovery}
 
 // Blocker is one thing that holds a deletion.
 type Blocker struct {
 	// The kind of thing that holds the deletion.
-	Type string `json:"type"`
+	Type BlockerType `json:"type"`
 	// The object that holds the deletion, when one does.
 	Target *Target `json:"target,omitempty"`
 	// The finalizer that holds the deletion, for a finalizer blocker.

@@ -2,20 +2,27 @@ package api
 
 import "time"
 
+// StuckState is what a stuck deletion waits for.
+type StuckState string
+
 // States of a stuck deletion.
 const (
 	// StateNamespaceTerminating: a namespace waits for its content to go.
-	StateNamespaceTerminating = "namespace-terminating"
+	StateNamespaceTerminating StuckState = "namespace-terminating"
 	// StateDeletingDependents: a foreground deletion waits for dependents.
-	StateDeletingDependents = "deleting-dependents"
+	StateDeletingDependents StuckState = "deleting-dependents"
 	// StateOrphaningDependents: an orphan deletion waits for the garbage
 	// collector to remove the ownerReferences to it.
-	StateOrphaningDependents = "orphaning-dependents"
+	StateOrphaningDependents StuckState = "orphaning-dependents"
 	// StateFinalizing: finalizers wait for their controllers.
-	StateFinalizing = "finalizing"
+	StateFinalizing StuckState = "finalizing"
 	// StateDeleting: nothing named holds it.
-	StateDeleting = "deleting"
+	StateDeleting StuckState = "deleting"
 )
+
+// StuckStates lists the states of a stuck deletion.
+var StuckStates = []StuckState{StateNamespaceTerminating, StateDeletingDependents, StateOrphaningDependents,
+	StateFinalizing, StateDeleting}
 
 // StuckItem is a deletion that has not finished, and why.
 type StuckItem struct {
@@ -31,7 +38,7 @@ type StuckItem struct {
 	// (deleting-dependents), the removal of references to an orphaning owner
 	// (orphaning-dependents), finalizers (finalizing), or nothing named
 	// (deleting).
-	State string `json:"state"`
+	State StuckState `json:"state"`
 	// What holds the deletion.
 	Blockers []Blocker `json:"blockers"`
 	// A namespace's status conditions as mirrored: what the namespace

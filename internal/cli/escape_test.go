@@ -42,13 +42,14 @@ func hostileServer(t testing.TB, h *atomic.Pointer[hostile]) *httptest.Server {
 // hostileAnswer is the answer to r, with h's strings in its text.
 func hostileAnswer(w http.ResponseWriter, r *http.Request, h hostile) any {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	blocker := api.BlockerType(h.kind)
 	target := api.Target{APIVersion: h.kind, Kind: h.kind, Namespace: h.name, Name: h.name, UID: h.name}
 	audit := api.AuditEntry{ID: 1, Time: at, Instance: h.holder, Controller: h.kind, Rule: h.msg, Action: h.kind, Target: target,
 		Reason: h.msg, Outcome: h.kind, Error: h.msg}
 	pending := api.Pending{Controller: h.kind, Rule: h.msg, Action: h.kind, Reason: h.msg, Since: at, Target: target, TimeLeft: h.msg}
-	stuck := api.StuckItem{Target: target, DeletionRequested: at, State: h.kind, Explanation: h.msg, Blockers: []api.Blocker{
-		{Type: h.kind, Finalizer: h.holder, Reason: h.msg, Blockers: []api.Blocker{{Type: h.kind, Target: &target, Reason: h.msg}}},
-		{Type: h.kind, Counts: map[string]int{h.kind: 2}, Reason: h.msg}}}
+	stuck := api.StuckItem{Target: target, DeletionRequested: at, State: api.StuckState(h.kind), Explanation: h.msg, Blockers: []api.Blocker{
+		{Type: blocker, Finalizer: h.holder, Reason: h.msg, Blockers: []api.Blocker{{Type: blocker, Target: &target, Reason: h.msg}}},
+		{Type: blocker, Counts: map[string]int{h.kind: 2}, Reason: h.msg}}}
 	lint := api.LintFinding{Rule: h.msg, Name: h.msg, Severity: api.Severity(h.kind), Target: target,
 		OwnerReference: api.OwnerRef{APIVersion: h.kind, Kind: h.kind, Name: h.name, UID: h.holder}, Message: h.msg}
 	holder := h.holder

@@ -360,7 +360,7 @@ func stuckTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 				blocked += fmt.Sprintf(" (+%d more)", n)
 			}
 		}
-		cells := []string{s.Target.Kind, s.Target.Name, s.State, blocked, age(&s.DeletionRequested, now)}
+		cells := []string{s.Target.Kind, s.Target.Name, string(s.State), blocked, age(&s.DeletionRequested, now)}
 		if f.output == outWide {
 			cells = append(cells, s.Target.UID, s.Explanation)
 		}
@@ -375,7 +375,7 @@ func blockerText(b api.Blocker) string {
 	case b.Finalizer != "":
 		return "finalizer " + b.Finalizer
 	case b.Target != nil:
-		return b.Type + " " + b.Target.String()
+		return string(b.Type) + " " + b.Target.String()
 	case b.GroupVersion != "":
 		return "discovery of " + b.GroupVersion
 	case len(b.Counts) > 0:

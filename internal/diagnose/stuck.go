@@ -112,7 +112,7 @@ func Stuck(data *db.StuckData, opts StuckOptions) []api.StuckItem {
 
 func isNamespace(o *db.Object) bool { return o.APIVersion == "v1" && o.Kind == "Namespace" }
 
-func stateOf(o *db.Object) string {
+func stateOf(o *db.Object) api.StuckState {
 	switch {
 	case isNamespace(o):
 		return api.StateNamespaceTerminating

@@ -52,7 +52,7 @@ func TestObjectExplanation(t *testing.T) {
 			if tc.stuck {
 				var blockers []string
 				for _, b := range got.Stuck.Blockers {
-					blockers = append(blockers, b.Type+":"+b.Finalizer)
+					blockers = append(blockers, string(b.Type)+":"+b.Finalizer)
 				}
 				if got.Stuck.Target.UID != tc.uid || got.Stuck.State != api.StateDeletingDependents {
 					t.Errorf("stuck target %v state %q", got.Stuck.Target, got.Stuck.State)

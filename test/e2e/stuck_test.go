@@ -64,7 +64,7 @@ func finalizerBlocker(bs []api.Blocker, f string) *api.Blocker {
 	return nil
 }
 
-func targetBlocker(bs []api.Blocker, typ, kind, name string) *api.Blocker {
+func targetBlocker(bs []api.Blocker, typ api.BlockerType, kind, name string) *api.Blocker {
 	for i := range bs {
 		if bs[i].Type == typ && bs[i].Target != nil && bs[i].Target.Kind == kind && bs[i].Target.Name == name {
 			return &bs[i]

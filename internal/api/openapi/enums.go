@@ -19,20 +19,14 @@ var enums = map[string][]string{
 	"LeaseFinding.kind":                   api.LeaseFindingKinds,
 	"LintFinding.severity":                api.Strings(api.Severities),
 	"LintFinding.rule":                    lintRuleIDs(),
-	"StuckItem.state":                     stuckStates,
-	"Blocker.type":                        blockerTypes,
+	"StuckItem.state":                     api.Strings(api.StuckStates),
+	"Blocker.type":                        api.Strings(api.BlockerTypes),
 	"CascadeItem.action":                  {api.CascadeDelete, api.CascadeRemoveOwnerRef, api.CascadeKeep},
 	"HistoryItem.event":                   historyEvents,
 	"Owner.state":                         ownerStates,
 	"ReleaseResult.status":                {api.StatusReleased},
 	"EnforcementStatus.blastRadiusResume": {"auto", "manual"},
 }
-
-var stuckStates = []string{api.StateNamespaceTerminating, api.StateDeletingDependents, api.StateOrphaningDependents,
-	api.StateFinalizing, api.StateDeleting}
-
-var blockerTypes = []string{api.BlockerFinalizer, api.BlockerDependent, api.BlockerNamespaceContent,
-	api.BlockerDiscovery}
 
 var historyEvents = []string{api.HistoryCreated, api.HistoryOwnersChanged, api.HistoryFinalizersChanged,
 	api.HistoryDeletionRequested, api.HistoryDeleted, api.HistoryHolderChanged, api.HistoryPreferredHolderChanged}
