@@ -1,16 +1,23 @@
 package api
 
+// CascadeAction is what a cascade preview says the garbage collector does
+// to one object.
+type CascadeAction string
+
 // What a cascade preview says the garbage collector does to each object
 // (CascadeItem.Action).
 const (
-	CascadeDelete = "delete"
+	CascadeDelete CascadeAction = "delete"
 	// CascadeRemoveOwnerRef: the collector removes the object's
 	// references to owners that go, and keeps the object.
-	CascadeRemoveOwnerRef = "remove-owner-reference"
+	CascadeRemoveOwnerRef CascadeAction = "remove-owner-reference"
 	// CascadeKeep: the collector does not delete the object, because it
 	// is being deleted already or cannot be decided on.
-	CascadeKeep = "keep"
+	CascadeKeep CascadeAction = "keep"
 )
+
+// CascadeActions lists what a cascade preview may do to an object.
+var CascadeActions = []CascadeAction{CascadeDelete, CascadeRemoveOwnerRef, CascadeKeep}
 
 // Cascade is the answer of /objects/{uid}/cascade: what the garbage
 // collector would do if the object were deleted now with ?propagation=,
@@ -22,7 +29,7 @@ type Cascade struct {
 	// The number of items.
 	Total int `json:"total"`
 	// The number of items of each kind (Kind, or Kind.group) and action.
-	ByKind map[string]map[string]int `json:"byKind"`
+	ByKind map[string]map[CascadeAction]int `json:"byKind"`
 	// The dependents that a foreground deletion waits for, by owner, then
 	// dependent. The deletion is that of the root, or of an object the preview
 	// deletes in the foreground.
@@ -39,7 +46,7 @@ type CascadeItem struct {
 	// What the collector would do: delete, remove-owner-reference (it removes
 	// the object's references to owners that go, and keeps the object) or keep
 	// (the object is being deleted already or cannot be decided on).
-	Action string `json:"action"`
+	Action CascadeAction `json:"action"`
 	// The garbage-collection rule that decides it (BR-21-01…); absent when
 	// none does.
 	Rule string `json:"rule,omitempty"`

@@ -76,7 +76,7 @@ func printCascade(w io.Writer, p *api.Cascade, o *api.Object, propagation string
 		}
 		t := newTable(header...)
 		for _, it := range p.Items {
-			cells := []string{strconv.Itoa(it.Depth), it.Action, it.Target.Kind, orNone(it.Target.Namespace), it.Target.Name, orNone(it.Rule)}
+			cells := []string{strconv.Itoa(it.Depth), string(it.Action), it.Target.Kind, orNone(it.Target.Namespace), it.Target.Name, orNone(it.Rule)}
 			if wide {
 				cells = append(cells, orNone(it.Propagation), it.Target.UID, it.Reason)
 			}

@@ -78,8 +78,8 @@ func hostileAnswer(w http.ResponseWriter, r *http.Request, h hostile) any {
 			Lint:        []api.LintFinding{lint},
 		}
 	case p == "/objects/uid-x/cascade":
-		return api.Cascade{Items: []api.CascadeItem{{Target: target, Action: h.kind, Rule: h.msg, Propagation: h.kind, Reason: h.msg, Depth: 1}},
-			Total: 1, ByKind: map[string]map[string]int{h.kind: {h.msg: 1}},
+		return api.Cascade{Items: []api.CascadeItem{{Target: target, Action: api.CascadeAction(h.kind), Rule: h.msg, Propagation: h.kind, Reason: h.msg, Depth: 1}},
+			Total: 1, ByKind: map[string]map[api.CascadeAction]int{h.kind: {api.CascadeAction(h.msg): 1}},
 			BlockedBy: []api.CascadeBlocker{{Target: target, Owner: target, Finalizers: []string{h.holder}, Reason: h.msg}}}
 	case p == "/graph":
 		// An owner above the object, a dependent below: four lines with the header.

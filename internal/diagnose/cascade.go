@@ -204,7 +204,7 @@ func (p *cascadePreview) cycleDependent(i int) string {
 }
 
 func (p *cascadePreview) result() *api.Cascade {
-	out := &api.Cascade{ByKind: map[string]map[string]int{}, Truncated: p.facts.Truncated}
+	out := &api.Cascade{ByKind: map[string]map[api.CascadeAction]int{}, Truncated: p.facts.Truncated}
 	// The items are sorted by their place in p.items: an item is some
 	// 150 bytes to move, a place four.
 	var order []int32
@@ -224,7 +224,7 @@ func (p *cascadePreview) result() *api.Cascade {
 			kindKeys[gk] = k
 		}
 		if out.ByKind[k] == nil {
-			out.ByKind[k] = map[string]int{}
+			out.ByKind[k] = map[api.CascadeAction]int{}
 		}
 		out.ByKind[k][it.Action]++
 	}

@@ -53,8 +53,9 @@ func (m *cascadeMirror) facts() *db.CascadeFacts {
 // cascadeGot reduces a preview to what the cases compare: action, depth and rule by
 // name.
 type cascadeGot struct {
-	Action, Rule string
-	Depth        int
+	Action api.CascadeAction
+	Rule   string
+	Depth  int
 }
 
 func cascadeSummary(c *api.Cascade) map[string]cascadeGot {
@@ -72,7 +73,7 @@ func TestPreviewCascade(t *testing.T) {
 		build       func(m *cascadeMirror)
 		want        map[string]cascadeGot
 		wantBlocked map[string][]string // blocker name → its finalizers
-		wantByKind  map[string]map[string]int
+		wantByKind  map[string]map[api.CascadeAction]int
 	}{
 		{
 			name: "background: every descendant, a doubly-owned one loses the reference", propagation: gcrules.PropagationBackground,
@@ -89,7 +90,7 @@ func TestPreviewCascade(t *testing.T) {
 				"shared": {api.CascadeRemoveOwnerRef, gcrules.RuleCascade, 2},
 			},
 			wantBlocked: map[string][]string{},
-			wantByKind: map[string]map[string]int{
+			wantByKind: map[string]map[api.CascadeAction]int{
 				"ConfigMap": {api.CascadeDelete: 1}, "Widget.e2e.kubegcd.io": {api.CascadeDelete: 1}, "Secret": {api.CascadeRemoveOwnerRef: 1},
 			},
 		},

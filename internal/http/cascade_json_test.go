@@ -23,20 +23,20 @@ func TestAppendCascadeJSONIsEncodingJSON(t *testing.T) {
 			c.Items = []api.CascadeItem{}
 		}
 		if i%50 != 2 {
-			c.ByKind = map[string]map[string]int{}
+			c.ByKind = map[string]map[api.CascadeAction]int{}
 		}
 		if i%50 != 3 {
 			c.BlockedBy = []api.CascadeBlocker{}
 		}
 		for range r.IntN(5) {
-			c.Items = append(c.Items, api.CascadeItem{Target: target(), Action: str(), Rule: str(), Propagation: str(),
+			c.Items = append(c.Items, api.CascadeItem{Target: target(), Action: api.CascadeAction(str()), Rule: str(), Propagation: str(),
 				Reason: str(), Depth: r.IntN(5) - 1})
 		}
 		for range r.IntN(3) {
 			if c.ByKind == nil {
-				c.ByKind = map[string]map[string]int{}
+				c.ByKind = map[string]map[api.CascadeAction]int{}
 			}
-			c.ByKind[str()] = map[string]int{str(): r.IntN(9), str(): r.IntN(9)}
+			c.ByKind[str()] = map[api.CascadeAction]int{api.CascadeAction(str()): r.IntN(9), api.CascadeAction(str()): r.IntN(9)}
 		}
 		for range r.IntN(3) {
 			b := api.CascadeBlocker{Target: target(), Owner: target(), Reason: str()}

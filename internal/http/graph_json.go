@@ -135,8 +135,9 @@ func appendGraphEdge(b []byte, e db.GraphEdge) []byte {
 
 // appendJSONString appends s quoted as encoding/json quotes it: a string
 // of printable ASCII without a quote, a backslash or an HTML special as
-// is, any other through encoding/json itself.
-func appendJSONString(b []byte, s string) []byte {
+// is, any other through encoding/json itself. It takes the api
+// vocabulary's string types as they are.
+func appendJSONString[S ~string](b []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s) // a string always marshals

@@ -39,8 +39,9 @@ func newCascadeTree(s *scenario, prefix string) cascadeTree {
 // cascadeFate is one object's line of a preview or of the audit: what is done to
 // it, and (in a preview) at which depth.
 type cascadeFate struct {
-	Name, Action string
-	Depth        int
+	Name   string
+	Action api.CascadeAction
+	Depth  int
 }
 
 // cascadePreview asks kubegcd what deleting o with propagation would do, and
@@ -134,14 +135,14 @@ func TestCascadePreview(t *testing.T) {
 	s := newScenario(t, "cascade", false, "--leader-elect=false")
 	bg, or, fg := newCascadeTree(s, "bg-"), newCascadeTree(s, "or-"), newCascadeTree(s, "fg-")
 
-	f := func(o obj, action string, depth int) (string, cascadeFate) {
+	f := func(o obj, action api.CascadeAction, depth int) (string, cascadeFate) {
 		return string(o.uid), cascadeFate{Name: o.name, Action: action, Depth: depth}
 	}
 	everything := func(c cascadeTree) map[string]cascadeFate {
 		out := map[string]cascadeFate{}
 		for _, x := range []struct {
 			o      obj
-			action string
+			action api.CascadeAction
 			depth  int
 		}{
 			{c.mid, api.CascadeDelete, 1}, {c.direct, api.CascadeDelete, 1},

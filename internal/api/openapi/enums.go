@@ -21,7 +21,7 @@ var enums = map[string][]string{
 	"LintFinding.rule":                    lintRuleIDs(),
 	"StuckItem.state":                     api.Strings(api.StuckStates),
 	"Blocker.type":                        api.Strings(api.BlockerTypes),
-	"CascadeItem.action":                  {api.CascadeDelete, api.CascadeRemoveOwnerRef, api.CascadeKeep},
+	"CascadeItem.action":                  api.Strings(api.CascadeActions),
 	"HistoryItem.event":                   historyEvents,
 	"Owner.state":                         ownerStates,
 	"ReleaseResult.status":                {api.StatusReleased},
