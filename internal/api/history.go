@@ -2,23 +2,30 @@ package api
 
 import "time"
 
+// HistoryEvent is what changed in an object's lifecycle.
+type HistoryEvent string
+
 // Events of an object's history (HistoryItem.Event).
 const (
 	// HistoryCreated: first seen by kubegcd. On a fresh database's first
 	// list, that is every object.
-	HistoryCreated           = "created"
-	HistoryOwnersChanged     = "owners-changed"
-	HistoryFinalizersChanged = "finalizers-changed"
-	HistoryDeletionRequested = "deletion-requested"
-	HistoryDeleted           = "deleted"
+	HistoryCreated           HistoryEvent = "created"
+	HistoryOwnersChanged     HistoryEvent = "owners-changed"
+	HistoryFinalizersChanged HistoryEvent = "finalizers-changed"
+	HistoryDeletionRequested HistoryEvent = "deletion-requested"
+	HistoryDeleted           HistoryEvent = "deleted"
 	// HistoryHolderChanged: a Lease's holder changed, or its holder
 	// renewed it after it ran out.
-	HistoryHolderChanged = "holder-changed"
+	HistoryHolderChanged HistoryEvent = "holder-changed"
 	// HistoryPreferredHolderChanged: a Lease's preferred holder, the one
 	// the election controller of coordinated leader election wants next,
 	// changed.
-	HistoryPreferredHolderChanged = "preferred-holder-changed"
+	HistoryPreferredHolderChanged HistoryEvent = "preferred-holder-changed"
 )
+
+// HistoryEvents lists the events of an object's history.
+var HistoryEvents = []HistoryEvent{HistoryCreated, HistoryOwnersChanged, HistoryFinalizersChanged,
+	HistoryDeletionRequested, HistoryDeleted, HistoryHolderChanged, HistoryPreferredHolderChanged}
 
 // HistoryItem is one change kubegcd saw in an object's lifecycle, with the
 // object's ownership after it.
@@ -28,7 +35,7 @@ type HistoryItem struct {
 	// What changed: created (first seen by kubegcd), owners-changed,
 	// finalizers-changed, deletion-requested, deleted, or for a Lease
 	// holder-changed and preferred-holder-changed.
-	Event string `json:"event"`
+	Event HistoryEvent `json:"event"`
 	// The object's ownerReferences after the change, or its last ones on
 	// deleted; an empty list when it has none.
 	OwnerReferences []ObjectOwnerRef `json:"ownerReferences"`

@@ -16,7 +16,7 @@ type HistoryEntry struct {
 	ID                int64
 	UID               string
 	Time              time.Time
-	Event             string
+	Event             api.HistoryEvent
 	APIVersion        string
 	Kind              string
 	Namespace         string

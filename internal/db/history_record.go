@@ -91,25 +91,25 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	ownershipChanged, ownersChanged bool, err error) {
 	refs := jsonOrNull(o.OwnerReferences)
 	deletion := formatTime(o.DeletionTimestamp)
-	var last string
+	var last api.HistoryEvent
 	var lastRefs, lastFinalizers, lastDeletion, lastHolder, lastRenew, lastPreferred sql.NullString
 	var lastDuration sql.NullInt64
 	query := h.last
 	if o.Lease != nil {
 		query = h.lastLease
 	}
-	var events []string
+	var events []api.HistoryEvent
 	var lease leaseFacts
 	switch err := query.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion,
 		&lastHolder, &lastRenew, &lastDuration, &lastPreferred); {
 	case errors.Is(err, sql.ErrNoRows):
-		events = []string{api.HistoryCreated}
+		events = []api.HistoryEvent{api.HistoryCreated}
 	case err != nil:
 		return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
 	case last == api.HistoryDeleted:
 		// The object is back after a relist, or after its resource was
 		// dropped too soon: a new life.
-		events = []string{api.HistoryCreated}
+		events = []api.HistoryEvent{api.HistoryCreated}
 	default:
 		// This code encoded every value compared, so equal facts are equal
 		// text.

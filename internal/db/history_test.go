@@ -35,7 +35,7 @@ func eventLines(t *testing.T, d *DB, uid string) []string {
 		for _, r := range e.OwnerReferences {
 			owners = append(owners, r.UID)
 		}
-		line := e.Time.Format("15:04") + " " + e.Event + " [" + strings.Join(owners, ",") + "] [" + strings.Join(e.Finalizers, ",") + "]"
+		line := e.Time.Format("15:04") + " " + string(e.Event) + " [" + strings.Join(owners, ",") + "] [" + strings.Join(e.Finalizers, ",") + "]"
 		if e.DeletionTimestamp != nil {
 			line += " deleting"
 		}
@@ -181,7 +181,7 @@ func TestHistoryAt(t *testing.T) {
 	summary := func(s *HistorySnapshot) snap {
 		out := snap{Closure: s.Closure, Truncated: s.Truncated}
 		for _, e := range s.States {
-			out.States = append(out.States, e.UID+":"+e.Event)
+			out.States = append(out.States, e.UID+":"+string(e.Event))
 		}
 		return out
 	}
@@ -328,7 +328,7 @@ func TestLeaseHolderHistory(t *testing.T) {
 	}
 	var got []string
 	for _, r := range rows["l"] {
-		line := r.Event + " " + *r.Holder + " since " + r.HolderSince.Sub(base).String()
+		line := string(r.Event) + " " + *r.Holder + " since " + r.HolderSince.Sub(base).String()
 		if r.LapsedAt != nil {
 			line += " lapsed " + r.LapsedAt.Sub(base).String()
 		}
@@ -454,7 +454,7 @@ func TestLeasePreferredHolderHistory(t *testing.T) {
 	apply(Event{ResourceID: cmID, Object: cm})
 
 	line := func(e HistoryEntry) string {
-		s := e.Time.Format("15:04") + " " + e.Event
+		s := e.Time.Format("15:04") + " " + string(e.Event)
 		for _, f := range []struct {
 			name string
 			v    *string

@@ -95,7 +95,7 @@ func TestGraphAt(t *testing.T) {
 func TestLeaseTimeline(t *testing.T) {
 	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	at := func(s int) *time.Time { return new(base.Add(time.Duration(s) * time.Second)) }
-	row := func(event, holder string, seen, since int, lapsed *time.Time) db.HistoryEntry {
+	row := func(event api.HistoryEvent, holder string, seen, since int, lapsed *time.Time) db.HistoryEntry {
 		return db.HistoryEntry{Event: event, Holder: &holder, Time: *at(seen), HolderSince: at(since), LapsedAt: lapsed}
 	}
 	live := api.Lease{HolderIdentity: new("b"), RenewTime: at(100), LeaseDurationSeconds: new(int32(10))}

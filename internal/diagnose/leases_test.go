@@ -290,7 +290,7 @@ func TestLeaseFindingMessages(t *testing.T) {
 func TestLeaseFactsOf(t *testing.T) {
 	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	at := func(s int) *time.Time { return new(base.Add(time.Duration(s) * time.Second)) }
-	row := func(event, holder, preferred string, seen int, since *time.Time) db.HistoryEntry {
+	row := func(event api.HistoryEvent, holder, preferred string, seen int, since *time.Time) db.HistoryEntry {
 		return db.HistoryEntry{Event: event, Holder: &holder, PreferredHolder: &preferred, Time: *at(seen), HolderSince: since}
 	}
 	lease := func(holder, preferred string, acquired *time.Time) api.Lease {

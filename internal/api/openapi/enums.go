@@ -22,14 +22,11 @@ var enums = map[string][]string{
 	"StuckItem.state":                     api.Strings(api.StuckStates),
 	"Blocker.type":                        api.Strings(api.BlockerTypes),
 	"CascadeItem.action":                  api.Strings(api.CascadeActions),
-	"HistoryItem.event":                   historyEvents,
+	"HistoryItem.event":                   api.Strings(api.HistoryEvents),
 	"Owner.state":                         ownerStates,
 	"ReleaseResult.status":                {api.StatusReleased},
 	"EnforcementStatus.blastRadiusResume": {"auto", "manual"},
 }
-
-var historyEvents = []string{api.HistoryCreated, api.HistoryOwnersChanged, api.HistoryFinalizersChanged,
-	api.HistoryDeletionRequested, api.HistoryDeleted, api.HistoryHolderChanged, api.HistoryPreferredHolderChanged}
 
 var ownerStates = []string{api.OwnerPresent, api.OwnerMissing, api.OwnerBeingDeleted, api.OwnerDeletingDependents,
 	api.OwnerOtherNamespace, api.OwnerNameMismatch}
