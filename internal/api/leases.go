@@ -2,15 +2,18 @@ package api
 
 import "time"
 
+// LeaseRole is what a Lease is for.
+type LeaseRole string
+
 // Lease roles in the inventory.
 const (
-	LeaseRoleLeaderElection    = "leader-election"
-	LeaseRoleNodeHeartbeat     = "node-heartbeat"
-	LeaseRoleAPIServerIdentity = "apiserver-identity"
+	LeaseRoleLeaderElection    LeaseRole = "leader-election"
+	LeaseRoleNodeHeartbeat     LeaseRole = "node-heartbeat"
+	LeaseRoleAPIServerIdentity LeaseRole = "apiserver-identity"
 )
 
 // LeaseRoles lists the roles, in the order the inventory counts them.
-var LeaseRoles = []string{LeaseRoleLeaderElection, LeaseRoleNodeHeartbeat, LeaseRoleAPIServerIdentity}
+var LeaseRoles = []LeaseRole{LeaseRoleLeaderElection, LeaseRoleNodeHeartbeat, LeaseRoleAPIServerIdentity}
 
 // Lease is a Lease of the inventory: what the cluster holds of it, its role,
 // and its expiry as of the answer.
@@ -34,7 +37,7 @@ type Lease struct {
 	// What the Lease is for: node-heartbeat (a Lease in kube-node-lease),
 	// apiserver-identity (a kube-apiserver's identity in kube-system) or
 	// leader-election (any other).
-	Role string `json:"role"`
+	Role LeaseRole `json:"role"`
 	// How long ago the Lease was renewed; null when never.
 	RenewAgeSeconds *float64 `json:"renewAgeSeconds"`
 	// True when renewTime plus leaseDurationSeconds is past. A Lease never
@@ -115,31 +118,34 @@ type LeaseCandidate struct {
 	Expired bool `json:"expired"`
 }
 
+// LeaseFindingKind is what a LeaseFinding is about.
+type LeaseFindingKind string
+
 // Kinds of LeaseFinding.
 const (
 	// LeaseFindingHolderNotPreferred: the Lease's holder has not been its
 	// preferred holder for longer than two lease durations.
-	LeaseFindingHolderNotPreferred = "holder-not-preferred"
+	LeaseFindingHolderNotPreferred LeaseFindingKind = "holder-not-preferred"
 	// LeaseFindingCandidateExpired: a candidate has not renewed for more
 	// than 30 minutes.
-	LeaseFindingCandidateExpired = "candidate-expired"
+	LeaseFindingCandidateExpired LeaseFindingKind = "candidate-expired"
 	// LeaseFindingNoLiveCandidate: a coordinated Lease (strategy set) has
 	// no candidate that is not expired.
-	LeaseFindingNoLiveCandidate = "no-live-candidate"
+	LeaseFindingNoLiveCandidate LeaseFindingKind = "no-live-candidate"
 	// LeaseFindingCandidateWithoutLease: a candidate names a Lease its
 	// namespace does not hold.
-	LeaseFindingCandidateWithoutLease = "candidate-without-lease"
+	LeaseFindingCandidateWithoutLease LeaseFindingKind = "candidate-without-lease"
 )
 
 // LeaseFindingKinds lists the kinds of LeaseFinding.
-var LeaseFindingKinds = []string{LeaseFindingHolderNotPreferred, LeaseFindingCandidateExpired,
+var LeaseFindingKinds = []LeaseFindingKind{LeaseFindingHolderNotPreferred, LeaseFindingCandidateExpired,
 	LeaseFindingNoLiveCandidate, LeaseFindingCandidateWithoutLease}
 
 // LeaseFinding is something about a Lease or its candidates that an
 // operator should look at.
 type LeaseFinding struct {
 	// What was found, as a stable identifier.
-	Kind string `json:"kind"`
+	Kind LeaseFindingKind `json:"kind"`
 	// The namespace of the Lease and of the candidate.
 	Namespace string `json:"namespace"`
 	// The name of the Lease the finding is about, or of the one the candidate

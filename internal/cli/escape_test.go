@@ -99,10 +99,10 @@ func hostileAnswer(w http.ResponseWriter, r *http.Request, h hostile) any {
 	case p == "/leases":
 		return api.LeaseList{
 			Items: []api.LeaseItem{{Lease: api.Lease{Namespace: h.name, Name: h.name, UID: h.name, HolderIdentity: &holder,
-				Role: h.kind, RenewTime: &at, Strategy: &holder, PreferredHolder: &holder},
+				Role: api.LeaseRole(h.kind), RenewTime: &at, Strategy: &holder, PreferredHolder: &holder},
 				Candidates: []api.LeaseCandidate{{Namespace: h.name, Name: h.holder, LeaseName: h.name}}}},
 			CandidatesWithoutLease: []api.LeaseCandidate{{Namespace: h.name, Name: h.holder, LeaseName: h.holder}},
-			Findings:               []api.LeaseFinding{{Kind: h.msg, Namespace: h.name, Lease: h.name, Message: h.msg}},
+			Findings:               []api.LeaseFinding{{Kind: api.LeaseFindingKind(h.msg), Namespace: h.name, Lease: h.name, Message: h.msg}},
 		}
 	case p == "/status":
 		return api.Status{Version: h.msg, StartedAt: at, Synced: true,

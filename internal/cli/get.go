@@ -434,14 +434,14 @@ func leasesTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 	findings := map[[2]string][]string{}
 	for _, fd := range a.Findings {
 		k := [2]string{fd.Namespace, fd.Lease}
-		findings[k] = append(findings[k], fd.Kind)
+		findings[k] = append(findings[k], string(fd.Kind))
 	}
 	for _, l := range a.Items {
 		holder := "<none>"
 		if l.HolderIdentity != nil && *l.HolderIdentity != "" {
 			holder = *l.HolderIdentity
 		}
-		cells := []string{l.Name, l.Role, holder, orNone(deref(l.PreferredHolder)), strconv.FormatBool(l.Expired), ago(l.RenewTime, now),
+		cells := []string{l.Name, string(l.Role), holder, orNone(deref(l.PreferredHolder)), strconv.FormatBool(l.Expired), ago(l.RenewTime, now),
 			ago(l.AcquireTime, now), candidateCount(l.Candidates), findingKinds(findings[[2]string{l.Namespace, l.Name}])}
 		if f.output == outWide {
 			dur, trans := "<none>", "<none>"

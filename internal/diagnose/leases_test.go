@@ -18,7 +18,7 @@ func TestClassifyLeases(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		lease   db.LeaseRow
-		role    string
+		role    api.LeaseRole
 		expired bool
 		age     float64 // -1: none
 	}{
@@ -224,7 +224,7 @@ func TestInventoryLeases(t *testing.T) {
 				inv := InventoryLeases(tc.leases, tc.candidates, clk.Now())
 				var got []string
 				for _, f := range inv.Findings {
-					got = append(got, f.Kind+" "+f.Lease+"/"+f.Candidate)
+					got = append(got, string(f.Kind)+" "+f.Lease+"/"+f.Candidate)
 					if f.Message == "" || f.Namespace == "" {
 						t.Errorf("finding %+v: no message or namespace", f)
 					}

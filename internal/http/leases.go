@@ -61,17 +61,16 @@ func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	leases := diagnose.ClassifyLeases(rows, now)
-	roles := api.LeaseRoles
-	total, expired := map[string]int{}, map[string]int{}
+	total, expired := map[api.LeaseRole]int{}, map[api.LeaseRole]int{}
 	for _, l := range leases {
 		total[l.Role]++
 		if l.Expired {
 			expired[l.Role]++
 		}
 	}
-	for _, r := range roles {
-		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(total[r]), r)
-		ch <- prometheus.MustNewConstMetric(c.expired, prometheus.GaugeValue, float64(expired[r]), r)
+	for _, r := range api.LeaseRoles {
+		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(total[r]), string(r))
+		ch <- prometheus.MustNewConstMetric(c.expired, prometheus.GaugeValue, float64(expired[r]), string(r))
 	}
 	candidates, err := c.store.LeaseCandidates(ctx, db.LeaseCandidateFilter{})
 	if err != nil {

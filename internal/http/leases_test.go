@@ -87,7 +87,7 @@ func TestLeaseListOf(t *testing.T) {
 				without = append(without, c.Name)
 			}
 			for _, f := range out.Findings {
-				findings = append(findings, f.Kind+" "+f.Lease+"/"+f.Candidate)
+				findings = append(findings, string(f.Kind)+" "+f.Lease+"/"+f.Candidate)
 			}
 			if diff := cmp.Diff(tc.items, items); diff != "" {
 				t.Errorf("items (-want +got):\n%s", diff)
@@ -231,7 +231,7 @@ func TestLeasesHandler(t *testing.T) {
 	}
 	var kinds []string
 	for _, f := range got.Findings {
-		kinds = append(kinds, f.Kind+" "+f.Lease+"/"+f.Candidate)
+		kinds = append(kinds, string(f.Kind)+" "+f.Lease+"/"+f.Candidate)
 	}
 	want := []string{"candidate-without-lease gone/x", "candidate-expired kcm/a", "holder-not-preferred kcm/"}
 	if diff := cmp.Diff(want, kinds); diff != "" {

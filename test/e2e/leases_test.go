@@ -483,7 +483,7 @@ func TestLeaseInventory(t *testing.T) {
 		return nil
 	})
 	type row struct {
-		role    string
+		role    api.LeaseRole
 		expired bool
 		holder  string
 	}

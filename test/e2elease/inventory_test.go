@@ -101,7 +101,7 @@ func TestLeaseInventory(t *testing.T) {
 		d.GetJSON(t, "/leases?namespace="+ns, 200, &out)
 		var got []string
 		for _, f := range out.Findings {
-			got = append(got, f.Kind+" "+f.Lease+"/"+f.Candidate)
+			got = append(got, string(f.Kind)+" "+f.Lease+"/"+f.Candidate)
 		}
 		if diff := cmp.Diff(wantFindings, got); diff != "" {
 			return fmt.Errorf("findings (-want +got):\n%s", diff)

@@ -92,7 +92,7 @@ func TestLeasesPageCoordinated(t *testing.T) {
 		d.GetJSON(t, "/leases?namespace="+ns, 200, &out)
 		var got []string
 		for _, f := range out.Findings {
-			got = append(got, f.Kind+" "+f.Lease+"/"+f.Candidate)
+			got = append(got, string(f.Kind)+" "+f.Lease+"/"+f.Candidate)
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			return fmt.Errorf("findings %q, want %q", got, want)
