@@ -65,22 +65,29 @@ type Lookup struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
+// OwnerState is how the mirror shows an object's owner.
+type OwnerState string
+
 // How the mirror shows an object's owner (OwnerStatus.State). Only
 // present and being-deleted hold the dependent (ownergc calls them solid);
 // the others make the reference dangling or waiting.
 const (
-	OwnerPresent = "present"
+	OwnerPresent OwnerState = "present"
 	// OwnerMissing: the mirror holds no object of that UID. It is only
 	// suspected absent: ownergc confirms with a live GET before it acts.
-	OwnerMissing      = "missing"
-	OwnerBeingDeleted = "being-deleted"
+	OwnerMissing      OwnerState = "missing"
+	OwnerBeingDeleted OwnerState = "being-deleted"
 	// OwnerDeletingDependents: being deleted in the foreground.
-	OwnerDeletingDependents = "deleting-dependents"
+	OwnerDeletingDependents OwnerState = "deleting-dependents"
 	// OwnerOtherNamespace: the UID is mirrored in another namespace.
-	OwnerOtherNamespace = "other-namespace"
+	OwnerOtherNamespace OwnerState = "other-namespace"
 	// OwnerNameMismatch: the UID is mirrored under another kind or name.
-	OwnerNameMismatch = "name-mismatch"
+	OwnerNameMismatch OwnerState = "name-mismatch"
 )
+
+// OwnerStates lists how the mirror may show an owner.
+var OwnerStates = []OwnerState{OwnerPresent, OwnerMissing, OwnerBeingDeleted, OwnerDeletingDependents,
+	OwnerOtherNamespace, OwnerNameMismatch}
 
 // OwnerStatus is one of an object's ownerReferences with what the mirror
 // shows of that owner.
@@ -97,7 +104,7 @@ type OwnerStatus struct {
 	// The owner's name, as the reference gives it.
 	Name string `json:"name"`
 	// What the mirror shows of the owner.
-	State string `json:"state"`
+	State OwnerState `json:"state"`
 }
 
 // Owner is an owner as /objects/{uid} shows it.

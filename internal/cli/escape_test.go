@@ -69,7 +69,7 @@ func hostileAnswer(w http.ResponseWriter, r *http.Request, h hostile) any {
 		return api.ObjectDetail{
 			Object: api.Object{UID: h.name, APIVersion: h.kind, Kind: h.kind, Namespace: h.name, Name: h.name,
 				CreationTimestamp: &at, DeletionTimestamp: &at, Finalizers: []string{h.holder}},
-			Owners:      []api.Owner{{OwnerStatus: api.OwnerStatus{Kind: h.kind, Namespace: h.name, Name: h.holder, State: h.msg}}},
+			Owners:      []api.Owner{{OwnerStatus: api.OwnerStatus{Kind: h.kind, Namespace: h.name, Name: h.holder, State: api.OwnerState(h.msg)}}},
 			Dependents:  []api.Dependent{{Kind: h.kind, Namespace: h.name, Name: h.name, BlockOwnerDeletion: true}},
 			Pending:     []api.Pending{pending},
 			RecentAudit: []api.AuditEntry{audit},

@@ -22,7 +22,7 @@ func TestOwnerStates(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		row       db.OwnerRow
-		state     string
+		state     api.OwnerState
 		namespace string
 	}{
 		{"present", db.OwnerRow{Ref: ref, Owner: cm(nil), KindNamespaced: true}, api.OwnerPresent, "a"},

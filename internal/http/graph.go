@@ -443,7 +443,7 @@ func why(det objectFacts, dry *db.AuditEntry) string {
 			holding = append(holding, name+", itself being deleted")
 		default:
 			missing = missing || st.State == api.OwnerMissing
-			other = append(other, name+": "+st.State)
+			other = append(other, name+": "+string(st.State))
 		}
 	}
 	if len(holding) > 0 {

@@ -372,7 +372,7 @@ func TestObject(t *testing.T) {
 func TestWhy(t *testing.T) {
 	now := time.Now()
 	obj := &db.Object{OwnerReferences: []api.OwnerRef{{}}}
-	owner := func(kind, name, state string) api.OwnerStatus {
+	owner := func(kind, name string, state api.OwnerState) api.OwnerStatus {
 		return api.OwnerStatus{Kind: kind, Name: name, State: state}
 	}
 	decided := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -490,11 +490,11 @@ func TestObjectOwnerNeverSeen(t *testing.T) {
 	if _, err := store.Mirror().ApplyEvents(ctx, []db.Event{{ResourceID: rid, Deleted: true, Object: x}}); err != nil {
 		t.Fatal(err)
 	}
-	owner := func(uid string) (state string, neverSeen bool) {
+	owner := func(uid string) (state api.OwnerState, neverSeen bool) {
 		var out struct {
 			Owners []struct {
-				State     string `json:"state"`
-				NeverSeen bool   `json:"neverSeen"`
+				State     api.OwnerState `json:"state"`
+				NeverSeen bool           `json:"neverSeen"`
 			} `json:"owners"`
 		}
 		getJSON(t, srv, "/objects/"+uid, 200, &out)
@@ -507,7 +507,7 @@ func TestObjectOwnerNeverSeen(t *testing.T) {
 		name      string
 		setup     func()
 		dependent string
-		state     string
+		state     api.OwnerState
 		neverSeen bool
 	}{
 		{name: "present", dependent: "uid-B", state: api.OwnerPresent},

@@ -23,13 +23,10 @@ var enums = map[string][]string{
 	"Blocker.type":                        api.Strings(api.BlockerTypes),
 	"CascadeItem.action":                  api.Strings(api.CascadeActions),
 	"HistoryItem.event":                   api.Strings(api.HistoryEvents),
-	"Owner.state":                         ownerStates,
+	"Owner.state":                         api.Strings(api.OwnerStates),
 	"ReleaseResult.status":                {api.StatusReleased},
 	"EnforcementStatus.blastRadiusResume": {"auto", "manual"},
 }
-
-var ownerStates = []string{api.OwnerPresent, api.OwnerMissing, api.OwnerBeingDeleted, api.OwnerDeletingDependents,
-	api.OwnerOtherNamespace, api.OwnerNameMismatch}
 
 func lintRuleIDs() []string {
 	var ids []string
