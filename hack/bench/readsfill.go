@@ -331,7 +331,7 @@ func (f *mirrorFiller) finish(ctx context.Context) error {
 func fillAudit(ctx context.Context, store *db.DB, rows int, fx *readsFixture) error {
 	r := rand.New(rand.NewPCG(2, 2))
 	controllers := []string{"ownergc", "podgc", "ttl", "svgc"}
-	outcomes := []string{api.OutcomeApplied, api.OutcomeApplied, api.OutcomeApplied, api.OutcomeApplied, api.OutcomeDryRun,
+	outcomes := []api.Outcome{api.OutcomeApplied, api.OutcomeApplied, api.OutcomeApplied, api.OutcomeApplied, api.OutcomeDryRun,
 		api.OutcomeNotFound, api.OutcomeFailed, api.OutcomeConflict}
 	start := time.Now().Add(-30 * 24 * time.Hour)
 	step := 30 * 24 * time.Hour / time.Duration(max(rows, 1))

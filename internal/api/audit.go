@@ -37,7 +37,7 @@ type AuditEntry struct {
 	// write sent just before kubegcd died, whose object was still there at the
 	// next start. An unknown write may or may not have reached the API server,
 	// and the decision is pending again.
-	Outcome string `json:"outcome"`
+	Outcome Outcome `json:"outcome"`
 	// The API server's refusal of a failed write; empty otherwise.
 	Error string `json:"error"`
 }

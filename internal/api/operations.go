@@ -206,7 +206,7 @@ var Operations = []Operation{
 			kindParam,
 			{Name: "rule", In: "query", Type: "string", Pattern: TokenPattern,
 				Description: "A rule id such as BR-21-03, in any case."},
-			{Name: "outcome", In: "query", Type: "string", Enum: Outcomes,
+			{Name: "outcome", In: "query", Type: "string", Enum: Strings(Outcomes),
 				Description: "Only the decisions of this outcome: skipped is a decision that needs no write, " +
 					"unknown a write whose result kubegcd did not record before it died."},
 			{Name: "since", In: "query", Type: "string", Format: "date-time",

@@ -39,23 +39,26 @@ const (
 	ActionRelease = "release"
 )
 
+// Outcome is how a decision ended.
+type Outcome string
+
 // Outcomes of a decision, as audit rows record them.
 const (
-	OutcomeApplied  = "applied"
-	OutcomeDryRun   = "dry-run"
-	OutcomeFailed   = "failed"
-	OutcomeConflict = "conflict"
-	OutcomeNotFound = "not-found"
-	OutcomeSkipped  = "skipped"
+	OutcomeApplied  Outcome = "applied"
+	OutcomeDryRun   Outcome = "dry-run"
+	OutcomeFailed   Outcome = "failed"
+	OutcomeConflict Outcome = "conflict"
+	OutcomeNotFound Outcome = "not-found"
+	OutcomeSkipped  Outcome = "skipped"
 	// OutcomeUnknown is the outcome of a write sent before a crash whose
 	// result was never recorded, when its object is still there at start:
 	// the write may or may not have reached the API server, and the
 	// decision stays pending for its controller to make again.
-	OutcomeUnknown = "unknown"
+	OutcomeUnknown Outcome = "unknown"
 )
 
 // Outcomes lists every outcome, as /audit?outcome= accepts them.
-var Outcomes = []string{OutcomeApplied, OutcomeDryRun, OutcomeFailed, OutcomeConflict, OutcomeNotFound,
+var Outcomes = []Outcome{OutcomeApplied, OutcomeDryRun, OutcomeFailed, OutcomeConflict, OutcomeNotFound,
 	OutcomeSkipped, OutcomeUnknown}
 
 // Strings gives a list of the vocabulary as plain strings, for flags and

@@ -97,7 +97,7 @@ func getCommand(e *env) *cobra.Command {
 		"want a kind or a resource's plural, such as Pod or deployments.apps", isToken)
 	checkedVar(fs, &f.since, "since", "", "string", "only rows newer than this: a duration such as 1h, or an RFC 3339 time",
 		sinceWant, isPast)
-	choiceVar(fs, &f.outcome, "outcome", api.Outcomes, "only this outcome: "+strings.Join(api.Outcomes, ", "))
+	choiceVar(fs, &f.outcome, "outcome", api.Strings(api.Outcomes), "only this outcome: "+strings.Join(api.Strings(api.Outcomes), ", "))
 	checkedVar(fs, &f.minAge, "min-age", "", "duration",
 		"only deletions requested longer ago than this, such as 5m; 0 for all (default: the daemon's --stuck-after)",
 		"want a duration such as 30s, 5m or 1h, or 0 for every deletion", isMinAge)
@@ -108,7 +108,7 @@ func getCommand(e *env) *cobra.Command {
 	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending and audit (default: 1000 pending, 100 audit, the API's for the others)")
 	for name, values := range map[string][]string{
 		"controller": append(slices.Clone(api.Controllers), api.ControllerKubegcd, api.ControllerOperator),
-		"outcome":    api.Outcomes,
+		"outcome":    api.Strings(api.Outcomes),
 		"severity":   api.Strings(api.Severities),
 	} {
 		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
@@ -328,7 +328,7 @@ func auditTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 	}
 	t := newTable(header...)
 	for _, r := range a.Items {
-		cells := []string{age(&r.Time, now), r.Controller, r.Action, r.Target.Kind, r.Target.Name, r.Outcome, r.Rule}
+		cells := []string{age(&r.Time, now), r.Controller, r.Action, r.Target.Kind, r.Target.Name, string(r.Outcome), r.Rule}
 		if f.namespace == "" {
 			cells = slices.Insert(cells, 3, r.Target.Namespace)
 		}

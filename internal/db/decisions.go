@@ -86,7 +86,7 @@ type AuditFilter struct {
 	// resource plural. Rule keeps those of that rule id, in any case.
 	Kind    string
 	Rule    string
-	Outcome string
+	Outcome api.Outcome
 	Since   time.Time
 	Until   time.Time
 	Before  int64
@@ -95,7 +95,7 @@ type AuditFilter struct {
 
 // commonOutcomes are left out of the index audit_rare_outcomes, whose
 // condition is rareOutcome (migration 0009).
-var commonOutcomes = map[string]bool{api.OutcomeApplied: true, api.OutcomeDryRun: true, api.OutcomeSkipped: true}
+var commonOutcomes = map[api.Outcome]bool{api.OutcomeApplied: true, api.OutcomeDryRun: true, api.OutcomeSkipped: true}
 
 const rareOutcome = "outcome NOT IN ('applied', 'dry-run', 'skipped')"
 

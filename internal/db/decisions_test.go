@@ -107,7 +107,7 @@ func TestListAuditKindAndRule(t *testing.T) {
 		}
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	entry := func(kind, rule, uid string, outcome ...string) *AuditEntry {
+	entry := func(kind, rule, uid string, outcome ...api.Outcome) *AuditEntry {
 		e := auditEntry("ownergc", "delete", uid, append(outcome, api.OutcomeDryRun)[0], t0)
 		e.Target.Kind, e.Rule = kind, rule
 		return e

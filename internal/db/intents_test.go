@@ -125,7 +125,7 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		settle      func(t *testing.T, d *DB, in *Intent, e *AuditEntry)
-		wantRows    []string // outcomes
+		wantRows    []api.Outcome
 		wantPending bool
 	}{
 		{name: "applied, queued", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
@@ -135,13 +135,13 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-		}, wantRows: []string{api.OutcomeApplied}},
+		}, wantRows: []api.Outcome{api.OutcomeApplied}},
 		{name: "failure, new", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			e.Outcome = api.OutcomeConflict
 			if isNew, err := d.Ledger().RecordFailure(ctx, pending(in), e); err != nil || !isNew {
 				t.Fatalf("RecordFailure: new %v, %v", isNew, err)
 			}
-		}, wantRows: []string{api.OutcomeConflict}, wantPending: true},
+		}, wantRows: []api.Outcome{api.OutcomeConflict}, wantPending: true},
 		{name: "failure, retried", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			if _, err := d.Ledger().UpsertPending(ctx, pending(in)); err != nil {
 				t.Fatal(err)
@@ -156,19 +156,19 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 			if err := d.Ledger().InsertAudits(ctx, []*AuditEntry{e}); err != nil {
 				t.Fatal(err)
 			}
-		}, wantRows: []string{api.OutcomeApplied}},
+		}, wantRows: []api.Outcome{api.OutcomeApplied}},
 		{name: "settled at start, gone", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			e.Outcome = api.OutcomeApplied
 			if err := d.Ledger().SettleIntent(ctx, e, nil); err != nil {
 				t.Fatal(err)
 			}
-		}, wantRows: []string{api.OutcomeApplied}},
+		}, wantRows: []api.Outcome{api.OutcomeApplied}},
 		{name: "settled at start, unknown", settle: func(t *testing.T, d *DB, in *Intent, e *AuditEntry) {
 			e.Outcome = api.OutcomeUnknown
 			if err := d.Ledger().SettleIntent(ctx, e, pending(in)); err != nil {
 				t.Fatal(err)
 			}
-		}, wantRows: []string{api.OutcomeUnknown}, wantPending: true},
+		}, wantRows: []api.Outcome{api.OutcomeUnknown}, wantPending: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := openTemp(t)
@@ -195,7 +195,7 @@ func TestAuditRowResolvesItsIntent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var outcomes []string
+			var outcomes []api.Outcome
 			for _, r := range rows {
 				outcomes = append(outcomes, r.Outcome)
 			}

@@ -34,7 +34,7 @@ func writeApplied(d *DB, done func(i int, err error), entries ...*AuditEntry) {
 	})
 }
 
-func auditEntry(controller, action, uid, outcome string, at time.Time) *AuditEntry {
+func auditEntry(controller, action, uid string, outcome api.Outcome, at time.Time) *AuditEntry {
 	return &AuditEntry{Time: at, Instance: "i", Controller: controller, Rule: "r", Action: action, Outcome: outcome,
 		Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}
 }

@@ -186,7 +186,7 @@ type AuditEntry struct {
 	Facts   json.RawMessage
 	Reason  string
 	DryRun  bool
-	Outcome string
+	Outcome api.Outcome
 	Error   string
 	// IntentID is the intent this row settles (see Intent). Writing the row
 	// resolves the intent in the same transaction.

@@ -137,7 +137,7 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		UID:        q.str("uid"),
 		Kind:       q.token("kind"),
 		Rule:       q.token("rule"),
-		Outcome:    q.enum("outcome"),
+		Outcome:    api.Outcome(q.enum("outcome")),
 		Since:      q.time("since"),
 		Until:      q.time("until"),
 		Limit:      q.limit(),

@@ -175,7 +175,7 @@ const inflightGrace = 10 * time.Second
 // audit history cannot be (ErrLedgerUnavailable), nor when the intent
 // cannot be committed. It returns the outcome. A conflict or failure also
 // returns the error, so the caller can retry.
-func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Context) error) (string, error) {
+func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Context) error) (api.Outcome, error) {
 	if err := a.LedgerError(); err != nil {
 		return "", err
 	}
@@ -241,7 +241,7 @@ func (a *Applier) commitIntent(ctx context.Context, d Decision, reserved time.Ti
 // A write once sent runs to its answer even when kubegcd stops, since a
 // graceful stop waits for it before it releases the Lease. A write cut
 // short may still reach the API server, with no outcome recorded.
-func send(ctx context.Context, do func(ctx context.Context) error) (string, error) {
+func send(ctx context.Context, do func(ctx context.Context) error) (api.Outcome, error) {
 	sent, cancel := context.WithTimeout(context.WithoutCancel(ctx), inflightGrace)
 	defer cancel()
 	err := do(sent)
@@ -261,8 +261,8 @@ func send(ctx context.Context, do func(ctx context.Context) error) (string, erro
 // resolves the write's intent. An applied write's row goes to the writer
 // and is not waited for. A write that failed stays pending, and its
 // failure is audited once per decision.
-func (a *Applier) recordOutcome(ctx context.Context, d Decision, in *db.Intent, outcome string,
-	err error) (string, error) {
+func (a *Applier) recordOutcome(ctx context.Context, d Decision, in *db.Intent, outcome api.Outcome,
+	err error) (api.Outcome, error) {
 	if !d.DecidedAt.IsZero() {
 		a.metrics.latency.WithLabelValues(d.Controller).Observe(time.Since(d.DecidedAt).Seconds())
 	}
@@ -325,7 +325,7 @@ func (a *Applier) Defer(ctx context.Context, d Decision, notBefore time.Time) er
 }
 
 // recordOnce stores d as pending and audits it if it is new.
-func (a *Applier) recordOnce(ctx context.Context, d Decision, outcome string) (bool, error) {
+func (a *Applier) recordOnce(ctx context.Context, d Decision, outcome api.Outcome) (bool, error) {
 	isNew, err := a.pend(ctx, d, d.Reason)
 	if err != nil || !isNew {
 		return false, err
@@ -373,12 +373,12 @@ func (a *Applier) row(d Decision) *db.AuditEntry {
 }
 
 // entry builds the audit row of d and counts it.
-func (a *Applier) entry(d Decision, outcome string, applyErr error) *db.AuditEntry {
+func (a *Applier) entry(d Decision, outcome api.Outcome, applyErr error) *db.AuditEntry {
 	return a.count(d, withOutcome(*a.row(d), a.opts.Now(), outcome, applyErr))
 }
 
 // withOutcome is row with its outcome, at time at.
-func withOutcome(row db.AuditEntry, at time.Time, outcome string, applyErr error) *db.AuditEntry {
+func withOutcome(row db.AuditEntry, at time.Time, outcome api.Outcome, applyErr error) *db.AuditEntry {
 	row.Time, row.Outcome, row.ID, row.IntentID = at, outcome, 0, 0
 	if applyErr != nil {
 		row.Error = applyErr.Error()
@@ -388,7 +388,7 @@ func withOutcome(row db.AuditEntry, at time.Time, outcome string, applyErr error
 
 // count counts e, an outcome of d.
 func (a *Applier) count(d Decision, e *db.AuditEntry) *db.AuditEntry {
-	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, d.Action, e.Outcome).Inc()
+	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, d.Action, string(e.Outcome)).Inc()
 	return e
 }
 

@@ -120,7 +120,10 @@ func audit(t *testing.T, store *db.DB, want int) []db.AuditEntry {
 	}
 }
 
-type row struct{ Controller, Action, UID, Outcome string }
+type row struct {
+	Controller, Action, UID string
+	Outcome                 api.Outcome
+}
 
 func rowsOf(entries []db.AuditEntry) []row {
 	out := []row{}
@@ -328,7 +331,7 @@ func TestApplyOutcomes(t *testing.T) {
 	tests := []struct {
 		name    string
 		err     error
-		outcome string
+		outcome api.Outcome
 		wantErr bool
 		pending int
 	}{
@@ -364,7 +367,7 @@ func TestFailedDecisionAuditedOncePerVersion(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		err     error
-		outcome string
+		outcome api.Outcome
 	}{
 		{"conflict", apierrors.NewConflict(gr, "u", errors.New("the object has been modified")), api.OutcomeConflict},
 		{"failure", apierrors.NewInternalError(errors.New("etcd timeout")), api.OutcomeFailed},

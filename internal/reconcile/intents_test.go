@@ -82,7 +82,7 @@ func TestRecoverIntents(t *testing.T) {
 		liveErr error
 		// the one row it gets ("" none), whether it stays pending and
 		// whether it stays open
-		wantRow     string
+		wantRow     api.Outcome
 		wantPending bool
 		wantOpen    bool
 		wantErr     bool

@@ -114,7 +114,7 @@ func TestStaleMirrorConflictIsBounded(t *testing.T) {
 		}
 	}
 	deletes, refused, rows := counts()
-	var outcomes []string
+	var outcomes []api.Outcome
 	for _, r := range rows {
 		outcomes = append(outcomes, r.Outcome)
 	}

@@ -12,7 +12,7 @@ import (
 // "Schema.property", from package api's vocabulary.
 var enums = map[string][]string{
 	"AuditEntry.controller":               api.AuditControllers,
-	"AuditEntry.outcome":                  api.Outcomes,
+	"AuditEntry.outcome":                  api.Strings(api.Outcomes),
 	"Pending.controller":                  api.Controllers,
 	"ControllerStatus.name":               api.Controllers,
 	"LeaseItem.role":                      api.Strings(api.LeaseRoles),

@@ -156,7 +156,7 @@ func (h *harness) audit(n int) []string {
 		}
 		out = out[:0]
 		for _, r := range rows {
-			out = append(out, r.Target.Namespace+"/"+r.Target.Name+" "+r.Outcome)
+			out = append(out, r.Target.Namespace+"/"+r.Target.Name+" "+string(r.Outcome))
 		}
 		if len(out) != n {
 			return fmt.Errorf("%d audit rows, want %d: %v", len(out), n, out)
@@ -273,7 +273,7 @@ func TestDeleteOfOneAlreadyGone(t *testing.T) {
 	if undone := h.pass(); undone {
 		t.Error("a candidate already gone left work undone")
 	}
-	if diff := cmp.Diff([]string{"a/old " + api.OutcomeNotFound}, h.audit(1)); diff != "" {
+	if diff := cmp.Diff([]string{"a/old " + string(api.OutcomeNotFound)}, h.audit(1)); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
 	if n := testutil.Metric(t, h.reg, "kubegcd_lcgc_deletes_total"); n != 0 {
@@ -297,7 +297,7 @@ func TestConflictIsRetried(t *testing.T) {
 	if undone := h.pass(); !undone {
 		t.Error("a conflict left nothing undone")
 	}
-	if diff := cmp.Diff([]string{"a/old " + api.OutcomeConflict}, h.audit(1)); diff != "" {
+	if diff := cmp.Diff([]string{"a/old " + string(api.OutcomeConflict)}, h.audit(1)); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"a/old"}, h.pending()); diff != "" {
