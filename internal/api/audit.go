@@ -22,7 +22,7 @@ type AuditEntry struct {
 	Rule string `json:"rule"`
 	// What was decided, such as delete, remove-owner-refs or remove-finalizer.
 	// The rows of kubegcd and operator say pause, resume or release.
-	Action string `json:"action"`
+	Action Action `json:"action"`
 	// The object decided on; empty for kubegcd and operator.
 	Target Target `json:"target"`
 	// What the rule saw when it decided, as the rule records them; absent when

@@ -11,7 +11,7 @@ type Pending struct {
 	Rule string `json:"rule"`
 	// What the controller would do, such as delete, remove-owner-refs or
 	// remove-finalizer.
-	Action string `json:"action"`
+	Action Action `json:"action"`
 	// Why the controller decided so, in one sentence.
 	Reason string `json:"reason"`
 	// When the controller first made the decision.

@@ -21,22 +21,30 @@ const (
 	ControllerOperator = "operator"
 )
 
+// Action is what a decision does to its object.
+type Action string
+
 // Actions, as audit and pending rows record them.
 const (
-	ActionDelete          = "delete"
-	ActionRemoveOwnerRefs = "remove-owner-refs"
-	ActionUnblockRefs     = "unblock-owner-refs"
-	ActionRemoveFinalizer = "remove-finalizer"
-	ActionKeep            = "keep"
+	ActionDelete          Action = "delete"
+	ActionRemoveOwnerRefs Action = "remove-owner-refs"
+	ActionUnblockRefs     Action = "unblock-owner-refs"
+	ActionRemoveFinalizer Action = "remove-finalizer"
+	ActionKeep            Action = "keep"
 	// ActionOrphanDependents and ActionDeleteDependents are an owner being
 	// deleted with the orphan or foregroundDeletion finalizer: the work
 	// is on its dependents, then its finalizer goes.
-	ActionOrphanDependents = "orphan-dependents"
-	ActionDeleteDependents = "delete-dependents"
+	ActionOrphanDependents Action = "orphan-dependents"
+	ActionDeleteDependents Action = "delete-dependents"
+	// ActionAnnotate is ttl's patch of a node's TTL annotation.
+	ActionAnnotate Action = "annotate"
+	// ActionRemoveEntries is svgc's removal of a StorageVersion's entries
+	// of API servers without an identity Lease.
+	ActionRemoveEntries Action = "remove-entries"
 	// The actions of the pseudo-controllers kubegcd and operator.
-	ActionPause   = "pause"
-	ActionResume  = "resume"
-	ActionRelease = "release"
+	ActionPause   Action = "pause"
+	ActionResume  Action = "resume"
+	ActionRelease Action = "release"
 )
 
 // Outcome is how a decision ended.

@@ -304,7 +304,7 @@ func pendingTable(body []byte, f *getFlags, now time.Time) (*table, int, error) 
 	t := withNamespace(f, header...)
 	sortByObject(a.Items, func(p api.Pending) api.Target { return p.Target })
 	for _, p := range a.Items {
-		cells := []string{p.Target.Kind, p.Target.Name, p.Controller, p.Action, p.Rule, orNone(p.TimeLeft), age(&p.Since, now)}
+		cells := []string{p.Target.Kind, p.Target.Name, p.Controller, string(p.Action), p.Rule, orNone(p.TimeLeft), age(&p.Since, now)}
 		if f.output == outWide {
 			cells = append(cells, p.Target.APIVersion, p.Target.UID, p.Reason)
 		}
@@ -328,7 +328,7 @@ func auditTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 	}
 	t := newTable(header...)
 	for _, r := range a.Items {
-		cells := []string{age(&r.Time, now), r.Controller, r.Action, r.Target.Kind, r.Target.Name, string(r.Outcome), r.Rule}
+		cells := []string{age(&r.Time, now), r.Controller, string(r.Action), r.Target.Kind, r.Target.Name, string(r.Outcome), r.Rule}
 		if f.namespace == "" {
 			cells = slices.Insert(cells, 3, r.Target.Namespace)
 		}

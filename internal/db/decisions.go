@@ -244,7 +244,7 @@ type PendingKey struct {
 	Since      time.Time
 	Controller string
 	UID        string
-	Action     string
+	Action     api.Action
 }
 
 // ListPending returns pending decisions in since order, oldest first unless

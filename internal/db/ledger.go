@@ -108,11 +108,11 @@ func (d Ledger) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.
 // sqlLastHold finds the newest pause or release of the blast-radius cap.
 const sqlLastHold = `SELECT max(id) FROM audit
 	WHERE controller IN ('` + api.ControllerKubegcd + `', '` + api.ControllerOperator + `')
-	AND action IN ('` + api.ActionPause + `', '` + api.ActionRelease + `')`
+	AND action IN ('` + string(api.ActionPause) + `', '` + string(api.ActionRelease) + `')`
 
 // LastHold returns the newest pause or release of enforcement and when it
 // was recorded, or "" when there is none. A manual hold outlives a restart.
-func (d Ledger) LastHold(ctx context.Context) (action string, at time.Time, err error) {
+func (d Ledger) LastHold(ctx context.Context) (action api.Action, at time.Time, err error) {
 	var ts string
 	err = d.queryRow(ctx, `SELECT action, time FROM audit WHERE id = (`+sqlLastHold+`)`).Scan(&action, &ts)
 	if errors.Is(err, sql.ErrNoRows) {

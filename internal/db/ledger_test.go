@@ -34,7 +34,7 @@ func writeApplied(d *DB, done func(i int, err error), entries ...*AuditEntry) {
 	})
 }
 
-func auditEntry(controller, action, uid string, outcome api.Outcome, at time.Time) *AuditEntry {
+func auditEntry(controller string, action api.Action, uid string, outcome api.Outcome, at time.Time) *AuditEntry {
 	return &AuditEntry{Time: at, Instance: "i", Controller: controller, Rule: "r", Action: action, Outcome: outcome,
 		Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}
 }
@@ -149,7 +149,7 @@ func TestNewDecisionReplacesTheOneBefore(t *testing.T) {
 	ctx := context.Background()
 	d := openTemp(t)
 	target := api.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion", Name: "sv", UID: "sv"}
-	for _, action := range []string{"delete", "remove-entries"} {
+	for _, action := range []api.Action{api.ActionDelete, api.ActionRemoveEntries} {
 		if _, err := d.Ledger().UpsertPending(ctx, &Pending{Controller: "svgc", Rule: "r", Action: action, Reason: "x", Target: target}); err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestNewDecisionReplacesTheOneBefore(t *testing.T) {
 	}
 	var got []string
 	for _, r := range rows {
-		got = append(got, r.Controller+" "+r.Action)
+		got = append(got, r.Controller+" "+string(r.Action))
 	}
 	slices.Sort(got)
 	if want := []string{"ownergc delete", "svgc remove-entries"}; !slices.Equal(got, want) {

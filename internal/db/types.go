@@ -180,7 +180,7 @@ type AuditEntry struct {
 	Instance   string
 	Controller string
 	Rule       string
-	Action     string
+	Action     api.Action
 	Target     api.Target
 	// Facts are the rule's facts as JSON, stored as they are.
 	Facts   json.RawMessage
@@ -204,7 +204,7 @@ func (e *AuditEntry) Settles() bool {
 type Pending struct {
 	Controller string
 	Rule       string
-	Action     string
+	Action     api.Action
 	Reason     string
 	Since      time.Time
 	// NotBefore, when set, is the earliest time the decision may be acted

@@ -34,7 +34,7 @@ const (
 )
 
 // ActionNone is a Decision's Action when there is nothing to do.
-const ActionNone = ""
+const ActionNone api.Action = ""
 
 // Propagation policies, spelled as metav1.DeletionPropagation (this
 // package imports nothing from Kubernetes, so that everything can).
@@ -174,7 +174,7 @@ type Object struct {
 
 // Decision is what the collector does about an object.
 type Decision struct {
-	Action string // ActionNone: nothing to do
+	Action api.Action // ActionNone: nothing to do
 	Rule   string
 	// Propagation of a delete.
 	Propagation string

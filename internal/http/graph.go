@@ -371,7 +371,7 @@ func (s *server) ownersSeen(ctx context.Context, owners []api.OwnerStatus) ([]ap
 }
 
 // actionPhrases say what a pending action does to the object.
-var actionPhrases = map[string]string{
+var actionPhrases = map[api.Action]string{
 	api.ActionDelete:          "delete it",
 	api.ActionRemoveOwnerRefs: "remove owner references from it",
 	api.ActionUnblockRefs:     "make its owner references non-blocking",
@@ -415,7 +415,7 @@ func why(det objectFacts, dry *db.AuditEntry) string {
 		for _, p := range det.Pending {
 			phrase, ok := actionPhrases[p.Action]
 			if !ok {
-				phrase = "act on it (" + p.Action + ")"
+				phrase = "act on it (" + string(p.Action) + ")"
 			}
 			parts = append(parts, fmt.Sprintf("%s would %s (rule %s): %s", p.Controller, phrase, p.Rule, p.Reason))
 		}
@@ -473,7 +473,7 @@ func why(det objectFacts, dry *db.AuditEntry) string {
 func dryRunWords(e *db.AuditEntry) string {
 	phrase, ok := actionPhrases[e.Action]
 	if !ok {
-		phrase = "act on it (" + e.Action + ")"
+		phrase = "act on it (" + string(e.Action) + ")"
 	}
 	return fmt.Sprintf("ownergc decided in dry-run at %s to %s (rule %s): %s; dry-run sends nothing to the cluster",
 		e.Time.UTC().Format(time.RFC3339), phrase, e.Rule, strings.TrimSuffix(e.Reason, "."))

@@ -82,11 +82,11 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 // listed in, as base64url JSON: opaque to clients, and a cursor of one
 // order given with the other is refused rather than read backwards.
 type pendingCursor struct {
-	Newest     bool      `json:"n,omitempty"`
-	Since      time.Time `json:"s"`
-	Controller string    `json:"c"`
-	UID        string    `json:"u"`
-	Action     string    `json:"a"`
+	Newest     bool       `json:"n,omitempty"`
+	Since      time.Time  `json:"s"`
+	Controller string     `json:"c"`
+	UID        string     `json:"u"`
+	Action     api.Action `json:"a"`
 }
 
 func encodePendingCursor(k db.PendingKey, newest bool) string {

@@ -37,7 +37,7 @@ var errCapReached = fmt.Errorf("%w by the blast-radius cap", ErrPaused)
 type Decision struct {
 	Controller string
 	Rule       string
-	Action     string
+	Action     api.Action
 	Target     api.Target
 	// ResourceVersion of the target the decision was made on.
 	ResourceVersion string
@@ -388,7 +388,7 @@ func withOutcome(row db.AuditEntry, at time.Time, outcome api.Outcome, applyErr 
 
 // count counts e, an outcome of d.
 func (a *Applier) count(d Decision, e *db.AuditEntry) *db.AuditEntry {
-	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, d.Action, string(e.Outcome)).Inc()
+	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, string(d.Action), string(e.Outcome)).Inc()
 	return e
 }
 
@@ -406,7 +406,7 @@ func (a *Applier) logDecision(e *db.AuditEntry, level slog.Level) {
 }
 
 // event builds an audit row about enforcement itself (no target).
-func (a *Applier) event(controller, rule, action, reason string, at time.Time, facts any) *db.AuditEntry {
+func (a *Applier) event(controller, rule string, action api.Action, reason string, at time.Time, facts any) *db.AuditEntry {
 	return &db.AuditEntry{Time: at, Instance: a.opts.Instance, Controller: controller, Rule: rule, Action: action,
 		Reason: reason, Outcome: api.OutcomeApplied, Facts: encodeFacts(facts)}
 }

@@ -121,8 +121,10 @@ func audit(t *testing.T, store *db.DB, want int) []db.AuditEntry {
 }
 
 type row struct {
-	Controller, Action, UID string
-	Outcome                 api.Outcome
+	Controller string
+	Action     api.Action
+	UID        string
+	Outcome    api.Outcome
 }
 
 func rowsOf(entries []db.AuditEntry) []row {

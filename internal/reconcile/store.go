@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -28,7 +29,7 @@ type Ledger interface {
 	InsertAudits(ctx context.Context, entries []*db.AuditEntry) error
 	WriteApplied(take func() []db.AppliedRow, done func(rows []db.AppliedRow, failed []error, err error))
 	AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.Time, error)
-	LastHold(ctx context.Context) (action string, at time.Time, err error)
+	LastHold(ctx context.Context) (action api.Action, at time.Time, err error)
 }
 
 // KindResolver maps a kind to the resource that serves it, as discovery

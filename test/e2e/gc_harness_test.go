@@ -94,7 +94,11 @@ type scenario struct {
 // can be checked): false in kcm mode.
 func (s *scenario) kubegcd() bool { return s.d != nil }
 
-type auditKey struct{ Rule, Action, Kind, Name string }
+type auditKey struct {
+	Rule       string
+	Action     api.Action
+	Kind, Name string
+}
 
 // eachMode runs fn in enforce mode, then in dry-run, then with
 // kube-controller-manager as the garbage collector (kcm), each on a fresh

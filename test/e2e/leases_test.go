@@ -222,7 +222,7 @@ func TestStorageVersionGC(t *testing.T) {
 		if !strings.HasPrefix(r.Target.Name, "e2e.kubegcd.io.") || r.Outcome != api.OutcomeApplied {
 			t.Errorf("unexpected svgc decision %+v", r)
 		}
-		got[r.Target.Name] = r.Rule + " " + r.Action
+		got[r.Target.Name] = r.Rule + " " + string(r.Action)
 	}
 	want := map[string]string{"e2e.kubegcd.io.doohickeys": "KG-06-01 remove-entries", "e2e.kubegcd.io.gizmos": "KG-06-01 remove-entries",
 		"e2e.kubegcd.io.thingamajigs": "KG-06-01 remove-entries",

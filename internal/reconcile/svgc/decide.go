@@ -73,7 +73,7 @@ func decideStorageVersion(sv *apiserverinternalv1alpha1.StorageVersion, leases m
 	target := api.Target{APIVersion: "internal.apiserver.k8s.io/v1alpha1", Kind: "StorageVersion",
 		Name: sv.Name, UID: string(sv.UID)}
 	facts := map[string]any{"removedServers": removed, "keptEntries": len(kept)}
-	d := reconcile.Decision{Controller: api.ControllerSVGC, Rule: ruleNoLease, Action: actionRemove,
+	d := reconcile.Decision{Controller: api.ControllerSVGC, Rule: ruleNoLease, Action: api.ActionRemoveEntries,
 		Target: target, ResourceVersion: sv.ResourceVersion, Reason: why, Facts: facts, DecidedAt: now}
 	if len(kept) == 0 {
 		d.Rule, d.Action = ruleEmpty, api.ActionDelete

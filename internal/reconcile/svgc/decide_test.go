@@ -132,9 +132,10 @@ func TestDecideStorageVersion(t *testing.T) {
 		sv     *v1alpha1.StorageVersion
 		leases map[string]*coordinationv1.Lease
 		// wantRule is "" when nothing is to be done.
-		wantRule, wantAction string
-		wantRemoved          []string
-		wantReasonEnd        string
+		wantRule      string
+		wantAction    api.Action
+		wantRemoved   []string
+		wantReasonEnd string
 		// wantFacts lists the facts beyond removedServers.
 		wantFacts map[string]any
 		// wantUpdate is the status written, nil for a delete.

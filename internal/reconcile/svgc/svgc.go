@@ -35,7 +35,6 @@ import (
 const (
 	ruleNoLease      = "KG-06-01" // entries of servers without an identity lease go
 	ruleEmpty        = "KG-06-02" // a StorageVersion left with none is deleted
-	actionRemove     = "remove-entries"
 	identityLabel    = "apiserver.kubernetes.io/identity"
 	identityValue    = "kube-apiserver"
 	identityLeasesNS = metav1.NamespaceSystem
@@ -280,13 +279,13 @@ func (c *Controller) updateOrDelete(ctx context.Context, sv *apiserverinternalv1
 		_, err := svs.UpdateStatus(ctx, act.update, metav1.UpdateOptions{})
 		return err
 	})
-	c.count(err, actionRemove)
+	c.count(err, api.ActionRemoveEntries)
 	return err
 }
 
-func (c *Controller) count(err error, action string) {
+func (c *Controller) count(err error, action api.Action) {
 	if err == nil && !c.opts.Applier.DryRun() {
-		c.metrics.writes.WithLabelValues(action).Inc()
+		c.metrics.writes.WithLabelValues(string(action)).Inc()
 	}
 }
 

@@ -103,7 +103,7 @@ func decide(band, nodes int, candidates []db.NodeTTL, written func(uid, rv strin
 			has = strconv.Quote(*n.TTL)
 		}
 		p.annotate = append(p.annotate, annotation{node: n, decision: reconcile.Decision{
-			Controller: api.ControllerTTL, Rule: rule(band), Action: actionAnnotate,
+			Controller: api.ControllerTTL, Rule: rule(band), Action: api.ActionAnnotate,
 			Target: db.TargetOf(&n.Object), ResourceVersion: n.ResourceVersion,
 			Reason: reason + "; the node has " + has,
 			Facts:  map[string]any{"nodes": nodes, "band": band, "want": p.want, "has": n.TTL},

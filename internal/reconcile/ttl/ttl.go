@@ -33,8 +33,6 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile"
 )
 
-const actionAnnotate = "annotate"
-
 // sizeBand is one band of cluster sizes and its TTL (BR-19-01…05 in docs/rules.md).
 type sizeBand struct {
 	sizeMin, sizeMax int
