@@ -17,7 +17,7 @@ import (
 // code registers (api.Controllers), and no other.
 func TestArchitectureNamesEveryController(t *testing.T) {
 	doc := readDoc(t, "docs/architecture.md")
-	want := slices.Sorted(slices.Values(api.Controllers))
+	want := slices.Sorted(slices.Values(api.Strings(api.Controllers)))
 
 	flow := regexp.MustCompile(`internal/reconcile: ([a-z, ]+) ◀`).FindStringSubmatch(doc)
 	table := regexp.MustCompile("`internal/reconcile/\\{([a-z,]+)\\}`").FindStringSubmatch(doc)

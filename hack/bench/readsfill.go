@@ -330,7 +330,7 @@ func (f *mirrorFiller) finish(ctx context.Context) error {
 // pending decisions.
 func fillAudit(ctx context.Context, store *db.DB, rows int, fx *readsFixture) error {
 	r := rand.New(rand.NewPCG(2, 2))
-	controllers := []string{"ownergc", "podgc", "ttl", "svgc"}
+	controllers := []api.Controller{api.ControllerOwnerGC, api.ControllerPodGC, api.ControllerTTL, api.ControllerSVGC}
 	outcomes := []api.Outcome{api.OutcomeApplied, api.OutcomeApplied, api.OutcomeApplied, api.OutcomeApplied, api.OutcomeDryRun,
 		api.OutcomeNotFound, api.OutcomeFailed, api.OutcomeConflict}
 	start := time.Now().Add(-30 * 24 * time.Hour)

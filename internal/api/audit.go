@@ -16,7 +16,7 @@ type AuditEntry struct {
 	// The controller that decided. The rows about enforcement itself (a hold, a
 	// release, the audit store writable again) name kubegcd or operator
 	// instead.
-	Controller string `json:"controller"`
+	Controller Controller `json:"controller"`
 	// The rule of the controller that decided; empty for the pseudo-controllers
 	// kubegcd and operator.
 	Rule string `json:"rule"`

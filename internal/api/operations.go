@@ -182,7 +182,7 @@ var Operations = []Operation{
 			"Decisions that wait (a quarantine, a back-off) add notBefore and timeLeft. " +
 			"Next is the cursor of the following page, in the same order.",
 		Params: []Param{
-			{Name: "controller", In: "query", Type: "string", Enum: AuditControllers,
+			{Name: "controller", In: "query", Type: "string", Enum: Strings(AuditControllers),
 				Description: "Only this controller's decisions."},
 			namespaceParam("Only the decisions about objects of this namespace."),
 			kindParam,
@@ -198,7 +198,7 @@ var Operations = []Operation{
 	{ID: "audit", Method: "GET", Path: "/audit", Summary: "The audit history, newest first",
 		Description: "Next is the cursor of the following, older, page.",
 		Params: []Param{
-			{Name: "controller", In: "query", Type: "string", Enum: AuditControllers,
+			{Name: "controller", In: "query", Type: "string", Enum: Strings(AuditControllers),
 				Description: "Only this controller's decisions; " +
 					"kubegcd and operator name the rows about enforcement itself."},
 			namespaceParam("Only the decisions about objects of this namespace."),

@@ -8,7 +8,7 @@ import "time"
 type Overview struct {
 	// The number of /pending's rows of each controller; every controller is
 	// listed, 0 when it holds nothing.
-	PendingByController map[string]int `json:"pendingByController"`
+	PendingByController map[Controller]int `json:"pendingByController"`
 	// The controllers' deletions over time.
 	Deletions Deletions `json:"deletions"`
 }

@@ -6,7 +6,7 @@ import "time"
 // GET /pending lists it.
 type Pending struct {
 	// The controller that holds the decision.
-	Controller string `json:"controller"`
+	Controller Controller `json:"controller"`
 	// The rule that decided.
 	Rule string `json:"rule"`
 	// What the controller would do, such as delete, remove-owner-refs or

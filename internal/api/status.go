@@ -95,7 +95,7 @@ type EnforcementStatus struct {
 // when it last finished an item.
 type ControllerStatus struct {
 	// The controller's name.
-	Name string `json:"name"`
+	Name Controller `json:"name"`
 	// When the last pass made started; null before the first. A pass is podgc's
 	// periodic pass, ttl's reconcile of every node, ownergc's full pass over
 	// the candidates the mirror shows (a resync), svgc's scan of the mirror,

@@ -1,24 +1,32 @@
 package api
 
-// The controllers, as --controllers, audit and pending rows name them.
+// Controller names a controller, as --controllers, audit and pending rows
+// name it.
+type Controller string
+
+// The controllers.
 const (
-	ControllerOwnerGC = "ownergc"
-	ControllerPodGC   = "podgc"
-	ControllerTTL     = "ttl"
-	ControllerSVGC    = "svgc"
-	ControllerLCGC    = "lcgc"
+	ControllerOwnerGC Controller = "ownergc"
+	ControllerPodGC   Controller = "podgc"
+	ControllerTTL     Controller = "ttl"
+	ControllerSVGC    Controller = "svgc"
+	ControllerLCGC    Controller = "lcgc"
+	// ControllerRules is the cleanup rules' controller. It is not in
+	// Controllers yet: --controllers does not take it.
+	ControllerRules Controller = "rules"
 )
 
-// Controllers lists every controller, in the order they are documented.
-var Controllers = []string{ControllerOwnerGC, ControllerPodGC, ControllerTTL, ControllerSVGC, ControllerLCGC}
+// Controllers lists every controller --controllers takes, in the order
+// they are documented.
+var Controllers = []Controller{ControllerOwnerGC, ControllerPodGC, ControllerTTL, ControllerSVGC, ControllerLCGC}
 
 // Audit rows about enforcement itself rather than about an object name one
 // of these in place of a controller: the daemon's own (a manual hold of the
 // blast-radius cap, the audit store writable again) and an operator's (a
 // release). They name no target and are not writes to the cluster.
 const (
-	ControllerKubegcd  = "kubegcd"
-	ControllerOperator = "operator"
+	ControllerKubegcd  Controller = "kubegcd"
+	ControllerOperator Controller = "operator"
 )
 
 // Action is what a decision does to its object.

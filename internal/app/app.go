@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/liveness"
@@ -86,7 +87,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}
 	logger.Info("kubegcd starting", "version", version(), "server", hidePassword(d.restCfg.Host, d.restCfg.Host),
 		"db", d.store.Path, "listen", ln.Addr().String(), "dry_run", cfg.dryRun,
-		"controllers", strings.Join(cfg.controllers, ","), "gogc", gogc)
+		"controllers", strings.Join(api.Strings(cfg.controllers), ","), "gogc", gogc)
 	return d.runParts(ctx, srv, ln)
 }
 

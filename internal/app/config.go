@@ -29,9 +29,6 @@ import (
 	"github.com/kubegcd/kubegcd/internal/reconcile/lcgc"
 )
 
-// knownControllers are the controllers --controllers may name.
-var knownControllers = api.Controllers
-
 type runConfig struct {
 	kubeconfig   string
 	kubeContext  string
@@ -45,7 +42,7 @@ type runConfig struct {
 	logLevel                                             slog.Level
 	logFormat                                            string
 	dryRun                                               bool
-	controllers                                          []string
+	controllers                                          []api.Controller
 	discoveryInterval                                    time.Duration
 	startupTimeout                                       time.Duration
 
@@ -168,8 +165,8 @@ func (f *runFlags) addControllerFlags(fs *pflag.FlagSet) {
 	cfg := &f.cfg
 	fs.BoolVar(&cfg.dryRun, "dry-run", true,
 		"decide and record what would be done without writing to the cluster; --dry-run=false enforces")
-	fs.StringSliceVar(&f.controllers, "controllers", slices.Clone(knownControllers),
-		"comma-separated controllers to run: "+strings.Join(knownControllers, ", "))
+	fs.StringSliceVar(&f.controllers, "controllers", api.Strings(api.Controllers),
+		"comma-separated controllers to run: "+strings.Join(api.Strings(api.Controllers), ", "))
 	fs.IntVar(&cfg.gcWorkers, "gc-workers", 64, "objects each controller works on at once")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute,
 		"how often controllers look at every candidate again, beside reacting to changes")
@@ -235,7 +232,7 @@ var valueCompletions = map[string][]string{
 	"log-level":           {"debug", "info", "warn", "error"},
 	"log-format":          {logFormatAuto, logFormatText, logFormatJSON, logFormatJournal},
 	"blast-radius-resume": {"auto", "manual"},
-	"controllers":         knownControllers,
+	"controllers":         api.Strings(api.Controllers),
 }
 
 // complete reads the config file into the flags the command line (fs) did
@@ -278,14 +275,14 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 // pflag splits the list at commas and keeps the spaces around a name.
 func (f *runFlags) readControllers() []error {
 	var errs []error
-	for _, c := range f.controllers {
-		c = strings.TrimSpace(c)
+	for _, s := range f.controllers {
+		c := api.Controller(strings.TrimSpace(s))
 		if c == "" {
 			continue
 		}
-		if !slices.Contains(knownControllers, c) {
+		if !slices.Contains(api.Controllers, c) {
 			errs = append(errs, fmt.Errorf("invalid --controllers: unknown controller %q (known: %s)",
-				c, strings.Join(knownControllers, ", ")))
+				c, strings.Join(api.Strings(api.Controllers), ", ")))
 			continue
 		}
 		if !slices.Contains(f.cfg.controllers, c) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
 
@@ -53,7 +54,7 @@ func TestParseRunFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
 			if !c.dryRun || c.dbPath != "kubegcd.db" || c.blastRadiusResume != "auto" || c.listen != "127.0.0.1:8080" || c.discoveryInterval != 30*time.Second ||
-				strings.Join(c.controllers, ",") != "ownergc,podgc,ttl,svgc,lcgc" || c.logFormat != "auto" || c.leaseCandidateGCPeriod != 30*time.Minute {
+				strings.Join(api.Strings(c.controllers), ",") != "ownergc,podgc,ttl,svgc,lcgc" || c.logFormat != "auto" || c.leaseCandidateGCPeriod != 30*time.Minute {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
@@ -61,7 +62,7 @@ func TestParseRunFlags(t *testing.T) {
 			return []string{"--config", cfgFile("# kubegcd\ndb = /var/lib/kubegcd/k.db\n--dry-run=false\nlisten = \"0.0.0.0:9000\"\n\ncontrollers=podgc\n"),
 				"--listen", "127.0.0.1:1"}
 		}, check: func(t *testing.T, c *runConfig) {
-			if c.dbPath != "/var/lib/kubegcd/k.db" || c.dryRun || c.listen != "127.0.0.1:1" || strings.Join(c.controllers, ",") != "podgc" {
+			if c.dbPath != "/var/lib/kubegcd/k.db" || c.dryRun || c.listen != "127.0.0.1:1" || strings.Join(api.Strings(c.controllers), ",") != "podgc" {
 				t.Errorf("config: %+v", c)
 			}
 		}},
@@ -75,7 +76,7 @@ func TestParseRunFlags(t *testing.T) {
 			wantErr: "no such file"},
 		{name: "duplicate controllers collapse", args: func() []string { return []string{"--controllers", "ttl, ttl,svgc"} },
 			check: func(t *testing.T, c *runConfig) {
-				if strings.Join(c.controllers, ",") != "ttl,svgc" {
+				if strings.Join(api.Strings(c.controllers), ",") != "ttl,svgc" {
 					t.Errorf("controllers %v", c.controllers)
 				}
 			}},
@@ -398,7 +399,7 @@ func TestListFlags(t *testing.T) {
 			if !maps.Equal(c.namespaceThresholds, tc.thresholds) {
 				t.Errorf("namespace thresholds %v, want %v", c.namespaceThresholds, tc.thresholds)
 			}
-			if got := strings.Join(c.controllers, ","); got != tc.controllers {
+			if got := strings.Join(api.Strings(c.controllers), ","); got != tc.controllers {
 				t.Errorf("controllers %q, want %q", got, tc.controllers)
 			}
 			if got := strings.Join(c.allowedHosts, ","); got != tc.hosts {

@@ -125,7 +125,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 		if b.onChange != nil {
 			ing.Subscribe(b.onChange)
 		}
-		c.runs = append(c.runs, namedRun{name, b.run})
+		c.runs = append(c.runs, namedRun{string(name), b.run})
 	}
 	return c, nil
 }
@@ -154,20 +154,20 @@ type builtController struct {
 
 // base is the options every controller shares, for the controller name,
 // whose loop beats at least every period.
-func (d controllerDeps) base(name string, period time.Duration) reconcile.ControllerOptions {
+func (d controllerDeps) base(name api.Controller, period time.Duration) reconcile.ControllerOptions {
 	return reconcile.ControllerOptions{
 		Applier:    d.applier,
 		Logger:     d.logger.With("controller", name),
 		Synced:     d.ing.Synced,
 		Registerer: d.reg,
-		Heartbeat:  d.loops.Loop(name, period),
+		Heartbeat:  d.loops.Loop(string(name), period),
 		Passes:     d.passes,
 	}
 }
 
 // controllerTable builds each controller --controllers may name
 // (api.Controllers; TestEveryControllerIsBuilt keeps them in step).
-var controllerTable = map[string]func(controllerDeps) (builtController, error){
+var controllerTable = map[api.Controller]func(controllerDeps) (builtController, error){
 	api.ControllerOwnerGC: func(d controllerDeps) (builtController, error) {
 		gc, err := ownergc.New(ownergc.Options{
 			ControllerOptions: d.base(api.ControllerOwnerGC, d.cfg.resyncPeriod),

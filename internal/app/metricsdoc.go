@@ -50,7 +50,7 @@ func Metrics(ctx context.Context, dir string) ([]MetricDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.controllers = knownControllers
+	cfg.controllers = api.Controllers
 	logger := slog.New(slog.DiscardHandler)
 	restCfg := &rest.Config{Host: "https://127.0.0.1:1"}
 

@@ -232,7 +232,7 @@ func (e *env) completeRule(cmd *cobra.Command, args []string, toComplete string)
 		rules := map[string]string{}
 		for _, r := range page.Items {
 			if r.Rule != "" && strings.HasPrefix(strings.ToUpper(r.Rule), strings.ToUpper(toComplete)) {
-				rules[r.Rule] = r.Controller
+				rules[r.Rule] = string(r.Controller)
 			}
 		}
 		for _, id := range slices.Sorted(maps.Keys(rules)) {

@@ -44,9 +44,9 @@ func hostileAnswer(w http.ResponseWriter, r *http.Request, h hostile) any {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	blocker := api.BlockerType(h.kind)
 	target := api.Target{APIVersion: h.kind, Kind: h.kind, Namespace: h.name, Name: h.name, UID: h.name}
-	audit := api.AuditEntry{ID: 1, Time: at, Instance: h.holder, Controller: h.kind, Rule: h.msg, Action: api.Action(h.kind), Target: target,
+	audit := api.AuditEntry{ID: 1, Time: at, Instance: h.holder, Controller: api.Controller(h.kind), Rule: h.msg, Action: api.Action(h.kind), Target: target,
 		Reason: h.msg, Outcome: api.Outcome(h.kind), Error: h.msg}
-	pending := api.Pending{Controller: h.kind, Rule: h.msg, Action: api.Action(h.kind), Reason: h.msg, Since: at, Target: target, TimeLeft: h.msg}
+	pending := api.Pending{Controller: api.Controller(h.kind), Rule: h.msg, Action: api.Action(h.kind), Reason: h.msg, Since: at, Target: target, TimeLeft: h.msg}
 	stuck := api.StuckItem{Target: target, DeletionRequested: at, State: api.StuckState(h.kind), Explanation: h.msg, Blockers: []api.Blocker{
 		{Type: blocker, Finalizer: h.holder, Reason: h.msg, Blockers: []api.Blocker{{Type: blocker, Target: &target, Reason: h.msg}}},
 		{Type: blocker, Counts: map[string]int{h.kind: 2}, Reason: h.msg}}}
@@ -111,7 +111,7 @@ func hostileAnswer(w http.ResponseWriter, r *http.Request, h hostile) any {
 				Strategy: h.kind, PreferredHolder: h.holder, Candidates: []api.ElectionCandidate{{Name: h.holder, EmulationVersion: h.msg}}},
 			Resources: []api.ResourceStatus{{Group: h.kind, Version: h.msg, Resource: h.name, Kind: h.kind, Objects: 1},
 				{Group: h.msg, Version: h.msg, Resource: h.name, Kind: h.holder, Objects: 1}},
-			Controllers: []api.ControllerStatus{{Name: h.kind, Skipping: true, SkipReason: h.msg}}}
+			Controllers: []api.ControllerStatus{{Name: api.Controller(h.kind), Skipping: true, SkipReason: h.msg}}}
 	}
 	w.WriteHeader(http.StatusNotFound)
 	return api.Error{Error: h.msg}

@@ -92,7 +92,7 @@ func getCommand(e *env) *cobra.Command {
 	namespaceVar(fs, &f.namespace, "only this namespace (default: every namespace)")
 	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every namespace (the default)")
 	registerOutput(cmd, &f.output, outTable, outWide, outJSON, outYAML)
-	choiceVar(fs, &f.controller, "controller", api.AuditControllers, "only this controller's: "+strings.Join(api.AuditControllers, ", "))
+	choiceVar(fs, &f.controller, "controller", api.Strings(api.AuditControllers), "only this controller's: "+strings.Join(api.Strings(api.AuditControllers), ", "))
 	checkedVar(fs, &f.kind, "kind", "", "string", "only this kind (a kind, or a resource's plural)",
 		"want a kind or a resource's plural, such as Pod or deployments.apps", isToken)
 	checkedVar(fs, &f.since, "since", "", "string", "only rows newer than this: a duration such as 1h, or an RFC 3339 time",
@@ -107,7 +107,7 @@ func getCommand(e *env) *cobra.Command {
 	choiceVar(fs, &f.severity, "severity", api.Strings(api.Severities), "only findings of this severity: "+orList(api.Strings(api.Severities)))
 	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending and audit (default: 1000 pending, 100 audit, the API's for the others)")
 	for name, values := range map[string][]string{
-		"controller": append(slices.Clone(api.Controllers), api.ControllerKubegcd, api.ControllerOperator),
+		"controller": api.Strings(api.AuditControllers),
 		"outcome":    api.Strings(api.Outcomes),
 		"severity":   api.Strings(api.Severities),
 	} {
@@ -304,7 +304,7 @@ func pendingTable(body []byte, f *getFlags, now time.Time) (*table, int, error) 
 	t := withNamespace(f, header...)
 	sortByObject(a.Items, func(p api.Pending) api.Target { return p.Target })
 	for _, p := range a.Items {
-		cells := []string{p.Target.Kind, p.Target.Name, p.Controller, string(p.Action), p.Rule, orNone(p.TimeLeft), age(&p.Since, now)}
+		cells := []string{p.Target.Kind, p.Target.Name, string(p.Controller), string(p.Action), p.Rule, orNone(p.TimeLeft), age(&p.Since, now)}
 		if f.output == outWide {
 			cells = append(cells, p.Target.APIVersion, p.Target.UID, p.Reason)
 		}
@@ -328,7 +328,7 @@ func auditTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 	}
 	t := newTable(header...)
 	for _, r := range a.Items {
-		cells := []string{age(&r.Time, now), r.Controller, string(r.Action), r.Target.Kind, r.Target.Name, string(r.Outcome), r.Rule}
+		cells := []string{age(&r.Time, now), string(r.Controller), string(r.Action), r.Target.Kind, r.Target.Name, string(r.Outcome), r.Rule}
 		if f.namespace == "" {
 			cells = slices.Insert(cells, 3, r.Target.Namespace)
 		}

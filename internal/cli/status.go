@@ -100,7 +100,7 @@ func printStatus(w io.Writer, st *api.Status, server string, wide bool, now time
 			if c.QueueDepth != nil {
 				queue, work = strconv.Itoa(*c.QueueDepth), ago(c.LastWork, now)
 			}
-			t.add("  "+c.Name, ago(c.LastPass, now), skipping, strconv.FormatInt(c.SkippedPasses, 10), queue, work)
+			t.add("  "+string(c.Name), ago(c.LastPass, now), skipping, strconv.FormatInt(c.SkippedPasses, 10), queue, work)
 		}
 		if err := t.print(w); err != nil {
 			return err

@@ -128,7 +128,7 @@ func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 	}
 	t := newTable("  AGE", "CONTROLLER", "ACTION", "OUTCOME", "RULE", "REASON")
 	for _, r := range d.RecentAudit {
-		t.add("  "+age(&r.Time, now), r.Controller, string(r.Action), string(r.Outcome), r.Rule, r.Reason)
+		t.add("  "+age(&r.Time, now), string(r.Controller), string(r.Action), string(r.Outcome), r.Rule, r.Reason)
 	}
 	return t.print(w)
 }

@@ -55,15 +55,15 @@ func (d Decisions) DeletionsPerMinute(ctx context.Context, since time.Time) ([]D
 
 // PendingByController counts the pending decisions of each controller that
 // has any, from the pending table's primary key.
-func (d Decisions) PendingByController(ctx context.Context) (map[string]int, error) {
+func (d Decisions) PendingByController(ctx context.Context) (map[api.Controller]int, error) {
 	rows, err := d.query(ctx, `SELECT controller, count(*) FROM pending GROUP BY controller`)
 	if err != nil {
 		return nil, fmt.Errorf("pending by controller: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]int{}
+	out := map[api.Controller]int{}
 	for rows.Next() {
-		var c string
+		var c api.Controller
 		var n int
 		if err := rows.Scan(&c, &n); err != nil {
 			return nil, fmt.Errorf("pending by controller: %w", err)
@@ -79,7 +79,7 @@ func (d Decisions) PendingByController(ctx context.Context) (map[string]int, err
 // AuditFilter selects audit entries. Zero fields match everything. Entries
 // come newest first, and Before pages backwards from a cursor, an id.
 type AuditFilter struct {
-	Controller string
+	Controller api.Controller
 	Namespace  string
 	UID        string
 	// Kind keeps rows about objects of that kind, in any case, or of that
@@ -226,7 +226,7 @@ func (d Decisions) PruneAudit(ctx context.Context, cutoff time.Time) (int64, err
 // PendingFilter selects pending decisions. Kind is a kind in any case or
 // a resource plural, as AuditFilter.Kind.
 type PendingFilter struct {
-	Controller string
+	Controller api.Controller
 	Namespace  string
 	Kind       string
 	// Newest lists the newest decisions first. By default the decisions
@@ -242,7 +242,7 @@ type PendingFilter struct {
 // its primary key, so that decisions of the same since keep one order.
 type PendingKey struct {
 	Since      time.Time
-	Controller string
+	Controller api.Controller
 	UID        string
 	Action     api.Action
 }
@@ -255,7 +255,7 @@ type PendingKey struct {
 func (d Decisions) ListPending(ctx context.Context, f PendingFilter) ([]Pending, *PendingKey, error) {
 	var where []string
 	var args []any
-	for _, c := range []struct{ col, v string }{{"controller", f.Controller}, {"namespace", f.Namespace}} {
+	for _, c := range []struct{ col, v string }{{"controller", string(f.Controller)}, {"namespace", f.Namespace}} {
 		if c.v != "" {
 			where = append(where, c.col+" = ?")
 			args = append(args, c.v)

@@ -63,7 +63,7 @@ func TestPendingByController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]int{"ownergc": 2, "podgc": 1}, got); diff != "" {
+	if diff := cmp.Diff(map[api.Controller]int{"ownergc": 2, "podgc": 1}, got); diff != "" {
 		t.Errorf("pending by controller (-want +got):\n%s", diff)
 	}
 }
@@ -188,7 +188,7 @@ func TestListPendingPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	add := func(controller, kind, uid string, since time.Time) {
+	add := func(controller api.Controller, kind, uid string, since time.Time) {
 		t.Helper()
 		p := &Pending{Controller: controller, Rule: "r", Action: "delete", Reason: "why", Since: since,
 			Target: api.Target{APIVersion: "v1", Kind: kind, Namespace: "ns", Name: uid, UID: uid}}
@@ -226,7 +226,7 @@ func TestListPendingPages(t *testing.T) {
 						t.Fatal(err)
 					}
 					for _, p := range items {
-						got = append(got, p.Controller+"/"+p.Target.UID)
+						got = append(got, string(p.Controller)+"/"+p.Target.UID)
 					}
 					if next == nil {
 						break

@@ -107,7 +107,7 @@ func (d Ledger) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.
 
 // sqlLastHold finds the newest pause or release of the blast-radius cap.
 const sqlLastHold = `SELECT max(id) FROM audit
-	WHERE controller IN ('` + api.ControllerKubegcd + `', '` + api.ControllerOperator + `')
+	WHERE controller IN ('` + string(api.ControllerKubegcd) + `', '` + string(api.ControllerOperator) + `')
 	AND action IN ('` + string(api.ActionPause) + `', '` + string(api.ActionRelease) + `')`
 
 // LastHold returns the newest pause or release of enforcement and when it
@@ -188,7 +188,7 @@ func (d *core) upsertPending(ctx context.Context, tx *sql.Tx, p *Pending) (bool,
 }
 
 // ClearPending forgets the decisions a controller held about uid.
-func (d Ledger) ClearPending(ctx context.Context, controller, uid string) error {
+func (d Ledger) ClearPending(ctx context.Context, controller api.Controller, uid string) error {
 	return d.inWriteTx(ctx, opPending, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, sqlDeletePending, controller, uid)
 		return err
@@ -196,7 +196,10 @@ func (d Ledger) ClearPending(ctx context.Context, controller, uid string) error 
 }
 
 // PendingUID names an object a controller holds decisions pending about.
-type PendingUID struct{ Controller, UID string }
+type PendingUID struct {
+	Controller api.Controller
+	UID        string
+}
 
 // PendingUIDs returns every (controller, uid) with pending rows.
 func (d Ledger) PendingUIDs(ctx context.Context) ([]PendingUID, error) {

@@ -34,7 +34,7 @@ func writeApplied(d *DB, done func(i int, err error), entries ...*AuditEntry) {
 	})
 }
 
-func auditEntry(controller string, action api.Action, uid string, outcome api.Outcome, at time.Time) *AuditEntry {
+func auditEntry(controller api.Controller, action api.Action, uid string, outcome api.Outcome, at time.Time) *AuditEntry {
 	return &AuditEntry{Time: at, Instance: "i", Controller: controller, Rule: "r", Action: action, Outcome: outcome,
 		Target: api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: uid, UID: uid}}
 }
@@ -164,7 +164,7 @@ func TestNewDecisionReplacesTheOneBefore(t *testing.T) {
 	}
 	var got []string
 	for _, r := range rows {
-		got = append(got, r.Controller+" "+string(r.Action))
+		got = append(got, string(r.Controller)+" "+string(r.Action))
 	}
 	slices.Sort(got)
 	if want := []string{"ownergc delete", "svgc remove-entries"}; !slices.Equal(got, want) {

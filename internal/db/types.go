@@ -178,7 +178,7 @@ type AuditEntry struct {
 	ID         int64
 	Time       time.Time
 	Instance   string
-	Controller string
+	Controller api.Controller
 	Rule       string
 	Action     api.Action
 	Target     api.Target
@@ -202,7 +202,7 @@ func (e *AuditEntry) Settles() bool {
 // Pending is a decision a controller holds and has not (yet) applied.
 // The API shows it as api.Pending.
 type Pending struct {
-	Controller string
+	Controller api.Controller
 	Rule       string
 	Action     api.Action
 	Reason     string

@@ -45,7 +45,7 @@ func goldenAnswers() map[string]any {
 			{Controller: "ttl", Rule: "ttl", Action: "delete", Reason: "expired", Since: goldenTime, Target: pod},
 		}, "abc", goldenTime),
 		"pending-empty": pendingListOf([]db.Pending{}, "", goldenTime),
-		"overview": overviewOf(map[string]int{"ownergc": 2, "podgc": 0, "svgc": 0, "ttl": 1},
+		"overview": overviewOf(map[api.Controller]int{"ownergc": 2, "podgc": 0, "svgc": 0, "ttl": 1},
 			[]api.DeletionBucket{{Start: goldenTime, Applied: 1, DryRun: 2}, {Start: later}},
 			[]api.DeletionBucket{{Start: goldenTime, Applied: 3}}),
 		"stuck": api.StuckList{Items: []api.StuckItem{

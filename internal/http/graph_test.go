@@ -420,7 +420,7 @@ func TestWhy(t *testing.T) {
 // dry-run decision made since the object's ownership last changed.
 func TestDryRunDecision(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	row := func(controller string, outcome api.Outcome, at time.Time) db.AuditEntry {
+	row := func(controller api.Controller, outcome api.Outcome, at time.Time) db.AuditEntry {
 		return db.AuditEntry{Time: at, Controller: controller, Outcome: outcome, DryRun: outcome == api.OutcomeDryRun}
 	}
 	for _, tc := range []struct {

@@ -41,7 +41,7 @@ func pendingItemOf(p db.Pending, now time.Time) api.Pending {
 func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
 	f := db.PendingFilter{
-		Controller: q.enum("controller"),
+		Controller: api.Controller(q.enum("controller")),
 		Namespace:  q.str("namespace"),
 		Kind:       q.token("kind"),
 		Newest:     q.enum("order") == api.PendingNewest,
@@ -82,11 +82,11 @@ func (s *server) pending(w http.ResponseWriter, r *http.Request) {
 // listed in, as base64url JSON: opaque to clients, and a cursor of one
 // order given with the other is refused rather than read backwards.
 type pendingCursor struct {
-	Newest     bool       `json:"n,omitempty"`
-	Since      time.Time  `json:"s"`
-	Controller string     `json:"c"`
-	UID        string     `json:"u"`
-	Action     api.Action `json:"a"`
+	Newest     bool           `json:"n,omitempty"`
+	Since      time.Time      `json:"s"`
+	Controller api.Controller `json:"c"`
+	UID        string         `json:"u"`
+	Action     api.Action     `json:"a"`
 }
 
 func encodePendingCursor(k db.PendingKey, newest bool) string {
@@ -132,7 +132,7 @@ func auditListOf(items []db.AuditEntry, next int64) api.AuditList {
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	q := newQuery(r)
 	f := db.AuditFilter{
-		Controller: q.enum("controller"),
+		Controller: api.Controller(q.enum("controller")),
 		Namespace:  q.str("namespace"),
 		UID:        q.str("uid"),
 		Kind:       q.token("kind"),

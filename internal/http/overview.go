@@ -39,7 +39,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 
 // overviewOf is /overview's answer: the pending decisions by controller,
 // and the deletions counted in the last hour's and the last day's buckets.
-func overviewOf(pending map[string]int, hour, day []api.DeletionBucket) api.Overview {
+func overviewOf(pending map[api.Controller]int, hour, day []api.DeletionBucket) api.Overview {
 	return api.Overview{PendingByController: pending, Deletions: api.Deletions{LastHour: hour, LastDay: day}}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/diagnose"
 )
@@ -55,6 +56,6 @@ type History interface {
 type Decisions interface {
 	ListAudit(ctx context.Context, f db.AuditFilter) ([]db.AuditEntry, int64, error)
 	ListPending(ctx context.Context, f db.PendingFilter) ([]db.Pending, *db.PendingKey, error)
-	PendingByController(ctx context.Context) (map[string]int, error)
+	PendingByController(ctx context.Context) (map[api.Controller]int, error)
 	DeletionsPerMinute(ctx context.Context, since time.Time) ([]db.DeletionMinute, error)
 }

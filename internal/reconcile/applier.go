@@ -35,7 +35,7 @@ var errCapReached = fmt.Errorf("%w by the blast-radius cap", ErrPaused)
 
 // Decision is what a controller decided to do about one object.
 type Decision struct {
-	Controller string
+	Controller api.Controller
 	Rule       string
 	Action     api.Action
 	Target     api.Target
@@ -264,7 +264,7 @@ func send(ctx context.Context, do func(ctx context.Context) error) (api.Outcome,
 func (a *Applier) recordOutcome(ctx context.Context, d Decision, in *db.Intent, outcome api.Outcome,
 	err error) (api.Outcome, error) {
 	if !d.DecidedAt.IsZero() {
-		a.metrics.latency.WithLabelValues(d.Controller).Observe(time.Since(d.DecidedAt).Seconds())
+		a.metrics.latency.WithLabelValues(string(d.Controller)).Observe(time.Since(d.DecidedAt).Seconds())
 	}
 	// The intent's row, with its facts already encoded, and the outcome.
 	e := a.count(d, withOutcome(in.Entry, a.opts.Now(), outcome, err))
@@ -388,7 +388,7 @@ func withOutcome(row db.AuditEntry, at time.Time, outcome api.Outcome, applyErr 
 
 // count counts e, an outcome of d.
 func (a *Applier) count(d Decision, e *db.AuditEntry) *db.AuditEntry {
-	a.metrics.actions.WithLabelValues(d.Controller, d.Rule, string(d.Action), string(e.Outcome)).Inc()
+	a.metrics.actions.WithLabelValues(string(d.Controller), d.Rule, string(d.Action), string(e.Outcome)).Inc()
 	return e
 }
 
@@ -406,7 +406,7 @@ func (a *Applier) logDecision(e *db.AuditEntry, level slog.Level) {
 }
 
 // event builds an audit row about enforcement itself (no target).
-func (a *Applier) event(controller, rule string, action api.Action, reason string, at time.Time, facts any) *db.AuditEntry {
+func (a *Applier) event(controller api.Controller, rule string, action api.Action, reason string, at time.Time, facts any) *db.AuditEntry {
 	return &db.AuditEntry{Time: at, Instance: a.opts.Instance, Controller: controller, Rule: rule, Action: action,
 		Reason: reason, Outcome: api.OutcomeApplied, Facts: encodeFacts(facts)}
 }

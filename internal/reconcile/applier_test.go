@@ -121,7 +121,7 @@ func audit(t *testing.T, store *db.DB, want int) []db.AuditEntry {
 }
 
 type row struct {
-	Controller string
+	Controller api.Controller
 	Action     api.Action
 	UID        string
 	Outcome    api.Outcome

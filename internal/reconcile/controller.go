@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 )
@@ -47,13 +48,13 @@ type Base struct {
 }
 
 // NewBase fills the defaults of o for the controller called name.
-func NewBase(name string, o ControllerOptions) Base {
+func NewBase(name api.Controller, o ControllerOptions) Base {
 	o.Logger, o.Now = logAndClock(o.Logger, o.Now)
 	if o.Passes == nil {
 		o.Passes = NewPasses(nil)
 	}
 	return Base{ControllerOptions: o, Log: o.Logger, PassRecorder: o.Passes.For(name, o.Logger),
-		Metrics: promutil.With(o.Registerer, name)}
+		Metrics: promutil.With(o.Registerer, string(name))}
 }
 
 // logAndClock returns log and now, or for either one that is nil the

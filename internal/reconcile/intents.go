@@ -79,7 +79,7 @@ func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
 		if err := a.settleIntent(ctx, &e, p); err != nil {
 			return a.storeFailed(ctx, err)
 		}
-		a.metrics.actions.WithLabelValues(e.Controller, e.Rule, string(e.Action), string(e.Outcome)).Inc()
+		a.metrics.actions.WithLabelValues(string(e.Controller), e.Rule, string(e.Action), string(e.Outcome)).Inc()
 		a.logDecision(&e, slog.LevelWarn)
 	}
 	if len(failed) > 0 {

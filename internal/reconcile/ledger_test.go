@@ -271,7 +271,7 @@ func (s *lockedStore) InsertAudits(ctx context.Context, entries []*db.AuditEntry
 	return s.Ledger.InsertAudits(ctx, entries)
 }
 
-func (s *lockedStore) ClearPending(ctx context.Context, controller, uid string) error {
+func (s *lockedStore) ClearPending(ctx context.Context, controller api.Controller, uid string) error {
 	if err := s.lock(); err != nil {
 		return err
 	}

@@ -1,15 +1,16 @@
 package reconcile
 
 import (
+	"cmp"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 )
 
@@ -40,10 +41,10 @@ func NewPasses(reg prometheus.Registerer) *Passes {
 		"controller", "reason")}
 }
 
-func (p *Passes) For(controller string, log *slog.Logger) *PassRecorder {
+func (p *Passes) For(controller api.Controller, log *slog.Logger) *PassRecorder {
 	// The series exists at 0 from the start, so an alert on its rate sees
 	// the first skip.
-	p.skipped.WithLabelValues(controller, SkipMirrorNotSynced)
+	p.skipped.WithLabelValues(string(controller), SkipMirrorNotSynced)
 	r := &PassRecorder{passes: p, controller: controller, log: log, state: PassStatus{Controller: controller}}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -53,7 +54,7 @@ func (p *Passes) For(controller string, log *slog.Logger) *PassRecorder {
 
 // PassStatus is one controller's passes.
 type PassStatus struct {
-	Controller string
+	Controller api.Controller
 	// LastPass is when the last pass made started; zero before the first.
 	LastPass time.Time
 	// Skipping is true from a skipped pass until the next one made;
@@ -88,14 +89,14 @@ func (p *Passes) Status() []PassStatus {
 		}
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b PassStatus) int { return strings.Compare(a.Controller, b.Controller) })
+	slices.SortFunc(out, func(a, b PassStatus) int { return cmp.Compare(a.Controller, b.Controller) })
 	return out
 }
 
 // PassRecorder records one controller's passes; a nil one records nothing.
 type PassRecorder struct {
 	passes     *Passes
-	controller string
+	controller api.Controller
 	log        *slog.Logger
 
 	// Guarded by passes.mu.
@@ -151,7 +152,7 @@ func (r *PassRecorder) Skipped(now time.Time, reason, detail string) {
 	if r == nil {
 		return
 	}
-	r.passes.skipped.WithLabelValues(r.controller, reason).Inc()
+	r.passes.skipped.WithLabelValues(string(r.controller), reason).Inc()
 	r.passes.mu.Lock()
 	changed := !r.state.Skipping || r.state.SkipReason != reason || r.state.SkipDetail != detail
 	if !r.state.Skipping {

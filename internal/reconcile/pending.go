@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/kubegcd/kubegcd/internal/api"
 )
 
 // pendingSet is the set of (controller, uid) with pending rows, kept in
@@ -13,39 +15,44 @@ import (
 // removed only after its row is gone.
 type pendingSet struct {
 	mu sync.Mutex
-	m  map[[2]string]struct{}
+	m  map[pendingKey]struct{}
 }
 
-func (k *pendingSet) has(controller, uid string) bool {
+type pendingKey struct {
+	controller api.Controller
+	uid        string
+}
+
+func (k *pendingSet) has(controller api.Controller, uid string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	_, ok := k.m[[2]string{controller, uid}]
+	_, ok := k.m[pendingKey{controller, uid}]
 	return ok
 }
 
-func (k *pendingSet) add(controller, uid string) {
+func (k *pendingSet) add(controller api.Controller, uid string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
-		k.m = map[[2]string]struct{}{}
+		k.m = map[pendingKey]struct{}{}
 	}
-	k.m[[2]string{controller, uid}] = struct{}{}
+	k.m[pendingKey{controller, uid}] = struct{}{}
 }
 
-func (k *pendingSet) remove(controller, uid string) {
+func (k *pendingSet) remove(controller api.Controller, uid string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	delete(k.m, [2]string{controller, uid})
+	delete(k.m, pendingKey{controller, uid})
 }
 
 // of returns the uids controller has pending rows about.
-func (k *pendingSet) of(controller string) []string {
+func (k *pendingSet) of(controller api.Controller) []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var uids []string
 	for key := range k.m {
-		if key[0] == controller {
-			uids = append(uids, key[1])
+		if key.controller == controller {
+			uids = append(uids, key.uid)
 		}
 	}
 	return uids
@@ -54,7 +61,7 @@ func (k *pendingSet) of(controller string) []string {
 // Resolve forgets what controller held pending about uid: the object is
 // gone, or needs nothing done any more. Most calls find nothing to forget
 // and cost no write.
-func (a *Applier) Resolve(ctx context.Context, controller, uid string) error {
+func (a *Applier) Resolve(ctx context.Context, controller api.Controller, uid string) error {
 	if !a.pending.has(controller, uid) {
 		return nil
 	}
@@ -67,7 +74,7 @@ func (a *Applier) Resolve(ctx context.Context, controller, uid string) error {
 
 // HasPending reports, from memory, whether controller holds a decision
 // pending about uid.
-func (a *Applier) HasPending(controller, uid string) bool {
+func (a *Applier) HasPending(controller api.Controller, uid string) bool {
 	return a.pending.has(controller, uid)
 }
 
@@ -76,7 +83,7 @@ func (a *Applier) HasPending(controller, uid string) bool {
 // pass no longer chose. A pass that could not look at every object it may
 // hold decisions about must not call it. keep runs outside the set's lock,
 // so it may look at what is pending.
-func (a *Applier) EndPass(ctx context.Context, controller string, keep func(uid string) bool) error {
+func (a *Applier) EndPass(ctx context.Context, controller api.Controller, keep func(uid string) bool) error {
 	var errs []error
 	for _, uid := range a.pending.of(controller) {
 		if !keep(uid) {

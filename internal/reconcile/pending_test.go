@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
 
@@ -20,7 +21,7 @@ var (
 
 // pendingUIDs lists the uids controller holds pending rows about, and
 // fails the test when the applier's memory disagrees with the table.
-func pendingUIDs(t *testing.T, a *testApplier, controller string) []string {
+func pendingUIDs(t *testing.T, a *testApplier, controller api.Controller) []string {
 	t.Helper()
 	rows, _, err := a.store.Decisions().ListPending(context.Background(), db.PendingFilter{Controller: controller})
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 type Ledger interface {
 	// Pending decisions.
 	UpsertPending(ctx context.Context, p *db.Pending) (bool, error)
-	ClearPending(ctx context.Context, controller, uid string) error
+	ClearPending(ctx context.Context, controller api.Controller, uid string) error
 	PendingUIDs(ctx context.Context) ([]db.PendingUID, error)
 
 	// Intents, and the rows that resolve them.

@@ -11,10 +11,10 @@ import (
 // enums are the values a string property of an answer takes, by
 // "Schema.property", from package api's vocabulary.
 var enums = map[string][]string{
-	"AuditEntry.controller":               api.AuditControllers,
+	"AuditEntry.controller":               api.Strings(api.AuditControllers),
 	"AuditEntry.outcome":                  api.Strings(api.Outcomes),
-	"Pending.controller":                  api.Controllers,
-	"ControllerStatus.name":               api.Controllers,
+	"Pending.controller":                  api.Strings(api.Controllers),
+	"ControllerStatus.name":               api.Strings(api.Controllers),
 	"LeaseItem.role":                      api.Strings(api.LeaseRoles),
 	"LeaseFinding.kind":                   api.Strings(api.LeaseFindingKinds),
 	"LintFinding.severity":                api.Strings(api.Severities),

@@ -33,7 +33,7 @@ func TestFullPassLeavesRoomForChanges(t *testing.T) {
 	for i := range candidates {
 		uids = append(uids, fmt.Sprintf("candidate-%04d", i))
 	}
-	m := newMetrics(promutil.With(prometheus.NewRegistry(), api.ControllerOwnerGC))
+	m := newMetrics(promutil.With(prometheus.NewRegistry(), string(api.ControllerOwnerGC)))
 	c := &Controller{opts: Options{DB: candidateStore{uids: uids}, Workers: workers}, metrics: m,
 		drained: make(chan struct{}, 1), queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())}
 	defer c.queue.ShutDown()

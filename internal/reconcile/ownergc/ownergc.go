@@ -117,7 +117,7 @@ func New(opts Options) (*Controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[item](),
 			workqueue.TypedRateLimitingQueueConfig[item]{
-				Name: api.ControllerOwnerGC, MetricsProvider: m.queue}),
+				Name: string(api.ControllerOwnerGC), MetricsProvider: m.queue}),
 	}
 	if opts.Applier.DryRun() {
 		c.overlay = newOverlay()
