@@ -83,11 +83,26 @@ type EnforcementStatus struct {
 	WritesLastMinute int `json:"writesLastMinute"`
 	// How a pause by the cap ends: "auto", or "manual" (POST
 	// /enforcement/release).
-	BlastRadiusResume string `json:"blastRadiusResume"`
+	BlastRadiusResume BlastRadiusResume `json:"blastRadiusResume"`
 	// The number of audit rows of writes already made that wait in memory for
 	// the database to take them. Absent when 0.
 	AuditBacklog int `json:"auditBacklog,omitempty"`
 }
+
+// BlastRadiusResume is how a pause by the blast-radius cap ends, as
+// --blast-radius-resume says.
+type BlastRadiusResume string
+
+// How a pause by the blast-radius cap ends.
+const (
+	// BlastRadiusResumeAuto: enforcement resumes once the rate falls.
+	BlastRadiusResumeAuto BlastRadiusResume = "auto"
+	// BlastRadiusResumeManual: enforcement waits for a release.
+	BlastRadiusResumeManual BlastRadiusResume = "manual"
+)
+
+// BlastRadiusResumes lists how a pause by the cap may end.
+var BlastRadiusResumes = []BlastRadiusResume{BlastRadiusResumeAuto, BlastRadiusResumeManual}
 
 // ControllerStatus is one running controller: when it last made a pass,
 // whether it is skipping them (a resource it reads is not live) and why,

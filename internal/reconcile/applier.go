@@ -133,9 +133,9 @@ func (a *Applier) Status() api.EnforcementStatus {
 	defer a.mu.Unlock()
 	a.trimLocked(a.opts.Now())
 	s := api.EnforcementStatus{DryRun: a.opts.DryRun, MaxDeletionsPerMinute: a.opts.MaxDeletionsPerMinute,
-		WritesLastMinute: len(a.cap.window), BlastRadiusResume: "auto", AuditBacklog: len(a.ledger.backlog)}
+		WritesLastMinute: len(a.cap.window), BlastRadiusResume: api.BlastRadiusResumeAuto, AuditBacklog: len(a.ledger.backlog)}
 	if a.opts.ManualResume {
-		s.BlastRadiusResume = "manual"
+		s.BlastRadiusResume = api.BlastRadiusResumeManual
 	}
 	var since time.Time
 	pause := func(by string, at time.Time, reason string) {

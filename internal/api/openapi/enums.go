@@ -25,7 +25,7 @@ var enums = map[string][]string{
 	"HistoryItem.event":                   api.Strings(api.HistoryEvents),
 	"Owner.state":                         api.Strings(api.OwnerStates),
 	"ReleaseResult.status":                {api.StatusReleased},
-	"EnforcementStatus.blastRadiusResume": {"auto", "manual"},
+	"EnforcementStatus.blastRadiusResume": api.Strings(api.BlastRadiusResumes),
 }
 
 func lintRuleIDs() []string {
