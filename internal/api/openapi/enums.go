@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"reflect"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -8,24 +9,45 @@ import (
 	"github.com/kubegcd/kubegcd/internal/api"
 )
 
+// typeEnums are the values each string type of package api's vocabulary
+// takes, for every property of that type.
+var typeEnums = map[reflect.Type][]string{
+	reflect.TypeFor[api.Controller]():        api.Strings(api.AuditControllers),
+	reflect.TypeFor[api.Outcome]():           api.Strings(api.Outcomes),
+	reflect.TypeFor[api.LeaseRole]():         api.Strings(api.LeaseRoles),
+	reflect.TypeFor[api.LeaseFindingKind]():  api.Strings(api.LeaseFindingKinds),
+	reflect.TypeFor[api.Severity]():          api.Strings(api.Severities),
+	reflect.TypeFor[api.StuckState]():        api.Strings(api.StuckStates),
+	reflect.TypeFor[api.BlockerType]():       api.Strings(api.BlockerTypes),
+	reflect.TypeFor[api.CascadeAction]():     api.Strings(api.CascadeActions),
+	reflect.TypeFor[api.HistoryEvent]():      api.Strings(api.HistoryEvents),
+	reflect.TypeFor[api.OwnerState]():        api.Strings(api.OwnerStates),
+	reflect.TypeFor[api.BlastRadiusResume](): api.Strings(api.BlastRadiusResumes),
+}
+
+// typeEnum is the schema of a property of one of typeEnums' types; nil
+// for any other type.
+func typeEnum(t reflect.Type) *jsonschema.Schema {
+	values, ok := typeEnums[t]
+	if !ok {
+		return nil
+	}
+	s := &jsonschema.Schema{Type: "string"}
+	for _, v := range values {
+		s.Enum = append(s.Enum, v)
+	}
+	return s
+}
+
 // enums are the values a string property of an answer takes, by
-// "Schema.property", from package api's vocabulary.
+// "Schema.property", where its type allows more: only the controllers
+// hold pending decisions and report their passes, and the rule ids and
+// the release's status have no type of their own.
 var enums = map[string][]string{
-	"AuditEntry.controller":               api.Strings(api.AuditControllers),
-	"AuditEntry.outcome":                  api.Strings(api.Outcomes),
-	"Pending.controller":                  api.Strings(api.Controllers),
-	"ControllerStatus.name":               api.Strings(api.Controllers),
-	"LeaseItem.role":                      api.Strings(api.LeaseRoles),
-	"LeaseFinding.kind":                   api.Strings(api.LeaseFindingKinds),
-	"LintFinding.severity":                api.Strings(api.Severities),
-	"LintFinding.rule":                    lintRuleIDs(),
-	"StuckItem.state":                     api.Strings(api.StuckStates),
-	"Blocker.type":                        api.Strings(api.BlockerTypes),
-	"CascadeItem.action":                  api.Strings(api.CascadeActions),
-	"HistoryItem.event":                   api.Strings(api.HistoryEvents),
-	"Owner.state":                         api.Strings(api.OwnerStates),
-	"ReleaseResult.status":                {api.StatusReleased},
-	"EnforcementStatus.blastRadiusResume": api.Strings(api.BlastRadiusResumes),
+	"Pending.controller":    api.Strings(api.Controllers),
+	"ControllerStatus.name": api.Strings(api.Controllers),
+	"LintFinding.rule":      lintRuleIDs(),
+	"ReleaseResult.status":  {api.StatusReleased},
 }
 
 func lintRuleIDs() []string {

@@ -20,6 +20,7 @@ var apiPkg = reflect.TypeFor[api.Error]().PkgPath()
 func schemas(roots []reflect.Type, comments map[string]string) (map[string]*jsonschema.Schema, error) {
 	r := &jsonschema.Reflector{
 		Anonymous: true,
+		Mapper:    typeEnum,
 		LookupComment: func(t reflect.Type, field string) string {
 			if t.PkgPath() != apiPkg {
 				return ""
