@@ -7,6 +7,7 @@ const (
 	ControllerTTL     = "ttl"
 	ControllerSVGC    = "svgc"
 	ControllerLCGC    = "lcgc"
+	ControllerRules   = "rules"
 )
 
 // Controllers lists every controller, in the order they are documented.

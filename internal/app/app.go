@@ -19,6 +19,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/liveness"
+	"github.com/kubegcd/kubegcd/internal/reconcile/cleanup"
 )
 
 // Version is set at build time with -ldflags "-X ...app.Version=...".
@@ -103,6 +104,8 @@ type daemonRun struct {
 	ing   *ingest.Ingester
 	lead  *leader.Elector
 	ctrls *controllers
+	// rules runs the cleanup rules.
+	rules *cleanup.Runner
 }
 
 // clientConfig is the client configuration of every client of the API
@@ -163,5 +166,6 @@ func (d *daemonRun) build() error {
 	d.lead = leader.New(electionConfig(d.cfg), instance)
 	d.ctrls, err = startControllers(d.cfg, d.restCfg, d.store, ing, d.reg, d.log, instance, d.lead.MayWrite,
 		d.loops)
+	d.rules = d.newRules()
 	return err
 }

@@ -20,7 +20,7 @@ var (
 	freeText = map[string]bool{
 		"run --allowed-hosts": true, "run --auth-token-file": true, "run --client-ca-file": true, "run --config": true,
 		"run --context": true, "run --db": true, "run --kubeconfig": true, "run --tls-cert-file": true,
-		"run --tls-private-key-file": true, "migrate --db": true, "db --db": true, "kubectl-plugin --dir": true,
+		"run --tls-private-key-file": true, "run --rules-dir": true, "migrate --db": true, "db --db": true, "kubectl-plugin --dir": true,
 		"release --reason":            true,
 		"get --certificate-authority": true, "get --token-file": true, "why --certificate-authority": true,
 		"why --token-file": true, "tree --certificate-authority": true, "tree --token-file": true,

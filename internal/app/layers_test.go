@@ -12,12 +12,13 @@ import (
 // across the layers fails here until the drawing (and this map) says so.
 var layers = map[string][]string{
 	"cmd/kubegcd":                {"app", "cli"},
-	"internal/app":               {"api", "cli", "cmdline", "db", "diagnose", "gcrules", "http", "ingest", "leader", "liveness", "reconcile", "reconcile/lcgc", "reconcile/ownergc", "reconcile/podgc", "reconcile/svgc", "reconcile/ttl", "refs", "web"},
+	"internal/app":               {"api", "cli", "cmdline", "db", "diagnose", "gcrules", "http", "ingest", "leader", "liveness", "reconcile", "reconcile/cleanup", "reconcile/lcgc", "reconcile/ownergc", "reconcile/podgc", "reconcile/svgc", "reconcile/ttl", "refs", "rules", "web"},
 	"internal/reconcile/ownergc": {"api", "db", "gcrules", "ingest", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/podgc":   {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/ttl":     {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/svgc":    {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/lcgc":    {"api", "db", "promutil", "reconcile"},
+	"internal/reconcile/cleanup": {"api", "db", "liveness", "promutil", "rules"},
 	"internal/reconcile":         {"api", "db", "liveness", "promutil"},
 	"internal/ingest":            {"api", "db", "liveness", "promutil", "refs"},
 	"internal/leader":            {},

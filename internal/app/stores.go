@@ -30,6 +30,9 @@ type stores struct {
 	// the scan's pages stay the kernel's page cache and not the process's
 	// resident memory.
 	metricsStore *db.DB
+	// sandbox runs the cleanup rules' SQL, on connections of its own that
+	// can only read the rules' views.
+	sandbox *db.Sandbox
 }
 
 // openStores opens the database at path, and the read-only handles beside
@@ -55,11 +58,17 @@ func openStores(ctx context.Context, path string, reg prometheus.Registerer) (_ 
 	if s.metricsStore, err = db.Open(ctx, path, db.Options{ReadOnly: true, ReadConns: 2}); err != nil {
 		return nil, err
 	}
+	if s.sandbox, err = s.store.Rules().OpenSandbox(db.SandboxOptions{}); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // close closes every handle open, the writer's last.
 func (s *stores) close() {
+	if s.sandbox != nil {
+		s.sandbox.Close()
+	}
 	for _, h := range []*db.DB{s.metricsStore, s.apiStore, s.store} {
 		if h != nil {
 			h.Close()
