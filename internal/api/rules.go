@@ -126,8 +126,8 @@ type RuleMatch struct {
 	// True for a finding: a row shown with the matches and never acted on,
 	// such as a TTL that does not parse.
 	Finding bool `json:"finding"`
-	// Since when the rule has matched it, pass after pass without a break;
-	// absent in an evaluation.
+	// The start of the pass from which the rule has matched it, pass after
+	// pass without a break; absent in an evaluation.
 	Since *time.Time `json:"since,omitempty"`
 	// When the rule last matched it: the start of its last pass that
 	// succeeded; absent in an evaluation, and before the rule's first pass in
@@ -267,6 +267,7 @@ type ObjectRuleMatch struct {
 	Reason string `json:"reason"`
 	// True for a finding, shown with the matches and never acted on.
 	Finding bool `json:"finding"`
-	// Since when the rule has matched it, pass after pass without a break.
+	// The start of the pass from which the rule has matched it, pass after
+	// pass without a break.
 	Since time.Time `json:"since"`
 }
