@@ -86,7 +86,7 @@ func (p *program) command() *cobra.Command {
 		Args:  noArguments,
 		Run:   func(c *cobra.Command, _ []string) { fmt.Fprintln(c.OutOrStdout(), "kubegcd", version()) },
 	})
-	root.AddCommand(cli.Commands("kubegcd", p.stdout, p.stderr)...)
+	root.AddCommand(cli.Commands("kubegcd", p.stdout, p.stderr, Local)...)
 	return root
 }
 

@@ -26,6 +26,7 @@ var (
 		"why --token-file": true, "tree --certificate-authority": true, "tree --token-file": true,
 		"cascade --certificate-authority": true, "cascade --token-file": true, "status --certificate-authority": true,
 		"status --token-file": true, "release --certificate-authority": true, "release --token-file": true,
+		"rules --certificate-authority": true, "rules --token-file": true,
 	}
 	refusedText = map[string]string{
 		"run --blast-radius-resume": "never", "run --controllers": "nope", "run --leader-elect-name": "",
@@ -50,6 +51,8 @@ func flagArgs(cmd, flag string) []string {
 		return []string{"pending"}
 	case "why", "tree", "cascade":
 		return []string{"cm/x"}
+	case "rules":
+		return []string{"test", "rules.yaml"}
 	case "kubectl-plugin":
 		return []string{"install"}
 	case "migrate":

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/cli"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/reconcile/cleanup"
@@ -30,6 +32,12 @@ func (d *daemonRun) newRules() *cleanup.Runner {
 		Heartbeat:  d.loops.Loop("rules", rulesBeat),
 	})
 }
+
+// Local is what the client commands do without a daemon: rules check
+// reads a rules file as run would load it.
+var Local = cli.Local{CheckRules: func(file string, data []byte) []api.RuleError {
+	return cleanup.Check(file, data, nil)
+}}
 
 // labelKept says whether the mirror keeps a label key of some resource:
 // one of the keys always kept, or one --mirror-labels names.

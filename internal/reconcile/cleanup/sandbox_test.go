@@ -89,3 +89,45 @@ func TestRulesOnTheSandbox(t *testing.T) {
 		t.Errorf("evaluation %+v; want the loaded rule's hash and match", e)
 	}
 }
+
+// TestCheckWithoutDatabase: a check without a daemon finds the field
+// errors, a SELECT that is two statements or no query, and a duplicate id,
+// each with its line; a SELECT that reads a table it may not passes, as
+// only the sandbox can tell.
+func TestCheckWithoutDatabase(t *testing.T) {
+	errs := Check("f.yaml", []byte(`rules:
+- id: good
+  select: SELECT uid FROM objects
+- id: two
+  select: SELECT uid FROM objects; DELETE FROM objects
+- id: update
+  select: UPDATE objects SET name = 'x' RETURNING uid
+- id: good
+  select: SELECT uid FROM objects
+- id: late
+  select: SELECT uid FROM objects
+  interval: soon
+- id: unused-configmaps
+  params: {grace: 1d}
+- id: reads-a-table
+  select: SELECT uid FROM main.objects
+`), nil)
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Message)
+	}
+	want := []string{
+		`f.yaml:12: rules[4].interval: Invalid value: "soon": must be a duration such as 90s, 15m, 24h, 7d or 1w`,
+		`f.yaml:8: Duplicate value: "good": first defined at f.yaml:2`,
+		"f.yaml:5: rules[1].select: Invalid value: not one statement: more text after the ';' that ends the statement",
+		"f.yaml:7: rules[2].select: Invalid value: not a SELECT: ",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("errors:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("error %d: %q, want %q…", i, got[i], want[i])
+		}
+	}
+}
