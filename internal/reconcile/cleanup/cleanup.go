@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -202,7 +203,7 @@ func minTime(a, b time.Time) time.Time {
 func (r *Runner) run(ctx context.Context, st *ruleState) {
 	rule := st.rule
 	start := r.opts.Now()
-	matches, _, err := r.opts.Evaluator.Evaluate(ctx, rule)
+	matches, err := r.evaluate(ctx, rule)
 	if ctx.Err() != nil {
 		return // stopping: this pass says nothing of the rule
 	}
@@ -250,6 +251,41 @@ func (r *Runner) run(ctx context.Context, st *ruleState) {
 		"duration", p.duration.Round(time.Millisecond))
 }
 
+// evaluate runs rule's query once. A panic in it (a defect of kubegcd or
+// of the SQLite driver that a rule's text set off) fails that pass alone:
+// nothing a rule says may stop the daemon.
+func (r *Runner) evaluate(ctx context.Context, rule *rules.Rule) (matches []db.RuleMatch, err error) {
+	defer r.recoverRule(rule, &err)
+	matches, _, err = r.opts.Evaluator.Evaluate(ctx, rule)
+	return matches, err
+}
+
+// check is the Evaluator's Check, a panic in it refusing the rule.
+func (r *Runner) check(ctx context.Context, rule *rules.Rule) (refused *rules.Error) {
+	var err error
+	defer func() {
+		if err != nil {
+			refused = &rules.Error{File: rule.Source.File, Line: rule.Source.Line, RuleID: rule.ID, Field: "select",
+				Detail: err.Error()}
+		}
+	}()
+	defer r.recoverRule(rule, &err)
+	return r.opts.Evaluator.Check(ctx, rule)
+}
+
+// recoverRule turns a panic while rule ran into *err, and logs it with
+// its stack.
+func (r *Runner) recoverRule(rule *rules.Rule, err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%w: %v", errPanic, p)
+		r.log.Error("a rule set off a defect of kubegcd; the other rules run", "rule", rule.ID, "panic", p,
+			"stack", string(debug.Stack()))
+	}
+}
+
+// errPanic marks a pass that ended in a panic.
+var errPanic = errors.New("internal error (a panic, logged with its stack)")
+
 // errStore marks a pass whose matches could not be stored.
 var errStore = errors.New("storing the matches")
 
@@ -267,6 +303,8 @@ func errorReason(err error) string {
 		return "invalid"
 	case errors.Is(err, errStore):
 		return "store"
+	case errors.Is(err, errPanic):
+		return "panic"
 	}
 	return "other"
 }

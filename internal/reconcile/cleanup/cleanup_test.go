@@ -36,6 +36,9 @@ func (f *fakeEvaluator) Evaluate(_ context.Context, r *rules.Rule) ([]db.RuleMat
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ran = append(f.ran, r.ID)
+	if r.ID == "panics" {
+		panic("index out of range in the driver")
+	}
 	if err := f.fails[r.ID]; err != nil {
 		return nil, time.Millisecond, err
 	}
@@ -43,6 +46,9 @@ func (f *fakeEvaluator) Evaluate(_ context.Context, r *rules.Rule) ([]db.RuleMat
 }
 
 func (f *fakeEvaluator) Check(_ context.Context, r *rules.Rule) *rules.Error {
+	if r.ID == "panics-at-check" {
+		panic("nil pointer in the driver")
+	}
 	if why, ok := f.refuse[r.ID]; ok {
 		return &rules.Error{File: r.Source.File, Line: r.Source.Line, RuleID: r.ID, Field: "select", Detail: why}
 	}
@@ -402,5 +408,31 @@ func TestUnreadableDirectory(t *testing.T) {
 	f.step(t)
 	if l := f.r.List(); len(l.Errors) != 0 || !slices.Contains(ids(f.r.snapshot()), "a1") {
 		t.Errorf("errors %+v, rules %v; want none, and a1 loaded", l.Errors, ids(f.r.snapshot()))
+	}
+}
+
+// TestPanicFailsOneRule: a panic while a rule is checked refuses that rule;
+// one while it runs fails its pass alone, counted as panic. The others
+// load and run.
+func TestPanicFailsOneRule(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.dir, "a.yaml", rulesFile("1m", "panics", "panics-at-check", "fine"))
+	f.eval.matches["fine"] = []db.RuleMatch{{UID: "u1"}}
+	f.step(t)
+	if diff := cmp.Diff([]string{"fine", "panics"}, f.eval.took()); diff != "" {
+		t.Errorf("rules run (-want +got):\n%s", diff)
+	}
+	l := f.r.List()
+	if len(l.Errors) != 1 || l.Errors[0].Rule != "panics-at-check" || !strings.Contains(l.Errors[0].Detail, "internal error") {
+		t.Errorf("errors %+v, want panics-at-check refused", l.Errors)
+	}
+	if p := findRule(t, l, "panics").LastPass; p == nil || !strings.Contains(p.Error, "internal error (a panic") {
+		t.Errorf("panics: last pass %+v, want the panic said", p)
+	}
+	if got := testutil.ToFloat64(f.r.metrics.errors.WithLabelValues("panics", "panic")); got != 1 {
+		t.Errorf("kubegcd_rule_errors_total{rule=panics,reason=panic} = %v, want 1", got)
+	}
+	if got := findRule(t, l, "fine"); got.Matches != 1 {
+		t.Errorf("fine: %+v, want its match", got)
 	}
 }

@@ -31,7 +31,7 @@ func (r *Runner) Evaluate(ctx context.Context, file string, data []byte) ([]Eval
 	parsed, errs := parse(file, data, r.opts.LabelKept)
 	out := []Evaluation{}
 	for _, rule := range parsed {
-		if err := r.opts.Evaluator.Check(ctx, rule); err != nil {
+		if err := r.check(ctx, rule); err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
 			}
@@ -39,7 +39,8 @@ func (r *Runner) Evaluate(ctx context.Context, file string, data []byte) ([]Eval
 			continue
 		}
 		start := r.opts.Now()
-		matches, took, err := r.opts.Evaluator.Evaluate(ctx, rule)
+		matches, err := r.evaluate(ctx, rule)
+		took := r.opts.Now().Sub(start)
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}

@@ -87,7 +87,7 @@ func (r *Runner) look(ctx context.Context) {
 	}
 	first := !r.looked
 	set, err := rules.Load(ctx, r.opts.Dir, rules.LoadOptions{ParseOptions: rules.ParseOptions{LabelKept: r.opts.LabelKept},
-		Check: r.opts.Evaluator.Check})
+		Check: r.check})
 	if err != nil {
 		// The directory went between the two reads: the next look says.
 		return

@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			"Time a pass of a cleanup rule takes: its query, and the store of its matches.",
 			prometheus.ExponentialBuckets(0.001, 4, 10), "rule"),
 		errors: f.CounterVec("errors_total",
-			"Passes of a cleanup rule that failed, by reason: time-limit, row-cap, denied, invalid, store or other. "+
+			"Passes of a cleanup rule that failed, by reason: time-limit, row-cap, denied, invalid, store, panic or other. "+
 				"A failed pass keeps the matches stored before it.", "rule", "reason"),
 		refused: f.Gauge("refused",
 			"Rule files and rules refused at the last load of --rules-dir, each with its file:line in GET /rules "+
