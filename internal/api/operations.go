@@ -314,7 +314,7 @@ var Operations = []Operation{
 			"Errors say why each refused file or rule is refused, with its file and line: " +
 			"a refused rule does not run, the others do. " +
 			"It takes no parameters.",
-		Answer: reflect.TypeFor[RuleList]()},
+		Answer: reflect.TypeFor[RuleList](), Errors: []int{404}},
 	{ID: "ruleMatches", Method: "GET", Path: "/rules/{id}/matches", Summary: "What one cleanup rule matches now",
 		Description: "The objects the rule's last pass that succeeded stored, by UID, each with the reason and " +
 			"since when it has matched without a break. " +
