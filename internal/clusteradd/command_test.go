@@ -374,6 +374,17 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+func TestNoKubeconfig(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("KUBECONFIG", filepath.Join(f.dir, "none"))
+	t.Setenv("HOME", f.dir)
+	code, _, errs := f.run(t, "add", "--out", filepath.Join(f.dir, "kc"))
+	want := "kubegcd: no kubeconfig to read (--kubeconfig, $KUBECONFIG, ~/.kube/config): cluster add needs your own, with rights to create roles\n"
+	if code != 1 || errs != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs, want)
+	}
+}
+
 // TestNotWritable: a kubeconfig that cannot be written is said before the
 // cluster is changed.
 func TestNotWritable(t *testing.T) {

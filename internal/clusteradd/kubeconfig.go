@@ -39,6 +39,9 @@ func loadCaller(kubeconfig, context string) (*caller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
 	}
+	if len(raw.Contexts) == 0 {
+		return nil, errors.New("no kubeconfig to read (--kubeconfig, $KUBECONFIG, ~/.kube/config): cluster add needs your own, with rights to create roles")
+	}
 	name := context
 	if name == "" {
 		name = raw.CurrentContext
