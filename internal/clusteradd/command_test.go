@@ -343,13 +343,13 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, "kubegcd: cluster needs a command: add or remove (see 'kubegcd help cluster')\n"},
 		{"unknown command", []string{"ad"}, `kubegcd: unknown command "ad", did you mean "add"? (see 'kubegcd help cluster')` + "\n"},
 		{"argument", []string{"add", "prod"}, `kubegcd: unexpected argument "prod" (see 'kubegcd help cluster add')` + "\n"},
-		{"bad name", []string{"add", "--name", "Prod/1"}, `kubegcd: --name "Prod/1": want lower-case letters`},
+		{"bad name", []string{"add", "--name", "Prod/1"}, `kubegcd: invalid --name "Prod/1": want lower-case letters`},
 		{"the single instance's name", []string{"add", "--name", "kubegcd"}, "kubegcd: --name kubegcd: kubegcd.conf is kubegcd.service's"},
 		{"short token", []string{"add", "--token-duration", "5m"}, "kubegcd: --token-duration 5m0s: want at least 10m0s"},
-		{"bad duration", []string{"add", "--token-duration", "a day"}, `kubegcd: invalid argument "a day" for "--token-duration" flag`},
+		{"bad duration", []string{"add", "--token-duration", "a day"}, `kubegcd: invalid --token-duration "a day": want a duration`},
 		{"no such context", []string{"add", "--context", "prd"}, "kubegcd: --context prd: no such context in the kubeconfig (contexts: other, prod)"},
 		{"the caller's kubeconfig", []string{"add", "--out", "KUBECONFIG"}, "is the kubeconfig cluster add reads: choose another file with --out"},
-		{"remove: bad name", []string{"remove", "--name", "-x"}, `kubegcd: --name "-x": want`},
+		{"remove: bad name", []string{"remove", "--name", "-x"}, `kubegcd: invalid --name "-x": want`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

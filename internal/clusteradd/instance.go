@@ -35,7 +35,7 @@ func checkName(name string) error {
 	case name == "":
 		return nil
 	case !instanceName.MatchString(name):
-		return cmdline.Usagef("--name %q: want lower-case letters, digits, '.', '_' or '-', starting and ending with a letter or digit, at most 64", name)
+		return cmdline.Usagef("invalid --name %q: want lower-case letters, digits, '.', '_' or '-', starting and ending with a letter or digit, at most 64", name)
 	case name == "kubegcd":
 		return cmdline.Usagef("--name kubegcd: kubegcd.conf is kubegcd.service's; choose another name, or none for kubegcd.service")
 	}
