@@ -84,8 +84,8 @@ func TestFailedFirstStartLeavesNothing(t *testing.T) {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			args := append([]string{"run", "--kubeconfig", kubeconfig, "--db", path, "--listen", closedAddr(t),
-				"--insecure-allow-unauthenticated"}, tc.args...)
+			args := append([]string{"run", "--kubeconfig", kubeconfig, "--db", path, "--listen", closedAddr(t)},
+				tc.args...)
 			var stderr bytes.Buffer
 			code := Main(ctx, args, io.Discard, &stderr)
 			if code != tc.wantCode || !strings.Contains(stderr.String(), tc.wantErr) {
@@ -120,7 +120,7 @@ func TestFirstStartCreatesTheDirectory(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(ctx, []string{"run", "--kubeconfig", writeKubeconfig(t, filepath.Join(t.TempDir(), "kubeconfig"), api.URL),
-			"--db", path, "--listen", listen, "--insecure-allow-unauthenticated", "--log-level", "error"},
+			"--db", path, "--listen", listen, "--log-level", "error"},
 			io.Discard, &stderr)
 	}()
 	waitServing(t, listen, done, &stderr)
