@@ -211,6 +211,7 @@ func tryCommands(base string) [][]string {
 		{"status"},
 		{"get", "pending"},
 		{"get", "stuck"},
+		{"get", "unused", "-n", "demo-cleanup"},
 		{"why", "cm/child-of-deleted", "-n", "demo-garbage"},
 		{"tree", "rs/web-7c9d8b5f4", "-n", "demo-shop"},
 		{"cascade", "deploy/web", "-n", "demo-shop", "--propagation", "foreground"},

@@ -347,7 +347,7 @@ var Operations = []Operation{
 		Answer: reflect.TypeFor[Overview]()},
 	{ID: "release", Method: "POST", Path: "/enforcement/release", Summary: "End a manual hold of the blast-radius cap",
 		Description: "The body is one JSON object, sent with Content-Type: application/json. " +
-			"Anything after it but white space is a 400. " +
+			"Anything after it but white space is a 400, and so is any query parameter. " +
 			"Another content type is a 415, so that no web page can post it across origins. " +
 			"A 409 when nothing is held. " +
 			"The release is recorded in /audit as controller operator, action release, with who asked: " +

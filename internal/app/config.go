@@ -127,7 +127,7 @@ func (f *runFlags) addClusterFlags(fs *pflag.FlagSet) {
 
 func (f *runFlags) addDatabaseFlags(fs *pflag.FlagSet) {
 	cfg := &f.cfg
-	fs.StringVar(&cfg.dbPath, "db", "kubegcd.db", "path of the SQLite database; created if missing")
+	fs.StringVar(&cfg.dbPath, "db", "kubegcd.db", "path of the SQLite database; created, with its directory, if missing")
 	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
 	fs.DurationVar(&cfg.historyRetention, "history-retention", 7*24*time.Hour,
 		"how long object history (ownership changes, deletions) is kept; "+

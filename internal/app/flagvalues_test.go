@@ -27,10 +27,14 @@ var (
 		"cascade --certificate-authority": true, "cascade --token-file": true, "status --certificate-authority": true,
 		"status --token-file": true, "release --certificate-authority": true, "release --token-file": true,
 		"rules --certificate-authority": true, "rules --token-file": true,
+		"cluster add --config-dir": true, "cluster add --context": true, "cluster add --kubeconfig": true,
+		"cluster add --out": true, "cluster remove --config-dir": true, "cluster remove --context": true,
+		"cluster remove --kubeconfig": true, "cluster remove --out": true,
 	}
 	refusedText = map[string]string{
 		"run --blast-radius-resume": "never", "run --controllers": "nope", "run --leader-elect-name": "",
 		"run --leader-elect-namespace": "", "run --listen": "nohostport", "run --log-format": "xml", "run --log-level": "loud",
+		"cluster add --name": "Prod/1", "cluster remove --name": "Prod/1",
 	}
 )
 

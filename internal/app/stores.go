@@ -41,7 +41,7 @@ func openStores(ctx context.Context, path string, reg prometheus.Registerer) (_ 
 	s := &stores{}
 	defer func() {
 		if err != nil {
-			s.close()
+			s.close(true)
 		}
 	}()
 	if s.store, err = db.Open(ctx, path, db.Options{Registerer: reg}); err != nil {
@@ -64,16 +64,25 @@ func openStores(ctx context.Context, path string, reg prometheus.Registerer) (_ 
 	return s, nil
 }
 
-// close closes every handle open, the writer's last.
-func (s *stores) close() {
+// close closes every handle open, the writer's last. With discard, the
+// writer also removes the database, if its Open created it, and what it
+// created with it (see db.DB.Discard).
+func (s *stores) close(discard bool) error {
 	if s.sandbox != nil {
 		s.sandbox.Close()
 	}
-	for _, h := range []*db.DB{s.metricsStore, s.apiStore, s.store} {
+	for _, h := range []*db.DB{s.metricsStore, s.apiStore} {
 		if h != nil {
 			h.Close()
 		}
 	}
+	switch {
+	case s.store == nil:
+		return nil
+	case discard:
+		return s.store.Discard()
+	}
+	return s.store.Close()
 }
 
 // dbFileLedger is the applier's ledger, unavailable also while the

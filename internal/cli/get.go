@@ -45,11 +45,11 @@ then kind, then name; -o json and yaml keep the API's order.
 Every namespace unless -n NS. A namespace that kubegcd's mirror does not
 hold is an error (exit 1) that names the namespaces it may mean, as why
 says of an object it does not find; -o json and yaml print the API's
-answer as it came. A filter the API has not for that list is an error, not
-ignored: --controller (pending, audit), --kind (pending, audit,
-stuck, unused), --since (audit), --outcome (audit), --min-age (stuck), --rule
-(audit, lint), --severity (lint), --limit (all but leases and rules), -n (all
-but rules).
+answer as it came. Each filter fits some lists only. A filter on a list it
+does not fit is an error, not ignored: --controller (pending, audit),
+--kind (pending, audit, stuck, unused), --since (audit), --outcome (audit),
+--min-age (stuck), --rule (audit, lint), --severity (lint), --limit (all
+but leases and rules), -n (all but rules).
 
 ` + connHelp
 

@@ -1,7 +1,8 @@
 package db
 
 // DB is an open kubegcd database. It holds the database's life: Open and
-// Close (db.go), the schema's migrations (migrate.go), the writer
+// Close (db.go), what a first Open makes and Discard removes (created.go),
+// the schema's migrations (migrate.go), the writer
 // (writer.go, checkpoint.go) and the file's health (corrupt.go,
 // identity.go, alive.go). Everything else goes through a role. Each kind
 // of consumer has its role, whose methods are what that consumer's
