@@ -36,7 +36,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	want := []string{"KubegcdDeletionStalled", "KubegcdNamespaceTerminatingTooLong", "KubegcdGarbageCollectorIdle",
-		"KubegcdEnforcementPaused", "KubegcdLeaseCandidateExpired"}
+		"KubegcdEnforcementPaused", "KubegcdCleanupRuleRefused", "KubegcdCleanupRuleFailing", "KubegcdLeaseCandidateExpired"}
 	if !slices.Equal(alerts, want) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}

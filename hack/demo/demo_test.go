@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubegcd/kubegcd/internal/cli"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 	"github.com/kubegcd/kubegcd/internal/testutil"
 )
@@ -273,30 +271,6 @@ var commandShows = [][]string{
 	{"Deleting Deployment demo-shop/web with propagation foreground would touch 3 objects", "web-7c9d8b5f4-x2k9p"},
 }
 
-// awaitingCLI are printed commands, by their first two words, that the
-// CLI may not have yet: checkCommands runs one, and checks what it shows,
-// once the CLI has it. Every other printed command is always run.
-var awaitingCLI = map[string]bool{"get unused": true}
-
-// cliHas reports whether the CLI has the command "name arg": a subcommand
-// arg of name, or a list arg that name takes.
-func cliHas(name, arg string) bool {
-	for _, c := range cli.Commands("kubegcd", io.Discard, io.Discard, cli.Local{}) {
-		if c.Name() != name {
-			continue
-		}
-		if slices.Contains(c.ValidArgs, arg) {
-			return true
-		}
-		for _, sub := range c.Commands() {
-			if sub.Name() == arg {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // checkCommands runs the CLI commands the demo prints, with the binary it
 // runs, and checks that each succeeds and shows the seeded objects.
 func checkCommands(ctx context.Context, d demo) error {
@@ -309,9 +283,6 @@ func checkCommands(ctx context.Context, d demo) error {
 		return fmt.Errorf("%d commands, but commandShows has %d", len(cmds), len(commandShows))
 	}
 	for i, args := range cmds {
-		if awaitingCLI[args[0]+" "+args[1]] && !cliHas(args[0], args[1]) {
-			continue
-		}
 		if !slices.Contains(args, d.URL) {
 			return fmt.Errorf("kubegcd %v: no --server %s, though kubegcd does not listen at the default", args, d.URL)
 		}
@@ -332,17 +303,4 @@ func checkCommands(ctx context.Context, d demo) error {
 		}
 	}
 	return nil
-}
-
-// TestCLIHas: cliHas finds get's lists and no others, so that a command of
-// awaitingCLI runs as soon as the CLI has it.
-func TestCLIHas(t *testing.T) {
-	for _, tc := range []struct {
-		name, arg string
-		want      bool
-	}{{"get", "pending", true}, {"get", "stuck", true}, {"get", "nonsense", false}, {"nonsense", "pending", false}} {
-		if got := cliHas(tc.name, tc.arg); got != tc.want {
-			t.Errorf("cliHas(%q, %q) = %v, want %v", tc.name, tc.arg, got, tc.want)
-		}
-	}
 }
