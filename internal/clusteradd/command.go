@@ -229,17 +229,8 @@ func (e *env) add(ctx context.Context, o options) error {
 		_, err = e.stdout.Write(data)
 		return err
 	}
-	for _, f := range []string{p.kubeconfig, p.conf} {
-		if f == "" {
-			continue
-		}
-		flag := "--out"
-		if f == p.conf {
-			flag = "--config-dir"
-		}
-		if err := checkWritable(f, flag); err != nil {
-			return err
-		}
+	if err := p.checkWritable(); err != nil {
+		return err
 	}
 
 	say := func(obj runtime.Object, outcome string) { fmt.Fprintf(e.stdout, "%s: %s\n", describe(obj), outcome) }
@@ -258,34 +249,11 @@ func (e *env) add(ctx context.Context, o options) error {
 	}
 	fmt.Fprintln(e.stdout, describeToken(tok, o.tokenDuration, e.now()))
 
-	kc, err := kubeconfigFor(c, tok.value)
+	kcOutcome, err := e.writeKubeconfig(ctx, c, m, tok, p.kubeconfig)
 	if err != nil {
 		return err
-	}
-	if e.authenticates != nil {
-		cfg, err := clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
-		if err != nil {
-			return err
-		}
-		who, err := e.authenticates(ctx, cfg)
-		if err != nil {
-			return fmt.Errorf("the new kubeconfig does not reach the API server: %w", err)
-		}
-		if want := "system:serviceaccount:" + m.ServiceAccount.Namespace + ":" + m.ServiceAccount.Name; who != want {
-			return fmt.Errorf("the new token authenticates as %s, want %s", who, want)
-		}
-	}
-	data, err := clientcmd.Write(*kc)
-	if err != nil {
-		return err
-	}
-	kcOutcome, err := writeFile(p.kubeconfig, data, 0o600)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", p.kubeconfig, unwrapPath(err))
 	}
 	changed = changed || kcOutcome != unchanged
-	fmt.Fprintf(e.stdout, "%s: %s (mode 0600; context %s, server %s, %s)\n", p.kubeconfig, kcOutcome, c.contextName,
-		c.cluster.Server, trust(kc.Clusters[c.clusterName]))
 
 	if p.conf != "" {
 		outcome, err := e.writeConf(o, p.conf)
@@ -299,6 +267,58 @@ func (e *env) add(ctx context.Context, o options) error {
 	}
 	fmt.Fprintln(e.stdout, howToStart(o, p, kcOutcome))
 	return nil
+}
+
+// checkWritable checks, before anything is applied, that add can write the
+// kubeconfig and the instance's config file.
+func (p paths) checkWritable() error {
+	for _, f := range []string{p.kubeconfig, p.conf} {
+		if f == "" {
+			continue
+		}
+		flag := "--out"
+		if f == p.conf {
+			flag = "--config-dir"
+		}
+		if err := checkWritable(f, flag); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeKubeconfig writes the kubeconfig of tok to path, once it has
+// checked, where it can, that the token authenticates as kubegcd's
+// ServiceAccount. It says what it wrote.
+func (e *env) writeKubeconfig(ctx context.Context, c *caller, m manifests, tok token, path string) (string, error) {
+	kc, err := kubeconfigFor(c, tok.value)
+	if err != nil {
+		return "", err
+	}
+	if e.authenticates != nil {
+		cfg, err := clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
+		if err != nil {
+			return "", err
+		}
+		who, err := e.authenticates(ctx, cfg)
+		if err != nil {
+			return "", fmt.Errorf("the new kubeconfig does not reach the API server: %w", err)
+		}
+		if want := "system:serviceaccount:" + m.ServiceAccount.Namespace + ":" + m.ServiceAccount.Name; who != want {
+			return "", fmt.Errorf("the new token authenticates as %s, want %s", who, want)
+		}
+	}
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return "", err
+	}
+	outcome, err := writeFile(path, data, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, unwrapPath(err))
+	}
+	fmt.Fprintf(e.stdout, "%s: %s (mode 0600; context %s, server %s, %s)\n", path, outcome, c.contextName,
+		c.cluster.Server, trust(kc.Clusters[c.clusterName]))
+	return outcome, nil
 }
 
 // howToStart is the line that says how to run kubegcd with what add wrote:
