@@ -32,16 +32,17 @@ PKG_STAGE   := $(DIST)/stage
 # change for man pages. nfpm.yaml ships whatever lands in $(PKG_STAGE)/doc
 # as /usr/share/doc/kubegcd/; man pages want an entry of their own there,
 # to /usr/share/man/man1/ (and packaging/'s test its docPages).
-PKG_DOCS     = for c in '' run migrate db get why tree cascade status release kubectl-plugin; do \
-	$(PKG_STAGE)/kubegcd help $$c > $(PKG_STAGE)/doc/kubegcd$${c:+-$$c}.txt || exit 1; done
+PKG_DOCS     = for c in '' run migrate db cluster 'cluster add' 'cluster remove' get why tree cascade status release kubectl-plugin; do \
+	$(PKG_STAGE)/kubegcd help $$c > $(PKG_STAGE)/doc/kubegcd$${c:+-$$(echo $$c | tr ' ' -)}.txt || exit 1; done
 
 package: ## build the .deb and .rpm into dist/ (nfpm, from packaging/)
 	rm -rf $(PKG_STAGE) && mkdir -p $(PKG_STAGE)/doc
 	CGO_ENABLED=0 GOARCH=$(GOARCH) $(MAKE) --no-print-directory build BIN=$(PKG_STAGE) VERSION=$(PKG_VERSION)
-	# The unit as deploy/ has it (and tests it), with the binary where the
-	# package puts it.
-	sed 's|/usr/local/bin/kubegcd|/usr/bin/kubegcd|g' deploy/kubegcd.service > $(PKG_STAGE)/kubegcd.service
-	grep -q '^ExecStart=/usr/bin/kubegcd ' $(PKG_STAGE)/kubegcd.service
+	# The units as deploy/ has them (and tests them), with the binary where
+	# the package puts it.
+	for u in kubegcd.service kubegcd@.service; do \
+		sed 's|/usr/local/bin/kubegcd|/usr/bin/kubegcd|g' deploy/$$u > $(PKG_STAGE)/$$u && \
+		grep -q '^ExecStart=/usr/bin/kubegcd ' $(PKG_STAGE)/$$u || exit 1; done
 	$(PKG_DOCS)
 	cd packaging && for p in deb rpm; do \
 		STAGE=$(abspath $(PKG_STAGE)) PKG_VERSION='$(PKG_VERSION)' GOARCH=$(GOARCH) \

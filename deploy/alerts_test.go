@@ -1,9 +1,9 @@
 // Package deploy holds what kubegcd ships beside its binary: the systemd
-// unit, an example config, example Prometheus alert rules and a Grafana
-// dashboard. Its tests keep the rules loadable by Prometheus, the rules and
-// the dashboard's queries true to the metrics and labels kubegcd exports
-// (docs/metrics.md's generated table, exported_test.go), and the unit
-// hardened and valid (unit_test.go).
+// unit and its template for one instance per cluster, an example config,
+// example Prometheus alert rules and a Grafana dashboard. Its tests keep the
+// rules loadable by Prometheus, the rules and the dashboard's queries true to
+// the metrics and labels kubegcd exports (docs/metrics.md's generated table,
+// exported_test.go), and the units hardened, valid and alike (unit_test.go).
 package deploy
 
 import (
@@ -36,7 +36,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	want := []string{"KubegcdDeletionStalled", "KubegcdNamespaceTerminatingTooLong", "KubegcdGarbageCollectorIdle",
-		"KubegcdEnforcementPaused", "KubegcdLeaseCandidateExpired"}
+		"KubegcdEnforcementPaused", "KubegcdCleanupRuleRefused", "KubegcdCleanupRuleFailing", "KubegcdLeaseCandidateExpired"}
 	if !slices.Equal(alerts, want) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}

@@ -30,7 +30,8 @@ func TestSizes(t *testing.T) {
 	}{
 		{"README.md", 12 << 10},
 		{"docs/architecture.md", 25 << 10},
-		{"docs/benchmarks.md", 8 << 10},
+		// 9 KB: the cleanup rules (issue 48) add their passes' and ingest's figures.
+		{"docs/benchmarks.md", 9 << 10},
 	} {
 		fi, err := os.Stat(filepath.Join(root, tc.file))
 		if err != nil {

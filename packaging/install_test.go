@@ -50,8 +50,10 @@ func TestDebInstallsWithDpkg(t *testing.T) {
 	if got, want := run("kubegcd", "version"), "kubegcd "+b.version+"\n"; got != want {
 		t.Errorf("kubegcd version = %q, want %q", got, want)
 	}
-	if out := run("systemd-analyze", "verify", "/usr/lib/systemd/system/kubegcd.service"); strings.TrimSpace(out) != "" {
-		t.Errorf("systemd-analyze verify of the installed unit:\n%s", out)
+	for _, u := range units {
+		if out := run("systemd-analyze", "verify", "/usr/lib/systemd/system/"+u.file); strings.TrimSpace(out) != "" {
+			t.Errorf("systemd-analyze verify of the installed %s:\n%s", u.file, out)
+		}
 	}
 	// Installing must not enable kubegcd: it needs a kubeconfig first.
 	if out, _ := sys.chroot("systemctl", "is-enabled", "kubegcd.service").CombinedOutput(); strings.TrimSpace(string(out)) != "disabled" {
@@ -74,7 +76,8 @@ func TestDebInstallsWithDpkg(t *testing.T) {
 	// database: it holds the audit history.
 	run("touch", "/var/lib/kubegcd/kubegcd.db")
 	run("dpkg", "--purge", "kubegcd")
-	for _, gone := range []string{"/usr/bin/kubegcd", "/usr/lib/systemd/system/kubegcd.service", "/etc/kubegcd"} {
+	for _, gone := range []string{"/usr/bin/kubegcd", "/usr/lib/systemd/system/kubegcd.service", "/usr/lib/systemd/system/kubegcd@.service",
+		"/etc/kubegcd"} {
 		if out, err := sys.chroot("test", "!", "-e", gone).CombinedOutput(); err != nil {
 			t.Errorf("%s is still there after dpkg --purge: %v %s", gone, err, out)
 		}

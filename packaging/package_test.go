@@ -33,13 +33,22 @@ const sysusersLine = `u kubegcd - "kubegcd daemon" /var/lib/kubegcd`
 
 // docPages are the help pages the package ships, one per command; the
 // Makefile's PKG_DOCS makes them.
-var docPages = []string{"", "run", "migrate", "db", "get", "why", "tree", "cascade", "status", "release", "kubectl-plugin"}
+var docPages = []string{"", "run", "migrate", "db", "cluster", "cluster add", "cluster remove", "get", "why", "tree", "cascade",
+	"status", "release", "kubectl-plugin"}
 
 func docPage(cmd string) string {
 	if cmd == "" {
 		return "kubegcd.txt"
 	}
-	return "kubegcd-" + cmd + ".txt"
+	return "kubegcd-" + strings.ReplaceAll(cmd, " ", "-") + ".txt"
+}
+
+// units are the systemd units the package ships, from deploy/: the unit,
+// and the template of one instance per cluster, verified as one of its
+// instances.
+var units = []struct{ file, name string }{
+	{"kubegcd.service", "kubegcd.service"},
+	{"kubegcd@.service", "kubegcd@prod.service"},
 }
 
 // built holds what `make package` made, once for every test: the .deb, the
@@ -238,6 +247,7 @@ func TestDebContents(t *testing.T) {
 		"/usr/bin/kubegcd":                              file(0o755),
 		"/usr/bin/kubectl-gc":                           {Type: "symlink", Owner: "root", Group: "root", Link: "kubegcd"},
 		"/usr/lib/systemd/system/kubegcd.service":       file(0o644),
+		"/usr/lib/systemd/system/kubegcd@.service":      file(0o644),
 		"/usr/lib/sysusers.d/kubegcd.conf":              file(0o644),
 		"/etc/kubegcd":                                  {Type: "dir", Mode: 0o755, Owner: "root", Group: "root"},
 		"/etc/kubegcd/kubegcd.conf":                     {Type: "file", Mode: 0o640, Owner: "root", Group: "kubegcd"},
@@ -364,30 +374,32 @@ func TestDebInstalledTree(t *testing.T) {
 		}
 	})
 
-	t.Run("unit", func(t *testing.T) {
-		// The unit is deploy/'s, which deploy/'s test holds to its
-		// security exposure, with only the binary's path changed.
-		deployed, err := os.ReadFile(filepath.Join(repo, "deploy", "kubegcd.service"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := strings.ReplaceAll(string(deployed), "/usr/local/bin/kubegcd", "/usr/bin/kubegcd")
-		got := read("usr/lib/systemd/system/kubegcd.service")
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("packaged unit (-want +got):\n%s", diff)
-		}
-		if !strings.Contains(got, "\nExecStart=/usr/bin/kubegcd ") {
-			t.Errorf("packaged unit has no ExecStart=/usr/bin/kubegcd line")
-		}
+	t.Run("units", func(t *testing.T) {
 		sa, err := exec.LookPath("systemd-analyze")
 		if err != nil {
 			t.Fatal("systemd-analyze not found: install Debian's systemd package (apt-get install systemd), or run make test as root")
 		}
-		// In the extracted root, verify also finds ExecStart's binary
-		// where the unit says.
-		out, err := exec.Command(sa, "verify", "--root="+root, "kubegcd.service").CombinedOutput()
-		if err != nil || len(bytes.TrimSpace(out)) > 0 {
-			t.Errorf("systemd-analyze verify of the packaged unit: %v\n%s", err, out)
+		for _, u := range units {
+			// Each unit is deploy/'s, which deploy/'s test holds to its
+			// security exposure, with only the binary's path changed.
+			deployed, err := os.ReadFile(filepath.Join(repo, "deploy", u.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.ReplaceAll(string(deployed), "/usr/local/bin/kubegcd", "/usr/bin/kubegcd")
+			got := read("usr/lib/systemd/system/" + u.file)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("packaged %s (-want +got):\n%s", u.file, diff)
+			}
+			if !strings.Contains(got, "\nExecStart=/usr/bin/kubegcd ") {
+				t.Errorf("packaged %s has no ExecStart=/usr/bin/kubegcd line", u.file)
+			}
+			// In the extracted root, verify also finds ExecStart's binary
+			// where the unit says.
+			out, err := exec.Command(sa, "verify", "--root="+root, u.name).CombinedOutput()
+			if err != nil || len(bytes.TrimSpace(out)) > 0 {
+				t.Errorf("systemd-analyze verify of the packaged %s: %v\n%s", u.name, err, out)
+			}
 		}
 	})
 
@@ -407,10 +419,7 @@ func TestDebInstalledTree(t *testing.T) {
 	t.Run("docs", func(t *testing.T) {
 		// Each page is what the shipped binary says of its command.
 		for _, c := range docPages {
-			args := []string{"help"}
-			if c != "" {
-				args = append(args, c)
-			}
+			args := append([]string{"help"}, strings.Fields(c)...)
 			want := run("usr/bin/kubegcd", args...)
 			if got := read("usr/share/doc/kubegcd/" + docPage(c)); got != want || !strings.Contains(got, "Usage") {
 				t.Errorf("%s is not kubegcd %s's help:\n%s", docPage(c), strings.Join(args, " "), got)

@@ -64,10 +64,11 @@ func TestRPM(t *testing.T) {
 		gotFiles[fi.Name()] = fmt.Sprintf("%o %s:%s flags %d", fs.FileMode(fi.Mode()).Perm(), fi.UserName(), fi.GroupName(), fi.Flags())
 	}
 	wantFiles := map[string]string{
-		"/usr/bin/kubegcd":                        "755 root:root flags 0",
-		"/usr/lib/systemd/system/kubegcd.service": "644 root:root flags 0",
-		"/etc/kubegcd/kubegcd.conf":               fmt.Sprintf("640 root:kubegcd flags %d", rpmFileConfig|rpmFileNoReplace),
-		"/var/lib/kubegcd":                        "700 kubegcd:kubegcd flags 0",
+		"/usr/bin/kubegcd":                         "755 root:root flags 0",
+		"/usr/lib/systemd/system/kubegcd.service":  "644 root:root flags 0",
+		"/usr/lib/systemd/system/kubegcd@.service": "644 root:root flags 0",
+		"/etc/kubegcd/kubegcd.conf":                fmt.Sprintf("640 root:kubegcd flags %d", rpmFileConfig|rpmFileNoReplace),
+		"/var/lib/kubegcd":                         "700 kubegcd:kubegcd flags 0",
 	}
 	for name, w := range wantFiles {
 		if g := gotFiles[name]; g != w {

@@ -16,7 +16,7 @@ func main() {
 	var code int
 	if cli.InvokedAsPlugin(os.Args[0]) {
 		// kubectl runs kubectl-gc for `kubectl gc`: the client alone.
-		code = cli.Main(ctx, "kubectl gc", os.Args[1:], os.Stdout, os.Stderr)
+		code = cli.Main(ctx, "kubectl gc", os.Args[1:], os.Stdout, os.Stderr, app.Local)
 	} else {
 		code = app.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}

@@ -59,6 +59,9 @@ func TestDemo(t *testing.T) {
 		if err := checkMirror(ctx, d); err != nil {
 			return err
 		}
+		if err := checkRules(ctx, d); err != nil {
+			return err
+		}
 		if err := checkStuck(ctx, d); err != nil {
 			return err
 		}
@@ -262,6 +265,7 @@ var commandShows = [][]string{
 	{"Mirror:      synced", "Mode:        dry-run"},
 	{"child-of-deleted", "ownergc", "nightly-28760", "podgc", "node-a", "ttl"},
 	{"held-owner", "deleting-dependents", "ingest-unscheduled", "finalizer demo.kubegcd.io/hold"},
+	{"old-settings", "old-api-token", "scratch-data", "retired-robot"},
 	{"ConfigMap demo-garbage/child-of-deleted", "It is pending", "ConfigMap demo-garbage/parent: missing", "KG-LINT-01"},
 	{"Deployment/web", "└─ReplicaSet/web-7c9d8b5f4 ◀", "├─Pod/web-7c9d8b5f4-q8m4z", "└─Pod/web-7c9d8b5f4-x2k9p", "controller,blockOwnerDeletion"},
 	{"Deleting Deployment demo-shop/web with propagation foreground would touch 3 objects", "web-7c9d8b5f4-x2k9p"},

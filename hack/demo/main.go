@@ -154,10 +154,14 @@ func run(ctx context.Context, listen string, exitAfter time.Duration, onReady fu
 // addr, and returns it with the path of its log.
 func startKubegcd(bin, kubeconfig, dir, addr string) (*testcluster.Kubegcd, string, error) {
 	logPath := filepath.Join(dir, "kubegcd.log")
+	rulesDir := filepath.Join(dir, "rules.d")
+	if err := writeDemoRules(rulesDir); err != nil {
+		return nil, logPath, err
+	}
 	fmt.Printf("Starting kubegcd (log: %s)…\n", logPath)
 	d, err := testcluster.StartKubegcd(bin, logPath,
 		"run", "--kubeconfig", kubeconfig, "--db", filepath.Join(dir, "kubegcd.db"),
-		"--listen", addr, "--log-level", "info",
+		"--listen", addr, "--log-level", "info", "--rules-dir", rulesDir,
 		fmt.Sprintf("--terminated-pod-gc-threshold=%d", demoTerminatedThreshold),
 		"--stuck-after", demoStuckAfter.String())
 	return d, logPath, err
@@ -211,6 +215,7 @@ func tryCommands(base string) [][]string {
 		{"status"},
 		{"get", "pending"},
 		{"get", "stuck"},
+		{"get", "unused", "-n", "demo-cleanup"},
 		{"why", "cm/child-of-deleted", "-n", "demo-garbage"},
 		{"tree", "rs/web-7c9d8b5f4", "-n", "demo-shop"},
 		{"cascade", "deploy/web", "-n", "demo-shop", "--propagation", "foreground"},

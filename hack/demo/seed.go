@@ -7,8 +7,10 @@ import (
 
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -42,14 +44,17 @@ type seeder struct {
 //     with cache-0 in demo-shop, bound to a node that is gone, and two nodes
 //     without a TTL annotation, each controller has something to show;
 //   - a second, fake kube-apiserver identity that is gone (its Lease deleted)
-//     but still named in two StorageVersions, for svgc.
+//     but still named in two StorageVersions, for svgc;
+//   - demo-cleanup and demo-preview: a match for each built-in cleanup rule
+//     (see cleanup).
 func seed(ctx context.Context, cfg *rest.Config) (int, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return 0, err
 	}
 	s := &seeder{kube: kube}
-	steps := []func(context.Context) error{s.nodes, s.shop, s.chain, s.garbage, s.foreground, s.batch, s.storageVersions}
+	steps := []func(context.Context) error{s.nodes, s.shop, s.chain, s.garbage, s.foreground, s.batch, s.storageVersions,
+		s.cleanup}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return s.created, err
@@ -375,6 +380,95 @@ func (s *seeder) foreground(ctx context.Context) error {
 	return s.kube.CoreV1().ConfigMaps(ns).Delete(ctx, owner.Name, metav1.DeleteOptions{
 		PropagationPolicy: new(metav1.DeletePropagationForeground),
 	})
+}
+
+// cleanup creates a match for each built-in cleanup rule. In demo-cleanup:
+// a ConfigMap, a Secret, a claim and a ServiceAccount nothing refers to; a
+// Job that finished two days ago without ttlSecondsAfterFinished; and a
+// Deployment scaled to zero that names a ConfigMap that does not exist.
+// Its other ConfigMap is used by that Deployment, with no Pod: kor would
+// call it unused, kubegcd does not. demo-preview is a namespace whose
+// kubegcd.io/expires has passed. None has an owner or is being deleted,
+// so none is pending for a controller, stuck or a lint finding.
+func (s *seeder) cleanup(ctx context.Context) error {
+	const ns = "demo-cleanup"
+	if err := s.namespace(ctx, ns); err != nil {
+		return err
+	}
+	core := s.kube.CoreV1()
+	opts := metav1.CreateOptions{}
+	for _, name := range []string{"old-settings", "report-templates"} {
+		if _, err := s.configMap(ctx, ns, name, nil); err != nil {
+			return err
+		}
+	}
+	if _, err := core.Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "old-api-token"},
+		StringData: map[string]string{"token": "not-a-secret"}}, opts); err != nil {
+		return err
+	}
+	if _, err := core.PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "scratch-data"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, opts); err != nil {
+		return err
+	}
+	if _, err := core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Name: "retired-robot"}}, opts); err != nil {
+		return err
+	}
+	s.created += 3
+
+	if err := s.finishedJob(ctx, ns, "db-migrate-1", time.Now().Add(-48*time.Hour)); err != nil {
+		return err
+	}
+
+	labels := map[string]string{"app": "reports"}
+	tmpl := podTemplate(labels)
+	for _, cm := range []string{"report-templates", "reports-config"} {
+		tmpl.Spec.Volumes = append(tmpl.Spec.Volumes, corev1.Volume{Name: cm, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}})
+	}
+	if _, err := s.kube.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "reports", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: new(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: tmpl},
+	}, opts); err != nil {
+		return err
+	}
+	s.created++
+
+	// Someone meant to delete it yesterday.
+	yesterday := time.Now().UTC().Add(-24 * time.Hour).Format(time.DateOnly)
+	if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo-preview",
+		Annotations: map[string]string{"kubegcd.io/expires": yesterday}}}, opts); err != nil {
+		return err
+	}
+	s.created++
+	return nil
+}
+
+// finishedJob creates a Job and writes the status the Job controller
+// would once it completed at finished.
+func (s *seeder) finishedJob(ctx context.Context, ns, name string, finished time.Time) error {
+	jobs := s.kube.BatchV1().Jobs(ns)
+	tmpl := podTemplate(nil)
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	job, err := jobs.Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: batchv1.JobSpec{Template: tmpl}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	s.created++
+	at, start := metav1.NewTime(finished), metav1.NewTime(finished.Add(-time.Minute))
+	job.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &at, Succeeded: 1}
+	for _, t := range []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet, batchv1.JobComplete} {
+		job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue,
+			Reason: "CompletionsReached", LastProbeTime: at, LastTransitionTime: at})
+	}
+	_, err = jobs.UpdateStatus(ctx, job, metav1.UpdateOptions{})
+	return err
 }
 
 // namespace creates a namespace and its default ServiceAccount, which

@@ -184,6 +184,22 @@ type ObjectDetail struct {
 	Stuck *StuckItem `json:"stuck"`
 	// The /lint findings about its own ownerReferences.
 	Lint []LintFinding `json:"lint"`
+	// What it references by name (volumes, env, bindings, backends, declared
+	// paths), by field, kind and name; at most 1,000.
+	References []ObjectReference `json:"references"`
+	// True when it references more than listed. Absent when not.
+	ReferencesTruncated bool `json:"referencesTruncated,omitempty"`
+	// The objects that reference it by name, by namespace, kind and name; at
+	// most 1,000.
+	ReferencedBy []ObjectReferrer `json:"referencedBy"`
+	// True when more objects reference it than listed. Absent when not.
+	ReferencedByTruncated bool `json:"referencedByTruncated,omitempty"`
+	// When a reference to it last appeared or went, as kubegcd saw it; absent
+	// when none did while kubegcd watched. While referencedBy is not empty, it
+	// is referenced now.
+	LastReferenced *time.Time `json:"lastReferenced,omitempty"`
+	// The cleanup rules that match it now, by rule id.
+	Rules []ObjectRuleMatch `json:"rules"`
 	// The latest of its history: its last 20 /objects/{uid}/history items,
 	// oldest first.
 	History RecentHistory `json:"history"`

@@ -25,6 +25,9 @@ type Operation struct {
 	Params []Param
 	// The type of the request's JSON body; nil when it takes none.
 	Body reflect.Type
+	// The media types the body may be sent as besides application/json, with
+	// the same schema, such as application/yaml.
+	BodyMediaTypes []string
 	// The type of the 200 answer's JSON body.
 	Answer reflect.Type
 	// The JSON Schema of a 200 answer that is no type of this package: a
@@ -139,6 +142,16 @@ var kindParam = Param{Name: "kind", In: "query", Type: "string", Pattern: TokenP
 
 var uidParam = Param{Name: "uid", In: "path", Type: "string", Required: true, Description: "The object's UID."}
 
+// RuleIDPattern matches a cleanup rule's id: a lowercase RFC 1123 label.
+const RuleIDPattern = `^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+
+// MaxRulesBody bounds the body of POST /rules/evaluate, in bytes.
+const MaxRulesBody = 64 << 10
+
+// RulesMediaTypes are the content types POST /rules/evaluate takes: YAML,
+// or JSON, which is YAML too.
+var RulesMediaTypes = []string{"application/yaml", "application/x-yaml", "text/yaml", "application/json"}
+
 // Operations are the routes of the API, in the order docs/api.md lists them.
 var Operations = []Operation{
 	{ID: "status", Method: "GET", Path: "/status", Summary: "What this instance mirrors and enforces",
@@ -236,7 +249,7 @@ var Operations = []Operation{
 		Answer: reflect.TypeFor[Lookup]()},
 	{ID: "object", Method: "GET", Path: "/objects/{uid}", Summary: "One object and what kubegcd knows around it",
 		Description: "Its metadata, owners and their state, dependents, pending decisions, recent audit rows, " +
-			"deletion, lint findings and recent history. " +
+			"deletion, lint findings, references both ways, the cleanup rules that match it, and recent history. " +
 			"Why says in words why it is or is not pending or gone. An unknown uid is a 404.",
 		Params: []Param{uidParam}, Answer: reflect.TypeFor[ObjectDetail](), Errors: []int{404}},
 	{ID: "cascade", Method: "GET", Path: "/objects/{uid}/cascade",
@@ -295,13 +308,46 @@ var Operations = []Operation{
 				Description: "Only the expired Leases, or only the live ones."},
 		},
 		Answer: reflect.TypeFor[LeaseList]()},
+	{ID: "rules", Method: "GET", Path: "/rules", Summary: "The cleanup rules, their last passes and refusals",
+		Description: "Each rule that runs: the built-ins first, then the files' rules of --rules-dir, " +
+			"each with its source, its text's hash, its last pass and what it matches now. " +
+			"Errors say why each refused file or rule is refused, with its file and line: " +
+			"a refused rule does not run, the others do. " +
+			"It takes no parameters.",
+		Answer: reflect.TypeFor[RuleList](), Errors: []int{404}},
+	{ID: "ruleMatches", Method: "GET", Path: "/rules/{id}/matches", Summary: "What one cleanup rule matches now",
+		Description: "The objects the rule's last pass that succeeded stored, by UID, each with the reason and " +
+			"since when it has matched without a break. " +
+			"Next is the cursor of the following page. " +
+			"A rule that is not loaded is a 404 that names those that are.",
+		Params: []Param{
+			{Name: "id", In: "path", Type: "string", Required: true, Pattern: RuleIDPattern,
+				Description: "The rule's id, as GET /rules lists it."},
+			namespaceParam("Only the matches in this namespace."),
+			kindParam,
+			limitParam(100, 1000),
+			{Name: "cursor", In: "query", Type: "string", Description: "The next of the previous page."},
+		},
+		Answer: reflect.TypeFor[RuleMatchList](), Errors: []int{404}},
+	{ID: "evaluateRules", Method: "POST", Path: "/rules/evaluate",
+		Summary: "Evaluate a rules file once against the mirror, storing nothing",
+		Description: "The body is a rules file, at most 64 KiB, sent as application/yaml (or application/x-yaml, " +
+			"text/yaml) or application/json; another content type is a 415, a larger body a 413. " +
+			"Each rule is parsed and checked as --rules-dir loads it, then evaluated once against the mirror as it is. " +
+			"Nothing is stored and the rules loaded do not change: this is what the rules would match. " +
+			"A file or rule that is refused is in errors, with its line, and the answer is still a 200. " +
+			"Errors name the file body. " +
+			"It needs the API's authentication: " +
+			"a server without --auth-token-file or --client-ca-file that does not listen on loopback answers 403.",
+		Body: reflect.TypeFor[RuleFile](), BodyMediaTypes: RulesMediaTypes[:3], Answer: reflect.TypeFor[RuleEvaluation](),
+		Errors: []int{404, 413, 415}},
 	{ID: "overview", Method: "GET", Path: "/overview", Summary: "The counts of the UI's overview",
 		Description: "Pending decisions by controller, and the controllers' deletions over the last hour and day. " +
 			"It takes no parameters.",
 		Answer: reflect.TypeFor[Overview]()},
 	{ID: "release", Method: "POST", Path: "/enforcement/release", Summary: "End a manual hold of the blast-radius cap",
 		Description: "The body is one JSON object, sent with Content-Type: application/json. " +
-			"Anything after it but white space is a 400. " +
+			"Anything after it but white space is a 400, and so is any query parameter. " +
 			"Another content type is a 415, so that no web page can post it across origins. " +
 			"A 409 when nothing is held. " +
 			"The release is recorded in /audit as controller operator, action release, with who asked: " +

@@ -20,6 +20,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/liveness"
+	"github.com/kubegcd/kubegcd/internal/reconcile/cleanup"
 )
 
 // Version is set at build time with -ldflags "-X ...app.Version=...".
@@ -68,7 +69,8 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	if d.stores, err = openStores(ctx, cfg.dbPath, d.reg); err != nil {
 		return err
 	}
-	defer d.stores.close()
+	started := false
+	defer func() { d.closeStores(!started) }()
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.listen, err)
@@ -88,7 +90,27 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	logger.Info("kubegcd starting", "version", version(), "server", hidePassword(d.restCfg.Host, d.restCfg.Host),
 		"db", d.store.Path, "listen", ln.Addr().String(), "dry_run", cfg.dryRun,
 		"controllers", strings.Join(api.Strings(cfg.controllers), ","), "gogc", gogc)
+	// From here on it serves, and ingestion fills the mirror: the file
+	// holds more than a schema, and a failure keeps it.
+	started = true
 	return d.runParts(ctx, srv, ln)
+}
+
+// closeStores closes the database. A run that created the file and ends
+// before it serves (a port in use, an API server out of reach, a bad file
+// named by a flag, a stop) removes it and what came with it: the file then
+// holds only the schema, and a failed first try should leave nothing
+// behind. A database that was there before the run is never removed.
+func (d *daemonRun) closeStores(notStarted bool) {
+	discard := notStarted && d.store.Created()
+	err := d.stores.close(discard)
+	switch {
+	case discard && err != nil:
+		d.log.Warn("kubegcd did not start, and cannot remove the database it created", "db", d.store.Path,
+			"err", err)
+	case discard:
+		d.log.Debug("kubegcd did not start: removed the database it created", "db", d.store.Path)
+	}
 }
 
 // daemonRun is what one run of the daemon is made of, in the order run makes it.
@@ -104,6 +126,8 @@ type daemonRun struct {
 	ing   *ingest.Ingester
 	lead  *leader.Elector
 	ctrls *controllers
+	// rules runs the cleanup rules.
+	rules *cleanup.Runner
 }
 
 // clientConfig is the client configuration of every client of the API
@@ -164,5 +188,6 @@ func (d *daemonRun) build() error {
 	d.lead = leader.New(electionConfig(d.cfg), instance)
 	d.ctrls, err = startControllers(d.cfg, d.restCfg, d.store, ing, d.reg, d.log, instance, d.lead.MayWrite,
 		d.loops)
+	d.rules = d.newRules()
 	return err
 }

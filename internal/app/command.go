@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubegcd/kubegcd/internal/cli"
+	"github.com/kubegcd/kubegcd/internal/clusteradd"
 	"github.com/kubegcd/kubegcd/internal/cmdline"
 	"github.com/kubegcd/kubegcd/internal/db"
 )
@@ -31,6 +32,8 @@ Usage:
   kubegcd db check|backup [--db PATH] [DEST]
                                          check the database, or copy it while
                                          kubegcd runs
+  kubegcd cluster add|remove [flags]     give kubegcd its own least-privilege
+                                         identity in a cluster, or take it away
   kubegcd version                        print the version (also --version)
   kubegcd completion bash|zsh|fish       print a shell completion script
   kubegcd help [command]                 show help
@@ -86,7 +89,8 @@ func (p *program) command() *cobra.Command {
 		Args:  noArguments,
 		Run:   func(c *cobra.Command, _ []string) { fmt.Fprintln(c.OutOrStdout(), "kubegcd", version()) },
 	})
-	root.AddCommand(cli.Commands("kubegcd", p.stdout, p.stderr)...)
+	root.AddCommand(clusteradd.Command(p.stdout, p.stderr))
+	root.AddCommand(cli.Commands("kubegcd", p.stdout, p.stderr, Local)...)
 	return root
 }
 

@@ -149,7 +149,7 @@ current-context: prod
 		{[]string{"get", "p"}, []string{"pending"}},
 		{[]string{"get", "pending", "-o", ""}, []string{"table", "wide", "json", "yaml"}},
 		{[]string{"migrate", ""}, []string{"up", "down", "version"}},
-		{[]string{"help", "ru"}, []string{"run"}},
+		{[]string{"help", "ru"}, []string{"rules", "run"}},
 		{[]string{"run", "--kubeconfig", kubeconfig, "--context", ""}, []string{"prod", "staging"}},
 	}
 	for _, tc := range tests {

@@ -27,6 +27,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/reconcile/lcgc"
+	"github.com/kubegcd/kubegcd/internal/rules"
 )
 
 type runConfig struct {
@@ -72,6 +73,9 @@ type runConfig struct {
 	// What the mirror keeps for the cleanup rules (mirrorflags.go).
 	mirrorLabels, mirrorAnnotations ingest.KeyAllowList
 	referencePaths                  referencePaths
+
+	// rulesDir holds the cleanup rules' files.
+	rulesDir string
 }
 
 // runFlags are kubegcd run's flags, in the groups its help prints, as
@@ -120,7 +124,7 @@ func (f *runFlags) addClusterFlags(fs *pflag.FlagSet) {
 
 func (f *runFlags) addDatabaseFlags(fs *pflag.FlagSet) {
 	cfg := &f.cfg
-	fs.StringVar(&cfg.dbPath, "db", "kubegcd.db", "path of the SQLite database; created if missing")
+	fs.StringVar(&cfg.dbPath, "db", "kubegcd.db", "path of the SQLite database; created, with its directory, if missing")
 	fs.DurationVar(&cfg.auditRetention, "audit-retention", 30*24*time.Hour, "how long audit history is kept")
 	fs.DurationVar(&cfg.historyRetention, "history-retention", 7*24*time.Hour,
 		"how long object history (ownership changes, deletions) is kept; "+
@@ -192,6 +196,10 @@ func (f *runFlags) addControllerFlags(fs *pflag.FlagSet) {
 			"repeatable, or comma-separated (default: none)")
 	// Help would print an empty map's "[]" as the default.
 	fs.Lookup("terminated-pod-gc-threshold-namespace").DefValue = ""
+	fs.StringVar(&cfg.rulesDir, "rules-dir", rules.DefaultDir,
+		"directory of the cleanup rules' files (*.yaml, *.yml), read again when they change; "+
+			"the built-in rules run beside them, and a file or rule that is refused is logged, "+
+			"shown in GET /rules and counted, while the others run")
 	fs.DurationVar(&cfg.leaseCandidateGCPeriod, "lease-candidate-gc-period", lcgc.DefaultPeriod,
 		"time between lcgc passes, which delete the LeaseCandidates not renewed for 30m "+
 			"(kube-apiserver's LeaseCandidateGCPeriod)")

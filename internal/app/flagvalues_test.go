@@ -20,16 +20,21 @@ var (
 	freeText = map[string]bool{
 		"run --allowed-hosts": true, "run --auth-token-file": true, "run --client-ca-file": true, "run --config": true,
 		"run --context": true, "run --db": true, "run --kubeconfig": true, "run --tls-cert-file": true,
-		"run --tls-private-key-file": true, "migrate --db": true, "db --db": true, "kubectl-plugin --dir": true,
+		"run --tls-private-key-file": true, "run --rules-dir": true, "migrate --db": true, "db --db": true, "kubectl-plugin --dir": true,
 		"release --reason":            true,
 		"get --certificate-authority": true, "get --token-file": true, "why --certificate-authority": true,
 		"why --token-file": true, "tree --certificate-authority": true, "tree --token-file": true,
 		"cascade --certificate-authority": true, "cascade --token-file": true, "status --certificate-authority": true,
 		"status --token-file": true, "release --certificate-authority": true, "release --token-file": true,
+		"rules --certificate-authority": true, "rules --token-file": true,
+		"cluster add --config-dir": true, "cluster add --context": true, "cluster add --kubeconfig": true,
+		"cluster add --out": true, "cluster remove --config-dir": true, "cluster remove --context": true,
+		"cluster remove --kubeconfig": true, "cluster remove --out": true,
 	}
 	refusedText = map[string]string{
 		"run --blast-radius-resume": "never", "run --controllers": "nope", "run --leader-elect-name": "",
 		"run --leader-elect-namespace": "", "run --listen": "nohostport", "run --log-format": "xml", "run --log-level": "loud",
+		"cluster add --name": "Prod/1", "cluster remove --name": "Prod/1",
 	}
 )
 
@@ -50,6 +55,8 @@ func flagArgs(cmd, flag string) []string {
 		return []string{"pending"}
 	case "why", "tree", "cascade":
 		return []string{"cm/x"}
+	case "rules":
+		return []string{"test", "rules.yaml"}
 	case "kubectl-plugin":
 		return []string{"install"}
 	case "migrate":

@@ -22,6 +22,7 @@ import (
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/liveness"
+	"github.com/kubegcd/kubegcd/internal/reconcile/cleanup"
 )
 
 // MetricDoc is one metric family kubegcd run exports, as its reference
@@ -83,6 +84,7 @@ func Metrics(ctx context.Context, dir string) ([]MetricDoc, error) {
 		return nil, err
 	}
 	ctrls.stop()
+	cleanup.New(cleanup.Options{Store: store.Rules(), Logger: logger, Registerer: vecs})
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
 		DB:         store.Reads(),
 		MetricsDB:  store.Objects(),

@@ -114,7 +114,15 @@ func (d *daemonRun) handlerOptions(auth httpAuth, lintCounter *kubehttp.LintCoun
 		StuckAfter:              cfg.stuckAfter,
 		GC:                      cfg.garbageCollector(),
 		Discovery:               d.ing,
+		Rules:                   rulesView{d.rules},
+		Loopback:                listensOnLoopback(cfg.listen),
 	}
+}
+
+// listensOnLoopback: the --listen address reaches only this machine.
+func listensOnLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	return err == nil && isLoopback(host)
 }
 
 // serve serves on ln until ctx ends.

@@ -30,6 +30,9 @@ type stores struct {
 	// the scan's pages stay the kernel's page cache and not the process's
 	// resident memory.
 	metricsStore *db.DB
+	// sandbox runs the cleanup rules' SQL, on connections of its own that
+	// can only read the rules' views.
+	sandbox *db.Sandbox
 }
 
 // openStores opens the database at path, and the read-only handles beside
@@ -38,7 +41,7 @@ func openStores(ctx context.Context, path string, reg prometheus.Registerer) (_ 
 	s := &stores{}
 	defer func() {
 		if err != nil {
-			s.close()
+			s.close(true)
 		}
 	}()
 	if s.store, err = db.Open(ctx, path, db.Options{Registerer: reg}); err != nil {
@@ -55,16 +58,31 @@ func openStores(ctx context.Context, path string, reg prometheus.Registerer) (_ 
 	if s.metricsStore, err = db.Open(ctx, path, db.Options{ReadOnly: true, ReadConns: 2}); err != nil {
 		return nil, err
 	}
+	if s.sandbox, err = s.store.Rules().OpenSandbox(db.SandboxOptions{}); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// close closes every handle open, the writer's last.
-func (s *stores) close() {
-	for _, h := range []*db.DB{s.metricsStore, s.apiStore, s.store} {
+// close closes every handle open, the writer's last. With discard, the
+// writer also removes the database, if its Open created it, and what it
+// created with it (see db.DB.Discard).
+func (s *stores) close(discard bool) error {
+	if s.sandbox != nil {
+		s.sandbox.Close()
+	}
+	for _, h := range []*db.DB{s.metricsStore, s.apiStore} {
 		if h != nil {
 			h.Close()
 		}
 	}
+	switch {
+	case s.store == nil:
+		return nil
+	case discard:
+		return s.store.Discard()
+	}
+	return s.store.Close()
 }
 
 // dbFileLedger is the applier's ledger, unavailable also while the

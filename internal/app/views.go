@@ -10,6 +10,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
+	"github.com/kubegcd/kubegcd/internal/reconcile/cleanup"
 )
 
 // The HTTP server depends on neither ingestion, the controllers nor leader
@@ -99,4 +100,24 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// rulesView shows the cleanup rules' runner to the server.
+type rulesView struct{ *cleanup.Runner }
+
+func (v rulesView) RuleList() api.RuleList { return v.Runner.List() }
+
+func (v rulesView) EvaluateRules(ctx context.Context, file string, data []byte) (*kubehttp.RuleEvaluation, error) {
+	evals, errs, err := v.Runner.Evaluate(ctx, file, data)
+	if err != nil {
+		return nil, err
+	}
+	out := &kubehttp.RuleEvaluation{Rules: make([]kubehttp.EvaluatedRule, len(evals)), Errors: errs}
+	for i, e := range evals {
+		out.Rules[i] = kubehttp.EvaluatedRule{ID: e.ID, Hash: e.Hash, At: e.At, Duration: e.Duration, Matches: e.Matches}
+		if e.Err != nil {
+			out.Rules[i].Error = e.Err.Error()
+		}
+	}
+	return out, nil
 }

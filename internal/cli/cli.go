@@ -28,15 +28,18 @@ type env struct {
 	// prog names the command in help and errors: kubegcd, or kubectl gc.
 	prog           string
 	stdout, stderr io.Writer
-	lookupEnv      func(string) (string, bool)
-	now            func() time.Time
+	// stdin is what a command reads for "-" (os.Stdin when nil).
+	stdin     io.Reader
+	lookupEnv func(string) (string, bool)
+	now       func() time.Time
+	local     Local
 }
 
 // commands are the client commands, in the order help lists them. Each
 // command's Use is its synopsis after the program's name.
 func (e *env) commands() []*cobra.Command {
 	cmds := []*cobra.Command{getCommand(e), whyCommand(e), treeCommand(e), cascadeCommand(e), statusCommand(e),
-		releaseCommand(e), pluginCommand(e)}
+		rulesCommand(e), releaseCommand(e), pluginCommand(e)}
 	e.addCompletion(cmds)
 	return cmds
 }
@@ -49,9 +52,10 @@ func newCommand(synopsis, summary, help string) *cobra.Command {
 		DisableFlagsInUseLine: true}
 }
 
-// Commands are the client commands as subcommands of prog.
-func Commands(prog string, stdout, stderr io.Writer) []*cobra.Command {
-	e := &env{prog: prog, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, now: time.Now}
+// Commands are the client commands as subcommands of prog; local is what
+// they may do without a daemon.
+func Commands(prog string, stdout, stderr io.Writer, local Local) []*cobra.Command {
+	e := &env{prog: prog, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, now: time.Now, local: local}
 	return e.commands()
 }
 
@@ -86,8 +90,8 @@ func ConnHelp() string { return connHelp + "\n" }
 // the exit code: 0, 1 when kubegcd cannot be reached or answers an error,
 // 2 on a usage error. It answers help too, for the kubectl plugin, which has
 // no kubegcd help to ask.
-func Main(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	e := &env{prog: prog, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, now: time.Now}
+func Main(ctx context.Context, prog string, args []string, stdout, stderr io.Writer, local Local) int {
+	e := &env{prog: prog, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, now: time.Now, local: local}
 	return e.main(ctx, args)
 }
 

@@ -162,14 +162,27 @@ func (c *Client) Post(ctx context.Context, path string, v any) ([]byte, error) {
 	return c.do(ctx, http.MethodPost, c.Server+path, body)
 }
 
+// PostBody sends body, of contentType, to path, which must answer 200;
+// any other answer is an *APIError.
+func (c *Client) PostBody(ctx context.Context, path, contentType string, body []byte) ([]byte, error) {
+	if body == nil {
+		body = []byte{}
+	}
+	return c.send(ctx, http.MethodPost, c.Server+path, contentType, body)
+}
+
 func (c *Client) do(ctx context.Context, method, u string, body []byte) ([]byte, error) {
+	return c.send(ctx, method, u, "application/json", body)
+}
+
+func (c *Client) send(ctx context.Context, method, u, contentType string, body []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)

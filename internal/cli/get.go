@@ -20,7 +20,8 @@ import (
 )
 
 const getHelp = `Lists what kubegcd holds (pending), decided (audit), or found (stuck,
-lint, leases), as tables like kubectl's, or as the API's own JSON or YAML.
+lint, leases, rules, unused), as tables like kubectl's, or as the API's own
+JSON or YAML.
 
   pending  decisions held: quarantined, backing off, or recorded in dry-run;
            those waiting longest, up to --limit (follows the API's cursor)
@@ -30,17 +31,25 @@ lint, leases), as tables like kubectl's, or as the API's own JSON or YAML.
   leases   the Lease inventory, expired ones first: holder, preferred holder,
            candidates (live/all) and findings; a Lease that candidates
            name but that does not exist shows with role <missing>
+  rules    the cleanup rules: each one's source, action, interval, what it
+           matches now and its last pass; a refused file or rule is a row
+           whose ERROR says why
+  unused   what the unused-* built-in rules match now: ConfigMaps, Secrets,
+           PersistentVolumeClaims and ServiceAccounts nothing references;
+           -o json is one list joined from each rule's matches, each with
+           its rule
 
-The tables of pending, stuck and lint list their rows by namespace, then
-kind, then name; -o json and yaml keep the API's order.
+The tables of pending, stuck, lint and unused list their rows by namespace,
+then kind, then name; -o json and yaml keep the API's order.
 
 Every namespace unless -n NS. A namespace that kubegcd's mirror does not
 hold is an error (exit 1) that names the namespaces it may mean, as why
 says of an object it does not find; -o json and yaml print the API's
-answer as it came. A filter the API has not for that list is an error, not
-ignored: --controller (pending, audit), --kind (pending, audit,
-stuck), --since (audit), --outcome (audit), --min-age (stuck), --rule (audit,
-lint), --severity (lint), --limit (all but leases).
+answer as it came. Each filter fits some lists only. A filter on a list it
+does not fit is an error, not ignored: --controller (pending, audit),
+--kind (pending, audit, stuck, unused), --since (audit), --outcome (audit),
+--min-age (stuck), --rule (audit, lint), --severity (lint), --limit (all
+but leases and rules), -n (all but rules).
 
 ` + connHelp
 
@@ -66,6 +75,8 @@ type listing struct {
 	// order, when set, is the API's order parameter: the CLI says which
 	// order it lists in rather than take the server's default.
 	order string
+	// clusterWide: -n does not apply.
+	clusterWide bool
 }
 
 var listings = map[string]listing{
@@ -76,7 +87,13 @@ var listings = map[string]listing{
 	"stuck":  {path: "/stuck", filters: []string{"kind", "min-age", "limit"}, table: stuckTable, what: "stuck deletions"},
 	"lint":   {path: "/lint", filters: []string{"rule", "severity", "limit"}, table: lintTable, what: "lint findings"},
 	"leases": {path: "/leases", table: leasesTable, what: "leases"},
+	"rules":  {path: "/rules", table: rulesTable, what: "rules", clusterWide: true},
+	"unused": {path: "/rules", filters: []string{"kind", "limit"}, fetch: fetchUnused, table: unusedTable,
+		what: "unused objects"},
 }
+
+// listingNames are get's lists, as its errors name them.
+const listingNames = "pending, audit, stuck, lint, leases, rules, unused"
 
 // apiParams maps get's filter flags to the API's query parameters.
 var apiParams = map[string]string{"controller": "controller", "kind": "kind", "since": "since", "outcome": "outcome",
@@ -84,7 +101,7 @@ var apiParams = map[string]string{"controller": "controller", "kind": "kind", "s
 
 func getCommand(e *env) *cobra.Command {
 	f := &getFlags{}
-	cmd := newCommand("get pending|audit|stuck|lint|leases [-n NS|-A] [--controller C] [--kind K] [--rule R] [--since D] [--limit N] [-o table|wide|json|yaml]",
+	cmd := newCommand("get pending|audit|stuck|lint|leases|rules|unused [-n NS|-A] [--controller C] [--kind K] [--rule R] [--since D] [--limit N] [-o table|wide|json|yaml]",
 		"list what kubegcd holds, decided, or found", getHelp)
 	cmd.ValidArgs = slices.Sorted(maps.Keys(listings))
 	f.conn.register(cmd.Flags())
@@ -93,7 +110,7 @@ func getCommand(e *env) *cobra.Command {
 	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every namespace (the default)")
 	registerOutput(cmd, &f.output, outTable, outWide, outJSON, outYAML)
 	choiceVar(fs, &f.controller, "controller", api.Strings(api.AuditControllers), "only this controller's: "+strings.Join(api.Strings(api.AuditControllers), ", "))
-	checkedVar(fs, &f.kind, "kind", "", "string", "only this kind (a kind, or a resource's plural)",
+	checkedVar(fs, &f.kind, "kind", "", "string", "only this kind (a kind, or a resource's plural): pending, audit, stuck, unused",
 		"want a kind or a resource's plural, such as Pod or deployments.apps", isToken)
 	checkedVar(fs, &f.since, "since", "", "string", "only rows newer than this: a duration such as 1h, or an RFC 3339 time",
 		sinceWant, isPast)
@@ -105,7 +122,7 @@ func getCommand(e *env) *cobra.Command {
 		"only this rule's: audit rows of a rule id such as BR-21-03, lint findings of an id such as KG-LINT-01 or its name",
 		"want a rule id such as BR-21-03 or KG-LINT-01, or a lint rule's name", isToken)
 	choiceVar(fs, &f.severity, "severity", api.Strings(api.Severities), "only findings of this severity: "+orList(api.Strings(api.Severities)))
-	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending and audit (default: 1000 pending, 100 audit, the API's for the others)")
+	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending, audit and unused (default: 1000 pending, 100 audit, 10000 unused, the API's for the others)")
 	for name, values := range map[string][]string{
 		"controller": api.Strings(api.AuditControllers),
 		"outcome":    api.Strings(api.Outcomes),
@@ -119,14 +136,17 @@ func getCommand(e *env) *cobra.Command {
 
 func (f *getFlags) run(ctx context.Context, e *env, fs *pflag.FlagSet, args []string) error {
 	if len(args) != 1 {
-		return usagef("want one of pending, audit, stuck, lint, leases")
+		return usagef("want one of %s", listingNames)
 	}
 	l, ok := listings[args[0]]
 	if !ok {
-		return usagef("cannot get %q: want one of pending, audit, stuck, lint, leases", args[0])
+		return usagef("cannot get %q: want one of %s", args[0], listingNames)
 	}
 	if f.namespace != "" && f.allNamespaces {
 		return usagef("-n and -A exclude each other")
+	}
+	if f.namespace != "" && l.clusterWide {
+		return usagef("-n does not apply to get %s", args[0])
 	}
 	q := url.Values{}
 	if f.namespace != "" {

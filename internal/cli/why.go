@@ -16,7 +16,8 @@ import (
 const whyHelp = `Explains in words what kubegcd knows of one object: its owners and their
 state, its dependents, the decisions pending about it and why it is, or is
 not, pending, what holds its deletion, lint findings about its
-ownerReferences, and the last audit rows.
+ownerReferences, what it references and what references it by name, the
+cleanup rules that match it, and the last audit rows.
 
 KIND is a kind, plural or short name (deploy, cm, po), in any case, with
 .group when several API groups serve it (deployments.apps). Without -n,
@@ -94,6 +95,8 @@ func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 		printf(w, "  %s%s\n", api.Target{Kind: dep.Kind, Namespace: dep.Namespace, Name: dep.Name}, flag)
 	}
 
+	printReferences(w, d, now)
+
 	if len(d.Pending) > 0 {
 		fmt.Fprintln(w, "\nPending decisions:")
 		for _, p := range d.Pending {
@@ -121,6 +124,17 @@ func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 		}
 	}
 
+	if len(d.Rules) > 0 {
+		fmt.Fprintln(w, "\nCleanup rules that match it:")
+		for _, m := range d.Rules {
+			finding := ""
+			if m.Finding {
+				finding = " (finding)"
+			}
+			printf(w, "  %s%s, for %s: %s\n", m.Rule, finding, age(&m.Since, now), m.Reason)
+		}
+	}
+
 	fmt.Fprintln(w, "\nRecent audit:")
 	if len(d.RecentAudit) == 0 {
 		fmt.Fprintln(w, "  none")
@@ -142,5 +156,55 @@ func printBlockers(w io.Writer, bs []api.Blocker, indent string) {
 		}
 		printf(w, "%s- %s\n", indent, text)
 		printBlockers(w, b.Blockers, indent+"  ")
+	}
+}
+
+// printReferences prints what the object references by name and what
+// references it, each section only when there is something to say.
+func printReferences(w io.Writer, d *api.ObjectDetail, now time.Time) {
+	if len(d.References) > 0 {
+		fmt.Fprintf(w, "\nReferences: %d", len(d.References))
+		if d.ReferencesTruncated {
+			fmt.Fprint(w, " or more")
+		}
+		fmt.Fprintln(w)
+		for _, r := range d.References {
+			kind, name := r.Kind, r.Name
+			if r.Group != "" {
+				kind += "." + r.Group
+			}
+			if r.Prefix {
+				name += "<ordinal>"
+			}
+			var state []string
+			if !r.Exists {
+				state = append(state, "missing")
+			}
+			if r.Optional {
+				state = append(state, "optional")
+			}
+			note := ""
+			if len(state) > 0 {
+				note = ": " + strings.Join(state, ", ")
+			}
+			printf(w, "  %s (%s)%s\n", api.Target{Kind: kind, Namespace: r.Namespace, Name: name}, r.Via, note)
+		}
+	}
+	switch {
+	case len(d.ReferencedBy) > 0:
+		fmt.Fprintf(w, "\nReferenced by: %d", len(d.ReferencedBy))
+		if d.ReferencedByTruncated {
+			fmt.Fprint(w, " or more")
+		}
+		fmt.Fprintln(w)
+		for i, r := range d.ReferencedBy {
+			if i == whyMaxDependents {
+				fmt.Fprintf(w, "  … and %d more (-o json lists them)\n", len(d.ReferencedBy)-i)
+				break
+			}
+			printf(w, "  %s (%s)\n", api.Target{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, r.Via)
+		}
+	case d.LastReferenced != nil:
+		fmt.Fprintf(w, "\nReferenced by: nothing now; last referenced %s\n", ago(d.LastReferenced, now))
 	}
 }

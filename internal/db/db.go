@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -40,6 +41,8 @@ type core struct {
 	// stream serves the walks of the whole graph (see Options.StreamConns).
 	stream *sql.DB
 	lock   *os.File
+	// made is what this Open made that was not there (see Discard).
+	made made
 	// unpreparedWrites counts write statements prepared in their
 	// transaction rather than taken from writeStmts (see txStmt).
 	unpreparedWrites atomic.Int64
@@ -109,6 +112,8 @@ type Options struct {
 // Open locks the database at path against other kubegcd processes, checks
 // that the file is not corrupt, applies pragmas, and migrates the schema up.
 // A schema newer than this binary knows is refused rather than touched.
+// Unless read-only, it creates the file, and the directories above it,
+// when they are missing. An Open that fails removes what it created.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	path, err := resolve(path)
 	if err != nil {
@@ -122,13 +127,20 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		// always picks the closed writerDone.
 		d.writes = nil
 		close(d.writerDone)
-	} else if err := d.startWriter(); err != nil {
-		return nil, err
+	} else {
+		if d.made.dirs, err = makeDirs(filepath.Dir(path)); err != nil {
+			return nil, err
+		}
+		if err := d.startWriter(); err != nil {
+			removeDirs(d.made.dirs)
+			return nil, err
+		}
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			(&DB{d}).Close()
+			// A failed Open leaves nothing it made, as a failed start.
+			(&DB{d}).Discard()
 		}
 	}()
 	if !opts.ReadOnly {
@@ -162,7 +174,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // goroutine behind. From then on Close stops it. The goroutine touches
 // d.write only for a request, and requests come after Open.
 func (d *core) startWriter() error {
-	lock, err := lockFile(d.Path)
+	lock, err := lockFile(d.Path, &d.made)
 	if err != nil {
 		return err
 	}
@@ -259,7 +271,11 @@ func (d *core) register(r prometheus.Registerer) error {
 }
 
 // Close releases the connections and the lock.
-func (d *DB) Close() error {
+func (d *DB) Close() error { return d.close(false) }
+
+// close releases the connections and the lock. With discard, it removes
+// what Open made before it releases the lock (see Discard).
+func (d *DB) close(discard bool) error {
 	var errs []error
 	select {
 	case <-d.writerDone:
@@ -280,6 +296,9 @@ func (d *DB) Close() error {
 	}
 	if d.write != nil {
 		errs = append(errs, d.write.Close())
+	}
+	if discard && d.lock != nil {
+		errs = append(errs, d.removeMade())
 	}
 	if d.lock != nil {
 		errs = append(errs, d.lock.Close())
@@ -361,45 +380,94 @@ func openPoolWith(driver, path string, readOnly, mapped bool) (*sql.DB, error) {
 // createPrivate creates the database file, if it does not exist, readable
 // by its owner only, because it holds the cluster's object names and owner
 // edges. SQLite creates the -wal and -shm files with the main file's mode.
-// An existing file keeps the mode it has.
-func createPrivate(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("database %s: %w", path, err)
+// An existing file keeps the mode it has. created says whether the file
+// is new.
+func createPrivate(path string) (created bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		// It is there: open it as before, which checks it is writable.
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	} else if err == nil {
+		created = true
 	}
-	return f.Close()
+	if err != nil {
+		return false, fmt.Errorf("database %s: %w", path, err)
+	}
+	return created, f.Close()
 }
 
 // lockFile takes an exclusive flock on PATH.lock, so that two daemons never
 // share one database. The lock dies with the process, so a crash leaves
 // nothing to clean up. lockFile then creates the database file if needed.
-func lockFile(path string) (*os.File, error) {
+// It notes in made the lock file and the database file it created.
+func lockFile(path string, made *made) (*os.File, error) {
 	lockPath := path + ".lock"
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("database %s: cannot create lock file: %w", path, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(lockPath)
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			if pid := strings.TrimSpace(string(holder)); pid != "" {
-				return nil, fmt.Errorf("%w (pid %s): %s", ErrLocked, pid, path)
-			}
-			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+	// A failed first start removes the lock file it made, holding the
+	// lock (see Discard). A lock taken on the file just removed guards
+	// nothing: take it again, on the file the path names now.
+	for attempt := 1; ; attempt++ {
+		f, created, err := openLock(path, lockPath)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("database %s: cannot lock: %w", path, err)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			holder, _ := os.ReadFile(lockPath)
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				if pid := strings.TrimSpace(string(holder)); pid != "" {
+					return nil, fmt.Errorf("%w (pid %s): %s", ErrLocked, pid, path)
+				}
+				return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+			}
+			return nil, fmt.Errorf("database %s: cannot lock: %w", path, err)
+		}
+		same, err := isFileAt(f, lockPath)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("database %s: cannot lock: %w", path, err)
+		}
+		if !same {
+			f.Close()
+			if attempt == 3 {
+				return nil, fmt.Errorf("database %s: cannot lock: %s was removed each time it was locked",
+					path, lockPath)
+			}
+			continue
+		}
+		if err := f.Truncate(0); err == nil {
+			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		}
+		// Create the file under the lock, so that whatever writes the
+		// database (the daemon, migrate) finds it created private.
+		made.file, err = createPrivate(path)
+		if err != nil {
+			if created {
+				os.Remove(lockPath)
+			}
+			f.Close()
+			return nil, err
+		}
+		made.lock = created
+		return f, nil
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+}
+
+// openLock opens the lock file at lockPath, the lock of the database at
+// path, and creates it if needed. created says whether it did.
+func openLock(path, lockPath string) (f *os.File, created bool, err error) {
+	f, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		f, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	} else if err == nil {
+		created = true
 	}
-	// Create the file under the lock, so that whatever writes the database
-	// (the daemon, migrate) finds it created private.
-	if err := createPrivate(path); err != nil {
-		f.Close()
-		return nil, err
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, fmt.Errorf("database %s: directory %s does not exist", path, filepath.Dir(path))
 	}
-	return f, nil
+	if err != nil {
+		return nil, false, fmt.Errorf("database %s: cannot create lock file: %w", path, err)
+	}
+	return f, created, nil
 }
 
 // observe records how long a write took.

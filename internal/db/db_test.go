@@ -148,7 +148,7 @@ func TestEachDownMigrationRestoresTheSchema(t *testing.T) {
 func emptyMigrate(t *testing.T) (string, *migrate.Migrate) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "m.db")
-	if err := createPrivate(path); err != nil {
+	if _, err := createPrivate(path); err != nil {
 		t.Fatal(err)
 	}
 	m, err := newMigrate(path)
@@ -295,9 +295,13 @@ func TestLockedByAnotherOpen(t *testing.T) {
 
 func TestUnwritablePath(t *testing.T) {
 	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for name, path := range map[string]string{
-		"missing dir": filepath.Join(dir, "nope", "x.db"),
-		"a directory": dir,
+		"under a file": filepath.Join(file, "nope", "x.db"),
+		"a directory":  dir,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Open(context.Background(), path, Options{}); err == nil {

@@ -103,7 +103,7 @@ func Migrate(ctx context.Context, path, command string) (version uint, dirty boo
 	if path, err = resolve(path); err != nil {
 		return 0, false, err
 	}
-	lock, err := lockFile(path)
+	lock, err := lockFile(path, &made{})
 	if err != nil {
 		return 0, false, err
 	}

@@ -1,7 +1,8 @@
 package db
 
 // DB is an open kubegcd database. It holds the database's life: Open and
-// Close (db.go), the schema's migrations (migrate.go), the writer
+// Close (db.go), what a first Open makes and Discard removes (created.go),
+// the schema's migrations (migrate.go), the writer
 // (writer.go, checkpoint.go) and the file's health (corrupt.go,
 // identity.go, alive.go). Everything else goes through a role. Each kind
 // of consumer has its role, whose methods are what that consumer's
@@ -22,11 +23,13 @@ package db
 //     decisions held pending, the intents and the audit rows.
 //   - OwnerGC, PodGC, TTL, SVGC and LCGC (ownergc.go, podgc.go, ttl.go,
 //     svgc.go, lcgc.go) each hold one controller's queries.
-//   - Reads is the HTTP API's role: Objects, History and Decisions together.
+//   - Reads is the HTTP API's role: Objects, History, Decisions and Rules
+//     together.
 //   - Rules (rules.go) writes and reads the cleanup rules' matches, and
 //     opens their sandbox (rules_sandbox.go): the views of their contract
 //     (rules_views.go), their functions (rules_funcs.go) and the check that
-//     a rule is one SELECT (rules_sql.go).
+//     a rule is one SELECT (rules_sql.go). references.go reads the
+//     references around one object for Objects.
 //
 // The roles share the rows of types.go. fields.go encodes their columns,
 // and stmt.go and snapshot.go run their statements. A role is a value that
@@ -69,11 +72,13 @@ type SVGC struct{ Objects }
 // whose renewal has run out.
 type LCGC struct{ Objects }
 
-// Reads is every read the HTTP API makes: Objects, History and Decisions.
+// Reads is every read the HTTP API makes: Objects, History, Decisions,
+// and the rules' matches of Rules.
 type Reads struct {
 	Objects
 	History
 	Decisions
+	Rules
 }
 
 // Mirror is ingestion's role.
@@ -107,7 +112,9 @@ func (d *DB) SVGC() SVGC { return SVGC{Objects{d.core}} }
 func (d *DB) LCGC() LCGC { return LCGC{Objects{d.core}} }
 
 // Reads is the HTTP API's role.
-func (d *DB) Reads() Reads { return Reads{Objects{d.core}, History{d.core}, Decisions{d.core}} }
+func (d *DB) Reads() Reads {
+	return Reads{Objects{d.core}, History{d.core}, Decisions{d.core}, Rules{d.core}}
+}
 
 // Rules is what the cleanup rules read and write: their sandbox
 // (OpenSandbox) and the matches of their passes.

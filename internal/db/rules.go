@@ -204,3 +204,38 @@ func scanRuleMatches(rows *sql.Rows) ([]StoredMatch, error) {
 	}
 	return out, rows.Err()
 }
+
+// RuleMatchCount is how many rows a rule holds: matches, and findings
+// apart.
+type RuleMatchCount struct {
+	Matches, Findings int
+}
+
+// CountRuleMatches counts the stored rows of each rule, or of ruleID
+// alone when it is not "".
+func (d Rules) CountRuleMatches(ctx context.Context, ruleID string) (map[string]RuleMatchCount, error) {
+	q := `SELECT rule_id, count(*) - total(finding), total(finding) FROM rule_matches`
+	var args []any
+	if ruleID != "" {
+		q += ` WHERE rule_id = ?`
+		args = append(args, ruleID)
+	}
+	rows, err := d.query(ctx, q+` GROUP BY rule_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("counting rule matches: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]RuleMatchCount{}
+	for rows.Next() {
+		var id string
+		var c RuleMatchCount
+		if err := rows.Scan(&id, &c.Matches, &c.Findings); err != nil {
+			return nil, fmt.Errorf("counting rule matches: %w", err)
+		}
+		out[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("counting rule matches: %w", err)
+	}
+	return out, nil
+}

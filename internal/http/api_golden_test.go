@@ -81,6 +81,21 @@ func goldenAnswers() map[string]any {
 		// candidates and findings.
 		"leases-coordinated": leaseListOf(leaseFixture(goldenTime), nil, goldenTime),
 		"released":           api.ReleaseResult{Status: api.StatusReleased},
+		"rules":              testRuleList(),
+		"rules-empty":        api.RuleList{Items: []api.RuleInfo{}, Errors: []api.RuleError{}, Dir: "/etc/kubegcd/rules.d", Files: []string{}},
+		"rule-matches": api.RuleMatchList{Items: []api.RuleMatch{
+			{UID: "u-1", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "old", Reason: "unreferenced since 2026-01-01",
+				Since: &goldenTime, LastMatched: &later},
+			{UID: "u-2", APIVersion: "v1", Kind: "Namespace", Name: "tmp", Reason: "kubegcd.io/ttl: soon does not parse",
+				Finding: true, Since: &goldenTime},
+		}, Next: "abc"},
+		"rule-evaluation": ruleEvaluationOf(&RuleEvaluation{Rules: []EvaluatedRule{
+			{ID: "unused-configmaps", Hash: "h1", At: goldenTime, Duration: 1500 * time.Microsecond,
+				Matches: []db.RuleMatch{{UID: "u-2", Reason: "b"}, {UID: "u-1", Reason: "a"}, {UID: "gone"}}},
+			{ID: "endless", Hash: "h2", At: goldenTime, Duration: 10 * time.Second, Error: "over the time limit: it ran longer than 10s"},
+		}, Errors: []api.RuleError{{File: "body", Line: 3, Rule: "attach", Field: "rules[2].select", Detail: "not allowed: ATTACH",
+			Message: "body:3: rules[2].select: not allowed: ATTACH"}}},
+			map[string]api.Target{"u-1": target, "u-2": pod}),
 	}
 }
 

@@ -57,6 +57,14 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, "no controllers run here: nothing to release")
 		return
 	}
+	// It takes no query parameter: one it ignored, such as a hoped-for
+	// preview, would release all the same.
+	q := newQuery(r)
+	q.known()
+	if q.err != nil {
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
+		return
+	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		writeError(w, r, http.StatusUnsupportedMediaType, "POST /enforcement/release takes Content-Type: application/json")
 		return

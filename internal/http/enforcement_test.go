@@ -48,6 +48,7 @@ func TestRelease(t *testing.T) {
 	tests := []struct {
 		name        string
 		method      string
+		query       string
 		contentType string
 		body        string
 		releaseErr  error
@@ -79,6 +80,10 @@ func TestRelease(t *testing.T) {
 		{name: "other failure is not leaked", contentType: "application/json", body: `{}`, code: 500,
 			releaseErr: errors.New("secret detail"), wantError: "internal error"},
 		{name: "GET", method: http.MethodGet, code: 405, wantError: "method GET not allowed"},
+		// A parameter the release does not take, such as a hoped-for
+		// preview, must not release.
+		{name: "a query parameter", query: "?dry-run=true", contentType: "application/json", body: `{}`, code: 400,
+			wantError: `unknown query parameter "dry-run"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +93,7 @@ func TestRelease(t *testing.T) {
 			if method == "" {
 				method = http.MethodPost
 			}
-			req, err := http.NewRequest(method, srv.URL+"/enforcement/release", strings.NewReader(tc.body))
+			req, err := http.NewRequest(method, srv.URL+"/enforcement/release"+tc.query, strings.NewReader(tc.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,6 +115,9 @@ func TestRelease(t *testing.T) {
 			}
 			if !strings.Contains(e.Error, tc.wantError) || (tc.wantError == "") != (e.Error == "") {
 				t.Errorf("error %q, want it to name %q", e.Error, tc.wantError)
+			}
+			if tc.code == 400 && rel.by != "" {
+				t.Errorf("a bad request released enforcement (by %q)", rel.by)
 			}
 			if tc.code == 200 && (rel.reason != tc.wantReason || !strings.HasPrefix(rel.by, "127.0.0.1:")) {
 				t.Errorf("released with reason %q by %q", rel.reason, rel.by)

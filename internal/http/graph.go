@@ -29,6 +29,8 @@ const (
 	// shows them all.
 	objectMaxDependents = 1000
 	objectRecentAudit   = 20
+	// objectMaxReferences bounds /objects/{uid}'s references, each way.
+	objectMaxReferences = 1000
 )
 
 // graph serves GET /graph: the ownership graph as JSON, or as GraphViz DOT
@@ -307,7 +309,12 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 	facts := objectFacts{Object: o, Owners: owners, Pending: det.Pending}
 	text := diagnose.ExplainObject(why(facts, dryRunDecision(audit, changed)), len(det.Pending) > 0,
 		expl.Stuck, expl.Lint)
-	writeJSON(w, r, http.StatusOK, objectDetailOf(det, seen, audit, text, expl))
+	out := objectDetailOf(det, seen, audit, text, expl)
+	if err := s.objectReferences(r.Context(), o, &out); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 // objectDetailOf is the answer of /objects/{uid}: det as the mirror holds

@@ -59,7 +59,8 @@ func testServer(t testing.TB) (*httptest.Server, *db.DB) {
 	if _, err := store.Mirror().ApplyEvents(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry()})
+	h, err := NewHandler(Options{DB: store.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(),
+		Rules: sandboxRules{list: testRuleList()}})
 	if err != nil {
 		t.Fatal(err)
 	}

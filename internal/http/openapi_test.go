@@ -102,7 +102,7 @@ func TestOpenAPILimits(t *testing.T) {
 		}
 		n++
 		s := p.Schema.Value
-		target := strings.ReplaceAll(path, "{uid}", "uid-A") + "?"
+		target := strings.NewReplacer("{uid}", "uid-A", "{id}", "unused-configmaps").Replace(path) + "?"
 		if path == "/objects" {
 			target += "kind=ConfigMap&"
 		}

@@ -38,12 +38,15 @@ var planRequests = []string{
 	"/objects/uid-A/cascade", "/objects/uid-A/cascade?propagation=foreground", "/objects/uid-A/cascade?propagation=orphan",
 	"/objects/uid-B/history", "/lint", "/lint?namespace=a&severity=warning", "/lint?rule=KG-LINT-01",
 	"/stuck", "/stuck?minAge=0", "/stuck?namespace=a&kind=configmaps&minAge=0",
+	"/rules", "/rules/unused-configmaps/matches", "/rules/unused-configmaps/matches?namespace=a&kind=configmaps",
+	"/rules/unused-configmaps/matches?limit=1&cursor=CURSOR:/rules/unused-configmaps/matches?limit=1",
 }
 
 // bigTables grow with the cluster or its history: a read that scans one
 // whole, with no index, is slow at a million rows.
 var bigTables = map[string]bool{"objects": true, "owner_refs": true, "audit": true, "pending": true,
-	"object_history": true, "history_owner_refs": true, "pods": true, "nodes": true, "leases": true, "namespaces": true}
+	"object_history": true, "history_owner_refs": true, "pods": true, "nodes": true, "leases": true, "namespaces": true,
+	"refs": true, "ref_history": true, "rule_matches": true}
 
 // fullScans are the whole-table scans the API makes on purpose, each with
 // why: a statement matching one of them may scan the table named.
@@ -86,7 +89,9 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { traced.Close() })
-	h, err := NewHandler(Options{DB: traced.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry()})
+	storeMatches(t, store, "unused-configmaps", "uid-A", "uid-B")
+	h, err := NewHandler(Options{DB: traced.Reads(), Ingest: fakeIngest{}, Registry: prometheus.NewRegistry(),
+		Rules: sandboxRules{list: testRuleList()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,6 +127,11 @@ type Options struct {
 	GC diagnose.Collector
 	// Discovery tells which API groups fail discovery; nil when unknown.
 	Discovery Discovery
+	// Rules serves /rules and POST /rules/evaluate; nil when no rules run.
+	Rules Rules
+	// Loopback: the API listens only on loopback, so that without
+	// authentication it answers only this machine.
+	Loopback bool
 }
 
 type server struct {
@@ -220,8 +225,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 		"stuck": http.HandlerFunc(s.stuck), "lint": http.HandlerFunc(s.lint),
 		"leases": http.HandlerFunc(s.leases), "overview": http.HandlerFunc(s.overview),
 		"release": http.HandlerFunc(s.release), "healthz": http.HandlerFunc(s.healthz),
-		"readyz": http.HandlerFunc(s.readyz), "openAPI": http.HandlerFunc(s.openAPI),
-		"metrics": promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}),
+		"rules": http.HandlerFunc(s.rules), "ruleMatches": http.HandlerFunc(s.ruleMatches),
+		"evaluateRules": http.HandlerFunc(s.evaluateRules), "openAPI": http.HandlerFunc(s.openAPI),
+		"readyz": http.HandlerFunc(s.readyz), "metrics": promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}),
 	})
 	if err != nil {
 		return nil, err

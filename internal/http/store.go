@@ -16,6 +16,14 @@ type Store interface {
 	Objects
 	History
 	Decisions
+	RuleMatches
+}
+
+// RuleMatches is what the server reads of the cleanup rules' matches:
+// those of one rule, and those of one object; db.Rules reads them.
+type RuleMatches interface {
+	ListRuleMatches(ctx context.Context, f db.RuleMatchFilter) ([]db.StoredMatch, *db.RuleMatchKey, error)
+	MatchesOf(ctx context.Context, uid string) ([]db.StoredMatch, error)
 }
 
 // Objects is what the server reads of the objects as the cluster holds
@@ -39,6 +47,10 @@ type Objects interface {
 	ObjectCounts(ctx context.Context) (objects []db.KindCount, owned []db.OwnedCount, err error)
 	Leases(ctx context.Context, f db.LeaseFilter) ([]db.LeaseRow, error)
 	LeaseCandidates(ctx context.Context, f db.LeaseCandidateFilter) ([]db.LeaseCandidateRow, error)
+	// ReferencesAround and TargetsOf read the references around an object
+	// and name a rule's matches.
+	ReferencesAround(ctx context.Context, o *db.Object, limit int) (*db.ObjectReferences, error)
+	TargetsOf(ctx context.Context, uids []string) (map[string]api.Target, error)
 }
 
 // History is what the server reads of the objects' history: an object's

@@ -160,7 +160,10 @@ func (i *Ingester) notify(changes []db.Change) {
 }
 
 // Synced reports whether discovery has run and every watched resource's
-// mirror is live.
+// mirror is live, but those the API server forbids kubegcd to read (403):
+// a role that does not grant a resource, as cluster add --no-secrets
+// grants no Secrets, would otherwise hold every controller for good.
+// Such a resource is not mirrored, and ResourceSynced says so.
 func (i *Ingester) Synced() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -168,7 +171,7 @@ func (i *Ingester) Synced() bool {
 		return false
 	}
 	for _, w := range i.watchers {
-		if !w.synced.Load() {
+		if !w.synced.Load() && !w.forbidden.Load() {
 			return false
 		}
 	}

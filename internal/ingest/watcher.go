@@ -199,8 +199,12 @@ type watcher struct {
 	// 503 that lasts as long as an aggregated API is down. See
 	// Ingester.CaughtUp.
 	behind atomic.Bool
-	done   chan struct{}
-	cancel context.CancelFunc
+	// forbidden: out of sync because the API server forbids kubegcd to
+	// read the resource (403: its role does not grant it, as Secrets under
+	// cluster add --no-secrets). See Ingester.Synced.
+	forbidden atomic.Bool
+	done      chan struct{}
+	cancel    context.CancelFunc
 }
 
 // markUnsynced takes the resource out of sync, behind or not. The row only
@@ -209,6 +213,7 @@ type watcher struct {
 // again.
 func (w *watcher) markUnsynced(ctx context.Context, behind bool) {
 	w.behind.Store(behind)
+	w.forbidden.Store(false)
 	if !w.synced.Swap(false) {
 		return
 	}
@@ -220,8 +225,17 @@ func (w *watcher) markUnsynced(ctx context.Context, behind bool) {
 
 // markSynced puts the resource back in sync once its row says so: callers
 // have committed synced = 1 first.
+// markFailed takes the resource out of sync after a list or watch failed
+// with err: behind unless the API server answered, forbidden when it
+// answered 403.
+func (w *watcher) markFailed(ctx context.Context, err error) {
+	w.markUnsynced(ctx, !servedAnswer(err))
+	w.forbidden.Store(apierrors.IsForbidden(err))
+}
+
 func (w *watcher) markSynced() {
 	w.behind.Store(false)
+	w.forbidden.Store(false)
 	if !w.synced.Swap(true) {
 		w.metrics.synced.WithLabelValues(w.label).Set(1)
 	}
@@ -287,7 +301,7 @@ func (w *watcher) tryList(ctx context.Context, b *backoff) (string, bool) {
 		if ctx.Err() != nil {
 			return "", false
 		}
-		w.markUnsynced(ctx, !servedAnswer(err))
+		w.markFailed(ctx, err)
 		w.metrics.errors.WithLabelValues(w.label, "list").Inc()
 		w.log.Warn("list failed", "err", err)
 		b.wait(ctx)
@@ -334,7 +348,7 @@ func (w *watcher) nextStart(ctx context.Context, err error, rv, target string, s
 		w.log.Info("watch expired, relisting", "err", err)
 		return ""
 	case err != nil:
-		w.markUnsynced(ctx, !servedAnswer(err))
+		w.markFailed(ctx, err)
 		w.metrics.errors.WithLabelValues(w.label, "watch").Inc()
 		w.log.Warn("watch failed", "err", err)
 		b.wait(ctx)

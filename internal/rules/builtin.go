@@ -303,7 +303,9 @@ WHERE r.target_group = '' AND r.target_kind IN ('ConfigMap', 'Secret', 'Persiste
   AND r.via NOT LIKE '%ephemeral%'
   AND r.referrer_kind IN ` + sqlList(podReferrers) + `
   AND EXISTS (SELECT 1 FROM objects o WHERE o.uid = r.referrer_uid
+    -- a Pod or a Job that has finished starts no Pod again
     AND NOT EXISTS (SELECT 1 FROM pods p WHERE p.uid = o.uid AND p.phase IN ('Succeeded', 'Failed'))
+    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.uid = o.uid AND (j.complete OR j.failed))
     AND ` + keepSQL("o", false) + `)
 GROUP BY r.referrer_uid`
 

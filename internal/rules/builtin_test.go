@@ -292,6 +292,16 @@ func TestDanglingReferences(t *testing.T) {
 	done := f.obj("Pod", "a/done", old)
 	f.pod(done, "Succeeded")
 	f.ref(done, "ConfigMap a/missing", "spec.volumes[].configMap")
+	// A Job that has finished starts no Pod again; one suspended does,
+	// once resumed.
+	for _, j := range []struct {
+		name             string
+		complete, failed bool
+	}{{"complete", true, false}, {"failed", false, true}, {"suspended", false, false}} {
+		job := f.obj("Job", "a/"+j.name, old)
+		f.job(job, j.complete, j.failed, day, nil)
+		f.ref(job, "ConfigMap a/missing", "spec.template.spec.volumes[].configMap")
+	}
 	rs := f.obj("ReplicaSet", "a/web-1", old)
 	f.owner(rs, deploy, true)
 	f.ref(rs, "ConfigMap a/missing", "spec.template.spec.volumes[].configMap")
@@ -311,6 +321,7 @@ func TestDanglingReferences(t *testing.T) {
 		"CronJob/a/nightly: refers to Secret token (spec.jobTemplate.spec.template.spec.volumes[].secret), which does not exist",
 		"Deployment/a/web: refers to ConfigMap missing (spec.template.spec.volumes[].configMap), " +
 			"Secret missing (spec.template.spec.containers[].env[].valueFrom.secretKeyRef), which does not exist",
+		"Job/a/suspended: refers to ConfigMap missing (spec.template.spec.volumes[].configMap), which does not exist",
 		"Pod/a/alone: refers to ServiceAccount missing (spec.serviceAccountName), which does not exist",
 	}
 	slices.Sort(got)

@@ -45,6 +45,8 @@ var kinds = map[string][3]string{
 	"RoleBinding":             {"rbac.authorization.k8s.io", "v1", "rolebindings"},
 	"ClusterRoleBinding":      {"rbac.authorization.k8s.io", "v1", "clusterrolebindings"},
 	"ClusterRole":             {"rbac.authorization.k8s.io", "v1", "clusterroles"},
+	"Role":                    {"rbac.authorization.k8s.io", "v1", "roles"},
+	"Service":                 {"", "v1", "services"},
 	"HorizontalPodAutoscaler": {"autoscaling", "v2", "horizontalpodautoscalers"},
 	"Widget":                  {"example.com", "v1", "widgets"},
 }

@@ -244,6 +244,17 @@ func (p *parser) rule(n *yaml.Node, at *field.Path) *Rule {
 			r.Interval = d
 		}
 	}
+	p.acting(values, r, base, at)
+	if len(p.errs) > before {
+		return nil
+	}
+	r.Hash = r.hash()
+	return r
+}
+
+// acting reads the fields that say how a rule acts on what it matches:
+// action, occurrences, limits, notify_before and propagation.
+func (p *parser) acting(values map[string]*yaml.Node, r *Rule, base *builtin, at *field.Path) {
 	if v := values["action"]; v != nil {
 		if s, ok := p.str(v, r.ID, at.Child("action")); ok {
 			r.Action = Action(s)
@@ -278,11 +289,6 @@ func (p *parser) rule(n *yaml.Node, at *field.Path) *Rule {
 			}
 		}
 	}
-	if len(p.errs) > before {
-		return nil
-	}
-	r.Hash = r.hash()
-	return r
 }
 
 func (p *parser) params(n *yaml.Node, r *Rule, base *builtin, at *field.Path) {

@@ -12,9 +12,11 @@ if [ "$1" = configure ] && command -v deb-systemd-helper >/dev/null 2>&1; then
 fi
 if [ -d /run/systemd/system ]; then
 	systemctl --system daemon-reload >/dev/null || true
-	# A deb upgrade restarts a running kubegcd on the new binary (rpm: in
-	# %postun); a stopped one stays stopped.
+	# A deb upgrade restarts a running kubegcd, and each running instance
+	# of kubegcd@.service, on the new binary (rpm: in %postun); a stopped
+	# one stays stopped.
 	if [ "$1" = configure ] && [ -n "${2:-}" ]; then
 		deb-systemd-invoke try-restart kubegcd.service >/dev/null || true
+		systemctl try-restart 'kubegcd@*.service' >/dev/null || true
 	fi
 fi

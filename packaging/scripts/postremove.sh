@@ -9,8 +9,9 @@ if [ "$1" = purge ] && command -v deb-systemd-helper >/dev/null 2>&1; then
 fi
 if [ -d /run/systemd/system ]; then
 	systemctl --system daemon-reload >/dev/null || true
-	# rpm upgrade: restart a running kubegcd on the new binary.
+	# rpm upgrade: restart a running kubegcd, and its running instances,
+	# on the new binary.
 	if [ "$1" = 1 ]; then
-		systemctl try-restart kubegcd.service >/dev/null || true
+		systemctl try-restart kubegcd.service 'kubegcd@*.service' >/dev/null || true
 	fi
 fi

@@ -54,11 +54,14 @@ var errorCodes = map[int]string{
 	400: "A query string, parameter or body the endpoint cannot take.",
 	401: "Authentication is on and the request carries no valid token or client certificate; " +
 		"WWW-Authenticate: Bearer says how.",
-	403: "The Host header names a host not allowed (--allowed-hosts).",
+	403: "The Host header names a host not allowed (--allowed-hosts), or (POST /rules/evaluate) " +
+		"the API has no authentication and does not listen on loopback.",
 	404: "What the request names is not there: an object the mirror and its history do not know (a uid), " +
-		"or, for a release, controllers (none run here).",
+		"a rule that is not loaded, or, for a release, controllers (none run here).",
 	409: "Nothing is held.",
-	415: "The body is not sent as Content-Type: application/json.",
+	413: "The body is larger than the endpoint takes.",
+	415: "The body is not sent with a Content-Type the endpoint takes: application/json, " +
+		"or for POST /rules/evaluate also YAML.",
 	429: "More requests in flight than --max-requests-inflight; retry after Retry-After.",
 	500: "An internal error, logged with the request id.",
 	503: "The request was cut by its timeout, or (/readyz) the instance is not ready.",
@@ -160,7 +163,11 @@ func operationObject(op api.Operation) map[string]any {
 		o["parameters"] = params
 	}
 	if op.Body != nil {
-		o["requestBody"] = map[string]any{"required": false, "content": jsonContent(ref(op.Body.Name()))}
+		content := jsonContent(ref(op.Body.Name()))
+		for _, mt := range op.BodyMediaTypes {
+			content[mt] = map[string]any{"schema": ref(op.Body.Name())}
+		}
+		o["requestBody"] = map[string]any{"required": false, "content": content}
 	}
 	ok := map[string]any{"description": "OK"}
 	if op.Answer != nil {

@@ -1,0 +1,56 @@
+package app
+
+import (
+	"slices"
+	"time"
+
+	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/cli"
+	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/ingest"
+	"github.com/kubegcd/kubegcd/internal/reconcile/cleanup"
+	"github.com/kubegcd/kubegcd/internal/rules"
+)
+
+// rulesBeat is the period of the rules' loop for the watchdog: a turn
+// looks at the rule files every few seconds, and a pass lasts at most the
+// sandbox's time limit.
+const rulesBeat = 30 * time.Second
+
+// newRules builds the cleanup rules' runner over the run's stores. It runs
+// on every instance, leader or not: the rules only report.
+func (d *daemonRun) newRules() *cleanup.Runner {
+	return cleanup.New(cleanup.Options{
+		Dir:        d.cfg.rulesDir,
+		Store:      d.store.Rules(),
+		Evaluator:  &rules.Evaluator{Sandbox: d.sandbox},
+		LabelKept:  labelKept(d.cfg.mirrorLabels),
+		Synced:     d.ing.Synced,
+		CaughtUp:   d.ing.CaughtUp,
+		Logger:     d.log.With("component", "rules"),
+		Registerer: d.reg,
+		Heartbeat:  d.loops.Loop("rules", rulesBeat),
+	})
+}
+
+// Local is what the client commands do without a daemon: rules check
+// reads a rules file as run would load it.
+var Local = cli.Local{CheckRules: func(file string, data []byte) []api.RuleError {
+	return cleanup.Check(file, data, nil)
+}}
+
+// labelKept says whether the mirror keeps a label key of some resource:
+// one of the keys always kept, or one --mirror-labels names.
+func labelKept(l ingest.KeyAllowList) func(string) bool {
+	return func(key string) bool {
+		if slices.Contains(db.KeptLabelKeys, key) {
+			return true
+		}
+		for _, keys := range l {
+			if slices.Contains(keys, key) || slices.Contains(keys, "*") {
+				return true
+			}
+		}
+		return false
+	}
+}
