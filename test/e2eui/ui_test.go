@@ -721,6 +721,7 @@ func TestEveryPage(t *testing.T) {
 		{"audit", "/audit"},
 		{"stuck", "/stuck?minAge=0"},
 		{"lint", "/lint"},
+		{"rules", "/rules"},
 		{"leases", "/leases"},
 		{"map", "/map?namespace=" + ns},
 		{"namespaces", "/map"},

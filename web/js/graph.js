@@ -1,7 +1,8 @@
 // The ownership graph: laid out by dagre in layers (owners above,
 // dependents below), drawn by cytoscape at dagre's positions. Many
 // dependents of one kind under one owner fold into one node, opened by a
-// click.
+// click. References by name (g.references) are drawn beside the owner
+// edges in a style of their own: referrers above, what they name below.
 
 // Colours by state; app.css's legend swatches use the same.
 const colours = {
@@ -50,6 +51,33 @@ const stateOrder = ['dangling', 'waiting', 'deleting', 'solid'];
 
 function edgeLabel(e) {
   return [e.controller ? 'controller' : '', e.blockOwnerDeletion ? 'block' : ''].filter(Boolean).join(' + ');
+}
+
+// shortVia is a reference's field as an edge's label: its last part
+// (volumes[].configMap → configMap), which names what the field holds.
+function shortVia(via) {
+  const parts = String(via || '').split('.');
+  return parts[parts.length - 1].replace(/\[\]$/, '');
+}
+
+// referenceEdges are g.references ({from, to, via}) between the nodes as
+// drawn: one edge per referrer and target, its fields merged.
+function referenceEdges(g, grouped) {
+  const out = new Map();
+  for (const r of g.references || []) {
+    const s = grouped.drawnAs.get(r.from);
+    const t = grouped.drawnAs.get(r.to);
+    if (s === undefined || t === undefined || s === t) continue;
+    const k = s + '\u0000' + t;
+    if (!out.has(k)) out.set(k, { from: s, to: t, vias: new Set() });
+    out.get(k).vias.add(r.via);
+  }
+  return [...out.values()];
+}
+
+function referenceLabel(e) {
+  const vias = [...new Set([...e.vias].map(shortVia))];
+  return vias.length <= 2 ? vias.join(', ') : `${vias.length} fields`;
 }
 
 // measure returns a label's size in px at the graph's font, so that each
@@ -213,16 +241,25 @@ const style = (big) => [
   { selector: 'edge.controller', style: { width: 3, 'line-color': '#444', 'target-arrow-color': '#444' } },
   { selector: 'edge.ref', style: { 'line-style': 'dashed' } },
   { selector: 'edge.block', style: { 'line-color': '#c8232c', 'target-arrow-color': '#c8232c' } },
+  // A reference by name: teal, long dashes, an open arrowhead; app.css's
+  // .edgekey.byname matches.
+  { selector: 'edge.reference', style: {
+    width: 2, 'line-color': '#1b7c83', 'target-arrow-color': '#1b7c83', 'line-style': 'dashed', 'line-dash-pattern': [7, 4],
+    'target-arrow-shape': big ? 'none' : 'vee', color: '#155e63',
+    // Along the edge: the labels of a fan of references do not overlap.
+    'text-rotation': 'autorotate',
+  } },
 ];
 
-// drawGraph draws g ({nodes, edges} of /graph) into container and resolves
-// once laid out to a view: {cy, groups, setMarks(marks), collapseAll(),
-// fit()}. Clicking a node calls open with its UID; clicking a group opens
-// it in a box, clicking the box folds it again. marks maps a UID to the
-// mark classes of markColours it carries. When the container changes size
-// (a window narrowed, a phone turned) the graph is fitted again, unless the
-// reader has zoomed or panned it since; fit() shows it all and makes that
-// the view a resize keeps.
+// drawGraph draws g ({nodes, edges} of /graph, and references: [{from,
+// to, via}] between its nodes, if any) into container and resolves once
+// laid out to a view: {cy, groups, references, setMarks(marks),
+// collapseAll(), fit()}. Clicking a node calls open with its UID, unless
+// the node is inert; clicking a group opens it in a box, clicking the box
+// folds it again. marks maps a UID to the mark classes of markColours it
+// carries. When the container changes size (a window narrowed, a phone
+// turned) the graph is fitted again, unless the reader has zoomed or panned
+// it since; fit() shows it all and makes that the view a resize keeps.
 export function drawGraph(container, g, selfUID, open) {
   const view = { cy: null, groups: 0, marks: new Map(), opened: new Set(), moved: false, all: false };
   view.setMarks = (marks) => {
@@ -284,14 +321,16 @@ function layout(container, g, selfUID, open, view) {
   for (const n of g.nodes) {
     if (grouped.drawnAs.get(n.uid) !== n.uid) continue;
     const st = nodeState(n);
-    const label = n.kind + '\n' + short(n.name || n.uid, 32);
+    // A node may bring its own label and words (the object page's folded
+    // references), and be inert: a click opens nothing.
+    const label = n.label || n.kind + '\n' + short(n.name || n.uid, 32);
     const size = measure(label);
     const w = Math.ceil(size.w) + 16;
     const h = size.h + 12;
     const box = grouped.boxOf.get(n.uid);
     elements.push({
       group: 'nodes',
-      data: { id: n.uid, label, w, h, full: `${describe(n)} (${st})`, parent: box },
+      data: { id: n.uid, label, w, h, full: n.full || `${describe(n)} (${st})`, parent: box, inert: n.inert },
       classes: st + (n.uid === selfUID ? ' self' : ''),
     });
     if (!box) sizes.set(n.uid, { w, h });
@@ -363,6 +402,21 @@ function layout(container, g, selfUID, open, view) {
     const t = layoutID(e.dependent);
     if (s !== t) dg.setEdge(s, t);
   }
+  // References by name after the owner edges, which keep their places in
+  // dagre's graph where both join the same two nodes.
+  const refEdges = referenceEdges(g, grouped);
+  view.references = refEdges.length;
+  refEdges.forEach((e, i) => {
+    elements.push({
+      group: 'edges',
+      data: { id: 'r' + i, source: e.from, target: e.to, label: grouped.edges.length + refEdges.length <= 60 ? referenceLabel(e) : '',
+        vias: [...e.vias].join(', ') },
+      classes: 'reference',
+    });
+    const s = layoutID(e.from);
+    const t = layoutID(e.to);
+    if (s !== t && !dg.hasEdge(s, t) && !dg.hasEdge(t, s)) dg.setEdge(s, t);
+  });
   dagre.layout(dg);
   const boxMembers = new Map();
   for (const el of elements) {
@@ -405,11 +459,11 @@ function layout(container, g, selfUID, open, view) {
       // Drawn again after the tap's own handling, not inside it.
       if (n.hasClass('group')) setTimeout(() => view.expand(n.data('key'), 'box:' + n.data('key')));
       else if (n.hasClass('box')) setTimeout(() => view.collapse(n.data('key'), 'group:' + n.data('key')));
-      else open(n.id());
+      else if (!n.data('inert')) open(n.id());
     });
     cy.on('mouseover', 'node', (ev) => {
       container.title = ev.target.data('full');
-      container.classList.add('pointer');
+      container.classList.toggle('pointer', !ev.target.data('inert'));
     });
     cy.on('mouseout', 'node', () => {
       container.title = '';

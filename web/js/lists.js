@@ -106,7 +106,7 @@ const newerOf = new Map();
 // buttons to the first page, the one before and the one after (#newest,
 // #newer, #older, named for the newest-first order), texts their words in
 // the list's order. next is the API's cursor of the following page.
-function cursorPager(route, filter, p, next, texts = ['Newest', '← Newer', 'Older →']) {
+export function cursorPager(route, filter, p, next, texts = ['Newest', '← Newer', 'Older →']) {
   const cursor = p.get('cursor') || '';
   const key = route + qs(filter) + '&limit=' + (p.get('limit') || '');
   if (!newerOf.has(key)) newerOf.set(key, new Map());

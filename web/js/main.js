@@ -6,6 +6,7 @@ import { objectPage } from './object.js';
 import { pendingPage, auditPage } from './lists.js';
 import { stuckPage, lintPage, leasesPage } from './diag.js';
 import { mapPage } from './map.js';
+import { cleanupRulesPage } from './cleanup.js';
 import { initSearch } from './search.js';
 
 const routes = [
@@ -15,6 +16,7 @@ const routes = [
   [/^\/audit$/, auditPage],
   [/^\/stuck$/, stuckPage],
   [/^\/lint$/, lintPage],
+  [/^\/rules$/, cleanupRulesPage],
   [/^\/leases$/, leasesPage],
   [/^\/map$/, mapPage],
 ];

@@ -1,9 +1,12 @@
-// One object: what it is, its owners and dependents drawn as a graph, why it
-// is or is not pending, what holds its deletion, its history and audit rows,
-// and what a delete would take with it.
+// One object: what it is, its owners and dependents drawn as a graph with
+// its references by name beside them, why it is or is not pending, what
+// references it and what it references, the cleanup rules that match it,
+// what holds its deletion, its history and audit rows, and what a delete
+// would take with it.
 import { h, api, ApiError, qs, table, when, objLink, badge, setTitle, errorBox, targetText, ruleLink, linkRules } from './util.js';
 import { drawGraph, groupMin } from './graph.js';
 import { stuckItem } from './diag.js';
+import { ruleHref } from './cleanup.js';
 
 const ownerStateBadge = {
   present: 'ok', missing: 'bad', 'being-deleted': 'warn', 'deleting-dependents': 'warn', 'other-namespace': 'bad', 'name-mismatch': 'bad',
@@ -53,7 +56,9 @@ export async function objectPage(view, ctx) {
   const graphBox = h('div', { id: 'graph', role: 'img', 'aria-label': 'ownership graph: owners above, dependents below; click a node to open it' });
   const graphNote = h('span', { class: 'muted' });
   const legend = graphLegend();
-  view.append(h('h2', { text: 'Ownership graph' }),
+  // Said once the graph draws references by name too.
+  const andReferences = h('span', { class: 'reference-key', hidden: true, text: ' and references' });
+  view.append(h('h2', {}, 'Ownership graph', andReferences),
     legend,
     graphBox, h('div', { class: 'graphbar' }, graphNote));
   const graphDone = graphRead.then(async (g) => {
@@ -71,8 +76,13 @@ export async function objectPage(view, ctx) {
         h('a', { href: '/graph' + qs({ uid, format: 'dot' }), text: 'the graph in DOT' }), ' holds them all (up to the API\'s limit).'));
       return;
     }
+    withReferences(g, o, det);
     if (g.nodes.length > 150) graphBox.classList.add('big');
     const gv = await drawGraph(graphBox, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
+    for (const k of [andReferences, ...legend.querySelectorAll('.reference-key')]) k.hidden = !gv.references;
+    if (gv.references) {
+      graphBox.setAttribute('aria-label', 'ownership graph and references by name: owners and referrers above, dependents and what it references below; click a node to open it');
+    }
     graphNote.replaceChildren(graphNoteText(g, gv), ' Scroll to zoom, drag to pan. ',
       h('button', { type: 'button', text: 'Fit all', onclick: () => gv.fit() }),
       h('button', { type: 'button', id: 'fold-all', text: 'Fold every group', hidden: !gv.groups, onclick: () => gv.collapseAll() }));
@@ -102,6 +112,7 @@ export async function objectPage(view, ctx) {
     ], det.dependents, { empty: 'no dependents' }),
     det.dependentsTruncated ? h('p', { class: 'muted', text: 'More than listed here: the graph shows them all.' }) : null);
   view.append(deps);
+  view.append(referencesSection(det), rulesSection(det));
 
   view.append(h('h2', { text: 'Pending decisions' }), table([
     { title: 'controller', cell: (p) => p.controller },
@@ -149,7 +160,7 @@ function graphLegend() {
   return h('div', { class: 'legend' },
     h('span', {}, h('span', { class: 'swatch self' }), 'this object'),
     h('span', {}, h('span', { class: 'swatch solid' }), 'solid'),
-    h('span', {}, h('span', { class: 'swatch dangling' }), 'dangling (no such owner)'),
+    h('span', {}, h('span', { class: 'swatch dangling' }), 'dangling (not in the mirror)'),
     h('span', {}, h('span', { class: 'swatch waiting' }), 'waiting (foreground deletion)'),
     h('span', {}, h('span', { class: 'swatch deleting' }), 'being deleted'),
     h('span', {}, h('span', { class: 'edgekey' }), 'controller'),
@@ -157,6 +168,8 @@ function graphLegend() {
     h('span', {}, h('span', { class: 'edgekey block' }), 'blockOwnerDeletion'),
     h('span', {}, h('span', { class: 'swatch folded' }), `${groupMin} or more of one kind under one owner: click to open`),
     h('span', { text: 'arrows: owner → dependent' }),
+    // Shown when the graph draws references by name.
+    h('span', { class: 'reference-key', hidden: true }, h('span', { class: 'edgekey byname' }), 'reference by name: referrer → what it names'),
     // Shown while a delete is previewed.
     h('span', { class: 'cascade-key', hidden: true }, h('span', { class: 'swatch mark cascade-delete' }), 'the previewed delete takes it'),
     h('span', { class: 'cascade-key', hidden: true }, h('span', { class: 'swatch mark cascade-wait' }), 'the previewed delete waits for it'));
@@ -164,10 +177,131 @@ function graphLegend() {
 
 // graphNoteText says what the graph holds and how it is drawn.
 function graphNoteText(g, gv) {
-  let s = `${g.nodes.length} objects, ${g.edges.length} references`;
+  let s = `${g.nodes.length} objects, ${g.edges.length} owner reference${g.edges.length === 1 ? '' : 's'}`;
+  if (gv.references) s += `, ${gv.references} reference${gv.references === 1 ? '' : 's'} by name`;
   if (gv.groups) s += `; ${gv.groups} group${gv.groups === 1 ? '' : 's'} of ${groupMin} or more (click one to open it, its box to fold it)`;
   if (g.nodes.length > 150) s += ' (so many that edges may have no arrowheads: owners are above)';
   return s + '.';
+}
+
+// refKind is a kind as kubectl names a kind of a group: Bucket.storage.example.com.
+function refKind(r) {
+  return r.group ? `${r.kind}.${r.group}` : r.kind;
+}
+
+// refName is a reference's target's namespace/name; the claims of a
+// StatefulSet's volumeClaimTemplates are a name and an ordinal.
+function refName(r) {
+  return (r.namespace ? r.namespace + '/' : '') + r.name + (r.prefix ? '<ordinal>' : '');
+}
+
+// refState says whether a reference's target exists: a missing target of
+// an optional reference is only a warning.
+function refState(r) {
+  if (r.exists) return badge('exists', 'ok');
+  if (r.optional) return badge('missing, optional', 'warn');
+  return badge('dangling', 'bad');
+}
+
+// withReferences adds to g (of /graph) what the object references by name
+// and what references it, as nodes and g.references. More than groupMin of
+// one kind on one side are one node, which the lists spell out; a target
+// the mirror does not hold is drawn dangling, and opens nothing.
+function withReferences(g, o, det) {
+  const known = new Set(g.nodes.map((n) => n.uid));
+  const add = (n) => {
+    if (known.has(n.uid)) return;
+    known.add(n.uid);
+    g.nodes.push({ namespace: '', beingDeleted: false, deletingDependents: false, missing: false, virtual: false, ...n });
+  };
+  const byKind = (items, kind) => {
+    const m = new Map();
+    for (const i of items) {
+      const k = kind(i);
+      if (!m.has(k)) m.set(k, []);
+      m.get(k).push(i);
+    }
+    return m;
+  };
+  g.references = [];
+  for (const [kind, rs] of byKind(det.references || [], refKind)) {
+    if (rs.length >= groupMin) {
+      const id = 'references:' + kind;
+      const missing = rs.filter((r) => !r.exists).length;
+      add({ uid: id, kind, name: '', inert: true, missing: missing > 0, label: `${kind} × ${rs.length}` + (missing ? `\n${missing} missing` : ''),
+        full: `it references ${rs.length} ${kind} objects by name: listed below` });
+      g.references.push({ from: o.uid, to: id, via: rs.length + ' references' });
+      continue;
+    }
+    for (const r of rs) {
+      const id = r.uid || `reference:${kind}/${refName(r)}`;
+      add({ uid: id, kind, namespace: r.namespace, name: r.prefix ? r.name + '<ordinal>' : r.name, missing: !r.exists, inert: !r.uid,
+        full: r.uid ? undefined : `${kind} ${refName(r)} (${r.exists ? 'the claims of its volumeClaimTemplates' : 'not in the mirror: a dangling reference'})` });
+      g.references.push({ from: o.uid, to: id, via: r.via });
+    }
+  }
+  for (const [kind, rs] of byKind(det.referencedBy || [], (r) => r.kind)) {
+    if (rs.length >= groupMin) {
+      const id = 'referrers:' + kind;
+      add({ uid: id, kind, name: '', inert: true, label: `${kind} × ${rs.length}`, full: `${rs.length} ${kind} objects reference it by name: listed below` });
+      g.references.push({ from: id, to: o.uid, via: rs.length + ' references' });
+      continue;
+    }
+    for (const r of rs) {
+      add({ uid: r.uid, kind: r.kind, namespace: r.namespace, name: r.name });
+      g.references.push({ from: r.uid, to: o.uid, via: r.via });
+    }
+  }
+}
+
+// referencesSection lists what the object references by name and what
+// references it, each by the field that names the other, and says when it
+// was last referenced. An empty side is a sentence, not an empty table.
+function referencesSection(det) {
+  const refs = det.references || [];
+  const by = det.referencedBy || [];
+  const more = (truncated) => (truncated ? '+' : '');
+  let last;
+  if (by.length) {
+    last = [`Referenced now, by ${by.length}${more(det.referencedByTruncated)} object${by.length === 1 ? '' : 's'}.`];
+  } else if (det.lastReferenced) {
+    last = ['Nothing references it now. It was last referenced ', when(det.lastReferenced), '.'];
+  } else {
+    last = ['Nothing references it now, and nothing did while kubegcd watched.'];
+  }
+  if (!refs.length) last.push(' It references nothing by name.');
+  return h('section', { id: 'references-section' },
+    h('h2', { text: 'References' }),
+    h('p', { class: 'muted', id: 'last-referenced' }, last),
+    by.length ? [h('h3', { text: `What references it (${by.length}${more(det.referencedByTruncated)})` }),
+      table([
+        { title: 'referenced by', cell: (r) => objLink(r) },
+        { title: 'via', cell: (r) => h('code', { text: r.via }) },
+      ], by, { id: 'referenced-by' })] : null,
+    refs.length ? [h('h3', { text: `What it references (${refs.length}${more(det.referencesTruncated)})` }),
+      table([
+        { title: 'references', cell: (r) => r.uid ? h('a', { href: '#/objects/' + encodeURIComponent(r.uid), title: 'uid ' + r.uid, text: `${refKind(r)} ${refName(r)}` })
+          : h('span', { text: `${refKind(r)} ${refName(r)}` }) },
+        { title: 'via', cell: (r) => h('code', { text: r.via }) },
+        { title: 'target', cell: refState },
+      ], refs, { id: 'references' })] : null);
+}
+
+// rulesSection lists the cleanup rules that match the object now.
+function rulesSection(det) {
+  const rules = det.rules || [];
+  const all = h('a', { class: 'muted', href: '#/rules', text: '(all rules)' });
+  if (!rules.length) {
+    return h('section', { id: 'rules-section' }, h('h2', {}, 'Cleanup rules ', all),
+      h('p', { class: 'muted', id: 'no-rules', text: 'No cleanup rule matches it now.' }));
+  }
+  return h('section', { id: 'rules-section' },
+    h('h2', {}, `Cleanup rules that match it (${rules.length}) `, all),
+    table([
+      { title: 'rule', cell: (m) => h('a', { href: ruleHref(m.rule) }, h('code', { text: m.rule })), class: 'nowrap' },
+      { title: 'reason', cell: (m) => [m.finding ? [badge('finding', 'warn'), ' '] : null, linkRules(m.reason)], class: 'reason' },
+      { title: 'since', cell: (m) => when(m.since), class: 'nowrap' },
+    ], rules, { id: 'object-rules' }));
 }
 
 function historyTable(items) {
