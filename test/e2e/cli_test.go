@@ -78,7 +78,10 @@ current-context: c
 		{"garbage kubeconfig", []string{"run", "--kubeconfig", garbage}, 1, "kubeconfig " + garbage},
 		{"no kubeconfig anywhere", []string{"run"}, 1, "no kubeconfig found"},
 		{"unreachable server", base("--kubeconfig", unreachable), 1, "cannot reach the API server at https://127.0.0.1:1"},
-		{"db dir missing", base("--db", "/nonexistent/dir/k.db"), 1, "/nonexistent/dir/k.db"},
+		// A missing directory is made; one that cannot be, as under a
+		// file, is named in one line.
+		{"db dir cannot be made", base("--db", filepath.Join(garbage, "dir", "k.db")), 1,
+			"database directory " + garbage + ": not a directory"},
 		{"db is a directory", base("--db", t.TempDir()), 1, "database"},
 		{"bad log level", base("--log-level", "loud"), 2, `invalid --log-level "loud"`},
 		{"bad log format", base("--log-format", "xml"), 2, `invalid --log-format "xml"`},
