@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kubegcd/kubegcd/internal/db"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // TestFailedFirstStartLeavesNothing: a run that created its database and
@@ -78,7 +78,7 @@ func TestFailedFirstStartLeavesNothing(t *testing.T) {
 			var before []string
 			if tc.existing {
 				existingDB(t, path)
-				before = filesIn(t, dir)
+				before = testutil.FilesIn(t, dir)
 			}
 			ctx := tc.ctx
 			if ctx == nil {
@@ -91,7 +91,7 @@ func TestFailedFirstStartLeavesNothing(t *testing.T) {
 			if code != tc.wantCode || !strings.Contains(stderr.String(), tc.wantErr) {
 				t.Fatalf("exit %d, stderr %q; want exit %d saying %q", code, stderr.String(), tc.wantCode, tc.wantErr)
 			}
-			got := filesIn(t, dir)
+			got := testutil.FilesIn(t, dir)
 			if !slices.Equal(got, before) {
 				t.Errorf("after the failed start, %s holds %q; want %q", dir, got, before)
 			}
@@ -225,24 +225,4 @@ func checkExistingDB(t *testing.T, path string) {
 	if o, err := d.Objects().GetObject(context.Background(), "uid-kept"); err != nil || o == nil {
 		t.Errorf("the database there before the run lost its row: %v, %v", o, err)
 	}
-}
-
-// filesIn lists what dir holds, every level, relative to it.
-func filesIn(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -3,13 +3,13 @@ package db
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kubegcd/kubegcd/internal/testutil"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -81,13 +81,13 @@ func TestOpenNamesTheDirectoryItCannotMake(t *testing.T) {
 			if err := os.WriteFile(file, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			before := treeOf(t, dir)
+			before := testutil.FilesIn(t, dir)
 			_, err := Open(context.Background(), filepath.Join(dir, tc.dbPath), Options{})
 			want := "database directory " + file + tc.want
 			if err == nil || err.Error() != want {
 				t.Fatalf("Open: %v, want %q", err, want)
 			}
-			if got := treeOf(t, dir); !slices.Equal(got, before) {
+			if got := testutil.FilesIn(t, dir); !slices.Equal(got, before) {
 				t.Errorf("after the refused Open, %q; want %q", got, before)
 			}
 		})
@@ -116,7 +116,7 @@ func TestFailedOpenRemovesWhatItCreated(t *testing.T) {
 			if !errors.As(err, &are) {
 				t.Fatalf("Open: %v, want its metrics refused", err)
 			}
-			if got := treeOf(t, dir); len(got) != 0 {
+			if got := testutil.FilesIn(t, dir); len(got) != 0 {
 				t.Errorf("after the failed Open, %q; want nothing", got)
 			}
 		})
@@ -129,11 +129,11 @@ func TestFailedOpenRemovesWhatItCreated(t *testing.T) {
 		}
 		fillDB(t, d, 1)
 		d.Close()
-		before := treeOf(t, filepath.Dir(path))
+		before := testutil.FilesIn(t, filepath.Dir(path))
 		if _, err := Open(ctx, path, Options{Registerer: reg}); err == nil {
 			t.Fatal("Open succeeded, want its metrics refused")
 		}
-		if got := treeOf(t, filepath.Dir(path)); !slices.Equal(got, before) {
+		if got := testutil.FilesIn(t, filepath.Dir(path)); !slices.Equal(got, before) {
 			t.Errorf("after the failed Open, %q; want %q", got, before)
 		}
 		checkFilled(t, path)
@@ -152,26 +152,6 @@ func checkFilled(t *testing.T, path string) {
 	if o, err := d.Objects().GetObject(context.Background(), "uid-00000"); err != nil || o == nil {
 		t.Errorf("the database lost its row: %v %v", o, err)
 	}
-}
-
-// treeOf lists what dir holds, every level, relative to it.
-func treeOf(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestDiscardRemovesWhatOpenCreated: Discard removes the database file,
@@ -235,7 +215,7 @@ func TestDiscardRemovesWhatOpenCreated(t *testing.T) {
 			if err := d.Discard(); err != nil {
 				t.Fatalf("Discard: %v", err)
 			}
-			if got := treeOf(t, dir); !slices.Equal(got, tc.want) {
+			if got := testutil.FilesIn(t, dir); !slices.Equal(got, tc.want) {
 				t.Errorf("after Discard, %q; want %q", got, tc.want)
 			}
 			if tc.name == "existing database" {
@@ -256,11 +236,11 @@ func TestOpenRefusedByTheLockRemovesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	before := treeOf(t, dir)
+	before := testutil.FilesIn(t, dir)
 	if _, err := Open(ctx, path, Options{}); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second Open: %v, want ErrLocked", err)
 	}
-	if got := treeOf(t, dir); !slices.Equal(got, before) {
+	if got := testutil.FilesIn(t, dir); !slices.Equal(got, before) {
 		t.Errorf("after the refused Open, %q; want %q", got, before)
 	}
 }

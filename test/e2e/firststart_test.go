@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"crypto/sha256"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegcd/kubegcd/internal/testutil"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -54,7 +54,7 @@ func TestFailedFirstStartLeavesNoFiles(t *testing.T) {
 				!strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q; want 1 and one line saying %q", code, stderr, tc.want)
 			}
-			if left := entries(t, dir); len(left) != 0 {
+			if left := testutil.FilesIn(t, dir); len(left) != 0 {
 				t.Errorf("the failed first start left %q", left)
 			}
 		})
@@ -83,7 +83,7 @@ func TestFirstStartMakesTheDatabaseDirectory(t *testing.T) {
 	if code := d.Stop(); code != 0 {
 		t.Fatalf("kubegcd exited %d", code)
 	}
-	before := entries(t, dir)
+	before := testutil.FilesIn(t, dir)
 	sum := fileSum(t, path)
 
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -99,7 +99,7 @@ func TestFirstStartMakesTheDatabaseDirectory(t *testing.T) {
 		if code != 1 {
 			t.Fatalf("%s: exit %d, stderr %q; want 1", name, code, stderr)
 		}
-		if got := entries(t, dir); strings.Join(got, " ") != strings.Join(before, " ") {
+		if got := testutil.FilesIn(t, dir); strings.Join(got, " ") != strings.Join(before, " ") {
 			t.Errorf("%s: after the failed restart, %q; want %q", name, got, before)
 		}
 		if got := fileSum(t, path); !bytes.Equal(got, sum) {
@@ -124,26 +124,6 @@ func unreachableKubeconfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// entries lists what dir holds, every level, relative to it.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != dir {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // fileSum is the SHA-256 of the file at path.
