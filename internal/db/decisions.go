@@ -294,12 +294,8 @@ func (d Decisions) ListPending(ctx context.Context, f PendingFilter) ([]Pending,
 	if err != nil {
 		return nil, nil, fmt.Errorf("pending: %w", err)
 	}
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		next := out[len(out)-1].key()
-		return out, &next, nil
-	}
-	return out, nil, nil
+	out, next := page(out, f.Limit, func(p Pending) PendingKey { return p.key() })
+	return out, next, nil
 }
 
 const pendingColumns = `controller, rule, action, reason, since, not_before, api_version, kind, namespace, name, uid,
@@ -358,4 +354,15 @@ func (d *core) kindCondition(ctx context.Context, kind string) (string, []any, e
 		return "kind = ? COLLATE NOCASE", kinds, nil
 	}
 	return "kind COLLATE NOCASE IN (?" + strings.Repeat(", ?", len(kinds)-1) + ")", kinds, nil
+}
+
+// page cuts rows read with LIMIT limit+1 to limit, and returns the key of
+// the last row kept when there were more: the cursor of the next page.
+func page[T, K any](rows []T, limit int, key func(T) K) ([]T, *K) {
+	if len(rows) <= limit {
+		return rows, nil
+	}
+	rows = rows[:limit]
+	next := key(rows[len(rows)-1])
+	return rows, &next
 }

@@ -164,12 +164,10 @@ func (d Rules) ListRuleMatches(ctx context.Context, f RuleMatchFilter) ([]Stored
 	if err != nil {
 		return nil, nil, fmt.Errorf("rule matches: %w", err)
 	}
-	if len(out) > f.Limit {
-		out = out[:f.Limit]
-		last := out[len(out)-1]
-		return out, &RuleMatchKey{RuleID: last.RuleID, UID: last.Target.UID}, nil
-	}
-	return out, nil, nil
+	out, next := page(out, f.Limit, func(m StoredMatch) RuleMatchKey {
+		return RuleMatchKey{RuleID: m.RuleID, UID: m.Target.UID}
+	})
+	return out, next, nil
 }
 
 // MatchesOf returns the rules that match the object uid now, by rule id.
