@@ -339,7 +339,7 @@ func init() {
 		if b.Interval == 0 {
 			b.Interval = DefaultInterval
 		}
-		b.Action, b.Occurrences, b.Propagation = ActionReport, DefaultOccurrences, DefaultPropagation
+		b.Mode, b.Occurrences, b.Propagation = ModeReport, DefaultOccurrences, DefaultPropagation
 		b.Source = Source{BuiltIn: true}
 		b.Hash = b.hash()
 	}

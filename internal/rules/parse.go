@@ -182,7 +182,7 @@ func (p *parser) rule(n *yaml.Node, at *field.Path) *Rule {
 		}
 		values[key] = v
 	})
-	r := &Rule{Interval: DefaultInterval, Action: ActionReport, Occurrences: DefaultOccurrences,
+	r := &Rule{Interval: DefaultInterval, Mode: ModeReport, Occurrences: DefaultOccurrences,
 		Propagation: DefaultPropagation, Source: Source{File: p.file, Line: n.Line}, lines: map[string]int{},
 		path: at.String()}
 	for k, v := range values {
@@ -257,10 +257,10 @@ func (p *parser) rule(n *yaml.Node, at *field.Path) *Rule {
 func (p *parser) acting(values map[string]*yaml.Node, r *Rule, base *builtin, at *field.Path) {
 	if v := values["action"]; v != nil {
 		if s, ok := p.str(v, r.ID, at.Child("action")); ok {
-			r.Action = Action(s)
-			if !slices.Contains([]Action{ActionReport, ActionDelete}, r.Action) {
-				p.fail(v, r.ID, field.NotSupported(at.Child("action"), s, []Action{ActionReport, ActionDelete}))
-			} else if r.Action == ActionDelete && base != nil && base.reportOnly {
+			r.Mode = Mode(s)
+			if !slices.Contains([]Mode{ModeReport, ModeDelete}, r.Mode) {
+				p.fail(v, r.ID, field.NotSupported(at.Child("action"), s, []Mode{ModeReport, ModeDelete}))
+			} else if r.Mode == ModeDelete && base != nil && base.reportOnly {
 				p.fail(v, r.ID, field.Forbidden(at.Child("action"),
 					r.ID+" reports; it matches what refers to a missing object, not garbage"))
 			}

@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 		Params: map[string]any{"age": "7d", "limit": int64(3), "ratio": 0.5, "strict": true, "none": nil},
 		Exclude: Exclude{Namespaces: []string{"kube-*"}, Labels: []string{"app=keep", "tier notin (db)"},
 			Names: []string{"keep-*"}},
-		Interval: 10 * time.Minute, Action: ActionDelete, Occurrences: 3, Limits: Limits{MaxCount: 10, MaxPercent: 5},
+		Interval: 10 * time.Minute, Mode: ModeDelete, Occurrences: 3, Limits: Limits{MaxCount: 10, MaxPercent: 5},
 		NotifyBefore: time.Hour, Propagation: "Foreground", Source: Source{File: "good.yaml", Line: 2}, Hash: r.Hash,
 	}
 	if diff := cmp.Diff(want, r, cmp.AllowUnexported(Rule{}), cmpIgnorePositions); diff != "" {
@@ -74,7 +74,7 @@ func TestParse(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errorTexts(errs))
 	}
-	if d := defaults[0]; d.Interval != DefaultInterval || d.Action != ActionReport || d.Occurrences != 2 || d.Propagation != "Background" {
+	if d := defaults[0]; d.Interval != DefaultInterval || d.Mode != ModeReport || d.Occurrences != 2 || d.Propagation != "Background" {
 		t.Errorf("defaults: %+v", d)
 	}
 }

@@ -29,7 +29,7 @@ type Rule struct {
 
 	// What the rule would do with a match. This version parses and
 	// checks these; it only reports.
-	Action Action
+	Mode Mode
 	// Occurrences is how many passes in a row must match an object before
 	// it is acted on.
 	Occurrences int
@@ -52,12 +52,13 @@ type Rule struct {
 	path string
 }
 
-// Action is what a rule does with what it matches.
-type Action string
+// Mode is what a rule does with what it matches: its YAML field is
+// action. It is not api.Action, the action of one decision.
+type Mode string
 
 const (
-	ActionReport Action = "report"
-	ActionDelete Action = "delete"
+	ModeReport Mode = "report"
+	ModeDelete Mode = "delete"
 )
 
 // Exclude leaves objects out of a rule's result, whatever its SELECT says.
@@ -107,7 +108,7 @@ type canonical struct {
 	Params       map[string]any `json:"params"`
 	Exclude      Exclude        `json:"exclude"`
 	Interval     string         `json:"interval"`
-	Action       Action         `json:"action"`
+	Mode         Mode           `json:"action"`
 	Occurrences  int            `json:"occurrences"`
 	Limits       Limits         `json:"limits"`
 	NotifyBefore string         `json:"notify_before"`
@@ -119,7 +120,7 @@ type canonical struct {
 func (r *Rule) hash() string {
 	b, err := json.Marshal(canonical{
 		ID: r.ID, Description: r.Description, Select: r.Select, Params: r.Params, Exclude: r.Exclude,
-		Interval: r.Interval.String(), Action: r.Action, Occurrences: r.Occurrences, Limits: r.Limits,
+		Interval: r.Interval.String(), Mode: r.Mode, Occurrences: r.Occurrences, Limits: r.Limits,
 		NotifyBefore: r.NotifyBefore.String(), Propagation: r.Propagation,
 	})
 	if err != nil {

@@ -336,7 +336,7 @@ func (r *Runner) List() api.RuleList {
 func (st *ruleState) info() api.RuleInfo {
 	rule := st.rule
 	info := api.RuleInfo{ID: rule.ID, Description: rule.Description, BuiltIn: rule.Source.BuiltIn,
-		File: rule.Source.File, Line: rule.Source.Line, Hash: rule.Hash, Action: string(rule.Action),
+		File: rule.Source.File, Line: rule.Source.Line, Hash: rule.Hash, Action: string(rule.Mode),
 		Interval: rule.Interval.String(), Select: rule.Select, Params: map[string]any{},
 		Exclude: api.RuleExclude{Namespaces: nonNil(rule.Exclude.Namespaces), Labels: nonNil(rule.Exclude.Labels),
 			Names: nonNil(rule.Exclude.Names)},
