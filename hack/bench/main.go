@@ -31,6 +31,12 @@
 //     controllers, then each, one after the other, collecting 20
 //     Deployments with 10,000 pods;
 //
+//   - referrers (not run by default): --referrer-objects ConfigMaps, then as
+//     many Pods and a fifth as many workloads referencing them; kubegcd
+//     syncs a fresh database at each step, and so does --referrer-baseline,
+//     a kubegcd built before references were mirrored; CPU and RSS per
+//     object of each class;
+//
 //   - reads (not run by default; no cluster): a database of --read-objects
 //     objects and --read-audit audit rows, filled through kubegcd's ingestion
 //     and ledger code, then p50/p99 of every read endpoint through the
@@ -41,6 +47,7 @@
 //	go run ./hack/bench [--run ingest,ownergc,podgc,ttl] [--sizes 10000,50000] [--dependents 20000,50000] \
 //	    [--workers 32] [--kcm=true]
 //	go run ./hack/bench --run scale [--heartbeat 10m]
+//	go run ./hack/bench --run referrers [--referrer-objects 20000] [--referrer-baseline OLD-KUBEGCD] [--rounds 3]
 //	go run ./hack/bench --run ownergc --dependents 20000 --pin [--cp-profiles DIR]
 //	go run ./hack/bench --run ownergc --raw 32,paced,watched,exact,beside [--kubegcd-args=--gc-workers=32] \
 //	    [--owner-delay 5s]
@@ -150,6 +157,10 @@ type config struct {
 	runScale  bool
 	heartbeat time.Duration
 
+	runReferrers bool
+	refObjects   int
+	refBaseline  string // a kubegcd binary to compare with ("": none)
+
 	pin              *pinning // nil: nothing pinned
 	cpProfiles       string
 	cpProfileSeconds int
@@ -176,7 +187,7 @@ func main() {
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
 	which := flag.String("run", "ingest,ownergc,podgc,ttl",
-		"benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart, scale")
+		"benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart, scale, referrers")
 	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	readDB := flag.String("read-db", "", "reads: keep the filled database at this path and reuse it when it is there")
@@ -190,6 +201,9 @@ func main() {
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
 	restartObjects := flag.Int("restart-objects", 200_000, "restart: ConfigMaps in the cluster when kubegcd restarts")
+	refObjects := flag.Int("referrer-objects", 20_000, "referrers: ConfigMaps, then as many Pods")
+	refBaseline := flag.String("referrer-baseline", "",
+		"referrers: a kubegcd binary to measure the same way, e.g. one built before references were mirrored")
 	heartbeat := flag.Duration("heartbeat", 10*time.Minute,
 		"scale: how long kubegcd and kube-controller-manager watch the nodes' heartbeats")
 	pin := flag.Bool("pin", false, "pin etcd and kube-apiserver to CPU 0, "+
@@ -207,7 +221,7 @@ func main() {
 		"their owner kept so that it deletes nothing")
 	kubegcdArgs := flag.String("kubegcd-args", "", "ownergc: extra arguments of kubegcd's run command, split on spaces, "+
 		"e.g. --kubegcd-args=--gc-workers=32 (the ownership GC's workers)")
-	rounds := flag.Int("rounds", 1, "ownergc: rounds of every contender at each size on one control plane, "+
+	rounds := flag.Int("rounds", 1, "ownergc, referrers: rounds of every contender at each size on one control plane, "+
 		"each round in another order (the list rotated by one); the verdicts take the median of the rounds' ratios")
 	kubegcdDBDir := flag.String("kubegcd-db-dir", "",
 		"ownergc: put kubegcd's databases in a new directory under this one, "+
@@ -215,7 +229,7 @@ func main() {
 	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz "+
 		"to the owner's deletion (e.g. 5s: its start-up pass still runs)")
 	flag.Parse()
-	cfg := config{restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm,
+	cfg := config{refObjects: *refObjects, refBaseline: *refBaseline, restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm,
 		gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles,
 		readEndpoints: *readEndpoints, cpProfiles: *cpProfiles, cpProfileSeconds: *cpProfileSeconds,
@@ -237,7 +251,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: --raw:", err)
 		os.Exit(2)
 	}
-	if cfg.workers < 1 || cfg.cpProfileSeconds < 1 || cfg.ownerDelay < 0 || cfg.rounds < 1 || flag.NArg() > 0 {
+	if cfg.workers < 1 || cfg.refObjects < 20 || cfg.cpProfileSeconds < 1 || cfg.ownerDelay < 0 || cfg.rounds < 1 || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -275,6 +289,8 @@ func (cfg *config) choose(which string) error {
 			cfg.runRestart = true
 		case "scale":
 			cfg.runScale = true
+		case "referrers":
+			cfg.runReferrers = true
 		default:
 			return fmt.Errorf("unknown benchmark %q", b)
 		}
@@ -329,7 +345,8 @@ func run(ctx context.Context, cfg config) (err error) {
 		if err != nil {
 			return fmt.Errorf("reads: %w", err)
 		}
-		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart && !cfg.runScale {
+		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart && !cfg.runScale &&
+			!cfg.runReferrers {
 			return nil
 		}
 	}
@@ -378,6 +395,11 @@ func run(ctx context.Context, cfg config) (err error) {
 	if cfg.runRestart {
 		if err := runRestart(ctx, cfg, cluster, kube, dir); err != nil {
 			return fmt.Errorf("restart: %w", err)
+		}
+	}
+	if cfg.runReferrers {
+		if err := runReferrers(ctx, cfg, cluster, kube, kubegcd, dir); err != nil {
+			return err
 		}
 	}
 	if !cfg.runIngest {

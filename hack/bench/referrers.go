@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubegcd/kubegcd/internal/testcluster"
+)
+
+// The referrers benchmark measures what reading the referrer kinds in full
+// costs. It grows one cluster in three steps: namespaces only, then
+// metadata-only kinds (ConfigMaps), then Pods and workloads whose specs
+// reference them. At each step every kubegcd binary syncs a fresh database.
+// The differences between steps give CPU seconds and RSS bytes per object
+// of each class, for this build and for a baseline built before references
+// were mirrored.
+
+const (
+	refNamespaces = 10
+	// Targets: a referrer may cost at most refCPURatio times the baseline's
+	// CPU, and grow RSS by at most refRSSPerObject bytes.
+	refCPURatio     = 1.25
+	refRSSPerObject = 600
+)
+
+// refStep is one size of the cluster: its label and what it adds.
+type refStep struct {
+	name string
+	add  func(f *refFixture, ctx context.Context) error
+}
+
+// refRun is one binary's figures at one step.
+type refRun struct {
+	objects int64
+	cpu     float64 // seconds, start → synced and settled
+	rss     uint64
+}
+
+// refFixture creates the referenced ConfigMaps, then Pods and workloads.
+type refFixture struct {
+	kube    kubernetes.Interface
+	c       *creator
+	n       int // ConfigMaps and Pods; workloads are fractions of n
+	created int
+}
+
+func refNamespace(i int) string { return fmt.Sprintf("refs-%d", i%refNamespaces) }
+
+// runReferrers runs the benchmark for bin and, when it is set, baseline.
+func runReferrers(ctx context.Context, cfg config, cluster *testcluster.Cluster, kube kubernetes.Interface,
+	bin, dir string) error {
+	fmt.Printf("\n== referrers: %d ConfigMaps, then %d Pods and their workloads\n", cfg.refObjects, cfg.refObjects)
+	f := &refFixture{kube: kube, c: &creator{kube: kube, workers: cfg.workers}, n: cfg.refObjects}
+	bins := [][2]string{{"kubegcd", bin}}
+	if cfg.refBaseline != "" {
+		bins = append(bins, [2]string{"baseline", cfg.refBaseline})
+	}
+	steps := []refStep{
+		{"namespaces", (*refFixture).namespaces},
+		{"+configmaps", (*refFixture).configMaps},
+		{"+referrers", (*refFixture).referrers},
+	}
+	runs := map[string][]refRun{}
+	for s, step := range steps {
+		begin := time.Now()
+		if err := step.add(f, ctx); err != nil {
+			return fmt.Errorf("referrers: %s: %w", step.name, err)
+		}
+		fmt.Printf("  %s: created %d objects in %s\n", step.name, f.created, time.Since(begin).Round(time.Millisecond))
+		f.created = 0
+		for _, nb := range bins {
+			name := nb[0]
+			r, err := measureReferrers(ctx, nb[1], cluster.Kubeconfig, dir, fmt.Sprintf("%s-%d", name, s), cfg.rounds)
+			if err != nil {
+				return fmt.Errorf("referrers: %s at %s: %w", name, step.name, err)
+			}
+			fmt.Printf("  %s: %d objects, CPU %.2f s, RSS %.1f MB\n", name, r.objects, r.cpu, mb(r.rss))
+			runs[name] = append(runs[name], r)
+		}
+	}
+	reportReferrers(runs)
+	return nil
+}
+
+func (f *refFixture) namespaces(ctx context.Context) error {
+	for i := range refNamespaces {
+		ns := refNamespace(i)
+		if err := createNamespace(ctx, f.kube, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		if err := createDefaultServiceAccount(ctx, f.kube, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		f.created += 2
+	}
+	return nil
+}
+
+func (f *refFixture) configMaps(ctx context.Context) error {
+	return f.each(ctx, f.n, func(ctx context.Context, i int) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: refName("cm", i), Namespace: refNamespace(i)},
+			Data: map[string]string{"key": "value"}}
+		_, err := createRetrying(ctx, func() (*corev1.ConfigMap, error) {
+			return f.kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		}, func() (*corev1.ConfigMap, error) {
+			return f.kube.CoreV1().ConfigMaps(cm.Namespace).Get(ctx, cm.Name, metav1.GetOptions{})
+		})
+		return err
+	})
+}
+
+// referrers creates n Pods, n/5 Deployments and ReplicaSets, n/10
+// StatefulSets and Jobs and n/20 CronJobs, each pod spec referencing
+// ConfigMaps, a Secret, a claim and a pull secret six ways.
+func (f *refFixture) referrers(ctx context.Context) error {
+	kinds := []struct {
+		count  int
+		create func(ctx context.Context, i int) error
+	}{
+		{f.n, f.pod}, {f.n / 5, f.deployment}, {f.n / 5, f.replicaSet},
+		{f.n / 10, f.statefulSet}, {f.n / 10, f.job}, {f.n / 20, f.cronJob},
+	}
+	for _, k := range kinds {
+		if err := f.each(ctx, k.count, k.create); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each runs create for 0..count-1 on the creator's workers.
+func (f *refFixture) each(ctx context.Context, count int, create func(context.Context, int) error) error {
+	f.created += count
+	return f.c.parallel(ctx, seq(count), create)
+}
+
+func refName(prefix string, i int) string { return fmt.Sprintf("%s-%06d", prefix, i) }
+
+func ignoreExists[T any](_ T, err error) error {
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// podSpec references ConfigMap i through a volume, an env var and envFrom,
+// and a Secret, a claim and a pull secret, as a real workload does.
+func podSpec(i int) corev1.PodSpec {
+	cm := refName("cm", i)
+	return corev1.PodSpec{
+		ServiceAccountName: "default",
+		ImagePullSecrets:   []corev1.LocalObjectReference{{Name: "pull"}},
+		Containers: []corev1.Container{{
+			Name: "app", Image: "registry.example/app:1",
+			Env: []corev1.EnvVar{{Name: "K", ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: cm},
+					Key: "key"}}}},
+			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: refName("secret", i)}}}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/config"}, {Name: "data", MountPath: "/data"}},
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}},
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: refName("claim", i)}}},
+		},
+	}
+}
+
+func template(i int) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": refName("app", i)}},
+		Spec: podSpec(i)}
+}
+
+func selector(i int) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": refName("app", i)}}
+}
+
+func refMeta(prefix string, i int) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: refName(prefix, i), Namespace: refNamespace(i)}
+}
+
+func (f *refFixture) pod(ctx context.Context, i int) error {
+	p := &corev1.Pod{ObjectMeta: refMeta("pod", i), Spec: podSpec(i)}
+	return ignoreExists(f.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}))
+}
+
+func (f *refFixture) deployment(ctx context.Context, i int) error {
+	d := &appsv1.Deployment{ObjectMeta: refMeta("deploy", i), Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](0), Selector: selector(i), Template: template(i)}}
+	return ignoreExists(f.kube.AppsV1().Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{}))
+}
+
+func (f *refFixture) replicaSet(ctx context.Context, i int) error {
+	r := &appsv1.ReplicaSet{ObjectMeta: refMeta("rs", i), Spec: appsv1.ReplicaSetSpec{
+		Replicas: ptr.To[int32](0), Selector: selector(i), Template: template(i)}}
+	return ignoreExists(f.kube.AppsV1().ReplicaSets(r.Namespace).Create(ctx, r, metav1.CreateOptions{}))
+}
+
+func (f *refFixture) statefulSet(ctx context.Context, i int) error {
+	s := &appsv1.StatefulSet{ObjectMeta: refMeta("sts", i), Spec: appsv1.StatefulSetSpec{
+		Replicas: ptr.To[int32](0), Selector: selector(i), Template: template(i)}}
+	return ignoreExists(f.kube.AppsV1().StatefulSets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}))
+}
+
+func jobSpec(i int) batchv1.JobSpec {
+	t := template(i)
+	t.Spec.RestartPolicy = corev1.RestartPolicyNever
+	return batchv1.JobSpec{Suspend: ptr.To(true), Template: t}
+}
+
+func (f *refFixture) job(ctx context.Context, i int) error {
+	j := &batchv1.Job{ObjectMeta: refMeta("job", i), Spec: jobSpec(i)}
+	return ignoreExists(f.kube.BatchV1().Jobs(j.Namespace).Create(ctx, j, metav1.CreateOptions{}))
+}
+
+func (f *refFixture) cronJob(ctx context.Context, i int) error {
+	c := &batchv1.CronJob{ObjectMeta: refMeta("cron", i), Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *",
+		Suspend: ptr.To(true), JobTemplate: batchv1.JobTemplateSpec{Spec: jobSpec(i)}}}
+	return ignoreExists(f.kube.BatchV1().CronJobs(c.Namespace).Create(ctx, c, metav1.CreateOptions{}))
+}
+
+// measureReferrers syncs bin on a fresh database rounds times and returns
+// the median of each figure: CPU seconds and RSS once synced and settled.
+func measureReferrers(ctx context.Context, bin, kubeconfig, dir, name string, rounds int) (refRun, error) {
+	var cpus []float64
+	var rsss []uint64
+	var objects int64
+	for round := range rounds {
+		r, err := syncOnce(ctx, bin, kubeconfig, filepath.Join(dir, fmt.Sprintf("refs-%s-%d", name, round)))
+		if err != nil {
+			return refRun{}, err
+		}
+		cpus, rsss, objects = append(cpus, r.cpu), append(rsss, r.rss), r.objects
+	}
+	slices.Sort(cpus)
+	slices.Sort(rsss)
+	return refRun{objects: objects, cpu: cpus[len(cpus)/2], rss: rsss[len(rsss)/2]}, nil
+}
+
+// syncOnce starts bin on a fresh database, waits for /readyz and a settled
+// RSS, and reads its CPU, RSS and mirrored objects.
+func syncOnce(ctx context.Context, bin, kubeconfig, path string) (r refRun, err error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return r, err
+	}
+	base := "http://" + addr
+	d, err := testcluster.StartKubegcd(bin, path+".log", "run", "--kubeconfig", kubeconfig, "--db", path+".db",
+		"--listen", addr, "--log-level", "warn")
+	if err != nil {
+		return r, err
+	}
+	defer func() { err = errors.Join(err, d.Stop(stopGrace)) }()
+	if err := d.WaitReady(ctx, base+"/readyz", readyPoll, readyTimeout); err != nil {
+		return r, err
+	}
+	if r.rss, err = settledRSS(ctx, d.Pid()); err != nil {
+		return r, err
+	}
+	st, err := testcluster.GetKubegcdStatus(ctx, base)
+	if err != nil {
+		return r, err
+	}
+	r.objects = st.Objects
+	r.cpu, err = pidCPU(d.Pid())
+	return r, err
+}
+
+// reportReferrers prints, per class of object, CPU and RSS per object of
+// each binary, and the verdicts against the targets.
+func reportReferrers(runs map[string][]refRun) {
+	fmt.Println("\nReferrers: per object of each class, from the differences between steps")
+	fmt.Printf("%-10s %-14s %8s %12s %12s\n", "binary", "class", "objects", "CPU µs/obj", "RSS B/obj")
+	perObject := map[string][2]float64{} // binary/class → CPU µs, RSS bytes
+	for _, name := range []string{"kubegcd", "baseline"} {
+		rs := runs[name]
+		if len(rs) < 3 {
+			continue
+		}
+		for i, class := range []string{"metadata-only", "referrers"} {
+			a, b := rs[i], rs[i+1]
+			n := float64(b.objects - a.objects)
+			cpu, rss := (b.cpu-a.cpu)/n*1e6, (float64(b.rss)-float64(a.rss))/n
+			perObject[name+"/"+class] = [2]float64{cpu, rss}
+			fmt.Printf("%-10s %-14s %8.0f %12.1f %12.0f\n", name, class, n, cpu, rss)
+		}
+	}
+	ref := perObject["kubegcd/referrers"]
+	verdict := "ok"
+	if ref[1] > refRSSPerObject {
+		verdict = "FAIL"
+	}
+	fmt.Printf("\nRSS growth per referrer: %.0f bytes (target ≤ %d) %s\n", ref[1], refRSSPerObject, verdict)
+	base, ok := perObject["baseline/referrers"]
+	if !ok {
+		fmt.Println("CPU per referrer: no --referrer-baseline to compare with")
+		return
+	}
+	ratio := ref[0] / base[0]
+	verdict = "ok"
+	if ratio > refCPURatio {
+		verdict = "FAIL"
+	}
+	fmt.Printf("CPU per referrer: %.2f× the baseline's (target ≤ %.2f×) %s\n", ratio, refCPURatio, verdict)
+	meta, metaBase := perObject["kubegcd/metadata-only"], perObject["baseline/metadata-only"]
+	fmt.Printf("CPU per metadata-only object: %.2f× the baseline's\n", meta[0]/metaBase[0])
+}
