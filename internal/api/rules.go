@@ -35,9 +35,22 @@ type RuleInfo struct {
 	// The SHA-256 of the rule's canonical form, in hex: it changes whenever
 	// anything that decides what the rule does changes.
 	Hash string `json:"hash"`
-	// What the rule does with a match: report, or delete (not acted on by
-	// this version).
+	// What the rule does with a match: report, or delete. The global
+	// --dry-run wins: a rule that deletes then records what it would do.
 	Action string `json:"action"`
+	// How many passes in a row must match an object before it is acted on.
+	Occurrences int `json:"occurrences"`
+	// The caps of one pass, as the rule file writes them: above either, the
+	// pass deletes nothing. {} when there are none.
+	Limits RuleLimits `json:"limits"`
+	// How long before the delete a notice Event goes to the object, as a Go
+	// duration; absent when none does.
+	NotifyBefore string `json:"notifyBefore,omitempty"`
+	// The deletion's propagation: Background, Foreground or Orphan.
+	Propagation string `json:"propagation"`
+	// When the rule's next pass is due; absent while none is (before the
+	// mirror first syncs).
+	NextPassAt *time.Time `json:"nextPassAt,omitempty"`
 	// The time between two passes, as a Go duration such as 5m0s.
 	Interval string `json:"interval"`
 	// The rule's SQL: one SELECT over the rules' views (docs/rules.md).
@@ -86,6 +99,30 @@ type RulePass struct {
 	// absent when it succeeded. A failed pass keeps the matches stored
 	// before it.
 	Error string `json:"error,omitempty"`
+	// What a pass of a rule that deletes did; absent for a rule that
+	// reports, and for a pass that failed.
+	Acted *RuleActed `json:"acted,omitempty"`
+}
+
+// RuleActed is what one pass of a rule that deletes did with its matches.
+type RuleActed struct {
+	// Why the pass deleted nothing, over its cap; absent when it was not.
+	Capped string `json:"capped,omitempty"`
+	// Matches that have held for the rule's occurrences: due to be acted on.
+	Due int `json:"due"`
+	// Objects deleted; in dry-run, deletions recorded as what would be.
+	Deleted int `json:"deleted"`
+	DryRun  int `json:"dryRun"`
+	// Notice Events sent, and matches waiting out their notice.
+	Notified int `json:"notified"`
+	Waiting  int `json:"waiting"`
+	// Matches left alone, by reason: changed (another resourceVersion
+	// live), referenced (a reference appeared), excluded (the live object
+	// is excluded), spared (restored from a copy this rule deleted) and
+	// gone (no longer there).
+	Skipped map[string]int `json:"skipped"`
+	// Deletions that failed or were held back, pending for the next pass.
+	Failed int `json:"failed"`
 }
 
 // RuleError is why a rule file, or one rule of it, is refused.

@@ -188,6 +188,9 @@ func (d *daemonRun) build() error {
 	d.lead = leader.New(electionConfig(d.cfg), instance)
 	d.ctrls, err = startControllers(d.cfg, d.restCfg, d.store, ing, d.reg, d.log, instance, d.lead.MayWrite,
 		d.loops)
+	if err != nil {
+		return err
+	}
 	d.rules = d.newRules()
-	return err
+	return nil
 }

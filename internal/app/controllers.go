@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/liveness"
 	"github.com/kubegcd/kubegcd/internal/reconcile"
+	"github.com/kubegcd/kubegcd/internal/reconcile/cleanup"
 	"github.com/kubegcd/kubegcd/internal/reconcile/lcgc"
 	"github.com/kubegcd/kubegcd/internal/reconcile/ownergc"
 	"github.com/kubegcd/kubegcd/internal/reconcile/podgc"
@@ -40,6 +42,8 @@ type controllers struct {
 	log     *slog.Logger
 	// liveUID reads the cluster for the intents an earlier run left open.
 	liveUID reconcile.LiveUID
+	// live reads, notifies and deletes for the cleanup rules that delete.
+	live cleanup.Live
 }
 
 // namedRun is a controller's Run and the name its error carries.
@@ -110,8 +114,13 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubegcd"})
 
+	dyn, err := dynamic.NewForConfig(writeCfg)
+	if err != nil {
+		return nil, err
+	}
 	c := &controllers{applier: applier, passes: passes, stop: sync.OnceFunc(broadcaster.Shutdown),
-		log: logger, liveUID: reconcile.MetadataLiveUID(store.Objects(), mc)}
+		log: logger, liveUID: reconcile.MetadataLiveUID(store.Objects(), mc),
+		live: cleanup.NewLive(dyn, kube.CoreV1(), instance, nil)}
 	deps := controllerDeps{cfg: cfg, store: store, ing: ing, applier: applier, passes: passes, meta: mc, kube: kube,
 		recorder: recorder, reg: reg, logger: logger, loops: loops}
 	for _, name := range api.Controllers {

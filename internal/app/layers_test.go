@@ -18,7 +18,7 @@ var layers = map[string][]string{
 	"internal/reconcile/ttl":     {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/svgc":    {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/lcgc":    {"api", "db", "promutil", "reconcile"},
-	"internal/reconcile/cleanup": {"api", "db", "liveness", "promutil", "rules"},
+	"internal/reconcile/cleanup": {"api", "db", "liveness", "promutil", "reconcile", "rules"},
 	"internal/reconcile":         {"api", "db", "liveness", "promutil"},
 	"internal/ingest":            {"api", "db", "liveness", "promutil", "refs"},
 	"internal/leader":            {},

@@ -18,7 +18,8 @@ import (
 const rulesBeat = 30 * time.Second
 
 // newRules builds the cleanup rules' runner over the run's stores. It runs
-// on every instance, leader or not: the rules only report.
+// on every instance, leader or not; the rules that delete act only on the
+// leader, through the controllers' applier.
 func (d *daemonRun) newRules() *cleanup.Runner {
 	return cleanup.New(cleanup.Options{
 		Dir:        d.cfg.rulesDir,
@@ -30,6 +31,8 @@ func (d *daemonRun) newRules() *cleanup.Runner {
 		Logger:     d.log.With("component", "rules"),
 		Registerer: d.reg,
 		Heartbeat:  d.loops.Loop("rules", rulesBeat),
+		Acting: &cleanup.Acting{Applier: d.ctrls.applier, Live: d.ctrls.live, Store: d.store.Rules(),
+			Leading: d.lead.Leading},
 	})
 }
 

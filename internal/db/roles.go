@@ -28,7 +28,8 @@ package db
 //   - Rules (rules.go) writes and reads the cleanup rules' matches, and
 //     opens their sandbox (rules_sandbox.go): the views of their contract
 //     (rules_views.go), their functions (rules_funcs.go) and the check that
-//     a rule is one SELECT (rules_sql.go). references.go reads the
+//     a rule is one SELECT (rules_sql.go), and what a rule that deletes
+//     reads of its matches (rules_act.go). references.go reads the
 //     references around one object for Objects.
 //
 // The roles share the rows of types.go. fields.go encodes their columns,

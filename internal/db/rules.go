@@ -30,7 +30,8 @@ type StoredMatch struct {
 // ReplaceRuleMatches records a pass of the rule ruleID at at: a match
 // already held keeps its since and counts one more pass; a new one starts
 // at at; one the pass no longer returned is deleted. A UID the mirror no
-// longer holds is left out.
+// longer holds is left out. Each match keeps the resourceVersion the
+// mirror holds now, which a rule that deletes checks live.
 func (d Rules) ReplaceRuleMatches(ctx context.Context, ruleID string, matches []RuleMatch, at time.Time) error {
 	return d.inWriteTx(ctx, opRuleMatches, func(tx *sql.Tx) error {
 		held := map[string]bool{}
@@ -39,14 +40,16 @@ func (d Rules) ReplaceRuleMatches(ctx context.Context, ruleID string, matches []
 		if err != nil {
 			return err
 		}
-		update, err := tx.PrepareContext(ctx, `UPDATE rule_matches SET reason = ?, finding = ?, passes = passes + 1
-			WHERE rule_id = ? AND uid = ?`)
+		update, err := tx.PrepareContext(ctx, `UPDATE rule_matches SET reason = ?1, finding = ?2, passes = passes + 1,
+			resource_version = coalesce((SELECT resource_version FROM objects WHERE uid = ?4), resource_version)
+			WHERE rule_id = ?3 AND uid = ?4`)
 		if err != nil {
 			return err
 		}
 		defer update.Close()
-		insert, err := tx.PrepareContext(ctx, `INSERT INTO rule_matches (rule_id, uid, reason, finding, since, passes)
-			SELECT ?1, ?2, ?3, ?4, ?5, 1 WHERE EXISTS (SELECT 1 FROM objects WHERE uid = ?2)`)
+		insert, err := tx.PrepareContext(ctx, `INSERT INTO rule_matches
+			(rule_id, uid, reason, finding, since, passes, resource_version)
+			SELECT ?1, ?2, ?3, ?4, ?5, 1, resource_version FROM objects WHERE uid = ?2`)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,4 +97,33 @@ func selectorSQL(s, o string) (string, error) {
 		}
 	}
 	return strings.Join(and, " AND "), nil
+}
+
+// Excludes reports whether e leaves out an object of this API group,
+// kind, namespace, name and labels. It judges a live object as excludeSQL
+// judges the mirror, before a rule deletes it; it sees every label, not
+// only those the mirror keeps. A selector that does not parse excludes:
+// the load refuses such a rule, and a doubt never deletes.
+func (e Exclude) Excludes(group, kind, namespace, name string, objLabels map[string]string) bool {
+	glob := func(pattern, s string) bool {
+		ok, err := path.Match(pattern, s)
+		return ok || err != nil
+	}
+	for _, ns := range e.Namespaces {
+		if glob(ns, namespace) || group == "" && kind == "Namespace" && glob(ns, name) {
+			return true
+		}
+	}
+	for _, n := range e.Names {
+		if glob(n, name) {
+			return true
+		}
+	}
+	for _, s := range e.Labels {
+		sel, err := labels.Parse(s)
+		if err != nil || sel.Matches(labels.Set(objLabels)) {
+			return true
+		}
+	}
+	return false
 }

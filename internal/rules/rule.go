@@ -27,8 +27,8 @@ type Rule struct {
 	// Interval is the time between two passes.
 	Interval time.Duration
 
-	// What the rule would do with a match. This version parses and
-	// checks these; it only reports.
+	// What the rule does with a match, and the conditions of acting:
+	// internal/reconcile/cleanup carries them out.
 	Mode Mode
 	// Occurrences is how many passes in a row must match an object before
 	// it is acted on.

@@ -2,9 +2,10 @@
 // from the rules directory and again whenever its files change, runs each
 // rule every interval once the mirror has synced, stores what each
 // matches, and keeps each rule's last pass for GET /rules and the
-// metrics. It runs on every instance, leader or not, dry-run or not: in
-// this version the rules only report. Nothing a rule file says stops it:
-// a refused file or rule is logged, shown and counted, and the others run.
+// metrics. It runs on every instance, leader or not, dry-run or not. A rule
+// whose mode is delete acts on its matches only where the instance may
+// write (act.go). Nothing a rule file says stops it: a refused file or rule
+// is logged, shown and counted, and the others run.
 package cleanup
 
 import (
@@ -68,6 +69,8 @@ type Options struct {
 	Heartbeat *liveness.Loop
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Acting is what rules that delete need; nil: every rule reports.
+	Acting *Acting
 }
 
 // Runner loads the rules and runs their passes.
@@ -91,6 +94,9 @@ type Runner struct {
 	dirErr   error
 	loadedAt time.Time
 	fileList []string
+	// capReasons is each rule's last cap reason, so that a pass held back
+	// for the same reason is audited once.
+	capReasons map[string]string
 }
 
 // ruleState is a loaded rule and its passes.
@@ -110,6 +116,8 @@ type pass struct {
 	duration          time.Duration
 	matches, findings int
 	err               error
+	// acted is what a pass of a rule that deletes did; nil otherwise.
+	acted *api.RuleActed
 }
 
 // New returns a runner; Run starts it.
@@ -123,7 +131,7 @@ func New(opts Options) *Runner {
 	if opts.PollPeriod <= 0 {
 		opts.PollPeriod = DefaultPollPeriod
 	}
-	return &Runner{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registerer)}
+	return &Runner{opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registerer), capReasons: map[string]string{}}
 }
 
 // Run loads the rules, then until ctx ends looks at the rule files every
@@ -220,12 +228,20 @@ func (r *Runner) run(ctx context.Context, st *ruleState) {
 			p.err = fmt.Errorf("%w: %w", errStore, err)
 		}
 	}
+	p.duration = r.opts.Now().Sub(start)
+	if p.err == nil && r.mayAct(rule) {
+		var err error
+		if p.acted, err = r.act(ctx, rule, start); err != nil && ctx.Err() == nil {
+			r.metrics.errors.WithLabelValues(rule.ID, "act").Inc()
+			r.log.Warn("a rule that deletes could not act on every match; the next pass tries again", "rule", rule.ID,
+				"err", err)
+		}
+	}
 	var counted map[string]db.RuleMatchCount
 	if p.err == nil {
 		// What the store kept: a match whose object went meanwhile is not.
 		counted, _ = r.opts.Store.CountRuleMatches(ctx, rule.ID)
 	}
-	p.duration = r.opts.Now().Sub(start)
 	r.metrics.passDuration.WithLabelValues(rule.ID).Observe(p.duration.Seconds())
 	r.mu.Lock()
 	st.last, st.next = p, start.Add(rule.Interval)
@@ -337,6 +353,8 @@ func (st *ruleState) info() api.RuleInfo {
 	rule := st.rule
 	info := api.RuleInfo{ID: rule.ID, Description: rule.Description, BuiltIn: rule.Source.BuiltIn,
 		File: rule.Source.File, Line: rule.Source.Line, Hash: rule.Hash, Action: string(rule.Mode),
+		Occurrences: rule.Occurrences, Propagation: rule.Propagation,
+		Limits:   api.RuleLimits{MaxCount: rule.Limits.MaxCount, MaxPercent: rule.Limits.MaxPercent},
 		Interval: rule.Interval.String(), Select: rule.Select, Params: map[string]any{},
 		Exclude: api.RuleExclude{Namespaces: nonNil(rule.Exclude.Namespaces), Labels: nonNil(rule.Exclude.Labels),
 			Names: nonNil(rule.Exclude.Names)},
@@ -344,9 +362,16 @@ func (st *ruleState) info() api.RuleInfo {
 	for k, v := range rule.Params {
 		info.Params[k] = v
 	}
+	if rule.NotifyBefore > 0 {
+		info.NotifyBefore = rule.NotifyBefore.String()
+	}
+	if !st.next.IsZero() {
+		next := st.next.UTC()
+		info.NextPassAt = &next
+	}
 	if p := st.last; p != nil {
 		info.LastPass = &api.RulePass{StartedAt: p.start.UTC(), DurationSeconds: p.duration.Seconds(),
-			Matches: p.matches, Findings: p.findings}
+			Matches: p.matches, Findings: p.findings, Acted: p.acted}
 		if p.err != nil {
 			info.LastPass.Matches, info.LastPass.Findings = 0, 0
 			info.LastPass.Error = p.err.Error()
