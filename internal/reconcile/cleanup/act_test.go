@@ -188,7 +188,9 @@ type fakeActStore struct {
 	objects    int
 }
 
-func (f *fakeActStore) ActMatches(context.Context, string) ([]db.ActMatch, error) { return f.matches, nil }
+func (f *fakeActStore) ActMatches(context.Context, string) ([]db.ActMatch, error) {
+	return f.matches, nil
+}
 func (f *fakeActStore) MarkNotified(_ context.Context, _, uid string, _ time.Time) error {
 	f.notified = append(f.notified, uid)
 	return nil
@@ -196,7 +198,9 @@ func (f *fakeActStore) MarkNotified(_ context.Context, _, uid string, _ time.Tim
 func (f *fakeActStore) ReferencedSince(_ context.Context, t api.Target, _ time.Time) (bool, error) {
 	return f.referenced[t.UID], nil
 }
-func (f *fakeActStore) CountObjectsOfKinds(context.Context, [][2]string) (int, error) { return f.objects, nil }
+func (f *fakeActStore) CountObjectsOfKinds(context.Context, [][2]string) (int, error) {
+	return f.objects, nil
+}
 func (f *fakeActStore) MatchedUIDs(context.Context, []string) (map[string]bool, error) {
 	return map[string]bool{}, nil
 }
@@ -221,7 +225,9 @@ func (f *fakeCopies) Drop(_ context.Context, uid string) error {
 	delete(f.kept, uid)
 	return nil
 }
-func (f *fakeCopies) Spared(context.Context, string, string) (map[string]bool, error) { return f.spared, nil }
+func (f *fakeCopies) Spared(context.Context, string, string) (map[string]bool, error) {
+	return f.spared, nil
+}
 
 func liveConfigMap(name, uid, rv string, labels map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
