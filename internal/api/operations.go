@@ -120,9 +120,15 @@ const (
 	GraphMaxUIDs = 1000
 )
 
+// DecidingControllers are the controllers that decide about objects and
+// hold decisions pending: those --controllers takes, and the cleanup
+// rules.
+var DecidingControllers = append(slices.Clone(Controllers), ControllerRules)
+
 // AuditControllers are the values ?controller= of /audit and /pending
-// takes: the controllers, and the names of the rows about enforcement.
-var AuditControllers = append(slices.Clone(Controllers), ControllerKubegcd, ControllerOperator)
+// takes: the deciding controllers, and the names of the rows about
+// enforcement.
+var AuditControllers = append(slices.Clone(DecidingControllers), ControllerKubegcd, ControllerOperator)
 
 // Severities lists the lint findings' severities, most severe first.
 var Severities = []Severity{SeverityError, SeverityWarning, SeverityInfo}

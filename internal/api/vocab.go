@@ -12,7 +12,8 @@ const (
 	ControllerSVGC    Controller = "svgc"
 	ControllerLCGC    Controller = "lcgc"
 	// ControllerRules is the cleanup rules' controller. It is not in
-	// Controllers yet: --controllers does not take it.
+	// Controllers: --controllers does not take it, since every instance
+	// runs the rules (DecidingControllers lists it).
 	ControllerRules Controller = "rules"
 )
 

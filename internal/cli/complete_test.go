@@ -130,7 +130,7 @@ func TestCompletionFromServer(t *testing.T) {
 		{[]string{"get", "audit", "--rule", ""}, []string{"BR-21-01\townergc", "BR-24-03\tpodgc"}},
 		{[]string{"get", "audit", "--controller", "podgc", "--rule", "BR"}, []string{"BR-24-03\tpodgc"}},
 		{[]string{"get", "lint", "--severity", ""}, []string{"error", "warning", "info"}},
-		{[]string{"get", "audit", "--controller", ""}, []string{"ownergc", "podgc", "ttl", "svgc", "lcgc", "kubegcd", "operator"}},
+		{[]string{"get", "audit", "--controller", ""}, []string{"ownergc", "podgc", "ttl", "svgc", "lcgc", "rules", "kubegcd", "operator"}},
 		{[]string{"get", "audit", "--outcome", ""}, []string{"applied", "dry-run", "failed", "conflict", "not-found", "skipped", "unknown"}},
 	}
 	for _, tt := range tests {

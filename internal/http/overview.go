@@ -17,7 +17,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every controller is listed, so that none with nothing pending looks
 	// unknown.
-	for _, c := range api.Controllers {
+	for _, c := range api.DecidingControllers {
 		if _, ok := pending[c]; !ok {
 			pending[c] = 0
 		}

@@ -37,7 +37,7 @@ func TestOverview(t *testing.T) {
 	}
 	var got api.Overview
 	getJSON(t, srv, "/overview", 200, &got)
-	if diff := cmp.Diff(map[api.Controller]int{"ownergc": 0, "podgc": 1, "ttl": 0, "svgc": 0, "lcgc": 0}, got.PendingByController); diff != "" {
+	if diff := cmp.Diff(map[api.Controller]int{"ownergc": 0, "podgc": 1, "ttl": 0, "svgc": 0, "lcgc": 0, "rules": 0}, got.PendingByController); diff != "" {
 		t.Errorf("pendingByController (-want +got):\n%s", diff)
 	}
 	total := func(bs []api.DeletionBucket) (applied, dryRun int) {

@@ -44,7 +44,7 @@ func typeEnum(t reflect.Type) *jsonschema.Schema {
 // hold pending decisions and report their passes, and the rule ids and
 // the release's status have no type of their own.
 var enums = map[string][]string{
-	"Pending.controller":    api.Strings(api.Controllers),
+	"Pending.controller":    api.Strings(api.DecidingControllers),
 	"ControllerStatus.name": api.Strings(api.Controllers),
 	"LintFinding.rule":      lintRuleIDs(),
 	"ReleaseResult.status":  {api.StatusReleased},
