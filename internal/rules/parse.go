@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -157,11 +159,11 @@ func (p *parser) fields(m *yaml.Node, at *field.Path, fn func(k, v *yaml.Node, f
 	}
 }
 
-var ruleFields = []string{"id", "description", "select", "params", "exclude", "interval",
+var ruleFields = []string{"id", "description", "select", "params", "exclude", "interval", "schedule",
 	"action", "occurrences", "limits", "notify_before", "propagation"}
 
 // overrideFields are those a file entry with a built-in's id may set.
-var overrideFields = []string{"id", "params", "exclude", "interval", "action", "occurrences", "limits", "notify_before",
+var overrideFields = []string{"id", "params", "exclude", "interval", "schedule", "action", "occurrences", "limits", "notify_before",
 	"propagation"}
 
 var paramName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -244,6 +246,9 @@ func (p *parser) rule(n *yaml.Node, at *field.Path) *Rule {
 			r.Interval = d
 		}
 	}
+	if v := values["schedule"]; v != nil {
+		p.schedule(v, r, values["interval"] != nil, at.Child("schedule"))
+	}
 	p.acting(values, r, base, at)
 	if len(p.errs) > before {
 		return nil
@@ -289,6 +294,68 @@ func (p *parser) acting(values map[string]*yaml.Node, r *Rule, base *builtin, at
 			}
 		}
 	}
+}
+
+// scheduleParser reads crontab's five fields (minute, hour, day of
+// month, month, day of week) and the descriptors @yearly, @annually,
+// @monthly, @weekly, @daily, @midnight and @hourly, each optionally after
+// CRON_TZ=Zone (or TZ=Zone). Seconds are not a field: a pass more often
+// than once a minute is interval's job, as is @every, which parseSchedule
+// refuses.
+var scheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// schedule reads a rule's schedule, which replaces its interval: one may
+// not set both.
+func (p *parser) schedule(v *yaml.Node, r *Rule, withInterval bool, at *field.Path) {
+	expr, ok := p.str(v, r.ID, at)
+	if !ok {
+		return
+	}
+	if withInterval {
+		p.fail(v, r.ID, field.Forbidden(at, "may not be set with interval: a rule has one or the other"))
+		return
+	}
+	s, err := parseSchedule(expr, time.Now())
+	if err != nil {
+		p.fail(v, r.ID, field.Invalid(at, expr, err.Error()))
+		return
+	}
+	r.Schedule, r.schedule, r.Interval = expr, s, 0
+}
+
+// parseSchedule parses a cron expression. Its times are UTC unless it
+// names a zone, so that every host reads it alike. It refuses an
+// expression with no time in the five years after now.
+func parseSchedule(expr string, now time.Time) (*schedule, error) {
+	zoned := strings.HasPrefix(expr, "CRON_TZ=") || strings.HasPrefix(expr, "TZ=")
+	if zoned {
+		// The library slices the zone up to a space, and panics without one.
+		_, zoneAndFields, _ := strings.Cut(expr, "=")
+		zone, fields, _ := strings.Cut(zoneAndFields, " ")
+		if zone == "" || strings.TrimSpace(fields) == "" {
+			return nil, errors.New("must be CRON_TZ=, a time zone, a space and the fields (CRON_TZ=Europe/Paris 0 2 * * 0)")
+		}
+	}
+	parsed, err := scheduleParser.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("must be a cron expression: %w", err)
+	}
+	spec, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
+		// @every: a constant delay, not a time of the clock.
+		return nil, errors.New("must be a time of the clock, not @every: set interval instead")
+	}
+	s := &schedule{spec: *spec, loc: spec.Location}
+	if !zoned {
+		// Without a zone the library takes the time it is given as the
+		// local time (cron's habit); a rule file says the same everywhere.
+		s.loc = time.UTC
+	}
+	s.spec.Location = time.UTC
+	if s.next(now).IsZero() {
+		return nil, errors.New("no time matches it in the next five years")
+	}
+	return s, nil
 }
 
 func (p *parser) params(n *yaml.Node, r *Rule, base *builtin, at *field.Path) {

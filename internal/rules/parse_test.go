@@ -150,7 +150,7 @@ func TestParseErrors(t *testing.T) {
 			want: []string{
 				`f.yaml:4: rules[1].id: Invalid value: "Bad_ID": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
 				`f.yaml:6: rules[1].interval: Invalid value: "5x": must be a duration such as 90s, 15m, 24h, 7d or 1w`,
-				`f.yaml:9: rules[2].colour: unknown field (known: id, description, select, params, exclude, interval, action, occurrences, limits, notify_before, propagation)`,
+				`f.yaml:9: rules[2].colour: unknown field (known: id, description, select, params, exclude, interval, schedule, action, occurrences, limits, notify_before, propagation)`,
 				`f.yaml:7: rules[2].id: Required value`,
 				`f.yaml:8: rules[2].interval: Invalid value: "0s": must be at least 1s`,
 				`f.yaml:11: rules[3].select: Required value: one SELECT over the rules' views`,
@@ -188,11 +188,69 @@ func TestParseErrors(t *testing.T) {
 `,
 			wantIDs: []string{"finished-jobs"},
 			want: []string{
-				`f.yaml:4: rules[0].description: Forbidden: unused-configmaps is a built-in rule: an entry with its id may set only params, exclude, interval, action, occurrences, limits, notify_before, propagation`,
-				`f.yaml:3: rules[0].select: Forbidden: unused-configmaps is a built-in rule: an entry with its id may set only params, exclude, interval, action, occurrences, limits, notify_before, propagation`,
+				`f.yaml:4: rules[0].description: Forbidden: unused-configmaps is a built-in rule: an entry with its id may set only params, exclude, interval, schedule, action, occurrences, limits, notify_before, propagation`,
+				`f.yaml:3: rules[0].select: Forbidden: unused-configmaps is a built-in rule: an entry with its id may set only params, exclude, interval, schedule, action, occurrences, limits, notify_before, propagation`,
 				`f.yaml:5: rules[0].params.grace: Invalid value: "7": must be a duration such as 90s, 15m, 24h, 7d or 1w`,
 				`f.yaml:5: rules[0].params.other: Unsupported value: "other": supported values: "grace"`,
 				`f.yaml:10: rules[2].action: Forbidden: dangling-references reports; it matches what refers to a missing object, not garbage`,
+			},
+		},
+		{
+			name: "schedules",
+			file: `rules:
+- id: daily
+  select: SELECT uid FROM objects
+  schedule: "CRON_TZ=Europe/Paris @daily"
+- id: both
+  select: SELECT uid FROM objects
+  interval: 1h
+  schedule: "0 2 * * *"
+- id: seconds
+  select: SELECT uid FROM objects
+  schedule: "0 0 2 * * *"
+- id: out-of-range
+  select: SELECT uid FROM objects
+  schedule: "61 2 * * *"
+- id: no-zone
+  select: SELECT uid FROM objects
+  schedule: "CRON_TZ=Mars/Olympus 0 2 * * *"
+- id: zone-alone
+  select: SELECT uid FROM objects
+  schedule: "CRON_TZ=Europe/Paris"
+- id: every
+  select: SELECT uid FROM objects
+  schedule: "@every 1h"
+- id: unknown-descriptor
+  select: SELECT uid FROM objects
+  schedule: "@fortnightly"
+- id: never
+  select: SELECT uid FROM objects
+  schedule: "0 0 30 2 *"
+- id: empty
+  select: SELECT uid FROM objects
+  schedule: ""
+- id: nothing
+  select: SELECT uid FROM objects
+  schedule:
+- id: finished-jobs
+  schedule: "CRON_TZ=Europe/Paris 0 2 * * 0"
+- id: unused-secrets
+  interval: 1h
+  schedule: "@weekly"
+`,
+			wantIDs: []string{"daily", "finished-jobs"},
+			want: []string{
+				`f.yaml:8: rules[1].schedule: Forbidden: may not be set with interval: a rule has one or the other`,
+				`f.yaml:11: rules[2].schedule: Invalid value: "0 0 2 * * *": must be a cron expression: expected exactly 5 fields, found 6: [0 0 2 * * *]`,
+				`f.yaml:14: rules[3].schedule: Invalid value: "61 2 * * *": must be a cron expression: end of range (61) above maximum (59): 61`,
+				`f.yaml:17: rules[4].schedule: Invalid value: "CRON_TZ=Mars/Olympus 0 2 * * *": must be a cron expression: provided bad location Mars/Olympus: unknown time zone Mars/Olympus`,
+				`f.yaml:20: rules[5].schedule: Invalid value: "CRON_TZ=Europe/Paris": must be CRON_TZ=, a time zone, a space and the fields (CRON_TZ=Europe/Paris 0 2 * * 0)`,
+				`f.yaml:23: rules[6].schedule: Invalid value: "@every 1h": must be a time of the clock, not @every: set interval instead`,
+				`f.yaml:26: rules[7].schedule: Invalid value: "@fortnightly": must be a cron expression: unrecognized descriptor: @fortnightly`,
+				`f.yaml:29: rules[8].schedule: Invalid value: "0 0 30 2 *": no time matches it in the next five years`,
+				`f.yaml:32: rules[9].schedule: Invalid value: "": must be a cron expression: empty spec string`,
+				`f.yaml:35: rules[10].schedule: Invalid value: "null": must be a string`,
+				`f.yaml:40: rules[12].schedule: Forbidden: may not be set with interval: a rule has one or the other`,
 			},
 		},
 		{
