@@ -138,7 +138,8 @@ test-e2e: build kube-bins $(BIN)/kwok chromium ## run the end-to-end and integra
 # `make fuzz FUZZTIME=10m` for as long as asked. A failing input is kept
 # under the package's testdata/fuzz/, where the plain tests replay it.
 FUZZ_TARGETS  := internal/http:FuzzQueryParameters internal/http:FuzzRequestMetrics internal/http:FuzzDOTQuote internal/gcrules:FuzzClassify \
-	internal/app:FuzzConfigFile internal/cli:FuzzParseObjectRef internal/cli:FuzzHumanOutputHasNoControl internal/cmdline:FuzzPrintable
+	internal/app:FuzzConfigFile internal/cli:FuzzParseObjectRef internal/cli:FuzzHumanOutputHasNoControl internal/cmdline:FuzzPrintable \
+	internal/rules:FuzzSchedule
 FUZZTIME      ?= 1m
 TEST_FUZZTIME ?= 5s
 

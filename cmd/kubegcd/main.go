@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// Rule schedules name time zones (CRON_TZ=); a host without tzdata
+	// still reads them.
+	_ "time/tzdata"
 
 	"github.com/kubegcd/kubegcd/internal/app"
 	"github.com/kubegcd/kubegcd/internal/cli"

@@ -51,8 +51,12 @@ type RuleInfo struct {
 	// When the rule's next pass is due; absent while none is (before the
 	// mirror first syncs).
 	NextPassAt *time.Time `json:"nextPassAt,omitempty"`
-	// The time between two passes, as a Go duration such as 5m0s.
-	Interval string `json:"interval"`
+	// The time between two passes, as a Go duration such as 5m0s; absent
+	// when the rule has a schedule.
+	Interval string `json:"interval,omitempty"`
+	// The cron expression whose times start the rule's passes, instead of
+	// an interval; absent when it has none.
+	Schedule string `json:"schedule,omitempty"`
 	// The rule's SQL: one SELECT over the rules' views (docs/rules.md).
 	Select string `json:"select"`
 	// The parameters bound by name (:grace), as the file wrote them; {} when

@@ -51,23 +51,20 @@ func rulesTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, 0, err
 	}
-	header := []string{"ID", "SOURCE", "ACTION", "INTERVAL", "MATCHES", "LAST PASS", "ERROR"}
+	header := []string{"ID", "SOURCE", "ACTION", "PASSES", "CAP", "MATCHES", "LAST PASS", "OUTCOME", "ERROR"}
 	if f.output == outWide {
 		header = append(header, "FINDINGS", "DURATION", "HASH", "DESCRIPTION")
 	}
 	t := newTable(header...)
 	for _, r := range a.Items {
-		interval := r.Interval
-		if d, err := time.ParseDuration(r.Interval); err == nil {
-			interval = shortDuration(d)
-		}
-		last, errText, took := "<never>", "<none>", "<none>"
+		last, outcome, errText, took := "<never>", "<none>", "<none>", "<none>"
 		if p := r.LastPass; p != nil {
 			last = ago(&p.StartedAt, now)
-			errText = orNone(p.Error)
+			outcome, errText = passOutcome(p), orNone(p.Error)
 			took = (time.Duration(p.DurationSeconds * float64(time.Second))).Round(time.Millisecond).String()
 		}
-		cells := []string{r.ID, ruleSource(r), r.Action, interval, strconv.Itoa(r.Matches), last, errText}
+		cells := []string{r.ID, ruleSource(r), r.Action, rulePasses(r), ruleCap(r.Limits), strconv.Itoa(r.Matches), last,
+			outcome, errText}
 		if f.output == outWide {
 			cells = append(cells, strconv.Itoa(r.Findings), took, shortHash(r.Hash), r.Description)
 		}
@@ -82,13 +79,76 @@ func rulesTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
 		if e.Field != "" {
 			detail = e.Field + ": " + detail
 		}
-		cells := []string{orNone(e.Rule), source, "<none>", "<none>", "<none>", "<never>", "refused: " + detail}
+		cells := []string{orNone(e.Rule), source, "<none>", "<none>", "<none>", "<none>", "<never>", "<none>",
+			"refused: " + detail}
 		if f.output == outWide {
 			cells = append(cells, "<none>", "<none>", "<none>", "<none>")
 		}
 		t.add(cells...)
 	}
 	return t, len(a.Items) + len(a.Errors), nil
+}
+
+// rulePasses says when a rule makes its passes: "every 5m", or its
+// schedule's cron expression.
+func rulePasses(r api.RuleInfo) string {
+	if r.Schedule != "" {
+		return r.Schedule
+	}
+	if d, err := time.ParseDuration(r.Interval); err == nil {
+		return "every " + shortDuration(d)
+	}
+	return orNone(r.Interval)
+}
+
+// ruleCap is a rule's limits in a few words: "10", "5%", "10, 5%".
+func ruleCap(l api.RuleLimits) string {
+	var parts []string
+	if l.MaxCount > 0 {
+		parts = append(parts, strconv.Itoa(l.MaxCount))
+	}
+	if l.MaxPercent > 0 {
+		parts = append(parts, strconv.FormatFloat(l.MaxPercent, 'f', -1, 64)+"%")
+	}
+	if len(parts) == 0 {
+		return "<none>"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// passOutcome is what a rule's last pass came to, in a few words:
+// "reported" for a rule that reports, what a rule that deletes did
+// otherwise.
+func passOutcome(p *api.RulePass) string {
+	a := p.Acted
+	switch {
+	case p.Error != "":
+		return "failed"
+	case a == nil:
+		return "reported"
+	case a.Capped != "":
+		return "capped"
+	}
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, what+" "+strconv.Itoa(n))
+		}
+	}
+	add(a.Deleted, "deleted")
+	add(a.DryRun, "dry-run")
+	add(a.Notified, "notified")
+	add(a.Waiting, "waiting")
+	skipped := 0
+	for _, n := range a.Skipped {
+		skipped += n
+	}
+	add(skipped, "left")
+	add(a.Failed, "failed")
+	if len(parts) == 0 {
+		return "nothing due"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // shortDuration is d as people write it: 5m rather than 5m0s.

@@ -92,15 +92,15 @@ func TestGetRules(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"get", "rules"}, `ID                  SOURCE     ACTION   INTERVAL   MATCHES   LAST PASS   ERROR
-unused-configmaps   built-in   report   5m         2         2d18h ago   <none>
-named-a             a.yaml:2   report   1m         0         <never>     <none>
-bad                 a.yaml:7   <none>   <none>     <none>    <never>     refused: rules[1].select: not allowed: ATTACH
+		{[]string{"get", "rules"}, `ID                  SOURCE     ACTION   PASSES     CAP      MATCHES   LAST PASS   OUTCOME    ERROR
+unused-configmaps   built-in   report   every 5m   <none>   2         2d18h ago   reported   <none>
+named-a             a.yaml:2   report   every 1m   <none>   0         <never>     <none>     <none>
+bad                 a.yaml:7   <none>   <none>     <none>   <none>    <never>     <none>     refused: rules[1].select: not allowed: ATTACH
 `},
-		{[]string{"get", "rules", "-o", "wide"}, `ID                  SOURCE     ACTION   INTERVAL   MATCHES   LAST PASS   ERROR                                           FINDINGS   DURATION   HASH     DESCRIPTION
-unused-configmaps   built-in   report   5m         2         2d18h ago   <none>                                          0          0s         h1       
-named-a             a.yaml:2   report   1m         0         <never>     <none>                                          0          <none>     h2       
-bad                 a.yaml:7   <none>   <none>     <none>    <never>     refused: rules[1].select: not allowed: ATTACH   <none>     <none>     <none>   <none>
+		{[]string{"get", "rules", "-o", "wide"}, `ID                  SOURCE     ACTION   PASSES     CAP      MATCHES   LAST PASS   OUTCOME    ERROR                                           FINDINGS   DURATION   HASH     DESCRIPTION
+unused-configmaps   built-in   report   every 5m   <none>   2         2d18h ago   reported   <none>                                          0          0s         h1       
+named-a             a.yaml:2   report   every 1m   <none>   0         <never>     <none>     <none>                                          0          <none>     h2       
+bad                 a.yaml:7   <none>   <none>     <none>   <none>    <never>     <none>     refused: rules[1].select: not allowed: ATTACH   <none>     <none>     <none>   <none>
 `},
 	} {
 		code, out, errb := runRulesCLI(t, srv, nil, Local{}, tc.args...)
@@ -295,5 +295,37 @@ func TestWhyReferencesAndRules(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "\nReferenced by: nothing now; last referenced 120m ago\n") {
 		t.Errorf("why does not say when it was last referenced:\n%s", b.String())
+	}
+}
+
+// The PASSES, CAP and OUTCOME cells of get rules, for rules that delete.
+func TestRuleCells(t *testing.T) {
+	tests := []struct {
+		name string
+		rule api.RuleInfo
+		pass *api.RulePass
+		want [3]string
+	}{
+		{"a schedule", api.RuleInfo{Schedule: "CRON_TZ=Europe/Paris 0 2 * * 0"}, &api.RulePass{},
+			[3]string{"CRON_TZ=Europe/Paris 0 2 * * 0", "<none>", "reported"}},
+		{"capped", api.RuleInfo{Interval: "1h0m0s", Limits: api.RuleLimits{MaxCount: 10, MaxPercent: 2.5}},
+			&api.RulePass{Acted: &api.RuleActed{Capped: "30 objects due"}}, [3]string{"every 1h", "10, 2.5%", "capped"}},
+		{"acted", api.RuleInfo{Interval: "30s", Limits: api.RuleLimits{MaxPercent: 5}},
+			&api.RulePass{Acted: &api.RuleActed{Deleted: 3, Notified: 1, Skipped: map[string]int{"changed": 1, "gone": 1}}},
+			[3]string{"every 30s", "5%", "deleted 3, notified 1, left 2"}},
+		{"dry-run", api.RuleInfo{Interval: "5m0s"}, &api.RulePass{Acted: &api.RuleActed{DryRun: 4}},
+			[3]string{"every 5m", "<none>", "dry-run 4"}},
+		{"nothing due", api.RuleInfo{Interval: "5m0s"}, &api.RulePass{Acted: &api.RuleActed{}},
+			[3]string{"every 5m", "<none>", "nothing due"}},
+		{"failed", api.RuleInfo{Interval: "5m0s"}, &api.RulePass{Error: "over the time limit"},
+			[3]string{"every 5m", "<none>", "failed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := [3]string{rulePasses(tt.rule), ruleCap(tt.rule.Limits), passOutcome(tt.pass)}
+			if got != tt.want {
+				t.Errorf("cells = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

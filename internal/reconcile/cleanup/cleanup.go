@@ -244,7 +244,7 @@ func (r *Runner) run(ctx context.Context, st *ruleState) {
 	}
 	r.metrics.passDuration.WithLabelValues(rule.ID).Observe(p.duration.Seconds())
 	r.mu.Lock()
-	st.last, st.next = p, start.Add(rule.Interval)
+	st.last, st.next = p, rule.NextPass(start)
 	if p.err == nil {
 		st.matchedAt = start
 		st.count = db.RuleMatchCount{Matches: p.matches, Findings: p.findings}
@@ -355,7 +355,7 @@ func (st *ruleState) info() api.RuleInfo {
 		File: rule.Source.File, Line: rule.Source.Line, Hash: rule.Hash, Action: string(rule.Mode),
 		Occurrences: rule.Occurrences, Propagation: rule.Propagation,
 		Limits:   api.RuleLimits{MaxCount: rule.Limits.MaxCount, MaxPercent: rule.Limits.MaxPercent},
-		Interval: rule.Interval.String(), Select: rule.Select, Params: map[string]any{},
+		Schedule: rule.Schedule, Select: rule.Select, Params: map[string]any{},
 		Exclude: api.RuleExclude{Namespaces: nonNil(rule.Exclude.Namespaces), Labels: nonNil(rule.Exclude.Labels),
 			Names: nonNil(rule.Exclude.Names)},
 		Matches: st.count.Matches, Findings: st.count.Findings}
@@ -364,6 +364,9 @@ func (st *ruleState) info() api.RuleInfo {
 	}
 	if rule.NotifyBefore > 0 {
 		info.NotifyBefore = rule.NotifyBefore.String()
+	}
+	if rule.Schedule == "" {
+		info.Interval = rule.Interval.String()
 	}
 	if !st.next.IsZero() {
 		next := st.next.UTC()

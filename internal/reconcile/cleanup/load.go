@@ -133,6 +133,9 @@ func (r *Runner) apply(ctx context.Context, set *rules.Set, fromDir bool) {
 			}
 			delete(prev, rule.ID)
 		}
+		if st.next.IsZero() && rule.Schedule != "" {
+			st.next = rule.NextPass(r.opts.Now()) // a scheduled rule waits for its first time
+		}
 		states = append(states, st)
 		ids = append(ids, rule.ID)
 	}
