@@ -31,7 +31,9 @@ type StoredMatch struct {
 // already held keeps its since and counts one more pass; a new one starts
 // at at; one the pass no longer returned is deleted. A UID the mirror no
 // longer holds is left out. Each match keeps the resourceVersion the
-// mirror holds now, which a rule that deletes checks live.
+// mirror holds now, which a rule that deletes checks live. A match whose
+// object changed since the last pass starts again at at, with one pass
+// and no notice: a rule acts only on what held still for its passes.
 func (d Rules) ReplaceRuleMatches(ctx context.Context, ruleID string, matches []RuleMatch, at time.Time) error {
 	return d.inWriteTx(ctx, opRuleMatches, func(tx *sql.Tx) error {
 		held := map[string]bool{}
@@ -40,9 +42,14 @@ func (d Rules) ReplaceRuleMatches(ctx context.Context, ruleID string, matches []
 		if err != nil {
 			return err
 		}
-		update, err := tx.PrepareContext(ctx, `UPDATE rule_matches SET reason = ?1, finding = ?2, passes = passes + 1,
-			resource_version = coalesce((SELECT resource_version FROM objects WHERE uid = ?4), resource_version)
-			WHERE rule_id = ?3 AND uid = ?4`)
+		// A match whose object changed since the last pass starts again:
+		// its passes, its since and its notice.
+		update, err := tx.PrepareContext(ctx, `UPDATE rule_matches AS m SET reason = ?1, finding = ?2,
+			passes = CASE WHEN o.resource_version = m.resource_version THEN m.passes + 1 ELSE 1 END,
+			since = CASE WHEN o.resource_version = m.resource_version THEN m.since ELSE ?5 END,
+			notified_at = CASE WHEN o.resource_version = m.resource_version THEN m.notified_at END,
+			resource_version = o.resource_version
+			FROM objects AS o WHERE o.uid = m.uid AND m.rule_id = ?3 AND m.uid = ?4`)
 		if err != nil {
 			return err
 		}
@@ -63,7 +70,7 @@ func (d Rules) ReplaceRuleMatches(ctx context.Context, ruleID string, matches []
 			done[m.UID] = true
 			if held[m.UID] {
 				delete(held, m.UID)
-				_, err = update.ExecContext(ctx, m.Reason, m.Finding, ruleID, m.UID)
+				_, err = update.ExecContext(ctx, m.Reason, m.Finding, ruleID, m.UID, since)
 			} else {
 				_, err = insert.ExecContext(ctx, ruleID, m.UID, m.Reason, m.Finding, since)
 			}

@@ -31,7 +31,7 @@ func TestActMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := d.Rules()
-	pass := time.Now().UTC().Add(-time.Minute)
+	pass := time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond)
 	if err := rules.ReplaceRuleMatches(ctx, "r", []RuleMatch{{UID: "u1", Reason: "unused"}, {UID: "u2", Finding: true}},
 		pass); err != nil {
 		t.Fatal(err)
@@ -56,15 +56,30 @@ func TestActMatches(t *testing.T) {
 	if err := rules.MarkNotified(ctx, "r", "u1", noticed); err != nil {
 		t.Fatal(err)
 	}
-	if err := rules.ReplaceRuleMatches(ctx, "r", []RuleMatch{{UID: "u1", Reason: "unused"}}, pass.Add(time.Second)); err != nil {
+	second := pass.Add(time.Second)
+	if err := rules.ReplaceRuleMatches(ctx, "r", []RuleMatch{{UID: "u1", Reason: "unused"}}, second); err != nil {
 		t.Fatal(err)
 	}
 	got, err = rules.ActMatches(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := got[0]; g.ResourceVersion != "11" || g.Passes != 2 || g.NotifiedAt == nil || !g.NotifiedAt.Equal(noticed) {
-		t.Fatalf("after a second pass: %+v, want version 11, two passes, noticed at %v", g, noticed)
+	if g := got[0]; g.ResourceVersion != "11" || g.Passes != 1 || !g.Since.Equal(second) || g.NotifiedAt != nil {
+		t.Fatalf("after a pass that found the object changed: %+v, want version 11 and a new start: one pass "+
+			"since %v, no notice", g, second)
+	}
+	if err := rules.MarkNotified(ctx, "r", "u1", noticed); err != nil {
+		t.Fatal(err)
+	}
+	if err := rules.ReplaceRuleMatches(ctx, "r", []RuleMatch{{UID: "u1", Reason: "unused"}}, pass.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = rules.ActMatches(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if g := got[0]; g.ResourceVersion != "11" || g.Passes != 2 || !g.Since.Equal(second) || g.NotifiedAt == nil ||
+		!g.NotifiedAt.Equal(noticed) {
+		t.Fatalf("after an unchanged pass: %+v, want two passes since %v, noticed at %v", g, second, noticed)
 	}
 
 	target := api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "one", UID: "u1"}
