@@ -36,7 +36,8 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	want := []string{"KubegcdDeletionStalled", "KubegcdNamespaceTerminatingTooLong", "KubegcdGarbageCollectorIdle",
-		"KubegcdEnforcementPaused", "KubegcdCleanupRuleRefused", "KubegcdCleanupRuleFailing", "KubegcdLeaseCandidateExpired"}
+		"KubegcdEnforcementPaused", "KubegcdCleanupRuleRefused", "KubegcdCleanupRuleFailing", "KubegcdCleanupRuleCapped",
+		"KubegcdLeaseCandidateExpired"}
 	if !slices.Equal(alerts, want) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}
