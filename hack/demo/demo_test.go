@@ -218,11 +218,13 @@ func compareMirror(ctx context.Context, d demo, meta metadata.Interface) error {
 	return nil
 }
 
-// checkPending polls /pending until every PodGC pass and the TTL controller
+// checkPending polls /pending until every PodGC pass, the TTL controller and
+// the ttl-expired rule
 // show a decision about the seeded objects, or mirrorTimeout passes.
 func checkPending(ctx context.Context, d demo) error {
 	want := map[string]bool{"podgc BR-24-01": true, "podgc BR-24-02": true, "podgc BR-24-03": true, "podgc KG-24-01": true,
-		"ttl BR-19-01": true, "ownergc BR-21-01": true, "svgc KG-06-01": true, "svgc KG-06-02": true}
+		"ttl BR-19-01": true, "ownergc BR-21-01": true, "svgc KG-06-01": true, "svgc KG-06-02": true,
+		"rules ttl-expired": true}
 	deadline := time.Now().Add(mirrorTimeout)
 	for {
 		b, err := testcluster.HTTPGet(ctx, d.URL+"/pending")

@@ -43,7 +43,7 @@ func loadDemoRules(ctx context.Context, dir string) ([]*rules.Rule, error) {
 }
 
 // TestDemoRules: the demo's rules file loads, and overrides each unused-*
-// built-in and nothing else.
+// built-in and ttl-expired, which it sets to delete, and nothing else.
 func TestDemoRules(t *testing.T) {
 	rs, err := loadDemoRules(context.Background(), t.TempDir())
 	if err != nil {
@@ -59,9 +59,14 @@ func TestDemoRules(t *testing.T) {
 	if want := slices.Sorted(maps.Keys(seededMatches)); !slices.Equal(slices.Sorted(slices.Values(ids)), want) {
 		t.Errorf("rules %v, want the built-ins %v", ids, want)
 	}
-	want := []string{"unused-configmaps", "unused-secrets", "unused-pvcs", "unused-serviceaccounts"}
+	want := []string{"unused-configmaps", "unused-secrets", "unused-pvcs", "unused-serviceaccounts", "ttl-expired"}
 	if !slices.Equal(overridden, want) {
 		t.Errorf("overridden %v, want %v", overridden, want)
+	}
+	for _, r := range rs {
+		if (r.Mode == rules.ModeDelete) != (r.ID == "ttl-expired") {
+			t.Errorf("%s: mode %s; only ttl-expired deletes", r.ID, r.Mode)
+		}
 	}
 }
 
