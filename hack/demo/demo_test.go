@@ -219,8 +219,8 @@ func compareMirror(ctx context.Context, d demo, meta metadata.Interface) error {
 }
 
 // checkPending polls /pending until every PodGC pass, the TTL controller and
-// the ttl-expired rule
-// show a decision about the seeded objects, or mirrorTimeout passes.
+// the ttl-expired rule show a decision about the seeded objects, or
+// mirrorTimeout passes.
 func checkPending(ctx context.Context, d demo) error {
 	want := map[string]bool{"podgc BR-24-01": true, "podgc BR-24-02": true, "podgc BR-24-03": true, "podgc KG-24-01": true,
 		"ttl BR-19-01": true, "ownergc BR-21-01": true, "svgc KG-06-01": true, "svgc KG-06-02": true,
