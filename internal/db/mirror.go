@@ -211,13 +211,13 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		n, _ := res.RowsAffected()
 		updated = n == 1
 	}
-	extractedChanged := false
+	extractedChanged, fresh := false, false
 	if !updated {
 		stored, err := s.extracted.storedHash(ctx, o.UID)
 		if err != nil {
 			return false, err
 		}
-		extractedChanged = !sameHash(stored, hash)
+		extractedChanged, fresh = !sameHash(stored, hash), !stored.Valid
 		if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
 			o.ResourceVersion, formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp),
 			ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch, hash); err != nil {
@@ -230,7 +230,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		}
 	}
 	if extractedChanged {
-		if err := s.extracted.write(ctx, o); err != nil {
+		if err := s.extracted.write(ctx, o, fresh); err != nil {
 			return false, err
 		}
 	}

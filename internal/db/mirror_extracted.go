@@ -178,6 +178,13 @@ const (
 	sqlAddRef = `INSERT INTO refs (referrer_uid, target_group, target_kind, target_namespace, target_name, via,
 			optional, prefix)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	// The history of a target a reference was added to: its first and last
+	// reference. One row per target and transaction, however many
+	// referrers the transaction adds (a Deployment's pods).
+	sqlTouchRefHistory = `INSERT INTO ref_history (target_group, target_kind, target_namespace, target_name, prefix,
+			first_referenced, last_referenced)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+		ON CONFLICT DO UPDATE SET last_referenced = excluded.last_referenced`
 	sqlDropRef = `DELETE FROM refs WHERE referrer_uid = ? AND target_group = ? AND target_kind = ?
 		AND target_namespace = ? AND target_name = ? AND via = ?`
 	// An optional that changed is updated in place: no trigger fires, and
@@ -206,7 +213,8 @@ const (
 
 // extractedQueries are the statements of extractedStatements, by index.
 var extractedQueries = [...]string{
-	xStoredHash: sqlStoredHash, xRefsOf: sqlRefsOf, xAddRef: sqlAddRef, xDropRef: sqlDropRef,
+	xStoredHash: sqlStoredHash, xRefsOf: sqlRefsOf, xAddRef: sqlAddRef, xTouchRefHistory: sqlTouchRefHistory,
+	xDropRef: sqlDropRef,
 	xSetRefOptional: sqlSetRefOptional, xDropLabels: sqlDropLabels, xAddLabel: sqlAddLabel,
 	xDropAnnotations: sqlDropAnnotations, xAddAnnotation: sqlAddAnnotation, xUpsertJob: sqlUpsertJob,
 	xUpsertCronJob: sqlUpsertCronJob, xUpsertSecret: sqlUpsertSecret, xUpsertPVC: sqlUpsertPVC,
@@ -217,6 +225,7 @@ const (
 	xStoredHash = iota
 	xRefsOf
 	xAddRef
+	xTouchRefHistory
 	xDropRef
 	xSetRefOptional
 	xDropLabels
@@ -238,6 +247,15 @@ type extractedStatements struct {
 	d     *core
 	tx    *sql.Tx
 	stmts [xCount]*sql.Stmt
+	// touched are the targets whose history this transaction recorded a
+	// reference to.
+	touched map[histKey]bool
+}
+
+// histKey is a row of ref_history by its primary key.
+type histKey struct {
+	group, kind, namespace, name string
+	prefix                       bool
 }
 
 func (x *extractedStatements) exec(ctx context.Context, i int, args ...any) (sql.Result, error) {
@@ -273,15 +291,16 @@ func (x *extractedStatements) storedHash(ctx context.Context, uid string) (sql.N
 	return h, nil
 }
 
-// write replaces the extracted rows of o with what o holds.
-func (x *extractedStatements) write(ctx context.Context, o *Object) error {
-	if err := x.writeRefs(ctx, o); err != nil {
+// write replaces the extracted rows of o with what o holds. fresh says
+// that none are stored (no extracted hash): nothing is read or dropped.
+func (x *extractedStatements) write(ctx context.Context, o *Object, fresh bool) error {
+	if err := x.writeRefs(ctx, o, fresh); err != nil {
 		return err
 	}
-	if err := x.replaceKeys(ctx, o.UID, xDropLabels, xAddLabel, o.Labels); err != nil {
+	if err := x.replaceKeys(ctx, o.UID, xDropLabels, xAddLabel, o.Labels, fresh); err != nil {
 		return err
 	}
-	if err := x.replaceKeys(ctx, o.UID, xDropAnnotations, xAddAnnotation, o.Annotations); err != nil {
+	if err := x.replaceKeys(ctx, o.UID, xDropAnnotations, xAddAnnotation, o.Annotations, fresh); err != nil {
 		return err
 	}
 	var err error
@@ -304,9 +323,12 @@ func (x *extractedStatements) write(ctx context.Context, o *Object) error {
 	return err
 }
 
-func (x *extractedStatements) replaceKeys(ctx context.Context, uid string, drop, add int, kvs []KeyValue) error {
-	if _, err := x.exec(ctx, drop, uid); err != nil {
-		return err
+func (x *extractedStatements) replaceKeys(ctx context.Context, uid string, drop, add int, kvs []KeyValue,
+	fresh bool) error {
+	if !fresh {
+		if _, err := x.exec(ctx, drop, uid); err != nil {
+			return err
+		}
 	}
 	for _, kv := range kvs {
 		if _, err := x.exec(ctx, add, uid, kv.Key, kv.Value); err != nil {
@@ -324,10 +346,13 @@ type refFlags struct{ optional, prefix bool }
 // writeRefs brings o's rows of refs to o.Refs and touches only the rows
 // that differ: the triggers of refs record a reference added or dropped in
 // ref_history, and a reference kept must not count as either.
-func (x *extractedStatements) writeRefs(ctx context.Context, o *Object) error {
-	stored, err := x.storedRefs(ctx, o.UID)
-	if err != nil {
-		return err
+func (x *extractedStatements) writeRefs(ctx context.Context, o *Object, fresh bool) error {
+	stored := map[refKey]refFlags{}
+	if !fresh {
+		var err error
+		if stored, err = x.storedRefs(ctx, o.UID); err != nil {
+			return err
+		}
 	}
 	var add, setOptional []Ref
 	seen := make(map[refKey]bool, len(o.Refs))
@@ -366,8 +391,28 @@ func (x *extractedStatements) writeRefs(ctx context.Context, o *Object) error {
 			r.Prefix); err != nil {
 			return err
 		}
+		if err := x.touchHistory(ctx, r); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// touchHistory records in ref_history that a reference to r's target was
+// added now, once per target and transaction. The trigger refs_removed
+// records a reference dropped, by any path.
+func (x *extractedStatements) touchHistory(ctx context.Context, r Ref) error {
+	k := histKey{r.Group, r.Kind, r.Namespace, r.Name, r.Prefix}
+	if x.touched[k] {
+		return nil
+	}
+	if x.touched == nil {
+		x.touched = map[histKey]bool{}
+	}
+	x.touched[k] = true
+	now := time.Now()
+	_, err := x.exec(ctx, xTouchRefHistory, r.Group, r.Kind, r.Namespace, r.Name, r.Prefix, formatTime(&now))
+	return err
 }
 
 // storedRefs reads the rows of refs of the referrer uid.
