@@ -214,7 +214,7 @@ const (
 // extractedQueries are the statements of extractedStatements, by index.
 var extractedQueries = [...]string{
 	xStoredHash: sqlStoredHash, xRefsOf: sqlRefsOf, xAddRef: sqlAddRef, xTouchRefHistory: sqlTouchRefHistory,
-	xDropRef: sqlDropRef,
+	xDropRef:        sqlDropRef,
 	xSetRefOptional: sqlSetRefOptional, xDropLabels: sqlDropLabels, xAddLabel: sqlAddLabel,
 	xDropAnnotations: sqlDropAnnotations, xAddAnnotation: sqlAddAnnotation, xUpsertJob: sqlUpsertJob,
 	xUpsertCronJob: sqlUpsertCronJob, xUpsertSecret: sqlUpsertSecret, xUpsertPVC: sqlUpsertPVC,
