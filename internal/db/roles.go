@@ -31,6 +31,9 @@ package db
 //     a rule is one SELECT (rules_sql.go), and what a rule that deletes
 //     reads of its matches (rules_act.go). references.go reads the
 //     references around one object for Objects.
+//   - Copies (copies.go) keeps the copies of deleted objects that a
+//     restore re-creates them from, and the objects restored that a rule
+//     spares.
 //
 // The roles share the rows of types.go. fields.go encodes their columns,
 // and stmt.go and snapshot.go run their statements. A role is a value that
@@ -74,12 +77,13 @@ type SVGC struct{ Objects }
 type LCGC struct{ Objects }
 
 // Reads is every read the HTTP API makes: Objects, History, Decisions,
-// and the rules' matches of Rules.
+// the rules' matches of Rules, and the deleted objects' copies of Copies.
 type Reads struct {
 	Objects
 	History
 	Decisions
 	Rules
+	Copies
 }
 
 // Mirror is ingestion's role.
@@ -114,7 +118,7 @@ func (d *DB) LCGC() LCGC { return LCGC{Objects{d.core}} }
 
 // Reads is the HTTP API's role.
 func (d *DB) Reads() Reads {
-	return Reads{Objects{d.core}, History{d.core}, Decisions{d.core}, Rules{d.core}}
+	return Reads{Objects{d.core}, History{d.core}, Decisions{d.core}, Rules{d.core}, Copies{d.core}}
 }
 
 // Rules is what the cleanup rules read and write: their sandbox
@@ -123,3 +127,10 @@ type Rules struct{ *core }
 
 // Rules is the cleanup rules' role.
 func (d *DB) Rules() Rules { return Rules{d.core} }
+
+// Copies keeps the copies of the objects kubegcd deleted, and what
+// restores record: which object a copy became, which rule spares it.
+type Copies struct{ *core }
+
+// Copies is the role of the deleted objects' copies.
+func (d *DB) Copies() Copies { return Copies{d.core} }

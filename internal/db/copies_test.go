@@ -1,0 +1,302 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubegcd/kubegcd/internal/api"
+)
+
+var copyT0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// copyOf is a copy of a ConfigMap ns/name taken at copyT0 plus minutes.
+func copyOf(uid, kind, resource, ns, name string, minutes int) *DeletedCopy {
+	apiVersion := "v1"
+	if kind == "Widget" {
+		apiVersion = "example.com/v1"
+	}
+	return &DeletedCopy{
+		Target:     api.Target{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name, UID: uid},
+		Resource:   resource,
+		Controller: api.ControllerOwnerGC,
+		TakenAt:    copyT0.Add(time.Duration(minutes) * time.Minute),
+		Object:     []byte(`{"kind":"` + kind + `","metadata":{"name":"` + name + `","uid":"` + uid + `"},"data":{"k":"` + strings.Repeat("v", 100) + `"}}`),
+	}
+}
+
+// openCopies is a database with the ConfigMap resource (short name cm)
+// discovered, and no Widget resource.
+func openCopies(t *testing.T) Copies {
+	t.Helper()
+	d := openTemp(t)
+	_, err := d.write.Exec(`INSERT INTO resources (id, api_group, version, resource, kind, namespaced, short_names)
+		VALUES (1, '', 'v1', 'configmaps', 'ConfigMap', 1, '["cm"]')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Copies()
+}
+
+func putCopies(t *testing.T, c Copies, copies ...*DeletedCopy) {
+	t.Helper()
+	for _, dc := range copies {
+		if err := c.PutDeletedCopy(context.Background(), dc); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDeletedCopyRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	c := openCopies(t)
+	dc := copyOf("u1", "ConfigMap", "configmaps", "a", "one", 0)
+	dc.RuleID, dc.RuleHash, dc.Controller, dc.SecretDataDropped = "stale", "h1", api.ControllerRules, true
+	putCopies(t, c, dc)
+	if dc.Size <= 0 || dc.Size >= int64(len(dc.Object)) {
+		t.Errorf("size %d of a %d-byte object: want it compressed", dc.Size, len(dc.Object))
+	}
+	got, err := c.DeletedCopy(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(dc, got); diff != "" {
+		t.Errorf("copy read back (-want +got):\n%s", diff)
+	}
+
+	// Kept again for the same UID, it replaces the first.
+	again := copyOf("u1", "ConfigMap", "configmaps", "a", "one", 5)
+	putCopies(t, c, again)
+	got, err = c.DeletedCopy(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(again, got); diff != "" {
+		t.Errorf("copy replaced (-want +got):\n%s", diff)
+	}
+
+	if err := c.DropDeletedCopy(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DeletedCopy(ctx, "u1")
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `no copy of a deleted object with uid "u1"`) {
+		t.Errorf("dropped copy: %v, want a not-found error naming the uid", err)
+	}
+	if err := c.DropDeletedCopy(ctx, "u1"); err != nil {
+		t.Errorf("dropping a copy that is not there: %v", err)
+	}
+}
+
+func TestDeletedCopyCorrupt(t *testing.T) {
+	c := openCopies(t)
+	putCopies(t, c, copyOf("u1", "ConfigMap", "configmaps", "a", "one", 0))
+	if _, err := c.write.Exec(`UPDATE deleted_copies SET body = x'00010203'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.DeletedCopy(context.Background(), "u1")
+	if err == nil || !strings.Contains(err.Error(), "the copy of ConfigMap u1 is corrupt") {
+		t.Errorf("corrupt body: %v, want an error saying the copy is corrupt", err)
+	}
+}
+
+func TestFindDeletedCopies(t *testing.T) {
+	c := openCopies(t)
+	putCopies(t, c,
+		copyOf("u1", "ConfigMap", "configmaps", "a", "one", 0),
+		copyOf("u2", "ConfigMap", "configmaps", "a", "one", 2),
+		copyOf("u3", "ConfigMap", "configmaps", "b", "one", 1),
+		copyOf("u4", "ConfigMap", "configmaps", "a", "two", 3),
+		copyOf("w1", "Widget", "widgets", "a", "one", 4),
+	)
+	tests := []struct {
+		kind, namespace, name string
+		want                  []string
+	}{
+		{"ConfigMap", "a", "one", []string{"u2", "u1"}},
+		{"configmap", "a", "one", []string{"u2", "u1"}},
+		{"CONFIGMAPS", "a", "one", []string{"u2", "u1"}},
+		{"cm", "a", "one", []string{"u2", "u1"}},
+		{"cm", "", "one", []string{"u2", "u3", "u1"}},
+		{"cm", "a", "", []string{"u4", "u2", "u1"}},
+		// Widgets are served no longer: their copies' own kind and
+		// resource find them.
+		{"widget", "a", "one", []string{"w1"}},
+		{"widgets", "a", "one", []string{"w1"}},
+		{"widgets.example.com", "a", "one", []string{"w1"}},
+		{"Secret", "a", "one", nil},
+		{"", "a", "one", []string{"w1", "u2", "u1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind+"/"+tt.namespace+"/"+tt.name, func(t *testing.T) {
+			got, err := c.FindDeletedCopies(context.Background(), tt.kind, tt.namespace, tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var uids []string
+			for _, dc := range got {
+				if dc.Object != nil {
+					t.Errorf("%s: listed with its object", dc.Target.UID)
+				}
+				uids = append(uids, dc.Target.UID)
+			}
+			if diff := cmp.Diff(tt.want, uids); diff != "" {
+				t.Errorf("copies found (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestListDeletedCopiesPages(t *testing.T) {
+	c := openCopies(t)
+	ctx := context.Background()
+	for i, uid := range []string{"a", "b", "c", "d", "e"} {
+		putCopies(t, c, copyOf(uid, "ConfigMap", "configmaps", "a", uid, i%3))
+	}
+	// Newest first, then by UID backwards: minute 2 (c), 1 (e, b), 0 (d, a).
+	want := []string{"c", "e", "b", "d", "a"}
+	var got []string
+	f := DeletedCopyFilter{Limit: 2}
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("paging does not end")
+		}
+		items, next, err := c.ListDeletedCopies(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dc := range items {
+			got = append(got, dc.Target.UID)
+		}
+		if next == nil {
+			break
+		}
+		f.After = next
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pages (-want +got):\n%s", diff)
+	}
+}
+
+func TestMarkRestored(t *testing.T) {
+	ctx := context.Background()
+	c := openCopies(t)
+	byRule := copyOf("u1", "ConfigMap", "configmaps", "a", "one", 0)
+	byRule.Controller, byRule.RuleID, byRule.RuleHash = api.ControllerRules, "stale", "h1"
+	putCopies(t, c, byRule, copyOf("u2", "ConfigMap", "configmaps", "a", "two", 0))
+	at := copyT0.Add(time.Hour)
+
+	tests := []struct {
+		name, uid, restoredUID string
+		wantErr                error
+	}{
+		{"a rule's deletion", "u1", "n1", nil},
+		{"a collector's deletion", "u2", "n2", nil},
+		{"again", "u1", "n3", ErrAlreadyRestored},
+		{"no copy", "ghost", "n4", ErrNotFound},
+	}
+	for _, tt := range tests {
+		err := c.MarkRestored(ctx, tt.uid, tt.restoredUID, at, "alice")
+		if !errors.Is(err, tt.wantErr) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.wantErr)
+		}
+	}
+
+	got, err := c.DeletedCopy(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RestoredUID != "n1" || got.RestoredBy != "alice" || got.RestoredAt == nil || !got.RestoredAt.Equal(at) {
+		t.Errorf("restored copy: uid %q by %q at %v, want n1 by alice at %v", got.RestoredUID, got.RestoredBy,
+			got.RestoredAt, at)
+	}
+	from, err := c.RestoredFrom(ctx, "n1")
+	if err != nil || from == nil || from.Target.UID != "u1" {
+		t.Errorf("RestoredFrom(n1) = %+v, %v; want the copy u1", from, err)
+	}
+	if from, err := c.RestoredFrom(ctx, "u1"); err != nil || from != nil {
+		t.Errorf("RestoredFrom of an object not restored = %+v, %v; want nil", from, err)
+	}
+
+	spared := []struct {
+		rule, hash string
+		want       map[string]bool
+	}{
+		{"stale", "h1", map[string]bool{"n1": true}},
+		{"stale", "h2", map[string]bool{}},
+		{"other", "h1", map[string]bool{}},
+	}
+	for _, s := range spared {
+		got, err := c.SparedUIDs(ctx, s.rule, s.hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("SparedUIDs(%s, %s) (-want +got):\n%s", s.rule, s.hash, diff)
+		}
+	}
+	by, err := c.SparedBy(ctx, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]Spared{{RuleID: "stale", RuleHash: "h1", UID: "n1", DeletedUID: "u1", At: at}}, by); diff != "" {
+		t.Errorf("SparedBy(n1) (-want +got):\n%s", diff)
+	}
+	if by, err := c.SparedBy(ctx, "n2"); err != nil || len(by) != 0 {
+		t.Errorf("SparedBy of a collector's restore = %v, %v; want none", by, err)
+	}
+}
+
+func TestPruneDeletedCopies(t *testing.T) {
+	ctx := context.Background()
+	// Five copies, one a minute, each of the same size.
+	uids := []string{"m0", "m1", "m2", "m3", "m4"}
+	tests := []struct {
+		name      string
+		olderThan time.Duration // after copyT0
+		maxCopies int64         // the bound, in copies' sizes; 0: none
+		want      []string
+	}{
+		{"nothing old, no bound", 0, 0, uids},
+		{"older than the retention", 2 * time.Minute, 0, []string{"m2", "m3", "m4"}},
+		{"over the bound: the oldest go", 0, 3, []string{"m2", "m3", "m4"}},
+		{"both", 3 * time.Minute, 1, []string{"m4"}},
+		{"a bound of every copy", 0, 5, uids},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := openCopies(t)
+			var size int64
+			for i, uid := range uids {
+				dc := copyOf(uid, "ConfigMap", "configmaps", "a", "same", i)
+				putCopies(t, c, dc)
+				size = dc.Size
+			}
+			removed, err := c.PruneDeletedCopies(ctx, copyT0.Add(tt.olderThan), tt.maxCopies*size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if removed != len(uids)-len(tt.want) {
+				t.Errorf("removed %d, want %d", removed, len(uids)-len(tt.want))
+			}
+			left, err := c.FindDeletedCopies(ctx, "", "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i := len(left) - 1; i >= 0; i-- {
+				got = append(got, left[i].Target.UID)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("copies left (-want +got):\n%s", diff)
+			}
+			n, bytes, err := c.DeletedCopiesSize(ctx)
+			if err != nil || n != len(tt.want) || bytes != int64(len(tt.want))*size {
+				t.Errorf("size: %d copies, %d bytes, %v; want %d, %d", n, bytes, err, len(tt.want), int64(len(tt.want))*size)
+			}
+		})
+	}
+}

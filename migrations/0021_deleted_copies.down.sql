@@ -1,0 +1,2 @@
+DROP TABLE rule_spared;
+DROP TABLE deleted_copies;
