@@ -14,16 +14,17 @@ type AuditEntry struct {
 	// The identity of the kubegcd instance that decided.
 	Instance string `json:"instance"`
 	// The controller that decided. The rows about enforcement itself (a hold, a
-	// release, the audit store writable again) name kubegcd or operator
-	// instead.
+	// release, the audit store writable again) and an operator's restore name
+	// kubegcd or operator instead.
 	Controller Controller `json:"controller"`
 	// The rule of the controller that decided; empty for the pseudo-controllers
 	// kubegcd and operator.
 	Rule string `json:"rule"`
 	// What was decided, such as delete, remove-owner-refs or remove-finalizer.
-	// The rows of kubegcd and operator say pause, resume or release.
+	// The rows of kubegcd and operator say pause, resume, release or restore.
 	Action Action `json:"action"`
-	// The object decided on; empty for kubegcd and operator.
+	// The object decided on; empty for kubegcd and operator, but for a restore,
+	// whose target is the object re-created, with its new UID.
 	Target Target `json:"target"`
 	// What the rule saw when it decided, as the rule records them; absent when
 	// it records none.

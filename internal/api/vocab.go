@@ -24,7 +24,8 @@ var Controllers = []Controller{ControllerOwnerGC, ControllerPodGC, ControllerTTL
 // Audit rows about enforcement itself rather than about an object name one
 // of these in place of a controller: the daemon's own (a manual hold of the
 // blast-radius cap, the audit store writable again) and an operator's (a
-// release). They name no target and are not writes to the cluster.
+// release, a restore). They are not the controllers' writes: they never
+// count against the blast-radius cap. Only a restore names a target.
 const (
 	ControllerKubegcd  Controller = "kubegcd"
 	ControllerOperator Controller = "operator"
@@ -54,6 +55,9 @@ const (
 	ActionPause   Action = "pause"
 	ActionResume  Action = "resume"
 	ActionRelease Action = "release"
+	// ActionRestore is an operator's restore of a deleted object from its
+	// copy; its target is the object re-created, with its new UID.
+	ActionRestore Action = "restore"
 )
 
 // Outcome is how a decision ended.
