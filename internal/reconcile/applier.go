@@ -64,6 +64,14 @@ type ApplierOptions struct {
 	// operator releases it (Release), across restarts; otherwise it
 	// resumes when the rate falls.
 	ManualResume bool
+	// KeepCopy, if set, keeps a copy of the object of an enforced delete
+	// (d.Action is api.ActionDelete) after the write's intent commits and
+	// before the write is sent: the undo of the delete. It decides which
+	// decisions get a copy; one that needs none returns a nil drop. When
+	// the delete is not applied (nor finds the object gone), drop is
+	// called. An error holds the delete back: no copy, no delete. It stays
+	// pending and is tried again with the next decision.
+	KeepCopy func(ctx context.Context, d Decision) (drop func(), err error)
 	// ProbeInterval is how often Run tries a failed audit store again
 	// (default 1s).
 	ProbeInterval time.Duration
@@ -203,11 +211,53 @@ func (a *Applier) Apply(ctx context.Context, d Decision, do func(ctx context.Con
 	if err != nil {
 		return "", err
 	}
+	drop, err := a.keepCopy(ctx, d, in, reserved)
+	if err != nil {
+		return "", err
+	}
 	outcome, err := send(ctx, do)
 	if outcome != api.OutcomeApplied {
 		a.unreserve(reserved) // nothing changed: it does not count against the cap
 	}
+	if drop != nil && outcome != api.OutcomeApplied && outcome != api.OutcomeNotFound {
+		drop()
+	}
 	return a.recordOutcome(ctx, d, in, outcome, err)
+}
+
+// keepCopy runs KeepCopy for an enforced delete whose intent in is
+// committed. When no copy can be kept, the write is not sent: its intent
+// is withdrawn, its room under the cap given back, and the decision stays
+// pending, logged once.
+func (a *Applier) keepCopy(ctx context.Context, d Decision, in *db.Intent, reserved time.Time) (func(), error) {
+	if a.opts.KeepCopy == nil || d.Action != api.ActionDelete {
+		return nil, nil
+	}
+	drop, err := a.opts.KeepCopy(ctx, d)
+	if err == nil {
+		if a.opts.MayWrite != nil {
+			// Asked again: the copy's read may have outlasted the lease.
+			if err := a.opts.MayWrite(); err != nil {
+				if drop != nil {
+					drop()
+				}
+				a.unreserve(reserved)
+				return nil, errors.Join(err, a.withdraw(ctx, in))
+			}
+		}
+		return drop, nil
+	}
+	a.unreserve(reserved)
+	werr := a.withdraw(ctx, in)
+	isNew, perr := a.pend(context.WithoutCancel(ctx), d, "held back: no copy of the object could be kept for undo")
+	level := slog.LevelDebug
+	if isNew {
+		level = slog.LevelWarn
+	}
+	a.log.Log(ctx, level, "delete held back: no copy of the object could be kept",
+		"controller", d.Controller, "rule", d.Rule, "kind", d.Target.Kind, "namespace", d.Target.Namespace,
+		"name", d.Target.Name, "uid", d.Target.UID, "err", err)
+	return nil, errors.Join(fmt.Errorf("no copy kept, so not deleted: %w", err), werr, perr)
 }
 
 // commitIntent commits d as an intent before its write leaves. Should

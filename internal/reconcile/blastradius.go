@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -208,4 +209,16 @@ func (a *Applier) Release(ctx context.Context, reason, by string) error {
 	a.log.Warn("enforcement released by an operator", "reason", reason, "by", by,
 		"held_for", now.Sub(since).Round(time.Second))
 	return nil
+}
+
+// RecordOperator audits an operator's act on target, such as a restore:
+// controller operator, outcome applied. It is not a controller's write and
+// does not count against the blast-radius cap. The act has happened: a row
+// the database refuses is kept and written later, and the error says so.
+func (a *Applier) RecordOperator(ctx context.Context, action api.Action, target api.Target, reason string,
+	facts any) error {
+	e := a.event(api.ControllerOperator, "", action, reason, a.opts.Now(), facts)
+	e.Target = target
+	a.logDecision(e, slog.LevelInfo)
+	return a.audit(ctx, e)
 }
