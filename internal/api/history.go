@@ -76,4 +76,10 @@ type ObjectHistory struct {
 	// True when there are more audit rows; /audit?uid= pages through them.
 	// Absent when not.
 	AuditTruncated bool `json:"auditTruncated,omitempty"`
+	// The deleted object it was restored from (kubegcd restore); absent when a
+	// restore did not make it.
+	RestoredFrom *Restoration `json:"restoredFrom,omitempty"`
+	// The object a restore made from the copy of this one, once it is deleted;
+	// absent when none did.
+	RestoredAs *Restoration `json:"restoredAs,omitempty"`
 }

@@ -203,6 +203,12 @@ type ObjectDetail struct {
 	// The latest of its history: its last 20 /objects/{uid}/history items,
 	// oldest first.
 	History RecentHistory `json:"history"`
+	// The deleted object it was restored from (kubegcd restore); absent when a
+	// restore did not make it.
+	RestoredFrom *Restoration `json:"restoredFrom,omitempty"`
+	// The cleanup rules that leave it alone because it was restored from the
+	// copy of an object they deleted, by rule id; absent when none.
+	SparedBy []SparedBy `json:"sparedBy,omitempty"`
 	// The URLs of the endpoints that say more about it.
 	Links ObjectLinks `json:"links"`
 }

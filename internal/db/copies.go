@@ -22,6 +22,10 @@ var opCopies = writeOp{name: "copies"}
 // already used.
 var ErrAlreadyRestored = errors.New("already restored")
 
+// ErrCorruptCopy is DeletedCopy's answer for a copy whose body does not
+// decompress.
+var ErrCorruptCopy = errors.New("corrupt")
+
 // DeletedCopy is the copy of an object kubegcd deleted, kept for a
 // restore.
 type DeletedCopy struct {
@@ -199,7 +203,7 @@ func (c Copies) DeletedCopy(ctx context.Context, uid string) (*DeletedCopy, erro
 		return nil, fmt.Errorf("the copy of %s: %w", uid, err)
 	}
 	if dc.Object, err = decompress(body); err != nil {
-		return nil, fmt.Errorf("the copy of %s %s is corrupt: %w", dc.Target.Kind, dc.Target.UID, err)
+		return nil, fmt.Errorf("the copy of %s %s is %w: %w", dc.Target.Kind, dc.Target.UID, ErrCorruptCopy, err)
 	}
 	return &dc, nil
 }

@@ -98,7 +98,7 @@ func TestDeletedCopyCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.DeletedCopy(context.Background(), "u1")
-	if err == nil || !strings.Contains(err.Error(), "the copy of ConfigMap u1 is corrupt") {
+	if !errors.Is(err, ErrCorruptCopy) || !strings.Contains(err.Error(), "the copy of ConfigMap u1 is corrupt: ") {
 		t.Errorf("corrupt body: %v, want an error saying the copy is corrupt", err)
 	}
 }

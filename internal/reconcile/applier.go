@@ -37,8 +37,11 @@ var errCapReached = fmt.Errorf("%w by the blast-radius cap", ErrPaused)
 type Decision struct {
 	Controller api.Controller
 	Rule       string
-	Action     api.Action
-	Target     api.Target
+	// RuleHash is the hash of the text of the cleanup rule that decided;
+	// "" for a collector. A copy kept for undo records it.
+	RuleHash string
+	Action   api.Action
+	Target   api.Target
 	// ResourceVersion of the target the decision was made on.
 	ResourceVersion string
 	Reason          string
