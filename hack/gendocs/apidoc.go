@@ -231,14 +231,15 @@ func (r *reference) operation(b *strings.Builder, rt api.Operation, op oaOperati
 		codes = append(codes, code)
 	}
 	sort.Strings(codes)
-	ok := op.Responses["200"]
+	success := strconv.Itoa(rt.SuccessStatus())
+	ok := op.Responses[success]
 	var types []string
 	for mt := range ok.Content {
 		types = append(types, "`"+mt+"`")
 	}
 	sort.Strings(types)
-	fmt.Fprintf(b, "\nStatus codes: %s ([errors](#errors)). The 200 answer is %s.\n",
-		strings.Join(codes, ", "), strings.Join(types, " or "))
+	fmt.Fprintf(b, "\nStatus codes: %s ([errors](#errors)). The %s answer is %s.\n",
+		strings.Join(codes, ", "), success, strings.Join(types, " or "))
 	if c, has := ok.Content["application/json"]; has {
 		r.body(b, "Answer", c.Schema)
 	}

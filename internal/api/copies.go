@@ -74,6 +74,9 @@ type RestoreResult struct {
 	// True when the object is a Secret created without data, because its copy
 	// held none. Absent when not.
 	SecretDataEmpty bool `json:"secretDataEmpty,omitempty"`
+	// Set when the object was created but recording the restore failed: what
+	// failed. Absent when not.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Restoration links an object restored from a copy and the deleted object

@@ -37,6 +37,8 @@ type Operation struct {
 	// when the request asks for it, or the only one of an operation without
 	// a JSON answer.
 	AnswerText string
+	// The status code of its success when not 200, such as 201 Created.
+	Success int
 	// The status codes of its Error answers beside CommonErrors.
 	Errors []int
 	// True when the operation is served without authentication, for probes.
@@ -79,10 +81,19 @@ type Param struct {
 // has.
 var CommonErrors = []int{400, 403, 429, 500, 503}
 
-// Statuses are the status codes the operation answers, sorted: 200, the
-// common errors, its own, and 401 unless it is open.
+// SuccessStatus is the status code of the operation's success: Success,
+// or 200.
+func (o *Operation) SuccessStatus() int {
+	if o.Success != 0 {
+		return o.Success
+	}
+	return 200
+}
+
+// Statuses are the status codes the operation answers, sorted: its
+// success, the common errors, its own, and 401 unless it is open.
 func (o *Operation) Statuses() []int {
-	codes := append(append([]int{200}, CommonErrors...), o.Errors...)
+	codes := append(append([]int{o.SuccessStatus()}, CommonErrors...), o.Errors...)
 	if !o.Open {
 		codes = append(codes, 401)
 	}
@@ -274,6 +285,47 @@ var Operations = []Operation{
 		Description: "The object's lifecycle, also after it is gone, and the newest 100 audit rows about it. " +
 			"A 404 when neither history nor audit knows the UID.",
 		Params: []Param{uidParam}, Answer: reflect.TypeFor[ObjectHistory](), Errors: []int{404}},
+	{ID: "restore", Method: "POST", Path: "/objects/{uid}/restore",
+		Summary: "Re-create a deleted object from its copy",
+		Description: "The uid is that of the deleted object. " +
+			"The object is created as its copy holds it, without its uid, resourceVersion, creationTimestamp, " +
+			"deletion fields, generation, managedFields, selfLink and status. " +
+			"An ownerReference is kept only when its owner exists live with that UID. " +
+			"The body is one JSON object, sent with Content-Type: application/json; another content type is a 415. " +
+			"A 404 when this instance keeps no copy of that uid: only the instance that deleted an object has its copy. " +
+			"A 409 says why the restore is refused: an object of that name exists (its UID is named), " +
+			"the copy was restored already, the copy is corrupt, the API server no longer serves its kind, " +
+			"its namespace is gone, or it is a Secret kept without its data and allowEmptySecret is not set. " +
+			"A restore is made in dry-run too: an operator asks for it. " +
+			"It is recorded in /audit as controller operator, action restore, target the new object, " +
+			"with who asked: the address, the caller's name and User-Agent, each cut to 256 bytes. " +
+			"It needs the API's authentication: " +
+			"a server without --auth-token-file or --client-ca-file that does not listen on loopback answers 403.",
+		Params: []Param{{Name: "uid", In: "path", Type: "string", Required: true, Description: "The deleted object's UID."}},
+		Body:   reflect.TypeFor[RestoreRequest](), Answer: reflect.TypeFor[RestoreResult](), Success: 201,
+		Errors: []int{404, 409, 415}},
+	{ID: "deletedCopies", Method: "GET", Path: "/deleted-copies", Summary: "The copies of deleted objects, newest first",
+		Description: "The copies kept for undo: those of every deletion by a cleanup rule, " +
+			"and of the collectors --deleted-copies-for names. " +
+			"They are kept for --deleted-copies-retention, and within --deleted-copies-max-bytes. " +
+			"Items carry no object: GET /deleted-copies/{uid} has it. " +
+			"Next is the cursor of the following, older, page.",
+		Params: []Param{
+			{Name: "kind", In: "query", Type: "string", Pattern: ResourceRefPattern,
+				Description: "As kubectl takes it, in any case: a kind, the resource's plural or a short name, " +
+					"alone or with its group."},
+			namespaceParam("Only the copies of objects of this namespace."),
+			{Name: "name", In: "query", Type: "string", Description: "Only the copies of objects of this name."},
+			limitParam(100, 1000),
+			{Name: "cursor", In: "query", Type: "string", Description: "The next of the previous page."},
+		},
+		Answer: reflect.TypeFor[DeletedCopyList]()},
+	{ID: "deletedCopy", Method: "GET", Path: "/deleted-copies/{uid}", Summary: "One copy of a deleted object, with the object",
+		Description: "The object as it was read just before its deletion. " +
+			"A Secret's copy has no data and stringData unless --keep-deleted-secrets was on when it was taken. " +
+			"A 404 when no copy of that uid is kept here.",
+		Params: []Param{{Name: "uid", In: "path", Type: "string", Required: true, Description: "The deleted object's UID."}},
+		Answer: reflect.TypeFor[DeletedCopyDetail](), Errors: []int{404}},
 	{ID: "stuck", Method: "GET", Path: "/stuck", Summary: "Deletions that do not finish, oldest first",
 		Description: "Each with its state, what blocks it, a namespace's conditions and an explanation in words. " +
 			"MinAge says the threshold applied. See docs/rules.md.",

@@ -60,6 +60,12 @@ type runConfig struct {
 	lintCountsMaxAge      time.Duration
 	graphStreamStall      time.Duration
 
+	// The copies of deleted objects, for undo.
+	deletedCopiesRetention time.Duration
+	deletedCopiesMaxBytes  int64
+	keepDeletedSecrets     bool
+	deletedCopiesFor       []api.Controller
+
 	podgcPeriod         time.Duration
 	podgcQuarantine     time.Duration
 	terminatedThreshold int
@@ -86,6 +92,7 @@ type runFlags struct {
 	// What complete reads into cfg.
 	level, configFile         string
 	controllers, allowedHosts []string
+	deletedCopiesFor          []string
 }
 
 func newRunFlags() *runFlags {
@@ -129,6 +136,18 @@ func (f *runFlags) addDatabaseFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&cfg.historyRetention, "history-retention", 7*24*time.Hour,
 		"how long object history (ownership changes, deletions) is kept; "+
 			"an object's state at the cutoff stays while it exists (0: forever)")
+	fs.DurationVar(&cfg.deletedCopiesRetention, "deleted-copies-retention", 30*24*time.Hour,
+		"how long the copy of a deleted object is kept for 'kubegcd restore'")
+	fs.Int64Var(&cfg.deletedCopiesMaxBytes, "deleted-copies-max-bytes", 1<<30,
+		"the most the copies of deleted objects take in the database, compressed; "+
+			"beyond it the oldest go at the next hourly pruning (0: no bound but the retention)")
+	fs.BoolVar(&cfg.keepDeletedSecrets, "keep-deleted-secrets", false,
+		"keep a deleted Secret's data in its copy; without it the copy has no data and stringData, "+
+			"and a restore must be asked to make the Secret empty")
+	fs.StringSliceVar(&f.deletedCopiesFor, "deleted-copies-for", nil,
+		"comma-separated collectors whose deletions also keep a copy for 'kubegcd restore', "+
+			"as the cleanup rules' deletions always do: "+strings.Join(api.Strings(api.Controllers), ", ")+
+			"; a delete whose copy cannot be kept is held back (default: none)")
 }
 
 func (f *runFlags) addHTTPFlags(fs *pflag.FlagSet) {
@@ -241,6 +260,7 @@ var valueCompletions = map[string][]string{
 	"log-format":          {logFormatAuto, logFormatText, logFormatJSON, logFormatJournal},
 	"blast-radius-resume": {"auto", "manual"},
 	"controllers":         api.Strings(api.Controllers),
+	"deleted-copies-for":  api.Strings(api.Controllers),
 }
 
 // complete reads the config file into the flags the command line (fs) did
@@ -262,6 +282,7 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 			cfg.logFormat))
 	}
 	errs = append(errs, f.readControllers()...)
+	errs = append(errs, f.readDeletedCopiesFor()...)
 	errs = append(errs, cfg.validateValues()...)
 	if cfg.leader.Enabled {
 		errs = append(errs, validateLeader(cfg.leader)...)
@@ -300,6 +321,27 @@ func (f *runFlags) readControllers() []error {
 	return errs
 }
 
+// readDeletedCopiesFor reads --deleted-copies-for into
+// cfg.deletedCopiesFor, each once.
+func (f *runFlags) readDeletedCopiesFor() []error {
+	var errs []error
+	for _, s := range f.deletedCopiesFor {
+		c := api.Controller(strings.TrimSpace(s))
+		if c == "" {
+			continue
+		}
+		if !slices.Contains(api.Controllers, c) {
+			errs = append(errs, fmt.Errorf("invalid --deleted-copies-for: unknown controller %q (known: %s)",
+				c, strings.Join(api.Strings(api.Controllers), ", ")))
+			continue
+		}
+		if !slices.Contains(f.cfg.deletedCopiesFor, c) {
+			f.cfg.deletedCopiesFor = append(f.cfg.deletedCopiesFor, c)
+		}
+	}
+	return errs
+}
+
 // checks collects the values that break their rule.
 type checks []error
 
@@ -326,6 +368,10 @@ func (c *runConfig) validateValues() []error {
 	e.bad(c.auditRetention < time.Hour, "audit-retention", c.auditRetention, "must be at least 1h")
 	e.bad(c.historyRetention != 0 && c.historyRetention < time.Hour, "history-retention", c.historyRetention,
 		"must be 0 (forever) or at least 1h")
+	e.bad(c.deletedCopiesRetention < time.Hour, "deleted-copies-retention", c.deletedCopiesRetention,
+		"must be at least 1h")
+	e.bad(c.deletedCopiesMaxBytes < 0, "deleted-copies-max-bytes", c.deletedCopiesMaxBytes,
+		"must be 0 (no bound) or more")
 	e.bad(c.resyncPeriod < time.Second, "resync-period", c.resyncPeriod, "must be at least 1s")
 	e.bad(c.podgcPeriod < time.Second, "podgc-period", c.podgcPeriod, "must be at least 1s")
 	e.bad(c.terminatedThreshold < 0, "terminated-pod-gc-threshold", c.terminatedThreshold,

@@ -111,6 +111,27 @@ func TestParseRunFlags(t *testing.T) {
 			}},
 		{name: "negative lint counts' age", args: func() []string { return []string{"--lint-counts-max-age", "-1s"} },
 			wantErr: "invalid --lint-counts-max-age -1s"},
+		{name: "deleted copies' defaults", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
+			if c.deletedCopiesRetention != 720*time.Hour || c.deletedCopiesMaxBytes != 1<<30 || c.keepDeletedSecrets ||
+				len(c.deletedCopiesFor) != 0 {
+				t.Errorf("copies: retention %s, max %d bytes, secrets %v, for %v", c.deletedCopiesRetention,
+					c.deletedCopiesMaxBytes, c.keepDeletedSecrets, c.deletedCopiesFor)
+			}
+		}},
+		{name: "deleted copies for collectors", args: func() []string {
+			return []string{"--deleted-copies-for", "ownergc, podgc,ownergc", "--keep-deleted-secrets", "--deleted-copies-max-bytes=0"}
+		}, check: func(t *testing.T, c *runConfig) {
+			if strings.Join(api.Strings(c.deletedCopiesFor), ",") != "ownergc,podgc" || !c.keepDeletedSecrets ||
+				c.deletedCopiesMaxBytes != 0 {
+				t.Errorf("copies for %v, secrets %v, max %d", c.deletedCopiesFor, c.keepDeletedSecrets, c.deletedCopiesMaxBytes)
+			}
+		}},
+		{name: "deleted copies for the rules", args: func() []string { return []string{"--deleted-copies-for=rules"} },
+			wantErr: `invalid --deleted-copies-for: unknown controller "rules" (known: ownergc, podgc, ttl, svgc, lcgc)`},
+		{name: "deleted copies kept briefly", args: func() []string { return []string{"--deleted-copies-retention=10m"} },
+			wantErr: "invalid --deleted-copies-retention 10m0s: must be at least 1h"},
+		{name: "deleted copies' negative bound", args: func() []string { return []string{"--deleted-copies-max-bytes=-1"} },
+			wantErr: "invalid --deleted-copies-max-bytes -1: must be 0 (no bound) or more"},
 		{name: "history retention default", args: func() []string { return nil }, check: func(t *testing.T, c *runConfig) {
 			if c.historyRetention != 7*24*time.Hour {
 				t.Errorf("history retention %s, want 168h", c.historyRetention)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/copies"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/liveness"
@@ -44,6 +45,27 @@ type controllers struct {
 	liveUID reconcile.LiveUID
 	// live reads, notifies and deletes for the cleanup rules that delete.
 	live cleanup.Live
+	// keeper keeps the copies of the objects the rules delete.
+	keeper *copies.Keeper
+	// restorer re-creates deleted objects from their copies, for
+	// POST /objects/{uid}/restore.
+	restorer *copies.Restorer
+}
+
+// keepCopyFor is the applier's KeepCopy for the collectors that
+// --deleted-copies-for names. The cleanup rules keep their copies from the
+// live read they make anyway (cleanup.Acting), not through this hook.
+func keepCopyFor(k *copies.Keeper, collectors []api.Controller) func(context.Context, reconcile.Decision) (func(), error) {
+	keep := map[api.Controller]bool{}
+	for _, c := range collectors {
+		keep[c] = true
+	}
+	return func(ctx context.Context, d reconcile.Decision) (func(), error) {
+		if !keep[d.Controller] {
+			return nil, nil
+		}
+		return k.Keep(ctx, d)
+	}
 }
 
 // namedRun is a controller's Run and the name its error carries.
@@ -96,7 +118,14 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	if err != nil {
 		return nil, err
 	}
+	dyn, err := dynamic.NewForConfig(writeCfg)
+	if err != nil {
+		return nil, err
+	}
+	keeper := &copies.Keeper{Dynamic: dyn, Kinds: store.Objects(), Store: store.Copies(),
+		KeepSecretData: cfg.keepDeletedSecrets, Log: logger.With("component", "copies")}
 	applier, err := reconcile.NewApplier(reconcile.ApplierOptions{
+		KeepCopy:              keepCopyFor(keeper, cfg.deletedCopiesFor),
 		DB:                    store.Ledger(),
 		DryRun:                cfg.dryRun,
 		Instance:              instance,
@@ -114,13 +143,11 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubegcd"})
 
-	dyn, err := dynamic.NewForConfig(writeCfg)
-	if err != nil {
-		return nil, err
-	}
 	c := &controllers{applier: applier, passes: passes, stop: sync.OnceFunc(broadcaster.Shutdown),
 		log: logger, liveUID: reconcile.MetadataLiveUID(store.Objects(), mc),
-		live: cleanup.NewLive(dyn, kube.CoreV1(), instance, nil)}
+		live: cleanup.NewLive(dyn, kube.CoreV1(), instance, nil), keeper: keeper,
+		restorer: &copies.Restorer{Dynamic: dyn, Kinds: store.Objects(), Store: store.Copies(), Audit: applier,
+			Log: logger.With("component", "restore")}}
 	deps := controllerDeps{cfg: cfg, store: store, ing: ing, applier: applier, passes: passes, meta: mc, kube: kube,
 		recorder: recorder, reg: reg, logger: logger, loops: loops}
 	for _, name := range api.Controllers {
@@ -314,6 +341,16 @@ func (c *controllers) run(ctx context.Context) error {
 // pruneAudit drops audit rows past the retention, at start and hourly.
 func pruneAudit(ctx context.Context, store *db.DB, retention time.Duration, logger *slog.Logger) {
 	pruneHourly(ctx, "audit history", retention, store.Decisions().PruneAudit, logger)
+}
+
+// pruneDeletedCopies drops the copies of deleted objects past the
+// retention, then the oldest beyond maxBytes, at start and hourly.
+func pruneDeletedCopies(ctx context.Context, store *db.DB, retention time.Duration, maxBytes int64,
+	logger *slog.Logger) {
+	pruneHourly(ctx, "deleted objects' copies", retention, func(ctx context.Context, olderThan time.Time) (int64, error) {
+		n, err := store.Copies().PruneDeletedCopies(ctx, olderThan, maxBytes)
+		return int64(n), err
+	}, logger)
 }
 
 // pruneHourly drops what is older than the retention, at start and hourly.

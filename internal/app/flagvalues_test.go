@@ -32,7 +32,7 @@ var (
 		"cluster remove --kubeconfig": true, "cluster remove --out": true,
 	}
 	refusedText = map[string]string{
-		"run --blast-radius-resume": "never", "run --controllers": "nope", "run --leader-elect-name": "",
+		"run --blast-radius-resume": "never", "run --controllers": "nope", "run --deleted-copies-for": "rules", "run --leader-elect-name": "",
 		"run --leader-elect-namespace": "", "run --listen": "nohostport", "run --log-format": "xml", "run --log-level": "loud",
 		"cluster add --name": "Prod/1", "cluster remove --name": "Prod/1",
 	}

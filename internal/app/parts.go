@@ -101,6 +101,10 @@ func (d *daemonRun) runWork(work context.Context, p parts) {
 		pruneAudit(work, d.store, d.cfg.auditRetention, d.log)
 		return nil
 	})
+	p.add("deleted copies pruning", func() error {
+		pruneDeletedCopies(work, d.store, d.cfg.deletedCopiesRetention, d.cfg.deletedCopiesMaxBytes, d.log)
+		return nil
+	})
 	if d.cfg.historyRetention > 0 {
 		p.add("history pruning", func() error {
 			pruneHourly(work, "object history", d.cfg.historyRetention, d.store.History().PruneHistory,

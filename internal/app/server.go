@@ -111,6 +111,7 @@ func (d *daemonRun) handlerOptions(auth httpAuth, lintCounter *kubehttp.LintCoun
 		Controllers:             d.ctrls,
 		Ledger:                  dbFileLedger{applier, d.dbFile},
 		Releaser:                applierView{applier},
+		Restorer:                restorerView{d.ctrls.restorer},
 		StuckAfter:              cfg.stuckAfter,
 		GC:                      cfg.garbageCollector(),
 		Discovery:               d.ing,

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/copies"
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
@@ -49,6 +50,21 @@ func releaseError(err error) error {
 		return classified{err: err, kind: kubehttp.ErrLedgerUnavailable}
 	}
 	return err
+}
+
+// restorerView shows the restorer to the server and maps its errors to
+// the server's.
+type restorerView struct{ *copies.Restorer }
+
+func (v restorerView) Restore(ctx context.Context, uid, by string, allowEmptySecret bool) (*api.RestoreResult, error) {
+	res, err := v.Restorer.Restore(ctx, uid, by, allowEmptySecret)
+	switch {
+	case errors.Is(err, copies.ErrNoCopy):
+		err = classified{err: err, kind: kubehttp.ErrNoCopy}
+	case errors.Is(err, copies.ErrRefused):
+		err = classified{err: err, kind: kubehttp.ErrRestoreRefused}
+	}
+	return res, err
 }
 
 type classified struct{ err, kind error }

@@ -71,7 +71,7 @@ func (r *Restorer) Restore(ctx context.Context, uid, by string, allowEmptySecret
 	dc, err := r.Store.DeletedCopy(ctx, uid)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return nil, fmt.Errorf("%w: %w", ErrNoCopy, err)
+		return nil, classified{err: err, kind: ErrNoCopy}
 	case errors.Is(err, db.ErrCorruptCopy):
 		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 	case err != nil:
@@ -128,6 +128,12 @@ func (r *Restorer) Restore(ctx context.Context, uid, by string, allowEmptySecret
 	}
 	return out, nil
 }
+
+// classified is err, which also is kind, with err's message alone.
+type classified struct{ err, kind error }
+
+func (c classified) Error() string   { return c.err.Error() }
+func (c classified) Unwrap() []error { return []error{c.err, c.kind} }
 
 // createRefused says why the API server refused to create the object.
 func (r *Restorer) createRefused(ctx context.Context, dc *db.DeletedCopy, what string, err error) error {

@@ -29,6 +29,9 @@ func goldenAnswers() map[string]any {
 	target := api.Target{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "default", Name: "web-1", UID: "u-1"}
 	pod := api.Target{APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "web-1-x", UID: "u-2"}
 	ns := api.Target{APIVersion: "v1", Kind: "Namespace", Name: "gone", UID: "u-3"}
+	cm := api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "old", UID: "u-4"}
+	restored := api.Target{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "old", UID: "u-5"}
+	secret := api.Target{APIVersion: "v1", Kind: "Secret", Namespace: "default", Name: "creds", UID: "u-6"}
 	return map[string]any{
 		"error": api.Error{Error: "invalid limit \"0\": want a number from 1 to 1000"},
 		"audit": auditListOf([]db.AuditEntry{
@@ -96,6 +99,24 @@ func goldenAnswers() map[string]any {
 		}, Errors: []api.RuleError{{File: "body", Line: 3, Rule: "attach", Field: "rules[2].select", Detail: "not allowed: ATTACH",
 			Message: "body:3: rules[2].select: not allowed: ATTACH"}}},
 			map[string]api.Target{"u-1": target, "u-2": pod}),
+		"deleted-copies": api.DeletedCopyList{Items: []api.DeletedCopy{
+			deletedCopyOf(db.DeletedCopy{Target: cm, Resource: "configmaps", Controller: api.ControllerRules,
+				RuleID: "unused-configmaps", RuleHash: "h1", TakenAt: goldenTime, Size: 312,
+				RestoredUID: "u-5", RestoredAt: &later, RestoredBy: "alice from 127.0.0.1:5000 (kubegcd)"}),
+			deletedCopyOf(db.DeletedCopy{Target: secret, Resource: "secrets", Controller: api.ControllerOwnerGC,
+				TakenAt: goldenTime, Size: 140, SecretDataDropped: true}),
+		}, Next: "abc"},
+		"deleted-copies-empty": api.DeletedCopyList{Items: []api.DeletedCopy{}},
+		"deleted-copy": api.DeletedCopyDetail{Copy: deletedCopyOf(db.DeletedCopy{Target: cm, Resource: "configmaps",
+			Controller: api.ControllerOwnerGC, TakenAt: goldenTime, Size: 312}),
+			Object: json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"old","namespace":"default","uid":"u-4"},"data":{"k":"v"}}`)},
+		"restored": api.RestoreResult{Target: restored, DeletedUID: "u-4",
+			DroppedOwnerReferences: []api.OwnerRef{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "u-0"}}},
+		"restored-secret": api.RestoreResult{Target: api.Target{APIVersion: "v1", Kind: "Secret", Namespace: "default",
+			Name: "creds", UID: "u-7"}, DeletedUID: "u-6", SecretDataEmpty: true},
+		"history-restored": api.ObjectHistory{Target: &restored, Items: []api.HistoryItem{}, Audit: []api.AuditEntry{},
+			RestoredFrom: restorationOf(&db.DeletedCopy{Target: cm, Controller: api.ControllerRules, RuleID: "unused-configmaps",
+				TakenAt: goldenTime, RestoredUID: "u-5", RestoredAt: &later, RestoredBy: "alice"})},
 	}
 }
 

@@ -87,14 +87,7 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, "reason too long: at most 1000 bytes")
 		return
 	}
-	by := r.RemoteAddr
-	if who := Caller(r.Context()); who != "" {
-		by = clip(who, maxWhoLen) + " from " + by
-	}
-	if ua := r.UserAgent(); ua != "" {
-		by += " (" + clip(ua, maxWhoLen) + ")"
-	}
-	err := s.Releaser.Release(r.Context(), req.Reason, by)
+	err := s.Releaser.Release(r.Context(), req.Reason, who(r))
 	switch {
 	case err == nil:
 		writeJSON(w, r, http.StatusOK, api.ReleaseResult{Status: api.StatusReleased})

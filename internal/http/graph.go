@@ -314,6 +314,10 @@ func (s *server) object(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
+	if out.RestoredFrom, out.SparedBy, err = s.restoredAround(r.Context(), uid); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
 	writeJSON(w, r, http.StatusOK, out)
 }
 

@@ -35,7 +35,16 @@ func (s *server) objectHistory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, fmt.Sprintf("neither history nor audit knows uid %q", uid))
 		return
 	}
-	writeJSON(w, r, http.StatusOK, objectHistoryOf(uid, entries, audit, next > 0))
+	out := objectHistoryOf(uid, entries, audit, next > 0)
+	if out.RestoredFrom, _, err = s.restoredAround(r.Context(), uid); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	if out.RestoredAs, err = s.restoredAs(r.Context(), uid); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, out)
 }
 
 // objectHistoryOf is the answer of /objects/{uid}/history: the history of

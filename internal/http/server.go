@@ -119,6 +119,9 @@ type Options struct {
 	Ledger Ledger
 	// Releaser serves POST /enforcement/release.
 	Releaser Releaser
+	// Restorer serves POST /objects/{uid}/restore; nil when no restores
+	// are made here.
+	Restorer Restorer
 
 	// StuckAfter is how old a deletion must be for /stuck to list it by
 	// default and for the stuck metrics to count it (--stuck-after).
@@ -228,6 +231,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 		"rules": http.HandlerFunc(s.rules), "ruleMatches": http.HandlerFunc(s.ruleMatches),
 		"evaluateRules": http.HandlerFunc(s.evaluateRules), "openAPI": http.HandlerFunc(s.openAPI),
 		"readyz": http.HandlerFunc(s.readyz), "metrics": promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}),
+		"restore": http.HandlerFunc(s.restore), "deletedCopies": http.HandlerFunc(s.deletedCopies),
+		"deletedCopy": http.HandlerFunc(s.deletedCopy),
 	})
 	if err != nil {
 		return nil, err

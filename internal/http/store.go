@@ -11,12 +11,13 @@ import (
 
 // Store is every read the server makes of the database, by role; db.Reads is
 // one. The server writes nothing: an operator's release goes through the
-// Releaser, which records it.
+// Releaser, and a restore through the Restorer, which record them.
 type Store interface {
 	Objects
 	History
 	Decisions
 	RuleMatches
+	Copies
 }
 
 // RuleMatches is what the server reads of the cleanup rules' matches:

@@ -54,11 +54,12 @@ var errorCodes = map[int]string{
 	400: "A query string, parameter or body the endpoint cannot take.",
 	401: "Authentication is on and the request carries no valid token or client certificate; " +
 		"WWW-Authenticate: Bearer says how.",
-	403: "The Host header names a host not allowed (--allowed-hosts), or (POST /rules/evaluate) " +
-		"the API has no authentication and does not listen on loopback.",
+	403: "The Host header names a host not allowed (--allowed-hosts), or (POST /rules/evaluate, " +
+		"POST /objects/{uid}/restore) the API has no authentication and does not listen on loopback.",
 	404: "What the request names is not there: an object the mirror and its history do not know (a uid), " +
-		"a rule that is not loaded, or, for a release, controllers (none run here).",
-	409: "Nothing is held.",
+		"a rule that is not loaded, a copy of a deleted object not kept here, " +
+		"or, for a release, controllers (none run here).",
+	409: "Nothing is held (a release), or the restore is refused, for the reason the error gives.",
 	413: "The body is larger than the endpoint takes.",
 	415: "The body is not sent with a Content-Type the endpoint takes: application/json, " +
 		"or for POST /rules/evaluate also YAML.",
@@ -169,7 +170,7 @@ func operationObject(op api.Operation) map[string]any {
 		}
 		o["requestBody"] = map[string]any{"required": false, "content": content}
 	}
-	ok := map[string]any{"description": "OK"}
+	ok := map[string]any{"description": http.StatusText(op.SuccessStatus())}
 	if op.Answer != nil {
 		ok["content"] = jsonContent(ref(op.Answer.Name()))
 	} else {
@@ -178,9 +179,9 @@ func operationObject(op api.Operation) map[string]any {
 	if op.AnswerText != "" {
 		ok["content"].(map[string]any)[op.AnswerText] = map[string]any{"schema": map[string]string{"type": "string"}}
 	}
-	responses := map[string]any{"200": ok}
+	responses := map[string]any{strconv.Itoa(op.SuccessStatus()): ok}
 	for _, c := range op.Statuses() {
-		if c == http.StatusOK {
+		if c == op.SuccessStatus() {
 			continue
 		}
 		responses[strconv.Itoa(c)] = map[string]any{"description": errorCodes[c], "content": jsonContent(ref("Error"))}
