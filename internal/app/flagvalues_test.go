@@ -27,6 +27,7 @@ var (
 		"cascade --certificate-authority": true, "cascade --token-file": true, "status --certificate-authority": true,
 		"status --token-file": true, "release --certificate-authority": true, "release --token-file": true,
 		"rules --certificate-authority": true, "rules --token-file": true,
+		"restore --certificate-authority": true, "restore --token-file": true, "restore --uid": true,
 		"cluster add --config-dir": true, "cluster add --context": true, "cluster add --kubeconfig": true,
 		"cluster add --out": true, "cluster remove --config-dir": true, "cluster remove --context": true,
 		"cluster remove --kubeconfig": true, "cluster remove --out": true,

@@ -168,7 +168,7 @@ func TestPluginNames(t *testing.T) {
 	}{
 		{[]string{"run"}, `kubectl gc: unknown command "run" (see 'kubectl gc help')` + "\n"},
 		{[]string{"completion", "bash"}, `kubectl gc: unknown command "completion" (see 'kubectl gc help')` + "\n"},
-		{[]string{"get", "things"}, `kubectl gc: cannot get "things": want one of pending, audit, stuck, lint, leases, rules, unused (see 'kubectl gc help get')` + "\n"},
+		{[]string{"get", "things"}, `kubectl gc: cannot get "things": want one of pending, audit, stuck, lint, leases, rules, unused, deleted-copies (see 'kubectl gc help get')` + "\n"},
 	} {
 		if code, _, stderr := run(tc.args...); code != 2 || stderr != tc.want {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)

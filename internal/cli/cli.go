@@ -39,7 +39,7 @@ type env struct {
 // command's Use is its synopsis after the program's name.
 func (e *env) commands() []*cobra.Command {
 	cmds := []*cobra.Command{getCommand(e), whyCommand(e), treeCommand(e), cascadeCommand(e), statusCommand(e),
-		rulesCommand(e), releaseCommand(e), pluginCommand(e)}
+		rulesCommand(e), releaseCommand(e), restoreCommand(e), pluginCommand(e)}
 	e.addCompletion(cmds)
 	return cmds
 }

@@ -207,7 +207,8 @@ func (c *Client) send(ctx context.Context, method, u, contentType string, body [
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the answer: %w", shown, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	// 201: a POST that made something (a restore).
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
 		var e struct {
 			Error string `json:"error"`
 		}

@@ -57,6 +57,8 @@ func (e *env) addCompletion(cmds []*cobra.Command) {
 		switch cmd.Name() {
 		case "why", "tree", "cascade":
 			cmd.ValidArgsFunction = e.completeObject
+		case "restore":
+			cmd.ValidArgsFunction = e.completeDeletedCopy
 		case "get":
 			_ = cmd.RegisterFlagCompletionFunc("kind", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 				return e.completeKinds(cmd, toComplete), noFiles
@@ -120,6 +122,33 @@ func (e *env) completeObject(cmd *cobra.Command, args []string, toComplete strin
 		return e.completeNames(cmd, args[0], toComplete), noFiles
 	}
 	return nil, noFiles
+}
+
+// completeDeletedCopy completes restore's KIND/NAME from the copies kept,
+// newest first, in -n's namespace when given.
+func (e *env) completeDeletedCopy(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion,
+	cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, noFiles
+	}
+	q := url.Values{"limit": {strconv.Itoa(completionNames)}}
+	if ns, _ := cmd.Flags().GetString("namespace"); ns != "" {
+		q.Set("namespace", ns)
+	}
+	var list api.DeletedCopyList
+	if !e.getJSON(cmd, "/deleted-copies", q, &list) {
+		return nil, noFiles
+	}
+	var out []cobra.Completion
+	seen := map[string]bool{}
+	for _, dc := range list.Items {
+		word := strings.ToLower(dc.Target.Kind) + "/" + dc.Target.Name
+		if strings.HasPrefix(word, toComplete) && !seen[word] {
+			seen[word] = true
+			out = append(out, cmdline.Printable(word))
+		}
+	}
+	return out, noFiles
 }
 
 // completeKinds are the resources the mirror holds objects of, by their

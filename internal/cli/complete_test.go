@@ -121,7 +121,7 @@ func TestCompletionFromServer(t *testing.T) {
 		{[]string{"why", "cm/orphan", "-n", ""}, []string{"other", "shop"}},
 		{[]string{"get", "pending", "--namespace", "sh"}, []string{"shop"}},
 		// get's lists and filters.
-		{[]string{"get", ""}, []string{"audit", "leases", "lint", "pending", "rules", "stuck", "unused"}},
+		{[]string{"get", ""}, []string{"audit", "deleted-copies", "leases", "lint", "pending", "rules", "stuck", "unused"}},
 		{[]string{"get", "pending", "--kind", "con"}, []string{"configmaps\tConfigMap"}},
 		{[]string{"get", "lint", "--rule", "kg-lint-0"}, []string{"KG-LINT-01\tdangling-owner (warning)", "KG-LINT-02\tuid-mismatch (error)",
 			"KG-LINT-03\tcross-namespace-owner (error)", "KG-LINT-04\tcluster-scoped-dependent-namespaced-owner (error)",

@@ -19,9 +19,9 @@ import (
 	"github.com/kubegcd/kubegcd/internal/api"
 )
 
-const getHelp = `Lists what kubegcd holds (pending), decided (audit), or found (stuck,
-lint, leases, rules, unused), as tables like kubectl's, or as the API's own
-JSON or YAML.
+const getHelp = `Lists what kubegcd holds (pending, deleted-copies), decided (audit), or
+found (stuck, lint, leases, rules, unused), as tables like kubectl's, or as
+the API's own JSON or YAML.
 
   pending  decisions held: quarantined, backing off, or recorded in dry-run;
            those waiting longest, up to --limit (follows the API's cursor)
@@ -38,6 +38,9 @@ JSON or YAML.
            PersistentVolumeClaims and ServiceAccounts nothing references;
            -o json is one list joined from each rule's matches, each with
            its rule
+  deleted-copies
+           the copies of deleted objects that 'restore' re-creates them
+           from, newest first (follows the API's cursor up to --limit)
 
 The tables of pending, stuck, lint and unused list their rows by namespace,
 then kind, then name; -o json and yaml keep the API's order.
@@ -47,7 +50,7 @@ hold is an error (exit 1) that names the namespaces it may mean, as why
 says of an object it does not find; -o json and yaml print the API's
 answer as it came. Each filter fits some lists only. A filter on a list it
 does not fit is an error, not ignored: --controller (pending, audit),
---kind (pending, audit, stuck, unused), --since (audit), --outcome (audit),
+--kind (pending, audit, stuck, unused, deleted-copies), --since (audit), --outcome (audit),
 --min-age (stuck), --rule (audit, lint), --severity (lint), --limit (all
 but leases and rules), -n (all but rules).
 
@@ -90,10 +93,12 @@ var listings = map[string]listing{
 	"rules":  {path: "/rules", table: rulesTable, what: "rules", clusterWide: true},
 	"unused": {path: "/rules", filters: []string{"kind", "limit"}, fetch: fetchUnused, table: unusedTable,
 		what: "unused objects"},
+	"deleted-copies": {path: "/deleted-copies", filters: []string{"kind", "limit"},
+		fetch: pager{"/deleted-copies", 1000, 100}.fetch, table: deletedCopiesTable, what: "copies of deleted objects"},
 }
 
 // listingNames are get's lists, as its errors name them.
-const listingNames = "pending, audit, stuck, lint, leases, rules, unused"
+const listingNames = "pending, audit, stuck, lint, leases, rules, unused, deleted-copies"
 
 // apiParams maps get's filter flags to the API's query parameters.
 var apiParams = map[string]string{"controller": "controller", "kind": "kind", "since": "since", "outcome": "outcome",
@@ -101,7 +106,7 @@ var apiParams = map[string]string{"controller": "controller", "kind": "kind", "s
 
 func getCommand(e *env) *cobra.Command {
 	f := &getFlags{}
-	cmd := newCommand("get pending|audit|stuck|lint|leases|rules|unused [-n NS|-A] [--controller C] [--kind K] [--rule R] [--since D] [--limit N] [-o table|wide|json|yaml]",
+	cmd := newCommand("get pending|audit|stuck|lint|leases|rules|unused|deleted-copies [-n NS|-A] [--controller C] [--kind K] [--rule R] [--since D] [--limit N] [-o table|wide|json|yaml]",
 		"list what kubegcd holds, decided, or found", getHelp)
 	cmd.ValidArgs = slices.Sorted(maps.Keys(listings))
 	f.conn.register(cmd.Flags())
@@ -110,7 +115,7 @@ func getCommand(e *env) *cobra.Command {
 	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every namespace (the default)")
 	registerOutput(cmd, &f.output, outTable, outWide, outJSON, outYAML)
 	choiceVar(fs, &f.controller, "controller", api.Strings(api.AuditControllers), "only this controller's: "+strings.Join(api.Strings(api.AuditControllers), ", "))
-	checkedVar(fs, &f.kind, "kind", "", "string", "only this kind (a kind, or a resource's plural): pending, audit, stuck, unused",
+	checkedVar(fs, &f.kind, "kind", "", "string", "only this kind (a kind, or a resource's plural): pending, audit, stuck, unused, deleted-copies",
 		"want a kind or a resource's plural, such as Pod or deployments.apps", isToken)
 	checkedVar(fs, &f.since, "since", "", "string", "only rows newer than this: a duration such as 1h, or an RFC 3339 time",
 		sinceWant, isPast)
@@ -122,7 +127,7 @@ func getCommand(e *env) *cobra.Command {
 		"only this rule's: audit rows of a rule id such as BR-21-03, lint findings of an id such as KG-LINT-01 or its name",
 		"want a rule id such as BR-21-03 or KG-LINT-01, or a lint rule's name", isToken)
 	choiceVar(fs, &f.severity, "severity", api.Strings(api.Severities), "only findings of this severity: "+orList(api.Strings(api.Severities)))
-	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending, audit and unused (default: 1000 pending, 100 audit, 10000 unused, the API's for the others)")
+	fs.IntVar(&f.limit, "limit", 0, "at most this many rows, across pages for pending, audit, unused and deleted-copies (default: 1000 pending, 100 audit and deleted-copies, 10000 unused, the API's for the others)")
 	for name, values := range map[string][]string{
 		"controller": api.Strings(api.AuditControllers),
 		"outcome":    api.Strings(api.Outcomes),
@@ -541,4 +546,37 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// deletedCopiesTable lists the copies newest first, as the API does: the
+// order is when each object went.
+func deletedCopiesTable(body []byte, f *getFlags, now time.Time) (*table, int, error) {
+	var a api.DeletedCopyList
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, 0, err
+	}
+	header := []string{"KIND", "NAME", "DELETED BY", "AGE", "RESTORED AS"}
+	if f.output == outWide {
+		header = append(header, "API VERSION", "UID", "SIZE", "SECRET DATA")
+	}
+	t := withNamespace(f, header...)
+	for _, dc := range a.Items {
+		by := string(dc.Controller)
+		if dc.Rule != "" {
+			by = "rule " + dc.Rule
+		}
+		cells := []string{dc.Target.Kind, dc.Target.Name, by, age(&dc.TakenAt, now), orNone(dc.RestoredUID)}
+		if f.output == outWide {
+			data := ""
+			if dc.Target.Kind == "Secret" && dc.Target.APIVersion == "v1" {
+				data = "kept"
+				if dc.SecretDataDropped {
+					data = "dropped"
+				}
+			}
+			cells = append(cells, dc.Target.APIVersion, dc.Target.UID, strconv.FormatInt(dc.Size, 10), orNone(data))
+		}
+		addRow(t, f, dc.Target.Namespace, cells...)
+	}
+	return t, len(a.Items), nil
 }

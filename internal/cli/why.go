@@ -124,6 +124,8 @@ func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 		}
 	}
 
+	printRestored(w, d, now)
+
 	if len(d.Rules) > 0 {
 		fmt.Fprintln(w, "\nCleanup rules that match it:")
 		for _, m := range d.Rules {
@@ -206,5 +208,27 @@ func printReferences(w io.Writer, d *api.ObjectDetail, now time.Time) {
 		}
 	case d.LastReferenced != nil:
 		fmt.Fprintf(w, "\nReferenced by: nothing now; last referenced %s\n", ago(d.LastReferenced, now))
+	}
+}
+
+// printRestored says which deleted object a restore made this one from,
+// and which rules leave it alone for that; nothing when it was not
+// restored.
+func printRestored(w io.Writer, d *api.ObjectDetail, now time.Time) {
+	if d.RestoredFrom == nil && len(d.SparedBy) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nRestored:")
+	if r := d.RestoredFrom; r != nil {
+		by := string(r.DeletedBy)
+		if r.Rule != "" {
+			by = "rule " + r.Rule
+		}
+		printf(w, "  from uid %s, deleted by %s %s ago; restored %s ago by %s\n", r.DeletedUID, by, age(&r.TakenAt, now),
+			age(r.RestoredAt, now), orNone(r.RestoredBy))
+	}
+	for _, s := range d.SparedBy {
+		printf(w, "  rule %s leaves it alone while its text hashes to %s (since %s ago)\n", s.Rule, s.RuleHash,
+			age(&s.Since, now))
 	}
 }
