@@ -45,8 +45,6 @@ type controllers struct {
 	liveUID reconcile.LiveUID
 	// live reads, notifies and deletes for the cleanup rules that delete.
 	live cleanup.Live
-	// keeper keeps the copies of the objects the rules delete.
-	keeper *copies.Keeper
 	// restorer re-creates deleted objects from their copies, for
 	// POST /objects/{uid}/restore.
 	restorer *copies.Restorer
@@ -145,7 +143,7 @@ func startControllers(cfg *runConfig, restCfg *rest.Config, store *db.DB, ing *i
 
 	c := &controllers{applier: applier, passes: passes, stop: sync.OnceFunc(broadcaster.Shutdown),
 		log: logger, liveUID: reconcile.MetadataLiveUID(store.Objects(), mc),
-		live: cleanup.NewLive(dyn, kube.CoreV1(), instance, nil), keeper: keeper,
+		live: cleanup.NewLive(dyn, kube.CoreV1(), instance, nil),
 		restorer: &copies.Restorer{Dynamic: dyn, Kinds: store.Objects(), Store: store.Copies(), Audit: applier,
 			Log: logger.With("component", "restore")}}
 	deps := controllerDeps{cfg: cfg, store: store, ing: ing, applier: applier, passes: passes, meta: mc, kube: kube,

@@ -1,11 +1,15 @@
 package app
 
 import (
+	"context"
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/cli"
+	"github.com/kubegcd/kubegcd/internal/copies"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/reconcile/cleanup"
@@ -32,8 +36,33 @@ func (d *daemonRun) newRules() *cleanup.Runner {
 		Registerer: d.reg,
 		Heartbeat:  d.loops.Loop("rules", rulesBeat),
 		Acting: &cleanup.Acting{Applier: d.ctrls.applier, Live: d.ctrls.live, Store: d.store.Rules(),
-			Leading: d.lead.Leading},
+			Copies: ruleCopies{d.store.Copies()}, TakeCopy: takeCopy(d.cfg.keepDeletedSecrets), Leading: d.lead.Leading},
 	})
+}
+
+// ruleCopies keeps the copies of what the rules delete in the database.
+type ruleCopies struct{ store db.Copies }
+
+func (c ruleCopies) Keep(ctx context.Context, cp cleanup.Copy) error {
+	return c.store.PutDeletedCopy(ctx, &db.DeletedCopy{Target: cp.Target, Resource: cp.Resource,
+		Controller: api.ControllerRules, RuleID: cp.RuleID, RuleHash: cp.RuleHash, TakenAt: cp.TakenAt,
+		Object: cp.Object, SecretDataDropped: cp.SecretDataDropped})
+}
+
+func (c ruleCopies) Drop(ctx context.Context, uid string) error {
+	return c.store.DropDeletedCopy(ctx, uid)
+}
+
+func (c ruleCopies) Spared(ctx context.Context, ruleID, ruleHash string) (map[string]bool, error) {
+	return c.store.SparedUIDs(ctx, ruleID, ruleHash)
+}
+
+// takeCopy encodes a live object for its copy, a Secret's data dropped
+// unless keepSecretData.
+func takeCopy(keepSecretData bool) func(*unstructured.Unstructured) ([]byte, bool, error) {
+	return func(obj *unstructured.Unstructured) ([]byte, bool, error) {
+		return copies.Take(obj, keepSecretData)
+	}
 }
 
 // Local is what the client commands do without a daemon: rules check

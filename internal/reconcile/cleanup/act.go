@@ -247,8 +247,8 @@ func (r *Runner) actOn(ctx context.Context, rule *rules.Rule, m db.ActMatch, sta
 	acted *api.RuleActed) error {
 	a := r.opts.Acting
 	now := r.opts.Now()
-	d := reconcile.Decision{Controller: api.ControllerRules, Rule: rule.ID, Action: api.ActionDelete, Target: m.Target,
-		ResourceVersion: m.ResourceVersion, Reason: m.Reason, DecidedAt: now,
+	d := reconcile.Decision{Controller: api.ControllerRules, Rule: rule.ID, RuleHash: rule.Hash, Action: api.ActionDelete,
+		Target: m.Target, ResourceVersion: m.ResourceVersion, Reason: m.Reason, DecidedAt: now,
 		Facts: map[string]any{"ruleHash": rule.Hash, "passes": m.Passes, "matchedSince": m.Since.UTC(),
 			"propagation": rule.Propagation}}
 	if d.Reason == "" {
