@@ -6,6 +6,7 @@
 import { h, api, ApiError, qs, table, when, objLink, badge, setTitle, errorBox, targetText, ruleLink, linkRules } from './util.js';
 import { drawGraph, groupMin } from './graph.js';
 import { stuckItem } from './diag.js';
+import { cascadeView } from './cascade.js';
 import { ruleHref } from './cleanup.js';
 
 const ownerStateBadge = {
@@ -358,31 +359,7 @@ function cascadeSection(uid, graphDone, legend) {
       }
       await mark(marks);
       clear.hidden = false;
-      const counts = Object.entries(c.byKind || {}).map(([kind, acts]) => ({ kind, ...acts }));
-      out.replaceChildren(...[
-        h('p', {}, h('strong', { text: `${c.total} object${c.total === 1 ? '' : 's'}` }), ` walked with propagation ${p}`,
-          c.truncated ? h('span', { class: 'warn', text: ' (truncated)' }) : null),
-        table([
-          { title: 'kind', cell: (r) => r.kind },
-          { title: 'delete', class: 'num', cell: (r) => String(r.delete || 0) },
-          { title: 'remove reference', class: 'num', cell: (r) => String(r['remove-owner-reference'] || 0) },
-          { title: 'keep', class: 'num', cell: (r) => String(r.keep || 0) },
-        ], counts),
-        c.blockedBy && c.blockedBy.length ? [h('h3', { text: 'Would wait for' }), table([
-          { title: 'object', cell: (b) => objLink(b.target) },
-          { title: 'finalizers', cell: (b) => (b.finalizers || []).join(', ') },
-          { title: 'reason', cell: (b) => linkRules(b.reason), class: 'reason' },
-        ], c.blockedBy, { id: 'cascade-blocked' })] : null,
-        h('h3', { text: 'Objects' }),
-        table([
-          { title: 'depth', class: 'num', cell: (i) => String(i.depth) },
-          { title: 'object', cell: (i) => objLink(i.target) },
-          { title: 'action', cell: (i) => badge(i.action, i.action === 'delete' ? 'bad' : i.action === 'keep' ? 'ok' : 'warn') },
-          { title: 'rule', cell: (i) => i.rule ? ruleLink(i.rule) : '' },
-          { title: 'reason', cell: (i) => linkRules(i.reason), class: 'reason' },
-        ], c.items.slice(0, 200), { id: 'cascade-items' }),
-        c.items.length > 200 ? h('p', { class: 'muted', text: `the first 200 of ${c.items.length} are listed` }) : null,
-      ].flat().filter(Boolean));
+      out.replaceChildren(...cascadeView(c, p, true));
     } catch (err) {
       out.replaceChildren(errorBox(err));
     }
