@@ -2,15 +2,10 @@
 // files and rules refused, and a chosen rule's text and its matches, paged
 // by the API's cursor. (rules.js is another thing: the titles of the
 // controllers' rule ids.)
-import { h, api, qs, table, when, filterForm, badge, setTitle, errorBox, age, goSeconds, go, paramsObject, linkRules } from './util.js';
+import { h, api, qs, table, when, filterForm, badge, setTitle, errorBox, age, goSeconds, go, paramsObject, linkRules, ruleHref } from './util.js';
 import { cursorPager } from './lists.js';
 
 const pageSize = 50;
-
-// ruleHref is the Rules page with one rule chosen.
-export function ruleHref(id) {
-  return '#/rules' + qs({ rule: id });
-}
 
 // passTime writes a pass's duration: milliseconds below a second, where
 // passes usually are, else as ages are written.

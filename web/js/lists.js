@@ -1,8 +1,8 @@
 // The Pending and Audit tables: filters the API applies, paging by the
 // API's cursor (never everything at once), links to objects, downloads.
-import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, setTitle, errorBox, targetText, go, paramsObject, ruleLink, linkRules, age, goSeconds } from './util.js';
+import { h, api, qs, table, when, objLink, filterForm, badge, csv, download, setTitle, errorBox, targetText, go, paramsObject, linkRules, age, goSeconds, decisionRule } from './util.js';
 
-const controllers = ['ownergc', 'podgc', 'ttl', 'svgc'];
+const controllers = ['ownergc', 'podgc', 'ttl', 'svgc', 'lcgc', 'rules'];
 const outcomes = ['applied', 'dry-run', 'failed', 'conflict', 'not-found', 'skipped', 'unknown'];
 const pageSize = 50;
 const downloadCap = 50000; // rows a download reads at most, by pages of the API's largest
@@ -40,7 +40,7 @@ export async function pendingPage(view, ctx) {
   const cols = [
     { title: 'since', value: (i) => i.since, cell: (i) => when(i.since), class: 'nowrap' },
     { title: 'controller', value: (i) => i.controller, cell: (i) => i.controller },
-    { title: 'rule', value: (i) => i.rule, cell: (i) => ruleLink(i.rule), class: 'nowrap' },
+    { title: 'rule', value: (i) => i.rule, cell: decisionRule, class: 'nowrap' },
     { title: 'action', value: (i) => i.action, cell: (i) => i.action },
     { title: 'object', value: (i) => targetText(i.target), cell: (i) => objLink(i.target) },
     { title: 'reason', value: (i) => i.reason, cell: (i) => linkRules(i.reason), class: 'reason' },
@@ -82,7 +82,7 @@ export async function auditPage(view, ctx) {
   const cols = [
     { title: 'time', value: (e) => e.time, cell: (e) => when(e.time), class: 'nowrap' },
     { title: 'controller', value: (e) => e.controller, cell: (e) => e.controller },
-    { title: 'rule', value: (e) => e.rule, cell: (e) => ruleLink(e.rule), class: 'nowrap' },
+    { title: 'rule', value: (e) => e.rule, cell: decisionRule, class: 'nowrap' },
     { title: 'action', value: (e) => e.action, cell: (e) => e.action },
     { title: 'object', value: (e) => targetText(e.target), cell: (e) => objLink(e.target) },
     { title: 'outcome', value: (e) => e.outcome + (e.dryRun ? ' (dry-run)' : ''), cell: (e) => outcomeBadge(e) },

@@ -3,11 +3,10 @@
 // references it and what it references, the cleanup rules that match it,
 // what holds its deletion, its history and audit rows, and what a delete
 // would take with it.
-import { h, api, ApiError, qs, table, when, objLink, badge, setTitle, errorBox, targetText, ruleLink, linkRules } from './util.js';
+import { h, api, ApiError, qs, table, when, objLink, badge, setTitle, errorBox, targetText, ruleLink, linkRules, ruleHref, decisionRule } from './util.js';
 import { drawGraph, groupMin } from './graph.js';
 import { stuckItem } from './diag.js';
 import { cascadeView } from './cascade.js';
-import { ruleHref } from './cleanup.js';
 
 const ownerStateBadge = {
   present: 'ok', missing: 'bad', 'being-deleted': 'warn', 'deleting-dependents': 'warn', 'other-namespace': 'bad', 'name-mismatch': 'bad',
@@ -118,7 +117,7 @@ export async function objectPage(view, ctx) {
   view.append(h('h2', { text: 'Pending decisions' }), table([
     { title: 'controller', cell: (p) => p.controller },
     { title: 'action', cell: (p) => p.action },
-    { title: 'rule', cell: (p) => ruleLink(p.rule), class: 'nowrap' },
+    { title: 'rule', cell: decisionRule, class: 'nowrap' },
     { title: 'reason', cell: (p) => linkRules(p.reason), class: 'reason' },
     { title: 'since', cell: (p) => when(p.since) },
     { title: 'not before', cell: (p) => p.notBefore ? when(p.notBefore) : '' },
@@ -320,7 +319,7 @@ function auditTable(items) {
   return table([
     { title: 'time', cell: (e) => when(e.time), class: 'nowrap' },
     { title: 'controller', cell: (e) => e.controller },
-    { title: 'rule', cell: (e) => ruleLink(e.rule), class: 'nowrap' },
+    { title: 'rule', cell: decisionRule, class: 'nowrap' },
     { title: 'action', cell: (e) => e.action },
     { title: 'outcome', cell: (e) => [badge(e.outcome, e.outcome === 'failed' ? 'bad' : ''), e.dryRun && e.outcome !== 'dry-run' ? badge('dry-run') : null] },
     { title: 'reason', cell: (e) => [linkRules(e.reason), e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },

@@ -279,3 +279,16 @@ export function linkRules(text) {
   return String(text ?? '').split(/\b((?:BR|KG)-[0-9A-Z]+-[0-9]+)\b/)
     .map((part, i) => (i % 2 === 1 && rules[part] ? ruleLink(part) : sameAges(part))).filter((part) => part !== '');
 }
+
+// ruleHref is the Rules page with one cleanup rule chosen.
+export function ruleHref(id) {
+  return '#/rules' + qs({ rule: id });
+}
+
+// decisionRule links the rule of a pending or audit row: a cleanup rule's
+// id (controller rules) to the Rules page, a controller's rule id to its
+// entry in docs/rules.md.
+export function decisionRule(row) {
+  if (row.controller === 'rules' && row.rule) return h('a', { href: ruleHref(row.rule), title: 'the cleanup rule ' + row.rule }, h('code', { text: row.rule }));
+  return ruleLink(row.rule);
+}
