@@ -27,14 +27,15 @@ var builtinRules = []string{"unused-configmaps", "unused-secrets", "unused-pvcs"
 
 // referencesFixture makes a namespace where a Deployment scaled to 0 and
 // a CronJob between runs use the ConfigMap settings, nothing uses unused,
-// and bad-ttl's TTL does not parse. The Deployment also names a Secret
-// that does not exist. It returns the namespace.
+// which owns unused-cache, and bad-ttl's TTL does not parse. The
+// Deployment also names a Secret that does not exist. It returns the
+// namespace.
 func referencesFixture(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := namespaces.New(t, "ui-references")
 	configMap(t, ns, "settings")
-	configMap(t, ns, "unused")
+	configMap(t, ns, "unused-cache", ownerRef(configMap(t, ns, "unused"), true, true))
 	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad-ttl",
 		Annotations: map[string]string{"kubegcd.io/ttl": "tomorrow"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -75,8 +76,10 @@ func referencesFixture(t *testing.T) string {
 }
 
 // rulesDir writes a rules directory: an override that makes
-// unused-configmaps report at once, a rule of the test's own, and in the
-// same file a rule that writes, refused at its line.
+// unused-configmaps report at once and one that gives unused-secrets a
+// schedule; rules of the test's own that delete, test-configmaps over its
+// cap and drop-unused with no cap and a notice; and in the same file a rule
+// whose SELECT writes, refused at its line.
 func rulesDir(t *testing.T, ns string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -86,6 +89,8 @@ func rulesDir(t *testing.T, ns string) string {
     interval: 1s
     params:
       grace: 0s
+  - id: unused-secrets
+    schedule: "0 3 * * *"
 `,
 		"20-team.yaml": `rules:
   - id: test-configmaps
@@ -98,6 +103,20 @@ func rulesDir(t *testing.T, ns string) string {
     exclude:
       names: [keep-*]
     interval: 1s
+    action: delete
+    limits:
+      max_count: 2
+  - id: drop-unused
+    description: The ConfigMap unused, with what it owns.
+    select: |
+      SELECT uid, 'nothing uses it' AS reason
+      FROM objects WHERE kind = 'ConfigMap' AND namespace = :ns AND name = 'unused'
+    params:
+      ns: ` + ns + `
+    interval: 1s
+    action: delete
+    occurrences: 3
+    notify_before: 1h
   - id: drop-everything
     select: DELETE FROM objects
 `,
@@ -112,9 +131,11 @@ func rulesDir(t *testing.T, ns string) string {
 
 // The Rules page lists each rule as /rules does, the built-ins first, and
 // the refused rule with its file and line; a chosen rule shows its text
-// and its matches, filtered, each linking to its object's page. That page
-// shows the rules that match it, and the references both ways, drawn on
-// its graph beside the owners.
+// and its matches, filtered, each linking to its object's page. A rule
+// that deletes is marked so, would delete in dry-run, with its cap, next
+// pass and last outcome, and each of its matches previews what its delete
+// would take. An object's page shows the rules that match it, and the
+// references both ways, drawn on its graph beside the owners.
 func TestRulesPageAndReferences(t *testing.T) {
 	ns := referencesFixture(t)
 	dir := rulesDir(t, ns)
@@ -156,13 +177,24 @@ func TestRulesPageAndReferences(t *testing.T) {
 		t.Fatalf("/rules refuses nothing, want drop-everything refused: %+v", list)
 	}
 
+	// The daemon runs in dry-run, as kubegcd does by default: a rule that
+	// deletes only records what it would delete.
+	var st api.Status
+	d.GetJSON(t, "/status", 200, &st)
+	if st.Enforcement == nil || !st.Enforcement.DryRun {
+		t.Fatalf("/status: enforcement %+v, want dry-run", st.Enforcement)
+	}
+
 	p := openPage(t, d)
-	type row struct{ ID, Source, Matches string }
+	type row struct{ ID, Source, Mode, Passes, Cap, Matches string }
 	readRows := func() []row {
 		t.Helper()
 		var out []row
-		p.eval(`[...document.querySelectorAll('#rules tbody tr[data-rule]')].map((tr) => ({ id: tr.dataset.rule,
-			source: tr.querySelector('td[data-label="source"]').textContent, matches: tr.querySelector('td[data-label="matches"]').textContent }))`, &out)
+		p.eval(`[...document.querySelectorAll('#rules tbody tr[data-rule]')].map((tr) => {
+			const cell = (label) => tr.querySelector('td[data-label="' + label + '"]').textContent;
+			return { id: tr.dataset.rule, source: cell('source'), mode: cell('mode'), passes: tr.querySelector('td[data-label="when"] .passes').textContent,
+				cap: cell('cap'), matches: cell('matches') };
+		})`, &out)
 		return out
 	}
 	apiRows := func(l api.RuleList) []row {
@@ -176,7 +208,18 @@ func TestRulesPageAndReferences(t *testing.T) {
 					src = "built-in overridden at " + src
 				}
 			}
-			out = append(out, row{r.ID, src, fmt.Sprint(r.Matches)})
+			mode, limit := "reports", ""
+			if r.Action == "delete" {
+				mode, limit = "would delete", "no cap"
+				if r.Limits.MaxCount > 0 {
+					limit = fmt.Sprintf("at most %d", r.Limits.MaxCount)
+				}
+			}
+			passes := r.Schedule
+			if passes == "" {
+				passes = "every " + shortDuration(t, r.Interval)
+			}
+			out = append(out, row{r.ID, src, mode, passes, limit, fmt.Sprint(r.Matches)})
 		}
 		return out
 	}
@@ -214,7 +257,29 @@ func TestRulesPageAndReferences(t *testing.T) {
 	if !slices.ContainsFunc(list.Errors, func(e api.RuleError) bool { return e.File == broken && e.Line > 0 && e.Rule == "drop-everything" }) {
 		t.Errorf("/rules refuses %+v, want drop-everything at a line of %s", list.Errors, broken)
 	}
+	for _, id := range []string{"test-configmaps", "drop-unused"} {
+		if r := ruleInfo(t, list, id); r.Action != "delete" {
+			t.Errorf("/rules: %s's action is %q, want delete", id, r.Action)
+		}
+	}
+	if got := p.text("#rules-mode"); !strings.HasPrefix(got, "kubegcd runs in dry-run: a rule marked would delete records what it would delete") {
+		t.Errorf("the page says of the rules that delete: %q, want that dry-run wins", got)
+	}
+	// A scheduled rule's next pass is at its schedule's next time, in hours.
+	secrets := ruleInfo(t, list, "unused-secrets")
+	var next struct{ Text, Title string }
+	p.eval(`(() => { const t = document.querySelector('#rules tr[data-rule="unused-secrets"] td[data-label="when"] time');
+		return t ? { text: t.textContent, title: t.title } : {}; })()`, &next)
+	if at, err := time.Parse(time.RFC3339Nano, next.Title); err != nil || secrets.NextPassAt == nil || !at.Equal(*secrets.NextPassAt) ||
+		!strings.HasPrefix(next.Text, "next in ") {
+		t.Errorf("unused-secrets's next pass on the page: %q at %q, want in some time at /rules's %v", next.Text, next.Title, secrets.NextPassAt)
+	}
 	p.shot("rules-list")
+
+	// The rules that delete: over its cap, test-configmaps deletes nothing
+	// and says why; drop-unused, with no cap, would delete unused once it has
+	// matched 3 passes in a row.
+	checkDeleteOutcomes(t, d, p)
 
 	// Choose unused-configmaps from its row, then filter its matches to the
 	// test's namespace.
@@ -251,7 +316,10 @@ func TestRulesPageAndReferences(t *testing.T) {
 	if n := p.count(`#rules tr.chosen[data-rule="unused-configmaps"]`); n != 1 {
 		t.Errorf("%d rows marked chosen, want unused-configmaps's", n)
 	}
-	p.shot("rules")
+	if n := p.count(`#matches button.preview`); n != 0 {
+		t.Errorf("a rule that reports: %d matches offer a preview of their delete, want none", n)
+	}
+	p.shot("rules-unused-configmaps")
 
 	// A match opens its object's page, which names the rules that match it.
 	p.eval(`(() => { delete document.querySelector('.view').dataset.loaded; return true; })()`, nil)
@@ -379,12 +447,17 @@ func TestRulesPageAndReferences(t *testing.T) {
 	p.phone()
 	for _, r := range []struct{ name, route string }{
 		{"rules-chosen", "/rules?rule=unused-configmaps&namespace=" + ns},
+		{"rules-capped", "/rules?rule=test-configmaps"},
+		{"rules-delete", "/rules?rule=drop-unused"},
 		{"object-references", "/objects/" + webUID},
 		{"object-referenced-by", "/objects/" + settings},
 	} {
 		p.goTo(r.route)
 		if strings.HasPrefix(r.route, "/objects/") {
 			p.waitJS(`window.kubegcdGraph && document.getElementById('graph').dataset.ready === 'true'`)
+		}
+		if r.name == "rules-delete" {
+			openPreview(t, p, unused)
 		}
 		// A phone widens its layout to the widest line: the screen's own
 		// width is the measure.
@@ -396,6 +469,140 @@ func TestRulesPageAndReferences(t *testing.T) {
 		p.shot("phone-" + r.name)
 	}
 	p.desktop()
+}
+
+// checkDeleteOutcomes checks what the Rules page says of the rules of
+// rulesDir that delete, in dry-run: test-configmaps is capped, and says
+// why in its row and on its own; drop-unused would delete unused, and its
+// match previews what that delete would take: unused-cache, which unused
+// owns. Pending lists that delete. It leaves p on the Rules page.
+func checkDeleteOutcomes(t *testing.T, d *e2eutil.Daemon, p *page) {
+	t.Helper()
+	acted := func(r api.RuleInfo) *api.RuleActed {
+		if r.LastPass == nil {
+			return nil
+		}
+		return r.LastPass.Acted
+	}
+	var capped, would api.RuleInfo
+	var outcomes map[string]string
+	e2eutil.Eventually(t, 60*time.Second, func() error {
+		var list, again api.RuleList
+		d.GetJSON(t, "/rules", 200, &list)
+		capped, would = ruleInfo(t, list, "test-configmaps"), ruleInfo(t, list, "drop-unused")
+		if a := acted(capped); a == nil || a.Capped == "" {
+			return fmt.Errorf("test-configmaps's last pass %+v, want it capped", capped.LastPass)
+		}
+		if a := acted(would); a == nil || a.DryRun != 1 {
+			return fmt.Errorf("drop-unused's last pass %+v, want one deletion in dry-run", would.LastPass)
+		}
+		p.goTo("/rules")
+		outcomes = nil
+		p.eval(`Object.fromEntries([...document.querySelectorAll('#rules tbody tr[data-mode="delete"]')].map((tr) =>
+			[tr.dataset.rule, tr.querySelector('td[data-label="outcome"]').textContent]))`, &outcomes)
+		d.GetJSON(t, "/rules", 200, &again)
+		if !cmp.Equal(acted(capped), acted(ruleInfo(t, again, "test-configmaps"))) || !cmp.Equal(acted(would), acted(ruleInfo(t, again, "drop-unused"))) {
+			return fmt.Errorf("a pass ended while the page was read")
+		}
+		return nil
+	})
+	want := map[string]string{"test-configmaps": "capped " + acted(capped).Capped, "drop-unused": "would delete 1"}
+	if diff := cmp.Diff(want, outcomes); diff != "" {
+		t.Errorf("the last passes' outcomes of the rules that delete (-want +page):\n%s", diff)
+	}
+	if !strings.HasPrefix(acted(capped).Capped, "4 objects due, more than max_count 2") {
+		t.Errorf("test-configmaps is capped for %q, want 4 objects due over max_count 2", acted(capped).Capped)
+	}
+	if n := p.count(`#rules tr.capped[data-rule="test-configmaps"] .badge.mode.would-delete`); n != 1 {
+		t.Errorf("test-configmaps's row: %d capped rows marked would delete, want 1", n)
+	}
+
+	// The capped rule on its own: why, first.
+	p.goTo("/rules?rule=test-configmaps")
+	if got := p.text("#rule-capped"); !strings.Contains(got, acted(capped).Capped) {
+		t.Errorf("test-configmaps's page says %q, want why it is capped: %q", got, acted(capped).Capped)
+	}
+	for sel, want := range map[string]string{"#rule-cap": "at most 2", "#rule-occurrences": "2 passes in a row", "#rule-notice": "none",
+		"#rule h2 .badge.mode": "would delete"} {
+		if got := p.text(sel); !strings.HasPrefix(got, want) {
+			t.Errorf("test-configmaps's %s: %q, want %q", sel, got, want)
+		}
+	}
+	p.shot("rules-capped")
+
+	// drop-unused: no cap, a notice, and what its delete would take.
+	p.goTo("/rules?rule=drop-unused")
+	for sel, want := range map[string]string{"#rule-cap": "no cap", "#rule-occurrences": "3 passes in a row",
+		"#rule-notice": "60m: a Kubernetes Event", "#rule-outcome": "would delete 1"} {
+		if got := p.text(sel); !strings.HasPrefix(got, want) {
+			t.Errorf("drop-unused's %s: %q, want %q", sel, got, want)
+		}
+	}
+	var m api.RuleMatchList
+	d.GetJSON(t, "/rules/drop-unused/matches", 200, &m)
+	if len(m.Items) != 1 || m.Items[0].Name != "unused" {
+		t.Fatalf("drop-unused matches %+v, want unused alone", m.Items)
+	}
+	uid := m.Items[0].UID
+	var c api.Cascade
+	d.GetJSON(t, "/objects/"+uid+"/cascade?propagation=background", 200, &c)
+	var wantItems []string
+	for _, i := range c.Items {
+		wantItems = append(wantItems, fmt.Sprintf("ConfigMap %s/%s %s", i.Target.Namespace, i.Target.Name, i.Action))
+	}
+	if len(wantItems) != 1 || !strings.HasSuffix(wantItems[0], "/unused-cache delete") {
+		t.Errorf("/objects/{uid}/cascade of unused: %q, want unused-cache deleted", wantItems)
+	}
+	openPreview(t, p, uid)
+	var items []string
+	p.eval(fmt.Sprintf(`[...document.querySelectorAll('tr.cascade-row[data-uid=%q] table.cascade-items tbody tr')].map((tr) =>
+		tr.querySelector('td[data-label="object"]').textContent + ' ' + tr.querySelector('td[data-label="action"]').textContent)`, uid), &items)
+	if diff := cmp.Diff(wantItems, items); diff != "" {
+		t.Errorf("the preview of unused's delete (-API +page):\n%s", diff)
+	}
+	p.shot("rules")
+	// Again, it closes.
+	p.run(chromedpClick(fmt.Sprintf(`#matches tr[data-uid=%q] button.preview`, uid)))
+	if n := p.count(`tr.cascade-row`); n != 0 {
+		t.Errorf("after Hide: %d previews open, want none", n)
+	}
+
+	// Pending holds what drop-unused would delete, under the rules
+	// controller; its rule links to the Rules page.
+	waitItems(t, d, 30*time.Second, "/pending?controller=rules&namespace="+m.Items[0].Namespace, 1)
+	p.goTo("/pending?controller=rules&namespace=" + m.Items[0].Namespace)
+	var links []string
+	p.eval(`[...document.querySelectorAll('#rows td[data-label="rule"] a')].map((a) => a.textContent + ' ' + a.getAttribute('href'))`, &links)
+	if want := []string{"drop-unused #/rules?rule=drop-unused"}; !slices.Equal(links, want) {
+		t.Errorf("the rules' pending rows on the page link %q, want %q", links, want)
+	}
+	p.goTo("/rules")
+}
+
+// openPreview opens the preview of the delete of the match uid on a rule's
+// page, and waits until it has read the API's answer.
+func openPreview(t *testing.T, p *page, uid string) {
+	t.Helper()
+	p.run(chromedpClick(fmt.Sprintf(`#matches tr[data-uid=%q] button.preview`, uid)))
+	p.waitJS(fmt.Sprintf(`!!document.querySelector('tr.cascade-row[data-uid=%q] .cascade-preview[data-loaded="true"]')`, uid))
+}
+
+// shortDuration writes a Go duration of /rules as the page does: 5m
+// rather than 5m0s.
+func shortDuration(t *testing.T, s string) string {
+	t.Helper()
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("an interval of /rules: %v", err)
+	}
+	out := d.String()
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
 }
 
 // checkReferenceEdges checks the drawn graph's edges between the named
@@ -500,4 +707,75 @@ func TestReferrersFoldOnTheGraph(t *testing.T) {
 	p.eval(`window.kubegcdGraph.cy.nodes().filter((n) => n.data('label') === 'CronJob\nreport').emit('tap'); true`, nil)
 	p.waitJS(fmt.Sprintf(`location.hash === %q`, "#/objects/"+string(cron.UID)))
 	p.waitLoaded()
+}
+
+// Enforcing, a rule that deletes is marked as one that does, and the page
+// says so; over its cap it deletes nothing, which its row and its own
+// section say, and the cluster confirms.
+func TestRulesPageEnforcingCappedRule(t *testing.T) {
+	ns := namespaces.New(t, "ui-rules-enforcing")
+	for _, name := range []string{"a", "b", "c"} {
+		configMap(t, ns, name)
+	}
+	dir := t.TempDir()
+	rulesFile := `rules:
+  - id: drop-all
+    description: Every ConfigMap of the test's namespace, held back by a cap of 1.
+    select: SELECT uid, 'unwanted' AS reason FROM objects WHERE kind = 'ConfigMap' AND namespace = :ns
+    params:
+      ns: ` + ns + `
+    interval: 1s
+    action: delete
+    limits:
+      max_count: 1
+`
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(rulesFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Only svgc, which nothing in this cluster gives work, beside the
+	// rules: nothing else of the shared cluster is enforced on.
+	d := daemons.Start(t, "", "--rules-dir="+dir, "--dry-run=false", "--leader-elect=false", "--controllers=svgc")
+	var rule api.RuleInfo
+	e2eutil.Eventually(t, 60*time.Second, func() error {
+		var list api.RuleList
+		d.GetJSON(t, "/rules", 200, &list)
+		rule = ruleInfo(t, list, "drop-all")
+		if rule.LastPass == nil || rule.LastPass.Acted == nil || rule.LastPass.Acted.Capped == "" {
+			return fmt.Errorf("drop-all's last pass %+v, want it capped", rule.LastPass)
+		}
+		return nil
+	})
+	p := openPage(t, d)
+	p.goTo("/rules?rule=drop-all")
+	for sel, want := range map[string]string{
+		"#rules-mode": "kubegcd enforces: what a rule marked deletes matches is deleted, within its cap",
+		`#rules tr[data-rule="drop-all"] td[data-label="mode"]`:    "deletes",
+		`#rules tr[data-rule="drop-all"] td[data-label="cap"]`:     "at most 1",
+		`#rules tr[data-rule="drop-all"] td[data-label="outcome"]`: "capped " + rule.LastPass.Acted.Capped,
+		"#rule-capped": "Capped: " + rule.LastPass.Acted.Capped,
+	} {
+		if got := p.text(sel); !strings.HasPrefix(got, want) {
+			t.Errorf("%s: %q, want %q", sel, got, want)
+		}
+	}
+	if n := p.count(`#rules tr[data-rule="drop-all"] .badge.mode.deletes`); n != 1 {
+		t.Errorf("drop-all's row: %d badges of a rule that deletes, want 1", n)
+	}
+	cms, err := kube.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != 3 {
+		t.Errorf("%d ConfigMaps left in %s, want the 3 a capped rule leaves alone", len(cms.Items), ns)
+	}
+	p.shot("rules-enforcing")
+	p.phone()
+	p.goTo("/rules?rule=drop-all")
+	var overflow int
+	p.eval(fmt.Sprintf(`document.documentElement.scrollWidth - %d`, phoneWidth), &overflow)
+	if overflow > 0 {
+		t.Errorf("the Rules page on a phone: %d px wider than the screen", overflow)
+	}
+	p.shot("phone-rules-enforcing")
+	p.desktop()
 }
