@@ -114,12 +114,14 @@ type RuleActed struct {
 	Capped string `json:"capped,omitempty"`
 	// Matches that have held for the rule's occurrences: due to be acted on.
 	Due int `json:"due"`
-	// Objects deleted; in dry-run, deletions recorded as what would be.
+	// Objects deleted.
 	Deleted int `json:"deleted"`
-	DryRun  int `json:"dryRun"`
-	// Notice Events sent, and matches waiting out their notice.
+	// In dry-run, deletions recorded as what would be.
+	DryRun int `json:"dryRun"`
+	// Notice Events sent this pass.
 	Notified int `json:"notified"`
-	Waiting  int `json:"waiting"`
+	// Matches waiting out their notice.
+	Waiting int `json:"waiting"`
 	// Matches left alone, by reason: changed (another resourceVersion
 	// live), referenced (a reference appeared), excluded (the live object
 	// is excluded), spared (restored from a copy this rule deleted) and
