@@ -36,7 +36,8 @@ func (d *daemonRun) newRules() *cleanup.Runner {
 		Registerer: d.reg,
 		Heartbeat:  d.loops.Loop("rules", rulesBeat),
 		Acting: &cleanup.Acting{Applier: d.ctrls.applier, Live: d.ctrls.live, Store: d.store.Rules(),
-			Copies: ruleCopies{d.store.Copies()}, TakeCopy: takeCopy(d.cfg.keepDeletedSecrets), Leading: d.lead.Leading},
+			Copies: ruleCopies{d.store.Copies()}, TakeCopy: takeCopy(d.cfg.keepDeletedSecrets), Leading: d.lead.Leading,
+			Workers: d.cfg.gcWorkers},
 	})
 }
 

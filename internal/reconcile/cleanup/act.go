@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,8 +20,8 @@ import (
 )
 
 // A rule whose mode is delete acts on its matches after each pass that
-// stored them, on the instance that may write. What it does with each
-// match, in order:
+// stored them, on the instance that may write, up to Acting.Workers
+// matches at once, handed out oldest first. What it does with each match:
 //
 //  1. A match that has not held for the rule's occurrences waits, and so
 //     does one the rule spared (restored from a copy it deleted).
@@ -98,6 +100,9 @@ type Acting struct {
 	// Leading reports whether this instance may write: only then do rules
 	// act. Nil: always.
 	Leading func() bool
+	// Workers is how many matches a rule acts on at once (--gc-workers);
+	// at least one.
+	Workers int
 }
 
 // NoticeReason is the reason of the Event that says a rule deletes its
@@ -195,17 +200,54 @@ func (r *Runner) act(ctx context.Context, rule *rules.Rule, start time.Time) (*a
 	if acted.Capped, err = r.capped(ctx, rule, due); err != nil || acted.Capped != "" {
 		return acted, errors.Join(err, r.endPass(ctx))
 	}
-	for _, m := range due {
-		if ctx.Err() != nil {
-			break
-		}
-		if err := r.actOn(ctx, rule, m, start, acted); errors.Is(err, reconcile.ErrPaused) {
-			break // enforcement paused: the rest waits for the next pass
-		}
-		r.opts.Heartbeat.Beat()
-	}
+	r.actOnAll(ctx, rule, due, start, acted)
 	r.metrics.observeActed(rule.ID, acted)
 	return acted, r.endPass(ctx)
+}
+
+// actOnAll acts on due, in its order, on Acting.Workers workers: each
+// match waits on the API server twice (its read, its delete), so one at a
+// time would leave kubegcd idle. Once the applier pauses, or ctx ends, no
+// more is handed out; what is in flight finishes, and the rest waits for
+// the next pass. Each worker counts in its own tally, added to acted at
+// the end.
+func (r *Runner) actOnAll(ctx context.Context, rule *rules.Rule, due []db.ActMatch, start time.Time,
+	acted *api.RuleActed) {
+	workers := min(max(r.opts.Acting.Workers, 1), max(len(due), 1))
+	next := make(chan db.ActMatch)
+	var paused atomic.Bool
+	var wg sync.WaitGroup
+	tallies := make([]*api.RuleActed, workers)
+	for w := range tallies {
+		tally := &api.RuleActed{Skipped: map[string]int{}}
+		tallies[w] = tally
+		wg.Go(func() {
+			for m := range next {
+				if err := r.actOn(ctx, rule, m, start, tally); errors.Is(err, reconcile.ErrPaused) {
+					paused.Store(true)
+				}
+			}
+		})
+	}
+	for _, m := range due {
+		if ctx.Err() != nil || paused.Load() {
+			break // the rest waits for the next pass
+		}
+		next <- m
+		r.opts.Heartbeat.Beat()
+	}
+	close(next)
+	wg.Wait()
+	for _, t := range tallies {
+		acted.Deleted += t.Deleted
+		acted.DryRun += t.DryRun
+		acted.Notified += t.Notified
+		acted.Waiting += t.Waiting
+		acted.Failed += t.Failed
+		for reason, n := range t.Skipped {
+			acted.Skipped[reason] += n
+		}
+	}
 }
 
 // capped checks the rule's cap on due, and audits a pass it holds back

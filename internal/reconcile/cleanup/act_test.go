@@ -3,9 +3,11 @@ package cleanup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,6 +112,7 @@ func TestNoticeFor(t *testing.T) {
 
 // fakeApplier records decisions; enforcing, it runs their writes.
 type fakeApplier struct {
+	mu       sync.Mutex
 	dryRun   bool
 	applied  []string // "uid outcome"
 	deferred []string
@@ -122,6 +125,8 @@ func (f *fakeApplier) Apply(ctx context.Context, d reconcile.Decision, do func(c
 		return "", reconcile.ErrPaused
 	}
 	if f.dryRun {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		f.applied = append(f.applied, d.Target.UID+" dry-run")
 		return api.OutcomeDryRun, nil
 	}
@@ -130,6 +135,8 @@ func (f *fakeApplier) Apply(ctx context.Context, d reconcile.Decision, do func(c
 	if err != nil {
 		outcome = api.OutcomeFailed
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.applied = append(f.applied, d.Target.UID+" "+string(outcome))
 	return outcome, err
 }
@@ -151,6 +158,7 @@ func (f *fakeApplier) DryRun() bool { return f.dryRun }
 
 // fakeLive is the cluster: objects by name, the deletes and notices sent.
 type fakeLive struct {
+	mu        sync.Mutex
 	objects   map[string]*unstructured.Unstructured
 	deleteErr error
 	deleted   []string
@@ -159,6 +167,8 @@ type fakeLive struct {
 }
 
 func (f *fakeLive) Get(_ context.Context, m db.ActMatch) (*unstructured.Unstructured, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if o, ok := f.objects[m.Target.Name]; ok {
 		return o.DeepCopy(), nil
 	}
@@ -166,6 +176,8 @@ func (f *fakeLive) Get(_ context.Context, m db.ActMatch) (*unstructured.Unstruct
 }
 
 func (f *fakeLive) Delete(_ context.Context, m db.ActMatch, uid, rv string, _ metav1.DeletionPropagation) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.deleteErr != nil {
 		return f.deleteErr
 	}
@@ -207,6 +219,7 @@ func (f *fakeActStore) MatchedUIDs(context.Context, []string) (map[string]bool, 
 
 // fakeCopies keeps copies in memory.
 type fakeCopies struct {
+	mu      sync.Mutex
 	kept    map[string]Copy
 	keepErr error
 	spared  map[string]bool
@@ -214,6 +227,8 @@ type fakeCopies struct {
 }
 
 func (f *fakeCopies) Keep(_ context.Context, c Copy) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.keepErr != nil {
 		return f.keepErr
 	}
@@ -400,5 +415,35 @@ func TestAct(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Many due matches on several workers: each is deleted once, its copy
+// kept, and the tallies add up.
+func TestActOnWorkers(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	live := &fakeLive{objects: map[string]*unstructured.Unstructured{}}
+	store := &fakeActStore{referenced: map[string]bool{}}
+	for i := range 300 {
+		name, uid := fmt.Sprintf("cm-%03d", i), fmt.Sprintf("uid-%03d", i)
+		live.objects[name] = liveConfigMap(name, uid, "1", nil)
+		store.matches = append(store.matches, actMatch(name, uid, "1", 2))
+	}
+	delete(live.objects, "cm-007") // gone meanwhile
+	copies := &fakeCopies{kept: map[string]Copy{}}
+	r := New(Options{Now: func() time.Time { return now },
+		Acting: &Acting{Applier: &fakeApplier{}, Live: live, Store: store, Copies: copies, Workers: 16,
+			TakeCopy: func(o *unstructured.Unstructured) ([]byte, bool, error) { return nil, false, nil }}})
+	rule := &rules.Rule{ID: "r", Mode: rules.ModeDelete, Occurrences: 2, Propagation: "Background"}
+	acted, err := r.act(context.Background(), rule, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &api.RuleActed{Due: 300, Deleted: 299, Skipped: map[string]int{"gone": 1}}
+	if diff := cmp.Diff(want, acted); diff != "" {
+		t.Errorf("acted (-want +got):\n%s", diff)
+	}
+	if len(live.deleted) != 299 || len(copies.kept) != 299 {
+		t.Errorf("%d deletes, %d copies; want 299 of each", len(live.deleted), len(copies.kept))
 	}
 }
