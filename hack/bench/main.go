@@ -12,6 +12,15 @@
 //     with their default workers; every contender is timed by one watch of
 //     the dependents, read while it deletes;
 //
+//   - rules (not run by default): --rule-objects ConfigMaps past their TTL,
+//     deleted by the built-in rule ttl-expired set to action delete, against
+//     a raw client of 32 workers that sends each object a GET then a DELETE
+//     on its UID and resourceVersion, the floor of a delete re-checked live;
+//     kubegcd's rule file goes from report to delete once it has matched
+//     them, and its rate runs from its first deletion to its last;
+//     --rule-baseline runs another kubegcd binary the same way, and the
+//     difference is the cost of what it lacks, such as keeping copies;
+//
 //   - podgc: 20,000 terminated pods, threshold 1,000: collector start → 1,000
 //     left;
 //
@@ -52,6 +61,8 @@
 //	go run ./hack/bench --run ownergc --raw 32,paced,watched,exact,beside [--kubegcd-args=--gc-workers=32] \
 //	    [--owner-delay 5s]
 //	go run ./hack/bench --run ownergc --pin --kubegcd-db-dir /dev/shm --rounds 3
+//	go run ./hack/bench --run rules [--rule-objects 20000] [--rule-baseline OLD-KUBEGCD] \
+//	    --pin --kubegcd-db-dir /dev/shm --rounds 3
 //
 // --pin places etcd and kube-apiserver on CPU 0 and kubegcd,
 // kube-controller-manager and this process (the raw client) on CPU 1, as
@@ -65,9 +76,10 @@
 // fifth.
 //
 // For tuning, KUBEGCD_BENCH_CPUPROFILE=PATH writes a CPU profile of
-// kubegcd while it collects (ownergc, podgc, scale; %n in PATH is the
-// size), and KUBEGCD_BENCH_GOROUTINES=PATH twenty goroutine dumps of
-// kubegcd half a second apart during the ownership GC (%i numbers them).
+// kubegcd while it collects (ownergc, podgc, scale, rules; %n in PATH is
+// the size), and KUBEGCD_BENCH_GOROUTINES=PATH twenty goroutine dumps of
+// kubegcd half a second apart during the ownership GC and the rule's
+// deletions (%i numbers them).
 //
 // A figure that misses its target is marked FAIL; the exit status is non-zero
 // only when the benchmark itself breaks.
@@ -161,6 +173,10 @@ type config struct {
 	refObjects   int
 	refBaseline  string // a kubegcd binary to compare with ("": none)
 
+	runRules     bool
+	ruleObjects  int
+	ruleBaseline string // a kubegcd binary to compare with ("": none)
+
 	pin              *pinning // nil: nothing pinned
 	cpProfiles       string
 	cpProfileSeconds int
@@ -187,7 +203,7 @@ func main() {
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
 	which := flag.String("run", "ingest,ownergc,podgc,ttl",
-		"benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart, scale, referrers")
+		"benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart, scale, referrers, rules")
 	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	readDB := flag.String("read-db", "", "reads: keep the filled database at this path and reuse it when it is there")
@@ -204,6 +220,9 @@ func main() {
 	refObjects := flag.Int("referrer-objects", 20_000, "referrers: ConfigMaps, then as many Pods")
 	refBaseline := flag.String("referrer-baseline", "",
 		"referrers: a kubegcd binary to measure the same way, e.g. one built before references were mirrored")
+	ruleObjects := flag.Int("rule-objects", 20_000, "rules: ConfigMaps past their TTL that the rule deletes")
+	ruleBaseline := flag.String("rule-baseline", "",
+		"rules: a kubegcd binary to measure the same way, e.g. one built before deleted objects' copies were kept")
 	heartbeat := flag.Duration("heartbeat", 10*time.Minute,
 		"scale: how long kubegcd and kube-controller-manager watch the nodes' heartbeats")
 	pin := flag.Bool("pin", false, "pin etcd and kube-apiserver to CPU 0, "+
@@ -219,17 +238,18 @@ func main() {
 		"\"exact\": watched, and deleting through kubegcd's client with its preconditions and propagation, "+
 		"or \"beside\": 32 workers while a kubegcd (with --kubegcd-args) mirrors the cluster, "+
 		"their owner kept so that it deletes nothing")
-	kubegcdArgs := flag.String("kubegcd-args", "", "ownergc: extra arguments of kubegcd's run command, split on spaces, "+
+	kubegcdArgs := flag.String("kubegcd-args", "", "ownergc, rules: extra arguments of kubegcd's run command, split on spaces, "+
 		"e.g. --kubegcd-args=--gc-workers=32 (the ownership GC's workers)")
-	rounds := flag.Int("rounds", 1, "ownergc, referrers: rounds of every contender at each size on one control plane, "+
+	rounds := flag.Int("rounds", 1, "ownergc, referrers, rules: rounds of every contender at each size on one control plane, "+
 		"each round in another order (the list rotated by one); the verdicts take the median of the rounds' ratios")
 	kubegcdDBDir := flag.String("kubegcd-db-dir", "",
-		"ownergc: put kubegcd's databases in a new directory under this one, "+
+		"ownergc, rules: put kubegcd's databases in a new directory under this one, "+
 			"e.g. /dev/shm: its disk writes then stay off the disk the control plane shares on one machine")
 	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz "+
 		"to the owner's deletion (e.g. 5s: its start-up pass still runs)")
 	flag.Parse()
-	cfg := config{refObjects: *refObjects, refBaseline: *refBaseline, restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm,
+	cfg := config{refObjects: *refObjects, refBaseline: *refBaseline, ruleObjects: *ruleObjects,
+		ruleBaseline: *ruleBaseline, restartObjects: *restartObjects, heartbeat: *heartbeat, workers: *workers, kcm: *kcm,
 		gcWorkers: *gcWorkers, terminatedPods: *terminated, podgcQPS: *qps,
 		readObjects: *readObjects, readAudit: *readAudit, readDB: *readDB, readProfiles: *readProfiles,
 		readEndpoints: *readEndpoints, cpProfiles: *cpProfiles, cpProfileSeconds: *cpProfileSeconds,
@@ -251,7 +271,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: --raw:", err)
 		os.Exit(2)
 	}
-	if cfg.workers < 1 || cfg.refObjects < 20 || cfg.cpProfileSeconds < 1 || cfg.ownerDelay < 0 || cfg.rounds < 1 || flag.NArg() > 0 {
+	if cfg.workers < 1 || cfg.refObjects < 20 || cfg.ruleObjects < 1 || cfg.cpProfileSeconds < 1 || cfg.ownerDelay < 0 || cfg.rounds < 1 || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -291,6 +311,8 @@ func (cfg *config) choose(which string) error {
 			cfg.runScale = true
 		case "referrers":
 			cfg.runReferrers = true
+		case "rules":
+			cfg.runRules = true
 		default:
 			return fmt.Errorf("unknown benchmark %q", b)
 		}
@@ -346,7 +368,7 @@ func run(ctx context.Context, cfg config) (err error) {
 			return fmt.Errorf("reads: %w", err)
 		}
 		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart && !cfg.runScale &&
-			!cfg.runReferrers {
+			!cfg.runReferrers && !cfg.runRules {
 			return nil
 		}
 	}
@@ -379,6 +401,11 @@ func run(ctx context.Context, cfg config) (err error) {
 	}
 	if cfg.runOwnerGC {
 		if err := runOwnerGC(ctx, cfg, cluster, kube, dir); err != nil {
+			return err
+		}
+	}
+	if cfg.runRules {
+		if err := runRules(ctx, cfg, cluster, kube, kubegcd, dir); err != nil {
 			return err
 		}
 	}
