@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -581,16 +582,26 @@ func (b *rulesBench) runRaw(ctx context.Context, round int) (r rulesResult, err 
 	}
 	cms := b.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
 	bg := metav1.DeletePropagationBackground
+	// A GET or DELETE the API server times out or refuses for load is sent
+	// again, as kubegcd's applier retries it: on a loaded machine one
+	// timeout must not end the run.
 	getDelete := func(ctx context.Context, name string) error {
-		obj, err := cms.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		for attempt := 1; ; attempt++ {
+			obj, err := cms.Get(ctx, name, metav1.GetOptions{})
+			if err == nil {
+				uid, rv := obj.GetUID(), obj.GetResourceVersion()
+				err = cms.Delete(ctx, name, metav1.DeleteOptions{
+					Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
+					PropagationPolicy: &bg,
+				})
+			}
+			if err == nil || apierrors.IsNotFound(err) || !transient(err) || attempt == createRetries || ctx.Err() != nil {
+				return err
+			}
+			if err := sleep(ctx, time.Duration(attempt)*100*time.Millisecond); err != nil {
+				return err
+			}
 		}
-		uid, rv := obj.GetUID(), obj.GetResourceVersion()
-		return cms.Delete(ctx, name, metav1.DeleteOptions{
-			Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
-			PropagationPolicy: &bg,
-		})
 	}
 	m.begin(ctx)
 	if m.cpuErr != nil {
