@@ -5,9 +5,11 @@ import (
 	"encoding/csv"
 	"fmt"
 	"hash/fnv"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,9 +41,10 @@ type page struct {
 
 	mu       sync.Mutex
 	problems []string
-	// notFound are paths whose 404 the test expects: the browser logs it
-	// as a failed load, which is not a fault then.
-	notFound []string
+	// failures are the paths whose answer of a status the test expects,
+	// such as a 404: the browser logs it as a failed load, which is not a
+	// fault then.
+	failures []expectedFailure
 	// unauthorized: the test expects 401s (the API wants a token the page
 	// has yet to ask for).
 	unauthorized bool
@@ -113,12 +116,25 @@ func newPage(t *testing.T, d *e2eutil.Daemon, unauthorized bool) *page {
 	return p
 }
 
+// expectedFailure is an answer of status to a URL starting with path (and
+// query) that a test expects.
+type expectedFailure struct {
+	path   string
+	status int
+}
+
 // expectNotFound tells the page that a 404 for a URL starting with path
 // (and query) is what the test wants.
 func (p *page) expectNotFound(path string) {
+	p.expectStatus(path, http.StatusNotFound)
+}
+
+// expectStatus tells the page that an answer of status (4xx or 5xx) for a
+// URL starting with path (and query) is what the test wants.
+func (p *page) expectStatus(path string, status int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.notFound = append(p.notFound, path)
+	p.failures = append(p.failures, expectedFailure{path: path, status: status})
 }
 
 func (p *page) expected404(e *cdplog.Entry) bool {
@@ -127,15 +143,15 @@ func (p *page) expected404(e *cdplog.Entry) bool {
 	if p.unauthorized && e.Source == cdplog.SourceNetwork && strings.Contains(e.Text, "401") {
 		return true
 	}
-	if e.Source != cdplog.SourceNetwork || !strings.Contains(e.Text, "404") {
+	if e.Source != cdplog.SourceNetwork {
 		return false
 	}
 	u, err := url.Parse(e.URL)
 	if err != nil {
 		return false
 	}
-	for _, path := range p.notFound {
-		if strings.HasPrefix(u.RequestURI(), path) {
+	for _, f := range p.failures {
+		if strings.Contains(e.Text, strconv.Itoa(f.status)) && strings.HasPrefix(u.RequestURI(), f.path) {
 			return true
 		}
 	}

@@ -2,11 +2,13 @@
 // its references by name beside them, why it is or is not pending, what
 // references it and what it references, the cleanup rules that match it,
 // what holds its deletion, its history and audit rows, and what a delete
-// would take with it.
+// would take with it. A deleted object's page offers to restore it from
+// its copy.
 import { h, api, ApiError, qs, table, when, objLink, badge, setTitle, errorBox, targetText, ruleLink, linkRules, ruleHref, decisionRule } from './util.js';
 import { drawGraph, groupMin } from './graph.js';
 import { stuckItem } from './diag.js';
 import { cascadeView } from './cascade.js';
+import { copySection, restoredFromNote } from './restore.js';
 
 const ownerStateBadge = {
   present: 'ok', missing: 'bad', 'being-deleted': 'warn', 'deleting-dependents': 'warn', 'other-namespace': 'bad', 'name-mismatch': 'bad',
@@ -50,7 +52,8 @@ export async function objectPage(view, ctx) {
       h('dt', { text: 'created' }), h('dd', {}, when(o.creationTimestamp)),
       o.deletionTimestamp ? [h('dt', { text: 'deletion requested' }), h('dd', {}, when(o.deletionTimestamp))] : null,
       h('dt', { text: 'resourceVersion' }), h('dd', { text: o.resourceVersion })),
-    h('div', { class: 'why', id: 'why' }, linkRules(det.why)));
+    h('div', { class: 'why', id: 'why' }, linkRules(det.why)),
+    restoredFromNote(det));
 
   // The graph first: it is what people come for.
   const graphBox = h('div', { id: 'graph', role: 'img', 'aria-label': 'ownership graph: owners above, dependents below; click a node to open it' });
@@ -290,6 +293,7 @@ function referencesSection(det) {
 // rulesSection lists the cleanup rules that match the object now.
 function rulesSection(det) {
   const rules = det.rules || [];
+  const spared = new Set((det.sparedBy || []).map((s) => s.rule));
   const all = h('a', { class: 'muted', href: '#/rules', text: '(all rules)' });
   if (!rules.length) {
     return h('section', { id: 'rules-section' }, h('h2', {}, 'Cleanup rules ', all),
@@ -299,7 +303,9 @@ function rulesSection(det) {
     h('h2', {}, `Cleanup rules that match it (${rules.length}) `, all),
     table([
       { title: 'rule', cell: (m) => h('a', { href: ruleHref(m.rule) }, h('code', { text: m.rule })), class: 'nowrap' },
-      { title: 'reason', cell: (m) => [m.finding ? [badge('finding', 'warn'), ' '] : null, linkRules(m.reason)], class: 'reason' },
+      { title: 'reason', cell: (m) => [m.finding ? [badge('finding', 'warn'), ' '] : null,
+        spared.has(m.rule) ? [h('span', { class: 'badge ok spared', text: 'spared', title: 'restored from the copy of an object this rule deleted: the rule leaves it alone while its text is unchanged' }), ' '] : null,
+        linkRules(m.reason)], class: 'reason' },
       { title: 'since', cell: (m) => when(m.since), class: 'nowrap' },
     ], rules, { id: 'object-rules' }));
 }
@@ -390,6 +396,13 @@ async function gonePage(view, ctx, uid) {
   const deleted = hist.items.filter((e) => e.event === 'deleted').pop();
   view.append(h('div', { class: 'why', id: 'why', text: 'It is gone: the mirror no longer holds it.' +
     (deleted ? ' Its owners and dependents as they were just before it went, its history and audit rows follow.' : ' Its history and audit rows follow.') }));
+  // The copy kept of it, if any, is read beside the graph.
+  const copyBox = h('section', { id: 'copy-section', hidden: true });
+  view.append(copyBox);
+  const copyDone = copySection(copyBox, uid, hist).catch((err) => {
+    copyBox.hidden = false;
+    copyBox.append(errorBox(err));
+  });
   if (deleted) {
     // The graph as history shows it a millisecond before the deletion:
     // what owned it, what it owned, when it went.
@@ -399,6 +412,12 @@ async function gonePage(view, ctx, uid) {
     try {
       const g = await api('/graph' + qs({ uid, at }));
       if (!ctx.isCurrent()) return;
+      // /graph lists an object only with an edge: one that had none is
+      // drawn alone, as the live object's page does.
+      if (hist.target && !g.nodes.some((n) => n.uid === uid)) {
+        const t = hist.target;
+        g.nodes.unshift({ uid, kind: t.kind, namespace: t.namespace || '', name: t.name, beingDeleted: false, deletingDependents: false, missing: false, virtual: false });
+      }
       await drawGraph(box, g, uid, (id) => { location.hash = '#/objects/' + encodeURIComponent(id); });
     } catch (err) {
       box.replaceChildren(errorBox(err));
@@ -406,4 +425,5 @@ async function gonePage(view, ctx, uid) {
   }
   view.append(h('h2', { text: 'History' }), historyTable(hist.items),
     h('h2', {}, 'Audit rows ', h('a', { class: 'muted', href: '#/audit' + qs({ uid }), text: '(all)' })), auditTable(hist.audit || []));
+  await copyDone;
 }

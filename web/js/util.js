@@ -72,10 +72,15 @@ function askToken(why) {
   return asking;
 }
 
-// api GETs a JSON endpoint; a 401 asks for a token and tries again.
+// api GETs a JSON endpoint, or with opts.body POSTs that body as JSON (the
+// API takes no other type, so no other origin can post one); a 401 asks for
+// a token and tries again.
 export async function api(path, opts = {}) {
+  const post = opts.body !== undefined;
   for (let attempt = 0; ; attempt++) {
-    const resp = await fetch(path, { headers: { Accept: 'application/json', ...authHeaders() }, signal: opts.signal });
+    const headers = { Accept: 'application/json', ...(post ? { 'Content-Type': 'application/json' } : {}), ...authHeaders() };
+    const resp = await fetch(path, post ? { method: 'POST', headers, body: JSON.stringify(opts.body), signal: opts.signal }
+      : { headers, signal: opts.signal });
     let body = null;
     try {
       body = await resp.json();
