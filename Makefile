@@ -161,13 +161,13 @@ chromium: ## install Debian's chromium for the browser tests when it is missing 
 	fi
 
 # The pictures of the README and docs/ui.md come from the browser tests'
-# screenshots of the overview, an object page, the Rules page and an object
-# with references, at 1280×900.
+# screenshots of the overview, an object page, the Rules page, an object
+# with references and a deleted object's Undo, at 1280×900.
 SHOTS := $(BIN)/screenshots
 screenshots: build kube-bins chromium ## refresh the UI screenshots in docs/images/ from the browser tests
 	rm -rf $(SHOTS) && mkdir -p $(SHOTS) docs/images
-	KUBEGCD_SCREENSHOTS=$(abspath $(SHOTS)) $(GO) test -count=1 -run '^(TestSearchFindsObjectByName|TestObjectPageDrawsTheGraph|TestRulesPageAndReferences)$$' ./test/e2eui
-	for p in overview object rules object-references; do install -m 0644 $(SHOTS)/$$p.png docs/images/$$p.png || exit 1; done
+	KUBEGCD_SCREENSHOTS=$(abspath $(SHOTS)) $(GO) test -count=1 -run '^(TestSearchFindsObjectByName|TestObjectPageDrawsTheGraph|TestRulesPageAndReferences|TestRestoreFromTheDeletedObjectsPage)$$' ./test/e2eui
+	for p in overview object rules object-references restore; do install -m 0644 $(SHOTS)/$$p.png docs/images/$$p.png || exit 1; done
 
 # The UI's graph library comes from npm (web/package-lock.json); its built
 # files are copied into web/vendor/ and committed, so that go build alone
