@@ -225,3 +225,73 @@ func TestRestoreFromTheDeletedObjectsPage(t *testing.T) {
 	p.shot("phone-restored")
 	p.desktop()
 }
+
+// TestRestoreASecretWithoutItsData: a Secret deleted by a rule without
+// --keep-deleted-secrets: its page says the data was not kept, and the
+// confirmation restores it only once told to create it without data.
+func TestRestoreASecretWithoutItsData(t *testing.T) {
+	ctx := context.Background()
+	ns := namespaces.New(t, "ui-restore-secret")
+	sec, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "token", Labels: map[string]string{"app": "shop"}},
+		StringData: map[string]string{"password": "s3cret"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(sec.UID)
+	dir := t.TempDir()
+	rulesFile := `rules:
+  - id: drop-token
+    select: SELECT uid, 'unwanted' AS reason FROM objects WHERE kind = 'Secret' AND namespace = :ns AND name = 'token'
+    params:
+      ns: ` + ns + `
+    interval: 1s
+    occurrences: 1
+    action: delete
+`
+	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(rulesFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := daemons.Start(t, "", "--rules-dir="+dir, "--dry-run=false", "--leader-elect=false", "--controllers=svgc")
+	e2eutil.Eventually(t, 60*time.Second, func() error {
+		if code, _, err := d.Get("/objects/" + uid); code != http.StatusNotFound {
+			return fmt.Errorf("GET /objects/%s: %d %v, want the Secret deleted", uid, code, err)
+		}
+		return nil
+	})
+	p := openPage(t, d)
+	p.expectNotFound("/objects/" + uid)
+	p.expectNotFound("/graph?uid=" + uid)
+	p.goTo("/objects/" + uid)
+	p.waitJS(`!!document.getElementById('restore')`)
+	if got, want := p.text("#copy-no-data"), " Its data was not kept: kubegcd ran without --keep-deleted-secrets."; got != want {
+		t.Errorf("#copy-no-data: %q, want %q", got, want)
+	}
+	p.run(chromedpClick("#copy-view summary"))
+	p.waitJS(`!!document.querySelector('#copy-view pre.copy-json')`)
+	if got := p.text("#copy-view pre.copy-json"); strings.Contains(got, `"data"`) || !strings.Contains(got, `"app": "shop"`) {
+		t.Errorf("the Secret's copy shown: %s; want its labels and no data", got)
+	}
+	p.run(chromedpClick("#restore"))
+	p.waitJS(`!!document.querySelector('#restore-dialog[open]')`)
+	var disabled bool
+	p.eval(`document.getElementById('restore-confirm').disabled`, &disabled)
+	if !disabled {
+		t.Error("the confirmation restores a Secret without data before it is told to")
+	}
+	p.shot("restore-secret-confirm")
+	p.run(chromedpClick("#restore-empty-secret"), chromedpClick("#restore-confirm"))
+	p.waitJS(`!!document.querySelector('#restored-link a')`)
+	if got := p.text("#restore-result"); !strings.Contains(got, "The Secret was created without data.") {
+		t.Errorf("#restore-result: %q, want it to say the Secret has no data", got)
+	}
+	restored, err := kube.CoreV1().Secrets(ns).Get(ctx, "token", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("after the restore: %v", err)
+	}
+	if len(restored.Data) != 0 || restored.Labels["app"] != "shop" {
+		t.Errorf("the restored Secret: %d data keys, labels %v; want no data and its labels", len(restored.Data), restored.Labels)
+	}
+	p.shot("restore-secret-done")
+}
