@@ -95,7 +95,8 @@ func (d *daemonRun) runWork(work context.Context, p parts) {
 	} else {
 		p.add("controllers", func() error { return d.ctrls.run(work) })
 	}
-	// The rules only report, so they run on every instance.
+	// The rules run on every instance: each reports, and those that delete
+	// act only where the instance may write.
 	p.add("rules", func() error { return d.rules.Run(work) })
 	p.add("audit pruning", func() error {
 		pruneAudit(work, d.store, d.cfg.auditRetention, d.log)
