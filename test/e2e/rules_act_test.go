@@ -174,15 +174,21 @@ func TestRuleDryRunRecordsOnce(t *testing.T) {
 	d.WaitReady(t, 60*time.Second)
 
 	var pending api.PendingList
+	var first time.Time
 	eventually(t, 60*time.Second, func() error {
 		d.GetJSON(t, "/pending?controller=rules&namespace="+ns, http.StatusOK, &pending)
 		if len(pending.Items) != 1 {
 			return fmt.Errorf("pending: %+v", pending.Items)
 		}
+		// The decision is pending before the pass that made it ends.
+		p := ruleInfo(t, d, "ttl-expired").LastPass
+		if p == nil {
+			return fmt.Errorf("no pass of ttl-expired has ended")
+		}
+		first = p.StartedAt
 		return nil
 	})
 	// Five more passes make the same decision.
-	first := ruleInfo(t, d, "ttl-expired").LastPass.StartedAt
 	eventually(t, 60*time.Second, func() error {
 		if p := ruleInfo(t, d, "ttl-expired").LastPass; p.StartedAt.Before(first.Add(5 * time.Second)) {
 			return fmt.Errorf("last pass at %v", p.StartedAt)
