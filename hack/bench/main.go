@@ -46,6 +46,15 @@
 //     a kubegcd built before references were mirrored; CPU and RSS per
 //     object of each class;
 //
+//   - coldstart (not run by default): --coldstart-objects ConfigMaps
+//     (200,000), then, round after round in rotated order, the floor no
+//     mirror can beat, a bare paginated metadata list of every resource
+//     kubegcd lists and WatchList where it is served, both from this
+//     process; kube-controller-manager's garbage collector, start → synced;
+//     and kubegcd on a fresh database, start → /readyz, with its CPU, peak
+//     RSS and bytes written; then one more kubegcd start under strace
+//     counts its fsyncs;
+//
 //   - reads (not run by default; no cluster): a database of --read-objects
 //     objects and --read-audit audit rows, filled through kubegcd's ingestion
 //     and ledger code, then p50/p99 of every read endpoint through the
@@ -63,6 +72,7 @@
 //	go run ./hack/bench --run ownergc --pin --kubegcd-db-dir /dev/shm --rounds 3
 //	go run ./hack/bench --run rules [--rule-objects 20000] [--rule-baseline OLD-KUBEGCD] \
 //	    --pin --kubegcd-db-dir /dev/shm --rounds 3
+//	go run ./hack/bench --run coldstart [--coldstart-objects 200000] [--rounds 3] [--pin] [--kubegcd-db-dir /dev/shm]
 //
 // --pin places etcd and kube-apiserver on CPU 0 and kubegcd,
 // kube-controller-manager and this process (the raw client) on CPU 1, as
@@ -77,7 +87,9 @@
 //
 // For tuning, KUBEGCD_BENCH_CPUPROFILE=PATH writes a CPU profile of
 // kubegcd while it collects (ownergc, podgc, scale, rules; %n in PATH is
-// the size), and KUBEGCD_BENCH_GOROUTINES=PATH twenty goroutine dumps of
+// the size) or, in coldstart, of one more cold start from /healthz to
+// /readyz, with its allocations in PATH.allocs; and
+// KUBEGCD_BENCH_GOROUTINES=PATH twenty goroutine dumps of
 // kubegcd half a second apart during the ownership GC and the rule's
 // deletions (%i numbers them).
 //
@@ -177,6 +189,9 @@ type config struct {
 	ruleObjects  int
 	ruleBaseline string // a kubegcd binary to compare with ("": none)
 
+	runColdstart     bool
+	coldstartObjects []int
+
 	pin              *pinning // nil: nothing pinned
 	cpProfiles       string
 	cpProfileSeconds int
@@ -203,7 +218,7 @@ func main() {
 	workers := flag.Int("workers", 32, "parallel ConfigMap creators")
 	kcm := flag.Bool("kcm", true, "also measure kube-controller-manager in the ingest, podgc and ttl benchmarks")
 	which := flag.String("run", "ingest,ownergc,podgc,ttl",
-		"benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart, scale, referrers, rules")
+		"benchmarks to run: ingest, ownergc, podgc, ttl, reads, restart, scale, referrers, rules, coldstart")
 	readObjects := flag.Int("read-objects", 1_000_000, "reads: objects in the database (no cluster)")
 	readAudit := flag.Int("read-audit", 1_000_000, "reads: audit rows in the database")
 	readDB := flag.String("read-db", "", "reads: keep the filled database at this path and reuse it when it is there")
@@ -216,6 +231,8 @@ func main() {
 	gcWorkers := flag.Int("gc-workers", 64, "podgc, ttl: kubegcd's --gc-workers")
 	terminated := flag.Int("terminated-pods", 20000, "podgc: terminated pods in the cluster (the threshold is 1,000)")
 	qps := flag.Int("qps", 5000, "podgc, ttl: --kube-api-qps and --kube-api-burst of kubegcd and kube-controller-manager")
+	coldstartObjects := flag.String("coldstart-objects", "200000",
+		"coldstart: comma-separated ConfigMap counts to measure at, ascending")
 	restartObjects := flag.Int("restart-objects", 200_000, "restart: ConfigMaps in the cluster when kubegcd restarts")
 	refObjects := flag.Int("referrer-objects", 20_000, "referrers: ConfigMaps, then as many Pods")
 	refBaseline := flag.String("referrer-baseline", "",
@@ -240,10 +257,10 @@ func main() {
 		"their owner kept so that it deletes nothing")
 	kubegcdArgs := flag.String("kubegcd-args", "", "ownergc, rules: extra arguments of kubegcd's run command, split on spaces, "+
 		"e.g. --kubegcd-args=--gc-workers=32 (the ownership GC's workers)")
-	rounds := flag.Int("rounds", 1, "ownergc, referrers, rules: rounds of every contender at each size on one control plane, "+
+	rounds := flag.Int("rounds", 1, "ownergc, referrers, rules, coldstart: rounds of every contender at each size on one control plane, "+
 		"each round in another order (the list rotated by one); the verdicts take the median of the rounds' ratios")
 	kubegcdDBDir := flag.String("kubegcd-db-dir", "",
-		"ownergc, rules: put kubegcd's databases in a new directory under this one, "+
+		"ownergc, rules, coldstart: put kubegcd's databases in a new directory under this one, "+
 			"e.g. /dev/shm: its disk writes then stay off the disk the control plane shares on one machine")
 	ownerDelay := flag.Duration("owner-delay", 0, "ownergc: for kubegcd only, the wait from its /readyz "+
 		"to the owner's deletion (e.g. 5s: its start-up pass still runs)")
@@ -261,6 +278,10 @@ func main() {
 	var err error
 	if cfg.sizes, err = parseSizes(*sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: --sizes:", err)
+		os.Exit(2)
+	}
+	if cfg.coldstartObjects, err = parseSizes(*coldstartObjects); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: --coldstart-objects:", err)
 		os.Exit(2)
 	}
 	if cfg.dependents, err = parseSizes(*dependents); err != nil {
@@ -313,6 +334,8 @@ func (cfg *config) choose(which string) error {
 			cfg.runReferrers = true
 		case "rules":
 			cfg.runRules = true
+		case "coldstart":
+			cfg.runColdstart = true
 		default:
 			return fmt.Errorf("unknown benchmark %q", b)
 		}
@@ -368,7 +391,7 @@ func run(ctx context.Context, cfg config) (err error) {
 			return fmt.Errorf("reads: %w", err)
 		}
 		if !cfg.runIngest && !cfg.runOwnerGC && !cfg.runPodGC && !cfg.runTTL && !cfg.runRestart && !cfg.runScale &&
-			!cfg.runReferrers && !cfg.runRules {
+			!cfg.runReferrers && !cfg.runRules && !cfg.runColdstart {
 			return nil
 		}
 	}
@@ -427,6 +450,11 @@ func run(ctx context.Context, cfg config) (err error) {
 	if cfg.runReferrers {
 		if err := runReferrers(ctx, cfg, cluster, kube, kubegcd, dir); err != nil {
 			return err
+		}
+	}
+	if cfg.runColdstart {
+		if err := runColdstart(ctx, cfg, cluster, kube, kubegcd, dir); err != nil {
+			return fmt.Errorf("coldstart: %w", err)
 		}
 	}
 	if !cfg.runIngest {
