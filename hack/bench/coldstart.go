@@ -91,9 +91,18 @@ type coldResult struct {
 	io             procIO // kubegcd's /proc/PID/io at /readyz
 	dbBytes        int64  // kubegcd's database and WAL at /readyz
 	note           string // what the figure means when it is not a full sync
-	// watchLists: the WatchLists kube-apiserver served meanwhile (-1: its
-	// metrics could not be read).
-	watchLists float64
+	// api is what kube-apiserver's metrics counted meanwhile (nil: they
+	// could not be read).
+	api *apiListCounts
+}
+
+// apiListCounts is what kube-apiserver counts of the lists it serves.
+type apiListCounts struct {
+	// watchLists is the WatchLists served. cacheLists is the lists served
+	// from the watch cache, and cacheFetched the cached objects they went
+	// through. A page of a paginated list goes through every object after
+	// its start, not only its own.
+	watchLists, cacheLists, cacheFetched float64
 }
 
 // coldstartSize is one size's results: byRound[round][contender], in
@@ -220,14 +229,14 @@ func (b *coldstartBench) at(ctx context.Context, c *creator, n int) (*coldstartS
 		}
 		fmt.Printf("  round %d of %d: %s\n", round+1, rounds, strings.Join(slugs, ", "))
 		for _, k := range order {
-			before := b.watchListsServed(ctx)
+			before := b.apiListCounts(ctx)
 			r, err := s.contenders[k].run(ctx, n, round)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.contenders[k].name, err)
 			}
-			r.watchLists = -1
-			if after := b.watchListsServed(ctx); before >= 0 && after >= 0 {
-				r.watchLists = after - before
+			if after := b.apiListCounts(ctx); before != nil && after != nil {
+				r.api = &apiListCounts{watchLists: after.watchLists - before.watchLists,
+					cacheLists: after.cacheLists - before.cacheLists, cacheFetched: after.cacheFetched - before.cacheFetched}
 			}
 			s.byRound[round][k] = r
 			fmt.Printf("    %s: %s\n", s.contenders[k].slug, r.summary())
@@ -326,23 +335,31 @@ func (b *coldstartBench) watchListServed(ctx context.Context) string {
 	return ""
 }
 
-// watchListsServed is how many WatchLists kube-apiserver has served, by
-// its own metrics; -1 when they cannot be read.
-func (b *coldstartBench) watchListsServed(ctx context.Context) float64 {
+// apiListCounts reads what kube-apiserver has counted so far of the lists
+// it served, every resource summed; nil when its metrics cannot be read.
+func (b *coldstartBench) apiListCounts(ctx context.Context) *apiListCounts {
 	body, err := b.raw.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return -1
+		return nil
 	}
-	var sum float64
+	c := &apiListCounts{}
 	for line := range strings.SplitSeq(string(body), "\n") {
-		if !strings.HasPrefix(line, "apiserver_watch_list_duration_seconds_count") {
+		var dst *float64
+		switch name, _, _ := strings.Cut(line, "{"); name {
+		case "apiserver_watch_list_duration_seconds_count":
+			dst = &c.watchLists
+		case "apiserver_cache_list_total":
+			dst = &c.cacheLists
+		case "apiserver_cache_list_fetched_objects_total":
+			dst = &c.cacheFetched
+		default:
 			continue
 		}
 		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
-			sum += v
+			*dst += v
 		}
 	}
-	return sum
+	return c
 }
 
 // serverCPU is the CPU seconds kube-apiserver and etcd have used so far.
@@ -608,10 +625,13 @@ func (b *coldstartBench) runKubegcd(ctx context.Context, n, round int) (r coldRe
 			return r, fmt.Errorf("kubegcd is ready but mirrors %d ConfigMaps; %d exist", res.Objects, n)
 		}
 	}
-	if m, err := scrapeMetrics(ctx, base); err == nil {
-		fmt.Printf("    kubegcd's writer: %s\n", sqliteSummary(m, metricSum(ctx, base, "go_gc_duration_seconds_count"),
-			metricSum(ctx, base, "go_memstats_alloc_bytes_total")))
+	m, err := scrapeMetrics(ctx, base)
+	if err != nil {
+		fmt.Printf("    kubegcd's writer: not read: %v\n", err)
+		return r, nil
 	}
+	fmt.Printf("    kubegcd's writer: %s\n", sqliteSummary(m, metricSum(ctx, base, "go_gc_duration_seconds_count"),
+		metricSum(ctx, base, "go_memstats_alloc_bytes_total")))
 	return r, nil
 }
 
@@ -652,8 +672,9 @@ func (r coldResult) summary() string {
 		s += fmt.Sprintf("; wrote %.1f MB (%.1f MB to storage), database and WAL %.1f MB",
 			float64(r.io.wchar)/1e6, float64(r.io.writeBytes)/1e6, float64(r.dbBytes)/1e6)
 	}
-	if r.watchLists > 0 {
-		s += fmt.Sprintf("; kube-apiserver served %.0f WatchLists meanwhile", r.watchLists)
+	if a := r.api; a != nil && (a.watchLists > 0 || a.cacheLists > 0) {
+		s += fmt.Sprintf("; kube-apiserver served meanwhile %.0f WatchLists and %.0f lists from its cache, "+
+			"which went through %.0f cached objects", a.watchLists, a.cacheLists, a.cacheFetched)
 	}
 	if r.note != "" {
 		s += " (" + r.note + ")"

@@ -213,10 +213,10 @@ func (b *coldstartBench) profile(ctx context.Context, n int) (_ string, err erro
 		default:
 		}
 	}
+	covered := time.Since(begin)
 	if ready.err != nil {
 		return "", ready.err
 	}
-	covered := healthy + time.Duration(len(windows))*time.Second
 	what := fmt.Sprintf("CPU %s (/healthz %.1f s → %.1f s; /readyz at %.1f s), allocations %s.allocs",
 		path, healthy.Seconds(), covered.Seconds(), ready.at.Seconds(), path)
 	if err := mergeProfiles(ctx, path, windows); err != nil {
