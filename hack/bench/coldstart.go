@@ -101,8 +101,10 @@ type apiListCounts struct {
 	// watchLists is the WatchLists served. cacheLists is the lists served
 	// from the watch cache, and cacheFetched the cached objects they went
 	// through. A page of a paginated list goes through every object after
-	// its start, not only its own.
-	watchLists, cacheLists, cacheFetched float64
+	// its start, not only its own. expired is the lists refused with 410
+	// Gone: a continue token older than etcd's last compaction, after
+	// which a paginated list starts over.
+	watchLists, cacheLists, cacheFetched, expired float64
 }
 
 // coldstartSize is one size's results: byRound[round][contender], in
@@ -242,7 +244,8 @@ func (b *coldstartBench) at(ctx context.Context, c *creator, n int) (*coldstartS
 			}
 			if after := b.apiListCounts(ctx); before != nil && after != nil {
 				r.api = &apiListCounts{watchLists: after.watchLists - before.watchLists,
-					cacheLists: after.cacheLists - before.cacheLists, cacheFetched: after.cacheFetched - before.cacheFetched}
+					cacheLists: after.cacheLists - before.cacheLists, cacheFetched: after.cacheFetched - before.cacheFetched,
+					expired: after.expired - before.expired}
 			}
 			s.byRound[round][k] = r
 			fmt.Printf("    %s: %s\n", s.contenders[k].slug, r.summary())
@@ -358,6 +361,11 @@ func (b *coldstartBench) apiListCounts(ctx context.Context) *apiListCounts {
 			dst = &c.cacheLists
 		case "apiserver_cache_list_fetched_objects_total":
 			dst = &c.cacheFetched
+		case "apiserver_request_total":
+			if !strings.Contains(line, `verb="LIST"`) || !strings.Contains(line, `code="410"`) {
+				continue
+			}
+			dst = &c.expired
 		default:
 			continue
 		}
@@ -681,6 +689,9 @@ func (r coldResult) summary() string {
 	if a := r.api; a != nil && (a.watchLists > 0 || a.cacheLists > 0) {
 		s += fmt.Sprintf("; kube-apiserver served meanwhile %.0f WatchLists and %.0f lists from its cache, "+
 			"which went through %.0f cached objects", a.watchLists, a.cacheLists, a.cacheFetched)
+		if a.expired > 0 {
+			s += fmt.Sprintf(", and refused %.0f lists as expired (410)", a.expired)
+		}
 	}
 	if r.note != "" {
 		s += " (" + r.note + ")"
