@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -130,7 +129,7 @@ func parseFsyncs(path, dir, db string, ready time.Time) (map[string]int, error) 
 	sc := bufio.NewScanner(file)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text()) // strace pads the PID
-		if len(f) < 3 || !(strings.HasPrefix(f[2], "fsync(") || strings.HasPrefix(f[2], "fdatasync(")) {
+		if len(f) < 3 || !strings.HasPrefix(f[2], "fsync(") && !strings.HasPrefix(f[2], "fdatasync(") {
 			continue
 		}
 		at, err := strconv.ParseFloat(f[1], 64)
@@ -226,11 +225,11 @@ func (b *coldstartBench) profile(ctx context.Context, n int) (_ string, err erro
 }
 
 // mergeProfiles merges the profiles into path with go tool pprof, then
-// removes them.
+// removes them. make bench runs go, so it is on the PATH.
 func mergeProfiles(ctx context.Context, path string, profiles []string) error {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return err
 	}
 	out, err := os.Create(path)
 	if err != nil {
