@@ -2,14 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 	"github.com/kubegcd/kubegcd/internal/testutil"
@@ -126,5 +134,62 @@ func TestKlogTime(t *testing.T) {
 	}
 	if _, ok := klogTime("=== kube-controller-manager starting", ref); ok {
 		t.Error("klogTime read a time out of a line that has none")
+	}
+}
+
+// listOne starts over when its continue token expires, counts only the
+// last attempt's objects, and gives up after two restarts. The fake
+// client answers in order (it does not pass the continue token on).
+func TestListOneStartsOverWhenExpired(t *testing.T) {
+	type answer struct {
+		names []string
+		cont  string
+		err   error
+	}
+	first := answer{names: []string{"a", "b"}, cont: "next"}
+	last := answer{names: []string{"c"}}
+	expired := answer{err: apierrors.NewResourceExpired("the continue token is too old")}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	for _, tc := range []struct {
+		name         string
+		answers      []answer
+		wantN        int64
+		wantRestarts int64
+		wantErr      bool
+	}{
+		{name: "none", answers: []answer{first, last}, wantN: 3},
+		{name: "once", answers: []answer{first, expired, first, last}, wantN: 3, wantRestarts: 1},
+		{name: "thrice", answers: []answer{first, expired, first, expired, first, expired},
+			wantN: 2, wantRestarts: 2, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := metadatafake.NewSimpleMetadataClient(runtime.NewScheme())
+			calls := 0
+			client.PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if calls == len(tc.answers) {
+					return true, nil, errors.New("listed once too often")
+				}
+				a := tc.answers[calls]
+				calls++
+				if a.err != nil {
+					return true, nil, a.err
+				}
+				l := &metav1.List{ListMeta: metav1.ListMeta{Continue: a.cont}}
+				for _, n := range a.names {
+					l.Items = append(l.Items, runtime.RawExtension{Object: &metav1.PartialObjectMetadata{
+						ObjectMeta: metav1.ObjectMeta{Name: n}}})
+				}
+				return true, l, nil
+			})
+			var restarts atomic.Int64
+			n, err := listOne(context.Background(), client, gvr, &restarts)
+			if (err != nil) != tc.wantErr || n != tc.wantN || restarts.Load() != tc.wantRestarts {
+				t.Errorf("listOne = %d, %v after %d restarts; want %d, error %v, %d restarts",
+					n, err, restarts.Load(), tc.wantN, tc.wantErr, tc.wantRestarts)
+			}
+			if calls != len(tc.answers) {
+				t.Errorf("listOne listed %d pages, want %d", calls, len(tc.answers))
+			}
+		})
 	}
 }
