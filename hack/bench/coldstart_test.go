@@ -15,39 +15,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/kubegcd/kubegcd/internal/testcluster"
-	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // The coldstart benchmark, tiny: the floors, kube-controller-manager and
 // kubegcd each start on a few hundred ConfigMaps, so the benchmark does not
 // rot between runs of make bench.
 func TestColdstartBenchmarkRuns(t *testing.T) {
-	testutil.NeedsControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	cluster, err := testcluster.Start(ctx, testcluster.Options{Dir: filepath.Join(dir, "cluster"), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cluster.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	bin, err := testcluster.KubegcdBin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := startBenchEnv(t)
+	ctx, dir, cluster, bin, kube := e.ctx, e.dir, e.cluster, e.bin, e.kube
 	const n = 300
 	profile := filepath.Join(dir, "coldstart-%n.pprof")
 	t.Setenv("KUBEGCD_BENCH_CPUPROFILE", profile)

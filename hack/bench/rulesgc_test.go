@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,39 +10,17 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegcd/kubegcd/internal/reconcile/cleanup"
 	"github.com/kubegcd/kubegcd/internal/rules"
-	"github.com/kubegcd/kubegcd/internal/testcluster"
-	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // The rules benchmark, tiny, with the build as its own baseline: each
 // contender deletes a few dozen ConfigMaps past their TTL, so the
 // benchmark does not rot between runs of make bench.
 func TestRulesBenchmarkRuns(t *testing.T) {
-	testutil.NeedsControlPlane(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	cluster, err := testcluster.Start(ctx, testcluster.Options{Dir: filepath.Join(dir, "cluster"), Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cluster.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	bin, err := testcluster.KubegcdBin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := startBenchEnv(t)
+	ctx, dir, cluster, bin, kube := e.ctx, e.dir, e.cluster, e.bin, e.kube
 	cfg := config{workers: 8, ruleObjects: 40, ruleBaseline: bin, rounds: 1}
 	if err := runRules(ctx, cfg, cluster, kube, bin, dir); err != nil {
 		t.Fatal(err)
