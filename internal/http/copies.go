@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"time"
 
@@ -128,25 +126,8 @@ func (s *server) restore(w http.ResponseWriter, r *http.Request) {
 			"this server has no --auth-token-file or --client-ca-file and does not listen on loopback")
 		return
 	}
-	q := newQuery(r)
-	q.known()
-	if q.err != nil {
-		writeError(w, r, http.StatusBadRequest, q.err.Error())
-		return
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, r, http.StatusUnsupportedMediaType, "POST /objects/{uid}/restore takes Content-Type: application/json")
-		return
-	}
 	var req api.RestoreRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, r, http.StatusBadRequest, "invalid body: want {} or {\"allowEmptySecret\": true}: "+err.Error())
-		return
-	}
-	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
-		writeError(w, r, http.StatusBadRequest, "invalid body: data after the JSON object")
+	if !readJSONBody(w, r, &req, "POST /objects/{uid}/restore", `{} or {"allowEmptySecret": true}`, "") {
 		return
 	}
 	uid := chi.URLParam(r, "uid")

@@ -58,28 +58,12 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// It takes no query parameter: one it ignored, such as a hoped-for
-	// preview, would release all the same.
-	q := newQuery(r)
-	q.known()
-	if q.err != nil {
-		writeError(w, r, http.StatusBadRequest, q.err.Error())
-		return
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, r, http.StatusUnsupportedMediaType, "POST /enforcement/release takes Content-Type: application/json")
-		return
-	}
+	// preview, would release all the same. One object, then only white
+	// space: a second one would be ignored, and the client would not learn
+	// which reason was recorded.
 	var req api.ReleaseRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, r, http.StatusBadRequest, "invalid body: want {\"reason\": \"...\"}: "+err.Error())
-		return
-	}
-	// One object, then only white space: a second one would be ignored,
-	// and the client would not learn which reason was recorded.
-	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
-		writeError(w, r, http.StatusBadRequest, "invalid body: data after the JSON object: want one {\"reason\": \"...\"}")
+	if !readJSONBody(w, r, &req, "POST /enforcement/release", `{"reason": "..."}`,
+		`: want one {"reason": "..."}`) {
 		return
 	}
 	req.Reason = strings.TrimSpace(req.Reason)
@@ -116,4 +100,34 @@ func clip(s string, n int) string {
 		end--
 	}
 	return s[:end] + mark
+}
+
+// readJSONBody reads the body of a POST that takes no query parameter and
+// one JSON object, of Content-Type application/json and at most 64 KiB,
+// into v. A query parameter, another Content-Type, an unknown field, a body
+// that is not the object or data after it are answered with the error,
+// naming route, the body wanted, and afterMore after the trailing data's
+// message; it then returns false. An empty body leaves v as it is.
+func readJSONBody(w http.ResponseWriter, r *http.Request, v any, route, want, afterMore string) bool {
+	q := newQuery(r)
+	q.known()
+	if q.err != nil {
+		writeError(w, r, http.StatusBadRequest, q.err.Error())
+		return false
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, r, http.StatusUnsupportedMediaType, route+" takes Content-Type: application/json")
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, r, http.StatusBadRequest, "invalid body: want "+want+": "+err.Error())
+		return false
+	}
+	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
+		writeError(w, r, http.StatusBadRequest, "invalid body: data after the JSON object"+afterMore)
+		return false
+	}
+	return true
 }
