@@ -372,8 +372,15 @@ func isExpired(err error) bool {
 
 // list reads the resource page by page into the mirror and returns the
 // resourceVersion to watch from.
-func (w *watcher) list(ctx context.Context) (string, error) {
+func (w *watcher) list(ctx context.Context) (_ string, err error) {
 	start := time.Now()
+	defer func() {
+		if err != nil {
+			// The writer keeps a large cache while a list is under way. A
+			// failed write cannot end one either, so this loses nothing.
+			_ = w.db.EndList(context.WithoutCancel(ctx), w.res.ID)
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		epoch, err := w.db.BeginList(ctx, w.res.ID)
 		if err != nil {
