@@ -176,6 +176,7 @@ func (d *daemonRun) build() error {
 		Logger:            d.log.With("component", "ingest"),
 		Registerer:        d.reg,
 		DiscoveryInterval: d.cfg.discoveryInterval,
+		WatchList:         d.cfg.watchList,
 		MirrorLabels:      d.cfg.mirrorLabels,
 		MirrorAnnotations: d.cfg.mirrorAnnotations,
 		ReferencePaths:    d.cfg.referencePaths,

@@ -46,6 +46,7 @@ type runConfig struct {
 	controllers                                          []api.Controller
 	discoveryInterval                                    time.Duration
 	startupTimeout                                       time.Duration
+	watchList                                            bool
 
 	kubeAPIQPS            float64
 	kubeAPIBurst          int
@@ -124,6 +125,9 @@ func (f *runFlags) addClusterFlags(fs *pflag.FlagSet) {
 			"then kubegcd exits 1, saying why")
 	fs.DurationVar(&cfg.discoveryInterval, "discovery-interval", 30*time.Second,
 		"how often to re-discover API resources, so CRDs added or removed later are watched or dropped")
+	fs.BoolVar(&cfg.watchList, "watch-list", true,
+		"list each resource as a WatchList (sendInitialEvents) where the API server serves one, "+
+			"else page by page: a paginated list from the watch cache slows with the square of the count")
 	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 20,
 		"queries per second of the controllers' writes and live checks to the API server")
 	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 30, "burst above --kube-api-qps")

@@ -175,10 +175,13 @@ type watcher struct {
 	src        source
 	typed      func(runtime.Object, *db.Object)
 	pageSize   int64
-	db         Mirror
-	log        *slog.Logger
-	notify     func([]db.Change)
-	metrics    *metrics
+	// watchList says to list with a WatchList, else page by page. It
+	// turns false once the API server refused one.
+	watchList bool
+	db        Mirror
+	log       *slog.Logger
+	notify    func([]db.Change)
+	metrics   *metrics
 
 	// stored is the resume point an earlier run recorded: the mirror
 	// holds every change up to it. "" when only a list will do.
@@ -392,6 +395,11 @@ func (w *watcher) list(ctx context.Context) (_ string, err error) {
 		if errors.Is(err, errContinueExpired) && attempt < 3 {
 			continue
 		}
+		// The API server refused a WatchList: list page by page, at a new
+		// epoch, so that the objects the stream wrote go unless listed.
+		if errors.Is(err, errNoWatchList) {
+			continue
+		}
 		if err != nil {
 			return "", err
 		}
@@ -400,11 +408,17 @@ func (w *watcher) list(ctx context.Context) (_ string, err error) {
 			return "", err
 		}
 		w.metrics.events.WithLabelValues(w.label, "listed").Add(float64(count))
+		method := "paginated"
+		if w.watchList {
+			method = "watchlist"
+		}
+		w.metrics.lists.WithLabelValues(w.label, method).Inc()
 		// Synced before the notification, so that a controller it wakes
 		// finds the resource live.
 		w.markSynced()
 		w.notify(changes)
-		w.log.Debug("listed", "objects", count, "removed", len(changes)-1, "duration", time.Since(start))
+		w.log.Debug("listed", "objects", count, "removed", len(changes)-1, "method", method,
+			"duration", time.Since(start))
 		return rv, nil
 	}
 }
@@ -423,6 +437,14 @@ func (w *watcher) listOnce(ctx context.Context, epoch int64) (rv string, count i
 			err = werr
 		}
 	}()
+	if w.watchList {
+		rv, count, err = w.streamList(ctx, pages)
+		if errors.Is(err, errNoWatchList) {
+			w.watchList = false
+			w.log.Info("listing page by page", "reason", err)
+		}
+		return rv, count, err
+	}
 	opts := metav1.ListOptions{Limit: w.pageSize}
 	var batch []*db.Object
 	for {
