@@ -20,7 +20,8 @@ package db
 //   - History (history.go, history_at.go) reads the objects' past states.
 //     Mirror's writes record them (history_record.go).
 //   - Decisions (decisions.go) reads the audit history and the decisions
-//     held pending.
+//     held pending. audit_cursor.go reads the history after a cursor for
+//     the audit sinks, and keeps each sink's cursor.
 //   - Ledger (ledger.go, intents.go) writes what the applier decides: the
 //     decisions held pending, the intents and the audit rows.
 //   - OwnerGC, PodGC, TTL, SVGC and LCGC (ownergc.go, podgc.go, ttl.go,
