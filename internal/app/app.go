@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/auditsink"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/liveness"
@@ -65,6 +66,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}
 	defer func() { err = d.exitError(ctx, err) }()
 	registerRuntimeMetrics(d.reg)
+	d.auditMetrics = auditsink.NewMetrics(d.reg)
 
 	if d.stores, err = openStores(ctx, cfg.dbPath, d.reg); err != nil {
 		return err
@@ -128,6 +130,8 @@ type daemonRun struct {
 	ctrls *controllers
 	// rules runs the cleanup rules.
 	rules *cleanup.Runner
+	// auditMetrics count what the audit sinks ship, retry and drop.
+	auditMetrics *auditsink.Metrics
 }
 
 // clientConfig is the client configuration of every client of the API

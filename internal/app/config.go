@@ -83,6 +83,9 @@ type runConfig struct {
 
 	// rulesDir holds the cleanup rules' files.
 	rulesDir string
+
+	// Where the audit history leaves kubegcd (auditsinks.go).
+	auditSinks auditSinkConfig
 }
 
 // runFlags are kubegcd run's flags, in the groups its help prints, as
@@ -104,6 +107,7 @@ func newRunFlags() *runFlags {
 	f.addHTTPFlags(f.groups.FlagSet("HTTP"))
 	f.addControllerFlags(f.groups.FlagSet("controllers"))
 	f.addLeaderFlags(f.groups.FlagSet("leader election"))
+	f.addAuditSinkFlags(f.groups.FlagSet("audit sinks"))
 	f.addLoggingFlags(f.groups.FlagSet("logging"))
 	fs := f.groups.FlagSet("generic")
 	fs.StringVar(&f.configFile, "config", "",
@@ -288,6 +292,7 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 	errs = append(errs, f.readControllers()...)
 	errs = append(errs, f.readDeletedCopiesFor()...)
 	errs = append(errs, cfg.validateValues()...)
+	errs = append(errs, cfg.validateAuditSinks()...)
 	if cfg.leader.Enabled {
 		errs = append(errs, validateLeader(cfg.leader)...)
 	}

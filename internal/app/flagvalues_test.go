@@ -36,6 +36,7 @@ var (
 		"run --blast-radius-resume": "never", "run --controllers": "nope", "run --deleted-copies-for": "rules", "run --leader-elect-name": "",
 		"run --leader-elect-namespace": "", "run --listen": "nohostport", "run --log-format": "xml", "run --log-level": "loud",
 		"cluster add --name": "Prod/1", "cluster remove --name": "Prod/1",
+		"run --audit-log-path": "/no-such-dir/audit.log", "run --audit-webhook-config-file": "/no-such-file",
 	}
 )
 

@@ -98,6 +98,8 @@ func (d *daemonRun) runWork(work context.Context, p parts) {
 	// The rules run on every instance: each reports, and those that delete
 	// act only where the instance may write.
 	p.add("rules", func() error { return d.rules.Run(work) })
+	// Every instance ships the audit rows it records.
+	d.addAuditSinks(work, p)
 	p.add("audit pruning", func() error {
 		pruneAudit(work, d.store, d.cfg.auditRetention, d.log)
 		return nil
