@@ -4,17 +4,20 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 )
 
 // listState is what the writer knows of the lists under way. Only write
-// transactions touch it, and they all run on the writer's goroutine, so it
-// needs no lock. A transaction that rolls back leaves it changed, which is
-// harmless: it tunes how pages are written, never what they hold.
+// transactions change it, and they all run on the writer's goroutine. A
+// transaction that rolls back leaves it changed, which is harmless: it
+// tunes how pages are written, never what they hold.
 type listState struct {
 	// listing holds the resources whose list has begun and not ended.
 	listing map[int64]bool
 	// fresh holds, for a resource that had no object when its list began,
-	// that list's epoch: its pages take the first-fill path.
+	// that list's epoch: its pages take the first-fill path. IsFirstFill
+	// reads it from other goroutines, under mu.
+	mu    sync.Mutex
 	fresh map[int64]int64
 	// bigCache says the writer's page cache is at listCacheKB.
 	bigCache bool
@@ -27,6 +30,8 @@ type listState struct {
 // begin records that the list of resourceID at epoch began, and whether
 // the resource had any object then.
 func (l *listState) begin(resourceID, epoch int64, empty bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.listing == nil {
 		l.listing, l.fresh = map[int64]bool{}, map[int64]int64{}
 	}
@@ -40,6 +45,8 @@ func (l *listState) begin(resourceID, epoch int64, empty bool) {
 // isFresh says whether the pages of resourceID's list at epoch take the
 // first-fill path.
 func (l *listState) isFresh(resourceID, epoch int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	e, ok := l.fresh[resourceID]
 	return ok && e == epoch
 }
@@ -47,6 +54,8 @@ func (l *listState) isFresh(resourceID, epoch int64) bool {
 // end forgets the list of resourceID. It reports whether it was the last
 // list under way.
 func (l *listState) end(resourceID int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	delete(l.listing, resourceID)
 	delete(l.fresh, resourceID)
 	return len(l.listing) == 0
@@ -101,6 +110,19 @@ func setWriterCache(ctx context.Context, tx *sql.Tx, kb int) error {
 	_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = %d`, -kb))
 	return err
 }
+
+// IsFirstFill says whether the pages of resourceID's list at epoch take
+// the first-fill path: the resource had no object when the list began.
+// Ingestion then writes larger batches (see FirstFillBatch).
+func (d Mirror) IsFirstFill(resourceID, epoch int64) bool { return d.lists.isFresh(resourceID, epoch) }
+
+// FirstFillBatch is how many objects of a first fill one transaction
+// should write. Objects keyed by UID land on random leaves of the B-trees
+// keyed by UID, and a commit writes each leaf it changed whole. Five times
+// the objects per commit change few more leaves: at 200,000 ConfigMaps,
+// 25,000 a commit wrote 2.3 KB per object where 5,000 wrote 5.8 KB, and
+// took a sixth less CPU.
+const FirstFillBatch = 25000
 
 // EndList forgets a list that ended without FinishList: it failed, or it
 // starts over. The writer keeps its large cache while any list is under

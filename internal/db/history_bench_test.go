@@ -290,3 +290,19 @@ func BenchmarkIngestLeaseRenewals(b *testing.B) {
 	cpu.stop()
 	reportObjects(b, &cpu)
 }
+
+// BenchmarkIngestFirstListBatched is BenchmarkIngestFirstList at the
+// batch size a list writes (listBatch in internal/ingest: 5,000).
+func BenchmarkIngestFirstListBatched(b *testing.B) {
+	objs := benchVersion(1)
+	var cpu cpuMeter
+	for range b.N {
+		b.StopTimer()
+		d, rid := benchDB(b)
+		b.StartTimer()
+		cpu.start()
+		benchListBy(b, d, rid, objs, 5000)
+		cpu.stop()
+	}
+	reportObjects(b, &cpu)
+}

@@ -73,8 +73,8 @@ func configMapMeta(i int) runtime.Object {
 		UID: types.UID(fmt.Sprintf("uid-%05d", i)), ResourceVersion: strconv.Itoa(i + 1)}}
 }
 
-// TestListWritesInBatches: a list goes into the mirror listBatch objects
-// per write, not a page per write, and what an attempt cut short by an
+// TestListWritesInBatches: a relist goes into the mirror listBatch
+// objects per write, not a page per write, and what an attempt cut short by an
 // expired continue token had gathered is not written by the next one. The
 // first attempt expires after listBatch+1,000 objects, 1,000 of them
 // gathered and unwritten; the second lists a cluster where those 1,000 and
@@ -94,6 +94,8 @@ func TestListWritesInBatches(t *testing.T) {
 		}
 	}
 	src := &pagedSource{attempts: []listAttempt{{items: all, expireAt: listBatch + 1000}, {items: kept}}}
+	// An object mirrored before: the list is a relist, not a first fill.
+	seedMirror(t, store, res, configMapMeta(3*listBatch))
 	mirror := &countingMirror{Mirror: store.Mirror()}
 	w := &watcher{res: res, apiVersion: "v1", label: "configmaps", src: src, db: mirror, pageSize: 500,
 		metrics: newMetrics(prometheus.NewRegistry()), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -114,5 +116,27 @@ func TestListWritesInBatches(t *testing.T) {
 		case !gone(i) && err != nil:
 			t.Fatalf("cm-%05d: %v", i, err)
 		}
+	}
+}
+
+// seedMirror lists objs into the resource, as an earlier list did.
+func seedMirror(t *testing.T, store *db.DB, res db.Resource, objs ...runtime.Object) {
+	t.Helper()
+	ctx := context.Background()
+	m := store.Mirror()
+	epoch, err := m.BeginList(ctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watcher{res: res, apiVersion: "v1"}
+	var batch []*db.Object
+	for _, o := range objs {
+		batch = append(batch, w.convert(o))
+	}
+	if err := m.WriteListPage(ctx, res.ID, epoch, batch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.FinishList(ctx, res.ID, epoch, "1"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -39,6 +39,8 @@ const maxBatch = 1000
 // writes each leaf it changed whole: at one page of 500 per commit, a list
 // of 50,000 objects wrote 30 KB per object, at 5,000 per commit 5 KB.
 // Such a commit holds the writer for up to a second, only while a list runs.
+// A list into a resource with no object writes db.FirstFillBatch objects a
+// commit: nothing else waits for the writer then but other first lists.
 const listBatch = 5000
 
 // flushInterval is the shortest time between two commits of a watch under
@@ -460,7 +462,7 @@ func (w *watcher) listOnce(ctx context.Context, epoch int64) (rv string, count i
 				batch = append(batch, o)
 			}
 		}
-		if len(batch) >= listBatch || cont == "" && len(batch) > 0 {
+		if len(batch) >= pages.size || cont == "" && len(batch) > 0 {
 			if err := pages.write(batch); err != nil {
 				return "", count, err
 			}
@@ -476,6 +478,9 @@ func (w *watcher) listOnce(ctx context.Context, epoch int64) (rv string, count i
 
 // pageWriter writes the batches of one list on a goroutine of its own.
 type pageWriter struct {
+	// size is how many objects a batch holds: listBatch, or
+	// db.FirstFillBatch when the resource had no object.
+	size    int
 	batches chan []*db.Object
 	// done gets the goroutine's result when it ends: the first failed
 	// write, or nil once batches is closed.
@@ -485,7 +490,10 @@ type pageWriter struct {
 }
 
 func (w *watcher) startPageWriter(ctx context.Context, epoch int64) *pageWriter {
-	p := &pageWriter{batches: make(chan []*db.Object), done: make(chan error, 1)}
+	p := &pageWriter{size: listBatch, batches: make(chan []*db.Object), done: make(chan error, 1)}
+	if w.db.IsFirstFill(w.res.ID, epoch) {
+		p.size = db.FirstFillBatch
+	}
 	go func() {
 		for batch := range p.batches {
 			if err := w.db.WriteListPage(ctx, w.res.ID, epoch, batch); err != nil {

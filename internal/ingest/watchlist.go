@@ -28,7 +28,7 @@ const watchListSeconds = 1800
 var errNoWatchList = errors.New("WatchList not served")
 
 // streamList reads every object of the resource as a WatchList and hands
-// them to pages in batches of listBatch. It returns the resourceVersion
+// them to pages in batches of pages.size. It returns the resourceVersion
 // of the initial-events-end bookmark and how many objects it handed over.
 // An API server that refuses the request, or a watch that does not keep
 // to WatchList's events, gives errNoWatchList, as client-go's reflector
@@ -62,7 +62,7 @@ func (w *watcher) streamList(ctx context.Context, pages *pageWriter) (string, in
 			if o := w.convert(ev.Object); o != nil {
 				batch = append(batch, o)
 			}
-			if len(batch) < listBatch {
+			if len(batch) < pages.size {
 				continue
 			}
 		case watch.Bookmark:

@@ -83,7 +83,7 @@ func listWith(t *testing.T, src source) (string, []int, []string, bool) {
 		t.Fatal(err)
 	}
 	var uids []string
-	for i := range 3 * listBatch {
+	for i := range db.FirstFillBatch + 2*listBatch {
 		uid := fmt.Sprintf("uid-%05d", i)
 		if _, err := store.Objects().GetObject(ctx, uid); err == nil {
 			uids = append(uids, uid)
@@ -103,11 +103,11 @@ func uidsOf(from, to int) []string {
 }
 
 // TestWatchListFillsTheMirror: a WatchList's initial events go into the
-// mirror in batches of listBatch, and the list's resourceVersion is its
-// initial-events-end bookmark's. Bookmarks before it, without the
-// annotation, change nothing.
+// empty mirror in batches of db.FirstFillBatch, and the list's
+// resourceVersion is its initial-events-end bookmark's. Bookmarks before
+// it, without the annotation, change nothing.
 func TestWatchListFillsTheMirror(t *testing.T) {
-	const total = listBatch + 1200
+	const total = db.FirstFillBatch + 1200
 	var objs []runtime.Object
 	for i := range total {
 		objs = append(objs, configMapMeta(i))
@@ -121,7 +121,7 @@ func TestWatchListFillsTheMirror(t *testing.T) {
 	if rv != "4242" || !still {
 		t.Errorf("list at %q, WatchList still asked: %v; want 4242, true", rv, still)
 	}
-	if want := []int{listBatch, total - listBatch}; !slices.Equal(writes, want) {
+	if want := []int{db.FirstFillBatch, total - db.FirstFillBatch}; !slices.Equal(writes, want) {
 		t.Errorf("writes of %v objects, want %v", writes, want)
 	}
 	if !slices.Equal(uids, uidsOf(0, total)) {
