@@ -128,6 +128,8 @@ type daemonRun struct {
 	ctrls *controllers
 	// rules runs the cleanup rules.
 	rules *cleanup.Runner
+	// audit shares the audit rows with the peers.
+	audit auditSharing
 }
 
 // clientConfig is the client configuration of every client of the API
@@ -192,5 +194,6 @@ func (d *daemonRun) build() error {
 		return err
 	}
 	d.rules = d.newRules()
-	return nil
+	d.audit, err = d.newAuditSharing(context.Background(), instance)
+	return err
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/auditpeers"
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
@@ -85,6 +86,7 @@ func Metrics(ctx context.Context, dir string) ([]MetricDoc, error) {
 	}
 	ctrls.stop()
 	cleanup.New(cleanup.Options{Store: store.Rules(), Logger: logger, Registerer: vecs})
+	auditpeers.New(auditpeers.Config{Identity: "docs", Registerer: vecs}, store.AuditPeers())
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
 		DB:         store.Reads(),
 		MetricsDB:  store.Objects(),

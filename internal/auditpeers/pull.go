@@ -224,4 +224,4 @@ func backoff(base time.Duration, n int) time.Duration {
 }
 
 // maxBackoff is the longest wait between two reads of a failing peer.
-const maxBackoff = time.Minute
+const maxBackoff = 30 * time.Second

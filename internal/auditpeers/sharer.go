@@ -138,17 +138,17 @@ func New(cfg Config, store Store) *Sharer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	counter := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "kubegcd", Subsystem: "audit_peers",
-			Name: name, Help: help})
-	}
 	s := &Sharer{cfg: cfg, store: store, peers: map[string]*peer{}, adverts: map[string]string{},
 		own: map[string]bool{cfg.Identity: true},
 		metrics: metrics{
-			requests: counter("requests_total", "Reads of the peers' audit rows, answered or not."),
-			bytes:    counter("received_bytes_total", "Bytes of the peers' answers read."),
-			rows:     counter("merged_rows_total", "Audit rows merged from peers that were new here."),
-			failures: counter("failures_total", "Reads of a peer that failed or were refused."),
+			requests: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "kubegcd", Subsystem: "audit_peers",
+				Name: "requests_total", Help: "Reads of the peers' audit rows, answered or not."}),
+			bytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "kubegcd", Subsystem: "audit_peers",
+				Name: "received_bytes_total", Help: "Bytes of the peers' answers read."}),
+			rows: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "kubegcd", Subsystem: "audit_peers",
+				Name: "merged_rows_total", Help: "Audit rows merged from peers that were new here."}),
+			failures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "kubegcd", Subsystem: "audit_peers",
+				Name: "failures_total", Help: "Reads of a peer that failed or were refused."}),
 		}}
 	if cfg.Registerer != nil {
 		for _, c := range []prometheus.Collector{s.metrics.requests, s.metrics.bytes, s.metrics.rows,
