@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -129,26 +131,22 @@ func (a *Advertiser) advertise(ctx context.Context) error {
 	name := peerLeaseName(a.Lease, a.Identity)
 	now := metav1.NewMicroTime(a.now())
 	secs := int32(3 * a.every() / time.Second)
-	l, err := leases.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace,
-			Labels:      map[string]string{LabelPeerOf: peerOf(a.Lease)},
-			Annotations: map[string]string{AnnotationURL: a.URL}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &a.Identity, LeaseDurationSeconds: &secs,
-				AcquireTime: &now, RenewTime: &now}}
-		_, err = leases.Create(ctx, l, metav1.CreateOptions{})
+	// A merge patch renews it: deploy/clusterrole.yaml grants patch of
+	// every resource, and update of the election Lease alone.
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{AnnotationURL: a.URL}},
+		"spec": map[string]any{"holderIdentity": a.Identity, "leaseDurationSeconds": secs,
+			"renewTime": now}})
+	_, err := leases.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	if err != nil {
-		return err
-	}
-	l = l.DeepCopy()
-	if l.Annotations == nil {
-		l.Annotations = map[string]string{}
-	}
-	l.Annotations[AnnotationURL] = a.URL
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &a.Identity, &secs, &now
-	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.Namespace,
+		Labels:      map[string]string{LabelPeerOf: peerOf(a.Lease)},
+		Annotations: map[string]string{AnnotationURL: a.URL}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &a.Identity, LeaseDurationSeconds: &secs,
+			AcquireTime: &now, RenewTime: &now}}
+	_, err = leases.Create(ctx, l, metav1.CreateOptions{})
 	return err
 }
 
@@ -207,5 +205,6 @@ func (a *Advertiser) Discover(ctx context.Context) ([]Advert, error) {
 		}
 		out = append(out, Advert{Identity: *s.HolderIdentity, URL: l.Annotations[AnnotationURL]})
 	}
+	slices.SortFunc(out, func(x, y Advert) int { return strings.Compare(x.Identity, y.Identity) })
 	return out, nil
 }
