@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/db/dbtest"
@@ -26,7 +29,7 @@ func (l leaderOf) Status(context.Context) api.LeaderStatus {
 
 // peerServer serves d's API as an instance named identity does, with
 // tokens when set.
-func peerServer(t *testing.T, d *db.DB, identity string, tokens *kubehttp.Tokens) *httptest.Server {
+func peerServer(t testing.TB, d *db.DB, identity string, tokens *kubehttp.Tokens) *httptest.Server {
 	t.Helper()
 	h, err := kubehttp.NewHandler(kubehttp.Options{DB: d.Reads(), AuditReplicas: d.Decisions(),
 		Leader: leaderOf(identity), Tokens: tokens})
@@ -39,7 +42,7 @@ func peerServer(t *testing.T, d *db.DB, identity string, tokens *kubehttp.Tokens
 }
 
 // write appends n rows of instance to d.
-func write(t *testing.T, d *db.DB, instance string, n int) {
+func write(t testing.TB, d *db.DB, instance string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	if err := d.AuditPeers().RecordWriter(ctx, instance); err != nil {
@@ -324,4 +327,14 @@ func TestHandoverGap(t *testing.T) {
 	if gaps, _ := here.Decisions().AuditGaps(ctx); len(gaps) != 0 {
 		t.Errorf("gaps after a handover that read the rows: %+v", gaps)
 	}
+}
+
+func writeB(b *testing.B, d *db.DB, n int)                { write(b, d, "peer_1", n) }
+func peerServerB(b *testing.B, d *db.DB) *httptest.Server { return peerServer(b, d, "peer_1", nil) }
+
+// counterValue reads a counter.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	_ = c.Write(&m)
+	return m.GetCounter().GetValue()
 }
