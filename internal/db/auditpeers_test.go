@@ -175,3 +175,30 @@ func TestAuditStoreAndWriters(t *testing.T) {
 		t.Errorf("writers: %v, %v; want x_1 and x_2", w, err)
 	}
 }
+
+// A pause merged from a peer after this instance released a later hold is
+// older than the release: the newest hold is the release. Merged rows take
+// the next local ids, so the newest is found by time, not by id.
+func TestLastHoldByTimeWithMergedRows(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	release := auditEntry(api.ControllerOperator, api.ActionRelease, "", api.OutcomeApplied, t0.Add(time.Minute))
+	release.Instance = "self_1"
+	if err := d.Ledger().InsertAudit(ctx, release); err != nil {
+		t.Fatal(err)
+	}
+	pause := ReplicaRow{AuditEntry: *auditEntry(api.ControllerKubegcd, api.ActionPause, "", api.OutcomeApplied, t0),
+		OriginID: 7}
+	pause.Instance = "peer_1"
+	if _, err := d.AuditPeers().Merge(ctx, PeerCursor{Store: "p", After: 7}, []ReplicaRow{pause}, nil); err != nil {
+		t.Fatal(err)
+	}
+	action, at, err := d.Ledger().LastHold(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if action != api.ActionRelease || !at.Equal(t0.Add(time.Minute)) {
+		t.Errorf("LastHold: %s at %v, want the release at %v", action, at, t0.Add(time.Minute))
+	}
+}
