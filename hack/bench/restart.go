@@ -66,10 +66,11 @@ func runRestart(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 	}
 	fmt.Printf("  created %d ConfigMaps in %s\n", n, time.Since(begin).Round(time.Millisecond))
 
-	// kubegcd restarts twice. First it resumes its watches where the
+	// kubegcd restarts three times. First it resumes its watches where the
 	// database says, as it does. Then it is made to list everything again,
-	// as when the API server no longer has those resourceVersions.
-	contenders := []string{"kubegcd", "kubegcd, relisting"}
+	// as when the API server no longer has those resourceVersions. Then it
+	// starts cold, on no database, as after the database was lost.
+	contenders := []string{"kubegcd", "kubegcd, relisting", "kubegcd, cold"}
 	if cfg.kcm {
 		contenders = append(contenders, "kube-controller-manager")
 	}
@@ -95,10 +96,15 @@ func runRestart(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 		if err := s.makeGarbage(ctx); err != nil {
 			return err
 		}
-		if name == "kubegcd, relisting" {
+		switch name {
+		case "kubegcd, relisting":
 			if err := forgetResumePoints(ctx, rb.dbPath); err != nil {
 				fmt.Printf("  %s: skipped: %v\n", name, err)
 				continue
+			}
+		case "kubegcd, cold":
+			if err := removeDB(rb.dbPath); err != nil {
+				return err
 			}
 		}
 		r, err := rb.restart(ctx, s, name, i)
@@ -220,6 +226,8 @@ func shortName(contender string) string {
 		return "kubegcd"
 	case "kubegcd, relisting":
 		return "relist"
+	case "kubegcd, cold":
+		return "cold"
 	}
 	return "kcm"
 }

@@ -53,3 +53,11 @@ type AuditList struct {
 	// absent when none.
 	Gaps []AuditGap `json:"gaps,omitempty"`
 }
+
+// AuditBatch is the body the audit webhook (--audit-webhook-config-file)
+// posts: rows of the audit history, oldest first. Each item is the row as
+// GET /audit lists it.
+type AuditBatch struct {
+	// The rows of this batch, in the order they were written; never empty.
+	Items []AuditEntry `json:"items"`
+}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/auditsink"
 	"github.com/kubegcd/kubegcd/internal/ingest"
 	"github.com/kubegcd/kubegcd/internal/leader"
 	"github.com/kubegcd/kubegcd/internal/liveness"
@@ -65,6 +66,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	}
 	defer func() { err = d.exitError(ctx, err) }()
 	registerRuntimeMetrics(d.reg)
+	d.auditMetrics = auditsink.NewMetrics(d.reg)
 
 	if d.stores, err = openStores(ctx, cfg.dbPath, d.reg); err != nil {
 		return err
@@ -130,6 +132,8 @@ type daemonRun struct {
 	rules *cleanup.Runner
 	// audit shares the audit rows with the peers.
 	audit auditSharing
+	// auditMetrics count what the audit sinks ship, retry and drop.
+	auditMetrics *auditsink.Metrics
 }
 
 // clientConfig is the client configuration of every client of the API
@@ -178,6 +182,7 @@ func (d *daemonRun) build() error {
 		Logger:            d.log.With("component", "ingest"),
 		Registerer:        d.reg,
 		DiscoveryInterval: d.cfg.discoveryInterval,
+		WatchList:         d.cfg.watchList,
 		MirrorLabels:      d.cfg.mirrorLabels,
 		MirrorAnnotations: d.cfg.mirrorAnnotations,
 		ReferencePaths:    d.cfg.referencePaths,

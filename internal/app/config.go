@@ -46,6 +46,7 @@ type runConfig struct {
 	controllers                                          []api.Controller
 	discoveryInterval                                    time.Duration
 	startupTimeout                                       time.Duration
+	watchList                                            bool
 
 	kubeAPIQPS            float64
 	kubeAPIBurst          int
@@ -85,6 +86,9 @@ type runConfig struct {
 
 	// rulesDir holds the cleanup rules' files.
 	rulesDir string
+
+	// Where the audit history leaves kubegcd (auditsinks.go).
+	auditSinks auditSinkConfig
 }
 
 // runFlags are kubegcd run's flags, in the groups its help prints, as
@@ -107,6 +111,7 @@ func newRunFlags() *runFlags {
 	f.addControllerFlags(f.groups.FlagSet("controllers"))
 	f.addLeaderFlags(f.groups.FlagSet("leader election"))
 	f.addAuditPeerFlags(f.groups.FlagSet("audit peers"))
+	f.addAuditSinkFlags(f.groups.FlagSet("audit sinks"))
 	f.addLoggingFlags(f.groups.FlagSet("logging"))
 	fs := f.groups.FlagSet("generic")
 	fs.StringVar(&f.configFile, "config", "",
@@ -128,6 +133,9 @@ func (f *runFlags) addClusterFlags(fs *pflag.FlagSet) {
 			"then kubegcd exits 1, saying why")
 	fs.DurationVar(&cfg.discoveryInterval, "discovery-interval", 30*time.Second,
 		"how often to re-discover API resources, so CRDs added or removed later are watched or dropped")
+	fs.BoolVar(&cfg.watchList, "watch-list", true,
+		"list each resource as a WatchList (sendInitialEvents) where the API server serves one, "+
+			"else page by page: a paginated list from the watch cache slows with the square of the count")
 	fs.Float64Var(&cfg.kubeAPIQPS, "kube-api-qps", 20,
 		"queries per second of the controllers' writes and live checks to the API server")
 	fs.IntVar(&cfg.kubeAPIBurst, "kube-api-burst", 30, "burst above --kube-api-qps")
@@ -288,6 +296,7 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 	errs = append(errs, f.readControllers()...)
 	errs = append(errs, f.readDeletedCopiesFor()...)
 	errs = append(errs, cfg.validateValues()...)
+	errs = append(errs, cfg.validateAuditSinks()...)
 	if cfg.leader.Enabled {
 		errs = append(errs, validateLeader(cfg.leader)...)
 	}

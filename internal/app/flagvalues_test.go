@@ -39,6 +39,7 @@ var (
 		"run --leader-elect-namespace": "", "run --listen": "nohostport", "run --log-format": "xml", "run --log-level": "loud",
 		"cluster add --name": "Prod/1", "cluster remove --name": "Prod/1",
 		"run --advertise-url": "ftp://peer", "run --audit-peers": "peer:8080",
+		"run --audit-log-path": "/no-such-dir/audit.log", "run --audit-webhook-config-file": "/no-such-file",
 	}
 )
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/auditpeers"
+	"github.com/kubegcd/kubegcd/internal/auditsink"
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
 	"github.com/kubegcd/kubegcd/internal/ingest"
@@ -87,6 +88,7 @@ func Metrics(ctx context.Context, dir string) ([]MetricDoc, error) {
 	ctrls.stop()
 	cleanup.New(cleanup.Options{Store: store.Rules(), Logger: logger, Registerer: vecs})
 	auditpeers.New(auditpeers.Config{Identity: "docs", Registerer: vecs}, store.AuditPeers())
+	auditsink.NewMetrics(vecs)
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
 		DB:         store.Reads(),
 		MetricsDB:  store.Objects(),

@@ -99,6 +99,8 @@ func (d *daemonRun) runWork(work context.Context, p parts) {
 	// act only where the instance may write.
 	p.add("rules", func() error { return d.rules.Run(work) })
 	d.runAuditSharing(work, p)
+	// Every instance ships the audit rows it records.
+	d.addAuditSinks(work, p)
 	p.add("audit pruning", func() error {
 		pruneAudit(work, d.store, d.cfg.auditRetention, d.log)
 		return nil

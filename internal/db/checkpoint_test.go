@@ -169,13 +169,40 @@ func TestBigTransactionWritesEachPageOnce(t *testing.T) {
 			written>>10, frames, frames*frame>>10)
 	}
 	t.Logf("the list wrote %d KB, %d frames", written>>10, frames)
-	// After the list the cache is SQLite's default again: kept at its
-	// size for lists, it would fill with the pages of every later write.
+	// The cache stays large from one page to the next while the list is
+	// under way, and is SQLite's default again once it ends: kept at its
+	// size, it would fill with the pages of every later write.
+	if got := writerCache(t, d); got != -listCacheKB {
+		t.Errorf("the writer's cache_size is %d between two pages of a list, want %d", got, -listCacheKB)
+	}
+	if _, err := d.Mirror().FinishList(ctx, rid, epoch, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := writerCache(t, d); got != -defaultCacheKB {
+		t.Errorf("the writer's cache_size is %d after a list, want %d", got, -defaultCacheKB)
+	}
+	// A list that fails ends too.
+	epoch, err = d.Mirror().BeginList(ctx, rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Mirror().WriteListPage(ctx, rid, epoch, objs[:10]); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Mirror().EndList(ctx, rid); err != nil {
+		t.Fatal(err)
+	}
+	if got := writerCache(t, d); got != -defaultCacheKB {
+		t.Errorf("the writer's cache_size is %d after a list ended, want %d", got, -defaultCacheKB)
+	}
+}
+
+// writerCache reads the cache_size of the writer's connection.
+func writerCache(t *testing.T, d *DB) int64 {
+	t.Helper()
 	var cache int64
 	if err := d.write.QueryRow("PRAGMA cache_size").Scan(&cache); err != nil {
 		t.Fatal(err)
 	}
-	if cache != -defaultCacheKB {
-		t.Errorf("the writer's cache_size is %d after a list, want %d", cache, -defaultCacheKB)
-	}
+	return cache
 }

@@ -66,6 +66,8 @@ type core struct {
 	stopWriter chan struct{}
 	writerDone chan struct{}
 	probes     chan struct{} // WriterAlive's
+	// lists is what the writer knows of the lists under way (first_fill.go).
+	lists listState
 	// checkpointer copies the WAL into the database file (checkpoint.go);
 	// nil when read-only.
 	checkpointer *checkpointer

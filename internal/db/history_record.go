@@ -134,6 +134,22 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 			}
 		}
 	}
+	return h.write(ctx, o, refs, finalizers, deletion, events, lease)
+}
+
+// recordNew writes the history of an object new to the mirror, whose UID
+// the objects table did not hold: its "created" row. It is what record
+// writes for such an object, without the read. The last row of an object
+// the mirror does not hold is its "deleted" row, or there is none.
+func (h *historyStatements) recordNew(ctx context.Context, o *Object, finalizers any) error {
+	_, _, err := h.write(ctx, o, jsonOrNull(o.OwnerReferences), finalizers, formatTime(o.DeletionTimestamp),
+		[]api.HistoryEvent{api.HistoryCreated}, leaseFacts{})
+	return err
+}
+
+// write writes the history rows of events, the changes record found.
+func (h *historyStatements) write(ctx context.Context, o *Object, refs, finalizers, deletion any,
+	events []api.HistoryEvent, lease leaseFacts) (ownershipChanged, ownersChanged bool, err error) {
 	if o.Lease != nil && len(events) > 0 && events[0] == api.HistoryCreated {
 		lease = leaseFacts{holder: o.Lease.holder(), since: o.Lease.since()}
 	}

@@ -67,7 +67,8 @@ type Event struct {
 
 // statements holds the write statements of one transaction.
 type statements struct {
-	touch, update, upsert, deleteObj, deleteRefs, insertRef, nameOwner *sql.Stmt
+	touch, update, upsert, insertNew, deleteObj, deleteRefs, insertRef *sql.Stmt
+	nameOwner                                                          *sql.Stmt
 	upsertPod, upsertNode, upsertLease, upsertSV, delSVEs              *sql.Stmt
 	insertSVE, upsertNamespace, upsertCandidate                        *sql.Stmt
 	history                                                            historyStatements
@@ -99,6 +100,13 @@ const (
 			deletion_grace_period_seconds = excluded.deletion_grace_period_seconds,
 			finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch,
 			extracted_hash = excluded.extracted_hash`
+	// sqlInsertNew writes the row of an object new to the mirror, as
+	// sqlUpsert does, and nothing when its UID is there already.
+	sqlInsertNew = `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
+			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch,
+			extracted_hash, named_owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))
+		ON CONFLICT (uid) DO NOTHING`
 	sqlDeleteObject = `DELETE FROM objects WHERE uid = ?`
 	sqlDeleteRefs   = `DELETE FROM owner_refs WHERE dependent_uid = ?`
 	sqlInsertRef    = `INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid,
@@ -141,7 +149,7 @@ const (
 
 // writeQueries are prepared at Open.
 var writeQueries = append([]string{
-	sqlTouch, sqlUpdate, sqlUpsert, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlNameOwner, sqlUpsertPod,
+	sqlTouch, sqlUpdate, sqlUpsert, sqlInsertNew, sqlDeleteObject, sqlDeleteRefs, sqlInsertRef, sqlNameOwner, sqlUpsertPod,
 	sqlUpsertNode, sqlUpsertLease, sqlUpsertCandidate, sqlUpsertSV, sqlDeleteSVEntries, sqlInsertSVEntry,
 	sqlUpsertNamespace, sqlInsertAudit, sqlDeletePending, sqlDeleteOtherPending,
 	sqlInsertIntent, sqlDeleteIntent, sqlHasDependents, sqlIsDeleting,
@@ -155,7 +163,8 @@ func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&s.touch, sqlTouch}, {&s.update, sqlUpdate}, {&s.upsert, sqlUpsert}, {&s.deleteObj, sqlDeleteObject},
+		{&s.touch, sqlTouch}, {&s.update, sqlUpdate}, {&s.upsert, sqlUpsert}, {&s.insertNew, sqlInsertNew},
+		{&s.deleteObj, sqlDeleteObject},
 		{&s.deleteRefs, sqlDeleteRefs}, {&s.insertRef, sqlInsertRef}, {&s.nameOwner, sqlNameOwner},
 		{&s.upsertPod, sqlUpsertPod}, {&s.upsertNode, sqlUpsertNode}, {&s.upsertLease, sqlUpsertLease},
 		{&s.upsertSV, sqlUpsertSV}, {&s.delSVEs, sqlDeleteSVEntries}, {&s.insertSVE, sqlInsertSVEntry},
@@ -275,6 +284,11 @@ func (s *statements) writeRefs(ctx context.Context, o *Object) error {
 	if _, err := s.deleteRefs.ExecContext(ctx, o.UID); err != nil {
 		return err
 	}
+	return s.addRefs(ctx, o)
+}
+
+// addRefs writes the references of o, which has none in owner_refs.
+func (s *statements) addRefs(ctx context.Context, o *Object) error {
 	sole := len(o.OwnerReferences) == 1
 	for i, r := range o.OwnerReferences {
 		if _, err := s.insertRef.ExecContext(ctx, o.UID, i, r.APIVersion, r.Kind, r.Name, r.UID,
@@ -365,6 +379,9 @@ func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resource
 			}
 			changes = append(changes, c)
 		}
+		if s != nil {
+			return s.finish(ctx)
+		}
 		return nil
 	})
 	return changes, err
@@ -453,13 +470,24 @@ func (d Mirror) MarkAllUnsynced(ctx context.Context) error {
 // BeginList starts a full list of a resource and returns its epoch.
 // FinishList keeps every object written with that epoch and removes every
 // other one. Until FinishList the resource has no resume point, so a start
-// meanwhile lists it again.
+// meanwhile lists it again. A resource with no object when its list
+// begins is filled by the first-fill path (see firstFill).
 func (d Mirror) BeginList(ctx context.Context, resourceID int64) (int64, error) {
 	var epoch int64
 	err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `UPDATE resources
+		err := tx.QueryRowContext(ctx, `UPDATE resources
 			SET sync_epoch = sync_epoch + 1, resume_resource_version = ''
 			WHERE id = ? RETURNING sync_epoch`, resourceID).Scan(&epoch)
+		if err != nil {
+			return err
+		}
+		var empty bool
+		if err := tx.QueryRowContext(ctx, `SELECT NOT EXISTS (SELECT 1 FROM objects WHERE resource_id = ?)`,
+			resourceID).Scan(&empty); err != nil {
+			return err
+		}
+		d.lists.begin(resourceID, epoch, empty)
+		return nil
 	})
 	return epoch, err
 }
@@ -513,57 +541,33 @@ func (d Mirror) ResumeVersion(ctx context.Context, resourceID int64) (string, er
 }
 
 // WriteListPage writes one page of a list, or several (ingest writes
-// 5,000 objects at a time).
-//
-// A transaction that changes more pages than the writer caches spills them
-// into the WAL before its commit, which writes them again. A list changes a
-// leaf of every index keyed by UID per object. At SQLite's default cache of
-// 2 MB, 10,000 objects wrote 88 MB for 9 MB of pages. So the writer caches
-// up to listCacheKB while it writes a list, and goes back to the default
-// after the commit. A cache that large, if kept, would fill with the pages
-// of every later write.
+// 5,000 objects at a time). The writer keeps a large page cache from the
+// first page of a list until the last list under way ends (see
+// growCache).
 func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*Object) error {
-	err := d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
-		if err := setWriterCache(ctx, tx, listCacheKB); err != nil {
+	return d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
+		if err := d.growCache(ctx, tx); err != nil {
 			return err
 		}
 		s, err := d.prepare(ctx, tx)
 		if err != nil {
 			return err
 		}
+		fresh := d.lists.isFresh(resourceID, epoch)
 		for _, o := range objs {
+			if fresh {
+				if err := s.firstFill(ctx, resourceID, epoch, o); err != nil {
+					return err
+				}
+				d.lists.filled++
+				continue
+			}
 			if _, err := s.upsertObject(ctx, resourceID, epoch, o); err != nil {
 				return err
 			}
 		}
-		return nil
+		return s.finish(ctx)
 	})
-	// The page is committed or lost, so a failure to shrink the cache loses
-	// nothing.
-	_ = d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
-		if err := setWriterCache(ctx, tx, defaultCacheKB); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `PRAGMA shrink_memory`)
-		return err
-	})
-	return err
-}
-
-const (
-	// listCacheKB bounds the page cache of the writer, in KB, while it
-	// writes a list. defaultCacheKB, SQLite's default, bounds it at all
-	// other times.
-	listCacheKB    = 32 << 10
-	defaultCacheKB = 2000
-)
-
-// setWriterCache bounds the page cache of the writer's connection, in KB.
-// It runs in a write, as the writer owns the connection. A pragma changes
-// nothing in the file, so the write commits nothing.
-func setWriterCache(ctx context.Context, tx *sql.Tx, kb int) error {
-	_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = %d`, -kb))
-	return err
 }
 
 // FinishList removes the objects of a resource that the list at epoch did
@@ -581,7 +585,13 @@ func (d Mirror) FinishList(ctx context.Context, resourceID, epoch int64, resourc
 		_, err = tx.ExecContext(ctx, `UPDATE resources SET synced = 1, synced_at = ?1, list_resource_version = ?2,
 			resume_resource_version = ?2, first_synced_at = coalesce(first_synced_at, ?1) WHERE id = ?3`,
 			formatTime(ptr(d.Now())), resourceVersion, resourceID)
-		return err
+		if err != nil {
+			return err
+		}
+		if d.lists.end(resourceID) {
+			return d.shrinkCache(ctx, tx)
+		}
+		return nil
 	})
 	changes = append(changes, Change{Type: ChangeRelisted, ResourceID: resourceID})
 	return changes, err
@@ -598,8 +608,13 @@ func (d Mirror) DeleteResource(ctx context.Context, resourceID int64) ([]Change,
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM resources WHERE id = ?`, resourceID)
-		return err
+		if _, err = tx.ExecContext(ctx, `DELETE FROM resources WHERE id = ?`, resourceID); err != nil {
+			return err
+		}
+		if d.lists.end(resourceID) {
+			return d.shrinkCache(ctx, tx)
+		}
+		return nil
 	})
 	return changes, err
 }

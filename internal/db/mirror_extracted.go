@@ -175,16 +175,6 @@ const (
 	sqlStoredHash = `SELECT extracted_hash FROM objects WHERE uid = ?`
 	sqlRefsOf     = `SELECT target_group, target_kind, target_namespace, target_name, via, optional, prefix
 		FROM refs WHERE referrer_uid = ?`
-	sqlAddRef = `INSERT INTO refs (referrer_uid, target_group, target_kind, target_namespace, target_name, via,
-			optional, prefix)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	// The history of a target a reference was added to: its first and last
-	// reference. One row per target and transaction, however many
-	// referrers the transaction adds (a Deployment's pods).
-	sqlTouchRefHistory = `INSERT INTO ref_history (target_group, target_kind, target_namespace, target_name, prefix,
-			first_referenced, last_referenced)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
-		ON CONFLICT DO UPDATE SET last_referenced = excluded.last_referenced`
 	sqlDropRef = `DELETE FROM refs WHERE referrer_uid = ? AND target_group = ? AND target_kind = ?
 		AND target_namespace = ? AND target_name = ? AND via = ?`
 	// An optional that changed is updated in place: no trigger fires, and
@@ -211,21 +201,32 @@ const (
 		ON CONFLICT (uid) DO UPDATE SET replicas = excluded.replicas`
 )
 
+var (
+	// addRefs writes rows of refs.
+	addRefs = newMultiRow(`INSERT INTO refs (referrer_uid, target_group, target_kind, target_namespace,
+			target_name, via, optional, prefix)`, "", 8)
+	// touchRefHistory records the targets a transaction added references
+	// to: their first and last reference. One row per target and
+	// transaction, however many referrers the transaction adds (a
+	// Deployment's pods).
+	touchRefHistory = newMultiRow(`INSERT INTO ref_history (target_group, target_kind, target_namespace,
+			target_name, prefix, first_referenced, last_referenced)`,
+		` ON CONFLICT DO UPDATE SET last_referenced = excluded.last_referenced`, 7)
+)
+
 // extractedQueries are the statements of extractedStatements, by index.
-var extractedQueries = [...]string{
-	xStoredHash: sqlStoredHash, xRefsOf: sqlRefsOf, xAddRef: sqlAddRef, xTouchRefHistory: sqlTouchRefHistory,
+var extractedQueries = append(append([]string{
+	xStoredHash: sqlStoredHash, xRefsOf: sqlRefsOf,
 	xDropRef:        sqlDropRef,
 	xSetRefOptional: sqlSetRefOptional, xDropLabels: sqlDropLabels, xAddLabel: sqlAddLabel,
 	xDropAnnotations: sqlDropAnnotations, xAddAnnotation: sqlAddAnnotation, xUpsertJob: sqlUpsertJob,
 	xUpsertCronJob: sqlUpsertCronJob, xUpsertSecret: sqlUpsertSecret, xUpsertPVC: sqlUpsertPVC,
 	xUpsertWorkload: sqlUpsertWorkload,
-}
+}, addRefs.queries()...), touchRefHistory.queries()...)
 
 const (
 	xStoredHash = iota
 	xRefsOf
-	xAddRef
-	xTouchRefHistory
 	xDropRef
 	xSetRefOptional
 	xDropLabels
@@ -247,9 +248,11 @@ type extractedStatements struct {
 	d     *core
 	tx    *sql.Tx
 	stmts [xCount]*sql.Stmt
-	// touched are the targets whose history this transaction recorded a
-	// reference to.
+	// touched are the targets this transaction added a reference to:
+	// finish records them in ref_history.
 	touched map[histKey]bool
+	// args is room for the values of a multi-row statement.
+	args []any
 }
 
 // histKey is a row of ref_history by its primary key.
@@ -386,33 +389,37 @@ func (x *extractedStatements) writeRefs(ctx context.Context, o *Object, fresh bo
 			return err
 		}
 	}
+	args := x.args[:0]
 	for _, r := range add {
-		if _, err := x.exec(ctx, xAddRef, o.UID, r.Group, r.Kind, r.Namespace, r.Name, r.Via, r.Optional,
-			r.Prefix); err != nil {
-			return err
-		}
-		if err := x.touchHistory(ctx, r); err != nil {
-			return err
-		}
+		args = append(args, o.UID, r.Group, r.Kind, r.Namespace, r.Name, r.Via, r.Optional, r.Prefix)
+		x.touch(r)
 	}
-	return nil
+	x.args = args
+	return addRefs.exec(ctx, x.d, x.tx, args)
 }
 
-// touchHistory records in ref_history that a reference to r's target was
-// added now, once per target and transaction. The trigger refs_removed
-// records a reference dropped, by any path.
-func (x *extractedStatements) touchHistory(ctx context.Context, r Ref) error {
-	k := histKey{r.Group, r.Kind, r.Namespace, r.Name, r.Prefix}
-	if x.touched[k] {
-		return nil
-	}
+// touch notes that a reference to r's target was added now.
+func (x *extractedStatements) touch(r Ref) {
 	if x.touched == nil {
 		x.touched = map[histKey]bool{}
 	}
-	x.touched[k] = true
-	now := time.Now()
-	_, err := x.exec(ctx, xTouchRefHistory, r.Group, r.Kind, r.Namespace, r.Name, r.Prefix, formatTime(&now))
-	return err
+	x.touched[histKey{r.Group, r.Kind, r.Namespace, r.Name, r.Prefix}] = true
+}
+
+// finish records in ref_history the targets the transaction added a
+// reference to, each once. The trigger refs_removed records a reference
+// dropped, by any path.
+func (x *extractedStatements) finish(ctx context.Context) error {
+	if len(x.touched) == 0 {
+		return nil
+	}
+	now := formatTime(ptr(time.Now()))
+	args := x.args[:0]
+	for k := range x.touched {
+		args = append(args, k.group, k.kind, k.namespace, k.name, k.prefix, now, now)
+	}
+	x.args, x.touched = args, nil
+	return touchRefHistory.exec(ctx, x.d, x.tx, args)
 }
 
 // storedRefs reads the rows of refs of the referrer uid.

@@ -11,6 +11,8 @@ package db
 //   - Mirror (mirror.go) writes what ingestion sees: the resources watched,
 //     lists, watch events and resume points. mirror_extracted.go writes
 //     what the cleanup rules read: references, kept labels, typed fields.
+//     first_fill.go writes the pages of a list into an empty resource;
+//     multirow.go, statements that write several rows each.
 //   - Objects (objects.go) reads the objects as the cluster holds them now.
 //     Its larger reads have files of their own: graph.go, graph_closure.go,
 //     graph_walk.go, detail.go, cascade.go, lookup.go, lint.go, stuck.go,
@@ -18,7 +20,8 @@ package db
 //   - History (history.go, history_at.go) reads the objects' past states.
 //     Mirror's writes record them (history_record.go).
 //   - Decisions (decisions.go) reads the audit history and the decisions
-//     held pending.
+//     held pending. audit_cursor.go reads the history after a cursor for
+//     the audit sinks, and keeps each sink's cursor.
 //   - Ledger (ledger.go, intents.go) writes what the applier decides: the
 //     decisions held pending, the intents and the audit rows.
 //   - OwnerGC, PodGC, TTL, SVGC and LCGC (ownergc.go, podgc.go, ttl.go,

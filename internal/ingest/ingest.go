@@ -43,6 +43,9 @@ type Options struct {
 	Registerer        prometheus.Registerer
 	DiscoveryInterval time.Duration // default 30s
 	PageSize          int64         // list page size, default 500
+	// WatchList lists each resource with a WatchList where the API server
+	// serves one (see streamList), else page by page.
+	WatchList bool
 	// Heartbeat beats at every turn of the discovery loop, for the
 	// watchdog; nil for none.
 	Heartbeat *liveness.Loop
@@ -406,6 +409,7 @@ func (i *Ingester) startWatcher(ctx context.Context, gvr schema.GroupVersionReso
 		apiVersion: gvr.GroupVersion().String(),
 		label:      label,
 		pageSize:   i.opts.PageSize,
+		watchList:  i.opts.WatchList,
 		db:         i.opts.DB,
 		log:        i.log.With("resource", label),
 		notify:     i.notify,
@@ -444,6 +448,7 @@ type metrics struct {
 	events  *prometheus.CounterVec
 	errors  *prometheus.CounterVec
 	relists *prometheus.CounterVec
+	lists   *prometheus.CounterVec
 	resumes *prometheus.CounterVec
 	synced  *prometheus.GaugeVec
 	// discoveryFailed has a series for each group/version whose last
@@ -464,6 +469,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			"Full relists after the initial one, or at a start that could not resume from the stored "+
 				"resourceVersion, by resource and reason (expired, resume-stalled, write-failed).",
 			"resource", "reason"),
+		lists: f.CounterVec("lists_total",
+			"Complete lists into the mirror, by resource and method: watchlist (a WatchList's initial "+
+				"events) or paginated.",
+			"resource", "method"),
 		resumes: f.CounterVec("resumes_total",
 			"Starts that brought a resource's mirror up to date by watching from the resourceVersion "+
 				"an earlier run stored, without listing it.",

@@ -21,6 +21,8 @@ type Mirror interface {
 	BeginList(ctx context.Context, resourceID int64) (int64, error)
 	WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*db.Object) error
 	FinishList(ctx context.Context, resourceID, epoch int64, resourceVersion string) ([]db.Change, error)
+	// EndList ends a list that will not finish.
+	EndList(ctx context.Context, resourceID int64) error
 	ApplyWatchEvents(ctx context.Context, resourceID int64, resourceVersion string,
 		events []db.Event) ([]db.Change, error)
 

@@ -175,10 +175,13 @@ type watcher struct {
 	src        source
 	typed      func(runtime.Object, *db.Object)
 	pageSize   int64
-	db         Mirror
-	log        *slog.Logger
-	notify     func([]db.Change)
-	metrics    *metrics
+	// watchList says to list with a WatchList, else page by page. It
+	// turns false once the API server refused one.
+	watchList bool
+	db        Mirror
+	log       *slog.Logger
+	notify    func([]db.Change)
+	metrics   *metrics
 
 	// stored is the resume point an earlier run recorded: the mirror
 	// holds every change up to it. "" when only a list will do.
@@ -372,57 +375,152 @@ func isExpired(err error) bool {
 
 // list reads the resource page by page into the mirror and returns the
 // resourceVersion to watch from.
-func (w *watcher) list(ctx context.Context) (string, error) {
+func (w *watcher) list(ctx context.Context) (_ string, err error) {
 	start := time.Now()
+	defer func() {
+		if err != nil {
+			// The writer keeps a large cache while a list is under way. A
+			// failed write cannot end one either, so this loses nothing.
+			_ = w.db.EndList(context.WithoutCancel(ctx), w.res.ID)
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		epoch, err := w.db.BeginList(ctx, w.res.ID)
 		if err != nil {
 			return "", err
 		}
-		opts := metav1.ListOptions{Limit: w.pageSize}
-		var rv string
-		count := 0
-		var batch []*db.Object
-		for {
-			items, pageRV, cont, err := w.src.list(ctx, opts)
-			if err != nil {
-				// A continue token outlives etcd's compaction only so long;
-				// start the list over.
-				if isExpired(err) && opts.Continue != "" && attempt < 3 {
-					break
-				}
-				return "", err
-			}
-			for _, it := range items {
-				if o := w.convert(it); o != nil {
-					batch = append(batch, o)
-				}
-			}
-			if len(batch) >= listBatch || cont == "" && len(batch) > 0 {
-				if err := w.db.WriteListPage(ctx, w.res.ID, epoch, batch); err != nil {
-					return "", err
-				}
-				count += len(batch)
-				batch = nil
-			}
-			rv = pageRV
-			if cont == "" {
-				changes, err := w.db.FinishList(ctx, w.res.ID, epoch, rv)
-				if err != nil {
-					return "", err
-				}
-				w.metrics.events.WithLabelValues(w.label, "listed").Add(float64(count))
-				// Synced before the notification, so that a controller it
-				// wakes finds the resource live.
-				w.markSynced()
-				w.notify(changes)
-				w.log.Debug("listed", "objects", count, "removed", len(changes)-1,
-					"duration", time.Since(start))
-				return rv, nil
-			}
-			opts.Continue = cont
+		rv, count, err := w.listOnce(ctx, epoch)
+		// A continue token outlives etcd's compaction only so long; start
+		// the list over.
+		if errors.Is(err, errContinueExpired) && attempt < 3 {
+			continue
 		}
+		// The API server refused a WatchList: list page by page, at a new
+		// epoch, so that the objects the stream wrote go unless listed.
+		if errors.Is(err, errNoWatchList) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		changes, err := w.db.FinishList(ctx, w.res.ID, epoch, rv)
+		if err != nil {
+			return "", err
+		}
+		w.metrics.events.WithLabelValues(w.label, "listed").Add(float64(count))
+		method := "paginated"
+		if w.watchList {
+			method = "watchlist"
+		}
+		w.metrics.lists.WithLabelValues(w.label, method).Inc()
+		// Synced before the notification, so that a controller it wakes
+		// finds the resource live.
+		w.markSynced()
+		w.notify(changes)
+		w.log.Debug("listed", "objects", count, "removed", len(changes)-1, "method", method,
+			"duration", time.Since(start))
+		return rv, nil
 	}
+}
+
+// errContinueExpired says that a list's continue token expired.
+var errContinueExpired = errors.New("continue token expired")
+
+// listOnce reads every page of one list at epoch into the mirror. It
+// returns the list's resourceVersion and how many objects it wrote. A
+// batch is written while the next pages are fetched: at most one batch is
+// being written and one gathered.
+func (w *watcher) listOnce(ctx context.Context, epoch int64) (rv string, count int, err error) {
+	pages := w.startPageWriter(ctx, epoch)
+	defer func() {
+		if werr := pages.close(); err == nil {
+			err = werr
+		}
+	}()
+	if w.watchList {
+		rv, count, err = w.streamList(ctx, pages)
+		if errors.Is(err, errNoWatchList) {
+			w.watchList = false
+			w.log.Info("listing page by page", "reason", err)
+		}
+		return rv, count, err
+	}
+	opts := metav1.ListOptions{Limit: w.pageSize}
+	var batch []*db.Object
+	for {
+		items, pageRV, cont, err := w.src.list(ctx, opts)
+		if isExpired(err) && opts.Continue != "" {
+			return "", count, fmt.Errorf("%w: %w", errContinueExpired, err)
+		}
+		if err != nil {
+			return "", count, err
+		}
+		for _, it := range items {
+			if o := w.convert(it); o != nil {
+				batch = append(batch, o)
+			}
+		}
+		if len(batch) >= listBatch || cont == "" && len(batch) > 0 {
+			if err := pages.write(batch); err != nil {
+				return "", count, err
+			}
+			count += len(batch)
+			batch = nil
+		}
+		if cont == "" {
+			return pageRV, count, nil
+		}
+		opts.Continue = cont
+	}
+}
+
+// pageWriter writes the batches of one list on a goroutine of its own.
+type pageWriter struct {
+	batches chan []*db.Object
+	// done gets the goroutine's result when it ends: the first failed
+	// write, or nil once batches is closed.
+	done  chan error
+	err   error
+	ended bool
+}
+
+func (w *watcher) startPageWriter(ctx context.Context, epoch int64) *pageWriter {
+	p := &pageWriter{batches: make(chan []*db.Object), done: make(chan error, 1)}
+	go func() {
+		for batch := range p.batches {
+			if err := w.db.WriteListPage(ctx, w.res.ID, epoch, batch); err != nil {
+				p.done <- err
+				return
+			}
+		}
+		p.done <- nil
+	}()
+	return p
+}
+
+// write hands batch to the goroutine, once it has written the last one.
+// It returns the error of a write that failed.
+func (p *pageWriter) write(batch []*db.Object) error {
+	if p.ended {
+		return p.err
+	}
+	select {
+	case p.batches <- batch:
+		return nil
+	case p.err = <-p.done:
+		p.ended = true
+		return p.err
+	}
+}
+
+// close waits until every batch handed over is written, and returns the
+// first error.
+func (p *pageWriter) close() error {
+	close(p.batches)
+	if !p.ended {
+		p.err, p.ended = <-p.done, true
+	}
+	return p.err
 }
 
 // watch applies events until the watch ends. It returns the

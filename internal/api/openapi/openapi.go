@@ -29,6 +29,7 @@ type document struct {
 	Info              map[string]any            `json:"info"`
 	JSONSchemaDialect string                    `json:"jsonSchemaDialect"`
 	Paths             map[string]map[string]any `json:"paths"`
+	Webhooks          map[string]map[string]any `json:"webhooks"`
 	Components        components                `json:"components"`
 	Security          []map[string][]string     `json:"security"`
 }
@@ -69,7 +70,7 @@ var errorCodes = map[int]string{
 }
 
 func build(comments map[string]string) ([]byte, error) {
-	roots := []reflect.Type{reflect.TypeFor[api.Error]()}
+	roots := []reflect.Type{reflect.TypeFor[api.Error](), reflect.TypeFor[api.AuditBatch]()}
 	for _, op := range listed() {
 		for _, t := range []reflect.Type{op.Body, op.Answer} {
 			if t != nil {
@@ -96,6 +97,7 @@ func build(comments map[string]string) ([]byte, error) {
 		},
 		JSONSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
 		Paths:             map[string]map[string]any{},
+		Webhooks:          map[string]map[string]any{"auditBatch": {"post": auditWebhook()}},
 		Components: components{
 			Schemas: defs,
 			Responses: map[string]any{"Error": map[string]any{
@@ -129,6 +131,22 @@ func build(comments map[string]string) ([]byte, error) {
 	}
 	// invopop's references point into $defs; here they are components.
 	return bytes.ReplaceAll(buf.Bytes(), []byte(`"#/$defs/`), []byte(`"#/components/schemas/`)), nil
+}
+
+// auditWebhook is what kubegcd posts to --audit-webhook-config-file's
+// receiver.
+func auditWebhook() map[string]any {
+	return map[string]any{
+		"summary":     "Audit rows, posted to the receiver of --audit-webhook-config-file",
+		"operationId": "post auditBatch",
+		"description": "The audit rows kubegcd writes, oldest first, in batches of at most " +
+			"--audit-webhook-batch-max-size. Each item is the row as GET /audit lists it. " +
+			"Any 2xx accepts the batch. No connection, no answer within 30 s, a 5xx, 401, 403, 408 or 429 " +
+			"is retried after a back-off; any other 4xx drops the batch, counted in " +
+			"kubegcd_audit_sink_rows_dropped_total{reason=\"rejected\"}.",
+		"requestBody": map[string]any{"required": true, "content": jsonContent(ref("AuditBatch"))},
+		"responses":   map[string]any{"2XX": map[string]any{"description": "The batch is accepted."}},
+	}
 }
 
 func ref(name string) map[string]string {
