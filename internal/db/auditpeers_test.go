@@ -202,3 +202,28 @@ func TestLastHoldByTimeWithMergedRows(t *testing.T) {
 		t.Errorf("LastHold: %s at %v, want the release at %v", action, at, t0.Add(time.Minute))
 	}
 }
+
+// An audit sink ships the rows this database's instances wrote, not those
+// merged from peers: each instance ships its own, and a pipeline that
+// collects every instance holds every row once.
+func TestAuditAfterLeavesMergedRowsOut(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	own := auditEntry("ownergc", "delete", "mine", api.OutcomeApplied, t0)
+	if err := d.Ledger().InsertAudit(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	merged := ReplicaRow{AuditEntry: *auditEntry("ownergc", "delete", "theirs", api.OutcomeApplied, t0), OriginID: 1}
+	merged.Instance = "peer_1"
+	if _, err := d.AuditPeers().Merge(ctx, PeerCursor{Store: "p", After: 1}, []ReplicaRow{merged}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := d.Decisions().AuditAfter(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Target.UID != "mine" {
+		t.Errorf("rows shipped: %+v, want the own row alone", rows)
+	}
+}
