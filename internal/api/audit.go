@@ -49,6 +49,9 @@ type AuditList struct {
 	Items []AuditEntry `json:"items"`
 	// The cursor of the following (older) page, for ?cursor=; empty at the end.
 	Next string `json:"next,omitempty"`
+	// The parts of other instances' histories this history may be missing;
+	// absent when none.
+	Gaps []AuditGap `json:"gaps,omitempty"`
 }
 
 // AuditBatch is the body the audit webhook (--audit-webhook-config-file)

@@ -247,6 +247,18 @@ var Operations = []Operation{
 			{Name: "cursor", In: "query", Type: "string", Description: "The next of the previous page."},
 		},
 		Answer: reflect.TypeFor[AuditList]()},
+	{ID: "auditReplicate", Method: "GET", Path: "/audit/replicate",
+		Summary: "Audit rows for a peer, oldest first, by cursor",
+		Description: "The rows whose local id is greater than after, in id order, " +
+			"with their writer's identity and origin id. " +
+			"Rows this instance merged from its own peers are included, so any copy spreads. " +
+			"A peer keeps after by store, the database's id.",
+		Params: []Param{
+			{Name: "after", In: "query", Type: "integer", Min: 0, Max: 1 << 53, Default: 0,
+				Description: "The local id of the last row already taken; 0 reads from the first."},
+			limitParam(500, 1000),
+		},
+		Answer: reflect.TypeFor[AuditReplicaPage]()},
 	{ID: "lookup", Method: "GET", Path: "/objects", Summary: "Objects by kind, namespace and name",
 		Description: "Without name it lists the kind, up to limit, then truncated is true. " +
 			"An unknown kind or name answers an empty items list.",

@@ -41,6 +41,9 @@ type Status struct {
 
 	// The controllers that run here, one entry each.
 	Controllers []ControllerStatus `json:"controllers"`
+	// The peers this instance reads audit rows from, and the gaps in its
+	// history; absent when it shares none.
+	AuditPeers *AuditPeersStatus `json:"auditPeers,omitempty"`
 }
 
 // ResourceStatus is one watched resource.

@@ -130,6 +130,8 @@ type daemonRun struct {
 	ctrls *controllers
 	// rules runs the cleanup rules.
 	rules *cleanup.Runner
+	// audit shares the audit rows with the peers.
+	audit auditSharing
 	// auditMetrics count what the audit sinks ship, retry and drop.
 	auditMetrics *auditsink.Metrics
 }
@@ -197,5 +199,6 @@ func (d *daemonRun) build() error {
 		return err
 	}
 	d.rules = d.newRules()
-	return nil
+	d.audit, err = d.newAuditSharing(context.Background(), instance)
+	return err
 }

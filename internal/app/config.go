@@ -77,6 +77,9 @@ type runConfig struct {
 
 	leader leader.Config
 
+	// Audit sharing among the instances (auditpeers.go).
+	auditPeers auditPeersConfig
+
 	// What the mirror keeps for the cleanup rules (mirrorflags.go).
 	mirrorLabels, mirrorAnnotations ingest.KeyAllowList
 	referencePaths                  referencePaths
@@ -107,6 +110,7 @@ func newRunFlags() *runFlags {
 	f.addHTTPFlags(f.groups.FlagSet("HTTP"))
 	f.addControllerFlags(f.groups.FlagSet("controllers"))
 	f.addLeaderFlags(f.groups.FlagSet("leader election"))
+	f.addAuditPeerFlags(f.groups.FlagSet("audit peers"))
 	f.addAuditSinkFlags(f.groups.FlagSet("audit sinks"))
 	f.addLoggingFlags(f.groups.FlagSet("logging"))
 	fs := f.groups.FlagSet("generic")
@@ -300,6 +304,7 @@ func (f *runFlags) complete(fs *pflag.FlagSet) (*runConfig, error) {
 		errs = append(errs, validateCoordinated(cfg.leader, cfg.dryRun)...)
 	}
 	errs = append(errs, cfg.validateHTTP(f.allowedHosts)...)
+	errs = append(errs, cfg.validateAuditPeers()...)
 	if cfg.dbPath == "" {
 		errs = append(errs, errors.New("invalid --db: empty path"))
 	}

@@ -31,11 +31,14 @@ var (
 		"cluster add --config-dir": true, "cluster add --context": true, "cluster add --kubeconfig": true,
 		"cluster add --out": true, "cluster remove --config-dir": true, "cluster remove --context": true,
 		"cluster remove --kubeconfig": true, "cluster remove --out": true,
+		"run --audit-peer-ca-file": true, "run --audit-peer-cert-file": true, "run --audit-peer-key-file": true,
+		"run --audit-peer-token-file": true,
 	}
 	refusedText = map[string]string{
 		"run --blast-radius-resume": "never", "run --controllers": "nope", "run --deleted-copies-for": "rules", "run --leader-elect-name": "",
 		"run --leader-elect-namespace": "", "run --listen": "nohostport", "run --log-format": "xml", "run --log-level": "loud",
 		"cluster add --name": "Prod/1", "cluster remove --name": "Prod/1",
+		"run --advertise-url": "ftp://peer", "run --audit-peers": "peer:8080",
 		"run --audit-log-path": "/no-such-dir/audit.log", "run --audit-webhook-config-file": "/no-such-file",
 	}
 )

@@ -12,7 +12,7 @@ import (
 // across the layers fails here until the drawing (and this map) says so.
 var layers = map[string][]string{
 	"cmd/kubegcd":                {"app", "cli"},
-	"internal/app":               {"api", "auditsink", "cli", "clusteradd", "cmdline", "copies", "db", "diagnose", "gcrules", "http", "ingest", "leader", "liveness", "reconcile", "reconcile/cleanup", "reconcile/lcgc", "reconcile/ownergc", "reconcile/podgc", "reconcile/svgc", "reconcile/ttl", "refs", "rules", "web"},
+	"internal/app":               {"api", "auditpeers", "auditsink", "cli", "clusteradd", "cmdline", "copies", "db", "diagnose", "gcrules", "http", "ingest", "leader", "liveness", "reconcile", "reconcile/cleanup", "reconcile/lcgc", "reconcile/ownergc", "reconcile/podgc", "reconcile/svgc", "reconcile/ttl", "refs", "rules", "web"},
 	"internal/reconcile/ownergc": {"api", "db", "gcrules", "ingest", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/podgc":   {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
 	"internal/reconcile/ttl":     {"api", "db", "gcrules", "liveness", "promutil", "reconcile"},
@@ -21,6 +21,7 @@ var layers = map[string][]string{
 	"internal/reconcile/cleanup": {"api", "db", "liveness", "promutil", "reconcile", "rules"},
 	"internal/reconcile":         {"api", "db", "liveness", "promutil"},
 	"internal/copies":            {"api", "db", "reconcile"},
+	"internal/auditpeers":        {"api", "db"},
 	"internal/auditsink":         {"api", "db", "promutil"},
 	"internal/ingest":            {"api", "db", "liveness", "promutil", "refs"},
 	"internal/leader":            {},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/auditpeers"
 	"github.com/kubegcd/kubegcd/internal/auditsink"
 	"github.com/kubegcd/kubegcd/internal/db"
 	kubehttp "github.com/kubegcd/kubegcd/internal/http"
@@ -86,6 +87,7 @@ func Metrics(ctx context.Context, dir string) ([]MetricDoc, error) {
 	}
 	ctrls.stop()
 	cleanup.New(cleanup.Options{Store: store.Rules(), Logger: logger, Registerer: vecs})
+	auditpeers.New(auditpeers.Config{Identity: "docs", Registerer: vecs}, store.AuditPeers())
 	auditsink.NewMetrics(vecs)
 	handler, err := kubehttp.NewHandler(kubehttp.Options{
 		DB:         store.Reads(),

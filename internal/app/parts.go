@@ -90,7 +90,7 @@ func (d *daemonRun) runWork(work context.Context, p parts) {
 	if d.lead.Enabled() {
 		p.add("leader election", func() error {
 			defer d.ctrls.stop() // a follower never ran them
-			return d.lead.Run(work, d.restCfg, d.log.With("component", "leader-election"), d.ctrls.run)
+			return d.lead.Run(work, d.restCfg, d.log.With("component", "leader-election"), d.leaderWork)
 		})
 	} else {
 		p.add("controllers", func() error { return d.ctrls.run(work) })
@@ -98,6 +98,7 @@ func (d *daemonRun) runWork(work context.Context, p parts) {
 	// The rules run on every instance: each reports, and those that delete
 	// act only where the instance may write.
 	p.add("rules", func() error { return d.rules.Run(work) })
+	d.runAuditSharing(work, p)
 	// Every instance ships the audit rows it records.
 	d.addAuditSinks(work, p)
 	p.add("audit pruning", func() error {

@@ -117,6 +117,7 @@ func (d *daemonRun) handlerOptions(auth httpAuth, lintCounter *kubehttp.LintCoun
 		Discovery:               d.ing,
 		Rules:                   rulesView{d.rules},
 		Loopback:                listensOnLoopback(cfg.listen),
+		AuditPeers:              auditPeersView(d.audit.sharer),
 	}
 }
 

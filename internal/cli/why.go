@@ -142,9 +142,10 @@ func printWhy(w io.Writer, d *api.ObjectDetail, now time.Time) error {
 		fmt.Fprintln(w, "  none")
 		return nil
 	}
-	t := newTable("  AGE", "CONTROLLER", "ACTION", "OUTCOME", "RULE", "REASON")
+	t := newTable("  AGE", "CONTROLLER", "ACTION", "OUTCOME", "BY", "RULE", "REASON")
 	for _, r := range d.RecentAudit {
-		t.add("  "+age(&r.Time, now), string(r.Controller), string(r.Action), string(r.Outcome), r.Rule, r.Reason)
+		t.add("  "+age(&r.Time, now), string(r.Controller), string(r.Action), string(r.Outcome), r.Instance, r.Rule,
+			r.Reason)
 	}
 	return t.print(w)
 }

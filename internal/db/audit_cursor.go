@@ -13,12 +13,14 @@ var opSinkCursor = writeOp{name: "audit sink cursor"}
 
 // AuditAfter returns up to limit rows of the audit history with an id
 // greater than after, oldest first: what an audit sink ships next. The
-// rows are those this database's instances wrote. The single writer
+// rows are those this database's instances wrote, not those merged from
+// peers (origin_id set, migration 0025). The single writer
 // commits ids in increasing order, so a row committed later never has a
 // smaller id than one already read, and a cursor misses nothing.
 func (d Decisions) AuditAfter(ctx context.Context, after int64, limit int) ([]AuditEntry, error) {
 	rows, err := d.query(ctx, `SELECT id, time, instance, controller, rule, action, api_version, kind, namespace,
-		name, uid, facts, reason, dry_run, outcome, error FROM audit WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+		name, uid, facts, reason, dry_run, outcome, error FROM audit WHERE id > ? AND origin_id IS NULL
+		ORDER BY id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("audit after %d: %w", after, err)
 	}

@@ -105,10 +105,13 @@ func (d Ledger) AppliedWriteTimes(ctx context.Context, since time.Time) ([]time.
 	return out, nil
 }
 
-// sqlLastHold finds the newest pause or release of the blast-radius cap.
-const sqlLastHold = `SELECT max(id) FROM audit
+// sqlLastHold finds the newest pause or release of the blast-radius cap,
+// by time: a row merged from a peer takes the next id when it arrives,
+// which may be after a newer row of this instance's.
+const sqlLastHold = `SELECT id FROM audit
 	WHERE controller IN ('` + string(api.ControllerKubegcd) + `', '` + string(api.ControllerOperator) + `')
-	AND action IN ('` + string(api.ActionPause) + `', '` + string(api.ActionRelease) + `')`
+	AND action IN ('` + string(api.ActionPause) + `', '` + string(api.ActionRelease) + `')
+	ORDER BY time DESC, id DESC LIMIT 1`
 
 // LastHold returns the newest pause or release of enforcement and when it
 // was recorded, or "" when there is none. A manual hold outlives a restart.

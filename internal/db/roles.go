@@ -37,6 +37,9 @@ package db
 //   - Copies (copies.go) keeps the copies of deleted objects that a
 //     restore re-creates them from, and the objects restored that a rule
 //     spares.
+//   - AuditPeers (auditpeers.go) merges the audit rows read from peers,
+//     keeps how far each peer was read, who wrote into this database and
+//     the gaps a handover left; Decisions serves the rows peers read.
 //
 // The roles share the rows of types.go. fields.go encodes their columns,
 // and stmt.go and snapshot.go run their statements. A role is a value that

@@ -166,7 +166,12 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
+	list := auditListOf(items[:0:0], next)
+	if list.Gaps, err = s.auditGaps(r.Context()); err != nil {
+		s.internalError(w, r, err)
+		return
+	}
 	a := s.streamAnswer(w, r, "application/json", "answer")
-	streamJSONList(a, auditListOf(items[:0:0], next), "items", items,
+	streamJSONList(a, list, "items", items,
 		func(e *db.AuditEntry) any { return auditEntryOf(*e) })
 }

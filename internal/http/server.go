@@ -135,6 +135,11 @@ type Options struct {
 	// Loopback: the API listens only on loopback, so that without
 	// authentication it answers only this machine.
 	Loopback bool
+	// AuditReplicas serves GET /audit/replicate and the gaps /audit shows
+	// (default: DB, when it reads them, as db.Reads does). AuditPeers is
+	// what /status shows of the peers; nil when this instance reads none.
+	AuditReplicas AuditReplicas
+	AuditPeers    AuditPeers
 }
 
 type server struct {
@@ -181,6 +186,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 		if s.uiETags, err = uiETags(opts.UI); err != nil {
 			return nil, fmt.Errorf("web UI: %w", err)
 		}
+	}
+	if r, ok := opts.DB.(AuditReplicas); ok && opts.AuditReplicas == nil {
+		s.AuditReplicas = r
 	}
 	m := opts.MetricsDB
 	if m == nil {
@@ -232,7 +240,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 		"evaluateRules": http.HandlerFunc(s.evaluateRules), "openAPI": http.HandlerFunc(s.openAPI),
 		"readyz": http.HandlerFunc(s.readyz), "metrics": promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}),
 		"restore": http.HandlerFunc(s.restore), "deletedCopies": http.HandlerFunc(s.deletedCopies),
-		"deletedCopy": http.HandlerFunc(s.deletedCopy),
+		"deletedCopy": http.HandlerFunc(s.deletedCopy), "auditReplicate": http.HandlerFunc(s.auditReplicate),
 	})
 	if err != nil {
 		return nil, err
@@ -375,6 +383,10 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.Controllers != nil {
 		out.Controllers = append(out.Controllers, s.Controllers.Controllers()...)
+	}
+	if out.AuditPeers, err = s.auditPeersStatus(r.Context()); err != nil {
+		s.internalError(w, r, err)
+		return
 	}
 	if s.Discovery != nil {
 		if f := s.Discovery.DiscoveryFailures(); len(f) > 0 {

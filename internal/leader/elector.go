@@ -92,6 +92,24 @@ func (e *Elector) Holder() (identity string, seen time.Time) {
 	return e.holder, e.seen
 }
 
+// PreviousHolder is the last holder of the Lease other than this
+// instance that it read, even one whose term had run out; "" when it read
+// none. A new leader fetches that instance's audit rows before its first
+// write.
+func (e *Elector) PreviousHolder() string {
+	if f := e.fence.Load(); f != nil {
+		if h := f.lastOther(); h != "" {
+			return h
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.holder != e.identity {
+		return e.holder
+	}
+	return ""
+}
+
 // MayWrite is the applier's guard: only the leader writes, and only while
 // its lease is surely still its own (see fencedLock).
 func (e *Elector) MayWrite() error {

@@ -27,6 +27,9 @@ type fencedLock struct {
 	// read is the record the last Get read: after a lost Lease, whom it
 	// named before the release cleared it.
 	read resourcelock.LeaderElectionRecord
+	// other is the last holder other than this instance that a Get read:
+	// the leader before this one, whose audit rows a new leader fetches.
+	other string
 }
 
 // FenceMargin is the time a write admitted just before the fence closes
@@ -49,9 +52,20 @@ func (f *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecor
 	if err == nil && r != nil {
 		f.mu.Lock()
 		f.read = *r
+		if h := r.HolderIdentity; h != "" && h != f.Identity() {
+			f.other = h
+		}
 		f.mu.Unlock()
 	}
 	return r, raw, err
+}
+
+// lastOther is the last holder other than this instance a Get read; ""
+// when none was.
+func (f *fencedLock) lastOther() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.other
 }
 
 // lastRead is the lease record as the last Get read it.

@@ -90,6 +90,7 @@ export async function auditPage(view, ctx) {
     { title: 'by', value: (e) => e.instance, cell: (e) => h('span', { class: 'muted', text: e.instance }) },
   ];
   const pg = cursorPager('/audit', filter, p, r.next);
+  for (const g of r.gaps || []) view.append(h('div', { class: 'bad gap', text: g.message }));
   view.append(h('div', { class: 'toolbar' },
     h('span', { class: 'muted', id: 'count', text: `${pg.label}: ${r.items.length} row${r.items.length === 1 ? '' : 's'}` }),
     downloadButtons('audit', () => readAll('/audit', apiFilter, 1000), cols)));

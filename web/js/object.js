@@ -329,6 +329,7 @@ function auditTable(items) {
     { title: 'action', cell: (e) => e.action },
     { title: 'outcome', cell: (e) => [badge(e.outcome, e.outcome === 'failed' ? 'bad' : ''), e.dryRun && e.outcome !== 'dry-run' ? badge('dry-run') : null] },
     { title: 'reason', cell: (e) => [linkRules(e.reason), e.error ? h('div', { class: 'bad', text: e.error }) : null], class: 'reason' },
+    { title: 'by', cell: (e) => h('span', { class: 'muted', text: e.instance }) },
   ], items, { id: 'audit', empty: 'no audit rows' });
 }
 
