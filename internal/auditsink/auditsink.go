@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
-	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
 	"github.com/kubegcd/kubegcd/internal/promutil"
 )
@@ -130,16 +129,9 @@ func (m *Metrics) init(backend string) {
 	}
 }
 
-// EntryOf is row e as the API shows it: the item GET /audit lists for it.
-func EntryOf(e *db.AuditEntry) api.AuditEntry {
-	return api.AuditEntry{ID: e.ID, Time: e.Time, Instance: e.Instance, Controller: e.Controller, Rule: e.Rule,
-		Action: e.Action, Target: e.Target, Facts: e.Facts, Reason: e.Reason, DryRun: e.DryRun, Outcome: e.Outcome,
-		Error: e.Error}
-}
-
 // encode is row e's JSON, byte for byte what GET /audit sends for it.
 func encode(e *db.AuditEntry) ([]byte, error) {
-	b, err := json.Marshal(EntryOf(e))
+	b, err := json.Marshal(e.API())
 	if err != nil {
 		return nil, fmt.Errorf("audit row %d: %w", e.ID, err)
 	}

@@ -174,7 +174,7 @@ func TestLogLinesAreTheAPIsAuditEntries(t *testing.T) {
 	}
 
 	// The first row sets every field of api.AuditEntry: a field added to
-	// the API but not to EntryOf shows here as a zero.
+	// the API but not to db.AuditEntry.API shows here as a zero.
 	var first api.AuditEntry
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
 		t.Fatal(err)

@@ -218,3 +218,11 @@ type Pending struct {
 func (p *Pending) key() PendingKey {
 	return PendingKey{Since: p.Since, Controller: p.Controller, UID: p.Target.UID, Action: p.Action}
 }
+
+// API is the row as the API shows it: what GET /audit sends, and what the
+// audit sinks ship.
+func (e *AuditEntry) API() api.AuditEntry {
+	return api.AuditEntry{ID: e.ID, Time: e.Time, Instance: e.Instance, Controller: e.Controller, Rule: e.Rule,
+		Action: e.Action, Target: e.Target, Facts: e.Facts, Reason: e.Reason, DryRun: e.DryRun, Outcome: e.Outcome,
+		Error: e.Error}
+}

@@ -63,7 +63,7 @@ func (s *server) auditReplicate(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Items = make([]api.AuditReplicaEntry, len(rows))
 		for i := range rows {
-			out.Items[i] = api.AuditReplicaEntry{AuditEntry: auditEntryOf(rows[i].AuditEntry),
+			out.Items[i] = api.AuditReplicaEntry{AuditEntry: rows[i].AuditEntry.API(),
 				OriginID: rows[i].OriginID}
 		}
 		out.Head = head.ID

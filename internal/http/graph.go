@@ -350,7 +350,7 @@ func auditEntriesOf(audit []db.AuditEntry) []api.AuditEntry {
 	}
 	out := make([]api.AuditEntry, len(audit))
 	for i, e := range audit {
-		out[i] = auditEntryOf(e)
+		out[i] = e.API()
 	}
 	return out
 }

@@ -113,12 +113,6 @@ func decodePendingCursor(s string, newest bool) (*db.PendingKey, error) {
 }
 
 // auditEntryOf maps an audit row to the API.
-func auditEntryOf(e db.AuditEntry) api.AuditEntry {
-	return api.AuditEntry{ID: e.ID, Time: e.Time, Instance: e.Instance, Controller: e.Controller, Rule: e.Rule,
-		Action: e.Action, Target: e.Target, Facts: e.Facts, Reason: e.Reason, DryRun: e.DryRun, Outcome: e.Outcome,
-		Error: e.Error}
-}
-
 // auditListOf maps a page of /audit to the API; next is the id to list
 // before, 0 at the end.
 func auditListOf(items []db.AuditEntry, next int64) api.AuditList {
@@ -173,5 +167,5 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	}
 	a := s.streamAnswer(w, r, "application/json", "answer")
 	streamJSONList(a, list, "items", items,
-		func(e *db.AuditEntry) any { return auditEntryOf(*e) })
+		func(e *db.AuditEntry) any { return e.API() })
 }
