@@ -226,3 +226,26 @@ func (e *AuditEntry) API() api.AuditEntry {
 		Action: e.Action, Target: e.Target, Facts: e.Facts, Reason: e.Reason, DryRun: e.DryRun, Outcome: e.Outcome,
 		Error: e.Error}
 }
+
+// Size estimates the memory o holds, in bytes: its strings and the
+// structs around them. A list bounds what it holds at once by it.
+func (o *Object) Size() int {
+	const object, ref, kv, ownerRef = 512, 96, 32, 96
+	n := object + len(o.UID) + len(o.APIVersion) + len(o.Kind) + len(o.Namespace) + len(o.Name) +
+		len(o.ResourceVersion)
+	for _, f := range o.Finalizers {
+		n += 16 + len(f)
+	}
+	for _, r := range o.OwnerReferences {
+		n += ownerRef + len(r.APIVersion) + len(r.Kind) + len(r.Name) + len(r.UID)
+	}
+	for _, r := range o.Refs {
+		n += ref + len(r.Group) + len(r.Kind) + len(r.Namespace) + len(r.Name) + len(r.Via)
+	}
+	for _, l := range [][]KeyValue{o.Labels, o.Annotations} {
+		for _, e := range l {
+			n += kv + len(e.Key) + len(e.Value)
+		}
+	}
+	return n
+}

@@ -448,7 +448,6 @@ func (w *watcher) listOnce(ctx context.Context, epoch int64) (rv string, count i
 		return rv, count, err
 	}
 	opts := metav1.ListOptions{Limit: w.pageSize}
-	var batch []*db.Object
 	for {
 		items, pageRV, cont, err := w.src.list(ctx, opts)
 		if isExpired(err) && opts.Continue != "" {
@@ -459,15 +458,15 @@ func (w *watcher) listOnce(ctx context.Context, epoch int64) (rv string, count i
 		}
 		for _, it := range items {
 			if o := w.convert(it); o != nil {
-				batch = append(batch, o)
+				pages.add(o)
 			}
 		}
-		if len(batch) >= pages.size || cont == "" && len(batch) > 0 {
-			if err := pages.write(batch); err != nil {
+		if pages.full() || cont == "" {
+			n, err := pages.flush()
+			count += n
+			if err != nil {
 				return "", count, err
 			}
-			count += len(batch)
-			batch = nil
 		}
 		if cont == "" {
 			return pageRV, count, nil
@@ -479,8 +478,12 @@ func (w *watcher) listOnce(ctx context.Context, epoch int64) (rv string, count i
 // pageWriter writes the batches of one list on a goroutine of its own.
 type pageWriter struct {
 	// size is how many objects a batch holds: listBatch, or
-	// db.FirstFillBatch when the resource had no object.
-	size    int
+	// db.FirstFillBatch when the resource had no object. A batch ends
+	// sooner when its objects hold maxBatchBytes.
+	size int
+	// batch is being gathered; bytes is what its objects hold (db.Object.Size).
+	batch   []*db.Object
+	bytes   int
 	batches chan []*db.Object
 	// done gets the goroutine's result when it ends: the first failed
 	// write, or nil once batches is closed.
@@ -504,6 +507,31 @@ func (w *watcher) startPageWriter(ctx context.Context, epoch int64) *pageWriter 
 		p.done <- nil
 	}()
 	return p
+}
+
+// maxBatchBytes bounds the memory of one batch: Pods with references hold
+// several times what a ConfigMap does.
+const maxBatchBytes = 16 << 20
+
+// add gathers o into the batch.
+func (p *pageWriter) add(o *db.Object) {
+	p.batch = append(p.batch, o)
+	p.bytes += o.Size()
+}
+
+// full says whether the batch is to be written.
+func (p *pageWriter) full() bool { return len(p.batch) >= p.size || p.bytes >= maxBatchBytes }
+
+// flush hands the batch gathered to the goroutine, if there is one, and
+// returns how many objects it held.
+func (p *pageWriter) flush() (int, error) {
+	n := len(p.batch)
+	if n == 0 {
+		return 0, nil
+	}
+	err := p.write(p.batch)
+	p.batch, p.bytes = nil, 0
+	return n, err
 }
 
 // write hands batch to the goroutine, once it has written the last one.

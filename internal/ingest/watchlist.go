@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
-
-	"github.com/kubegcd/kubegcd/internal/db"
 )
 
 // A WatchList (KEP-3157) streams a resource's objects as the initial
@@ -28,7 +26,7 @@ const watchListSeconds = 1800
 var errNoWatchList = errors.New("WatchList not served")
 
 // streamList reads every object of the resource as a WatchList and hands
-// them to pages in batches of pages.size. It returns the resourceVersion
+// them to pages in batches (see pageWriter). It returns the resourceVersion
 // of the initial-events-end bookmark and how many objects it handed over.
 // An API server that refuses the request, or a watch that does not keep
 // to WatchList's events, gives errNoWatchList, as client-go's reflector
@@ -45,7 +43,6 @@ func (w *watcher) streamList(ctx context.Context, pages *pageWriter) (string, in
 	}
 	defer wi.Stop()
 	count := 0
-	var batch []*db.Object
 	for {
 		var ev watch.Event
 		var ok bool
@@ -60,9 +57,9 @@ func (w *watcher) streamList(ctx context.Context, pages *pageWriter) (string, in
 		switch ev.Type {
 		case watch.Added:
 			if o := w.convert(ev.Object); o != nil {
-				batch = append(batch, o)
+				pages.add(o)
 			}
-			if len(batch) < pages.size {
+			if !pages.full() {
 				continue
 			}
 		case watch.Bookmark:
@@ -73,24 +70,19 @@ func (w *watcher) streamList(ctx context.Context, pages *pageWriter) (string, in
 			if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
 				continue
 			}
-			if len(batch) > 0 {
-				if err := pages.write(batch); err != nil {
-					return "", count, err
-				}
-				count += len(batch)
-			}
-			return m.GetResourceVersion(), count, nil
+			n, err := pages.flush()
+			return m.GetResourceVersion(), count + n, err
 		case watch.Error:
 			return "", count, watchListRefused(apierrors.FromObject(ev.Object))
 		default:
 			return "", count, fmt.Errorf("%w: a %s event before the initial-events-end bookmark", errNoWatchList,
 				ev.Type)
 		}
-		if err := pages.write(batch); err != nil {
+		n, err := pages.flush()
+		count += n
+		if err != nil {
 			return "", count, err
 		}
-		count += len(batch)
-		batch = nil
 	}
 }
 

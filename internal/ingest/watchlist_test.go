@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -194,5 +195,24 @@ func TestWatchListError(t *testing.T) {
 	}
 	if !w.watchList || src.lists != 0 {
 		t.Errorf("after a 503, WatchList asked %v and %d paginated lists; want true and 0", w.watchList, src.lists)
+	}
+}
+
+// TestListBatchBytes: a batch of large objects ends at maxBatchBytes,
+// before db.FirstFillBatch objects.
+func TestListBatchBytes(t *testing.T) {
+	var objs []runtime.Object
+	for i := range 2000 {
+		cm := configMapMeta(i).(*metav1.PartialObjectMetadata)
+		cm.Finalizers = []string{strings.Repeat("x", 16<<10)} // 16 KB each: about 1,000 a batch
+		objs = append(objs, cm)
+	}
+	src := &streamSource{events: append(added(objs...), initialEventsEnd("7"))}
+	_, writes, uids, _ := listWith(t, src)
+	if len(writes) < 2 || writes[0] >= 2000 || writes[0]*(16<<10) > maxBatchBytes+(32<<10) {
+		t.Errorf("writes of %v objects of 16 KB, want batches of at most %d KB", writes, maxBatchBytes>>10)
+	}
+	if len(uids) != 2000 {
+		t.Errorf("the mirror holds %d objects, want 2000", len(uids))
 	}
 }
