@@ -277,6 +277,27 @@ var controllerTable = map[api.Controller]func(controllerDeps) (builtController, 
 	},
 }
 
+// settleIntents settles the writes an earlier run on this database sent
+// without recording their outcome, retrying until the cluster answers. It
+// reports false when ctx ended first. A follower runs it at start too: an
+// old leader restarted as a follower records the outcome of the writes it
+// sent before it was killed, and its peers then read those rows.
+func (c *controllers) settleIntents(ctx context.Context) bool {
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		err := c.applier.RecoverIntents(ctx, c.liveUID)
+		if err == nil {
+			return true
+		}
+		c.log.Error("settling the writes of an earlier run without an outcome; controllers wait, retrying",
+			"err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+	}
+}
+
 // run runs every controller until ctx ends or one fails, which stops the
 // others: the daemon cannot do its job without it. It runs once: a leader
 // that loses its lease exits.
@@ -285,18 +306,8 @@ func (c *controllers) run(ctx context.Context) error {
 	// Writes an earlier run sent without recording their outcome (it
 	// crashed) are settled against the cluster before any new decision,
 	// and before the blast-radius window is read, which they count in.
-	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
-		err := c.applier.RecoverIntents(ctx, c.liveUID)
-		if err == nil {
-			break
-		}
-		c.log.Error("settling the writes of an earlier run without an outcome; controllers wait, retrying",
-			"err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
+	if !c.settleIntents(ctx) {
+		return nil
 	}
 	// The blast-radius window and a manual hold come back from the audit
 	// history before the first write.

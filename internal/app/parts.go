@@ -88,6 +88,13 @@ func (d *daemonRun) runWork(work context.Context, p parts) {
 		return nil
 	})
 	if d.lead.Enabled() {
+		// Every instance settles the writes its database left open, leader
+		// or not: the audit history then holds their outcome wherever it
+		// is read. A leader's controllers wait for it (settleIntents).
+		p.add("open writes", func() error {
+			d.ctrls.settleIntents(work)
+			return nil
+		})
 		p.add("leader election", func() error {
 			defer d.ctrls.stop() // a follower never ran them
 			return d.lead.Run(work, d.restCfg, d.log.With("component", "leader-election"), d.leaderWork)

@@ -88,6 +88,10 @@ type Applier struct {
 	log     *slog.Logger
 	metrics *applierMetrics
 
+	// recovering lets one RecoverIntents run at a time: two would each
+	// write a row for the same open intent.
+	recovering sync.Mutex
+
 	mu     sync.Mutex
 	cap    capState
 	ledger ledgerState

@@ -46,8 +46,11 @@ const (
 // returns an error for the caller to try again. A guess could record a
 // write that never happened. An intent whose kind is not served stays
 // open without an error, for a later start. RecoverIntents writes nothing
-// to the cluster. Call it before the controllers run.
+// to the cluster, so a follower may run it too. Call it before the
+// controllers run.
 func (a *Applier) RecoverIntents(ctx context.Context, live LiveUID) error {
+	a.recovering.Lock()
+	defer a.recovering.Unlock()
 	intents, err := a.opts.DB.OpenIntents(ctx)
 	if err != nil {
 		return err
