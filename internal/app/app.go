@@ -199,6 +199,6 @@ func (d *daemonRun) build() error {
 		return err
 	}
 	d.rules = d.newRules()
-	d.audit, err = d.newAuditSharing(context.Background(), instance)
+	d.audit, err = d.newAuditSharing(instance)
 	return err
 }

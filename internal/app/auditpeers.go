@@ -104,20 +104,18 @@ func (c *runConfig) advertiseURL() string {
 // auditSharing is the audit sharing of one run: nil sharer when this
 // instance reads no peer (no election and no --audit-peers).
 type auditSharing struct {
+	identity   string
 	sharer     *auditpeers.Sharer
 	advertiser *auditpeers.Advertiser
 }
 
 // newAuditSharing makes the sharer, and the advertiser under leader
-// election. It records this instance as a writer of the database either
-// way, so that a later run that shares knows whose rows are its own.
-func (d *daemonRun) newAuditSharing(ctx context.Context, identity string) (auditSharing, error) {
-	var s auditSharing
+// election. It reads nothing from the database: runAuditSharing records
+// this instance as a writer, and starts the sharer, once the database
+// answers.
+func (d *daemonRun) newAuditSharing(identity string) (auditSharing, error) {
+	s := auditSharing{identity: identity}
 	cfg := d.cfg
-	store := d.store.AuditPeers()
-	if err := store.RecordWriter(ctx, identity); err != nil {
-		return s, fmt.Errorf("audit peers: %w", err)
-	}
 	if !d.lead.Enabled() && len(cfg.auditPeers.static) == 0 {
 		return s, nil
 	}
@@ -139,10 +137,7 @@ func (d *daemonRun) newAuditSharing(ctx context.Context, identity string) (audit
 			URL: sc.AdvertiseURL, Coordinated: d.lead.Coordinated(), Logger: logger}
 		sc.Discover = s.advertiser.Discover
 	}
-	s.sharer = auditpeers.New(sc, store)
-	if err := s.sharer.Start(ctx); err != nil {
-		return s, err
-	}
+	s.sharer = auditpeers.New(sc, d.store.AuditPeers())
 	return s, nil
 }
 
@@ -177,11 +172,35 @@ func peerClient(c *auditPeersConfig) (*http.Client, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
-// runAuditSharing adds the sharer's and the advertiser's parts.
+// runAuditSharing adds the sharer's and the advertiser's parts. Every
+// instance records itself as a writer of its database, so that a later
+// run that shares knows whose rows are its own. A database that does not
+// answer yet is tried again: it ends the run through the parts that need
+// it, not through this one.
 func (d *daemonRun) runAuditSharing(work context.Context, p parts) {
-	if d.audit.sharer != nil {
-		p.add("audit peers", func() error { return d.audit.sharer.Run(work) })
-	}
+	p.add("audit peers", func() error {
+		until := func(what string, fn func(context.Context) error) bool {
+			for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+				err := fn(work)
+				if err == nil {
+					return true
+				}
+				d.log.Warn("audit peers: "+what+"; trying again", "err", err, "in", wait)
+				select {
+				case <-work.Done():
+					return false
+				case <-time.After(wait):
+				}
+			}
+		}
+		store := d.store.AuditPeers()
+		if !until("cannot record this instance as a writer of its database", func(ctx context.Context) error {
+			return store.RecordWriter(ctx, d.audit.identity)
+		}) || d.audit.sharer == nil || !until("cannot start", d.audit.sharer.Start) {
+			return nil
+		}
+		return d.audit.sharer.Run(work)
+	})
 	if d.audit.advertiser != nil {
 		p.add("audit advertisement", func() error { return d.audit.advertiser.Run(work) })
 	}
