@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +26,11 @@ import (
 // after the restart. It enforces on the whole cluster, so it does not run
 // in parallel.
 func TestSIGKILLMidColdStart(t *testing.T) {
-	const filler, kept, garbage = 30000, 50, 20
+	const filler, kept, garbage = 10000, 50, 20
+	// Each filler keeps a 4 KB annotation (--mirror-annotations), so that
+	// a first-fill batch of 16 MB holds about 3,500 of them: the list
+	// takes three commits.
+	big := map[string]string{"example.com/big": strings.Repeat("x", 4<<10)}
 	ctx := context.Background()
 	ns := namespaces.New(t, "coldkill")
 	cms := kube.CoreV1().ConfigMaps(ns)
@@ -56,8 +61,11 @@ func TestSIGKILLMidColdStart(t *testing.T) {
 	}
 	add := func(name string, into map[string]types.UID, owners ...metav1.OwnerReference) {
 		work <- func() {
-			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners}},
-				metav1.CreateOptions{})
+			meta := metav1.ObjectMeta{Name: name, OwnerReferences: owners}
+			if into == nil {
+				meta.Annotations = big
+			}
+			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta}, metav1.CreateOptions{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -81,6 +89,21 @@ func TestSIGKILLMidColdStart(t *testing.T) {
 		add(fmt.Sprintf("filler-%05d", i), nil)
 	}
 	close(work)
+	// The shared cluster has no namespace controller to remove them with
+	// the namespace, and every later test's kubegcd would list them.
+	t.Cleanup(func() {
+		if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			t.Errorf("deleting the ConfigMaps of %s: %v", ns, err)
+			return
+		}
+		eventually(t, 2*time.Minute, func() error {
+			l, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil || len(l.Items) > 0 {
+				return fmt.Errorf("ConfigMaps of %s left (%v)", ns, err)
+			}
+			return nil
+		})
+	})
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()
@@ -91,16 +114,16 @@ func TestSIGKILLMidColdStart(t *testing.T) {
 	args := func(addr string) []string {
 		return []string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", dbPath, "--listen", addr,
 			"--dry-run=false", "--leader-elect=false", "--controllers=ownergc", "--max-deletions-per-minute=0",
-			"--kube-api-qps=1000", "--kube-api-burst=1000"}
+			"--kube-api-qps=1000", "--kube-api-burst=1000", "--mirror-annotations=configmaps=[example.com/big]"}
 	}
 	first, err := testcluster.StartKubegcd(kubegcdBin, filepath.Join(dir, "first.log"), args(freeAddr(t))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = first.Stop(5 * time.Second) })
-	// Killed once the first of the ConfigMaps' two commits has landed. A
-	// first fill commits 25,000 objects at a time, in the list's order:
-	// the a-kept dependents and most of the filler, before their owner.
+	// Killed once the first of the ConfigMaps' commits has landed. A first
+	// fill commits a batch at a time, in the list's order: the a-kept
+	// dependents and the first filler, before their owner.
 	conn := readDB(t, dbPath)
 	mirrored := func() int {
 		var n int

@@ -46,12 +46,15 @@ func startAdvertising(t *testing.T, bin, name string, args ...string) *kubegcdPr
 func TestAuditPeersOnLeaseCandidates(t *testing.T) {
 	ctx := context.Background()
 	ns := namespaces.New(t, "audit-peers")
-	bin := buildKubegcd(t, "v0.1.0")
+	// The API server prefers the older version as the holder. Two equal
+	// versions would leave the choice to their random identities, and the
+	// first leader could be asked to step down, exiting.
+	older, newer := buildKubegcd(t, "v0.1.0"), buildKubegcd(t, "v0.2.0")
 	args := []string{"--dry-run=false", "--controllers=ownergc", "--leader-elect-coordinated",
 		"--leader-elect-namespace=" + ns, "--leader-elect-lease-duration=" + electionLease.String(),
 		"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=" + electionRetry.String()}
-	a := startAdvertising(t, bin, "a", args...)
-	b := startAdvertising(t, bin, "b", args...)
+	a := startAdvertising(t, older, "a", args...)
+	b := startAdvertising(t, newer, "b", args...)
 	leader, follower := a, b
 	e2eutil.Eventually(t, 90*time.Second, func() error {
 		for _, in := range []*kubegcdProc{a, b} {
