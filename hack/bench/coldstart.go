@@ -261,15 +261,9 @@ func (b *coldstartBench) runKCM(ctx context.Context, n, _ int) (r coldResult, er
 		line, proceeded := kcmSyncLine(logPath)
 		if line != "" {
 			now := time.Now()
-			r.serverCPU = b.serverCPU() - srv0
-			if r.cpu, err = pidCPU(pid); err != nil {
+			if err := b.readProcess(&r, pid, srv0); err != nil {
 				return r, err
 			}
-			mem, err := readMemory(pid)
-			if err != nil {
-				return r, err
-			}
-			r.hwm = mem.HWM
 			r.elapsed = now.Sub(begin)
 			if t, ok := klogTime(line, begin); ok && t.After(begin) && !t.After(now) {
 				r.elapsed = t.Sub(begin)
@@ -372,16 +366,10 @@ func (b *coldstartBench) runKubegcd(ctx context.Context, n, round int) (r coldRe
 		return r, err
 	}
 	r.elapsed = time.Since(begin)
-	r.serverCPU = b.serverCPU() - srv0
 	pid := d.Pid()
-	if r.cpu, err = pidCPU(pid); err != nil {
+	if err := b.readProcess(&r, pid, srv0); err != nil {
 		return r, err
 	}
-	mem, err := readMemory(pid)
-	if err != nil {
-		return r, err
-	}
-	r.hwm = mem.HWM
 	if r.io, err = readIO(strconv.Itoa(pid)); err != nil {
 		return r, err
 	}
@@ -477,4 +465,20 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return st.Size()
+}
+
+// readProcess reads into r the CPU and peak RSS of the contender pid, and
+// what kube-apiserver and etcd used since srv0.
+func (b *coldstartBench) readProcess(r *coldResult, pid int, srv0 float64) error {
+	r.serverCPU = b.serverCPU() - srv0
+	var err error
+	if r.cpu, err = pidCPU(pid); err != nil {
+		return err
+	}
+	mem, err := readMemory(pid)
+	if err != nil {
+		return err
+	}
+	r.hwm = mem.HWM
+	return nil
 }
