@@ -290,12 +290,7 @@ func TestAuditPeers(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		missing := 0
-		for k := range want {
-			if !got[k] {
-				missing++
-			}
-		}
+		missing := notIn(want, got)
 		if missing > 0 || len(got) != len(want) {
 			return fmt.Errorf("the follower holds %d rows, %d of the leader's %d missing", len(got), missing, len(want))
 		}
@@ -369,12 +364,7 @@ func TestAuditPeers(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		missing := 0
-		for k := range written {
-			if !got[k] {
-				missing++
-			}
-		}
+		missing := notIn(written, got)
 		for _, g := range gaps {
 			if g.Instance == oldID && g.RecordedBy == newID && strings.Contains(g.Message, oldID) {
 				gapSeen = true
@@ -397,12 +387,7 @@ func TestAuditPeers(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		missing := 0
-		for k := range written {
-			if !got[k] {
-				missing++
-			}
-		}
+		missing := notIn(written, got)
 		if missing > 0 || len(gaps) > 0 {
 			return fmt.Errorf("the new leader misses %d of the old leader's %d rows; gaps %+v", missing, len(written), gaps)
 		}
@@ -436,16 +421,22 @@ func TestAuditPeers(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		diff := 0
-		for k := range a {
-			if !b[k] {
-				diff++
-			}
-		}
+		diff := notIn(a, b)
 		if diff > 0 || len(a) != len(b) {
 			return fmt.Errorf("the leader holds %d rows and the restarted instance %d; %d of the leader's are not on the other",
 				len(a), len(b), diff)
 		}
 		return nil
 	})
+}
+
+// notIn counts the rows of want that got does not hold.
+func notIn(want, got map[string]bool) int {
+	n := 0
+	for k := range want {
+		if !got[k] {
+			n++
+		}
+	}
+	return n
 }
