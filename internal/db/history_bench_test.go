@@ -109,7 +109,11 @@ func benchVersion(i int) []*Object { return benchObjectsOf(i, rsOf) }
 
 // BenchmarkIngestFirstList: the first list of a fresh database, where every
 // object is new (and, with history, gets its "created" row).
-func BenchmarkIngestFirstList(b *testing.B) {
+func BenchmarkIngestFirstList(b *testing.B) { benchFirstList(b, 500) }
+
+// benchFirstList lists benchVersion(1) into a new database, per objects a
+// transaction.
+func benchFirstList(b *testing.B, per int) {
 	objs := benchVersion(1)
 	var cpu cpuMeter
 	for range b.N {
@@ -117,7 +121,7 @@ func BenchmarkIngestFirstList(b *testing.B) {
 		d, rid := benchDB(b)
 		b.StartTimer()
 		cpu.start()
-		benchList(b, d, rid, objs)
+		benchListBy(b, d, rid, objs, per)
 		cpu.stop()
 	}
 	reportObjects(b, &cpu)
@@ -293,16 +297,4 @@ func BenchmarkIngestLeaseRenewals(b *testing.B) {
 
 // BenchmarkIngestFirstListBatched is BenchmarkIngestFirstList at the
 // batch size a list writes (listBatch in internal/ingest: 5,000).
-func BenchmarkIngestFirstListBatched(b *testing.B) {
-	objs := benchVersion(1)
-	var cpu cpuMeter
-	for range b.N {
-		b.StopTimer()
-		d, rid := benchDB(b)
-		b.StartTimer()
-		cpu.start()
-		benchListBy(b, d, rid, objs, 5000)
-		cpu.stop()
-	}
-	reportObjects(b, &cpu)
-}
+func BenchmarkIngestFirstListBatched(b *testing.B) { benchFirstList(b, 5000) }
