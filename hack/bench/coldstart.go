@@ -158,7 +158,7 @@ func newColdstartBench(cfg config, cluster *testcluster.Cluster, bin, dir string
 func (b *coldstartBench) at(ctx context.Context, c *creator, n int) (*coldstartSize, error) {
 	fmt.Printf("\n== coldstart: %s ConfigMaps (every %dth owned)\n", countLabel(n), ownerEvery)
 	from, begin := len(c.uids), time.Now()
-	if err := c.createUpTo(ctx, n); err != nil {
+	if err := b.cfg.pin.unpinned(b.cluster, func() error { return c.createUpTo(ctx, n) }); err != nil {
 		return nil, err
 	}
 	fmt.Printf("  created %d ConfigMaps in %s\n", n-from, time.Since(begin).Round(time.Millisecond))
