@@ -78,7 +78,7 @@ func (d *core) growCache(ctx context.Context, tx *sql.Tx) error {
 }
 
 // shrinkCache brings the writer's page cache back to SQLite's default
-// once no list is under way. A cache that large, if kept, would fill with
+// once no list is under way, and runs Options.ListsEnded. A cache that large, if kept, would fill with
 // the pages of every later write. The cache stays large from one page of
 // a list to the next: shrinking it after each page threw away, and then
 // read again, the pages the next one writes (a quarter of a cold start's
@@ -91,8 +91,13 @@ func (d *core) shrinkCache(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	d.lists.bigCache = false
-	_, err := tx.ExecContext(ctx, `PRAGMA shrink_memory`)
-	return err
+	if _, err := tx.ExecContext(ctx, `PRAGMA shrink_memory`); err != nil {
+		return err
+	}
+	if d.listsEnded != nil {
+		go d.listsEnded()
+	}
+	return nil
 }
 
 const (
@@ -162,7 +167,7 @@ func (s *statements) firstFill(ctx context.Context, resourceID, epoch int64, o *
 		return err
 	}
 	if hash != nil {
-		if err := s.extracted.write(ctx, o, true); err != nil {
+		if err := s.extracted.writeFirst(ctx, o); err != nil {
 			return err
 		}
 	}

@@ -1,9 +1,13 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
+	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -251,6 +255,9 @@ type extractedStatements struct {
 	// touched are the targets this transaction added a reference to:
 	// finish records them in ref_history.
 	touched map[histKey]bool
+	// pending holds the rows of refs that a first fill leaves to finish,
+	// which writes them in key order (see deferRefs).
+	pending []pendingRef
 	// args is room for the values of a multi-row statement.
 	args []any
 }
@@ -300,6 +307,18 @@ func (x *extractedStatements) write(ctx context.Context, o *Object, fresh bool) 
 	if err := x.writeRefs(ctx, o, fresh); err != nil {
 		return err
 	}
+	return x.writeKept(ctx, o, fresh)
+}
+
+// writeFirst writes the extracted rows of o, which a first fill writes,
+// and leaves its rows of refs to finish.
+func (x *extractedStatements) writeFirst(ctx context.Context, o *Object) error {
+	x.deferRefs(o)
+	return x.writeKept(ctx, o, true)
+}
+
+// writeKept writes the labels, annotations and typed fields kept of o.
+func (x *extractedStatements) writeKept(ctx context.Context, o *Object, fresh bool) error {
 	if err := x.replaceKeys(ctx, o.UID, xDropLabels, xAddLabel, o.Labels, fresh); err != nil {
 		return err
 	}
@@ -358,13 +377,7 @@ func (x *extractedStatements) writeRefs(ctx context.Context, o *Object, fresh bo
 		}
 	}
 	var add, setOptional []Ref
-	seen := make(map[refKey]bool, len(o.Refs))
-	for _, r := range o.Refs {
-		k := refKey{r.Group, r.Kind, r.Namespace, r.Name, r.Via}
-		if seen[k] {
-			continue // the first of two with one key wins, as the table holds one
-		}
-		seen[k] = true
+	for k, r := range uniqueRefs(o.Refs) {
 		f, ok := stored[k]
 		switch {
 		case !ok:
@@ -398,6 +411,74 @@ func (x *extractedStatements) writeRefs(ctx context.Context, o *Object, fresh bo
 	return addRefs.exec(ctx, x.d, x.tx, args)
 }
 
+// uniqueRefs yields refs by key, each key once: the first of two with one
+// key wins, as refs holds one row per key.
+func uniqueRefs(refs []Ref) iter.Seq2[refKey, Ref] {
+	return func(yield func(refKey, Ref) bool) {
+		seen := make(map[refKey]bool, len(refs))
+		for _, r := range refs {
+			k := refKey{r.Group, r.Kind, r.Namespace, r.Name, r.Via}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if !yield(k, r) {
+				return
+			}
+		}
+	}
+}
+
+// cmpBool orders false before true, as SQLite orders 0 before 1.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case b:
+		return -1
+	}
+	return 1
+}
+
+// pendingRef is a row of refs that finish writes.
+type pendingRef struct {
+	uid string
+	Ref
+}
+
+// deferRefs leaves the rows of refs of o, which has none stored, to
+// finish. A first fill writes a page of referrers, whose random UIDs land
+// on random leaves of refs: written in key order at the end, the rows of
+// a page fill the leaves in turn instead. Only a page of a first fill
+// defers: no write in it reads refs or deletes a referrer before finish.
+func (x *extractedStatements) deferRefs(o *Object) {
+	for _, r := range uniqueRefs(o.Refs) {
+		x.pending = append(x.pending, pendingRef{o.UID, r})
+		x.touch(r)
+	}
+}
+
+// writePending writes the rows deferRefs left, in the key order of refs,
+// a statement of the largest multi-row size at a time.
+func (x *extractedStatements) writePending(ctx context.Context) error {
+	slices.SortFunc(x.pending, func(a, b pendingRef) int {
+		return cmp.Or(cmp.Compare(a.uid, b.uid), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Via, b.Via))
+	})
+	for rows := range slices.Chunk(x.pending, multiRowSizes[0]) {
+		args := x.args[:0]
+		for _, r := range rows {
+			args = append(args, r.uid, r.Group, r.Kind, r.Namespace, r.Name, r.Via, r.Optional, r.Prefix)
+		}
+		x.args = args
+		if err := addRefs.exec(ctx, x.d, x.tx, args); err != nil {
+			return err
+		}
+	}
+	x.pending = nil
+	return nil
+}
+
 // touch notes that a reference to r's target was added now.
 func (x *extractedStatements) touch(r Ref) {
 	if x.touched == nil {
@@ -410,12 +491,19 @@ func (x *extractedStatements) touch(r Ref) {
 // reference to, each once. The trigger refs_removed records a reference
 // dropped, by any path.
 func (x *extractedStatements) finish(ctx context.Context) error {
+	if err := x.writePending(ctx); err != nil {
+		return err
+	}
 	if len(x.touched) == 0 {
 		return nil
 	}
 	now := formatTime(ptr(time.Now()))
+	keys := slices.SortedFunc(maps.Keys(x.touched), func(a, b histKey) int {
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.namespace, b.namespace),
+			cmp.Compare(a.name, b.name), cmp.Compare(a.group, b.group), cmpBool(a.prefix, b.prefix))
+	})
 	args := x.args[:0]
-	for k := range x.touched {
+	for _, k := range keys {
 		args = append(args, k.group, k.kind, k.namespace, k.name, k.prefix, now, now)
 	}
 	x.args, x.touched = args, nil

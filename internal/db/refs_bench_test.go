@@ -27,7 +27,15 @@ func benchReferrers() []*Object {
 
 // BenchmarkIngestFirstListReferrers is BenchmarkIngestFirstList for pods
 // with six references each: what the references cost the first list.
-func BenchmarkIngestFirstListReferrers(b *testing.B) {
+func BenchmarkIngestFirstListReferrers(b *testing.B) { benchFirstListReferrers(b, 500) }
+
+// BenchmarkIngestFirstListReferrersBatched is the same list written as a
+// cold start writes it, FirstFillBatch objects a transaction at most.
+func BenchmarkIngestFirstListReferrersBatched(b *testing.B) {
+	benchFirstListReferrers(b, FirstFillBatch)
+}
+
+func benchFirstListReferrers(b *testing.B, per int) {
 	objs := benchReferrers()
 	var cpu cpuMeter
 	for range b.N {
@@ -35,7 +43,7 @@ func BenchmarkIngestFirstListReferrers(b *testing.B) {
 		d, rid := benchDBOf(b, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
 		b.StartTimer()
 		cpu.start()
-		benchList(b, d, rid, objs)
+		benchListBy(b, d, rid, objs, per)
 		cpu.stop()
 	}
 	reportObjects(b, &cpu)
