@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -44,7 +45,10 @@ func openStores(ctx context.Context, path string, reg prometheus.Registerer) (_ 
 			s.close(true)
 		}
 	}()
-	if s.store, err = db.Open(ctx, path, db.Options{Registerer: reg}); err != nil {
+	// Once the lists end, the memory they decoded and batched goes back
+	// to the system: the Go runtime would keep it for minutes, and the
+	// cold start's peak would show as the daemon's resident set at rest.
+	if s.store, err = db.Open(ctx, path, db.Options{Registerer: reg, ListsEnded: debug.FreeOSMemory}); err != nil {
 		return nil, err
 	}
 	if s.dbFile, err = s.store.WatchFile(); err != nil {

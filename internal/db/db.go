@@ -36,6 +36,9 @@ type core struct {
 	// Now is the clock used for timestamps the database records.
 	Now func() time.Time
 
+	// listsEnded is Options.ListsEnded.
+	listsEnded func()
+
 	write *sql.DB
 	read  *sql.DB
 	// stream serves the walks of the whole graph (see Options.StreamConns).
@@ -109,6 +112,10 @@ type Options struct {
 	// modernc's "sqlite". A test registers a driver that wraps it, to see
 	// every statement the reads run and check their query plans.
 	Driver string
+	// ListsEnded, when set, runs on a goroutine of its own each time the
+	// last list under way ends: the burst of a cold start or a relist is
+	// over. The daemon gives back the memory the lists used there.
+	ListsEnded func()
 }
 
 // Open locks the database at path against other kubegcd processes, checks
@@ -123,7 +130,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	d := &core{Path: path, Now: time.Now, split: splitting{rowMin: defaultSplitRowMin},
 		writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
-		writerDone: make(chan struct{}), probes: make(chan struct{}), corrupt: make(chan struct{})}
+		writerDone: make(chan struct{}), probes: make(chan struct{}), corrupt: make(chan struct{}),
+		listsEnded: opts.ListsEnded}
 	if opts.ReadOnly {
 		// Writes fail at once: a nil queue is never ready, so inWriteTx
 		// always picks the closed writerDone.

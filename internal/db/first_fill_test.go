@@ -271,3 +271,54 @@ func TestFirstFillEqualsUpsertPath(t *testing.T) {
 	}
 	t.Errorf("%d rows against %d", len(fast), len(slow))
 }
+
+// TestListsEndedRunsOnceListsEnd: Options.ListsEnded runs when the last
+// list under way ends, by FinishList or EndList, and not before.
+func TestListsEndedRunsOnceListsEnd(t *testing.T) {
+	ctx := context.Background()
+	ended := make(chan struct{}, 4)
+	d, err := Open(ctx, t.TempDir()+"/lists.db", Options{ListsEnded: func() { ended <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	m := d.Mirror()
+	cms, err := m.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := m.EnsureResource(ctx, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmEpoch, err := m.BeginList(ctx, cms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podEpoch, err := m.BeginList(ctx, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rid, epoch := range map[int64]int64{cms: cmEpoch, pods: podEpoch} {
+		if err := m.WriteListPage(ctx, rid, epoch, []*Object{{UID: fmt.Sprint("u", rid), APIVersion: "v1",
+			Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("o", rid), ResourceVersion: "1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.FinishList(ctx, cms, cmEpoch, "2"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+		t.Fatal("ListsEnded ran while the list of pods was under way")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := m.EndList(ctx, pods); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListsEnded did not run within 10s of the last list's end")
+	}
+}
