@@ -19,7 +19,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -238,7 +237,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 		"release": http.HandlerFunc(s.release), "healthz": http.HandlerFunc(s.healthz),
 		"rules": http.HandlerFunc(s.rules), "ruleMatches": http.HandlerFunc(s.ruleMatches),
 		"evaluateRules": http.HandlerFunc(s.evaluateRules), "openAPI": http.HandlerFunc(s.openAPI),
-		"readyz": http.HandlerFunc(s.readyz), "metrics": promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}),
+		"readyz": http.HandlerFunc(s.readyz), "metrics": metricsHandler(opts.Gatherer, opts.Logger),
 		"restore": http.HandlerFunc(s.restore), "deletedCopies": http.HandlerFunc(s.deletedCopies),
 		"deletedCopy": http.HandlerFunc(s.deletedCopy), "auditReplicate": http.HandlerFunc(s.auditReplicate),
 	})
