@@ -61,10 +61,18 @@ func runRestart(ctx context.Context, cfg config, cluster *testcluster.Cluster, k
 		return err
 	}
 	begin := time.Now()
-	if err := c.createUpTo(ctx, n); err != nil {
+	if err := cfg.pin.unpinned(cluster, func() error { return c.createUpTo(ctx, n) }); err != nil {
 		return err
 	}
 	fmt.Printf("  created %d ConfigMaps in %s\n", n, time.Since(begin).Round(time.Millisecond))
+	// Right after the creates, kube-apiserver is still busy with them.
+	_, apiserver, err := clusterPIDs(cluster)
+	if err != nil {
+		return err
+	}
+	if _, err := settledCPU(ctx, apiserver); err != nil {
+		return err
+	}
 
 	// kubegcd restarts three times. First it resumes its watches where the
 	// database says, as it does. Then it is made to list everything again,
