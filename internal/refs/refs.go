@@ -10,7 +10,8 @@
 package refs
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 )
 
 // Ref is one reference from an object to a target, named by its group,
@@ -49,40 +50,77 @@ const (
 // required.
 type collector struct {
 	refs []Ref
-	at   map[Ref]int // a reference with Optional unset → its index in refs
+	// at indexes refs by key (a reference with Optional unset), once there
+	// are more than linearRefs: below that a scan is cheaper than a map.
+	at map[Ref]int
 }
+
+// linearRefs is how many references a collector scans for a repeat before
+// it indexes them. Most objects make a handful.
+const linearRefs = 32
 
 func (c *collector) add(r Ref) {
 	if r.Name == "" {
 		return
 	}
-	if c.at == nil {
-		c.at = map[Ref]int{}
-	}
 	key := r
 	key.Optional = false
-	if i, ok := c.at[key]; ok {
+	if i, ok := c.find(key); ok {
 		c.refs[i].Optional = c.refs[i].Optional && r.Optional
 		return
 	}
-	c.at[key] = len(c.refs)
+	if c.refs == nil {
+		c.refs = make([]Ref, 0, 8) // a pod's handful, in one allocation
+	}
 	c.refs = append(c.refs, r)
+	switch {
+	case c.at != nil:
+		c.at[key] = len(c.refs) - 1
+	case len(c.refs) > linearRefs:
+		c.at = make(map[Ref]int, 2*len(c.refs))
+		for i, k := range c.refs {
+			k.Optional = false
+			c.at[k] = i
+		}
+	}
+}
+
+// find returns the index of the reference whose key is key.
+func (c *collector) find(key Ref) (int, bool) {
+	if c.at != nil {
+		i, ok := c.at[key]
+		return i, ok
+	}
+	for i, k := range c.refs {
+		k.Optional = false
+		if k == key {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // sorted returns the references in a stable order, so that an object whose
 // references did not change yields the same list each time.
 func (c *collector) sorted() []Ref {
-	sort.Slice(c.refs, func(i, j int) bool { return less(c.refs[i], c.refs[j]) })
+	slices.SortFunc(c.refs, compare)
 	return c.refs
 }
 
-func less(a, b Ref) bool {
-	for _, p := range [][2]string{
-		{a.Kind, b.Kind}, {a.Group, b.Group}, {a.Namespace, b.Namespace}, {a.Name, b.Name}, {a.Via, b.Via},
-	} {
-		if p[0] != p[1] {
-			return p[0] < p[1]
-		}
+// compare orders references by kind, group, namespace, name and field, a
+// required one before an optional one.
+func compare(a, b Ref) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Group, b.Group),
+		cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Via, b.Via),
+		cmpOptional(a.Optional, b.Optional))
+}
+
+func cmpOptional(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
 	}
-	return !a.Optional && b.Optional
+	return -1
 }

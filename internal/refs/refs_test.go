@@ -1,6 +1,7 @@
 package refs
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -333,4 +334,34 @@ func mustPath(t *testing.T, s string) Path {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A pod naming more targets than a collector scans keeps them once each,
+// a repeat found through the index: every ConfigMap named twice by two
+// containers, the second time optionally, is one required reference.
+func TestOfManyTargetsOnce(t *testing.T) {
+	var env []corev1.EnvVar
+	for i := range 3 * linearRefs {
+		env = append(env, corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{
+			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: fmt.Sprintf("cfg-%03d", i)}}}})
+	}
+	optional := make([]corev1.EnvVar, len(env))
+	for i, e := range env {
+		sel := *e.ValueFrom.ConfigMapKeyRef
+		sel.Optional = ptr.To(true)
+		optional[i] = corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &sel}}
+	}
+	pod := &corev1.Pod{ObjectMeta: meta("p"), Spec: corev1.PodSpec{ServiceAccountName: "sa", Containers: []corev1.Container{
+		{Name: "a", Env: env}, {Name: "b", Env: optional}}}}
+	got := Of(pod)
+	var want []Ref
+	for i := range env {
+		want = append(want, Ref{Kind: KindConfigMap, Namespace: ns, Name: fmt.Sprintf("cfg-%03d", i),
+			Via: "spec.containers[].env[].valueFrom.configMapKeyRef"})
+	}
+	want = append(want, Ref{Kind: KindServiceAccount, Namespace: ns, Name: "sa", Via: "spec.serviceAccountName"})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
 }
