@@ -78,11 +78,11 @@ func (d *core) growCache(ctx context.Context, tx *sql.Tx) error {
 }
 
 // shrinkCache brings the writer's page cache back to SQLite's default
-// once no list is under way, and runs Options.ListsEnded. A cache that large, if kept, would fill with
-// the pages of every later write. The cache stays large from one page of
-// a list to the next: shrinking it after each page threw away, and then
-// read again, the pages the next one writes (a quarter of a cold start's
-// CPU at 200,000 objects).
+// once no list is under way, and runs Options.ListsEnded. A cache that
+// large, if kept, would fill with the pages of every later write. The
+// cache stays large from one page of a list to the next: shrinking it
+// after each page threw away, and then read again, the pages the next one
+// writes (a quarter of a cold start's CPU at 200,000 objects).
 func (d *core) shrinkCache(ctx context.Context, tx *sql.Tx) error {
 	if !d.lists.bigCache {
 		return nil
