@@ -3,7 +3,6 @@ package http
 import (
 	"bytes"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -24,15 +23,7 @@ func TestMetricsServedWhenACollectorFails(t *testing.T) {
 	var logged bytes.Buffer
 	srv := httptest.NewServer(metricsHandler(reg, slog.New(slog.NewTextHandler(&logged, nil))))
 	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := get(t, srv, "/metrics")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d, want 200: %s", resp.StatusCode, body)
 	}
