@@ -107,15 +107,17 @@ func (c *collector) sorted() []Ref {
 	return c.refs
 }
 
-// compare orders references by kind, group, namespace, name and field, a
-// required one before an optional one.
+// compare orders references by kind, group, namespace, name, field and
+// prefix: a collector's references differ in one of them at least, so the
+// order is total.
 func compare(a, b Ref) int {
 	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Group, b.Group),
 		cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Via, b.Via),
-		cmpOptional(a.Optional, b.Optional))
+		cmpBool(a.Prefix, b.Prefix))
 }
 
-func cmpOptional(a, b bool) int {
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
 	switch {
 	case a == b:
 		return 0
