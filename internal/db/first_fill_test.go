@@ -283,14 +283,7 @@ func TestListsEndedRunsOnceListsEnd(t *testing.T) {
 	}
 	defer d.Close()
 	m := d.Mirror()
-	cms, err := m.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := m.EnsureResource(ctx, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cms, pods := configMapsAndPods(t, m)
 	cmEpoch, err := m.BeginList(ctx, cms)
 	if err != nil {
 		t.Fatal(err)

@@ -15,14 +15,7 @@ func TestActMatches(t *testing.T) {
 	d := openTemp(t)
 	ctx := context.Background()
 	m := d.Mirror()
-	cms, err := m.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := m.EnsureResource(ctx, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cms, pods := configMapsAndPods(t, m)
 	cm := func(uid, name, rv string) Event {
 		return Event{ResourceID: cms, Object: &Object{UID: uid, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns",
 			Name: name, ResourceVersion: rv}}
@@ -114,4 +107,20 @@ func TestActMatches(t *testing.T) {
 	if err != nil || len(held) != 1 || !held["u1"] {
 		t.Errorf("MatchedUIDs = %v, %v; want u1", held, err)
 	}
+}
+
+// configMapsAndPods mirrors the resources configmaps and pods and returns
+// their ids.
+func configMapsAndPods(t *testing.T, m Mirror) (cms, pods int64) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	if cms, err = m.EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
+		Namespaced: true}); err != nil {
+		t.Fatal(err)
+	}
+	if pods, err = m.EnsureResource(ctx, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}); err != nil {
+		t.Fatal(err)
+	}
+	return cms, pods
 }
