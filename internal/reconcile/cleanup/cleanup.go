@@ -71,6 +71,10 @@ type Options struct {
 	Now func() time.Time
 	// Acting is what rules that delete need; nil: every rule reports.
 	Acting *Acting
+	// PassesEnded, when set, runs after each turn of the loop that made
+	// a pass or more. A pass reads and holds its matches, then is idle
+	// until the next: the daemon gives back the memory it used there.
+	PassesEnded func()
 }
 
 // Runner loads the rules and runs their passes.
@@ -173,6 +177,7 @@ func (r *Runner) step(ctx context.Context) time.Time {
 		// The passes wait for the mirror, which misses changes.
 		return minTime(next, now.Add(time.Second))
 	}
+	ran := false
 	for _, st := range r.snapshot() {
 		if ctx.Err() != nil {
 			return next
@@ -180,8 +185,12 @@ func (r *Runner) step(ctx context.Context) time.Time {
 		if due := r.dueAt(st); !due.After(r.opts.Now()) {
 			r.run(ctx, st)
 			r.opts.Heartbeat.Beat()
+			ran = true
 		}
 		next = minTime(next, r.dueAt(st))
+	}
+	if ran && r.opts.PassesEnded != nil {
+		r.opts.PassesEnded()
 	}
 	return next
 }

@@ -160,8 +160,10 @@ type fixture struct {
 	store  *fakeStore
 	synced bool
 	behind bool
-	reg    *prometheus.Registry
-	r      *Runner
+	// ended counts the calls of PassesEnded.
+	ended int
+	reg   *prometheus.Registry
+	r     *Runner
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -170,7 +172,8 @@ func newFixture(t *testing.T) *fixture {
 		eval:  &fakeEvaluator{matches: map[string][]db.RuleMatch{}, fails: map[string]error{}, refuse: map[string]string{}},
 		store: &fakeStore{}, synced: true, reg: prometheus.NewRegistry()}
 	f.r = New(Options{Dir: f.dir, Logger: slog.New(slog.DiscardHandler), Store: f.store, Evaluator: f.eval, Now: f.clock.now, Registerer: f.reg,
-		Synced: func() bool { return f.synced }, CaughtUp: func() bool { return !f.behind }, PollPeriod: 5 * time.Second})
+		Synced: func() bool { return f.synced }, CaughtUp: func() bool { return !f.behind }, PollPeriod: 5 * time.Second,
+		PassesEnded: func() { f.ended++ }})
 	return f
 }
 
@@ -193,6 +196,8 @@ func ids(l []*ruleState) []string {
 // TestPassesRunWhenDue: no pass before the mirror has synced; then each
 // rule at once and every interval after its last pass began; none while
 // the mirror is behind, and those due then as soon as it has caught up.
+// PassesEnded runs once after each turn that made a pass, never after one
+// that made none.
 func TestPassesRunWhenDue(t *testing.T) {
 	f := newFixture(t)
 	writeFile(t, f.dir, "a.yaml", rulesFile("1m", "every-minute")+"- id: hourly\n  select: SELECT uid FROM objects\n  interval: 1h\n")
@@ -216,9 +221,13 @@ func TestPassesRunWhenDue(t *testing.T) {
 	for _, s := range steps {
 		f.clock.set(t0.Add(s.at))
 		f.synced, f.behind = s.synced, s.behind
+		ended := f.ended
 		f.step(t)
 		if diff := cmp.Diff(s.want, f.eval.took()); diff != "" {
 			t.Errorf("%s: rules run (-want +got):\n%s", s.name, diff)
+		}
+		if want := min(len(s.want), 1); f.ended-ended != want {
+			t.Errorf("%s: PassesEnded ran %d times, want %d", s.name, f.ended-ended, want)
 		}
 	}
 }
