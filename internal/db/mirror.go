@@ -554,6 +554,9 @@ func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs
 			return err
 		}
 		fresh := d.lists.isFresh(resourceID, epoch)
+		if fresh {
+			s.extracted.reserve(objs)
+		}
 		for _, o := range objs {
 			if fresh {
 				if err := s.firstFill(ctx, resourceID, epoch, o); err != nil {

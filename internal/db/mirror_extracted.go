@@ -458,6 +458,22 @@ func (x *extractedStatements) deferRefs(o *Object) {
 	}
 }
 
+// reserve makes room for the references of objs, which a first fill
+// defers: a page of 5,000 pods would otherwise grow the slice and the map
+// a dozen times.
+func (x *extractedStatements) reserve(objs []*Object) {
+	n := 0
+	for _, o := range objs {
+		n += len(o.Refs)
+	}
+	if n > 0 {
+		x.pending = slices.Grow(x.pending, n)
+		if x.touched == nil {
+			x.touched = make(map[histKey]bool, n)
+		}
+	}
+}
+
 // writePending writes the rows deferRefs left, in the key order of refs,
 // a statement of the largest multi-row size at a time.
 func (x *extractedStatements) writePending(ctx context.Context) error {
