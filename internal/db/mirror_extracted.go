@@ -256,7 +256,7 @@ type extractedStatements struct {
 	// finish records them in ref_history.
 	touched map[histKey]bool
 	// pending holds the rows of refs that a first fill leaves to finish,
-	// which writes them in key order (see deferRefs).
+	// which writes them sorted by referrer (see deferRefs).
 	pending []pendingRef
 	// args is room for the values of a multi-row statement.
 	args []any
@@ -360,7 +360,8 @@ func (x *extractedStatements) replaceKeys(ctx context.Context, uid string, drop,
 	return nil
 }
 
-// refKey is a row of refs by its primary key, less the referrer.
+// refKey names a row of refs among a referrer's rows: the writes keep
+// one row per referrer and refKey.
 type refKey struct{ group, kind, namespace, name, via string }
 
 type refFlags struct{ optional, prefix bool }
@@ -412,7 +413,7 @@ func (x *extractedStatements) writeRefs(ctx context.Context, o *Object, fresh bo
 }
 
 // uniqueRefs yields refs by key, each key once: the first of two with one
-// key wins, as refs holds one row per key.
+// key wins, as refs holds one row per referrer and key.
 func uniqueRefs(refs []Ref) iter.Seq2[refKey, Ref] {
 	return func(yield func(refKey, Ref) bool) {
 		seen := make(map[refKey]bool, len(refs))
@@ -448,8 +449,8 @@ type pendingRef struct {
 
 // deferRefs leaves the rows of refs of o, which has none stored, to
 // finish. A first fill writes a page of referrers, whose random UIDs land
-// on random leaves of refs: written in key order at the end, the rows of
-// a page fill the leaves in turn instead. Only a page of a first fill
+// on random leaves of refs_by_referrer: sorted at the end, the rows of a
+// page fill its leaves in turn instead. Only a page of a first fill
 // defers: no write in it reads refs or deletes a referrer before finish.
 func (x *extractedStatements) deferRefs(o *Object) {
 	for _, r := range uniqueRefs(o.Refs) {
@@ -474,7 +475,7 @@ func (x *extractedStatements) reserve(objs []*Object) {
 	}
 }
 
-// writePending writes the rows deferRefs left, in the key order of refs,
+// writePending writes the rows deferRefs left, sorted by referrer,
 // a statement of the largest multi-row size at a time.
 func (x *extractedStatements) writePending(ctx context.Context) error {
 	slices.SortFunc(x.pending, func(a, b pendingRef) int {

@@ -137,9 +137,9 @@ func referencesOf(ctx context.Context, tx *sql.Tx, uid string, limit int) ([]Ref
 }
 
 // referrersOf reads up to limit referrers of the object group/kind
-// namespace/name, or of its claim prefix when prefix is not "". The index
-// gives them by referrer UID, so the first limit are the same each time;
-// they come back by namespace, kind, name and field.
+// namespace/name, or of its claim prefix when prefix is not "". They are
+// sorted by referrer UID, so the first limit are the same each time; they
+// come back by namespace, kind, name and field.
 func referrersOf(ctx context.Context, tx *sql.Tx, group, kind, namespace, name, prefix string,
 	limit int) ([]ReferrerRow, bool, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT o.uid, o.api_version, o.kind, o.namespace, o.name, r.via
