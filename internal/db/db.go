@@ -69,6 +69,10 @@ type core struct {
 	stopWriter chan struct{}
 	writerDone chan struct{}
 	probes     chan struct{} // WriterAlive's
+	// foreignKeysOff says the write connection checks no foreign keys, for
+	// a write of op.unchecked (see setForeignKeys). Only the writer's
+	// goroutine reads and sets it.
+	foreignKeysOff bool
 	// lists is what the writer knows of the lists under way (first_fill.go).
 	lists listState
 	// checkpointer copies the WAL into the database file (checkpoint.go);

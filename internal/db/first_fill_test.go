@@ -166,6 +166,11 @@ func fillMirror(t *testing.T, fixture []fillResource, firstFill bool) (rows []st
 	if err := d.inWriteTx(ctx, opResource, func(*sql.Tx) error { filled = d.lists.filled; return nil }); err != nil {
 		t.Fatal(err)
 	}
+	// The first fill writes with foreign keys off: every key must hold.
+	var broken int
+	if err := d.read.QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&broken); err != nil || broken != 0 {
+		t.Errorf("%d rows break a foreign key (%v)", broken, err)
+	}
 	return dumpMirror(t, d), filled
 }
 

@@ -545,7 +545,11 @@ func (d Mirror) ResumeVersion(ctx context.Context, resourceID int64) (string, er
 // first page of a list until the last list under way ends (see
 // growCache).
 func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*Object) error {
-	return d.inWriteTx(ctx, opList, func(tx *sql.Tx) error {
+	op := opList
+	if d.lists.isFresh(resourceID, epoch) {
+		op = opFirstFill
+	}
+	return d.inWriteTx(ctx, op, func(tx *sql.Tx) error {
 		if err := d.growCache(ctx, tx); err != nil {
 			return err
 		}

@@ -332,3 +332,73 @@ func TestAsyncWriteNeverWaitsForRoom(t *testing.T) {
 		t.Fatalf("resources %v, want async among them", got)
 	}
 }
+
+// TestUncheckedWritesRunApart: a write of an unchecked op runs with
+// foreign keys off, in a transaction of its own kind, and the writes of
+// its group around it still check them and cascade.
+func TestUncheckedWritesRunApart(t *testing.T) {
+	d := openTemp(t)
+	ctx := context.Background()
+	if err := d.inWriteTx(ctx, opResource, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO resources (id, api_group, version, resource, kind, namespaced)
+			VALUES (1, '', 'v1', 'configmaps', 'ConfigMap', 1);
+			INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version)
+			VALUES ('cm', 1, 'v1', 'ConfigMap', 'ns', 'cm', '1');
+			INSERT INTO object_labels (uid, key, value) VALUES ('cm', 'app', 'a')`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A label of an object the mirror does not hold: only a write that
+	// checks no foreign key can add it.
+	orphan := func(key string) func(*sql.Tx) error {
+		return func(tx *sql.Tx) error {
+			_, err := tx.Exec(`INSERT INTO object_labels (uid, key, value) VALUES ('gone', ?, '')`, key)
+			return err
+		}
+	}
+	queue := func(op writeOp, fn func(*sql.Tx) error) chan error {
+		done := make(chan error, 1)
+		d.inWriteTxAsync(op, 0, fn, func(err error) { done <- err })
+		return done
+	}
+	release := holdWriter(t, d)
+	first := queue(opFirstFill, orphan("first"))
+	checked := queue(opList, orphan("checked"))
+	drop := queue(opEvents, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`DELETE FROM objects WHERE uid = 'cm'`)
+		return err
+	})
+	last := queue(opFirstFill, orphan("last"))
+	release()
+	for name, c := range map[string]chan error{"first": first, "drop": drop, "last": last} {
+		if err := recv(t, c); err != nil {
+			t.Errorf("the %s write: %v", name, err)
+		}
+	}
+	if err := recv(t, checked); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
+		t.Errorf("a checked write of an orphan label: %v, want a foreign key error", err)
+	}
+	var keys []string
+	rows, err := d.read.Query(`SELECT uid || '/' || key FROM object_labels ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	// The object's own label went with it, by the cascade.
+	if want := "gone/first,gone/last"; strings.Join(keys, ",") != want {
+		t.Errorf("labels %v, want %s", keys, want)
+	}
+	// The check TestFirstFillEqualsUpsertPath relies on sees them.
+	var broken int
+	if err := d.read.QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&broken); err != nil || broken != 2 {
+		t.Errorf("foreign_key_check found %d rows (%v), want the 2 orphans", broken, err)
+	}
+}
