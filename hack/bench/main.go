@@ -184,6 +184,9 @@ type config struct {
 	runReferrers bool
 	refObjects   int
 	refBaseline  string // a kubegcd binary to compare with ("": none)
+	// refSettle is how long RSS must hold still to be read (0: kcmStable).
+	// The tests shorten it: they check the benchmark runs, not its figures.
+	refSettle time.Duration
 
 	runRules     bool
 	ruleObjects  int

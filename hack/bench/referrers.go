@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,7 +95,7 @@ func runReferrers(ctx context.Context, cfg config, cluster *testcluster.Cluster,
 		f.created = 0
 		for _, nb := range bins {
 			name := nb[0]
-			r, err := measureReferrers(ctx, nb[1], cluster.Kubeconfig, dir, fmt.Sprintf("%s-%d", name, s), cfg.rounds)
+			r, err := measureReferrers(ctx, cfg, nb[1], cluster.Kubeconfig, dir, fmt.Sprintf("%s-%d", name, s))
 			if err != nil {
 				return fmt.Errorf("referrers: %s at %s: %w", name, step.name, err)
 			}
@@ -252,12 +253,13 @@ func (f *refFixture) cronJob(ctx context.Context, i int) error {
 
 // measureReferrers syncs bin on a fresh database rounds times and returns
 // the median of each figure: CPU seconds and RSS once synced and settled.
-func measureReferrers(ctx context.Context, bin, kubeconfig, dir, name string, rounds int) (refRun, error) {
+func measureReferrers(ctx context.Context, cfg config, bin, kubeconfig, dir, name string) (refRun, error) {
 	var cpus []float64
 	var rsss, anons []uint64
 	var objects int64
-	for round := range rounds {
-		r, err := syncOnce(ctx, bin, kubeconfig, filepath.Join(dir, fmt.Sprintf("refs-%s-%d", name, round)))
+	for round := range cfg.rounds {
+		r, err := syncOnce(ctx, bin, kubeconfig, filepath.Join(dir, fmt.Sprintf("refs-%s-%d", name, round)),
+			cmp.Or(cfg.refSettle, kcmStable))
 		if err != nil {
 			return refRun{}, err
 		}
@@ -271,7 +273,7 @@ func measureReferrers(ctx context.Context, bin, kubeconfig, dir, name string, ro
 
 // syncOnce starts bin on a fresh database, reads its CPU at /readyz, waits
 // for a settled RSS, and reads its memory and mirrored objects.
-func syncOnce(ctx context.Context, bin, kubeconfig, path string) (r refRun, err error) {
+func syncOnce(ctx context.Context, bin, kubeconfig, path string, settle time.Duration) (r refRun, err error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return r, err
@@ -289,7 +291,7 @@ func syncOnce(ctx context.Context, bin, kubeconfig, path string) (r refRun, err 
 	if r.cpu, err = pidCPU(d.Pid()); err != nil {
 		return r, err
 	}
-	if _, err = settledRSS(ctx, d.Pid()); err != nil {
+	if _, err = settledRSSFor(ctx, d.Pid(), settle); err != nil {
 		return r, err
 	}
 	m, err := readMemory(d.Pid())

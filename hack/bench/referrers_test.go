@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -12,7 +13,7 @@ import (
 func TestReferrersBenchmarkRuns(t *testing.T) {
 	e := startBenchEnv(t)
 	ctx, dir, cluster, bin, kube := e.ctx, e.dir, e.cluster, e.bin, e.kube
-	cfg := config{workers: 8, refObjects: 40, refBaseline: bin, rounds: 1}
+	cfg := config{workers: 8, refObjects: 40, refBaseline: bin, rounds: 1, refSettle: time.Second}
 	if err := runReferrers(ctx, cfg, cluster, kube, bin, dir); err != nil {
 		t.Fatal(err)
 	}

@@ -97,6 +97,12 @@ func waitKCMSynced(ctx context.Context, cluster *testcluster.Cluster) error {
 // settledRSS waits until pid's RSS grows by less than kcmGrowth in
 // kcmStable, and returns it.
 func settledRSS(ctx context.Context, pid int) (uint64, error) {
+	return settledRSSFor(ctx, pid, kcmStable)
+}
+
+// settledRSSFor waits until pid's RSS grows by less than kcmGrowth in
+// stable, and returns it.
+func settledRSSFor(ctx context.Context, pid int, stable time.Duration) (uint64, error) {
 	var anchor uint64
 	var anchorAt time.Time
 	deadline := time.Now().Add(kcmTimeout)
@@ -109,7 +115,7 @@ func settledRSS(ctx context.Context, pid int) (uint64, error) {
 		if anchorAt.IsZero() || m > anchor+kcmGrowth {
 			anchor, anchorAt = m, now
 		}
-		if now.Sub(anchorAt) >= kcmStable || now.After(deadline) {
+		if now.Sub(anchorAt) >= stable || now.After(deadline) {
 			return m, nil
 		}
 		if err := sleep(ctx, kcmPoll); err != nil {
