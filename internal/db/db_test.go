@@ -145,7 +145,7 @@ func TestEachDownMigrationRestoresTheSchema(t *testing.T) {
 
 // emptyMigrate creates an empty database file and returns its path and a
 // migrate of it, closed when the test ends, to step its schema.
-func emptyMigrate(t *testing.T) (string, *migrate.Migrate) {
+func emptyMigrate(t testing.TB) (string, *migrate.Migrate) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "m.db")
 	if _, err := createPrivate(path); err != nil {
