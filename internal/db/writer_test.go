@@ -350,10 +350,18 @@ func TestUncheckedWritesRunApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A label of an object the mirror does not hold: only a write that
-	// checks no foreign key can add it.
+	// checks no foreign key can add it. Every write uses the one statement
+	// the writer prepared at start: SQLite must compile it again when the
+	// pragma changes.
+	if _, ok := d.writeStmts.lookup(sqlAddLabel); !ok {
+		t.Fatal("the writer has not prepared the statement that adds a label")
+	}
 	orphan := func(key string) func(*sql.Tx) error {
 		return func(tx *sql.Tx) error {
-			_, err := tx.Exec(`INSERT INTO object_labels (uid, key, value) VALUES ('gone', ?, '')`, key)
+			st, err := d.txStmt(ctx, tx, sqlAddLabel)
+			if err == nil {
+				_, err = st.ExecContext(ctx, "gone", key, "")
+			}
 			return err
 		}
 	}
