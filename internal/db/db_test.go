@@ -59,20 +59,8 @@ func tableNames(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	rows, err := conn.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'schema_migrations' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, n)
-	}
-	return names
+	return stringRows(t, conn, `SELECT name FROM sqlite_master
+		WHERE type = 'table' AND name <> 'schema_migrations' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
 }
 
 func TestMigrateUpDownUp(t *testing.T) {
@@ -157,6 +145,46 @@ func emptyMigrate(t testing.TB) (string, *migrate.Migrate) {
 	}
 	t.Cleanup(func() { m.Close() })
 	return path, m
+}
+
+// migratedTo creates a database at version and opens a connection to it
+// with foreign keys on, closed when the test ends; m steps it further.
+func migratedTo(t testing.TB, version uint) (conn *sql.DB, m *migrate.Migrate) {
+	t.Helper()
+	path, m := emptyMigrate(t)
+	if err := m.Migrate(version); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn, m
+}
+
+// stringRows returns the single text column of every row query returns.
+func stringRows(t testing.TB, q interface {
+	Query(string, ...any) (*sql.Rows, error)
+}, query string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // migrationVersions lists the versions of the embedded migrations, in order.

@@ -257,19 +257,7 @@ func TestPruneHistory(t *testing.T) {
 			t.Errorf("history of %s after pruning (-want +got):\n%s", uid, diff)
 		}
 	}
-	var pairs []string
-	rows, err := d.read.QueryContext(ctx, `SELECT owner_uid || '<-' || dependent_uid FROM history_owner_refs ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			t.Fatal(err)
-		}
-		pairs = append(pairs, p)
-	}
+	pairs := stringRows(t, d.read, `SELECT owner_uid || '<-' || dependent_uid FROM history_owner_refs ORDER BY 1`)
 	if diff := cmp.Diff([]string{"o<-old-live", "o<-recent-gone", "p<-old-live"}, pairs); diff != "" {
 		t.Errorf("owner pairs after pruning (-want +got):\n%s", diff)
 	}

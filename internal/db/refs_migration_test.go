@@ -1,7 +1,6 @@
 package db
 
 import (
-	"database/sql"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,15 +11,7 @@ import (
 // rows (the cascade) and moves their targets' history (the trigger). The
 // step down keeps the rows too.
 func TestRefsRowidMigration(t *testing.T) {
-	path, m := emptyMigrate(t)
-	if err := m.Migrate(25); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn, m := migratedTo(t, 25)
 	const then = "2026-01-01T00:00:00.000000Z"
 	if _, err := conn.Exec(`INSERT INTO resources (id, api_group, version, resource, kind, namespaced) VALUES (1, '', 'v1', 'pods', 'Pod', 1);
 		INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version)
@@ -36,26 +27,7 @@ func TestRefsRowidMigration(t *testing.T) {
 				('', 'PersistentVolumeClaim', 'ns', 'data-b', 1, '` + then + `', '` + then + `')`); err != nil {
 		t.Fatal(err)
 	}
-	rows := func(query string) []string {
-		t.Helper()
-		var out []string
-		r, err := conn.Query(query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		for r.Next() {
-			var s string
-			if err := r.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
-		if err := r.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	rows := func(query string) []string { t.Helper(); return stringRows(t, conn, query) }
 	const refsQuery = `SELECT referrer_uid || ' ' || target_group || '/' || target_kind || ' ' || target_namespace || '/' ||
 		target_name || ' ' || via || ' ' || optional || prefix FROM refs ORDER BY 1`
 	const historyQuery = `SELECT target_kind || ' ' || target_name || ' ' || (last_referenced = '` + then + `')
@@ -94,14 +66,7 @@ func BenchmarkRefsRowidMigration(b *testing.B) {
 	const pods = 100_000
 	for range b.N {
 		b.StopTimer()
-		path, m := emptyMigrate(b)
-		if err := m.Migrate(25); err != nil {
-			b.Fatal(err)
-		}
-		conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
-		if err != nil {
-			b.Fatal(err)
-		}
+		conn, m := migratedTo(b, 25)
 		if _, err := conn.Exec(`INSERT INTO resources (id, api_group, version, resource, kind, namespaced)
 				VALUES (1, '', 'v1', 'pods', 'Pod', 1);
 			WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)

@@ -55,21 +55,7 @@ func insertResource(name string, runs *int) func(*sql.Tx) error {
 
 func resourceNames(t *testing.T, d *DB) []string {
 	t.Helper()
-	rows, err := d.read.Query(`SELECT resource FROM resources WHERE api_group = 'example.com'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return stringRows(t, d.read, `SELECT resource FROM resources WHERE api_group = 'example.com' ORDER BY resource`)
 }
 
 func recv(t *testing.T, c chan error) error {
@@ -387,19 +373,7 @@ func TestUncheckedWritesRunApart(t *testing.T) {
 	if err := recv(t, checked); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
 		t.Errorf("a checked write of an orphan label: %v, want a foreign key error", err)
 	}
-	var keys []string
-	rows, err := d.read.Query(`SELECT uid || '/' || key FROM object_labels ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, k)
-	}
+	keys := stringRows(t, d.read, `SELECT uid || '/' || key FROM object_labels ORDER BY 1`)
 	// The object's own label went with it, by the cascade.
 	if want := "gone/first,gone/last"; strings.Join(keys, ",") != want {
 		t.Errorf("labels %v, want %s", keys, want)
