@@ -62,10 +62,9 @@ type refFixture struct {
 	c       *creator
 	n       int // ConfigMaps and Pods; workloads are fractions of n
 	created int
-	// from is the index of the next referrer of each kind, as a fraction
-	// of n: the second step of referrers creates n more from where the
-	// first ended.
-	from int
+	// steps counts the steps of referrers made: the next one numbers its
+	// objects from where the last ended.
+	steps int
 }
 
 func refNamespace(i int) string { return fmt.Sprintf("refs-%d", i%refNamespaces) }
@@ -147,14 +146,13 @@ func (f *refFixture) referrers(ctx context.Context) error {
 		{f.n, f.pod}, {f.n / 5, f.deployment}, {f.n / 5, f.replicaSet},
 		{f.n / 10, f.statefulSet}, {f.n / 10, f.job}, {f.n / 20, f.cronJob},
 	}
-	round := f.from
 	for _, k := range kinds {
-		from := round * k.count
+		from := f.steps * k.count
 		if err := f.each(ctx, k.count, func(ctx context.Context, i int) error { return k.create(ctx, from+i) }); err != nil {
 			return err
 		}
 	}
-	f.from++
+	f.steps++
 	return nil
 }
 

@@ -545,8 +545,10 @@ func (d Mirror) ResumeVersion(ctx context.Context, resourceID int64) (string, er
 // first page of a list until the last list under way ends (see
 // growCache).
 func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs []*Object) error {
-	op := opList
-	if d.lists.isFresh(resourceID, epoch) {
+	// The page's caller waits for it, so the list it belongs to is still
+	// the one under way when it runs.
+	fresh, op := d.lists.isFresh(resourceID, epoch), opList
+	if fresh {
 		op = opFirstFill
 	}
 	return d.inWriteTx(ctx, op, func(tx *sql.Tx) error {
@@ -557,7 +559,6 @@ func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs
 		if err != nil {
 			return err
 		}
-		fresh := d.lists.isFresh(resourceID, epoch)
 		if fresh {
 			s.extracted.reserve(objs)
 		}

@@ -52,8 +52,8 @@ func benchFirstListReferrers(b *testing.B, per int) {
 
 // BenchmarkReferencesAround times what /objects/{uid} reads of the
 // references around one object, for a ServiceAccount that all 10,000 pods
-// name: its referrers are sorted by name before the first 1,000 are kept, as
-// the API asks.
+// name: SQLite sorts all its referrers by UID before it keeps the first
+// 1,000, as many as the API asks for.
 func BenchmarkReferencesAround(b *testing.B) {
 	ctx := context.Background()
 	d, rid := benchDBOf(b, Resource{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true})

@@ -259,7 +259,7 @@ func (d *core) commitGroup(batch []*writeReq) {
 // connection starts with them on (see dsn), so a connection that the pool
 // replaced can only check more than asked, never less.
 func (d *core) setForeignKeys(on bool) error {
-	if d.foreignKeysOff != on {
+	if d.foreignKeysOff == !on {
 		return nil
 	}
 	q := `PRAGMA foreign_keys = OFF`
