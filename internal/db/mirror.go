@@ -101,8 +101,10 @@ const (
 			finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch,
 			extracted_hash = excluded.extracted_hash`
 	// sqlInsertNew writes the row of an object new to the mirror, as
-	// sqlUpsert does, and nothing when its UID is there already.
-	sqlInsertNew = `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
+	// sqlUpsert does, and nothing when its UID is there already. It runs
+	// without foreign keys, so OR FAIL spares it a statement journal (see
+	// addRefs).
+	sqlInsertNew = `INSERT OR FAIL INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
 			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch,
 			extracted_hash, named_owner)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))

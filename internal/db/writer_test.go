@@ -384,3 +384,45 @@ func TestUncheckedWritesRunApart(t *testing.T) {
 		t.Errorf("foreign_key_check found %d rows (%v), want the 2 orphans", broken, err)
 	}
 }
+
+// TestFailedFirstFillWriteLeavesNoRow: the inserts of a first fill use OR
+// FAIL, which keeps the rows a failing statement wrote before its error
+// (SQLite then needs no statement journal). The writer must still drop
+// them: a failing write, alone or in a group, leaves none of its rows.
+func TestFailedFirstFillWriteLeavesNoRow(t *testing.T) {
+	d := openTemp(t)
+	ctx := context.Background()
+	refRow := func(uid, name string) []any {
+		var n any = name
+		if name == "" {
+			n = nil // NOT NULL fails on this row
+		}
+		return []any{uid, "", "ConfigMap", "ns", n, "spec.volumes[].configMap", false, false}
+	}
+	write := func(rows ...[]any) func(*sql.Tx) error {
+		return func(tx *sql.Tx) error { return addRefs.exec(ctx, d.core, tx, slices.Concat(rows...)) }
+	}
+	queue := func(fn func(*sql.Tx) error) chan error {
+		done := make(chan error, 1)
+		d.inWriteTxAsync(opFirstFill, 0, fn, func(err error) { done <- err })
+		return done
+	}
+	// Unchecked writes may name referrers the mirror does not hold.
+	release := holdWriter(t, d)
+	failing := queue(write(refRow("a", "kept-by-or-fail"), refRow("a", ""), refRow("a", "never")))
+	other := queue(write(refRow("b", "one"), refRow("b", "two")))
+	release()
+	if err := recv(t, failing); err == nil || !strings.Contains(err.Error(), "NOT NULL") {
+		t.Errorf("a write with a NULL name: %v, want a NOT NULL error", err)
+	}
+	if err := recv(t, other); err != nil {
+		t.Errorf("the other write of the group: %v", err)
+	}
+	if err := recv(t, queue(write(refRow("c", "first"), refRow("c", "")))); err == nil {
+		t.Error("a lone write with a NULL name succeeded")
+	}
+	rows := stringRows(t, d.read, `SELECT referrer_uid || '/' || target_name FROM refs ORDER BY 1`)
+	if want := "b/one,b/two"; strings.Join(rows, ",") != want {
+		t.Errorf("refs %v, want %s", rows, want)
+	}
+}
