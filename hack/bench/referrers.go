@@ -92,14 +92,14 @@ func runReferrers(ctx context.Context, cfg config, cluster *testcluster.Cluster,
 		}
 		fmt.Printf("  %s: created %d objects in %s\n", step.name, f.created, time.Since(begin).Round(time.Millisecond))
 		f.created = 0
-		for _, nb := range bins {
-			name := nb[0]
-			r, err := measureReferrers(ctx, cfg, nb[1], cluster.Kubeconfig, dir, fmt.Sprintf("%s-%d", name, s))
-			if err != nil {
-				return fmt.Errorf("referrers: %s at %s: %w", name, step.name, err)
-			}
-			fmt.Printf("  %s: %d objects, CPU %.2f s, RSS %.1f MB\n", name, r.objects, r.cpu, mb(r.rss))
-			runs[name] = append(runs[name], r)
+		medians, err := measureReferrers(ctx, cfg, bins, cluster.Kubeconfig, dir, s)
+		if err != nil {
+			return fmt.Errorf("referrers: at %s: %w", step.name, err)
+		}
+		for i, nb := range bins {
+			r := medians[i]
+			fmt.Printf("  %s: %d objects, CPU %.2f s, RSS %.1f MB\n", nb[0], r.objects, r.cpu, mb(r.rss))
+			runs[nb[0]] = append(runs[nb[0]], r)
 		}
 	}
 	reportReferrers(runs)
@@ -249,25 +249,35 @@ func (f *refFixture) cronJob(ctx context.Context, i int) error {
 	return ignoreExists(f.kube.BatchV1().CronJobs(c.Namespace).Create(ctx, c, metav1.CreateOptions{}))
 }
 
-// measureReferrers syncs bin on a fresh database rounds times and returns
-// the median of each figure: CPU seconds and RSS once synced and settled.
-func measureReferrers(ctx context.Context, cfg config, bin, kubeconfig, dir, name string) (refRun, error) {
-	var cpus []float64
-	var rsss, anons []uint64
-	var objects int64
+// measureReferrers syncs each binary of bins on a fresh database rounds
+// times and returns the median of each figure, by binary. A round syncs
+// every binary in turn, each round starting one further along: a machine
+// that slows down for a while slows all of them alike.
+func measureReferrers(ctx context.Context, cfg config, bins [][2]string, kubeconfig, dir string,
+	step int) ([]refRun, error) {
+	cpus := make([][]float64, len(bins))
+	rsss, anons := make([][]uint64, len(bins)), make([][]uint64, len(bins))
+	out := make([]refRun, len(bins))
 	for round := range cfg.rounds {
-		r, err := syncOnce(ctx, bin, kubeconfig, filepath.Join(dir, fmt.Sprintf("refs-%s-%d", name, round)),
-			cmp.Or(cfg.refSettle, kcmStable))
-		if err != nil {
-			return refRun{}, err
+		for _, i := range roundOrder(len(bins), round) {
+			name := fmt.Sprintf("refs-%s-%d-%d", bins[i][0], step, round)
+			r, err := syncOnce(ctx, bins[i][1], kubeconfig, filepath.Join(dir, name), cmp.Or(cfg.refSettle, kcmStable))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", bins[i][0], err)
+			}
+			cpus[i], rsss[i], anons[i] = append(cpus[i], r.cpu), append(rsss[i], r.rss), append(anons[i], r.anon)
+			out[i].objects = r.objects
 		}
-		cpus, rsss, anons, objects = append(cpus, r.cpu), append(rsss, r.rss), append(anons, r.anon), r.objects
 	}
-	slices.Sort(cpus)
-	slices.Sort(rsss)
-	slices.Sort(anons)
-	return refRun{objects: objects, cpu: cpus[len(cpus)/2], rss: rsss[len(rsss)/2], anon: anons[len(anons)/2]}, nil
+	for i := range bins {
+		out[i].cpu, out[i].rss, out[i].anon = median(cpus[i]), middle(rsss[i]), middle(anons[i])
+	}
+	return out, nil
 }
+
+// middle is the middle value of vs, which is not empty: the upper one of
+// the two middle values when there are as many on each side.
+func middle(vs []uint64) uint64 { return slices.Sorted(slices.Values(vs))[len(vs)/2] }
 
 // syncOnce starts bin on a fresh database, reads its CPU at /readyz, waits
 // for a settled RSS, and reads its memory and mirrored objects.

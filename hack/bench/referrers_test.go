@@ -30,3 +30,14 @@ func TestReferrersBenchmarkRuns(t *testing.T) {
 		t.Fatalf("the fixture made %d pods, want %d", pods, 2*cfg.refObjects)
 	}
 }
+
+func TestMiddle(t *testing.T) {
+	for _, tt := range []struct {
+		vs   []uint64
+		want uint64
+	}{{[]uint64{5}, 5}, {[]uint64{9, 1, 5}, 5}, {[]uint64{4, 1}, 4}} {
+		if got := middle(tt.vs); got != tt.want {
+			t.Errorf("middle(%v) = %d, want %d", tt.vs, got, tt.want)
+		}
+	}
+}
