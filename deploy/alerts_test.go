@@ -37,7 +37,7 @@ func TestAlertRules(t *testing.T) {
 	}
 	want := []string{"KubegcdDeletionStalled", "KubegcdNamespaceTerminatingTooLong", "KubegcdGarbageCollectorIdle",
 		"KubegcdEnforcementPaused", "KubegcdCleanupRuleRefused", "KubegcdCleanupRuleFailing", "KubegcdCleanupRuleCapped",
-		"KubegcdLeaseCandidateExpired", "KubegcdAuditSinkDropping"}
+		"KubegcdDeletedCopiesNearBound", "KubegcdLeaseCandidateExpired", "KubegcdAuditSinkDropping"}
 	if !slices.Equal(alerts, want) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}

@@ -95,6 +95,8 @@ func Metrics(ctx context.Context, dir string) ([]MetricDoc, error) {
 		Logger:     logger,
 		Registry:   reg,
 		StuckAfter: cfg.stuckAfter,
+
+		DeletedCopiesMaxBytes: cfg.deletedCopiesMaxBytes,
 	})
 	if err != nil {
 		return nil, err

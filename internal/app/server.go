@@ -113,6 +113,7 @@ func (d *daemonRun) handlerOptions(auth httpAuth, lintCounter *kubehttp.LintCoun
 		Releaser:                applierView{applier},
 		Restorer:                restorerView{d.ctrls.restorer},
 		StuckAfter:              cfg.stuckAfter,
+		DeletedCopiesMaxBytes:   cfg.deletedCopiesMaxBytes,
 		GC:                      cfg.garbageCollector(),
 		Discovery:               d.ing,
 		Rules:                   rulesView{d.rules},

@@ -100,7 +100,12 @@ func (c Copies) PutDeletedCopy(ctx context.Context, dc *DeletedCopy) error {
 	}
 	body := compress(dc.Object)
 	err := c.inWriteTx(ctx, opCopies, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO deleted_copies (uid, api_version, kind, resource,
+		// Delete, then insert: REPLACE would fire no trigger of
+		// deleted_copies_total for the copy it replaces.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM deleted_copies WHERE uid = ?`, dc.Target.UID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO deleted_copies (uid, api_version, kind, resource,
 			namespace, name, controller, rule_id, rule_hash, taken_at, secret_data_dropped, size,
 			restored_uid, restored_at, restored_by, body)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -395,7 +400,7 @@ func (c Copies) PruneDeletedCopies(ctx context.Context, olderThan time.Time, max
 			return nil
 		}
 		var total int64
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(size), 0) FROM deleted_copies`).Scan(&total); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT bytes FROM deleted_copies_total`).Scan(&total); err != nil {
 			return err
 		}
 		if total <= maxBytes {
@@ -436,9 +441,9 @@ func (c Copies) PruneDeletedCopies(ctx context.Context, olderThan time.Time, max
 }
 
 // DeletedCopiesSize is how many copies are kept and their compressed
-// bytes.
+// bytes. It reads one row, which triggers keep.
 func (c Copies) DeletedCopiesSize(ctx context.Context) (count int, bytes int64, err error) {
-	err = c.queryRow(ctx, `SELECT count(*), coalesce(sum(size), 0) FROM deleted_copies`).Scan(&count, &bytes)
+	err = c.queryRow(ctx, `SELECT copies, bytes FROM deleted_copies_total`).Scan(&count, &bytes)
 	if err != nil {
 		return 0, 0, fmt.Errorf("deleted copies' size: %w", err)
 	}

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -298,5 +299,68 @@ func TestPruneDeletedCopies(t *testing.T) {
 				t.Errorf("size: %d copies, %d bytes, %v; want %d, %d", n, bytes, err, len(tt.want), int64(len(tt.want))*size)
 			}
 		})
+	}
+}
+
+// TestDeletedCopiesTotal: the count and bytes that the metrics and the
+// pruning read follow every change of the copies. A copy taken again for
+// the same UID replaces the old one and counts once.
+func TestDeletedCopiesTotal(t *testing.T) {
+	ctx := context.Background()
+	c := openCopies(t)
+	big := copyOf("u1", "ConfigMap", "configmaps", "a", "one", 0)
+	big.Object = append(big.Object[:len(big.Object):len(big.Object)], strings.Repeat(" ", 5000)...)
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"three taken", func() error {
+			putCopies(t, c, copyOf("u1", "ConfigMap", "configmaps", "a", "one", 0),
+				copyOf("u2", "ConfigMap", "configmaps", "a", "two", 1), copyOf("u3", "ConfigMap", "configmaps", "a", "three", 2))
+			return nil
+		}},
+		{"one taken again, larger", func() error { return c.PutDeletedCopy(ctx, big) }},
+		{"one restored", func() error { return c.MarkRestored(ctx, "u2", "n2", copyT0, "admin") }},
+		{"one dropped", func() error { return c.DropDeletedCopy(ctx, "u3") }},
+		{"one dropped twice", func() error { return c.DropDeletedCopy(ctx, "u3") }},
+		{"all pruned", func() error { _, err := c.PruneDeletedCopies(ctx, copyT0.Add(time.Hour), 0); return err }},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		var want struct {
+			n     int
+			bytes int64
+		}
+		if err := c.queryRow(ctx, `SELECT count(*), coalesce(sum(size), 0) FROM deleted_copies`).Scan(&want.n,
+			&want.bytes); err != nil {
+			t.Fatal(err)
+		}
+		n, bytes, err := c.DeletedCopiesSize(ctx)
+		if err != nil || n != want.n || bytes != want.bytes {
+			t.Errorf("%s: %d copies, %d bytes (%v); the table holds %d, %d", s.name, n, bytes, err, want.n, want.bytes)
+		}
+	}
+}
+
+// TestDeletedCopiesTotalMigration: migration 27 counts the copies a
+// database already holds.
+func TestDeletedCopiesTotalMigration(t *testing.T) {
+	conn, m := migratedTo(t, 26)
+	for i, size := range []int{120, 30} {
+		if _, err := conn.Exec(`INSERT INTO deleted_copies (uid, api_version, kind, resource, name, controller,
+			taken_at, size, body) VALUES (?, 'v1', 'ConfigMap', 'configmaps', ?, 'ownergc', '2026-03-01', ?, x'00')`,
+			fmt.Sprint("u", i), fmt.Sprint("cm", i), size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Migrate(27); err != nil {
+		t.Fatal(err)
+	}
+	var n, bytes int64
+	if err := conn.QueryRow(`SELECT copies, bytes FROM deleted_copies_total`).Scan(&n, &bytes); err != nil ||
+		n != 2 || bytes != 150 {
+		t.Errorf("after migration 27: %d copies, %d bytes (%v); want 2, 150", n, bytes, err)
 	}
 }

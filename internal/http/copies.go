@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -23,6 +24,49 @@ type Copies interface {
 	DeletedCopy(ctx context.Context, uid string) (*db.DeletedCopy, error)
 	RestoredFrom(ctx context.Context, uid string) (*db.DeletedCopy, error)
 	SparedBy(ctx context.Context, uid string) ([]db.Spared, error)
+	DeletedCopiesSize(ctx context.Context) (count int, bytes int64, err error)
+}
+
+// copiesCollector exports how many copies of deleted objects are kept for
+// a restore, their compressed bytes, and the bound on those bytes. A
+// scrape reads one row.
+type copiesCollector struct {
+	store                Copies
+	maxBytes             int64
+	copies, bytes, limit *prometheus.Desc
+}
+
+func newCopiesCollector(store Copies, maxBytes int64) *copiesCollector {
+	return &copiesCollector{
+		store: store, maxBytes: maxBytes,
+		copies: prometheus.NewDesc("kubegcd_deleted_copies",
+			"Copies of deleted objects kept for a restore (see GET /deleted-copies).", nil, nil),
+		bytes: prometheus.NewDesc("kubegcd_deleted_copies_bytes",
+			"Compressed bytes of the copies of deleted objects. The hourly pruning drops the oldest beyond "+
+				"kubegcd_deleted_copies_max_bytes.", nil, nil),
+		limit: prometheus.NewDesc("kubegcd_deleted_copies_max_bytes",
+			"The most the copies of deleted objects may take, compressed (--deleted-copies-max-bytes; 0: no bound).",
+			nil, nil),
+	}
+}
+
+func (c *copiesCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.copies
+	ch <- c.bytes
+	ch <- c.limit
+}
+
+func (c *copiesCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(c.maxBytes))
+	n, bytes, err := c.store.DeletedCopiesSize(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.copies, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.copies, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(bytes))
 }
 
 // The restore endpoint's answers besides success; a Restorer wraps one of

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/db"
@@ -164,5 +165,44 @@ func TestDeletedCopiesEndpoints(t *testing.T) {
 	get("/deleted-copies?cursor=nope", 400, &e)
 	if !strings.Contains(e.Error, "invalid cursor") {
 		t.Errorf("bad cursor: %q", e.Error)
+	}
+}
+
+// fakeCopySizes answers DeletedCopiesSize; the collector reads nothing
+// else of Copies.
+type fakeCopySizes struct {
+	Copies
+	n     int
+	bytes int64
+	err   error
+}
+
+func (f fakeCopySizes) DeletedCopiesSize(context.Context) (int, int64, error) { return f.n, f.bytes, f.err }
+
+func TestCopiesCollector(t *testing.T) {
+	c := newCopiesCollector(fakeCopySizes{n: 3, bytes: 4096}, 1<<30)
+	want := `
+# HELP kubegcd_deleted_copies Copies of deleted objects kept for a restore (see GET /deleted-copies).
+# TYPE kubegcd_deleted_copies gauge
+kubegcd_deleted_copies 3
+# HELP kubegcd_deleted_copies_bytes Compressed bytes of the copies of deleted objects. The hourly pruning drops the oldest beyond kubegcd_deleted_copies_max_bytes.
+# TYPE kubegcd_deleted_copies_bytes gauge
+kubegcd_deleted_copies_bytes 4096
+# HELP kubegcd_deleted_copies_max_bytes The most the copies of deleted objects may take, compressed (--deleted-copies-max-bytes; 0: no bound).
+# TYPE kubegcd_deleted_copies_max_bytes gauge
+kubegcd_deleted_copies_max_bytes 1.073741824e+09
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+	// A database that cannot be read fails the scrape of the copies'
+	// figures, and says why.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(newCopiesCollector(fakeCopySizes{err: errors.New("database is locked")}, 0))
+	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "database is locked") {
+		t.Errorf("gather with a failing database: %v, want its error", err)
 	}
 }

@@ -122,6 +122,9 @@ type Options struct {
 	// are made here.
 	Restorer Restorer
 
+	// DeletedCopiesMaxBytes is --deleted-copies-max-bytes, which
+	// kubegcd_deleted_copies_max_bytes shows.
+	DeletedCopiesMaxBytes int64
 	// StuckAfter is how old a deletion must be for /stuck to list it by
 	// default and for the stuck metrics to count it (--stuck-after).
 	StuckAfter time.Duration
@@ -212,6 +215,11 @@ func NewHandler(opts Options) (http.Handler, error) {
 				if err := opts.Registry.Register(c); err != nil {
 					return nil, err
 				}
+			}
+		}
+		if opts.DB != nil {
+			if err := opts.Registry.Register(newCopiesCollector(opts.DB, opts.DeletedCopiesMaxBytes)); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -180,6 +180,19 @@ func TestRestoreDeletedCopies(t *testing.T) {
 			t.Errorf("copy of %s: secretDataDropped %v", c.Target, c.SecretDataDropped)
 		}
 	}
+	// The metrics count them; the ownergc of this daemon may have kept
+	// copies in other tests' namespaces too.
+	var bytes int64
+	for _, c := range copies.Items {
+		bytes += c.Size
+	}
+	if n, b := scrape(t, d, "kubegcd_deleted_copies"), scrape(t, d, "kubegcd_deleted_copies_bytes"); len(copies.Items) == 0 ||
+		n < float64(len(copies.Items)) || b < float64(bytes) {
+		t.Errorf("metrics: %v copies of %v bytes, want at least the %d of %d bytes listed", n, b, len(copies.Items), bytes)
+	}
+	if got := scrape(t, d, "kubegcd_deleted_copies_max_bytes"); got != 1<<30 {
+		t.Errorf("kubegcd_deleted_copies_max_bytes = %v, want the default 1 GiB", got)
+	}
 	var secretCopy api.DeletedCopyDetail
 	d.GetJSON(t, "/deleted-copies/"+string(uids["creds"]), http.StatusOK, &secretCopy)
 	if strings.Contains(string(secretCopy.Object), "aHVudGVyMg") || strings.Contains(string(secretCopy.Object), `"data"`) {
