@@ -177,7 +177,9 @@ type fakeCopySizes struct {
 	err   error
 }
 
-func (f fakeCopySizes) DeletedCopiesSize(context.Context) (int, int64, error) { return f.n, f.bytes, f.err }
+func (f fakeCopySizes) DeletedCopiesSize(context.Context) (int, int64, error) {
+	return f.n, f.bytes, f.err
+}
 
 func TestCopiesCollector(t *testing.T) {
 	c := newCopiesCollector(fakeCopySizes{n: 3, bytes: 4096}, 1<<30)
