@@ -1,9 +1,12 @@
 // Package deploy holds what kubegcd ships beside its binary: the systemd
 // unit and its template for one instance per cluster, an example config,
-// example Prometheus alert rules and a Grafana dashboard. Its tests keep the
+// the RBAC objects kubegcd needs, a FlowSchema for its Leases, example
+// Prometheus alert rules and a Grafana dashboard. Its tests keep the
 // rules loadable by Prometheus, the rules and the dashboard's queries true to
 // the metrics and labels kubegcd exports (docs/metrics.md's generated table,
 // exported_test.go), and the units hardened, valid and alike (unit_test.go).
+// test/e2e and test/e2elease apply the RBAC objects and the FlowSchema to a
+// real kube-apiserver.
 package deploy
 
 import (

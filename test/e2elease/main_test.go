@@ -3,7 +3,10 @@
 // CoordinatedLeaderElection feature gate, and coordination.k8s.io/v1beta1
 // served for LeaseCandidates. kube-apiserver then elects the holders of
 // coordinated Leases and collects expired LeaseCandidates itself. The
-// suites on the default control plane show the same features off.
+// suites on the default control plane show the same features off. API
+// Priority and Fairness is on here, as in a real cluster, so that the
+// shipped FlowSchema can be checked; the default control plane turns it off
+// for the benchmarks' load.
 package e2elease
 
 import (
@@ -32,7 +35,8 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	cp, err := e2eutil.StartControlPlane(testcluster.Options{CoordinatedLeaderElection: true})
+	cp, err := e2eutil.StartControlPlane(testcluster.Options{CoordinatedLeaderElection: true,
+		APIServerArgs: []string{"--enable-priority-and-fairness=true"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2elease: starting the control plane:", err)
 		return 1
