@@ -53,7 +53,9 @@ func TestShippedFlowSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.FlowcontrolV1().FlowSchemas().Delete(context.Background(), fs.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.FlowcontrolV1().FlowSchemas().Delete(context.Background(), fs.Name, metav1.DeleteOptions{})
+	})
 	// kube-apiserver applies a new FlowSchema in the background. The
 	// ServiceAccount's get and update may match workload-leader-election
 	// instead: either puts them in the same level.
