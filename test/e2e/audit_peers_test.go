@@ -31,6 +31,8 @@ const peerToken = "peer-s3cret"
 type auditPeer struct {
 	name, db, addr, url string
 	k                   *testcluster.Kubegcd
+	// client asks p; nil: http.DefaultClient.
+	client *http.Client
 }
 
 // startAuditPeer runs the binary on p's database and address.
@@ -68,7 +70,11 @@ func getAs(p *auditPeer, token, path string, v any) (int, error) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if p.client != nil {
+		client = p.client
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err
 	}
