@@ -165,6 +165,28 @@ type server struct {
 	routes map[string]bool
 }
 
+// registerMetrics registers the API's latency and the collectors that read
+// the store: those that scan the mirror read m, the copies' figures opts.DB.
+func (s *server) registerMetrics(opts Options, m Objects) error {
+	if opts.Registry == nil {
+		return nil
+	}
+	cs := []prometheus.Collector{s.requests}
+	if m != nil {
+		cs = append(cs, newLeaseCollector(m), newLintCollector(s.lintCounts), newStuckCollector(m, opts.StuckAfter),
+			newCountsCollector(m, scrapeCacheTTL, time.Now))
+	}
+	if opts.DB != nil {
+		cs = append(cs, newCopiesCollector(opts.DB, opts.DeletedCopiesMaxBytes))
+	}
+	for _, c := range cs {
+		if err := opts.Registry.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // NewHandler returns the daemon's HTTP handler.
 func NewHandler(opts Options) (http.Handler, error) {
 	if opts.Logger == nil {
@@ -205,23 +227,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 		Help:    "HTTP request latency by route pattern, method and status code.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"route", "method", "code"})
-	if opts.Registry != nil {
-		if err := opts.Registry.Register(s.requests); err != nil {
-			return nil, err
-		}
-		if m != nil {
-			for _, c := range []prometheus.Collector{newLeaseCollector(m), newLintCollector(s.lintCounts),
-				newStuckCollector(m, opts.StuckAfter), newCountsCollector(m, scrapeCacheTTL, time.Now)} {
-				if err := opts.Registry.Register(c); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if opts.DB != nil {
-			if err := opts.Registry.Register(newCopiesCollector(opts.DB, opts.DeletedCopiesMaxBytes)); err != nil {
-				return nil, err
-			}
-		}
+	if err := s.registerMetrics(opts, m); err != nil {
+		return nil, err
 	}
 
 	root := chi.NewRouter()
