@@ -17,6 +17,7 @@ import (
 	"github.com/golang-migrate/migrate/v4"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 	"github.com/kubegcd/kubegcd/migrations"
 )
 
@@ -59,7 +60,7 @@ func tableNames(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	return stringRows(t, conn, `SELECT name FROM sqlite_master
+	return testutil.StringRows(t, conn, `SELECT name FROM sqlite_master
 		WHERE type = 'table' AND name <> 'schema_migrations' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
 }
 
@@ -161,30 +162,6 @@ func migratedTo(t testing.TB, version uint) (conn *sql.DB, m *migrate.Migrate) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn, m
-}
-
-// stringRows returns the single text column of every row query returns.
-func stringRows(t testing.TB, q interface {
-	Query(string, ...any) (*sql.Rows, error)
-}, query string, args ...any) []string {
-	t.Helper()
-	rows, err := q.Query(query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // migrationVersions lists the versions of the embedded migrations, in order.

@@ -12,6 +12,7 @@ import (
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // historyClock sets d's clock to the returned pointer's time.
@@ -257,7 +258,7 @@ func TestPruneHistory(t *testing.T) {
 			t.Errorf("history of %s after pruning (-want +got):\n%s", uid, diff)
 		}
 	}
-	pairs := stringRows(t, d.read, `SELECT owner_uid || '<-' || dependent_uid FROM history_owner_refs ORDER BY 1`)
+	pairs := testutil.StringRows(t, d.read, `SELECT owner_uid || '<-' || dependent_uid FROM history_owner_refs ORDER BY 1`)
 	if diff := cmp.Diff([]string{"o<-old-live", "o<-recent-gone", "p<-old-live"}, pairs); diff != "" {
 		t.Errorf("owner pairs after pruning (-want +got):\n%s", diff)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // TestRefsRowidMigration: migration 26 makes refs a rowid table and keeps
@@ -27,7 +28,7 @@ func TestRefsRowidMigration(t *testing.T) {
 				('', 'PersistentVolumeClaim', 'ns', 'data-b', 1, '` + then + `', '` + then + `')`); err != nil {
 		t.Fatal(err)
 	}
-	rows := func(query string) []string { t.Helper(); return stringRows(t, conn, query) }
+	rows := func(query string) []string { t.Helper(); return testutil.StringRows(t, conn, query) }
 	const refsQuery = `SELECT referrer_uid || ' ' || target_group || '/' || target_kind || ' ' || target_namespace || '/' ||
 		target_name || ' ' || via || ' ' || optional || prefix FROM refs ORDER BY 1`
 	const historyQuery = `SELECT target_kind || ' ' || target_name || ' ' || (last_referenced = '` + then + `')

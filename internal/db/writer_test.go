@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubegcd/kubegcd/internal/api"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 )
 
 // holdWriter occupies the writer with a write that waits until the
@@ -55,7 +56,7 @@ func insertResource(name string, runs *int) func(*sql.Tx) error {
 
 func resourceNames(t *testing.T, d *DB) []string {
 	t.Helper()
-	return stringRows(t, d.read, `SELECT resource FROM resources WHERE api_group = 'example.com' ORDER BY resource`)
+	return testutil.StringRows(t, d.read, `SELECT resource FROM resources WHERE api_group = 'example.com' ORDER BY resource`)
 }
 
 func recv(t *testing.T, c chan error) error {
@@ -373,7 +374,7 @@ func TestUncheckedWritesRunApart(t *testing.T) {
 	if err := recv(t, checked); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
 		t.Errorf("a checked write of an orphan label: %v, want a foreign key error", err)
 	}
-	keys := stringRows(t, d.read, `SELECT uid || '/' || key FROM object_labels ORDER BY 1`)
+	keys := testutil.StringRows(t, d.read, `SELECT uid || '/' || key FROM object_labels ORDER BY 1`)
 	// The object's own label went with it, by the cascade.
 	if want := "gone/first,gone/last"; strings.Join(keys, ",") != want {
 		t.Errorf("labels %v, want %s", keys, want)
@@ -421,7 +422,7 @@ func TestFailedFirstFillWriteLeavesNoRow(t *testing.T) {
 	if err := recv(t, queue(write(refRow("c", "first"), refRow("c", "")))); err == nil {
 		t.Error("a lone write with a NULL name succeeded")
 	}
-	rows := stringRows(t, d.read, `SELECT referrer_uid || '/' || target_name FROM refs ORDER BY 1`)
+	rows := testutil.StringRows(t, d.read, `SELECT referrer_uid || '/' || target_name FROM refs ORDER BY 1`)
 	if want := "b/one,b/two"; strings.Join(rows, ",") != want {
 		t.Errorf("refs %v, want %s", rows, want)
 	}

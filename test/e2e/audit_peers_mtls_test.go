@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"crypto/tls"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/kubegcd/kubegcd/internal/testcluster"
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
 
@@ -40,54 +38,15 @@ func TestAuditPeersMutualTLS(t *testing.T) {
 		addr := freeAddr(t)
 		p := &auditPeer{name: name, db: filepath.Join(d, "kubegcd.db"), addr: addr, url: "https://" + addr,
 			client: withCert}
-		startTLSPeer(t, p, args...)
+		startAuditPeer(t, p, args...)
 		peers = append(peers, p)
 	}
-	var leader, follower *auditPeer
-	eventually(t, 30*time.Second, func() error {
-		leader, follower = nil, nil
-		for _, p := range peers {
-			var st peerStatus
-			if code, err := getAs(p, "", "/status", &st); err != nil || code != http.StatusOK {
-				return fmt.Errorf("%s: /status: %d %v", p.name, code, err)
-			}
-			if st.Leader {
-				leader = p
-			} else {
-				follower = p
-			}
-		}
-		if leader == nil || follower == nil {
-			return fmt.Errorf("no one leader and one follower yet")
-		}
-		return nil
-	})
-
+	leader, follower, _ := leaderAndFollower(t, "", peers[0], peers[1])
 	const n = 20
 	if err := makeOrphans(ns, "mtls", n); err != nil {
 		t.Fatal(err)
 	}
-	var want map[string]bool
-	eventually(t, time.Minute, func() error {
-		var err error
-		if want, _, err = auditOf(leader, ns); err != nil {
-			return err
-		}
-		if len(want) < n {
-			return fmt.Errorf("the leader audited %d of %d deletions", len(want), n)
-		}
-		return nil
-	})
-	eventually(t, 30*time.Second, func() error {
-		got, _, err := auditOf(follower, ns)
-		if err != nil {
-			return err
-		}
-		if missing := notIn(want, got); missing > 0 || len(got) != len(want) {
-			return fmt.Errorf("the follower holds %d rows, %d of the leader's %d missing", len(got), missing, len(want))
-		}
-		return nil
-	})
+	holdsAll(t, follower, ns, auditedBy(t, leader, ns, n, time.Minute), 30*time.Second)
 
 	// The rows a peer pulls need the certificate: without one, the same
 	// request is refused.
@@ -97,32 +56,4 @@ func TestAuditPeersMutualTLS(t *testing.T) {
 	if code, err := getAs(&anonymous, "", "/audit/replicate", nil); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("/audit/replicate without a client certificate: %d %v, want 401", code, err)
 	}
-}
-
-// startTLSPeer runs the binary on p's database and address, serving HTTPS,
-// and waits until p.client reads its /readyz.
-func startTLSPeer(t *testing.T, p *auditPeer, args ...string) {
-	t.Helper()
-	full := append([]string{"run", "--kubeconfig", cluster.Kubeconfig, "--db", p.db, "--listen", p.addr,
-		"--dry-run=false", "--advertise-url", p.url}, args...)
-	mustEnforceAlone(t, full)
-	logPath := filepath.Join(filepath.Dir(p.db), p.name+".log")
-	k, err := testcluster.StartKubegcd(kubegcdBin, logPath, full...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.k = k
-	t.Cleanup(func() {
-		_ = k.Stop(10 * time.Second)
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("%s log:\n%s", p.name, e2eutil.Tail(string(b), 30))
-		}
-	})
-	eventually(t, 60*time.Second, func() error {
-		if code, err := getAs(p, "", "/readyz", nil); err != nil || code != http.StatusOK {
-			return fmt.Errorf("%s: /readyz: %d %v", p.name, code, err)
-		}
-		return nil
-	})
 }

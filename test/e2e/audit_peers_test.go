@@ -53,9 +53,19 @@ func startAuditPeer(t *testing.T, p *auditPeer, args ...string) {
 			t.Logf("%s log: see %s", p.name, logPath)
 		}
 	})
-	if err := k.WaitReady(context.Background(), p.url+"/readyz", 50*time.Millisecond, 60*time.Second); err != nil {
-		t.Fatal(err)
+	if p.client == nil {
+		if err := k.WaitReady(context.Background(), p.url+"/readyz", 50*time.Millisecond, 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
+	// HTTPS: only p.client trusts the serving certificate.
+	eventually(t, 60*time.Second, func() error {
+		if code, err := getAs(p, "", "/readyz", nil); err != nil || code != http.StatusOK {
+			return fmt.Errorf("%s: /readyz: %d %v", p.name, code, err)
+		}
+		return nil
+	})
 }
 
 // getAs GETs path of p with token ("" sends none) and decodes a 200's
@@ -249,26 +259,7 @@ func TestAuditPeers(t *testing.T) {
 		peers[name] = &auditPeer{name: name, db: filepath.Join(d, "kubegcd.db"), addr: addr, url: "http://" + addr}
 		startAuditPeer(t, peers[name], args...)
 	}
-	var leader, follower *auditPeer
-	var leaderID string
-	eventually(t, 30*time.Second, func() error {
-		leader = nil
-		for _, p := range peers {
-			var st peerStatus
-			if _, err := getAs(p, peerToken, "/status", &st); err != nil {
-				return err
-			}
-			if st.Leader {
-				leader, leaderID = p, st.LeaderElection.Identity
-			} else {
-				follower = p
-			}
-		}
-		if leader == nil || follower == nil {
-			return fmt.Errorf("no one leader and one follower yet")
-		}
-		return nil
-	})
+	leader, follower, leaderID := leaderAndFollower(t, peerToken, peers["a"], peers["b"])
 
 	// 1,000 orphans: the leader collects them, and the follower holds the
 	// same rows within 5 s of the leader's last.
@@ -278,30 +269,10 @@ func TestAuditPeers(t *testing.T) {
 	if err := makeOrphans(ns, "first", n); err != nil {
 		t.Fatal(err)
 	}
-	var want map[string]bool
-	eventually(t, 3*time.Minute, func() error {
-		var err error
-		if want, _, err = auditOf(leader, ns); err != nil {
-			return err
-		}
-		if len(want) < n {
-			return fmt.Errorf("the leader audited %d of %d deletions", len(want), n)
-		}
-		return nil
-	})
+	want := auditedBy(t, leader, ns, n, 3*time.Minute)
 	collectedIn := time.Since(start)
 	leaderDone := time.Now()
-	lag := eventually(t, 5*time.Second, func() error {
-		got, _, err := auditOf(follower, ns)
-		if err != nil {
-			return err
-		}
-		missing := notIn(want, got)
-		if missing > 0 || len(got) != len(want) {
-			return fmt.Errorf("the follower holds %d rows, %d of the leader's %d missing", len(got), missing, len(want))
-		}
-		return nil
-	})
+	lag := holdsAll(t, follower, ns, want, 5*time.Second)
 	t.Logf("%d orphans collected in %s; the follower held every row %s after the leader's /audit did (%s polled)",
 		n, collectedIn.Round(time.Millisecond), time.Since(leaderDone).Round(time.Millisecond), lag.Round(time.Millisecond))
 	after := counters(t, follower)
@@ -431,6 +402,65 @@ func TestAuditPeers(t *testing.T) {
 		if diff > 0 || len(a) != len(b) {
 			return fmt.Errorf("the leader holds %d rows and the restarted instance %d; %d of the leader's are not on the other",
 				len(a), len(b), diff)
+		}
+		return nil
+	})
+}
+
+// leaderAndFollower waits until one of a and b leads and the other
+// follows, as their /status says to token.
+func leaderAndFollower(t *testing.T, token string, a, b *auditPeer) (leader, follower *auditPeer, leaderID string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		leader, follower = nil, nil
+		for _, p := range []*auditPeer{a, b} {
+			var st peerStatus
+			if code, err := getAs(p, token, "/status", &st); err != nil || code != http.StatusOK {
+				return fmt.Errorf("%s: /status: %d %v", p.name, code, err)
+			}
+			if st.Leader {
+				leader, leaderID = p, st.LeaderElection.Identity
+			} else {
+				follower = p
+			}
+		}
+		if leader == nil || follower == nil {
+			return fmt.Errorf("no one leader and one follower yet")
+		}
+		return nil
+	})
+	return leader, follower, leaderID
+}
+
+// auditedBy waits until p's /audit holds n deletions in ns, and returns
+// its rows.
+func auditedBy(t *testing.T, p *auditPeer, ns string, n int, timeout time.Duration) map[string]bool {
+	t.Helper()
+	var rows map[string]bool
+	eventually(t, timeout, func() error {
+		var err error
+		if rows, _, err = auditOf(p, ns); err != nil {
+			return err
+		}
+		if len(rows) < n {
+			return fmt.Errorf("%s audited %d of %d deletions", p.name, len(rows), n)
+		}
+		return nil
+	})
+	return rows
+}
+
+// holdsAll waits until p's /audit holds exactly the deletions want in ns,
+// and returns how long that took.
+func holdsAll(t *testing.T, p *auditPeer, ns string, want map[string]bool, timeout time.Duration) time.Duration {
+	t.Helper()
+	return eventually(t, timeout, func() error {
+		got, _, err := auditOf(p, ns)
+		if err != nil {
+			return err
+		}
+		if missing := notIn(want, got); missing > 0 || len(got) != len(want) {
+			return fmt.Errorf("%s holds %d rows, %d of the leader's %d missing", p.name, len(got), missing, len(want))
 		}
 		return nil
 	})

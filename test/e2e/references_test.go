@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kubegcd/kubegcd/internal/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -128,28 +129,13 @@ func mirroredRefs(t *testing.T, path, ns string, clusterScoped ...string) []stri
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	rows, err := conn.Query(`SELECT o.kind || '/' || o.name || ' -> ' ||
+	out := testutil.StringRows(t, conn, `SELECT o.kind || '/' || o.name || ' -> ' ||
 			CASE WHEN r.target_group = '' THEN '' ELSE r.target_group || '/' END || r.target_kind || ' ' ||
 			r.target_namespace || '/' || r.target_name || ' via ' || r.via ||
 			CASE WHEN r.optional THEN ' optional' ELSE '' END || CASE WHEN r.prefix THEN ' prefix' ELSE '' END
 		FROM refs r JOIN objects o ON o.uid = r.referrer_uid
 		WHERE o.namespace = ? OR o.namespace = '' AND o.name IN (SELECT value FROM json_each(?))`,
 		ns, `["`+strings.Join(clusterScoped, `","`)+`"]`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
 	slices.Sort(out)
 	return out
 }
