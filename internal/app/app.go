@@ -68,7 +68,7 @@ func run(ctx context.Context, cfg *runConfig, logger *slog.Logger) (err error) {
 	registerRuntimeMetrics(d.reg)
 	d.auditMetrics = auditsink.NewMetrics(d.reg)
 
-	if d.stores, err = openStores(ctx, cfg.dbPath, d.reg); err != nil {
+	if d.stores, err = openStores(ctx, cfg.dbPath, cfg.deletedCopiesMaxBytes, d.reg); err != nil {
 		return err
 	}
 	started := false

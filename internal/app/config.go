@@ -152,7 +152,8 @@ func (f *runFlags) addDatabaseFlags(fs *pflag.FlagSet) {
 		"how long the copy of a deleted object is kept for 'kubegcd restore'")
 	fs.Int64Var(&cfg.deletedCopiesMaxBytes, "deleted-copies-max-bytes", 1<<30,
 		"the most the copies of deleted objects take in the database, compressed; "+
-			"beyond it the oldest go at the next hourly pruning (0: no bound but the retention)")
+			"a copy that would pass it makes room by dropping the oldest, and one larger than it alone "+
+			"holds its delete back (0: no bound but the retention)")
 	fs.BoolVar(&cfg.keepDeletedSecrets, "keep-deleted-secrets", false,
 		"keep a deleted Secret's data in its copy; without it the copy has no data and stringData, "+
 			"and a restore must be asked to make the Secret empty")

@@ -37,8 +37,10 @@ type stores struct {
 }
 
 // openStores opens the database at path, and the read-only handles beside
-// it.
-func openStores(ctx context.Context, path string, reg prometheus.Registerer) (_ *stores, err error) {
+// it. copiesMaxBytes bounds the copies of deleted objects
+// (--deleted-copies-max-bytes).
+func openStores(ctx context.Context, path string, copiesMaxBytes int64, reg prometheus.Registerer) (_ *stores,
+	err error) {
 	s := &stores{}
 	defer func() {
 		if err != nil {
@@ -48,7 +50,8 @@ func openStores(ctx context.Context, path string, reg prometheus.Registerer) (_ 
 	// Once the lists end, the memory they decoded and batched goes back
 	// to the system: the Go runtime would keep it for minutes, and the
 	// cold start's peak would show as the daemon's resident set at rest.
-	if s.store, err = db.Open(ctx, path, db.Options{Registerer: reg, ListsEnded: debug.FreeOSMemory}); err != nil {
+	if s.store, err = db.Open(ctx, path, db.Options{Registerer: reg, ListsEnded: debug.FreeOSMemory,
+		DeletedCopiesMaxBytes: copiesMaxBytes}); err != nil {
 		return nil, err
 	}
 	if s.dbFile, err = s.store.WatchFile(); err != nil {

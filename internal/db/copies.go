@@ -22,6 +22,10 @@ var opCopies = writeOp{name: "copies"}
 // already used.
 var ErrAlreadyRestored = errors.New("already restored")
 
+// ErrCopyTooLarge is PutDeletedCopy's answer for a copy that alone takes
+// more than the bound on the copies' bytes.
+var ErrCopyTooLarge = errors.New("larger than --deleted-copies-max-bytes")
+
 // ErrCorruptCopy is DeletedCopy's answer for a copy whose body does not
 // decompress.
 var ErrCorruptCopy = errors.New("corrupt")
@@ -93,12 +97,22 @@ func decompress(b []byte) ([]byte, error) {
 }
 
 // PutDeletedCopy stores dc, its object compressed, in place of any copy of
-// the same UID. It sets dc.Size.
+// the same UID. It sets dc.Size. Under a bound on the copies' bytes
+// (Options.DeletedCopiesMaxBytes), the oldest copies go, in the same
+// write, until the rest and dc fit: a burst of deletes never passes the
+// bound, which the hourly pruning alone would let it do for an hour. A
+// copy larger than
+// the bound alone is refused with an error that wraps ErrCopyTooLarge,
+// and nothing is dropped for it.
 func (c Copies) PutDeletedCopy(ctx context.Context, dc *DeletedCopy) error {
 	if dc.Target.UID == "" {
 		return errors.New("deleted copy: no uid")
 	}
 	body := compress(dc.Object)
+	if max := c.copiesMaxBytes; max > 0 && int64(len(body)) > max {
+		return fmt.Errorf("keeping a copy of %s: %d bytes compressed, %w (%d)", dc.Target.UID, len(body),
+			ErrCopyTooLarge, max)
+	}
 	err := c.inWriteTx(ctx, opCopies, func(tx *sql.Tx) error {
 		// Delete, then insert: REPLACE would fire no trigger of
 		// deleted_copies_total for the copy it replaces.
@@ -112,6 +126,10 @@ func (c Copies) PutDeletedCopy(ctx context.Context, dc *DeletedCopy) error {
 			dc.Target.UID, dc.Target.APIVersion, dc.Target.Kind, dc.Resource, dc.Target.Namespace, dc.Target.Name,
 			dc.Controller, dc.RuleID, dc.RuleHash, formatTime(&dc.TakenAt), dc.SecretDataDropped, len(body),
 			dc.RestoredUID, formatTime(dc.RestoredAt), dc.RestoredBy, body)
+		if err != nil || c.copiesMaxBytes <= 0 {
+			return err
+		}
+		_, err = trimCopies(ctx, tx, c.copiesMaxBytes, dc.Target.UID)
 		return err
 	})
 	if err != nil {
@@ -399,45 +417,56 @@ func (c Copies) PruneDeletedCopies(ctx context.Context, olderThan time.Time, max
 		if maxBytes <= 0 {
 			return nil
 		}
-		var total int64
-		if err := tx.QueryRowContext(ctx, `SELECT bytes FROM deleted_copies_total`).Scan(&total); err != nil {
-			return err
-		}
-		if total <= maxBytes {
-			return nil
-		}
-		// The oldest go first; their sizes come from the index on
-		// taken_at and the rows, not the bodies.
-		rows, err := tx.QueryContext(ctx, `SELECT uid, size FROM deleted_copies ORDER BY taken_at, uid`)
-		if err != nil {
-			return err
-		}
-		var gone []string
-		for total > maxBytes && rows.Next() {
-			var uid string
-			var size int64
-			if err := rows.Scan(&uid, &size); err != nil {
-				rows.Close()
-				return err
-			}
-			gone = append(gone, uid)
-			total -= size
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM deleted_copies WHERE uid IN (SELECT value FROM json_each(?))`,
-			jsonOrNull(gone)); err != nil {
-			return err
-		}
-		removed += len(gone)
-		return nil
+		trimmed, err := trimCopies(ctx, tx, maxBytes, "")
+		removed += trimmed
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("pruning deleted copies: %w", err)
 	}
 	return removed, nil
+}
+
+// trimCopies drops the oldest copies but the copy of keep until the rest
+// take at most maxBytes, and returns how many it dropped. A put keeps the
+// copy it wrote, which alone fits, whatever its time says.
+func trimCopies(ctx context.Context, tx *sql.Tx, maxBytes int64, keep string) (int, error) {
+	var total int64
+	if err := tx.QueryRowContext(ctx, `SELECT bytes FROM deleted_copies_total`).Scan(&total); err != nil {
+		return 0, err
+	}
+	if total <= maxBytes {
+		return 0, nil
+	}
+	// The oldest go first; their sizes come from the index on taken_at and
+	// the rows, not the bodies.
+	rows, err := tx.QueryContext(ctx, `SELECT uid, size FROM deleted_copies ORDER BY taken_at, uid`)
+	if err != nil {
+		return 0, err
+	}
+	var gone []string
+	for total > maxBytes && rows.Next() {
+		var uid string
+		var size int64
+		if err := rows.Scan(&uid, &size); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if uid == keep {
+			continue
+		}
+		gone = append(gone, uid)
+		total -= size
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM deleted_copies WHERE uid IN (SELECT value FROM json_each(?))`,
+		jsonOrNull(gone)); err != nil {
+		return 0, err
+	}
+	return len(gone), nil
 }
 
 // DeletedCopiesSize is how many copies are kept and their compressed

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,9 +33,9 @@ func copyOf(uid, kind, resource, ns, name string, minutes int) *DeletedCopy {
 
 // openCopies is a database with the ConfigMap resource (short name cm)
 // discovered, and no Widget resource.
-func openCopies(t *testing.T) Copies {
+func openCopies(t *testing.T, opts ...Options) Copies {
 	t.Helper()
-	d := openTemp(t)
+	d := openTemp(t, opts...)
 	_, err := d.write.Exec(`INSERT INTO resources (id, api_group, version, resource, kind, namespaced, short_names)
 		VALUES (1, '', 'v1', 'configmaps', 'ConfigMap', 1, '["cm"]')`)
 	if err != nil {
@@ -300,6 +301,76 @@ func TestPruneDeletedCopies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPutDeletedCopyBound: under --deleted-copies-max-bytes, a copy that
+// would pass the bound drops the oldest in the same write, never itself; a
+// copy larger than the bound alone is refused, and drops nothing.
+func TestPutDeletedCopyBound(t *testing.T) {
+	ctx := context.Background()
+	size := int64(len(compress(copyOf("m0", "ConfigMap", "configmaps", "a", "same", 0).Object)))
+	big := copyOf("big", "ConfigMap", "configmaps", "a", "same", 9)
+	big.Object = make([]byte, 8*size) // random bytes do not compress
+	if _, err := rand.Read(big.Object); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		puts []*DeletedCopy
+		// refused is the index in puts of the put that fails; -1: none.
+		refused int
+		want    []string // oldest first
+	}{
+		{"under the bound", []*DeletedCopy{copyAt("m0", 0), copyAt("m1", 1)}, -1, []string{"m0", "m1"}},
+		{"each put past the bound drops the oldest",
+			[]*DeletedCopy{copyAt("m0", 0), copyAt("m1", 1), copyAt("m2", 2), copyAt("m3", 3), copyAt("m4", 4)}, -1,
+			[]string{"m2", "m3", "m4"}},
+		{"the copy put stays, though taken before the others",
+			[]*DeletedCopy{copyAt("m1", 1), copyAt("m2", 2), copyAt("m3", 3), copyAt("m0", 0)}, -1,
+			[]string{"m0", "m2", "m3"}},
+		{"taken again for one UID, it counts once",
+			[]*DeletedCopy{copyAt("m0", 0), copyAt("m1", 1), copyAt("m2", 2), copyAt("m0", 5)}, -1,
+			[]string{"m1", "m2", "m0"}},
+		{"larger than the bound alone: refused, nothing dropped",
+			[]*DeletedCopy{copyAt("m0", 0), copyAt("m1", 1), big}, 2, []string{"m0", "m1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := openCopies(t, Options{DeletedCopiesMaxBytes: 3 * size})
+			for i, dc := range tt.puts {
+				err := c.PutDeletedCopy(ctx, dc)
+				if i == tt.refused {
+					if !errors.Is(err, ErrCopyTooLarge) {
+						t.Fatalf("put %s: %v, want %v", dc.Target.UID, err, ErrCopyTooLarge)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, bytes, err := c.DeletedCopiesSize(ctx); err != nil || bytes > 3*size {
+					t.Fatalf("after %s: %d bytes, %v; the bound is %d", dc.Target.UID, bytes, err, 3*size)
+				}
+			}
+			left, err := c.FindDeletedCopies(ctx, "", "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i := len(left) - 1; i >= 0; i-- {
+				got = append(got, left[i].Target.UID)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("copies left, oldest first (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// copyAt is a copy of the ConfigMap a/same with uid, taken at copyT0 plus
+// minutes: every such copy compresses to the same size.
+func copyAt(uid string, minutes int) *DeletedCopy {
+	return copyOf(uid, "ConfigMap", "configmaps", "a", "same", minutes)
 }
 
 // TestDeletedCopiesTotal: the count and bytes that the metrics and the

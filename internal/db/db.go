@@ -38,6 +38,8 @@ type core struct {
 
 	// listsEnded is Options.ListsEnded.
 	listsEnded func()
+	// copiesMaxBytes is Options.DeletedCopiesMaxBytes.
+	copiesMaxBytes int64
 
 	write *sql.DB
 	read  *sql.DB
@@ -120,6 +122,10 @@ type Options struct {
 	// last list under way ends: the burst of a cold start or a relist is
 	// over. The daemon gives back the memory the lists used there.
 	ListsEnded func()
+	// DeletedCopiesMaxBytes bounds the compressed bytes of the copies of
+	// deleted objects: a copy that would pass it makes room first, by
+	// dropping the oldest (see PutDeletedCopy). 0: no bound.
+	DeletedCopiesMaxBytes int64
 }
 
 // Open locks the database at path against other kubegcd processes, checks
@@ -135,7 +141,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	d := &core{Path: path, Now: time.Now, split: splitting{rowMin: defaultSplitRowMin},
 		writes: make(chan *writeReq, maxGroup), stopWriter: make(chan struct{}),
 		writerDone: make(chan struct{}), probes: make(chan struct{}), corrupt: make(chan struct{}),
-		listsEnded: opts.ListsEnded}
+		listsEnded: opts.ListsEnded, copiesMaxBytes: opts.DeletedCopiesMaxBytes}
 	if opts.ReadOnly {
 		// Writes fail at once: a nil queue is never ready, so inWriteTx
 		// always picks the closed writerDone.

@@ -42,8 +42,8 @@ func newCopiesCollector(store Copies, maxBytes int64) *copiesCollector {
 		copies: prometheus.NewDesc("kubegcd_deleted_copies",
 			"Copies of deleted objects kept for a restore (see GET /deleted-copies).", nil, nil),
 		bytes: prometheus.NewDesc("kubegcd_deleted_copies_bytes",
-			"Compressed bytes of the copies of deleted objects. The hourly pruning drops the oldest beyond "+
-				"kubegcd_deleted_copies_max_bytes.", nil, nil),
+			"Compressed bytes of the copies of deleted objects. A new copy that would pass "+
+				"kubegcd_deleted_copies_max_bytes drops the oldest first.", nil, nil),
 		limit: prometheus.NewDesc("kubegcd_deleted_copies_max_bytes",
 			"The most the copies of deleted objects may take, compressed (--deleted-copies-max-bytes; 0: no bound).",
 			nil, nil),

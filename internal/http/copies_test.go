@@ -187,7 +187,7 @@ func TestCopiesCollector(t *testing.T) {
 # HELP kubegcd_deleted_copies Copies of deleted objects kept for a restore (see GET /deleted-copies).
 # TYPE kubegcd_deleted_copies gauge
 kubegcd_deleted_copies 3
-# HELP kubegcd_deleted_copies_bytes Compressed bytes of the copies of deleted objects. The hourly pruning drops the oldest beyond kubegcd_deleted_copies_max_bytes.
+# HELP kubegcd_deleted_copies_bytes Compressed bytes of the copies of deleted objects. A new copy that would pass kubegcd_deleted_copies_max_bytes drops the oldest first.
 # TYPE kubegcd_deleted_copies_bytes gauge
 kubegcd_deleted_copies_bytes 4096
 # HELP kubegcd_deleted_copies_max_bytes The most the copies of deleted objects may take, compressed (--deleted-copies-max-bytes; 0: no bound).

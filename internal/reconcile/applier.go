@@ -256,7 +256,11 @@ func (a *Applier) keepCopy(ctx context.Context, d Decision, in *db.Intent, reser
 	}
 	a.unreserve(reserved)
 	werr := a.withdraw(ctx, in)
-	isNew, perr := a.pend(context.WithoutCancel(ctx), d, "held back: no copy of the object could be kept for undo")
+	reason := "held back: no copy of the object could be kept for undo"
+	if errors.Is(err, db.ErrCopyTooLarge) {
+		reason = "held back: its copy for undo alone is larger than --deleted-copies-max-bytes"
+	}
+	isNew, perr := a.pend(context.WithoutCancel(ctx), d, reason)
 	level := slog.LevelDebug
 	if isNew {
 		level = slog.LevelWarn

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -109,32 +110,45 @@ func TestApplierKeepCopy(t *testing.T) {
 // TestApplierHeldBackWithoutCopy: a delete whose copy cannot be kept stays
 // pending, says why, and is logged once however often it is tried.
 func TestApplierHeldBackWithoutCopy(t *testing.T) {
-	var logs syncBuffer
-	a := newTestApplier(t, ApplierOptions{
-		KeepCopy: func(context.Context, Decision) (func(), error) { return nil, errors.New("GET failed") },
-	})
-	a.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx := context.Background()
-	for range 3 {
-		if _, err := a.Apply(ctx, decision("a"), func(context.Context) error {
-			t.Error("the delete was sent without a copy")
-			return nil
-		}); err == nil {
-			t.Error("Apply: no error, want the delete held back")
-		}
+	tests := []struct {
+		name string
+		err  error
+		want string // in the pending decision's reason
+	}{
+		{"the copy failed", errors.New("GET failed"), "no copy of the object could be kept"},
+		{"the copy alone is larger than the bound", fmt.Errorf("keeping a copy of a: 9 bytes, %w", db.ErrCopyTooLarge),
+			"its copy for undo alone is larger than --deleted-copies-max-bytes"},
 	}
-	pending, _, err := a.store.Decisions().ListPending(ctx, db.PendingFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pending) != 1 || !strings.Contains(pending[0].Reason, "no copy of the object could be kept") {
-		t.Errorf("pending %+v, want the delete held back, saying why", pending)
-	}
-	if n := strings.Count(logs.String(), "delete held back"); n != 1 {
-		t.Errorf("logged %d times at warn, want once:\n%s", n, logs.String())
-	}
-	if rows := audit(t, a.store, 0); len(rows) != 0 {
-		t.Errorf("audit rows %+v, want none: nothing was done", rows)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncBuffer
+			a := newTestApplier(t, ApplierOptions{
+				KeepCopy: func(context.Context, Decision) (func(), error) { return nil, tt.err },
+			})
+			a.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			ctx := context.Background()
+			for range 3 {
+				if _, err := a.Apply(ctx, decision("a"), func(context.Context) error {
+					t.Error("the delete was sent without a copy")
+					return nil
+				}); err == nil {
+					t.Error("Apply: no error, want the delete held back")
+				}
+			}
+			pending, _, err := a.store.Decisions().ListPending(ctx, db.PendingFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pending) != 1 || !strings.Contains(pending[0].Reason, tt.want) {
+				t.Errorf("pending %+v, want the delete held back, saying %q", pending, tt.want)
+			}
+			if n := strings.Count(logs.String(), "delete held back"); n != 1 {
+				t.Errorf("logged %d times at warn, want once:\n%s", n, logs.String())
+			}
+			if rows := audit(t, a.store, 0); len(rows) != 0 {
+				t.Errorf("audit rows %+v, want none: nothing was done", rows)
+			}
+		})
 	}
 }
 

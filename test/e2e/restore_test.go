@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"reflect"
 	"strings"
@@ -321,4 +322,89 @@ func TestRestoreKeptSecret(t *testing.T) {
 	if err != nil || string(s.Data["password"]) != "hunter2" {
 		t.Errorf("restored Secret %+v, %v: want its password", s, err)
 	}
+}
+
+// TestDeletedCopiesBound: under --deleted-copies-max-bytes, each copy
+// ownergc keeps drops the oldest, so that all stay within the bound while
+// the collector deletes. A dependent whose copy alone is larger than the
+// bound is not deleted, and GET /pending says why.
+func TestDeletedCopiesBound(t *testing.T) {
+	ctx := context.Background()
+	ns := namespaces.New(t, "copies-bound")
+	leaveNoGarbage(t, ns)
+	const bound = 12000
+	d := daemons.Start(t, "", enforcing("--deleted-copies-for=ownergc",
+		fmt.Sprintf("--deleted-copies-max-bytes=%d", bound))...)
+	d.WaitReady(t, 60*time.Second)
+	cms := kube.CoreV1().ConfigMaps(ns)
+	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.UID}
+	// Random text compresses to about three quarters: a copy of a small
+	// one takes some 2.3 KB, of the huge one some 22 KB.
+	small := map[string]bool{}
+	for i := range 8 {
+		name := fmt.Sprintf("small-%d", i)
+		createNoise(t, ns, name, 3000, ref)
+		small[name] = true
+	}
+	huge := createNoise(t, ns, "huge", 30000, ref)
+	if err := cms.Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		for name := range small {
+			if configMapExists(t, ns, name) {
+				return fmt.Errorf("%s is still there", name)
+			}
+		}
+		return nil
+	})
+	var copies api.DeletedCopyList
+	d.GetJSON(t, "/deleted-copies?namespace="+ns+"&limit=1000", http.StatusOK, &copies)
+	var total int64
+	for _, c := range copies.Items {
+		total += c.Size
+		if !small[c.Target.Name] {
+			t.Errorf("a copy of %s", c.Target.Name)
+		}
+	}
+	if n := len(copies.Items); n == 0 || n == len(small) || total > bound {
+		t.Errorf("%d copies of %d deleted, %d bytes; want some dropped, and at most %d bytes", n, len(small), total, bound)
+	}
+	if b := d.Metric(t, "kubegcd_deleted_copies_bytes"); b != float64(total) {
+		t.Errorf("kubegcd_deleted_copies_bytes %v, want %d", b, total)
+	}
+	eventually(t, 30*time.Second, func() error {
+		var pending api.PendingList
+		d.GetJSON(t, "/pending?namespace="+ns, http.StatusOK, &pending)
+		for _, p := range pending.Items {
+			if p.Target.UID == string(huge.UID) && strings.Contains(p.Reason, "larger than --deleted-copies-max-bytes") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no pending decision about huge that says its copy is too large: %+v", pending.Items)
+	})
+	if live, err := cms.Get(ctx, "huge", metav1.GetOptions{}); err != nil || live.UID != huge.UID {
+		t.Errorf("huge, whose copy cannot be kept, was deleted: %v", err)
+	}
+}
+
+// createNoise creates the ConfigMap ns/name owned by ref, holding n random
+// characters.
+func createNoise(t *testing.T, ns, name string, n int, ref metav1.OwnerReference) *corev1.ConfigMap {
+	t.Helper()
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"[rand.IntN(62)]
+	}
+	cm, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{ref}},
+		Data:       map[string]string{"noise": string(b)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
 }
