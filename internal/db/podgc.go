@@ -170,9 +170,27 @@ func (d PodGC) PodsOnNode(ctx context.Context, node string) ([]*Object, error) {
 	return d.queryPods(ctx, "pods on node "+node, `p.node_name = ? ORDER BY `+podOrderKey, node)
 }
 
+// sqlUnscheduledTerminating reads the pods being deleted that are bound to
+// no node. It starts from the objects being deleted, by objects_deleting,
+// and finds each one's pod by UID. Without statistics SQLite starts from
+// pods_by_node instead, and reads every unscheduled pod: 20,000 pods
+// pending on a cluster short of nodes took 90 ms a pass, every 20 s. Few
+// objects are being deleted at once.
+const sqlUnscheduledTerminating = `SELECT ` + podColumns + `
+	FROM objects o INDEXED BY objects_deleting CROSS JOIN pods p ON p.uid = o.uid
+	WHERE o.deletion_timestamp IS NOT NULL AND p.node_name = ''
+	ORDER BY ` + podOrderKey
+
 // UnscheduledTerminatingPods returns the pods being deleted that are bound
 // to no node.
 func (d PodGC) UnscheduledTerminatingPods(ctx context.Context) ([]*Object, error) {
-	return d.queryPods(ctx, "unscheduled terminating pods", `o.deletion_timestamp IS NOT NULL AND p.node_name = ''
-		ORDER BY `+podOrderKey)
+	rows, err := d.query(ctx, sqlUnscheduledTerminating)
+	if err != nil {
+		return nil, fmt.Errorf("unscheduled terminating pods: %w", err)
+	}
+	pods, err := scanPods(rows)
+	if err != nil {
+		return nil, fmt.Errorf("unscheduled terminating pods: %w", err)
+	}
+	return pods, nil
 }

@@ -191,6 +191,8 @@ func TestPeriodicPassPlans(t *testing.T) {
 			[]string{"SCAN n", "SEARCH o USING PRIMARY KEY (uid=?)"}, []string{"SCAN n"}},
 		{"podgc: each node name looked up once", sqlMissingNodes, nil,
 			[]string{"SCAN pods USING COVERING INDEX pods_by_node", "SEARCH no USING"}, []string{"SCAN pods USING COVERING INDEX pods_by_node", "SCAN p"}},
+		{"podgc: the unscheduled terminating pods from the objects being deleted", sqlUnscheduledTerminating, nil,
+			[]string{"SEARCH o USING INDEX objects_deleting", "SEARCH p USING PRIMARY KEY (uid=?)"}, nil},
 		{"podgc: the terminated pods counted from pods_by_phase", sqlCountTerminated, nil,
 			[]string{"pods_by_phase"}, []string{"SCAN p USING COVERING INDEX pods_by_phase"}},
 		{"ownergc: the full pass reads candidates and owners being deleted", sqlOwnerGCCandidates, nil,
