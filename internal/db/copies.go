@@ -101,17 +101,16 @@ func decompress(b []byte) ([]byte, error) {
 // (Options.DeletedCopiesMaxBytes), the oldest copies go, in the same
 // write, until the rest and dc fit: a burst of deletes never passes the
 // bound, which the hourly pruning alone would let it do for an hour. A
-// copy larger than
-// the bound alone is refused with an error that wraps ErrCopyTooLarge,
-// and nothing is dropped for it.
+// copy larger than the bound alone is refused with an error that wraps
+// ErrCopyTooLarge, and nothing is dropped for it.
 func (c Copies) PutDeletedCopy(ctx context.Context, dc *DeletedCopy) error {
 	if dc.Target.UID == "" {
 		return errors.New("deleted copy: no uid")
 	}
 	body := compress(dc.Object)
-	if max := c.copiesMaxBytes; max > 0 && int64(len(body)) > max {
+	if bound := c.copiesMaxBytes; bound > 0 && int64(len(body)) > bound {
 		return fmt.Errorf("keeping a copy of %s: %d bytes compressed, %w (%d)", dc.Target.UID, len(body),
-			ErrCopyTooLarge, max)
+			ErrCopyTooLarge, bound)
 	}
 	err := c.inWriteTx(ctx, opCopies, func(tx *sql.Tx) error {
 		// Delete, then insert: REPLACE would fire no trigger of
