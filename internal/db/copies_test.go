@@ -284,15 +284,7 @@ func TestPruneDeletedCopies(t *testing.T) {
 			if removed != len(uids)-len(tt.want) {
 				t.Errorf("removed %d, want %d", removed, len(uids)-len(tt.want))
 			}
-			left, err := c.FindDeletedCopies(ctx, "", "", "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for i := len(left) - 1; i >= 0; i-- {
-				got = append(got, left[i].Target.UID)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, copiesLeft(t, c)); diff != "" {
 				t.Errorf("copies left (-want +got):\n%s", diff)
 			}
 			n, bytes, err := c.DeletedCopiesSize(ctx)
@@ -352,19 +344,25 @@ func TestPutDeletedCopyBound(t *testing.T) {
 					t.Fatalf("after %s: %d bytes, %v; the bound is %d", dc.Target.UID, bytes, err, 3*size)
 				}
 			}
-			left, err := c.FindDeletedCopies(ctx, "", "", "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for i := len(left) - 1; i >= 0; i-- {
-				got = append(got, left[i].Target.UID)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, copiesLeft(t, c)); diff != "" {
 				t.Errorf("copies left, oldest first (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// copiesLeft returns the UIDs of the copies c keeps, oldest first.
+func copiesLeft(t *testing.T, c Copies) []string {
+	t.Helper()
+	left, err := c.FindDeletedCopies(context.Background(), "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	for i := len(left) - 1; i >= 0; i-- {
+		uids = append(uids, left[i].Target.UID)
+	}
+	return uids
 }
 
 // copyAt is a copy of the ConfigMap a/same with uid, taken at copyT0 plus

@@ -59,7 +59,12 @@ func scanPods(rows *sql.Rows) ([]*Object, error) {
 
 // queryPods runs a query of podColumns.
 func (d *core) queryPods(ctx context.Context, what, where string, args ...any) ([]*Object, error) {
-	rows, err := d.query(ctx, `SELECT `+podColumns+podFrom+` WHERE `+where, args...)
+	return d.queryPodsSQL(ctx, what, `SELECT `+podColumns+podFrom+` WHERE `+where, args...)
+}
+
+// queryPodsSQL runs query, which selects podColumns, and scans the pods.
+func (d *core) queryPodsSQL(ctx context.Context, what, query string, args ...any) ([]*Object, error) {
+	rows, err := d.query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -184,13 +189,5 @@ const sqlUnscheduledTerminating = `SELECT ` + podColumns + `
 // UnscheduledTerminatingPods returns the pods being deleted that are bound
 // to no node.
 func (d PodGC) UnscheduledTerminatingPods(ctx context.Context) ([]*Object, error) {
-	rows, err := d.query(ctx, sqlUnscheduledTerminating)
-	if err != nil {
-		return nil, fmt.Errorf("unscheduled terminating pods: %w", err)
-	}
-	pods, err := scanPods(rows)
-	if err != nil {
-		return nil, fmt.Errorf("unscheduled terminating pods: %w", err)
-	}
-	return pods, nil
+	return d.queryPodsSQL(ctx, "unscheduled terminating pods", sqlUnscheduledTerminating)
 }

@@ -148,20 +148,7 @@ func querySQL(t *testing.T, path, query string, args ...any) []string {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	rows, err := conn.Query(query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
+	return testutil.StringRows(t, conn, query, args...)
 }
 
 // TestReferencesMirrored: against a real kube-apiserver, one referrer
