@@ -149,10 +149,10 @@ func (d Mirror) EndList(ctx context.Context, resourceID int64) error {
 // mirror holds under another resource takes upsertObject.
 func (s *statements) firstFill(ctx context.Context, resourceID, epoch int64, o *Object) error {
 	hash := o.extractedHash()
-	finalizers := jsonOrNull(o.Finalizers)
+	refs, finalizers := jsonOrNull(o.OwnerReferences), jsonOrNull(o.Finalizers)
 	res, err := s.insertNew.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
 		o.ResourceVersion, formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp),
-		ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch, hash)
+		ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch, hash, ownersHash(refs))
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (s *statements) firstFill(ctx context.Context, resourceID, epoch int64, o *
 		_, err := s.upsertObject(ctx, resourceID, epoch, o)
 		return err
 	}
-	if err := s.history.recordNew(ctx, o, finalizers); err != nil {
+	if err := s.history.recordNew(ctx, o, refs, finalizers); err != nil {
 		return err
 	}
 	if err := s.addRefs(ctx, o); err != nil {

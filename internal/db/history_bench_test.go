@@ -248,7 +248,7 @@ func BenchmarkHistoryRecordUnchanged(b *testing.B) {
 				return err
 			}
 			for _, o := range objs {
-				if _, changed, err := s.history.record(ctx, o, nil, true); err != nil || changed {
+				if _, changed, err := s.history.record(ctx, o, jsonOrNull(o.OwnerReferences), nil, true); err != nil || changed {
 					return fmt.Errorf("record %s: changed %v, %v", o.UID, changed, err)
 				}
 			}

@@ -20,6 +20,15 @@ const (
 	sqlLastHistoryLease = `SELECT h.event, h.owner_refs, h.finalizers, h.deletion_timestamp, h.holder, l.renew_time,
 			l.lease_duration_seconds, h.preferred_holder
 		FROM object_history h LEFT JOIN leases l ON l.uid = h.uid WHERE h.uid = ? ORDER BY h.id DESC LIMIT 1`
+	// The same facts, from the mirror: the row the write then updates,
+	// and the Lease's. A Lease without its typed row, or a row without
+	// owners_hash, reads the history instead (mirrored 0).
+	sqlMirroredFacts = `SELECT owners_hash IS NOT NULL, owners_hash, finalizers, deletion_timestamp, NULL, NULL,
+			NULL, NULL
+		FROM objects WHERE uid = ?`
+	sqlMirroredFactsLease = `SELECT o.owners_hash IS NOT NULL AND l.uid IS NOT NULL, o.owners_hash, o.finalizers,
+			o.deletion_timestamp, l.holder_identity, l.renew_time, l.lease_duration_seconds, l.preferred_holder
+		FROM objects o LEFT JOIN leases l ON l.uid = o.uid WHERE o.uid = ?`
 	sqlInsertHistory = `INSERT INTO object_history (uid, time, event, api_version, kind, namespace, name,
 			owner_refs, finalizers, deletion_timestamp, holder, holder_since, lapsed_at, preferred_holder)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -47,12 +56,12 @@ const (
 )
 
 // historyWriteQueries are prepared at Open, with writeQueries.
-var historyWriteQueries = []string{sqlLastHistory, sqlLastHistoryLease, sqlInsertHistory, sqlInsertHistoryOwner,
-	sqlHistoryDeletedUID, sqlHistoryGone}
+var historyWriteQueries = []string{sqlLastHistory, sqlLastHistoryLease, sqlMirroredFacts, sqlMirroredFactsLease,
+	sqlInsertHistory, sqlInsertHistoryOwner, sqlHistoryDeletedUID, sqlHistoryGone}
 
 // historyStatements are the history's part of a write transaction.
 type historyStatements struct {
-	last, lastLease, insert, insertOwner *sql.Stmt
+	last, lastLease, mirrored, mirroredLease, insert, insertOwner *sql.Stmt
 	// now is when kubegcd saw the changes the transaction writes.
 	now any
 }
@@ -62,7 +71,8 @@ func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatement
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
-	}{{&h.last, sqlLastHistory}, {&h.lastLease, sqlLastHistoryLease}, {&h.insert, sqlInsertHistory},
+	}{{&h.last, sqlLastHistory}, {&h.lastLease, sqlLastHistoryLease}, {&h.mirrored, sqlMirroredFacts},
+		{&h.mirroredLease, sqlMirroredFactsLease}, {&h.insert, sqlInsertHistory},
 		{&h.insertOwner, sqlInsertHistoryOwner}} {
 		st, err := d.txStmt(ctx, tx, p.sql)
 		if err != nil {
@@ -74,62 +84,56 @@ func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatement
 }
 
 // record writes a history row for each ownership fact of o that differs
-// from its last row. It costs one indexed read, and the common update that
+// from its last state, and reports whether a fact the owner GC decides on
+// changed: o is new to the mirror, or its references (refs, as jsonOrNull
+// encodes them), finalizers or deletion changed. It also reports whether
+// o's references differ from those mirrored. The common update that
 // changes none of them (a status, a label, a lease renewal) writes nothing.
 //
-// It reports whether a fact the owner GC decides on changed: o is new to
-// the mirror, or its references, finalizers or deletion changed. It also
-// reports whether o's references differ from those mirrored. The last row
-// of a mirrored object holds exactly its owner_refs rows, because only
-// record and upsertObject write them, in one transaction. So an update that
-// keeps its owners need not rewrite them, which pays for the read.
+// The last state comes from the mirror's row of o, which the write then
+// updates: one indexed read, of a page the update needs anyway. An object
+// the mirror does not hold, or holds without those facts, is compared
+// with its last history row instead. Both hold the same facts: only this
+// code writes either, in one transaction (see lastState). So an update
+// that keeps its owners need not rewrite owner_refs.
 //
 // A watch event (fromWatch) follows the previous state kubegcd saw, with
 // nothing in between. Only then is a Lease renewed after its duration taken
 // for one that ran out: a list may come after a gap in what kubegcd saw.
-func (h *historyStatements) record(ctx context.Context, o *Object, finalizers any, fromWatch bool) (
+func (h *historyStatements) record(ctx context.Context, o *Object, refs, finalizers any, fromWatch bool) (
 	ownershipChanged, ownersChanged bool, err error) {
-	refs := jsonOrNull(o.OwnerReferences)
 	deletion := formatTime(o.DeletionTimestamp)
-	var last api.HistoryEvent
-	var lastRefs, lastFinalizers, lastDeletion, lastHolder, lastRenew, lastPreferred sql.NullString
-	var lastDuration sql.NullInt64
-	query := h.last
-	if o.Lease != nil {
-		query = h.lastLease
+	last, err := h.lastState(ctx, o)
+	if err != nil {
+		return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
 	}
 	var events []api.HistoryEvent
 	var lease leaseFacts
-	switch err := query.QueryRowContext(ctx, o.UID).Scan(&last, &lastRefs, &lastFinalizers, &lastDeletion,
-		&lastHolder, &lastRenew, &lastDuration, &lastPreferred); {
-	case errors.Is(err, sql.ErrNoRows):
-		events = []api.HistoryEvent{api.HistoryCreated}
-	case err != nil:
-		return false, false, fmt.Errorf("history of %s: %w", o.UID, err)
-	case last == api.HistoryDeleted:
-		// The object is back after a relist, or after its resource was
-		// dropped too soon: a new life.
+	switch last.event {
+	case "", api.HistoryDeleted:
+		// New, or back after a relist or after its resource was dropped
+		// too soon: a new life.
 		events = []api.HistoryEvent{api.HistoryCreated}
 	default:
 		// This code encoded every value compared, so equal facts are equal
 		// text.
-		if !sameText(lastRefs, refs) {
+		if last.owners != ownersHash(refs) {
 			events = append(events, api.HistoryOwnersChanged)
 		}
-		if !sameText(lastFinalizers, finalizers) {
+		if !sameText(last.finalizers, finalizers) {
 			events = append(events, api.HistoryFinalizersChanged)
 		}
-		if !sameText(lastDeletion, deletion) {
+		if !sameText(last.deletion, deletion) {
 			events = append(events, api.HistoryDeletionRequested)
 		}
 		if o.Lease != nil {
-			lease = leaseChange(o.Lease, lastHolder.String, parseTime(lastRenew), lastDuration, fromWatch)
+			lease = leaseChange(o.Lease, last.holder.String, parseTime(last.renew), last.duration, fromWatch)
 			if lease.changed {
 				events = append(events, api.HistoryHolderChanged)
 			}
 			// A row written before the column existed has no value in it,
 			// which counts as none.
-			if o.Lease.preferredHolder() != lastPreferred.String {
+			if o.Lease.preferredHolder() != last.preferred.String {
 				events = append(events, api.HistoryPreferredHolderChanged)
 			}
 		}
@@ -137,12 +141,71 @@ func (h *historyStatements) record(ctx context.Context, o *Object, finalizers an
 	return h.write(ctx, o, refs, finalizers, deletion, events, lease)
 }
 
+// lastState is what record compares a write of an object with.
+type lastState struct {
+	// event is the last history event; "" when the object has no history.
+	// Read from the mirror, it is HistoryOwnersChanged: some event that is
+	// neither a creation nor a deletion.
+	event api.HistoryEvent
+	// owners is ownersHash of the owner references.
+	owners                                         int64
+	finalizers, deletion, holder, renew, preferred sql.NullString
+	duration                                       sql.NullInt64
+}
+
+// lastState reads the last state of o: from its mirrored row when it has
+// one with the facts, else from its last history row. The mirrored row
+// and the last history row agree. A write of the objects row records each
+// fact that changed in the history in the same transaction. A Lease's row
+// is written with it, and its holder is the last row's. Its renewal is
+// the last one mirrored, which the history row does not hold.
+func (h *historyStatements) lastState(ctx context.Context, o *Object) (lastState, error) {
+	var l lastState
+	var mirrored bool
+	var owners sql.NullInt64
+	query := h.mirrored
+	if o.Lease != nil {
+		query = h.mirroredLease
+	}
+	err := query.QueryRowContext(ctx, o.UID).Scan(&mirrored, &owners, &l.finalizers, &l.deletion, &l.holder,
+		&l.renew, &l.duration, &l.preferred)
+	switch {
+	case err == nil && mirrored:
+		l.event, l.owners = api.HistoryOwnersChanged, owners.Int64
+		return l, nil
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return l, err
+	}
+	query = h.last
+	if o.Lease != nil {
+		query = h.lastLease
+	}
+	var refs sql.NullString
+	switch err := query.QueryRowContext(ctx, o.UID).Scan(&l.event, &refs, &l.finalizers, &l.deletion, &l.holder,
+		&l.renew, &l.duration, &l.preferred); {
+	case errors.Is(err, sql.ErrNoRows):
+		return lastState{}, nil
+	case err != nil:
+		return l, err
+	}
+	// NULL, no owners, hashes as nil does.
+	l.owners = ownersHash(refs.String)
+	return l, nil
+}
+
+// ownersHash is the objects row's owners_hash of refs, owner references as
+// jsonOrNull encodes them: nil, or the text of a JSON array, never empty.
+func ownersHash(refs any) int64 {
+	s, _ := refs.(string)
+	return int64(*newHash().str(s))
+}
+
 // recordNew writes the history of an object new to the mirror, whose UID
 // the objects table did not hold: its "created" row. It is what record
 // writes for such an object, without the read. The last row of an object
 // the mirror does not hold is its "deleted" row, or there is none.
-func (h *historyStatements) recordNew(ctx context.Context, o *Object, finalizers any) error {
-	_, _, err := h.write(ctx, o, jsonOrNull(o.OwnerReferences), finalizers, formatTime(o.DeletionTimestamp),
+func (h *historyStatements) recordNew(ctx context.Context, o *Object, refs, finalizers any) error {
+	_, _, err := h.write(ctx, o, refs, finalizers, formatTime(o.DeletionTimestamp),
 		[]api.HistoryEvent{api.HistoryCreated}, leaseFacts{})
 	return err
 }

@@ -554,3 +554,94 @@ func TestPreferredHolderMigration(t *testing.T) {
 		t.Errorf("history after a write without a preferred holder (-want +got):\n%s", diff)
 	}
 }
+
+// TestRecordComparesWithMirror checks that a write finds the same changes
+// whether it compares with the object's mirrored row or with its last
+// history row. With the history rows removed before each write, only the
+// mirrored row can tell an update from a creation. With owners_hash
+// cleared, as in a row written before the column, only the history can.
+func TestRecordComparesWithMirror(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	sec := func(s int) *time.Time { return ptr(base.Add(time.Duration(s) * time.Second)) }
+	lease := func(rv int, holder string, renew int, owners ...string) *Object {
+		o := cmWith("l", fmt.Sprint(rv), owners...)
+		o.APIVersion, o.Kind = "coordination.k8s.io/v1", "Lease"
+		o.Lease = &Lease{HolderIdentity: &holder, LeaseDurationSeconds: ptr(int32(10)), RenewTime: sec(renew)}
+		return o
+	}
+	withFinalizers := func(o *Object, f ...string) *Object { o.Finalizers = f; return o }
+	deleting := func(o *Object) *Object { o.DeletionTimestamp = sec(1); return o }
+	steps := []struct {
+		name string
+		obj  *Object
+		want string // the events the write records
+	}{
+		{"a status", cmWith("c", "2", "a"), ""},
+		{"another owner", cmWith("c", "3", "b"), "owners-changed"},
+		{"owners dropped", cmWith("c", "4"), "owners-changed"},
+		{"a finalizer", withFinalizers(cmWith("c", "5"), "f"), "finalizers-changed"},
+		{"deletion", deleting(withFinalizers(cmWith("c", "6"), "f")), "deletion-requested"},
+		{"renewed in time", lease(2, "h", 5, "n"), ""},
+		{"renewed after it ran out", lease(3, "h", 30, "n"), "holder-changed"},
+		{"another holder", lease(4, "i", 31, "n"), "holder-changed"},
+		{"another owner of the lease", lease(5, "i", 32, "m"), "owners-changed"},
+	}
+	for _, source := range []string{"mirror", "history"} {
+		t.Run(source, func(t *testing.T) {
+			d := openTemp(t)
+			cms, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
+				Namespaced: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			leases, err := d.Mirror().EnsureResource(ctx, Resource{Group: "coordination.k8s.io", Version: "v1",
+				Resource: "leases", Kind: "Lease", Namespaced: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ridOf := func(o *Object) int64 {
+				if o.Lease != nil {
+					return leases
+				}
+				return cms
+			}
+			apply := func(o *Object) string {
+				t.Helper()
+				switch source {
+				case "mirror":
+					if _, err := d.write.ExecContext(ctx, `DELETE FROM object_history WHERE uid = ?`, o.UID); err != nil {
+						t.Fatal(err)
+					}
+				case "history":
+					if _, err := d.write.ExecContext(ctx, `UPDATE objects SET owners_hash = NULL WHERE uid = ?`,
+						o.UID); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// After the delete: ids are not AUTOINCREMENT, and are taken
+				// again once the last rows are gone.
+				var before int64
+				if err := d.write.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM object_history`).Scan(
+					&before); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(ridOf(o), o)); err != nil {
+					t.Fatal(err)
+				}
+				return strings.Join(testutil.StringRows(t, d.write,
+					`SELECT event FROM object_history WHERE uid = ? AND id > ? ORDER BY id`, o.UID, before), ",")
+			}
+			for _, o := range []*Object{cmWith("c", "1", "a"), lease(1, "h", 0, "n")} {
+				if got := apply(o); got != "created" {
+					t.Fatalf("first write of %s recorded %q, want created", o.UID, got)
+				}
+			}
+			for _, s := range steps {
+				if got := apply(s.obj); got != s.want {
+					t.Errorf("%s: recorded %q, want %q", s.name, got, s.want)
+				}
+			}
+		})
+	}
+}

@@ -84,30 +84,30 @@ const (
 	// updated. An upsert sets every column, so SQLite rewrites every index
 	// entry of the row.
 	sqlUpdate = `UPDATE objects
-		SET resource_version = ?, deletion_grace_period_seconds = ?, finalizers = ?, sync_epoch = ?
+		SET resource_version = ?, deletion_grace_period_seconds = ?, finalizers = ?, sync_epoch = ?, owners_hash = ?
 		WHERE uid = ? AND resource_id = ? AND api_version = ? AND kind = ? AND namespace = ? AND name = ?
 			AND creation_timestamp IS ? AND deletion_timestamp IS ? AND extracted_hash IS ?`
 	// A new row is named_owner when references to it were written before it
 	// (see sqlNameOwner). A row already there keeps its own.
 	sqlUpsert = `INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
 			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch,
-			extracted_hash, named_owner)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))
+			extracted_hash, owners_hash, named_owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))
 		ON CONFLICT (uid) DO UPDATE SET resource_id = excluded.resource_id, api_version = excluded.api_version,
 			kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
 			resource_version = excluded.resource_version, creation_timestamp = excluded.creation_timestamp,
 			deletion_timestamp = excluded.deletion_timestamp,
 			deletion_grace_period_seconds = excluded.deletion_grace_period_seconds,
 			finalizers = excluded.finalizers, sync_epoch = excluded.sync_epoch,
-			extracted_hash = excluded.extracted_hash`
+			extracted_hash = excluded.extracted_hash, owners_hash = excluded.owners_hash`
 	// sqlInsertNew writes the row of an object new to the mirror, as
 	// sqlUpsert does, and nothing when its UID is there already. It runs
 	// without foreign keys, so OR FAIL spares it a statement journal (see
 	// addRefs).
 	sqlInsertNew = `INSERT OR FAIL INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version,
 			creation_timestamp, deletion_timestamp, deletion_grace_period_seconds, finalizers, sync_epoch,
-			extracted_hash, named_owner)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))
+			extracted_hash, owners_hash, named_owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, EXISTS (SELECT 1 FROM owner_refs WHERE owner_uid = ?1))
 		ON CONFLICT (uid) DO NOTHING`
 	sqlDeleteObject = `DELETE FROM objects WHERE uid = ?`
 	sqlDeleteRefs   = `DELETE FROM owner_refs WHERE dependent_uid = ?`
@@ -204,8 +204,9 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 			return false, nil
 		}
 	}
-	finalizers := jsonOrNull(o.Finalizers)
-	ownershipChanged, ownersChanged, err := s.history.record(ctx, o, finalizers, epoch == 0)
+	refs, finalizers := jsonOrNull(o.OwnerReferences), jsonOrNull(o.Finalizers)
+	owners := ownersHash(refs)
+	ownershipChanged, ownersChanged, err := s.history.record(ctx, o, refs, finalizers, epoch == 0)
 	if err != nil {
 		return false, err
 	}
@@ -214,7 +215,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		// The row was there, with the same owners, as the history saw. Most
 		// often only its version moved.
 		res, err := s.update.ExecContext(ctx, o.ResourceVersion, ptrOrNull(o.DeletionGracePeriodSeconds),
-			finalizers, epoch, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
+			finalizers, epoch, owners, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
 			formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp), hash)
 		if err != nil {
 			return false, err
@@ -231,7 +232,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 		extractedChanged, fresh = !sameHash(stored, hash), !stored.Valid
 		if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
 			o.ResourceVersion, formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp),
-			ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch, hash); err != nil {
+			ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch, hash, owners); err != nil {
 			return false, err
 		}
 	}
