@@ -75,6 +75,10 @@ type core struct {
 	// a write of op.unchecked (see setForeignKeys). Only the writer's
 	// goroutine reads and sets it.
 	foreignKeysOff bool
+	// lazySync says the write connection commits without syncing the WAL
+	// (synchronous=NORMAL), for a group of replayable writes (see
+	// setSync). Only the writer's goroutine reads and sets it.
+	lazySync bool
 	// lists is what the writer knows of the lists under way (first_fill.go).
 	lists listState
 	// checkpointer copies the WAL into the database file (checkpoint.go);

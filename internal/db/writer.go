@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -25,6 +26,11 @@ type writeOp struct {
 	// unchecked runs the write with SQLite's foreign keys off (see
 	// setForeignKeys).
 	unchecked bool
+	// replayable says a power loss may lose the write: it only mirrors the
+	// cluster, and the watch's resume point, written with it, goes with it.
+	// kubegcd then reads it again from the API server. A group of such
+	// writes alone commits without syncing the WAL (see setSync).
+	replayable bool
 }
 
 // The kinds of write. The ledger's writes go after the held ones: audit
@@ -32,13 +38,13 @@ type writeOp struct {
 // clears pending rows before a later decision writes new ones.
 var (
 	opResource = writeOp{name: "resource"}
-	opList     = writeOp{name: "list"}
+	opList     = writeOp{name: "list", replayable: true}
 	// A page of a first fill writes only objects it adds and their rows,
 	// each after its object: no foreign key can fail, and no row is
 	// deleted, so no cascade is due. Checking the keys took a quarter of
 	// the CPU of a page of pods with six references each.
-	opFirstFill = writeOp{name: "list", unchecked: true}
-	opEvents    = writeOp{name: "events"}
+	opFirstFill = writeOp{name: "list", unchecked: true, replayable: true}
+	opEvents    = writeOp{name: "events", replayable: true}
 	opHistory   = writeOp{name: "history"}
 	opIntent    = writeOp{name: "intent"}
 	opAudit     = writeOp{name: "audit", afterHeld: true}
@@ -246,6 +252,10 @@ func (d *core) commitGroup(batch []*writeReq) {
 			for i := range res {
 				res[i] = fmt.Errorf("database %s: foreign keys: %w", group[i].op.name, err)
 			}
+		} else if err := d.setSync(replayable(group)); err != nil {
+			for i := range res {
+				res[i] = fmt.Errorf("database %s: synchronous: %w", group[i].op.name, err)
+			}
 		} else if !d.runGroup(group, res, false) {
 			d.runGroup(group, res, true)
 		}
@@ -270,6 +280,33 @@ func (d *core) setForeignKeys(on bool) error {
 		return err
 	}
 	d.foreignKeysOff = !on
+	return nil
+}
+
+// replayable says whether every write of group is replayable.
+func replayable(group []*writeReq) bool {
+	return !slices.ContainsFunc(group, func(r *writeReq) bool { return !r.op.replayable })
+}
+
+// setSync sets how the write connection commits, between transactions.
+// A group of replayable writes alone commits with synchronous=NORMAL: the
+// WAL is written, not synced, and a power loss may take the commit back.
+// Any other group commits with FULL, the connection's default (see dsn),
+// whose sync also makes every commit before it durable: the WAL is
+// appended in order. So a power loss keeps a prefix of the commits, and
+// an intent is never durable without the mirror it was decided on.
+func (d *core) setSync(lazy bool) error {
+	if d.lazySync == lazy {
+		return nil
+	}
+	q := `PRAGMA synchronous = FULL`
+	if lazy {
+		q = `PRAGMA synchronous = NORMAL`
+	}
+	if _, err := d.write.ExecContext(context.Background(), q); err != nil {
+		return err
+	}
+	d.lazySync = lazy
 	return nil
 }
 

@@ -427,3 +427,46 @@ func TestFailedFirstFillWriteLeavesNoRow(t *testing.T) {
 		t.Errorf("refs %v, want %s", rows, want)
 	}
 }
+
+// TestReplayableWritesCommitLazily: a group of writes that only mirror the
+// cluster commits without syncing the WAL (synchronous=NORMAL, 1). A group
+// with any other write commits with FULL (2), which syncs the mirror's
+// writes before it too. Each write reads the level its transaction runs at.
+func TestReplayableWritesCommitLazily(t *testing.T) {
+	d := openTemp(t)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		ops  []writeOp
+		want int
+	}{
+		{"watch events alone", []writeOp{opEvents, opEvents}, 1},
+		{"an intent with watch events", []writeOp{opEvents, opIntent, opEvents}, 2},
+		{"list pages and events", []writeOp{opList, opEvents}, 1},
+		{"an audit row alone", []writeOp{opAudit}, 2},
+		{"a first fill page", []writeOp{opFirstFill}, 1},
+		{"a resource's row", []writeOp{opResource}, 2},
+		{"the history's pruning after events", []writeOp{opEvents, opHistory}, 2},
+	}
+	for _, tt := range tests {
+		release := holdWriter(t, d)
+		levels := make([]int, len(tt.ops))
+		done := make([]chan error, len(tt.ops))
+		for i, op := range tt.ops {
+			done[i] = make(chan error, 1)
+			d.inWriteTxAsync(op, 0, func(tx *sql.Tx) error {
+				return tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&levels[i])
+			}, func(err error) { done[i] <- err })
+		}
+		release()
+		for i := range tt.ops {
+			if err := recv(t, done[i]); err != nil {
+				t.Fatalf("%s: write %d: %v", tt.name, i, err)
+			}
+			if levels[i] != tt.want {
+				t.Errorf("%s: write %d (%s) ran at synchronous=%d, want %d", tt.name, i, tt.ops[i].name, levels[i],
+					tt.want)
+			}
+		}
+	}
+}
