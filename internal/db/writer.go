@@ -265,21 +265,28 @@ func (d *core) commitGroup(batch []*writeReq) {
 }
 
 // setForeignKeys turns SQLite's foreign keys on or off on the write
-// connection, between transactions, where the pragma takes effect. A new
-// connection starts with them on (see dsn), so a connection that the pool
-// replaced can only check more than asked, never less.
+// connection. A new connection starts with them on (see dsn), so a
+// connection that the pool replaced can only check more than asked, never
+// less.
 func (d *core) setForeignKeys(on bool) error {
-	if d.foreignKeysOff == !on {
+	return d.setPragma(&d.foreignKeysOff, !on, `PRAGMA foreign_keys = OFF`, `PRAGMA foreign_keys = ON`)
+}
+
+// setPragma brings a setting of the write connection, whose value is
+// *state, to want: it runs set for true, unset for false. It runs between
+// transactions, where a pragma takes effect.
+func (d *core) setPragma(state *bool, want bool, set, unset string) error {
+	if *state == want {
 		return nil
 	}
-	q := `PRAGMA foreign_keys = OFF`
-	if on {
-		q = `PRAGMA foreign_keys = ON`
+	q := unset
+	if want {
+		q = set
 	}
 	if _, err := d.write.ExecContext(context.Background(), q); err != nil {
 		return err
 	}
-	d.foreignKeysOff = !on
+	*state = want
 	return nil
 }
 
@@ -296,18 +303,7 @@ func replayable(group []*writeReq) bool {
 // appended in order. So a power loss keeps a prefix of the commits, and
 // an intent is never durable without the mirror it was decided on.
 func (d *core) setSync(lazy bool) error {
-	if d.lazySync == lazy {
-		return nil
-	}
-	q := `PRAGMA synchronous = FULL`
-	if lazy {
-		q = `PRAGMA synchronous = NORMAL`
-	}
-	if _, err := d.write.ExecContext(context.Background(), q); err != nil {
-		return err
-	}
-	d.lazySync = lazy
-	return nil
+	return d.setPragma(&d.lazySync, lazy, `PRAGMA synchronous = NORMAL`, `PRAGMA synchronous = FULL`)
 }
 
 // runGroup runs the writes of batch not yet failed in one transaction and
