@@ -114,7 +114,14 @@ func (d PodGC) CountTerminatedPods(ctx context.Context, f TerminatedFilter) (int
 	return n, nil
 }
 
-const sqlCountTerminated = `SELECT count(*) FROM pods p WHERE ` + terminatedWhere
+// sqlCountTerminated counts the ranges of pods_by_phase between the three
+// phases that are not terminated, so it reads the terminated pods' entries
+// alone. The whole index it read before held every running pod: 150,000
+// entries took 25 ms a pass, every 20 s, to count none.
+const sqlCountTerminated = `SELECT (SELECT count(*) FROM pods WHERE phase < 'Pending')
+	+ (SELECT count(*) FROM pods WHERE phase > 'Pending' AND phase < 'Running')
+	+ (SELECT count(*) FROM pods WHERE phase > 'Running' AND phase < 'Unknown')
+	+ (SELECT count(*) FROM pods WHERE phase > 'Unknown')`
 
 // TerminatedPods returns up to limit terminated pods f selects, in deletion
 // order, and the cursor of the last one returned. It starts after the
@@ -150,6 +157,11 @@ func (d PodGC) TerminatingPodsOnOutOfServiceNodes(ctx context.Context, outOfServ
 // does not hold. It looks each name up once, not once per pod: the distinct
 // names come first, from pods_by_node. At 50,000 pods on 2,000 nodes, that
 // took a seventh of the time, every podgc pass.
+//
+// Reading the distinct names by seeking pods_by_node from each name to the
+// next cost more in the scale benchmark (25 pods a node), where a pass
+// finds every page cold (49 ms against 32): the seeks read the same leaves
+// as the scan, and search each.
 func (d PodGC) MissingNodes(ctx context.Context) ([]string, error) {
 	rows, err := d.query(ctx, sqlMissingNodes)
 	if err != nil {

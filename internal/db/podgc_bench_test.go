@@ -44,3 +44,37 @@ func BenchmarkUnscheduledTerminatingPods(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPodGCPass is the reads of one podgc pass on the heartbeats'
+// cluster: 150,000 pods running on 2,000 nodes, none terminated, none
+// orphaned. A Lease renewal is written before each pass, as tens are
+// between two passes, so each pass starts on a read cache the commit
+// dropped. It reports the CPU per pass.
+func BenchmarkPodGCPass(b *testing.B) {
+	d, _, leases := heartbeatMirror(b)
+	ctx := context.Background()
+	var cpu cpuMeter
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(leases, heartbeatLeases(i + 2)[:1]...)); err != nil {
+			b.Fatal(err)
+		}
+		cpu.start()
+		n, err := d.PodGC().CountTerminatedPods(ctx, TerminatedFilter{})
+		if err != nil || n != 0 {
+			b.Fatal(n, err)
+		}
+		if missing, err := d.PodGC().MissingNodes(ctx); err != nil || len(missing) != 0 {
+			b.Fatal(missing, err)
+		}
+		if pods, err := d.PodGC().UnscheduledTerminatingPods(ctx); err != nil || len(pods) != 0 {
+			b.Fatal(pods, err)
+		}
+		if pods, err := d.PodGC().TerminatingPodsOnOutOfServiceNodes(ctx, "node.kubernetes.io/out-of-service"); err != nil ||
+			len(pods) != 0 {
+			b.Fatal(pods, err)
+		}
+		cpu.stop()
+	}
+	b.ReportMetric(float64(cpu.total.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/pass")
+}

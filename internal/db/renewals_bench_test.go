@@ -54,14 +54,14 @@ func heartbeatMirror(b *testing.B) (d *DB, nodes, leases int64) {
 			Pod: &Pod{Phase: "Running", NodeName: fmt.Sprintf("node-%04d", i%heartbeatNodes)}}
 	}
 	benchListBy(b, d, pods, objs, 5000)
-	benchListBy(b, d, nodes, heartbeatNodes1(1), 500)
+	benchListBy(b, d, nodes, nodeStatuses(1), 500)
 	benchListBy(b, d, leases, heartbeatLeases(1), 500)
 	return d, nodes, leases
 }
 
-// heartbeatNodes1 are the nodes at resourceVersion rv: a status update
+// nodeStatuses are the nodes at resourceVersion rv: a status update
 // changes nothing the mirror compares.
-func heartbeatNodes1(rv int) []*Object {
+func nodeStatuses(rv int) []*Object {
 	objs := make([]*Object, heartbeatNodes)
 	for i := range objs {
 		objs[i] = &Object{UID: randomUID("node", i), APIVersion: "v1", Kind: "Node", Name: fmt.Sprintf("node-%04d", i),
@@ -103,7 +103,7 @@ func BenchmarkHeartbeats(b *testing.B) {
 				for _, batch := range []struct {
 					rid  int64
 					objs []*Object
-				}{{leases, heartbeatLeases(rv)}, {nodes, heartbeatNodes1(rv)}} {
+				}{{leases, heartbeatLeases(rv)}, {nodes, nodeStatuses(rv)}} {
 					for j := 0; j < len(batch.objs); j += per {
 						if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(batch.rid, batch.objs[j:j+per]...)); err != nil {
 							b.Fatal(err)
