@@ -248,7 +248,8 @@ func BenchmarkHistoryRecordUnchanged(b *testing.B) {
 				return err
 			}
 			for _, o := range objs {
-				if _, changed, err := s.history.record(ctx, o, jsonOrNull(o.OwnerReferences), nil, true); err != nil || changed {
+				refs := jsonOrNull(o.OwnerReferences)
+				if _, changed, err := s.history.record(ctx, o, refs, ownersHash(refs), nil, true); err != nil || changed {
 					return fmt.Errorf("record %s: changed %v, %v", o.UID, changed, err)
 				}
 			}

@@ -86,7 +86,8 @@ func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatement
 // record writes a history row for each ownership fact of o that differs
 // from its last state, and reports whether a fact the owner GC decides on
 // changed: o is new to the mirror, or its references (refs, as jsonOrNull
-// encodes them), finalizers or deletion changed. It also reports whether
+// encodes them, and owners, their ownersHash), finalizers or deletion
+// changed. It also reports whether
 // o's references differ from those mirrored. The common update that
 // changes none of them (a status, a label, a lease renewal) writes nothing.
 //
@@ -100,7 +101,8 @@ func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatement
 // A watch event (fromWatch) follows the previous state kubegcd saw, with
 // nothing in between. Only then is a Lease renewed after its duration taken
 // for one that ran out: a list may come after a gap in what kubegcd saw.
-func (h *historyStatements) record(ctx context.Context, o *Object, refs, finalizers any, fromWatch bool) (
+func (h *historyStatements) record(ctx context.Context, o *Object, refs any, owners int64, finalizers any,
+	fromWatch bool) (
 	ownershipChanged, ownersChanged bool, err error) {
 	deletion := formatTime(o.DeletionTimestamp)
 	last, err := h.lastState(ctx, o)
@@ -109,15 +111,14 @@ func (h *historyStatements) record(ctx context.Context, o *Object, refs, finaliz
 	}
 	var events []api.HistoryEvent
 	var lease leaseFacts
-	switch last.event {
-	case "", api.HistoryDeleted:
+	if !last.alive {
 		// New, or back after a relist or after its resource was dropped
 		// too soon: a new life.
 		events = []api.HistoryEvent{api.HistoryCreated}
-	default:
+	} else {
 		// This code encoded every value compared, so equal facts are equal
 		// text.
-		if last.owners != ownersHash(refs) {
+		if last.owners != owners {
 			events = append(events, api.HistoryOwnersChanged)
 		}
 		if !sameText(last.finalizers, finalizers) {
@@ -143,10 +144,9 @@ func (h *historyStatements) record(ctx context.Context, o *Object, refs, finaliz
 
 // lastState is what record compares a write of an object with.
 type lastState struct {
-	// event is the last history event; "" when the object has no history.
-	// Read from the mirror, it is HistoryOwnersChanged: some event that is
-	// neither a creation nor a deletion.
-	event api.HistoryEvent
+	// alive: the object is mirrored, or its last history row is not its
+	// deletion. Otherwise a write of it starts a new life.
+	alive bool
 	// owners is ownersHash of the owner references.
 	owners                                         int64
 	finalizers, deletion, holder, renew, preferred sql.NullString
@@ -171,7 +171,7 @@ func (h *historyStatements) lastState(ctx context.Context, o *Object) (lastState
 		&l.renew, &l.duration, &l.preferred)
 	switch {
 	case err == nil && mirrored:
-		l.event, l.owners = api.HistoryOwnersChanged, owners.Int64
+		l.alive, l.owners = true, owners.Int64
 		return l, nil
 	case err != nil && !errors.Is(err, sql.ErrNoRows):
 		return l, err
@@ -180,8 +180,9 @@ func (h *historyStatements) lastState(ctx context.Context, o *Object) (lastState
 	if o.Lease != nil {
 		query = h.lastLease
 	}
+	var event api.HistoryEvent
 	var refs sql.NullString
-	switch err := query.QueryRowContext(ctx, o.UID).Scan(&l.event, &refs, &l.finalizers, &l.deletion, &l.holder,
+	switch err := query.QueryRowContext(ctx, o.UID).Scan(&event, &refs, &l.finalizers, &l.deletion, &l.holder,
 		&l.renew, &l.duration, &l.preferred); {
 	case errors.Is(err, sql.ErrNoRows):
 		return lastState{}, nil
@@ -189,7 +190,7 @@ func (h *historyStatements) lastState(ctx context.Context, o *Object) (lastState
 		return l, err
 	}
 	// NULL, no owners, hashes as nil does.
-	l.owners = ownersHash(refs.String)
+	l.alive, l.owners = event != api.HistoryDeleted, ownersHash(refs.String)
 	return l, nil
 }
 

@@ -206,7 +206,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 	}
 	refs, finalizers := jsonOrNull(o.OwnerReferences), jsonOrNull(o.Finalizers)
 	owners := ownersHash(refs)
-	ownershipChanged, ownersChanged, err := s.history.record(ctx, o, refs, finalizers, epoch == 0)
+	ownershipChanged, ownersChanged, err := s.history.record(ctx, o, refs, owners, finalizers, epoch == 0)
 	if err != nil {
 		return false, err
 	}
