@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,56 @@ func TestUpsertReportsOwnershipFacts(t *testing.T) {
 		}
 		if len(changes) != 1 || changes[0].Type != ChangeUpserted || changes[0].OwnershipChanged != step.facts {
 			t.Errorf("%s: changes %+v, want one upsert with Facts %v", step.name, changes, step.facts)
+		}
+	}
+}
+
+// A node's watch upsert reports whether it wrote the node's typed row: the
+// TTL controller wakes only then. The row is rewritten only when its
+// readiness, taints or TTL annotation change, not for each status update.
+func TestUpsertReportsNodeChanges(t *testing.T) {
+	ctx := context.Background()
+	d := openTemp(t)
+	rid, err := d.Mirror().EnsureResource(ctx, Resource{Version: "v1", Resource: "nodes", Kind: "Node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(rv, ready string, ttl *string, taints ...string) *Object {
+		n := &Node{Ready: ready, TTLAnnotation: ttl}
+		for _, k := range taints {
+			n.Taints = append(n.Taints, Taint{Key: k, Effect: "NoSchedule"})
+		}
+		return &Object{UID: "n1", APIVersion: "v1", Kind: "Node", Name: "n1", ResourceVersion: rv, Node: n}
+	}
+	for _, step := range []struct {
+		name  string
+		obj   *Object
+		typed bool
+	}{
+		{"first seen", node("1", "True", nil), true},
+		{"a status update", node("2", "True", nil), false},
+		{"annotated", node("3", "True", ptr("15")), true},
+		{"another status update", node("4", "True", ptr("15")), false},
+		{"annotation changed", node("5", "True", ptr("30")), true},
+		{"tainted", node("6", "True", ptr("30"), "example.com/x"), true},
+		{"not ready", node("7", "False", ptr("30"), "example.com/x"), true},
+		{"annotation removed", node("8", "False", nil, "example.com/x"), true},
+		{"unchanged again", node("9", "False", nil, "example.com/x"), false},
+	} {
+		changes, err := d.Mirror().ApplyWatchEvents(ctx, rid, step.obj.ResourceVersion, eventsOf(rid, step.obj))
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if len(changes) != 1 || changes[0].Type != ChangeUpserted || changes[0].TypedChanged != step.typed {
+			t.Errorf("%s: changes %+v, want one upsert with TypedChanged %v", step.name, changes, step.typed)
+		}
+		got, err := d.TTL().NodeTTLCounts(ctx)
+		want := map[string]int{}
+		if a := step.obj.Node.TTLAnnotation; a != nil {
+			want[*a] = 1
+		}
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: mirrored TTL annotations %v %v, want %v", step.name, got, err, want)
 		}
 	}
 }

@@ -157,7 +157,7 @@ func (s *statements) firstFill(ctx context.Context, resourceID, epoch int64, o *
 		return err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		_, err := s.upsertObject(ctx, resourceID, epoch, o)
+		_, _, err := s.upsertObject(ctx, resourceID, epoch, o)
 		return err
 	}
 	if err := s.history.recordNew(ctx, o, refs, finalizers); err != nil {
@@ -171,7 +171,8 @@ func (s *statements) firstFill(ctx context.Context, resourceID, epoch int64, o *
 			return err
 		}
 	}
-	return s.upsertTyped(ctx, o)
+	_, err = s.upsertTyped(ctx, o)
+	return err
 }
 
 // finish ends the writes of one transaction: what it leaves to the end

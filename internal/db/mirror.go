@@ -31,6 +31,11 @@ type Change struct {
 	// OwnershipChanged is set. An update of anything else, such as a
 	// status, a label or a Lease renewal, leaves it false.
 	OwnershipChanged bool
+	// TypedChanged is set for an upsert that wrote the object's typed row:
+	// the object is new to the mirror, or, for a Node, its readiness,
+	// taints or TTL annotation changed. It is always set for other kinds.
+	// A node's status update that changes none of them leaves it false.
+	TypedChanged bool
 }
 
 // ChangeType is the kind of a Change.
@@ -122,9 +127,13 @@ const (
 	sqlUpsertPod = `INSERT INTO pods (uid, phase, reason, node_name, generation) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (uid) DO UPDATE SET phase = excluded.phase, reason = excluded.reason,
 			node_name = excluded.node_name, generation = excluded.generation`
+	// A node's row is rewritten only when it changes, which its status
+	// updates seldom do; the count of rows written tells whether it did.
 	sqlUpsertNode = `INSERT INTO nodes (uid, ready, taints, ttl_annotation) VALUES (?, ?, ?, ?)
 		ON CONFLICT (uid) DO UPDATE SET ready = excluded.ready, taints = excluded.taints,
-			ttl_annotation = excluded.ttl_annotation`
+			ttl_annotation = excluded.ttl_annotation
+		WHERE ready IS NOT excluded.ready OR taints IS NOT excluded.taints
+			OR ttl_annotation IS NOT excluded.ttl_annotation`
 	sqlUpsertLease = `INSERT INTO leases (uid, holder_identity, lease_duration_seconds, acquire_time, renew_time,
 			lease_transitions, identity_label, strategy, preferred_holder)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -193,22 +202,22 @@ func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 // UPDATE. The extracted rows (references, kept labels and annotations,
 // the rules' typed fields) are written only when their hash changed.
 func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, o *Object) (
-	ownershipChanged bool, err error) {
+	ownershipChanged, typedChanged bool, err error) {
 	hash := o.extractedHash()
 	if epoch != 0 {
 		res, err := s.touch.ExecContext(ctx, epoch, o.UID, resourceID, o.ResourceVersion, hash)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			return false, nil
+			return false, false, nil
 		}
 	}
 	refs, finalizers := jsonOrNull(o.OwnerReferences), jsonOrNull(o.Finalizers)
 	owners := ownersHash(refs)
 	ownershipChanged, ownersChanged, err := s.history.record(ctx, o, refs, owners, finalizers, epoch == 0)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	updated := false
 	if !ownersChanged {
@@ -218,7 +227,7 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 			finalizers, epoch, owners, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
 			formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp), hash)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		n, _ := res.RowsAffected()
 		updated = n == 1
@@ -227,30 +236,32 @@ func (s *statements) upsertObject(ctx context.Context, resourceID, epoch int64, 
 	if !updated {
 		stored, err := s.extracted.storedHash(ctx, o.UID)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		extractedChanged, fresh = !sameHash(stored, hash), !stored.Valid
 		if _, err := s.upsert.ExecContext(ctx, o.UID, resourceID, o.APIVersion, o.Kind, o.Namespace, o.Name,
 			o.ResourceVersion, formatTime(o.CreationTimestamp), formatTime(o.DeletionTimestamp),
 			ptrOrNull(o.DeletionGracePeriodSeconds), finalizers, epoch, hash, owners); err != nil {
-			return false, err
+			return false, false, err
 		}
 	}
 	if ownersChanged {
 		if err := s.writeRefs(ctx, o); err != nil {
-			return false, err
+			return false, false, err
 		}
 	}
 	if extractedChanged {
 		if err := s.extracted.write(ctx, o, fresh); err != nil {
-			return false, err
+			return false, false, err
 		}
 	}
-	return ownershipChanged, s.upsertTyped(ctx, o)
+	typedChanged, err = s.upsertTyped(ctx, o)
+	return ownershipChanged, typedChanged, err
 }
 
-// upsertTyped writes the typed columns of o, when its resource has them.
-func (s *statements) upsertTyped(ctx context.Context, o *Object) error {
+// upsertTyped writes the typed columns of o, when its resource has them,
+// and reports whether it wrote them (see Change.TypedChanged).
+func (s *statements) upsertTyped(ctx context.Context, o *Object) (bool, error) {
 	var err error
 	switch {
 	case o.Pod != nil:
@@ -258,7 +269,12 @@ func (s *statements) upsertTyped(ctx context.Context, o *Object) error {
 		_, err = s.upsertPod.ExecContext(ctx, o.UID, p.Phase, p.Reason, p.NodeName, p.Generation)
 	case o.Node != nil:
 		n := o.Node
-		_, err = s.upsertNode.ExecContext(ctx, o.UID, n.Ready, jsonOrNull(n.Taints), ptrOrNull(n.TTLAnnotation))
+		res, err := s.upsertNode.ExecContext(ctx, o.UID, n.Ready, jsonOrNull(n.Taints), ptrOrNull(n.TTLAnnotation))
+		if err != nil {
+			return false, err
+		}
+		written, err := res.RowsAffected()
+		return written > 0, err
 	case o.Lease != nil:
 		l := o.Lease
 		_, err = s.upsertLease.ExecContext(ctx, o.UID, ptrOrNull(l.HolderIdentity),
@@ -276,7 +292,7 @@ func (s *statements) upsertTyped(ctx context.Context, o *Object) error {
 		_, err = s.upsertNamespace.ExecContext(ctx, o.UID, ns.Phase, jsonOrNull(ns.SpecFinalizers),
 			jsonOrNull(ns.Conditions))
 	}
-	return err
+	return true, err
 }
 
 // writeRefs replaces the references of o. It writes them together, so that
@@ -377,7 +393,7 @@ func (d Mirror) ApplyWatchEvents(ctx context.Context, resourceID int64, resource
 				}
 			}
 			c := Change{Type: ChangeUpserted, ResourceID: ev.ResourceID, UID: ev.Object.UID}
-			if c.OwnershipChanged, err = s.upsertObject(ctx, ev.ResourceID, 0, ev.Object); err != nil {
+			if c.OwnershipChanged, c.TypedChanged, err = s.upsertObject(ctx, ev.ResourceID, 0, ev.Object); err != nil {
 				return err
 			}
 			changes = append(changes, c)
@@ -573,7 +589,7 @@ func (d Mirror) WriteListPage(ctx context.Context, resourceID, epoch int64, objs
 				d.lists.filled++
 				continue
 			}
-			if _, err := s.upsertObject(ctx, resourceID, epoch, o); err != nil {
+			if _, _, err := s.upsertObject(ctx, resourceID, epoch, o); err != nil {
 				return err
 			}
 		}

@@ -103,6 +103,13 @@ func New(opts Options) (*Controller, error) {
 
 // OnChange is the ingest subscription: a change to a node moves the band
 // and wakes the controller. It never blocks.
+//
+// A node's status update that leaves its readiness, taints and TTL
+// annotation as they were (Change.TypedChanged false) changes nothing the
+// controller decides on, and wakes nothing. Upstream checks that node's
+// annotation again; here the mirror tells whether it changed. A large
+// cluster's nodes update their status every few seconds each: woken by
+// each, the controller read every node ten times a second.
 func (c *Controller) OnChange(changes []db.Change) {
 	id := c.nodesResource.Load()
 	if id == 0 {
@@ -112,13 +119,17 @@ func (c *Controller) OnChange(changes []db.Change) {
 		return
 	}
 	var nodes []db.Change
+	wake := false
 	for _, ch := range changes {
 		if ch.ResourceID == id {
 			nodes = append(nodes, ch)
+			wake = wake || ch.Type != db.ChangeUpserted || ch.TypedChanged
 		}
 	}
 	if len(nodes) > 0 {
 		c.tracker.observe(nodes)
+	}
+	if wake {
 		reconcile.Wake(c.wake)
 	}
 }

@@ -302,8 +302,8 @@ func TestReconcileFollowsTheBand(t *testing.T) {
 	// One more node: past band 0's sizeMax of 100.
 	extra := node("n0100", nil)
 	h.store.set(extra)
-	h.c.OnChange([]db.Change{{Type: db.ChangeUpserted, ResourceID: nodesResourceID, UID: extra.UID},
-		{Type: db.ChangeUpserted, ResourceID: nodesResourceID + 1, UID: "not-a-node"}})
+	h.c.OnChange([]db.Change{{Type: db.ChangeUpserted, ResourceID: nodesResourceID, UID: extra.UID, TypedChanged: true},
+		{Type: db.ChangeUpserted, ResourceID: nodesResourceID + 1, UID: "not-a-node", TypedChanged: true}})
 	h.reconcile()
 	if band, n := h.c.tracker.current(); band != 1 || n != 101 {
 		t.Fatalf("band %d at %d nodes, want 1 at 101", band, n)
@@ -328,6 +328,20 @@ func TestReconcileFollowsTheBand(t *testing.T) {
 	case <-h.c.wake:
 		t.Error("a change to another resource woke the controller")
 	default:
+	}
+	// A node's status update that leaves its typed row as it was wakes
+	// nothing; one that changes it (its TTL annotation, say) does.
+	h.c.OnChange([]db.Change{{Type: db.ChangeUpserted, ResourceID: nodesResourceID, UID: "uid-n0001"}})
+	select {
+	case <-h.c.wake:
+		t.Error("a node's status update that changed nothing woke the controller")
+	default:
+	}
+	h.c.OnChange([]db.Change{{Type: db.ChangeUpserted, ResourceID: nodesResourceID, UID: "uid-n0001", TypedChanged: true}})
+	select {
+	case <-h.c.wake:
+	default:
+		t.Error("a node whose typed row changed did not wake the controller")
 	}
 }
 
@@ -421,7 +435,7 @@ func TestRun(t *testing.T) {
 	}
 	b := node("b", ptr("15"))
 	h.store.set(b)
-	h.c.OnChange([]db.Change{{Type: db.ChangeUpserted, ResourceID: nodesResourceID, UID: b.UID}})
+	h.c.OnChange([]db.Change{{Type: db.ChangeUpserted, ResourceID: nodesResourceID, UID: b.UID, TypedChanged: true}})
 	waitPatched(map[string]string{"a": "0", "b": "0"})
 	stop()
 }
