@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
@@ -213,6 +215,27 @@ func heartbeatPeriod(ctx context.Context, d time.Duration, pid, kcmPid int, base
 		return err
 	}
 	r.leaseRenewals, r.nodeUpdates = leases1-leases0, nodes1-nodes0
+	return printRulePasses(ctx, base)
+}
+
+// printRulePasses prints each rule's last pass: the passes recur through
+// the heartbeats, and their share of kubegcd's CPU shows in the samples.
+func printRulePasses(ctx context.Context, base string) error {
+	body, err := testcluster.HTTPGet(ctx, base+"/rules")
+	if err != nil {
+		return err
+	}
+	var list api.RuleList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return fmt.Errorf("/rules: %w", err)
+	}
+	fmt.Printf("  last pass of each rule:")
+	for _, r := range list.Items {
+		if p := r.LastPass; p != nil {
+			fmt.Printf(" %s %.0f ms (%d matches);", r.ID, 1000*p.DurationSeconds, p.Matches)
+		}
+	}
+	fmt.Println()
 	return nil
 }
 
