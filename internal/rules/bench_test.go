@@ -155,23 +155,28 @@ func cpuTime() time.Duration {
 
 // youngFill writes the mirror of the scale benchmark's cluster, as
 // kubegcd holds it minutes after its first sync: 50,000 Pods in 50
-// namespaces, each referring to its namespace's default ServiceAccount
-// and kube-root-ca.crt ConfigMap, as the API server's admission gives
-// them; 40,000 ConfigMaps, 30,000 Secrets, 2,000 Nodes. Everything was
-// created and first listed 10 minutes ago, so nothing can be unused yet:
-// what a pass costs is what it reads to find that out.
+// namespaces, owned by ReplicaSets, each referring to its namespace's
+// default ServiceAccount and kube-root-ca.crt ConfigMap, as the API
+// server's admission gives them; 40,000 ConfigMaps, 30,000 Secrets.
+// There, no controller publishes kube-root-ca.crt: every Pod refers to a
+// ConfigMap that does not exist, and is left out for its owner.
+// Everything was created and first listed 10 minutes ago, so nothing can
+// be unused yet: what a pass costs is what it reads to find that out.
 var youngFill = []string{
 	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 49999)
 	INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version, creation_timestamp)
 	SELECT 'pod-' || i, (SELECT id FROM resources WHERE kind = 'Pod'), 'v1', 'Pod', 'ns-' || (i % 50), 'pod-' || i, '1', :created FROM n`,
 	`INSERT INTO pods (uid, phase) SELECT uid, 'Running' FROM objects WHERE kind = 'Pod'`,
+	`INSERT INTO owner_refs (dependent_uid, position, api_version, kind, name, owner_uid, controller, sole)
+	SELECT uid, 0, 'apps/v1', 'ReplicaSet', 'rs-' || (substr(uid, 5) / 25), 'rs-' || (substr(uid, 5) / 25), 1, 1
+	FROM objects WHERE kind = 'Pod'`,
 	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 49)
 	INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version, creation_timestamp)
 	SELECT 'sa-' || i, (SELECT id FROM resources WHERE kind = 'ServiceAccount'), 'v1', 'ServiceAccount', 'ns-' || i, 'default', '1', :created FROM n`,
 	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 39999)
 	INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version, creation_timestamp)
 	SELECT 'cm-' || i, (SELECT id FROM resources WHERE kind = 'ConfigMap'), 'v1', 'ConfigMap', 'ns-' || (i % 50),
-		CASE WHEN i < 50 THEN 'kube-root-ca.crt' ELSE 'config-' || i END, '1', :created FROM n`,
+		'config-' || i, '1', :created FROM n`,
 	`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 29999)
 	INSERT INTO objects (uid, resource_id, api_version, kind, namespace, name, resource_version, creation_timestamp)
 	SELECT 'sec-' || i, (SELECT id FROM resources WHERE kind = 'Secret'), 'v1', 'Secret', 'ns-' || (i % 50), 'secret-' || i, '1', :created FROM n`,

@@ -316,12 +316,12 @@ FROM missing m CROSS JOIN refs r ON r.target_kind = m.target_kind AND r.target_n
 WHERE r.target_group = '' AND NOT r.optional AND NOT r.prefix
   -- an ephemeral volume's claim is made for its Pod, after it
   AND r.via NOT LIKE '%ephemeral%'
-  AND r.referrer_kind IN ` + sqlList(podReferrers) + `
   AND EXISTS (SELECT 1 FROM objects o WHERE o.uid = r.referrer_uid
+    AND ` + keepSQL("o", false) + `
     -- a Pod or a Job that has finished starts no Pod again
     AND NOT EXISTS (SELECT 1 FROM pods p WHERE p.uid = o.uid AND p.phase IN ('Succeeded', 'Failed'))
-    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.uid = o.uid AND (j.complete OR j.failed))
-    AND ` + keepSQL("o", false) + `)
+    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.uid = o.uid AND (j.complete OR j.failed)))
+  AND r.referrer_kind IN ` + sqlList(podReferrers) + `
 GROUP BY +r.referrer_uid`
 
 var ttlSQL = `WITH ttl AS (
