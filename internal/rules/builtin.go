@@ -297,6 +297,8 @@ WHERE r.place > CASE WHEN r.failed THEN coalesce(cj.failed_jobs_history_limit, 1
 // namespace's default ServiceAccount and kube-root-ca.crt: at 50,000 Pods,
 // a lookup per reference took 130 ms a pass. An object of another group
 // with the target's kind and name would pass for it.
+// A reference to a missing target then meets the exclusions first: most
+// referrers are Pods with an owner, which one lookup leaves out.
 // The unary plus keeps SQLite from grouping through the index on
 // referrers, which costs a row lookup for every reference: it groups the
 // few dangling ones.
