@@ -196,7 +196,8 @@ func (d *core) prepare(ctx context.Context, tx *sql.Tx) (*statements, error) {
 }
 
 // upsertObject writes o and everything hanging off it. It reports whether a
-// fact the owner GC decides on changed (see Change.OwnershipChanged). When
+// fact the owner GC decides on changed (see Change.OwnershipChanged), and
+// whether it wrote o's typed row (Change.TypedChanged). When
 // epoch is not zero and the stored row already has o's resourceVersion, it
 // only bumps the epoch, so a relist of an unchanged object costs one
 // UPDATE. The extracted rows (references, kept labels and annotations,
