@@ -83,6 +83,15 @@ func TestTerminatedPodsOrderAndPaging(t *testing.T) {
 			t.Errorf("%+v: %v (count %d %v), want %v", c.f, got, n, err, c.want)
 		}
 	}
+	// The count reads ranges around the three phases that are not
+	// terminated: a phase between them, or after the last, counts too.
+	if _, err := d.Mirror().ApplyEvents(ctx, eventsOf(pods, pod("c", "queued", 1, "Queued", ""),
+		pod("c", "zombie", 1, "Zombie", ""))); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.PodGC().CountTerminatedPods(ctx, TerminatedFilter{}); err != nil || n != len(want)+2 {
+		t.Errorf("count with odd phases %d %v, want %d", n, err, len(want)+2)
+	}
 }
 
 func TestNodeQueriesOfPodGC(t *testing.T) {
