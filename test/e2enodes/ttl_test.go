@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubegcd/kubegcd/test/e2eutil"
 )
@@ -86,7 +87,9 @@ func TestTTLFollowsClusterSizeWithHysteresis(t *testing.T) {
 	}
 	t.Cleanup(func() { setNodes(t, 0) })
 	dbPath := filepath.Join(t.TempDir(), "kubegcd.db")
-	args := []string{"--controllers=ttl", "--dry-run=false"}
+	// No resync within the test: every reconcile after the first is woken
+	// by a change to the nodes.
+	args := []string{"--controllers=ttl", "--dry-run=false", "--resync-period=10m"}
 	d := daemons.Start(t, dbPath, args...)
 
 	setNodes(t, 120)
@@ -128,5 +131,15 @@ func TestTTLFollowsClusterSizeWithHysteresis(t *testing.T) {
 
 	// Below 90 the cluster falls back to band 0.
 	setNodes(t, 85)
+	allTTL(t, d, 85, "0")
+
+	// An annotation changed by hand is put back: the change wakes the
+	// controller, which a node's status update that changes nothing of
+	// it does not.
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"99"}}}`, corev1.ObjectTTLAnnotationKey)
+	if _, err := kube.CoreV1().Nodes().Patch(context.Background(), "ttl-007", types.MergePatchType, patch,
+		metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	allTTL(t, d, 85, "0")
 }
