@@ -386,15 +386,24 @@ func (b *rulesBench) startKubegcd(ctx context.Context, bin, name, rulesDir strin
 	return d, addr, stop, nil
 }
 
-// ruleInfo returns the rule the benchmark sets, as GET /rules shows it.
-func ruleInfo(ctx context.Context, base string) (api.RuleInfo, error) {
+// getRules reads kubegcd's GET /rules.
+func getRules(ctx context.Context, base string) (api.RuleList, error) {
+	var list api.RuleList
 	body, err := testcluster.HTTPGet(ctx, base+"/rules")
 	if err != nil {
-		return api.RuleInfo{}, err
+		return list, err
 	}
-	var list api.RuleList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return api.RuleInfo{}, fmt.Errorf("GET /rules: %w", err)
+		return list, fmt.Errorf("GET /rules: %w", err)
+	}
+	return list, nil
+}
+
+// ruleInfo returns the rule the benchmark sets, as GET /rules shows it.
+func ruleInfo(ctx context.Context, base string) (api.RuleInfo, error) {
+	list, err := getRules(ctx, base)
+	if err != nil {
+		return api.RuleInfo{}, err
 	}
 	for _, e := range list.Errors {
 		return api.RuleInfo{}, fmt.Errorf("GET /rules: a rule file is refused: %s", e.Message)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubegcd/kubegcd/internal/api"
 	"github.com/kubegcd/kubegcd/internal/testcluster"
 )
 
@@ -221,13 +219,9 @@ func heartbeatPeriod(ctx context.Context, d time.Duration, pid, kcmPid int, base
 // printRulePasses prints each rule's last pass: the passes recur through
 // the heartbeats, and their share of kubegcd's CPU shows in the samples.
 func printRulePasses(ctx context.Context, base string) error {
-	body, err := testcluster.HTTPGet(ctx, base+"/rules")
+	list, err := getRules(ctx, base)
 	if err != nil {
 		return err
-	}
-	var list api.RuleList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return fmt.Errorf("/rules: %w", err)
 	}
 	fmt.Printf("  last pass of each rule:")
 	for _, r := range list.Items {

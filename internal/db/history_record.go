@@ -87,9 +87,9 @@ func (d *core) prepareHistory(ctx context.Context, tx *sql.Tx) (historyStatement
 // from its last state, and reports whether a fact the owner GC decides on
 // changed: o is new to the mirror, or its references (refs, as jsonOrNull
 // encodes them, and owners, their ownersHash), finalizers or deletion
-// changed. It also reports whether
-// o's references differ from those mirrored. The common update that
-// changes none of them (a status, a label, a lease renewal) writes nothing.
+// changed. It also reports whether o's references differ from those
+// mirrored. The common update that changes none of them (a status, a
+// label, a lease renewal) writes nothing.
 //
 // The last state comes from the mirror's row of o, which the write then
 // updates: one indexed read, of a page the update needs anyway. An object

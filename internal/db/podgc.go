@@ -115,8 +115,8 @@ func (d PodGC) CountTerminatedPods(ctx context.Context, f TerminatedFilter) (int
 }
 
 // sqlCountTerminated counts the ranges of pods_by_phase between the three
-// phases that are not terminated, so it reads the terminated pods' entries
-// alone. The whole index it read before held every running pod: 150,000
+// phases that are not terminated (terminatedWhere's, in byte order), so it
+// reads the terminated pods' entries alone. The whole index it read before held every running pod: 150,000
 // entries took 25 ms a pass, every 20 s, to count none.
 const sqlCountTerminated = `SELECT (SELECT count(*) FROM pods WHERE phase < 'Pending')
 	+ (SELECT count(*) FROM pods WHERE phase > 'Pending' AND phase < 'Running')
